@@ -1,0 +1,86 @@
+/* Licensed under the Apache License, Version 2.0.
+ *
+ * lessons_store.h: every SQL statement the module runs, and the
+ * operations over them through apr_dbd prepared statements.  The same
+ * SQL serves sqlite3 and pgsql.  The handle comes from mod_dbd in the
+ * server and from apr_dbd_open in the unit tests.
+ */
+#ifndef LESSONS_STORE_H
+#define LESSONS_STORE_H
+
+#include "apr_pools.h"
+#include "apr_hash.h"
+#include "apr_tables.h"
+#include "apr_dbd.h"
+#include "lessons_lesson.h"
+
+/* A connection and its prepared statements (label -> apr_dbd_prepared_t*,
+ * the way mod_dbd's ap_dbd_t keeps them).
+ */
+typedef struct {
+    const apr_dbd_driver_t *driver;
+    apr_dbd_t *handle;
+    apr_hash_t *prepared;
+} lessons_db_t;
+
+/* The statements, for ap_dbd_prepare at config time.  Read-only;
+ * ends with a { NULL, NULL } entry.
+ */
+typedef struct {
+    const char *label;
+    const char *sql;
+} lessons_statement_t;
+
+extern const lessons_statement_t lessons_statements[];
+
+typedef enum {
+    LESSONS_STORE_OK = 0,
+    LESSONS_STORE_NOT_FOUND,        /* no lesson with that id */
+    LESSONS_STORE_NO_LEVEL,         /* the level id does not exist */
+    LESSONS_STORE_ERROR             /* database error: *err says which */
+} lessons_store_e;
+
+/* Prepare every statement on db->handle into db->prepared (made in p if
+ * NULL).  The module lets mod_dbd do this; tests and tools call it.
+ */
+lessons_store_e lessons_store_prepare(lessons_db_t *db, apr_pool_t *p,
+                                      const char **err);
+
+/* Lists fill *out with lessons_lesson_t, allocated in p. */
+lessons_store_e lessons_store_list_all(const lessons_db_t *db, apr_pool_t *p,
+                                       apr_array_header_t **out,
+                                       const char **err);        /* by id */
+lessons_store_e lessons_store_list_level(const lessons_db_t *db,
+                                         apr_pool_t *p, int level,
+                                         apr_array_header_t **out,
+                                         const char **err);      /* by id */
+/* Two levels, by level id, then order, then id (beginner, advanced). */
+lessons_store_e lessons_store_list_levels(const lessons_db_t *db,
+                                          apr_pool_t *p, int first,
+                                          int second,
+                                          apr_array_header_t **out,
+                                          const char **err);
+
+lessons_store_e lessons_store_get(const lessons_db_t *db, apr_pool_t *p,
+                                  int id, lessons_lesson_t *out,
+                                  const char **err);
+
+/* Insert a complete input (create-decoded) in one statement that also
+ * checks the level: NO_LEVEL leaves the table untouched.  *id is the
+ * new lesson's id.
+ */
+lessons_store_e lessons_store_create(const lessons_db_t *db, apr_pool_t *p,
+                                     const lessons_input_t *in, int *id,
+                                     const char **err);
+
+/* Write every field of l to lesson l->id, in one statement that also
+ * checks the level: NOT_FOUND or NO_LEVEL leave the row untouched.
+ */
+lessons_store_e lessons_store_update(const lessons_db_t *db, apr_pool_t *p,
+                                     const lessons_lesson_t *l,
+                                     const char **err);
+
+lessons_store_e lessons_store_delete(const lessons_db_t *db, apr_pool_t *p,
+                                     int id, const char **err);
+
+#endif /* LESSONS_STORE_H */

@@ -1,0 +1,69 @@
+/* Licensed under the Apache License, Version 2.0.
+ *
+ * lessons_token.h: bearer token extraction (RFC 6750) and JWT
+ * verification on top of libjwt 1.10, which checks signatures only:
+ * algorithm pinning, segment syntax and every claim are checked here.
+ */
+#ifndef LESSONS_TOKEN_H
+#define LESSONS_TOKEN_H
+
+#include <jwt.h>
+#include "apr_pools.h"
+
+/* Longer tokens are refused before libjwt sees them (it allocas). */
+#define LESSONS_TOKEN_MAX_LEN  8192
+
+typedef struct {
+    jwt_alg_t alg;                  /* the only algorithm accepted */
+    const unsigned char *key;       /* secret or PEM public key */
+    apr_size_t key_len;             /* > 0, always */
+    const char *issuer;             /* required iss, or NULL */
+    const char *audience;           /* required aud member, or NULL */
+    long leeway;                    /* clock skew allowed, seconds */
+} lessons_token_policy_t;
+
+typedef enum {
+    LESSONS_BEARER_NONE = 0,        /* no Authorization header */
+    LESSONS_BEARER_OTHER_SCHEME,    /* e.g. Basic: not ours to judge */
+    LESSONS_BEARER_MALFORMED,       /* "Bearer" but no single token */
+    LESSONS_BEARER_OK
+} lessons_bearer_e;
+
+/* Extract the token from an Authorization header value.  The scheme is
+ * case-insensitive; exactly one token of token68 characters must follow
+ * after spaces.  *token points into a pool copy.
+ */
+lessons_bearer_e lessons_bearer_parse(apr_pool_t *p, const char *header,
+                                      const char **token);
+
+typedef enum {
+    LESSONS_TOKEN_OK = 0,
+    LESSONS_TOKEN_MALFORMED,        /* length, segments, alphabet, header */
+    LESSONS_TOKEN_BAD_ALG,          /* header alg is not the configured one */
+    LESSONS_TOKEN_CRIT,             /* a crit header we cannot honour */
+    LESSONS_TOKEN_BAD_SIGNATURE,    /* libjwt refused it */
+    LESSONS_TOKEN_BAD_CLAIMS,       /* payload not an object, wrong types */
+    LESSONS_TOKEN_NO_EXP,           /* exp missing */
+    LESSONS_TOKEN_EXPIRED,
+    LESSONS_TOKEN_NOT_YET_VALID,    /* nbf in the future */
+    LESSONS_TOKEN_BAD_ISSUER,
+    LESSONS_TOKEN_BAD_AUDIENCE
+} lessons_token_e;
+
+/* Verify a compact JWS against the policy at time now (seconds since
+ * the epoch).  On LESSONS_TOKEN_OK, *subject is the sub claim copied
+ * into p, or NULL when the token has none (sub, if present, must be a
+ * string).  Nothing from the token is trusted before this returns OK.
+ */
+lessons_token_e lessons_token_verify(apr_pool_t *p,
+                                     const lessons_token_policy_t *policy,
+                                     const char *token, apr_int64_t now,
+                                     const char **subject);
+
+/* A fixed, client-safe description of a result, for the
+ * error_description attribute and the problem detail.  Never contains
+ * token or claim text.
+ */
+const char *lessons_token_describe(lessons_token_e result);
+
+#endif /* LESSONS_TOKEN_H */

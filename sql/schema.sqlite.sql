@@ -1,0 +1,37 @@
+-- mod_lessons schema for SQLite (the embedded default).
+-- Safe to run twice: every statement is idempotent.
+-- WAL lets readers in other Apache processes proceed while one writes;
+-- the setting is stored in the database file.  foreign_keys is per
+-- connection, so the server config also sets it with DBDInitSQL.
+PRAGMA journal_mode = WAL;
+PRAGMA foreign_keys = ON;
+
+CREATE TABLE IF NOT EXISTS levels (
+    id   INTEGER PRIMARY KEY,
+    code TEXT NOT NULL UNIQUE,
+    name TEXT NOT NULL
+);
+
+INSERT OR IGNORE INTO levels (id, code, name) VALUES
+    (1, 'A1', 'Beginner'),
+    (2, 'A2', 'Elementary'),
+    (3, 'B1', 'Intermediate'),
+    (4, 'B2', 'Upper Intermediate'),
+    (5, 'C1', 'Advanced'),
+    (6, 'C2', 'Proficiency');
+
+-- AUTOINCREMENT: a deleted lesson's id is never handed out again, so a
+-- stale Location or bookmark can never point at somebody else's lesson.
+CREATE TABLE IF NOT EXISTS lessons (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    level_id    INTEGER NOT NULL REFERENCES levels (id),
+    title       TEXT    NOT NULL CHECK (length(title) BETWEEN 1 AND 200),
+    sort_order  INTEGER NOT NULL,
+    topic       TEXT    NOT NULL DEFAULT '' CHECK (length(topic) <= 100),
+    description TEXT    NOT NULL DEFAULT '' CHECK (length(description) <= 4000),
+    is_active   INTEGER NOT NULL DEFAULT 1 CHECK (is_active IN (0, 1))
+);
+
+-- Serves level, beginner and advanced lists in their sort order.
+CREATE INDEX IF NOT EXISTS lessons_level_order
+    ON lessons (level_id, sort_order, id);
