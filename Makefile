@@ -28,7 +28,7 @@ DEV_DIR    = build/dev
 DEV_KEY    = $(DEV_DIR)/jwt.key
 DEV_DB     = $(DEV_DIR)/lessons.db
 
-.PHONY: all deps run token test unit integration install clean
+.PHONY: all deps dev run token test unit integration install clean
 
 all: $(MODULE)
 
@@ -50,3 +50,28 @@ build/unit/%: t/unit/%.c $(UNITS) $(HEADERS)
 clean:
 	rm -rf build .libs modules/.libs mod_lessons.la mod_lessons.lo \
 	    mod_lessons.slo modules/*.lo modules/*.slo modules/*.o $(MODULE)
+
+# The dev database and key: made once, kept across runs (make clean
+# removes them).  As root, httpd serves as www-data, which must own
+# the SQLite directory.
+$(DEV_KEY):
+	@mkdir -p $(DEV_DIR)
+	@umask 077 && openssl rand -hex 32 | tr -d '\n' > $@
+	@echo "made dev key $@"
+
+$(DEV_DB): sql/schema.sqlite.sql sql/sample-lessons.sql
+	@mkdir -p $(DEV_DIR)
+	@sqlite3 -bail $@ < sql/schema.sqlite.sql >/dev/null
+	@sqlite3 -bail $@ < sql/sample-lessons.sql
+	@echo "made dev database $@ (schema and sample lessons)"
+
+dev: $(DEV_KEY) $(DEV_DB)
+	@if [ "$$(id -u)" = 0 ]; then chown -R www-data:www-data $(DEV_DIR); fi
+
+run: deps all dev
+	@rm -f $(DEV_DIR)/httpd.pid
+	@echo "Serving http://127.0.0.1:8080/api/lessons (make token prints a token; Ctrl-C stops)"
+	$(HTTPD) -X -d $(CURDIR) -f conf/httpd.conf -C "Define LESSONS_ROOT $(CURDIR)"
+
+token: $(DEV_KEY)
+	@t/tools/token --key $(DEV_KEY) --sub dev --ttl 3600

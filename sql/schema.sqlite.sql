@@ -1,8 +1,14 @@
 -- mod_lessons schema for SQLite (the embedded default).
 -- Safe to run twice: every statement is idempotent.
 -- WAL lets readers in other Apache processes proceed while one writes;
--- the setting is stored in the database file.  foreign_keys is per
--- connection, so the server config also sets it with DBDInitSQL.
+-- the setting is stored in the database file.
+--
+-- Foreign keys: PRAGMA foreign_keys is per connection, and it cannot be
+-- set through mod_dbd's DBDInitSQL: that runs after mod_dbd has prepared
+-- the module's statements, the pragma expires them, and apr_dbd_sqlite3
+-- (legacy sqlite3_prepare) never re-prepares, so every query would fail.
+-- The triggers at the end enforce lessons.level_id -> levels.id on every
+-- connection whatever its pragma; this session turns the pragma on too.
 PRAGMA journal_mode = WAL;
 PRAGMA foreign_keys = ON;
 
@@ -35,3 +41,25 @@ CREATE TABLE IF NOT EXISTS lessons (
 -- Serves level, beginner and advanced lists in their sort order.
 CREATE INDEX IF NOT EXISTS lessons_level_order
     ON lessons (level_id, sort_order, id);
+
+-- Referential integrity that holds on every connection (see the top).
+CREATE TRIGGER IF NOT EXISTS lessons_level_exists_insert
+BEFORE INSERT ON lessons
+WHEN NOT EXISTS (SELECT 1 FROM levels WHERE id = NEW.level_id)
+BEGIN
+    SELECT RAISE(ABORT, 'FOREIGN KEY constraint failed');
+END;
+
+CREATE TRIGGER IF NOT EXISTS lessons_level_exists_update
+BEFORE UPDATE OF level_id ON lessons
+WHEN NOT EXISTS (SELECT 1 FROM levels WHERE id = NEW.level_id)
+BEGIN
+    SELECT RAISE(ABORT, 'FOREIGN KEY constraint failed');
+END;
+
+CREATE TRIGGER IF NOT EXISTS levels_keep_referenced
+BEFORE DELETE ON levels
+WHEN EXISTS (SELECT 1 FROM lessons WHERE level_id = OLD.id)
+BEGIN
+    SELECT RAISE(ABORT, 'FOREIGN KEY constraint failed');
+END;

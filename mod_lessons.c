@@ -1,0 +1,1038 @@
+/* Licensed under the Apache License, Version 2.0.
+ *
+ * mod_lessons.c: the Lessons API (German-language lessons) as an httpd
+ * handler.  This file is the thin httpd glue: directives, per-directory
+ * config, the access checker that verifies the bearer token before any
+ * handler runs, and the dispatch from route to store to JSON.  The work
+ * itself lives in modules/lessons_*.c, which need no httpd.
+ *
+ *   LoadModule dbd_module     modules/mod_dbd.so
+ *   LoadModule lessons_module modules/mod_lessons.so
+ *   DBDriver sqlite3
+ *   DBDParams /var/lib/lessons/lessons.db
+ *   <Location "/api/lessons">
+ *       SetHandler lessons
+ *       LessonsJWTAlgorithm HS256
+ *       LessonsJWTKeyFile /etc/lessons/jwt.key
+ *   </Location>
+ */
+
+#include "httpd.h"
+#include "http_config.h"
+#include "http_core.h"
+#include "http_log.h"
+#include "http_protocol.h"
+#include "http_request.h"
+#include "util_filter.h"
+#include "apr_strings.h"
+#include "apr_optional.h"
+#include "apr_dbd.h"
+#include "mod_dbd.h"
+
+#include "lessons_json.h"
+#include "lessons_key.h"
+#include "lessons_payload.h"
+#include "lessons_route.h"
+#include "lessons_store.h"
+#include "lessons_token.h"
+
+module AP_MODULE_DECLARE_DATA lessons_module;
+
+/* Our own log tags (APLOGNO numbers belong to httpd's modules). */
+#define LESSONSLOG(n) "LESSONS" #n ": "
+
+#define LESSONS_HANDLER          "lessons"
+#define LESSONS_DEFAULT_BASE     "/api/lessons"
+#define LESSONS_DEFAULT_REALM    "lessons"
+#define LESSONS_DEFAULT_MAX_BODY (64 * 1024)
+#define LESSONS_MAX_BODY_LIMIT   (16 * 1024 * 1024)
+#define LESSONS_MAX_LEEWAY       3600
+
+#define LESSONS_CT_JSON     "application/json; charset=utf-8"
+#define LESSONS_CT_PROBLEM  "application/problem+json"
+
+/* Beginner and advanced are fixed pairs of levels (SPEC rules 1, 2). */
+#define LESSONS_BEGINNER_FIRST   1
+#define LESSONS_BEGINNER_SECOND  2
+#define LESSONS_ADVANCED_FIRST   4
+#define LESSONS_ADVANCED_SECOND  5
+
+/* Per-directory config.  NULL / JWT_ALG_INVAL / -1 mean "not set here",
+ * so merge can tell an inherited value from a configured one.
+ */
+typedef struct {
+    const char *path;               /* section path, for start-up checks */
+    const char *where;              /* "file:line" of its first directive */
+    int registered;                 /* listed for the start-up check */
+    jwt_alg_t alg;
+    const char *alg_name;
+    const char *key_file;
+    const unsigned char *key;
+    apr_size_t key_len;
+    const char *issuer;
+    const char *audience;
+    long leeway;
+    const char *base_path;
+    apr_off_t max_body;
+} lessons_dir_conf;
+
+/* Per-server config: which sections to check at start-up, whether our
+ * statements are registered with mod_dbd, and mod_dbd's acquire.
+ */
+typedef struct {
+    apr_array_header_t *sections;   /* lessons_dir_conf * */
+    int prepared;
+    ap_dbd_t *(*acquire)(request_rec *r);
+} lessons_srv_conf;
+
+/* Per-request: the outcome of the token check, so the access checker
+ * and the handler never verify twice and never disagree.
+ */
+typedef struct {
+    int status;                     /* OK, or DONE once a refusal is sent */
+} lessons_req_state;
+
+/* ------------------------------------------------------------------ */
+/* Configuration                                                        */
+
+static void *lessons_create_dir_conf(apr_pool_t *p, char *dir)
+{
+    lessons_dir_conf *conf = apr_pcalloc(p, sizeof(*conf));
+
+    conf->path = dir;
+    conf->alg = JWT_ALG_INVAL;
+    conf->leeway = -1;
+    conf->max_body = -1;
+    return conf;
+}
+
+static void *lessons_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
+{
+    lessons_dir_conf *base = basev, *add = addv;
+    lessons_dir_conf *conf = apr_pcalloc(p, sizeof(*conf));
+
+    conf->path = add->path;
+    conf->where = add->where ? add->where : base->where;
+    conf->registered = add->registered || base->registered;
+    if (add->alg != JWT_ALG_INVAL) {
+        conf->alg = add->alg;
+        conf->alg_name = add->alg_name;
+    }
+    else {
+        conf->alg = base->alg;
+        conf->alg_name = base->alg_name;
+    }
+    if (add->key_file) {
+        conf->key_file = add->key_file;
+        conf->key = add->key;
+        conf->key_len = add->key_len;
+    }
+    else {
+        conf->key_file = base->key_file;
+        conf->key = base->key;
+        conf->key_len = base->key_len;
+    }
+    conf->issuer = add->issuer ? add->issuer : base->issuer;
+    conf->audience = add->audience ? add->audience : base->audience;
+    conf->leeway = add->leeway >= 0 ? add->leeway : base->leeway;
+    conf->base_path = add->base_path ? add->base_path : base->base_path;
+    conf->max_body = add->max_body >= 0 ? add->max_body : base->max_body;
+    return conf;
+}
+
+static void *lessons_create_srv_conf(apr_pool_t *p, server_rec *s)
+{
+    lessons_srv_conf *sconf = apr_pcalloc(p, sizeof(*sconf));
+
+    (void)s;
+    sconf->sections = apr_array_make(p, 4, sizeof(lessons_dir_conf *));
+    return sconf;
+}
+
+/* Every Lessons directive lands here first: remember the section for
+ * the start-up check, and register our statements with mod_dbd for
+ * this server (once), at config time as mod_dbd requires.
+ */
+static const char *lessons_touch(cmd_parms *cmd, lessons_dir_conf *conf)
+{
+    lessons_srv_conf *sconf =
+        ap_get_module_config(cmd->server->module_config, &lessons_module);
+    void (*prepare)(server_rec *, const char *, const char *);
+    const lessons_statement_t *st;
+
+    if (!conf->registered) {
+        conf->registered = 1;
+        conf->where = apr_psprintf(cmd->pool, "%s:%d",
+                                   cmd->directive->filename,
+                                   cmd->directive->line_num);
+        APR_ARRAY_PUSH(sconf->sections, lessons_dir_conf *) = conf;
+    }
+    if (!sconf->prepared) {
+        prepare = APR_RETRIEVE_OPTIONAL_FN(ap_dbd_prepare);
+        if (!prepare) {
+            return "mod_lessons needs mod_dbd: load dbd_module before "
+                   "lessons_module (a2enmod lessons does this)";
+        }
+        for (st = lessons_statements; st->label; st++) {
+            prepare(cmd->server, st->sql, st->label);
+        }
+        sconf->prepared = 1;
+    }
+    return NULL;
+}
+
+static const char *lessons_set_alg(cmd_parms *cmd, void *dconf,
+                                   const char *arg)
+{
+    lessons_dir_conf *conf = dconf;
+
+    conf->alg = lessons_alg_parse(arg);
+    if (conf->alg == JWT_ALG_INVAL) {
+        return apr_psprintf(cmd->pool, "LessonsJWTAlgorithm: unknown or "
+                            "unsupported algorithm '%s'; use one of HS256, "
+                            "HS384, HS512, RS256, RS384, RS512, ES256, "
+                            "ES384, ES512", arg);
+    }
+    conf->alg_name = arg;
+    return lessons_touch(cmd, conf);
+}
+
+static const char *lessons_set_key_file(cmd_parms *cmd, void *dconf,
+                                        const char *arg)
+{
+    lessons_dir_conf *conf = dconf;
+    const char *path = ap_server_root_relative(cmd->pool, arg);
+    const char *err;
+
+    if (!path) {
+        return apr_psprintf(cmd->pool, "LessonsJWTKeyFile: invalid path "
+                            "'%s'", arg);
+    }
+    err = lessons_key_read(cmd->pool, path, &conf->key, &conf->key_len);
+    if (err) {
+        return apr_pstrcat(cmd->pool, "LessonsJWTKeyFile: ", err, NULL);
+    }
+    conf->key_file = path;
+    return lessons_touch(cmd, conf);
+}
+
+static const char *lessons_set_string(cmd_parms *cmd, void *dconf,
+                                      const char *arg)
+{
+    lessons_dir_conf *conf = dconf;
+    const char *err = ap_set_string_slot(cmd, dconf, arg);
+
+    if (err) {
+        return err;
+    }
+    if (!*arg) {
+        return apr_psprintf(cmd->pool, "%s must not be empty",
+                            cmd->cmd->name);
+    }
+    return lessons_touch(cmd, conf);
+}
+
+static const char *lessons_set_base_path(cmd_parms *cmd, void *dconf,
+                                         const char *arg)
+{
+    lessons_dir_conf *conf = dconf;
+
+    if (arg[0] != '/') {
+        return "LessonsBasePath must be a URL path starting with /";
+    }
+    conf->base_path = arg;
+    return lessons_touch(cmd, conf);
+}
+
+/* A whole decimal number in [min, max], or an error message. */
+static const char *lessons_parse_number(cmd_parms *cmd, const char *arg,
+                                        apr_int64_t min, apr_int64_t max,
+                                        apr_int64_t *out)
+{
+    char *end;
+    apr_int64_t v;
+
+    errno = 0;
+    v = apr_strtoi64(arg, &end, 10);
+    if (errno || end == arg || *end || v < min || v > max) {
+        return apr_psprintf(cmd->pool, "%s takes a whole number from %"
+                            APR_INT64_T_FMT " to %" APR_INT64_T_FMT
+                            ", not '%s'", cmd->cmd->name, min, max, arg);
+    }
+    *out = v;
+    return NULL;
+}
+
+static const char *lessons_set_leeway(cmd_parms *cmd, void *dconf,
+                                      const char *arg)
+{
+    lessons_dir_conf *conf = dconf;
+    apr_int64_t v;
+    const char *err = lessons_parse_number(cmd, arg, 0, LESSONS_MAX_LEEWAY,
+                                           &v);
+
+    if (err) {
+        return err;
+    }
+    conf->leeway = (long)v;
+    return lessons_touch(cmd, conf);
+}
+
+static const char *lessons_set_max_body(cmd_parms *cmd, void *dconf,
+                                        const char *arg)
+{
+    lessons_dir_conf *conf = dconf;
+    apr_int64_t v;
+    const char *err = lessons_parse_number(cmd, arg, 1,
+                                           LESSONS_MAX_BODY_LIMIT, &v);
+
+    if (err) {
+        return err;
+    }
+    conf->max_body = (apr_off_t)v;
+    return lessons_touch(cmd, conf);
+}
+
+static const command_rec lessons_cmds[] = {
+    AP_INIT_TAKE1("LessonsJWTAlgorithm", lessons_set_alg, NULL,
+                  RSRC_CONF | ACCESS_CONF,
+                  "The only JWT algorithm accepted: HS256, HS384, HS512, "
+                  "RS256, RS384, RS512, ES256, ES384 or ES512"),
+    AP_INIT_TAKE1("LessonsJWTKeyFile", lessons_set_key_file, NULL,
+                  RSRC_CONF | ACCESS_CONF,
+                  "File with the shared secret (HS*) or the PEM public key "
+                  "(RS*, ES*) that verifies tokens"),
+    AP_INIT_TAKE1("LessonsJWTIssuer", lessons_set_string,
+                  (void *)APR_OFFSETOF(lessons_dir_conf, issuer),
+                  RSRC_CONF | ACCESS_CONF,
+                  "Required value of the token's iss claim (default: not "
+                  "checked)"),
+    AP_INIT_TAKE1("LessonsJWTAudience", lessons_set_string,
+                  (void *)APR_OFFSETOF(lessons_dir_conf, audience),
+                  RSRC_CONF | ACCESS_CONF,
+                  "Value the token's aud claim (string or array) must "
+                  "contain (default: not checked)"),
+    AP_INIT_TAKE1("LessonsJWTLeeway", lessons_set_leeway, NULL,
+                  RSRC_CONF | ACCESS_CONF,
+                  "Seconds of clock skew allowed on exp and nbf (default 0)"),
+    AP_INIT_TAKE1("LessonsBasePath", lessons_set_base_path, NULL,
+                  RSRC_CONF | ACCESS_CONF,
+                  "URL path the API answers under (default /api/lessons)"),
+    AP_INIT_TAKE1("LessonsMaxBodySize", lessons_set_max_body, NULL,
+                  RSRC_CONF | ACCESS_CONF,
+                  "Largest request body accepted, in bytes (default 65536)"),
+    { NULL }
+};
+
+/* ------------------------------------------------------------------ */
+/* Start-up checks                                                      */
+
+/* Is section a an ancestor of (or the same as) section b?  Server-wide
+ * settings (no path) are ancestors of everything.
+ */
+static int lessons_section_covers(const lessons_dir_conf *a,
+                                  const lessons_dir_conf *b)
+{
+    return !a->path || (b->path && strncmp(a->path, b->path,
+                                           strlen(a->path)) == 0);
+}
+
+/* Check one section as requests under it will see it: merged with the
+ * server-wide settings and enclosing sections, main server first.
+ */
+static int lessons_check_section(apr_pool_t *p, server_rec *main_server,
+                                 server_rec *s, lessons_dir_conf *conf)
+{
+    lessons_srv_conf *mconf =
+        ap_get_module_config(main_server->module_config, &lessons_module);
+    lessons_srv_conf *sconf =
+        ap_get_module_config(s->module_config, &lessons_module);
+    apr_array_header_t *lists[2];
+    lessons_dir_conf *eff = lessons_create_dir_conf(p, NULL);
+    const char *err;
+    int l, i;
+
+    lists[0] = mconf->sections;
+    lists[1] = sconf != mconf ? sconf->sections : NULL;
+    for (l = 0; l < 2; l++) {
+        for (i = 0; lists[l] && i < lists[l]->nelts; i++) {
+            lessons_dir_conf *c = APR_ARRAY_IDX(lists[l], i,
+                                                lessons_dir_conf *);
+            if (c != conf && lessons_section_covers(c, conf)) {
+                eff = lessons_merge_dir_conf(p, eff, c);
+            }
+        }
+    }
+    eff = lessons_merge_dir_conf(p, eff, conf);
+
+    if (eff->alg == JWT_ALG_INVAL || !eff->key) {
+        ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0, s,
+                     LESSONSLOG(00101) "%s (section %s): the lessons API "
+                     "needs both LessonsJWTAlgorithm and LessonsJWTKeyFile; "
+                     "it never runs without token checks",
+                     conf->where, conf->path ? conf->path : "server");
+        return !OK;
+    }
+    err = lessons_key_check(p, eff->alg, eff->key, eff->key_len);
+    if (err) {
+        ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0, s,
+                     LESSONSLOG(00102) "%s (section %s): LessonsJWTKeyFile "
+                     "%s does not fit LessonsJWTAlgorithm %s: %s",
+                     conf->where, conf->path ? conf->path : "server",
+                     eff->key_file, eff->alg_name, err);
+        return !OK;
+    }
+    return OK;
+}
+
+static int lessons_check_config(apr_pool_t *pconf, apr_pool_t *plog,
+                                apr_pool_t *ptemp, server_rec *s)
+{
+    server_rec *main_server = s;
+    int rc = OK;
+
+    (void)pconf;
+    (void)plog;
+    for (; s; s = s->next) {
+        lessons_srv_conf *sconf =
+            ap_get_module_config(s->module_config, &lessons_module);
+        int i;
+
+        for (i = 0; i < sconf->sections->nelts; i++) {
+            if (lessons_check_section(ptemp, main_server, s,
+                    APR_ARRAY_IDX(sconf->sections, i, lessons_dir_conf *))
+                != OK) {
+                rc = !OK;
+            }
+        }
+    }
+    return rc;
+}
+
+static int lessons_post_config(apr_pool_t *pconf, apr_pool_t *plog,
+                               apr_pool_t *ptemp, server_rec *s)
+{
+    ap_dbd_t *(*acquire)(request_rec *) =
+        APR_RETRIEVE_OPTIONAL_FN(ap_dbd_acquire);
+
+    (void)pconf;
+    (void)plog;
+    (void)ptemp;
+    for (; s; s = s->next) {
+        lessons_srv_conf *sconf =
+            ap_get_module_config(s->module_config, &lessons_module);
+        sconf->acquire = acquire;
+    }
+    return OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* Responses                                                            */
+
+static int lessons_send(request_rec *r, int status, const char *type,
+                        const char *body, apr_size_t len)
+{
+    r->status = status;
+    apr_table_setn(r->headers_out, "X-Content-Type-Options", "nosniff");
+    if (type) {
+        ap_set_content_type(r, type);
+    }
+    if (status != HTTP_NO_CONTENT) {
+        ap_set_content_length(r, (apr_off_t)len);
+    }
+    if (len > 0 && !r->header_only) {
+        ap_rwrite(body, (int)len, r);
+    }
+    return OK;
+}
+
+static int lessons_send_empty(request_rec *r, int status)
+{
+    return lessons_send(r, status, NULL, NULL, 0);
+}
+
+static int lessons_send_problem(request_rec *r, int status,
+                                const char *title, const char *detail,
+                                json_t *errors)
+{
+    apr_size_t len = 0;
+    const char *body = lessons_json_problem(r->pool, status, title, detail,
+                                            errors, &len);
+
+    if (!body) {
+        return HTTP_INTERNAL_SERVER_ERROR;
+    }
+    apr_table_setn(r->headers_out, "Cache-Control", "no-store");
+    return lessons_send(r, status, LESSONS_CT_PROBLEM, body, len);
+}
+
+/* Answer from the access checker: write the problem document ourselves
+ * and return DONE, so the client gets problem+json rather than httpd's
+ * HTML error page (an ErrorDocument body would be sent as text/html).
+ */
+static int lessons_error_response(request_rec *r, int status,
+                                  const char *detail)
+{
+    int rc = lessons_send_problem(r, status, NULL, detail, NULL);
+
+    return rc == OK ? DONE : rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Authentication                                                       */
+
+static const char *lessons_realm(request_rec *r)
+{
+    const char *realm = ap_auth_name(r);
+
+    /* It goes inside a quoted-string: refuse anything needing escapes. */
+    if (!realm || !*realm || strpbrk(realm, "\"\\\r\n")) {
+        return LESSONS_DEFAULT_REALM;
+    }
+    return realm;
+}
+
+static int lessons_challenge(request_rec *r, int status, const char *error,
+                             const char *description)
+{
+    const char *value = apr_psprintf(r->pool, "Bearer realm=\"%s\"",
+                                     lessons_realm(r));
+
+    if (error) {
+        value = apr_psprintf(r->pool, "%s, error=\"%s\", "
+                             "error_description=\"%s\"", value, error,
+                             description);
+    }
+    apr_table_setn(r->err_headers_out, "WWW-Authenticate", value);
+    return lessons_error_response(r, status, description);
+}
+
+static int lessons_configured(const lessons_dir_conf *conf)
+{
+    return conf->alg != JWT_ALG_INVAL && conf->key && conf->key_len > 0;
+}
+
+/* Verify the request's bearer token once; later calls return the first
+ * answer.  OK sets r->user to the token's sub; DONE means the refusal
+ * (401, 400 or 500) has been sent.
+ */
+static int lessons_authenticate(request_rec *r, const lessons_dir_conf *conf)
+{
+    lessons_req_state *st =
+        ap_get_module_config(r->request_config, &lessons_module);
+    lessons_token_policy_t policy;
+    const char *token = NULL, *subject = NULL;
+    lessons_token_e rc;
+
+    if (st) {
+        return st->status;
+    }
+    st = apr_pcalloc(r->pool, sizeof(*st));
+    ap_set_module_config(r->request_config, &lessons_module, st);
+
+    if (!lessons_configured(conf)) {
+        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, LESSONSLOG(00201)
+                      "no LessonsJWTAlgorithm/LessonsJWTKeyFile in effect "
+                      "for %s; refusing to serve it unauthenticated",
+                      r->uri);
+        return st->status = lessons_error_response(r,
+            HTTP_INTERNAL_SERVER_ERROR, "The server is misconfigured.");
+    }
+
+    switch (lessons_bearer_parse(r->pool,
+                                 apr_table_get(r->headers_in,
+                                               "Authorization"), &token)) {
+    case LESSONS_BEARER_NONE:
+    case LESSONS_BEARER_OTHER_SCHEME:
+        ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, LESSONSLOG(00202)
+                      "no bearer token");
+        return st->status = lessons_challenge(r, HTTP_UNAUTHORIZED, NULL,
+            "A bearer token is required.");
+    case LESSONS_BEARER_MALFORMED:
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00203)
+                      "malformed Authorization header");
+        return st->status = lessons_challenge(r, HTTP_BAD_REQUEST,
+            "invalid_request", "The Authorization header must be "
+            "'Bearer' followed by one token.");
+    case LESSONS_BEARER_OK:
+        break;
+    }
+
+    policy.alg = conf->alg;
+    policy.key = conf->key;
+    policy.key_len = conf->key_len;
+    policy.issuer = conf->issuer;
+    policy.audience = conf->audience;
+    policy.leeway = conf->leeway > 0 ? conf->leeway : 0;
+    rc = lessons_token_verify(r->pool, &policy, token,
+                              (apr_int64_t)apr_time_sec(r->request_time),
+                              &subject);
+    if (rc != LESSONS_TOKEN_OK) {
+        /* Forgeries are worth a warning; expiry is everyday life. */
+        int level = (rc == LESSONS_TOKEN_BAD_SIGNATURE
+                     || rc == LESSONS_TOKEN_BAD_ALG) ? APLOG_WARNING
+                                                     : APLOG_INFO;
+        ap_log_rerror(APLOG_MARK, level, 0, r, LESSONSLOG(00204)
+                      "token rejected: %s", lessons_token_describe(rc));
+        return st->status = lessons_challenge(r, HTTP_UNAUTHORIZED,
+            "invalid_token", lessons_token_describe(rc));
+    }
+    if (subject) {
+        r->user = apr_pstrdup(r->pool, subject);
+    }
+    r->ap_auth_type = "Bearer";
+    return st->status = OK;
+}
+
+/* Runs for every request under a Lessons config, before authn/authz and
+ * before any handler: a request without a valid token stops here.
+ */
+static int lessons_check_access(request_rec *r)
+{
+    lessons_dir_conf *conf =
+        ap_get_module_config(r->per_dir_config, &lessons_module);
+
+    if (!conf->registered && !lessons_configured(conf)) {
+        return DECLINED;            /* not a lessons location */
+    }
+    return lessons_authenticate(r, conf);
+}
+
+/* ------------------------------------------------------------------ */
+/* Request bodies                                                       */
+
+/* Read the whole body, up to max bytes.  Returns OK, or the status to
+ * answer (413 over the cap, 400 for a broken body).
+ */
+static int lessons_read_body(request_rec *r, apr_off_t max,
+                             const char **body, apr_size_t *len)
+{
+    apr_bucket_brigade *bb;
+    const char *cl = apr_table_get(r->headers_in, "Content-Length");
+    apr_off_t declared;
+    apr_size_t cap = (apr_size_t)max, used = 0, size;
+    char *buf;
+    int eos = 0;
+    apr_status_t rv;
+
+    if (cl && apr_strtoff(&declared, cl, NULL, 10) == APR_SUCCESS
+        && declared > max) {
+        r->connection->keepalive = AP_CONN_CLOSE;  /* do not drain it */
+        return HTTP_REQUEST_ENTITY_TOO_LARGE;
+    }
+    size = cl ? (apr_size_t)(declared > 0 ? declared : 0) + 1 : 8192;
+    if (size > cap + 1) {
+        size = cap + 1;
+    }
+    buf = apr_palloc(r->pool, size);
+    bb = apr_brigade_create(r->pool, r->connection->bucket_alloc);
+
+    while (!eos) {
+        apr_bucket *b;
+
+        rv = ap_get_brigade(r->input_filters, bb, AP_MODE_READBYTES,
+                            APR_BLOCK_READ, HUGE_STRING_LEN);
+        if (rv != APR_SUCCESS) {
+            apr_brigade_destroy(bb);
+            return ap_map_http_request_error(rv, HTTP_BAD_REQUEST);
+        }
+        for (b = APR_BRIGADE_FIRST(bb); b != APR_BRIGADE_SENTINEL(bb);
+             b = APR_BUCKET_NEXT(b)) {
+            const char *data;
+            apr_size_t n;
+
+            if (APR_BUCKET_IS_EOS(b)) {
+                eos = 1;
+                break;
+            }
+            if (APR_BUCKET_IS_METADATA(b)) {
+                continue;
+            }
+            rv = apr_bucket_read(b, &data, &n, APR_BLOCK_READ);
+            if (rv != APR_SUCCESS) {
+                apr_brigade_destroy(bb);
+                return HTTP_BAD_REQUEST;
+            }
+            if (n > cap - used) {
+                apr_brigade_destroy(bb);
+                r->connection->keepalive = AP_CONN_CLOSE;
+                return HTTP_REQUEST_ENTITY_TOO_LARGE;
+            }
+            if (used + n + 1 > size) {
+                char *bigger;
+                apr_size_t want = size * 2;
+
+                while (want < used + n + 1) {
+                    want *= 2;
+                }
+                if (want > cap + 1) {
+                    want = cap + 1;
+                }
+                bigger = apr_palloc(r->pool, want);
+                memcpy(bigger, buf, used);
+                buf = bigger;
+                size = want;
+            }
+            memcpy(buf + used, data, n);
+            used += n;
+        }
+        apr_brigade_cleanup(bb);
+    }
+    apr_brigade_destroy(bb);
+    buf[used] = '\0';
+    *body = buf;
+    *len = used;
+    return OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* Operations                                                           */
+
+/* Everything an operation needs, gathered once by the handler. */
+typedef struct {
+    request_rec *r;
+    const lessons_dir_conf *conf;
+    lessons_db_t db;
+    lessons_route_t route;
+} lessons_ctx;
+
+static int lessons_db_open(lessons_ctx *c)
+{
+    request_rec *r = c->r;
+    lessons_srv_conf *sconf =
+        ap_get_module_config(r->server->module_config, &lessons_module);
+    ap_dbd_t *dbd = sconf->acquire ? sconf->acquire(r) : NULL;
+
+    if (!dbd) {
+        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, LESSONSLOG(00301)
+                      "no database connection (check DBDriver/DBDParams "
+                      "and that the database is up)");
+        apr_table_setn(r->headers_out, "Retry-After", "5");
+        return lessons_send_problem(r, HTTP_SERVICE_UNAVAILABLE, NULL,
+            "The lessons database is unavailable. Try again later.", NULL);
+    }
+    c->db.driver = dbd->driver;
+    c->db.handle = dbd->handle;
+    c->db.prepared = dbd->prepared;
+    return DECLINED;                /* connected: carry on */
+}
+
+static int lessons_db_failed(lessons_ctx *c, const char *err)
+{
+    ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, c->r, LESSONSLOG(00302)
+                  "database error: %s", err ? err : "unknown");
+    return lessons_send_problem(c->r, HTTP_INTERNAL_SERVER_ERROR, NULL,
+        "The request could not be completed because of a server error.",
+        NULL);
+}
+
+static int lessons_send_lesson(lessons_ctx *c, int status,
+                               const lessons_lesson_t *l)
+{
+    apr_size_t len = 0;
+    const char *body = lessons_json_lesson_text(c->r->pool, l, &len);
+
+    if (!body) {
+        return lessons_db_failed(c, "a stored lesson could not be encoded");
+    }
+    return lessons_send(c->r, status, LESSONS_CT_JSON, body, len);
+}
+
+static int lessons_list(lessons_ctx *c)
+{
+    apr_array_header_t *list = NULL;
+    const char *err = NULL, *body;
+    apr_size_t len = 0;
+    lessons_store_e rc;
+    int done = lessons_db_open(c);
+
+    if (done != DECLINED) {
+        return done;
+    }
+    switch (c->route.route) {
+    case LESSONS_ROUTE_BEGINNER:
+        rc = lessons_store_list_levels(&c->db, c->r->pool,
+                                       LESSONS_BEGINNER_FIRST,
+                                       LESSONS_BEGINNER_SECOND, &list, &err);
+        break;
+    case LESSONS_ROUTE_ADVANCED:
+        rc = lessons_store_list_levels(&c->db, c->r->pool,
+                                       LESSONS_ADVANCED_FIRST,
+                                       LESSONS_ADVANCED_SECOND, &list, &err);
+        break;
+    case LESSONS_ROUTE_LEVEL:
+        rc = lessons_store_list_level(&c->db, c->r->pool, c->route.arg,
+                                      &list, &err);
+        break;
+    default:
+        rc = lessons_store_list_all(&c->db, c->r->pool, &list, &err);
+        break;
+    }
+    if (rc != LESSONS_STORE_OK) {
+        return lessons_db_failed(c, err);
+    }
+    body = lessons_json_list_text(c->r->pool, list, &len);
+    if (!body) {
+        return lessons_db_failed(c, "stored lessons could not be encoded");
+    }
+    return lessons_send(c->r, HTTP_OK, LESSONS_CT_JSON, body, len);
+}
+
+static int lessons_get(lessons_ctx *c)
+{
+    lessons_lesson_t l;
+    const char *err = NULL;
+    int done = lessons_db_open(c);
+
+    if (done != DECLINED) {
+        return done;
+    }
+    switch (lessons_store_get(&c->db, c->r->pool, c->route.arg, &l, &err)) {
+    case LESSONS_STORE_OK:
+        return lessons_send_lesson(c, HTTP_OK, &l);
+    case LESSONS_STORE_NOT_FOUND:
+        return lessons_send_empty(c->r, HTTP_NOT_FOUND);
+    default:
+        return lessons_db_failed(c, err);
+    }
+}
+
+/* Read and decode a create/update body.  Returns DECLINED with *in
+ * filled, or the finished response.
+ */
+static int lessons_decode_body(lessons_ctx *c, lessons_payload_mode_e mode,
+                               lessons_input_t *in)
+{
+    request_rec *r = c->r;
+    apr_off_t max = c->conf->max_body > 0 ? c->conf->max_body
+                                          : LESSONS_DEFAULT_MAX_BODY;
+    const char *ct = apr_table_get(r->headers_in, "Content-Type");
+    const char *body = NULL, *detail = NULL;
+    apr_size_t len = 0;
+    json_t *errors = NULL;
+    int rc;
+
+    if (!lessons_payload_type_ok(ct)) {
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00401)
+                      "rejected: Content-Type %s is not JSON",
+                      ct ? ct : "(none)");
+        return lessons_send_problem(r, HTTP_UNSUPPORTED_MEDIA_TYPE, NULL,
+            "The request body must be JSON (Content-Type: "
+            "application/json).", NULL);
+    }
+    rc = lessons_read_body(r, max, &body, &len);
+    if (rc == HTTP_REQUEST_ENTITY_TOO_LARGE) {
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00402)
+                      "rejected: body larger than %" APR_OFF_T_FMT
+                      " bytes", max);
+        return lessons_send_problem(r, rc, NULL, apr_psprintf(r->pool,
+            "The request body is larger than %" APR_OFF_T_FMT " bytes.",
+            max), NULL);
+    }
+    if (rc != OK) {
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00403)
+                      "rejected: request body could not be read");
+        return lessons_send_problem(r, rc, NULL,
+            "The request body could not be read.", NULL);
+    }
+    switch (lessons_payload_decode(r->pool, body, len, mode, in, &errors,
+                                   &detail)) {
+    case LESSONS_PAYLOAD_OK:
+        return DECLINED;
+    case LESSONS_PAYLOAD_MALFORMED:
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00404)
+                      "rejected: %s", detail);
+        return lessons_send_problem(r, HTTP_BAD_REQUEST, NULL, detail, NULL);
+    case LESSONS_PAYLOAD_INVALID:
+    default:
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00405)
+                      "rejected: validation failed on %d field(s)",
+                      (int)json_object_size(errors));
+        return lessons_send_problem(r, HTTP_BAD_REQUEST,
+            "One or more validation errors occurred.", NULL, errors);
+    }
+}
+
+static int lessons_no_level(lessons_ctx *c, int level)
+{
+    ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, c->r, LESSONSLOG(00406)
+                  "rejected: level %d does not exist", level);
+    return lessons_send_problem(c->r, HTTP_BAD_REQUEST,
+        "One or more validation errors occurred.", NULL,
+        lessons_payload_error(c->r->pool, "levelId",
+            apr_psprintf(c->r->pool, "Level %d does not exist.", level)));
+}
+
+static int lessons_create(lessons_ctx *c)
+{
+    request_rec *r = c->r;
+    lessons_input_t in;
+    lessons_lesson_t l;
+    const char *err = NULL;
+    int id = 0;
+    int done = lessons_decode_body(c, LESSONS_PAYLOAD_CREATE, &in);
+
+    if (done != DECLINED || (done = lessons_db_open(c)) != DECLINED) {
+        return done;
+    }
+    switch (lessons_store_create(&c->db, r->pool, &in, &id, &err)) {
+    case LESSONS_STORE_OK:
+        break;
+    case LESSONS_STORE_NO_LEVEL:
+        return lessons_no_level(c, in.level_id);
+    default:
+        return lessons_db_failed(c, err);
+    }
+    if (lessons_store_get(&c->db, r->pool, id, &l, &err)
+        != LESSONS_STORE_OK) {
+        return lessons_db_failed(c, err ? err : "created lesson vanished");
+    }
+    apr_table_setn(r->headers_out, "Location",
+                   apr_psprintf(r->pool, "%s/%d", c->conf->base_path
+                                ? c->conf->base_path : LESSONS_DEFAULT_BASE,
+                                id));
+    return lessons_send_lesson(c, HTTP_CREATED, &l);
+}
+
+static int lessons_update(lessons_ctx *c)
+{
+    request_rec *r = c->r;
+    lessons_input_t in;
+    lessons_lesson_t l;
+    const char *err = NULL;
+    int done = lessons_decode_body(c, LESSONS_PAYLOAD_UPDATE, &in);
+
+    if (done != DECLINED || (done = lessons_db_open(c)) != DECLINED) {
+        return done;
+    }
+    switch (lessons_store_get(&c->db, r->pool, c->route.arg, &l, &err)) {
+    case LESSONS_STORE_OK:
+        break;
+    case LESSONS_STORE_NOT_FOUND:
+        return lessons_send_empty(r, HTTP_NOT_FOUND);
+    default:
+        return lessons_db_failed(c, err);
+    }
+    lessons_payload_apply(&in, &l);
+    switch (lessons_store_update(&c->db, r->pool, &l, &err)) {
+    case LESSONS_STORE_OK:
+        break;
+    case LESSONS_STORE_NOT_FOUND:
+        return lessons_send_empty(r, HTTP_NOT_FOUND);
+    case LESSONS_STORE_NO_LEVEL:
+        return lessons_no_level(c, l.level_id);
+    default:
+        return lessons_db_failed(c, err);
+    }
+    /* Read back, so levelName/levelCode follow a changed levelId. */
+    switch (lessons_store_get(&c->db, r->pool, c->route.arg, &l, &err)) {
+    case LESSONS_STORE_OK:
+        return lessons_send_lesson(c, HTTP_OK, &l);
+    case LESSONS_STORE_NOT_FOUND:
+        return lessons_send_empty(r, HTTP_NOT_FOUND);
+    default:
+        return lessons_db_failed(c, err);
+    }
+}
+
+static int lessons_delete(lessons_ctx *c)
+{
+    const char *err = NULL;
+    int done = lessons_db_open(c);
+
+    if (done != DECLINED) {
+        return done;
+    }
+    switch (lessons_store_delete(&c->db, c->r->pool, c->route.arg, &err)) {
+    case LESSONS_STORE_OK:
+        return lessons_send_empty(c->r, HTTP_NO_CONTENT);
+    case LESSONS_STORE_NOT_FOUND:
+        return lessons_send_empty(c->r, HTTP_NOT_FOUND);
+    default:
+        return lessons_db_failed(c, err);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Handler                                                              */
+
+static int lessons_handler(request_rec *r)
+{
+    lessons_ctx c;
+    unsigned int method, allowed;
+    int rc;
+
+    if (!r->handler || strcmp(r->handler, LESSONS_HANDLER) != 0) {
+        return DECLINED;
+    }
+    memset(&c, 0, sizeof(c));
+    c.r = r;
+    c.conf = ap_get_module_config(r->per_dir_config, &lessons_module);
+
+    /* Fail closed: the access checker has normally answered this
+     * already, but "Satisfy Any" or a missing config must not open the
+     * API, so the handler insists on a verified token itself.
+     */
+    rc = lessons_authenticate(r, c.conf);
+    if (rc != OK) {
+        return rc;
+    }
+
+    c.route = lessons_route_match(c.conf->base_path ? c.conf->base_path
+                                                    : LESSONS_DEFAULT_BASE,
+                                  r->uri);
+    if (c.route.route == LESSONS_ROUTE_NONE) {
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00501)
+                      "no such resource: %s", r->uri);
+        return lessons_send_problem(r, HTTP_NOT_FOUND, NULL,
+                                    "No such resource.", NULL);
+    }
+    method = lessons_route_method(r->method);
+    allowed = lessons_route_allowed(c.route.route);
+    if (!(method & allowed)) {
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00502)
+                      "method %s not allowed on %s", r->method, r->uri);
+        apr_table_setn(r->headers_out, "Allow",
+                       lessons_route_allow_header(c.route.route));
+        return lessons_send_problem(r, HTTP_METHOD_NOT_ALLOWED, NULL,
+            apr_psprintf(r->pool, "Allowed methods: %s.",
+                         lessons_route_allow_header(c.route.route)), NULL);
+    }
+
+    switch (method) {
+    case LESSONS_METHOD_OPTIONS:
+        apr_table_setn(r->headers_out, "Allow",
+                       lessons_route_allow_header(c.route.route));
+        return lessons_send_empty(r, HTTP_NO_CONTENT);
+    case LESSONS_METHOD_POST:
+        return lessons_create(&c);
+    case LESSONS_METHOD_PUT:
+        return lessons_update(&c);
+    case LESSONS_METHOD_DELETE:
+        return lessons_delete(&c);
+    default:                        /* GET, HEAD */
+        return c.route.route == LESSONS_ROUTE_ITEM ? lessons_get(&c)
+                                                   : lessons_list(&c);
+    }
+}
+
+static void lessons_register_hooks(apr_pool_t *p)
+{
+    (void)p;
+    ap_hook_check_config(lessons_check_config, NULL, NULL, APR_HOOK_MIDDLE);
+    ap_hook_post_config(lessons_post_config, NULL, NULL, APR_HOOK_MIDDLE);
+    ap_hook_access_checker(lessons_check_access, NULL, NULL,
+                           APR_HOOK_FIRST);
+    ap_hook_handler(lessons_handler, NULL, NULL, APR_HOOK_MIDDLE);
+}
+
+AP_DECLARE_MODULE(lessons) = {
+    STANDARD20_MODULE_STUFF,
+    lessons_create_dir_conf,
+    lessons_merge_dir_conf,
+    lessons_create_srv_conf,
+    NULL,
+    lessons_cmds,
+    lessons_register_hooks,
+    AP_MODULE_FLAG_NONE
+};

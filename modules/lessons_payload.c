@@ -1,0 +1,347 @@
+/* Licensed under the Apache License, Version 2.0.
+ *
+ * lessons_payload.c: decode and validate create/update bodies.  jansson
+ * rejects invalid UTF-8 and NUL escapes while parsing, so every string
+ * that reaches the checks below is valid UTF-8 without embedded NULs.
+ */
+#include <limits.h>
+#include <string.h>
+#include <strings.h>
+
+#include "apr_strings.h"
+
+#include "lessons_json.h"
+#include "lessons_payload.h"
+
+typedef enum {
+    LESSONS_FIELD_INT,
+    LESSONS_FIELD_STRING,
+    LESSONS_FIELD_BOOL
+} lessons_field_kind_e;
+
+typedef enum {
+    LESSONS_F_LEVEL_ID = 0,
+    LESSONS_F_TITLE,
+    LESSONS_F_ORDER,
+    LESSONS_F_TOPIC,
+    LESSONS_F_DESCRIPTION,
+    LESSONS_F_IS_ACTIVE,
+    LESSONS_F_COUNT
+} lessons_field_e;
+
+/* Read-only field table: wire name, type, bounds (ints: value range;
+ * strings: length in characters), and whether create requires it.
+ */
+static const struct {
+    const char *name;
+    lessons_field_kind_e kind;
+    long min, max;
+    int required;
+} lessons_fields[LESSONS_F_COUNT] = {
+    { "levelId",     LESSONS_FIELD_INT,    1, INT_MAX, 1 },
+    { "title",       LESSONS_FIELD_STRING, 1, LESSONS_TITLE_MAX, 1 },
+    { "order",       LESSONS_FIELD_INT,    0, INT_MAX, 1 },
+    { "topic",       LESSONS_FIELD_STRING, 0, LESSONS_TOPIC_MAX, 0 },
+    { "description", LESSONS_FIELD_STRING, 0, LESSONS_DESCRIPTION_MAX, 0 },
+    { "isActive",    LESSONS_FIELD_BOOL,   0, 1, 0 },
+};
+
+int lessons_payload_type_ok(const char *ct)
+{
+    const char *semi, *end, *slash;
+    apr_size_t n;
+
+    if (!ct) {
+        return 0;
+    }
+    while (*ct == ' ' || *ct == '\t') {
+        ct++;
+    }
+    semi = strchr(ct, ';');
+    end = semi ? semi : ct + strlen(ct);
+    while (end > ct && (end[-1] == ' ' || end[-1] == '\t')) {
+        end--;
+    }
+    n = (apr_size_t)(end - ct);
+    slash = memchr(ct, '/', n);
+    if (!slash || (apr_size_t)(slash - ct) != 11
+        || strncasecmp(ct, "application", 11) != 0) {
+        return 0;
+    }
+    slash++;
+    n = (apr_size_t)(end - slash);
+    if (!((n == 4 && strncasecmp(slash, "json", 4) == 0)
+          || (n > 5 && strncasecmp(end - 5, "+json", 5) == 0))) {
+        return 0;
+    }
+    /* Parameters: only charset matters, and JSON is UTF-8 (RFC 8259). */
+    while (semi) {
+        const char *name = semi + 1, *eq, *val, *vend;
+
+        semi = strchr(name, ';');
+        vend = semi ? semi : name + strlen(name);
+        while (*name == ' ' || *name == '\t') {
+            name++;
+        }
+        eq = memchr(name, '=', (apr_size_t)(vend - name));
+        if (!eq || (apr_size_t)(eq - name) != 7
+            || strncasecmp(name, "charset", 7) != 0) {
+            continue;
+        }
+        val = eq + 1;
+        while (vend > val && (vend[-1] == ' ' || vend[-1] == '\t')) {
+            vend--;
+        }
+        if (vend - val >= 2 && *val == '"' && vend[-1] == '"') {
+            val++;
+            vend--;
+        }
+        if (vend - val != 5 || strncasecmp(val, "utf-8", 5) != 0) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static void lessons_add_error(json_t *errors, const char *field,
+                              const char *message)
+{
+    json_t *list = json_object_get(errors, field);
+
+    if (!list) {
+        list = json_array();
+        json_object_set_new(errors, field, list);
+    }
+    json_array_append_new(list, json_string(message));
+}
+
+/* Characters (code points) in a valid UTF-8 string. */
+static apr_size_t lessons_utf8_chars(const char *s)
+{
+    apr_size_t n = 0;
+
+    for (; *s; s++) {
+        if (((unsigned char)*s & 0xC0) != 0x80) {
+            n++;
+        }
+    }
+    return n;
+}
+
+static int lessons_is_blank(const char *s)
+{
+    for (; *s; s++) {
+        if (*s != ' ' && *s != '\t' && *s != '\r' && *s != '\n') {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Check one value against its field's rules; NULL if fine, else the
+ * message.  Valid values are stored into *out.
+ */
+static const char *lessons_check_field(apr_pool_t *p, lessons_field_e f,
+                                       json_t *v, lessons_input_t *out)
+{
+    const char *name = lessons_fields[f].name;
+    long min = lessons_fields[f].min, max = lessons_fields[f].max;
+    json_int_t i;
+    const char *s;
+    apr_size_t chars;
+
+    switch (lessons_fields[f].kind) {
+    case LESSONS_FIELD_INT:
+        if (!json_is_integer(v)) {
+            return apr_psprintf(p, "The %s field must be an integer.", name);
+        }
+        i = json_integer_value(v);
+        if (i < min || i > max) {
+            return apr_psprintf(p, "The field %s must be between %ld and "
+                                "%ld.", name, min, max);
+        }
+        if (f == LESSONS_F_LEVEL_ID) {
+            out->level_id = (int)i;
+            out->has_level_id = 1;
+        }
+        else {
+            out->order = (int)i;
+            out->has_order = 1;
+        }
+        return NULL;
+
+    case LESSONS_FIELD_STRING:
+        if (!json_is_string(v)) {
+            return apr_psprintf(p, "The %s field must be a string.", name);
+        }
+        s = json_string_value(v);
+        if (!s) {
+            return apr_psprintf(p, "The %s field must be a string.", name);
+        }
+        if (min > 0 && lessons_is_blank(s)) {
+            return apr_psprintf(p, "The %s field is required.", name);
+        }
+        chars = lessons_utf8_chars(s);
+        if (chars > (apr_size_t)max) {
+            return min > 0
+                ? apr_psprintf(p, "The field %s must be a string with a "
+                               "minimum length of %ld and a maximum length "
+                               "of %ld.", name, min, max)
+                : apr_psprintf(p, "The field %s must be a string with a "
+                               "maximum length of %ld.", name, max);
+        }
+        s = apr_pstrdup(p, s);
+        if (f == LESSONS_F_TITLE) {
+            out->title = s;
+            out->has_title = 1;
+        }
+        else if (f == LESSONS_F_TOPIC) {
+            out->topic = s;
+            out->has_topic = 1;
+        }
+        else {
+            out->description = s;
+            out->has_description = 1;
+        }
+        return NULL;
+
+    case LESSONS_FIELD_BOOL:
+        if (!json_is_boolean(v)) {
+            return apr_psprintf(p, "The %s field must be true or false.",
+                                name);
+        }
+        out->is_active = json_is_true(v);
+        out->has_is_active = 1;
+        return NULL;
+    }
+    return "unknown field";
+}
+
+static int lessons_field_lookup(const char *key)
+{
+    int f;
+
+    for (f = 0; f < LESSONS_F_COUNT; f++) {
+        if (strcasecmp(key, lessons_fields[f].name) == 0) {
+            return f;
+        }
+    }
+    return -1;
+}
+
+lessons_payload_e lessons_payload_decode(apr_pool_t *p, const char *body,
+                                         apr_size_t len,
+                                         lessons_payload_mode_e mode,
+                                         lessons_input_t *out,
+                                         json_t **errors,
+                                         const char **detail)
+{
+    json_t *doc, *v, *errs;
+    json_error_t jerr;
+    const char *key, *msg;
+    json_t *seen[LESSONS_F_COUNT] = { NULL };
+    int dup[LESSONS_F_COUNT] = { 0 };
+    int f;
+
+    memset(out, 0, sizeof(*out));
+    *errors = NULL;
+    *detail = NULL;
+
+    doc = json_loadb(body ? body : "", body ? len : 0,
+                     JSON_REJECT_DUPLICATES, &jerr);
+    if (!doc) {
+        *detail = apr_psprintf(p, "The request body is not valid JSON "
+                               "(line %d, column %d).", jerr.line,
+                               jerr.column);
+        return LESSONS_PAYLOAD_MALFORMED;
+    }
+    if (!json_is_object(doc)) {
+        json_decref(doc);
+        *detail = "The request body must be a JSON object.";
+        return LESSONS_PAYLOAD_MALFORMED;
+    }
+
+    /* Property names match case-insensitively, as ASP.NET binds them. */
+    json_object_foreach(doc, key, v) {
+        f = lessons_field_lookup(key);
+        if (f < 0) {
+            continue;
+        }
+        if (seen[f]) {
+            dup[f] = 1;
+        }
+        seen[f] = v;
+    }
+
+    errs = lessons_json_pool_own(p, json_object());
+    for (f = 0; f < LESSONS_F_COUNT; f++) {
+        const char *name = lessons_fields[f].name;
+
+        if (dup[f]) {
+            lessons_add_error(errs, name, apr_psprintf(p, "The %s field was "
+                              "given more than once.", name));
+        }
+        else if (!seen[f]) {
+            if (mode == LESSONS_PAYLOAD_CREATE && lessons_fields[f].required) {
+                lessons_add_error(errs, name, apr_psprintf(p, "The %s field "
+                                  "is required.", name));
+            }
+        }
+        else if ((msg = lessons_check_field(p, (lessons_field_e)f, seen[f],
+                                            out)) != NULL) {
+            lessons_add_error(errs, name, msg);
+        }
+    }
+    json_decref(doc);
+
+    if (json_object_size(errs) > 0) {
+        *errors = errs;
+        return LESSONS_PAYLOAD_INVALID;
+    }
+    if (mode == LESSONS_PAYLOAD_CREATE) {
+        if (!out->has_topic) {
+            out->topic = "";
+            out->has_topic = 1;
+        }
+        if (!out->has_description) {
+            out->description = "";
+            out->has_description = 1;
+        }
+        if (!out->has_is_active) {
+            out->is_active = 1;
+            out->has_is_active = 1;
+        }
+    }
+    return LESSONS_PAYLOAD_OK;
+}
+
+void lessons_payload_apply(const lessons_input_t *in, lessons_lesson_t *l)
+{
+    if (in->has_level_id) {
+        l->level_id = in->level_id;
+    }
+    if (in->has_title) {
+        l->title = in->title;
+    }
+    if (in->has_order) {
+        l->order = in->order;
+    }
+    if (in->has_topic) {
+        l->topic = in->topic;
+    }
+    if (in->has_description) {
+        l->description = in->description;
+    }
+    if (in->has_is_active) {
+        l->is_active = in->is_active;
+    }
+}
+
+json_t *lessons_payload_error(apr_pool_t *p, const char *field,
+                              const char *message)
+{
+    json_t *errs = lessons_json_pool_own(p, json_object());
+
+    lessons_add_error(errs, field, message);
+    return errs;
+}

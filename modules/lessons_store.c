@@ -1,0 +1,329 @@
+/* Licensed under the Apache License, Version 2.0.
+ *
+ * lessons_store.c: the only place SQL lives.  Every statement is
+ * prepared (apr_dbd %d/%s placeholders, rewritten to ? or $n by the
+ * driver), none is ever built from input, and the same text runs on
+ * sqlite3 and pgsql.  Each write is a single statement, so a failed
+ * request cannot leave a partial row behind.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <string.h>
+
+#include "apr_strings.h"
+
+#include "lessons_store.h"
+
+#define LESSONS_COLUMNS \
+    "SELECT l.id, l.level_id, v.name, v.code, l.title, l.sort_order, " \
+    "l.topic, l.description, CASE WHEN l.is_active THEN 1 ELSE 0 END " \
+    "FROM lessons l JOIN levels v ON v.id = l.level_id "
+
+#define LESSONS_NCOLUMNS 9
+
+/* "(%d = 1)" turns the 0/1 flag into a boolean on PostgreSQL and stays
+ * 0/1 on SQLite, so one statement text serves both.
+ */
+const lessons_statement_t lessons_statements[] = {
+    { "lessons_list_all",
+      LESSONS_COLUMNS "ORDER BY l.id" },
+    { "lessons_list_level",
+      LESSONS_COLUMNS "WHERE l.level_id = %d ORDER BY l.id" },
+    { "lessons_list_levels",
+      LESSONS_COLUMNS "WHERE l.level_id IN (%d, %d) "
+      "ORDER BY l.level_id, l.sort_order, l.id" },
+    { "lessons_get",
+      LESSONS_COLUMNS "WHERE l.id = %d" },
+    /* Selecting from levels makes a missing level insert nothing. */
+    { "lessons_create",
+      "INSERT INTO lessons (level_id, title, sort_order, topic, "
+      "description, is_active) "
+      "SELECT v.id, %s, %d, %s, %s, (%d = 1) FROM levels v WHERE v.id = %d "
+      "RETURNING id" },
+    { "lessons_update",
+      "UPDATE lessons SET level_id = %d, title = %s, sort_order = %d, "
+      "topic = %s, description = %s, is_active = (%d = 1) "
+      "WHERE id = %d AND EXISTS (SELECT 1 FROM levels WHERE id = %d)" },
+    { "lessons_delete",
+      "DELETE FROM lessons WHERE id = %d" },
+    { NULL, NULL }
+};
+
+static lessons_store_e lessons_store_fail(const lessons_db_t *db,
+                                          apr_pool_t *p, int rv,
+                                          const char *what,
+                                          const char **err)
+{
+    const char *msg = apr_dbd_error(db->driver, db->handle, rv);
+
+    *err = apr_psprintf(p, "%s: %s (driver code %d)", what,
+                        msg ? msg : "unknown error", rv);
+    return LESSONS_STORE_ERROR;
+}
+
+static apr_dbd_prepared_t *lessons_store_stmt(const lessons_db_t *db,
+                                              apr_pool_t *p,
+                                              const char *label,
+                                              const char **err)
+{
+    apr_dbd_prepared_t *stmt = NULL;
+
+    if (db && db->prepared) {
+        stmt = apr_hash_get(db->prepared, label, APR_HASH_KEY_STRING);
+    }
+    if (!stmt) {
+        *err = apr_psprintf(p, "statement %s is not prepared on this "
+                            "connection", label);
+    }
+    return stmt;
+}
+
+lessons_store_e lessons_store_prepare(lessons_db_t *db, apr_pool_t *p,
+                                      const char **err)
+{
+    const lessons_statement_t *s;
+    apr_dbd_prepared_t *stmt;
+    int rv;
+
+    if (!db->prepared) {
+        db->prepared = apr_hash_make(p);
+    }
+    for (s = lessons_statements; s->label; s++) {
+        stmt = NULL;
+        rv = apr_dbd_prepare(db->driver, p, db->handle, s->sql, s->label,
+                             &stmt);
+        if (rv != 0 || !stmt) {
+            return lessons_store_fail(db, p, rv, s->label, err);
+        }
+        apr_hash_set(db->prepared, s->label, APR_HASH_KEY_STRING, stmt);
+    }
+    return LESSONS_STORE_OK;
+}
+
+static int lessons_parse_int(const char *s, int *out)
+{
+    char *end;
+    apr_int64_t v;
+
+    if (!s || !*s) {
+        return 0;
+    }
+    errno = 0;
+    v = apr_strtoi64(s, &end, 10);
+    if (errno || *end || v < INT_MIN || v > INT_MAX) {
+        return 0;
+    }
+    *out = (int)v;
+    return 1;
+}
+
+/* One joined row into a lesson.  Every column is checked: a NULL or a
+ * non-integer where an integer belongs means the row is not ours.
+ */
+static int lessons_row_lesson(const lessons_db_t *db, apr_pool_t *p,
+                              apr_dbd_row_t *row, lessons_lesson_t *l)
+{
+    const char *c[LESSONS_NCOLUMNS];
+    int i;
+
+    for (i = 0; i < LESSONS_NCOLUMNS; i++) {
+        c[i] = apr_dbd_get_entry(db->driver, row, i);
+        if (!c[i]) {
+            return 0;
+        }
+    }
+    if (!lessons_parse_int(c[0], &l->id)
+        || !lessons_parse_int(c[1], &l->level_id)
+        || !lessons_parse_int(c[5], &l->order)
+        || !lessons_parse_int(c[8], &l->is_active)) {
+        return 0;
+    }
+    l->level_name = apr_pstrdup(p, c[2]);
+    l->level_code = apr_pstrdup(p, c[3]);
+    l->title = apr_pstrdup(p, c[4]);
+    l->topic = apr_pstrdup(p, c[6]);
+    l->description = apr_pstrdup(p, c[7]);
+    return 1;
+}
+
+/* Run a lesson SELECT and read every row to the end (apr_dbd needs that
+ * to release the result), collecting lessons into *out.
+ */
+static lessons_store_e lessons_store_rows(const lessons_db_t *db,
+                                          apr_pool_t *p, const char *label,
+                                          const void **args,
+                                          apr_array_header_t **out,
+                                          const char **err)
+{
+    apr_dbd_prepared_t *stmt = lessons_store_stmt(db, p, label, err);
+    apr_dbd_results_t *res = NULL;
+    apr_dbd_row_t *row = NULL;
+    apr_array_header_t *list;
+    int rv, bad = 0;
+
+    if (!stmt) {
+        return LESSONS_STORE_ERROR;
+    }
+    rv = apr_dbd_pbselect(db->driver, p, db->handle, &res, stmt, 0, args);
+    if (rv != 0) {
+        return lessons_store_fail(db, p, rv, apr_pstrcat(p, label,
+                                  " (select)", NULL), err);
+    }
+    list = apr_array_make(p, 16, sizeof(lessons_lesson_t));
+    while ((rv = apr_dbd_get_row(db->driver, p, res, &row, -1)) == 0) {
+        lessons_lesson_t *l = apr_array_push(list);
+        if (!lessons_row_lesson(db, p, row, l)) {
+            bad = 1;
+        }
+    }
+    if (rv != -1) {
+        return lessons_store_fail(db, p, rv, apr_pstrcat(p, label,
+                                  " (fetch)", NULL), err);
+    }
+    if (bad) {
+        *err = apr_psprintf(p, "%s: a row has NULL or malformed columns",
+                            label);
+        return LESSONS_STORE_ERROR;
+    }
+    *out = list;
+    return LESSONS_STORE_OK;
+}
+
+lessons_store_e lessons_store_list_all(const lessons_db_t *db, apr_pool_t *p,
+                                       apr_array_header_t **out,
+                                       const char **err)
+{
+    return lessons_store_rows(db, p, "lessons_list_all", NULL, out, err);
+}
+
+lessons_store_e lessons_store_list_level(const lessons_db_t *db,
+                                         apr_pool_t *p, int level,
+                                         apr_array_header_t **out,
+                                         const char **err)
+{
+    const void *args[] = { &level };
+
+    return lessons_store_rows(db, p, "lessons_list_level", args, out, err);
+}
+
+lessons_store_e lessons_store_list_levels(const lessons_db_t *db,
+                                          apr_pool_t *p, int first,
+                                          int second,
+                                          apr_array_header_t **out,
+                                          const char **err)
+{
+    const void *args[] = { &first, &second };
+
+    return lessons_store_rows(db, p, "lessons_list_levels", args, out, err);
+}
+
+lessons_store_e lessons_store_get(const lessons_db_t *db, apr_pool_t *p,
+                                  int id, lessons_lesson_t *out,
+                                  const char **err)
+{
+    const void *args[] = { &id };
+    apr_array_header_t *list = NULL;
+    lessons_store_e rc;
+
+    rc = lessons_store_rows(db, p, "lessons_get", args, &list, err);
+    if (rc != LESSONS_STORE_OK) {
+        return rc;
+    }
+    if (list->nelts == 0) {
+        return LESSONS_STORE_NOT_FOUND;
+    }
+    *out = APR_ARRAY_IDX(list, 0, lessons_lesson_t);
+    return LESSONS_STORE_OK;
+}
+
+lessons_store_e lessons_store_create(const lessons_db_t *db, apr_pool_t *p,
+                                     const lessons_input_t *in, int *id,
+                                     const char **err)
+{
+    const char *label = "lessons_create";
+    apr_dbd_prepared_t *stmt = lessons_store_stmt(db, p, label, err);
+    apr_dbd_results_t *res = NULL;
+    apr_dbd_row_t *row = NULL;
+    int active = in->is_active ? 1 : 0;
+    const void *args[] = { in->title, &in->order, in->topic,
+                           in->description, &active, &in->level_id };
+    int rv, rows = 0, ok = 0;
+
+    if (!stmt) {
+        return LESSONS_STORE_ERROR;
+    }
+    if (!in->title || !in->topic || !in->description) {
+        *err = "lessons_create: incomplete input";
+        return LESSONS_STORE_ERROR;
+    }
+    rv = apr_dbd_pbselect(db->driver, p, db->handle, &res, stmt, 0, args);
+    if (rv != 0) {
+        return lessons_store_fail(db, p, rv, label, err);
+    }
+    while ((rv = apr_dbd_get_row(db->driver, p, res, &row, -1)) == 0) {
+        if (rows++ == 0) {
+            ok = lessons_parse_int(apr_dbd_get_entry(db->driver, row, 0), id);
+        }
+    }
+    if (rv != -1) {
+        return lessons_store_fail(db, p, rv, label, err);
+    }
+    if (rows == 0) {
+        return LESSONS_STORE_NO_LEVEL;
+    }
+    if (!ok) {
+        *err = "lessons_create: RETURNING gave no usable id";
+        return LESSONS_STORE_ERROR;
+    }
+    return LESSONS_STORE_OK;
+}
+
+lessons_store_e lessons_store_update(const lessons_db_t *db, apr_pool_t *p,
+                                     const lessons_lesson_t *l,
+                                     const char **err)
+{
+    const char *label = "lessons_update";
+    apr_dbd_prepared_t *stmt = lessons_store_stmt(db, p, label, err);
+    int active = l->is_active ? 1 : 0;
+    const void *args[] = { &l->level_id, l->title, &l->order, l->topic,
+                           l->description, &active, &l->id, &l->level_id };
+    lessons_lesson_t current;
+    int rv, nrows = 0;
+    lessons_store_e rc;
+
+    if (!stmt) {
+        return LESSONS_STORE_ERROR;
+    }
+    if (!l->title || !l->topic || !l->description) {
+        *err = "lessons_update: incomplete lesson";
+        return LESSONS_STORE_ERROR;
+    }
+    rv = apr_dbd_pbquery(db->driver, p, db->handle, &nrows, stmt, args);
+    if (rv != 0) {
+        return lessons_store_fail(db, p, rv, label, err);
+    }
+    if (nrows > 0) {
+        return LESSONS_STORE_OK;
+    }
+    /* Nothing changed: either the lesson or the level is missing. */
+    rc = lessons_store_get(db, p, l->id, &current, err);
+    return rc == LESSONS_STORE_OK ? LESSONS_STORE_NO_LEVEL : rc;
+}
+
+lessons_store_e lessons_store_delete(const lessons_db_t *db, apr_pool_t *p,
+                                     int id, const char **err)
+{
+    const char *label = "lessons_delete";
+    apr_dbd_prepared_t *stmt = lessons_store_stmt(db, p, label, err);
+    const void *args[] = { &id };
+    int rv, nrows = 0;
+
+    if (!stmt) {
+        return LESSONS_STORE_ERROR;
+    }
+    rv = apr_dbd_pbquery(db->driver, p, db->handle, &nrows, stmt, args);
+    if (rv != 0) {
+        return lessons_store_fail(db, p, rv, label, err);
+    }
+    return nrows > 0 ? LESSONS_STORE_OK : LESSONS_STORE_NOT_FOUND;
+}

@@ -1,0 +1,289 @@
+/* Licensed under the Apache License, Version 2.0.
+ *
+ * lessons_token.c: bearer extraction and JWT verification.
+ *
+ * libjwt 1.10 verifies signatures and nothing else, and has traps (see
+ * shared notes): it takes "none" in any case, compares alg names
+ * case-insensitively, lets an HS256 token keyed with an RSA public PEM
+ * through, and its base64 decoder skips stray characters.  So: bound
+ * the length, insist on three strict base64url segments, pin the header
+ * alg ourselves, let libjwt check the signature with the configured key,
+ * then decode and check the claims here with jansson.
+ */
+#include <limits.h>
+#include <string.h>
+
+#include "apr_encode.h"
+#include "apr_strings.h"
+#include <jansson.h>
+
+#include "lessons_token.h"
+
+/* RFC 6750 token68 characters (the header value after "Bearer "). */
+static int lessons_is_token68(int c)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z')
+        || (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_'
+        || c == '~' || c == '+' || c == '/' || c == '=';
+}
+
+static int lessons_is_b64url(int c)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z')
+        || (c >= '0' && c <= '9') || c == '-' || c == '_';
+}
+
+lessons_bearer_e lessons_bearer_parse(apr_pool_t *p, const char *header,
+                                      const char **token)
+{
+    const char *s, *end;
+
+    *token = NULL;
+    if (!header) {
+        return LESSONS_BEARER_NONE;
+    }
+    s = header;
+    while (*s == ' ' || *s == '\t') {
+        s++;
+    }
+    if (strncasecmp(s, "Bearer", 6) != 0
+        || (s[6] != '\0' && s[6] != ' ' && s[6] != '\t')) {
+        return *s ? LESSONS_BEARER_OTHER_SCHEME : LESSONS_BEARER_NONE;
+    }
+    s += 6;
+    while (*s == ' ' || *s == '\t') {
+        s++;
+    }
+    end = s + strlen(s);
+    while (end > s && (end[-1] == ' ' || end[-1] == '\t')) {
+        end--;
+    }
+    if (end == s) {
+        return LESSONS_BEARER_MALFORMED;
+    }
+    for (const char *c = s; c < end; c++) {
+        if (!lessons_is_token68((unsigned char)*c)) {
+            return LESSONS_BEARER_MALFORMED;   /* two tokens, commas ... */
+        }
+    }
+    *token = apr_pstrmemdup(p, s, (apr_size_t)(end - s));
+    return LESSONS_BEARER_OK;
+}
+
+/* Decode one base64url segment and parse it as a JSON object; NULL when
+ * it is not one.  The caller owns the reference.
+ */
+static json_t *lessons_segment_object(apr_pool_t *p, const char *seg,
+                                      apr_size_t len)
+{
+    apr_size_t dlen = 0;
+    const char *raw;
+    json_t *obj;
+
+    raw = apr_pdecode_base64(p, seg, (apr_ssize_t)len, APR_ENCODE_BASE64URL,
+                             &dlen);
+    if (!raw) {
+        return NULL;
+    }
+    obj = json_loadb(raw, dlen, JSON_REJECT_DUPLICATES, NULL);
+    if (obj && !json_is_object(obj)) {
+        json_decref(obj);
+        return NULL;
+    }
+    return obj;
+}
+
+/* exp/nbf: absent (0), a number (1, *v set), or another type (-1). */
+static int lessons_claim_time(json_t *claims, const char *name, double *v)
+{
+    json_t *c = json_object_get(claims, name);
+
+    if (!c) {
+        return 0;
+    }
+    if (!json_is_number(c)) {
+        return -1;
+    }
+    *v = json_number_value(c);
+    return 1;
+}
+
+static int lessons_audience_ok(json_t *aud, const char *want)
+{
+    size_t i;
+    json_t *v;
+
+    if (json_is_string(aud)) {
+        return strcmp(json_string_value(aud), want) == 0;
+    }
+    if (json_is_array(aud)) {
+        json_array_foreach(aud, i, v) {
+            if (json_is_string(v) && strcmp(json_string_value(v), want) == 0) {
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+static lessons_token_e lessons_check_claims(apr_pool_t *p,
+                                            const lessons_token_policy_t *pol,
+                                            json_t *claims, apr_int64_t now,
+                                            const char **subject)
+{
+    double exp = 0, nbf = 0;
+    json_t *iss, *sub;
+    int has;
+
+    has = lessons_claim_time(claims, "exp", &exp);
+    if (has == 0) {
+        return LESSONS_TOKEN_NO_EXP;
+    }
+    if (has < 0) {
+        return LESSONS_TOKEN_BAD_CLAIMS;
+    }
+    /* RFC 7519 4.1.4: reject at or after exp. */
+    if ((double)now >= exp + (double)pol->leeway) {
+        return LESSONS_TOKEN_EXPIRED;
+    }
+    has = lessons_claim_time(claims, "nbf", &nbf);
+    if (has < 0) {
+        return LESSONS_TOKEN_BAD_CLAIMS;
+    }
+    if (has > 0 && (double)now + (double)pol->leeway < nbf) {
+        return LESSONS_TOKEN_NOT_YET_VALID;
+    }
+    if (pol->issuer) {
+        iss = json_object_get(claims, "iss");
+        if (!json_is_string(iss)
+            || strcmp(json_string_value(iss), pol->issuer) != 0) {
+            return LESSONS_TOKEN_BAD_ISSUER;
+        }
+    }
+    if (pol->audience
+        && !lessons_audience_ok(json_object_get(claims, "aud"),
+                                pol->audience)) {
+        return LESSONS_TOKEN_BAD_AUDIENCE;
+    }
+    sub = json_object_get(claims, "sub");
+    if (sub && !json_is_string(sub)) {
+        return LESSONS_TOKEN_BAD_CLAIMS;
+    }
+    *subject = sub ? apr_pstrdup(p, json_string_value(sub)) : NULL;
+    return LESSONS_TOKEN_OK;
+}
+
+lessons_token_e lessons_token_verify(apr_pool_t *p,
+                                     const lessons_token_policy_t *pol,
+                                     const char *token, apr_int64_t now,
+                                     const char **subject)
+{
+    const char *dot[2] = { NULL, NULL };
+    apr_size_t len, i;
+    int ndots = 0;
+    json_t *header = NULL, *claims = NULL, *alg;
+    jwt_t *jwt = NULL;
+    const char *want;
+    lessons_token_e rc;
+
+    *subject = NULL;
+    if (!pol || !pol->key || pol->key_len == 0 || !token) {
+        return LESSONS_TOKEN_BAD_SIGNATURE;     /* never decode keyless */
+    }
+    len = strlen(token);
+    if (len == 0 || len > LESSONS_TOKEN_MAX_LEN) {
+        return LESSONS_TOKEN_MALFORMED;
+    }
+    for (i = 0; i < len; i++) {
+        if (token[i] == '.') {
+            if (ndots == 2) {
+                return LESSONS_TOKEN_MALFORMED;
+            }
+            dot[ndots++] = token + i;
+        }
+        else if (!lessons_is_b64url((unsigned char)token[i])) {
+            return LESSONS_TOKEN_MALFORMED;
+        }
+    }
+    if (ndots != 2 || dot[0] == token || dot[1] == dot[0] + 1
+        || dot[1] == token + len - 1) {
+        return LESSONS_TOKEN_MALFORMED;
+    }
+
+    header = lessons_segment_object(p, token, (apr_size_t)(dot[0] - token));
+    if (!header) {
+        return LESSONS_TOKEN_MALFORMED;
+    }
+    want = jwt_alg_str(pol->alg);
+    alg = json_object_get(header, "alg");
+    if (!want || !json_is_string(alg)
+        || strcmp(json_string_value(alg), want) != 0) {
+        rc = LESSONS_TOKEN_BAD_ALG;
+        goto done;
+    }
+    if (json_object_get(header, "crit")) {
+        rc = LESSONS_TOKEN_CRIT;                /* RFC 7515 4.1.11 */
+        goto done;
+    }
+
+    if (pol->key_len > (apr_size_t)INT_MAX
+        || jwt_decode(&jwt, token, pol->key, (int)pol->key_len) != 0
+        || !jwt) {
+        rc = LESSONS_TOKEN_BAD_SIGNATURE;
+        goto done;
+    }
+    if (jwt_get_alg(jwt) != pol->alg) {
+        rc = LESSONS_TOKEN_BAD_ALG;
+        goto done;
+    }
+
+    /* The signature covers these exact bytes; read claims from them
+     * rather than through libjwt's lossy getters.
+     */
+    claims = lessons_segment_object(p, dot[0] + 1,
+                                    (apr_size_t)(dot[1] - dot[0] - 1));
+    if (!claims) {
+        rc = LESSONS_TOKEN_BAD_CLAIMS;
+        goto done;
+    }
+    rc = lessons_check_claims(p, pol, claims, now, subject);
+
+done:
+    if (jwt) {
+        jwt_free(jwt);
+    }
+    json_decref(claims);
+    json_decref(header);
+    return rc;
+}
+
+const char *lessons_token_describe(lessons_token_e result)
+{
+    switch (result) {
+    case LESSONS_TOKEN_OK:
+        return "The access token is valid";
+    case LESSONS_TOKEN_MALFORMED:
+        return "The access token is malformed";
+    case LESSONS_TOKEN_BAD_ALG:
+        return "The access token is signed with an algorithm that is not "
+               "accepted";
+    case LESSONS_TOKEN_CRIT:
+        return "The access token has critical header parameters that are "
+               "not supported";
+    case LESSONS_TOKEN_BAD_SIGNATURE:
+        return "The access token signature is invalid";
+    case LESSONS_TOKEN_BAD_CLAIMS:
+        return "The access token claims are malformed";
+    case LESSONS_TOKEN_NO_EXP:
+        return "The access token has no expiry time";
+    case LESSONS_TOKEN_EXPIRED:
+        return "The access token has expired";
+    case LESSONS_TOKEN_NOT_YET_VALID:
+        return "The access token is not valid yet";
+    case LESSONS_TOKEN_BAD_ISSUER:
+        return "The access token issuer is not accepted";
+    case LESSONS_TOKEN_BAD_AUDIENCE:
+        return "The access token audience is not accepted";
+    }
+    return "The access token is invalid";
+}
