@@ -32,20 +32,58 @@ DEV_DB     = $(DEV_DIR)/lessons.db
 
 all: $(MODULE)
 
+# apxs/libtool echo every command; show their output only on failure.
 $(MODULE): mod_lessons.c $(UNITS) $(HEADERS)
-	$(APXS) -c -o mod_lessons.la -Wc,"$(WARN)" -Wc,-std=gnu99 -Imodules \
-	    mod_lessons.c $(UNITS) $(LIBS)
-	cp .libs/mod_lessons.so $@
+	@echo "  APXS  $@"
+	@mkdir -p build
+	@$(APXS) -c -o mod_lessons.la -Wc,"$(WARN)" -Wc,-std=gnu99 -Imodules \
+	    mod_lessons.c $(UNITS) $(LIBS) >build/apxs.log 2>&1 \
+	    || { cat build/apxs.log; exit 1; }
+	@cp .libs/mod_lessons.so $@
 
 deps:
 	@t/tools/deps.sh
 
 unit: $(UNIT_TESTS)
-	@set -e; for t in $(UNIT_TESTS); do echo "== $$t"; $$t; done
+	@set -e; for t in $(UNIT_TESTS); do echo "== unit: $$t"; $$t; done
 
 build/unit/%: t/unit/%.c $(UNITS) $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(CC) $(UNIT_CFLAGS) -o $@ $< $(UNITS) -lcmocka $(LIBS) $(APR_LIBS)
+	@echo "  CC    $@"
+	@$(CC) $(UNIT_CFLAGS) -o $@ $< $(UNITS) -lcmocka $(LIBS) $(APR_LIBS)
+
+# Each integration run makes its own database (a SQLite file, or a
+# PostgreSQL cluster in a temp dir) and removes it.  Sub-makes, so that
+# flags from pkg-config are read after deps has installed the packages.
+integration: all
+	@t/tools/integration.sh sqlite3
+	@t/tools/integration.sh pgsql
+
+test: deps
+	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory unit
+	@$(MAKE) --no-print-directory integration
+	@echo "make test: unit and integration suites passed on sqlite3 and pgsql"
+
+# Debian layout: the module in apache2's module dir, lessons.load (which
+# pulls in mod_dbd) and lessons.conf for a2enmod, the SQL under /usr/share.
+# An existing lessons.conf is the admin's: it is left alone.
+LIBEXECDIR = $(shell $(APXS) -q LIBEXECDIR 2>/dev/null || echo /usr/lib/apache2/modules)
+MODS_DIR   = /etc/apache2/mods-available
+SHARE_DIR  = /usr/share/mod-lessons
+
+install: deps
+	@$(MAKE) --no-print-directory all
+	install -D -m 644 $(MODULE) $(DESTDIR)$(LIBEXECDIR)/mod_lessons.so
+	install -D -m 644 conf/lessons.load $(DESTDIR)$(MODS_DIR)/lessons.load
+	@if [ -e $(DESTDIR)$(MODS_DIR)/lessons.conf ]; then \
+	    echo "kept existing $(DESTDIR)$(MODS_DIR)/lessons.conf"; \
+	else \
+	    install -D -m 644 conf/lessons.conf $(DESTDIR)$(MODS_DIR)/lessons.conf; \
+	fi
+	install -d $(DESTDIR)$(SHARE_DIR)/sql
+	install -m 644 sql/*.sql $(DESTDIR)$(SHARE_DIR)/sql/
+	@echo "next: a2enmod lessons && apachectl configtest && systemctl reload apache2"
 
 clean:
 	rm -rf build .libs modules/.libs mod_lessons.la mod_lessons.lo \

@@ -19,12 +19,29 @@
 
 #include "lessons_token.h"
 
-/* RFC 6750 token68 characters (the header value after "Bearer "). */
-static int lessons_is_token68(int c)
+/* RFC 6750 b64token: 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" /
+ * "/" ) *"=" -- padding only at the end.
+ */
+static int lessons_is_b64token(const char *s, const char *end)
 {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z')
-        || (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_'
-        || c == '~' || c == '+' || c == '/' || c == '=';
+    const char *pad = end;
+
+    while (pad > s && pad[-1] == '=') {
+        pad--;
+    }
+    if (pad == s) {
+        return 0;
+    }
+    for (; s < pad; s++) {
+        int c = (unsigned char)*s;
+
+        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z')
+              || (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_'
+              || c == '~' || c == '+' || c == '/')) {
+            return 0;
+        }
+    }
+    return 1;
 }
 
 static int lessons_is_b64url(int c)
@@ -61,10 +78,8 @@ lessons_bearer_e lessons_bearer_parse(apr_pool_t *p, const char *header,
     if (end == s) {
         return LESSONS_BEARER_MALFORMED;
     }
-    for (const char *c = s; c < end; c++) {
-        if (!lessons_is_token68((unsigned char)*c)) {
-            return LESSONS_BEARER_MALFORMED;   /* two tokens, commas ... */
-        }
+    if (!lessons_is_b64token(s, end)) {
+        return LESSONS_BEARER_MALFORMED;       /* two tokens, commas ... */
     }
     *token = apr_pstrmemdup(p, s, (apr_size_t)(end - s));
     return LESSONS_BEARER_OK;
