@@ -1,0 +1,990 @@
+/* Licensed under the Apache License, Version 2.0.
+ *
+ * test_payload.c: lessons_payload_type_ok, lessons_payload_decode (create
+ * and update), lessons_payload_apply and lessons_payload_error, checked
+ * against lessons_payload.h and lessons_lesson.h.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include <jansson.h>
+
+#include "apr_general.h"
+#include "apr_pools.h"
+#include "apr_strings.h"
+
+#include "lessons_payload.h"
+
+static apr_pool_t *pool;
+
+static int group_setup(void **state)
+{
+    (void)state;
+    if (apr_initialize() != APR_SUCCESS
+        || apr_pool_create(&pool, NULL) != APR_SUCCESS)
+        return -1;
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    apr_pool_destroy(pool);
+    apr_terminate();
+    return 0;
+}
+
+/* --------------------------------------------------------------- helpers */
+
+static const char *const known_fields[] = {
+    "levelId", "title", "order", "topic", "description", "isActive"
+};
+
+static const char *result_name(lessons_payload_e r)
+{
+    switch (r) {
+    case LESSONS_PAYLOAD_OK:        return "OK";
+    case LESSONS_PAYLOAD_MALFORMED: return "MALFORMED";
+    case LESSONS_PAYLOAD_INVALID:   return "INVALID";
+    }
+    return "?";
+}
+
+typedef struct {
+    lessons_payload_e r;
+    lessons_input_t in;
+    json_t *errors;
+    const char *detail;
+} decoded_t;
+
+/* Decode len bytes of body; out is prefilled with junk so that every
+ * field the decoder is meant to set is seen to be set.
+ */
+static decoded_t decode_n(const char *body, size_t len,
+                          lessons_payload_mode_e mode)
+{
+    decoded_t d;
+
+    memset(&d.in, 0xa5, sizeof(d.in));
+    d.in.has_level_id = d.in.has_title = d.in.has_order = 1;
+    d.in.has_topic = d.in.has_description = d.in.has_is_active = 1;
+    d.errors = NULL;
+    d.detail = NULL;
+    d.r = lessons_payload_decode(pool, body, len, mode, &d.in, &d.errors,
+                                 &d.detail);
+    return d;
+}
+
+static decoded_t decode(const char *body, lessons_payload_mode_e mode)
+{
+    return decode_n(body, strlen(body), mode);
+}
+
+static char *dump(const json_t *v)
+{
+    char *s = v ? json_dumps(v, JSON_COMPACT) : NULL;
+    char *out = apr_pstrdup(pool, s ? s : "(null)");
+
+    free(s);
+    return out;
+}
+
+static void expect_result(const decoded_t *d, lessons_payload_e want,
+                          const char *body)
+{
+    if (d->r != want)
+        print_error("body %s: expected %s, got %s (errors %s, detail %s)\n",
+                    body, result_name(want), result_name(d->r),
+                    dump(d->errors), d->detail ? d->detail : "(null)");
+    assert_int_equal(d->r, want);
+}
+
+/* The errors object: an object whose keys are exactly the given camelCase
+ * fields (NULL-terminated list), each mapped to a non-empty array of
+ * non-empty strings.
+ */
+static void check_errors_exact(const json_t *errors, const char *const *fields)
+{
+    const char *key;
+    json_t *val;
+    size_t n = 0, i;
+
+    assert_non_null(errors);
+    assert_true(json_is_object(errors));
+    for (n = 0; fields[n]; n++) {
+        if (!json_object_get(errors, fields[n]))
+            print_error("errors %s lacks \"%s\"\n", dump(errors), fields[n]);
+        assert_non_null(json_object_get(errors, fields[n]));
+    }
+    if (json_object_size(errors) != n)
+        print_error("errors %s: expected %zu keys\n", dump(errors), n);
+    assert_int_equal(json_object_size(errors), n);
+
+    json_object_foreach((json_t *)errors, key, val) {
+        int known = 0;
+
+        for (i = 0; i < sizeof(known_fields) / sizeof(known_fields[0]); i++)
+            known |= strcmp(key, known_fields[i]) == 0;
+        assert_true(known);
+        assert_true(json_is_array(val));
+        assert_true(json_array_size(val) > 0);
+        for (i = 0; i < json_array_size(val); i++) {
+            json_t *m = json_array_get(val, i);
+
+            assert_true(json_is_string(m));
+            assert_true(json_string_length(m) > 0);
+        }
+    }
+}
+
+#define FIELDS(...) ((const char *const[]){ __VA_ARGS__, NULL })
+
+static void expect_invalid(const char *body, lessons_payload_mode_e mode,
+                           const char *const *fields)
+{
+    decoded_t d = decode(body, mode);
+
+    expect_result(&d, LESSONS_PAYLOAD_INVALID, body);
+    check_errors_exact(d.errors, fields);
+}
+
+static void expect_malformed_n(const char *body, size_t len,
+                               lessons_payload_mode_e mode)
+{
+    decoded_t d = decode_n(body, len, mode);
+
+    expect_result(&d, LESSONS_PAYLOAD_MALFORMED, body);
+    assert_non_null(d.detail);
+    assert_true(strlen(d.detail) > 0);
+}
+
+static void expect_malformed(const char *body, lessons_payload_mode_e mode)
+{
+    expect_malformed_n(body, strlen(body), mode);
+}
+
+static decoded_t expect_ok(const char *body, lessons_payload_mode_e mode)
+{
+    decoded_t d = decode(body, mode);
+
+    expect_result(&d, LESSONS_PAYLOAD_OK, body);
+    return d;
+}
+
+#define CREATE LESSONS_PAYLOAD_CREATE
+#define UPDATE LESSONS_PAYLOAD_UPDATE
+
+/* repeat a UTF-8 unit n times, in pool */
+static char *rep(const char *unit, size_t n)
+{
+    size_t u = strlen(unit), i;
+    char *s = apr_palloc(pool, u * n + 1);
+
+    for (i = 0; i < n; i++)
+        memcpy(s + i * u, unit, u);
+    s[u * n] = '\0';
+    return s;
+}
+
+static const char *with_title(const char *title)
+{
+    return apr_psprintf(pool, "{\"levelId\":1,\"title\":\"%s\",\"order\":1}",
+                        title);
+}
+
+static const char *with_field(const char *name, const char *json_value)
+{
+    return apr_psprintf(pool, "{\"levelId\":1,\"title\":\"T\",\"order\":1,"
+                        "\"%s\":%s}", name, json_value);
+}
+
+/* ----------------------------------------------------------- type_ok */
+
+static void test_type_ok(void **state)
+{
+    static const char *const good[] = {
+        "application/json",
+        "Application/JSON; charset=UTF-8",
+        "application/problem+json",
+        "application/json;charset=utf-8",
+        "APPLICATION/JSON",
+        "application/json; charset=utf-8",
+        "application/vnd.lessons+json",
+        "application/merge-patch+json; charset=UTF-8",
+    };
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        if (!lessons_payload_type_ok(good[i]))
+            print_error("refused \"%s\"\n", good[i]);
+        assert_true(lessons_payload_type_ok(good[i]));
+    }
+}
+
+static void test_type_not_ok(void **state)
+{
+    static const char *const bad[] = {
+        "text/plain",
+        "",
+        "application/jsonx",
+        "application/json; charset=latin1",
+        "application/json; charset=iso-8859-1",
+        "application/json;charset=utf-16",
+        "application/xml",
+        "application/x-www-form-urlencoded",
+        "multipart/form-data",
+        "text/json",
+        "xapplication/json",
+        "application/json+xml",
+        "application/jsonp",
+        "application",
+        "json",
+    };
+    size_t i;
+
+    (void)state;
+    assert_false(lessons_payload_type_ok(NULL));
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        if (lessons_payload_type_ok(bad[i]))
+            print_error("accepted \"%s\"\n", bad[i]);
+        assert_false(lessons_payload_type_ok(bad[i]));
+    }
+}
+
+/* ------------------------------------------------------------ create */
+
+static void test_create_full(void **state)
+{
+    const char *body = "{\"levelId\":2,\"title\":\"Hallo Welt\",\"order\":3,"
+                       "\"topic\":\"Greetings\",\"description\":\"Say hi\","
+                       "\"isActive\":false}";
+    decoded_t d;
+
+    (void)state;
+    d = expect_ok(body, CREATE);
+    assert_true(d.in.has_level_id && d.in.has_title && d.in.has_order
+                && d.in.has_topic && d.in.has_description
+                && d.in.has_is_active);
+    assert_int_equal(d.in.level_id, 2);
+    assert_string_equal(d.in.title, "Hallo Welt");
+    assert_int_equal(d.in.order, 3);
+    assert_string_equal(d.in.topic, "Greetings");
+    assert_string_equal(d.in.description, "Say hi");
+    assert_int_equal(d.in.is_active, 0);
+}
+
+static void test_create_full_active_true(void **state)
+{
+    decoded_t d;
+
+    (void)state;
+    d = expect_ok("{\"levelId\":6,\"title\":\"x\",\"order\":0,"
+                  "\"isActive\":true}", CREATE);
+    assert_int_equal(d.in.level_id, 6);
+    assert_int_equal(d.in.order, 0);
+    assert_true(d.in.is_active);
+}
+
+static void test_create_minimal_defaults(void **state)
+{
+    decoded_t d;
+
+    (void)state;
+    d = expect_ok("{\"levelId\":1,\"title\":\"T\",\"order\":0}", CREATE);
+    assert_int_equal(d.in.level_id, 1);
+    assert_string_equal(d.in.title, "T");
+    assert_int_equal(d.in.order, 0);
+    assert_non_null(d.in.topic);
+    assert_string_equal(d.in.topic, "");
+    assert_non_null(d.in.description);
+    assert_string_equal(d.in.description, "");
+    assert_true(d.in.is_active);
+    assert_true(d.in.has_level_id);
+    assert_true(d.in.has_title);
+    assert_true(d.in.has_order);
+    assert_true(d.in.has_topic);
+    assert_true(d.in.has_description);
+    assert_true(d.in.has_is_active);
+}
+
+static void test_create_case_insensitive(void **state)
+{
+    decoded_t d;
+
+    (void)state;
+    d = expect_ok("{\"LevelId\":3,\"TITLE\":\"Upper\",\"Order\":7,"
+                  "\"ToPiC\":\"t\",\"DESCRIPTION\":\"d\",\"ISACTIVE\":false}",
+                  CREATE);
+    assert_int_equal(d.in.level_id, 3);
+    assert_string_equal(d.in.title, "Upper");
+    assert_int_equal(d.in.order, 7);
+    assert_string_equal(d.in.topic, "t");
+    assert_string_equal(d.in.description, "d");
+    assert_int_equal(d.in.is_active, 0);
+}
+
+static void test_create_unknown_ignored(void **state)
+{
+    decoded_t d;
+
+    (void)state;
+    d = expect_ok("{\"id\":99,\"levelId\":1,\"levelName\":\"x\","
+                  "\"title\":\"T\",\"order\":1,\"foo\":[1,{\"a\":null}],"
+                  "\"bar\":null}", CREATE);
+    assert_int_equal(d.in.level_id, 1);
+    assert_string_equal(d.in.title, "T");
+    assert_int_equal(d.in.order, 1);
+}
+
+static void test_create_missing_level_id(void **state)
+{
+    (void)state;
+    expect_invalid("{\"title\":\"T\",\"order\":1}", CREATE,
+                   FIELDS("levelId"));
+}
+
+static void test_create_missing_title(void **state)
+{
+    (void)state;
+    expect_invalid("{\"levelId\":1,\"order\":1}", CREATE, FIELDS("title"));
+}
+
+static void test_create_missing_order(void **state)
+{
+    (void)state;
+    expect_invalid("{\"levelId\":1,\"title\":\"T\"}", CREATE,
+                   FIELDS("order"));
+}
+
+static void test_create_empty_object(void **state)
+{
+    (void)state;
+    expect_invalid("{}", CREATE, FIELDS("levelId", "title", "order"));
+}
+
+static void test_create_level_id_types(void **state)
+{
+    static const char *const bad[] = {
+        "\"1\"", "1.5", "1.0", "1e2", "true", "null", "[1]", "{}"
+    };
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        const char *body = apr_psprintf(pool, "{\"levelId\":%s,\"title\":"
+                                        "\"T\",\"order\":1}", bad[i]);
+
+        expect_invalid(body, CREATE, FIELDS("levelId"));
+    }
+}
+
+static void test_create_order_types(void **state)
+{
+    static const char *const bad[] = {
+        "\"1\"", "1.5", "2.0", "true", "false", "null", "[]", "{}"
+    };
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        const char *body = apr_psprintf(pool, "{\"levelId\":1,\"title\":"
+                                        "\"T\",\"order\":%s}", bad[i]);
+
+        expect_invalid(body, CREATE, FIELDS("order"));
+    }
+}
+
+static void test_create_string_types(void **state)
+{
+    static const char *const bad[] = { "5", "true", "null", "[\"x\"]", "{}" };
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        expect_invalid(apr_psprintf(pool, "{\"levelId\":1,\"title\":%s,"
+                                    "\"order\":1}", bad[i]),
+                       CREATE, FIELDS("title"));
+        expect_invalid(with_field("topic", bad[i]), CREATE, FIELDS("topic"));
+        expect_invalid(with_field("description", bad[i]), CREATE,
+                       FIELDS("description"));
+    }
+}
+
+static void test_create_is_active_types(void **state)
+{
+    static const char *const bad[] = {
+        "\"true\"", "1", "0", "null", "[]", "\"yes\""
+    };
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        expect_invalid(with_field("isActive", bad[i]), CREATE,
+                       FIELDS("isActive"));
+}
+
+static void test_create_level_id_range(void **state)
+{
+    decoded_t d;
+
+    (void)state;
+    expect_invalid("{\"levelId\":0,\"title\":\"T\",\"order\":1}", CREATE,
+                   FIELDS("levelId"));
+    expect_invalid("{\"levelId\":-1,\"title\":\"T\",\"order\":1}", CREATE,
+                   FIELDS("levelId"));
+    expect_invalid("{\"levelId\":2147483648,\"title\":\"T\",\"order\":1}",
+                   CREATE, FIELDS("levelId"));
+    expect_invalid("{\"levelId\":4294967297,\"title\":\"T\",\"order\":1}",
+                   CREATE, FIELDS("levelId"));
+    d = expect_ok("{\"levelId\":2147483647,\"title\":\"T\",\"order\":1}",
+                  CREATE);
+    assert_int_equal(d.in.level_id, 2147483647);
+}
+
+static void test_create_order_range(void **state)
+{
+    decoded_t d;
+
+    (void)state;
+    expect_invalid("{\"levelId\":1,\"title\":\"T\",\"order\":-1}", CREATE,
+                   FIELDS("order"));
+    expect_invalid("{\"levelId\":1,\"title\":\"T\",\"order\":2147483648}",
+                   CREATE, FIELDS("order"));
+    expect_invalid("{\"levelId\":1,\"title\":\"T\",\"order\":-2147483649}",
+                   CREATE, FIELDS("order"));
+    expect_invalid("{\"levelId\":1,\"title\":\"T\","
+                   "\"order\":9223372036854775807}", CREATE,
+                   FIELDS("order"));
+    d = expect_ok("{\"levelId\":1,\"title\":\"T\",\"order\":2147483647}",
+                  CREATE);
+    assert_int_equal(d.in.order, 2147483647);
+}
+
+static void test_create_title_blank(void **state)
+{
+    (void)state;
+    expect_invalid(with_title(""), CREATE, FIELDS("title"));
+    expect_invalid(with_title("   "), CREATE, FIELDS("title"));
+    expect_invalid(with_title(" \\t\\r\\n "), CREATE, FIELDS("title"));
+}
+
+static void test_create_title_length(void **state)
+{
+    decoded_t d;
+
+    (void)state;
+    /* 200 two-byte characters: 400 bytes, but 200 characters */
+    d = expect_ok(with_title(rep("\xc3\xbc", 200)), CREATE);
+    assert_string_equal(d.in.title, rep("\xc3\xbc", 200));
+    expect_invalid(with_title(rep("\xc3\xbc", 201)), CREATE, FIELDS("title"));
+    /* the same through \u escapes */
+    expect_ok(with_title(rep("\\u00fc", 200)), CREATE);
+    expect_invalid(with_title(rep("\\u00fc", 201)), CREATE, FIELDS("title"));
+    /* plain ASCII */
+    expect_ok(with_title(rep("a", 200)), CREATE);
+    expect_invalid(with_title(rep("a", 201)), CREATE, FIELDS("title"));
+    /* four-byte characters count once each (code points) */
+    expect_ok(with_title(rep("\xf0\x9f\x98\x80", 200)), CREATE);
+    expect_invalid(with_title(rep("\xf0\x9f\x98\x80", 201)), CREATE,
+                   FIELDS("title"));
+    /* one character is enough */
+    d = expect_ok(with_title("\xc3\x9f"), CREATE);
+    assert_string_equal(d.in.title, "\xc3\x9f");
+}
+
+static void test_create_topic_length(void **state)
+{
+    decoded_t d;
+    const char *ok100 = apr_psprintf(pool, "\"%s\"", rep("\xc3\xa4", 100));
+
+    (void)state;
+    d = expect_ok(with_field("topic", ok100), CREATE);
+    assert_string_equal(d.in.topic, rep("\xc3\xa4", 100));
+    expect_invalid(with_field("topic", apr_psprintf(pool, "\"%s\"",
+                                                    rep("\xc3\xa4", 101))),
+                   CREATE, FIELDS("topic"));
+    expect_ok(with_field("topic", apr_psprintf(pool, "\"%s\"",
+                                               rep("t", 100))), CREATE);
+    expect_invalid(with_field("topic", apr_psprintf(pool, "\"%s\"",
+                                                    rep("t", 101))),
+                   CREATE, FIELDS("topic"));
+    d = expect_ok(with_field("topic", "\"\""), CREATE);
+    assert_string_equal(d.in.topic, "");
+}
+
+static void test_create_description_length(void **state)
+{
+    decoded_t d;
+
+    (void)state;
+    d = expect_ok(with_field("description", apr_psprintf(pool, "\"%s\"",
+                  rep("\xe2\x82\xac", 4000))), CREATE);
+    assert_int_equal(strlen(d.in.description), 12000);
+    expect_invalid(with_field("description", apr_psprintf(pool, "\"%s\"",
+                   rep("\xe2\x82\xac", 4001))), CREATE,
+                   FIELDS("description"));
+    expect_ok(with_field("description", apr_psprintf(pool, "\"%s\"",
+              rep("d", 4000))), CREATE);
+    expect_invalid(with_field("description", apr_psprintf(pool, "\"%s\"",
+                   rep("d", 4001))), CREATE, FIELDS("description"));
+    d = expect_ok(with_field("description", "\"   \""), CREATE);
+    assert_string_equal(d.in.description, "   ");
+}
+
+static void test_create_duplicate_case_mix(void **state)
+{
+    (void)state;
+    expect_invalid("{\"levelId\":1,\"title\":\"a\",\"Title\":\"b\","
+                   "\"order\":1}", CREATE, FIELDS("title"));
+    expect_invalid("{\"levelId\":1,\"title\":\"a\",\"order\":1,"
+                   "\"ORDER\":2}", CREATE, FIELDS("order"));
+}
+
+static void test_create_duplicate_exact(void **state)
+{
+    const char *body = "{\"levelId\":1,\"title\":\"a\",\"title\":\"b\","
+                       "\"order\":1}";
+    decoded_t d = decode(body, CREATE);
+
+    (void)state;
+    /* "given twice is an error": as a field error or a malformed body,
+     * but never the silent last-one-wins of a default JSON parser */
+    if (d.r == LESSONS_PAYLOAD_INVALID)
+        check_errors_exact(d.errors, FIELDS("title"));
+    else
+        expect_result(&d, LESSONS_PAYLOAD_MALFORMED, body);
+}
+
+static void test_create_multiple_errors(void **state)
+{
+    (void)state;
+    expect_invalid("{\"levelId\":\"x\",\"title\":\"\",\"order\":-1,"
+                   "\"topic\":7,\"description\":false,\"isActive\":\"yes\"}",
+                   CREATE, FIELDS("levelId", "title", "order", "topic",
+                                  "description", "isActive"));
+    expect_invalid("{\"levelId\":0,\"isActive\":1}", CREATE,
+                   FIELDS("levelId", "title", "order", "isActive"));
+}
+
+static void test_create_error_keys_camel_case(void **state)
+{
+    (void)state;
+    /* the client spelled it its way; the error names the wire name */
+    expect_invalid("{\"LEVELID\":\"x\",\"Title\":\"T\",\"ORDER\":1,"
+                   "\"IsActive\":3}", CREATE, FIELDS("levelId", "isActive"));
+}
+
+static void test_create_invalid_utf8(void **state)
+{
+    (void)state;
+    expect_malformed("{\"levelId\":1,\"title\":\"\xff\",\"order\":1}", CREATE);
+    /* overlong "/" */
+    expect_malformed("{\"levelId\":1,\"title\":\"\xc0\xaf\",\"order\":1}",
+                     CREATE);
+    /* encoded surrogate */
+    expect_malformed("{\"levelId\":1,\"title\":\"\xed\xa0\x80\",\"order\":1}",
+                     CREATE);
+    /* truncated sequence */
+    expect_malformed("{\"levelId\":1,\"title\":\"\xe2\x82\",\"order\":1}",
+                     CREATE);
+    /* in an ignored property too: the body as a whole is not UTF-8 */
+    expect_malformed("{\"levelId\":1,\"title\":\"T\",\"order\":1,"
+                     "\"x\":\"\xfe\"}", CREATE);
+}
+
+static void test_create_not_object(void **state)
+{
+    (void)state;
+    expect_malformed("[]", CREATE);
+    expect_malformed("[{\"levelId\":1,\"title\":\"T\",\"order\":1}]", CREATE);
+    expect_malformed("1", CREATE);
+    expect_malformed("\"text\"", CREATE);
+    expect_malformed("null", CREATE);
+    expect_malformed("true", CREATE);
+}
+
+static void test_create_not_json(void **state)
+{
+    (void)state;
+    expect_malformed("not json", CREATE);
+    expect_malformed("", CREATE);
+    expect_malformed("   ", CREATE);
+    expect_malformed("{", CREATE);
+    expect_malformed("{\"levelId\":1,}", CREATE);
+    expect_malformed("{'levelId':1}", CREATE);
+    expect_malformed("{\"levelId\":1,\"title\":\"T\",\"order\":1} {}",
+                     CREATE);
+    expect_malformed("{\"levelId\":1,\"title\":\"T\",\"order\":1}x", CREATE);
+}
+
+static void test_create_respects_len(void **state)
+{
+    static const char body[] =
+        "{\"levelId\":1,\"title\":\"T\",\"order\":1}GARBAGE";
+    decoded_t d;
+
+    (void)state;
+    /* only the first len bytes are the body */
+    d = decode_n(body, strlen(body) - 7, CREATE);
+    expect_result(&d, LESSONS_PAYLOAD_OK, body);
+    assert_string_equal(d.in.title, "T");
+    /* and a cut inside the object is malformed */
+    expect_malformed_n(body, 10, CREATE);
+}
+
+static void test_create_trailing_whitespace_ok(void **state)
+{
+    (void)state;
+    expect_ok(" \n{\"levelId\":1,\"title\":\"T\",\"order\":1}\r\n", CREATE);
+}
+
+static void test_create_strings_decoded(void **state)
+{
+    decoded_t d;
+
+    (void)state;
+    d = expect_ok("{\"levelId\":1,\"title\":\"Say \\\"hi\\\"\\n\","
+                  "\"order\":1,\"topic\":\"a\\\\b\","
+                  "\"description\":\"\\u00dcbung \\ud83d\\ude00\"}", CREATE);
+    assert_string_equal(d.in.title, "Say \"hi\"\n");
+    assert_string_equal(d.in.topic, "a\\b");
+    assert_string_equal(d.in.description, "\xc3\x9c" "bung \xf0\x9f\x98\x80");
+}
+
+static void test_create_values_outlive_json(void **state)
+{
+    decoded_t d;
+    char *body = apr_pstrdup(pool, "{\"levelId\":1,\"title\":\"Kept\","
+                             "\"order\":1,\"topic\":\"Top\"}");
+
+    (void)state;
+    d = decode(body, CREATE);
+    expect_result(&d, LESSONS_PAYLOAD_OK, body);
+    memset(body, 'Z', strlen(body));             /* caller reuses buffer */
+    assert_string_equal(d.in.title, "Kept");
+    assert_string_equal(d.in.topic, "Top");
+}
+
+/* ------------------------------------------------------------ update */
+
+static void test_update_empty(void **state)
+{
+    decoded_t d;
+
+    (void)state;
+    d = expect_ok("{}", UPDATE);
+    assert_false(d.in.has_level_id);
+    assert_false(d.in.has_title);
+    assert_false(d.in.has_order);
+    assert_false(d.in.has_topic);
+    assert_false(d.in.has_description);
+    assert_false(d.in.has_is_active);
+}
+
+static void test_update_partial(void **state)
+{
+    decoded_t d;
+
+    (void)state;
+    d = expect_ok("{\"title\":\"New\"}", UPDATE);
+    assert_true(d.in.has_title);
+    assert_string_equal(d.in.title, "New");
+    assert_false(d.in.has_level_id);
+    assert_false(d.in.has_order);
+    assert_false(d.in.has_topic);
+    assert_false(d.in.has_description);
+    assert_false(d.in.has_is_active);
+
+    d = expect_ok("{\"isActive\":false,\"ORDER\":0}", UPDATE);
+    assert_true(d.in.has_is_active);
+    assert_int_equal(d.in.is_active, 0);
+    assert_true(d.in.has_order);
+    assert_int_equal(d.in.order, 0);
+    assert_false(d.in.has_title);
+    assert_false(d.in.has_level_id);
+    assert_false(d.in.has_topic);
+    assert_false(d.in.has_description);
+
+    d = expect_ok("{\"levelId\":5,\"topic\":\"\",\"description\":\"D\"}",
+                  UPDATE);
+    assert_true(d.in.has_level_id);
+    assert_int_equal(d.in.level_id, 5);
+    assert_true(d.in.has_topic);
+    assert_string_equal(d.in.topic, "");
+    assert_true(d.in.has_description);
+    assert_string_equal(d.in.description, "D");
+    assert_false(d.in.has_title);
+    assert_false(d.in.has_order);
+    assert_false(d.in.has_is_active);
+}
+
+static void test_update_full(void **state)
+{
+    decoded_t d;
+
+    (void)state;
+    d = expect_ok("{\"levelId\":4,\"title\":\"A\",\"order\":2,\"topic\":\"B\","
+                  "\"description\":\"C\",\"isActive\":true}", UPDATE);
+    assert_true(d.in.has_level_id && d.in.has_title && d.in.has_order
+                && d.in.has_topic && d.in.has_description
+                && d.in.has_is_active);
+    assert_int_equal(d.in.level_id, 4);
+    assert_string_equal(d.in.title, "A");
+    assert_int_equal(d.in.order, 2);
+    assert_string_equal(d.in.topic, "B");
+    assert_string_equal(d.in.description, "C");
+    assert_true(d.in.is_active);
+}
+
+static void test_update_validation(void **state)
+{
+    (void)state;
+    expect_invalid("{\"title\":\"\"}", UPDATE, FIELDS("title"));
+    expect_invalid("{\"title\":\"  \"}", UPDATE, FIELDS("title"));
+    expect_invalid("{\"title\":null}", UPDATE, FIELDS("title"));
+    expect_invalid(apr_psprintf(pool, "{\"title\":\"%s\"}", rep("x", 201)),
+                   UPDATE, FIELDS("title"));
+    expect_invalid("{\"levelId\":0}", UPDATE, FIELDS("levelId"));
+    expect_invalid("{\"levelId\":\"2\"}", UPDATE, FIELDS("levelId"));
+    expect_invalid("{\"order\":\"1\"}", UPDATE, FIELDS("order"));
+    expect_invalid("{\"order\":-5}", UPDATE, FIELDS("order"));
+    expect_invalid("{\"order\":1.5}", UPDATE, FIELDS("order"));
+    expect_invalid(apr_psprintf(pool, "{\"topic\":\"%s\"}", rep("t", 101)),
+                   UPDATE, FIELDS("topic"));
+    expect_invalid(apr_psprintf(pool, "{\"description\":\"%s\"}",
+                                rep("d", 4001)),
+                   UPDATE, FIELDS("description"));
+    expect_invalid("{\"isActive\":\"false\"}", UPDATE, FIELDS("isActive"));
+    expect_invalid("{\"title\":\"a\",\"TITLE\":\"b\"}", UPDATE,
+                   FIELDS("title"));
+    expect_invalid("{\"levelId\":-3,\"Order\":-1,\"topic\":1}", UPDATE,
+                   FIELDS("levelId", "order", "topic"));
+}
+
+static void test_update_malformed(void **state)
+{
+    (void)state;
+    expect_malformed("[]", UPDATE);
+    expect_malformed("", UPDATE);
+    expect_malformed("null", UPDATE);
+    expect_malformed("{\"title\":\"\xff\"}", UPDATE);
+}
+
+/* ------------------------------------------------------------- apply */
+
+static lessons_lesson_t stored(void)
+{
+    lessons_lesson_t l;
+
+    l.id = 17;
+    l.level_id = 2;
+    l.level_name = "Elementary";
+    l.level_code = "A2";
+    l.title = "Old title";
+    l.order = 4;
+    l.topic = "Old topic";
+    l.description = "Old description";
+    l.is_active = 1;
+    return l;
+}
+
+static void test_apply_nothing(void **state)
+{
+    lessons_input_t in;
+    lessons_lesson_t l = stored();
+
+    (void)state;
+    memset(&in, 0, sizeof(in));
+    in.level_id = 9;
+    in.title = "ignored";
+    in.order = 99;
+    in.topic = "ignored";
+    in.description = "ignored";
+    in.is_active = 0;
+    lessons_payload_apply(&in, &l);
+    assert_int_equal(l.id, 17);
+    assert_int_equal(l.level_id, 2);
+    assert_string_equal(l.level_name, "Elementary");
+    assert_string_equal(l.level_code, "A2");
+    assert_string_equal(l.title, "Old title");
+    assert_int_equal(l.order, 4);
+    assert_string_equal(l.topic, "Old topic");
+    assert_string_equal(l.description, "Old description");
+    assert_int_equal(l.is_active, 1);
+}
+
+static void test_apply_some(void **state)
+{
+    lessons_input_t in;
+    lessons_lesson_t l = stored();
+
+    (void)state;
+    memset(&in, 0, sizeof(in));
+    in.has_title = 1;
+    in.title = "New title";
+    in.has_is_active = 1;
+    in.is_active = 0;
+    in.level_id = 9;            /* not sent: must not be applied */
+    in.order = 99;
+    in.topic = "ignored";
+    lessons_payload_apply(&in, &l);
+    assert_int_equal(l.id, 17);
+    assert_int_equal(l.level_id, 2);
+    assert_string_equal(l.title, "New title");
+    assert_int_equal(l.order, 4);
+    assert_string_equal(l.topic, "Old topic");
+    assert_string_equal(l.description, "Old description");
+    assert_int_equal(l.is_active, 0);
+}
+
+static void test_apply_all(void **state)
+{
+    lessons_input_t in;
+    lessons_lesson_t l = stored();
+
+    (void)state;
+    memset(&in, 0, sizeof(in));
+    in.has_level_id = in.has_title = in.has_order = 1;
+    in.has_topic = in.has_description = in.has_is_active = 1;
+    in.level_id = 5;
+    in.title = "T";
+    in.order = 0;
+    in.topic = "";
+    in.description = "D";
+    in.is_active = 0;
+    lessons_payload_apply(&in, &l);
+    assert_int_equal(l.id, 17);
+    assert_int_equal(l.level_id, 5);
+    assert_string_equal(l.title, "T");
+    assert_int_equal(l.order, 0);
+    assert_string_equal(l.topic, "");
+    assert_string_equal(l.description, "D");
+    assert_int_equal(l.is_active, 0);
+}
+
+static void test_apply_decoded_update(void **state)
+{
+    lessons_lesson_t l = stored();
+    decoded_t d;
+
+    (void)state;
+    d = expect_ok("{\"order\":12,\"Description\":\"fresh\"}", UPDATE);
+    lessons_payload_apply(&d.in, &l);
+    assert_int_equal(l.level_id, 2);
+    assert_string_equal(l.title, "Old title");
+    assert_int_equal(l.order, 12);
+    assert_string_equal(l.topic, "Old topic");
+    assert_string_equal(l.description, "fresh");
+    assert_int_equal(l.is_active, 1);
+}
+
+/* ------------------------------------------------------------- error */
+
+static void test_payload_error(void **state)
+{
+    json_t *e;
+    json_t *a;
+
+    (void)state;
+    e = lessons_payload_error(pool, "levelId", "The level 9 does not exist.");
+    check_errors_exact(e, FIELDS("levelId"));
+    a = json_object_get(e, "levelId");
+    assert_int_equal(json_array_size(a), 1);
+    assert_string_equal(json_string_value(json_array_get(a, 0)),
+                        "The level 9 does not exist.");
+}
+
+static void test_payload_error_released_with_pool(void **state)
+{
+    apr_pool_t *sub;
+    json_t *e;
+
+    (void)state;
+    assert_int_equal(apr_pool_create(&sub, pool), APR_SUCCESS);
+    e = lessons_payload_error(sub, "title", "Bad.");
+    assert_non_null(e);
+    json_incref(e);
+    assert_int_equal(e->refcount, 2);
+    apr_pool_destroy(sub);
+    assert_int_equal(e->refcount, 1);           /* the pool let go */
+    json_decref(e);
+}
+
+static void test_errors_released_with_pool(void **state)
+{
+    apr_pool_t *sub;
+    lessons_input_t in;
+    json_t *errors = NULL;
+    const char *detail = NULL;
+
+    (void)state;
+    assert_int_equal(apr_pool_create(&sub, pool), APR_SUCCESS);
+    assert_int_equal(lessons_payload_decode(sub, "{}", 2, CREATE, &in,
+                                            &errors, &detail),
+                     LESSONS_PAYLOAD_INVALID);
+    assert_non_null(errors);
+    json_incref(errors);
+    assert_int_equal(errors->refcount, 2);
+    apr_pool_destroy(sub);
+    assert_int_equal(errors->refcount, 1);
+    json_decref(errors);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_type_ok),
+        cmocka_unit_test(test_type_not_ok),
+        cmocka_unit_test(test_create_full),
+        cmocka_unit_test(test_create_full_active_true),
+        cmocka_unit_test(test_create_minimal_defaults),
+        cmocka_unit_test(test_create_case_insensitive),
+        cmocka_unit_test(test_create_unknown_ignored),
+        cmocka_unit_test(test_create_missing_level_id),
+        cmocka_unit_test(test_create_missing_title),
+        cmocka_unit_test(test_create_missing_order),
+        cmocka_unit_test(test_create_empty_object),
+        cmocka_unit_test(test_create_level_id_types),
+        cmocka_unit_test(test_create_order_types),
+        cmocka_unit_test(test_create_string_types),
+        cmocka_unit_test(test_create_is_active_types),
+        cmocka_unit_test(test_create_level_id_range),
+        cmocka_unit_test(test_create_order_range),
+        cmocka_unit_test(test_create_title_blank),
+        cmocka_unit_test(test_create_title_length),
+        cmocka_unit_test(test_create_topic_length),
+        cmocka_unit_test(test_create_description_length),
+        cmocka_unit_test(test_create_duplicate_case_mix),
+        cmocka_unit_test(test_create_duplicate_exact),
+        cmocka_unit_test(test_create_multiple_errors),
+        cmocka_unit_test(test_create_error_keys_camel_case),
+        cmocka_unit_test(test_create_invalid_utf8),
+        cmocka_unit_test(test_create_not_object),
+        cmocka_unit_test(test_create_not_json),
+        cmocka_unit_test(test_create_respects_len),
+        cmocka_unit_test(test_create_trailing_whitespace_ok),
+        cmocka_unit_test(test_create_strings_decoded),
+        cmocka_unit_test(test_create_values_outlive_json),
+        cmocka_unit_test(test_update_empty),
+        cmocka_unit_test(test_update_partial),
+        cmocka_unit_test(test_update_full),
+        cmocka_unit_test(test_update_validation),
+        cmocka_unit_test(test_update_malformed),
+        cmocka_unit_test(test_apply_nothing),
+        cmocka_unit_test(test_apply_some),
+        cmocka_unit_test(test_apply_all),
+        cmocka_unit_test(test_apply_decoded_update),
+        cmocka_unit_test(test_payload_error),
+        cmocka_unit_test(test_payload_error_released_with_pool),
+        cmocka_unit_test(test_errors_released_with_pool),
+    };
+
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

@@ -1,0 +1,990 @@
+/* Licensed under the Apache License, Version 2.0.
+ *
+ * test_store.c: lessons_store.h against a real in-memory SQLite database
+ * through apr_dbd, with the schema from sql/schema.sqlite.sql applied
+ * (twice, to prove it idempotent) before every test.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <ctype.h>
+#include <cmocka.h>
+
+#include "apr_general.h"
+#include "apr_pools.h"
+#include "apr_strings.h"
+#include "apr_hash.h"
+#include "apr_tables.h"
+#include "apr_dbd.h"
+
+#include "lessons_store.h"
+
+#ifndef LESSONS_SQL_DIR
+#error "LESSONS_SQL_DIR must name the sql/ directory"
+#endif
+#define SCHEMA LESSONS_SQL_DIR "/schema.sqlite.sql"
+
+static apr_pool_t *root;
+static const apr_dbd_driver_t *driver;
+
+typedef struct {
+    apr_pool_t *p;
+    lessons_db_t db;
+} fixture_t;
+
+/* ------------------------------------------------------------- schema */
+
+/* In a CREATE TRIGGER statement, the ';' between BEGIN and END do not
+ * end it: only a ';' right after the word END does.
+ */
+static int inside_trigger_body(const char *buf, size_t n)
+{
+    size_t a = 0, e = n;
+    char *upper;
+    size_t i;
+
+    while (a < n && strchr(" \t\r\n", buf[a]))
+        a++;
+    upper = strndup(buf + a, n - a);
+    for (i = 0; upper[i]; i++)
+        upper[i] = (char)toupper((unsigned char)upper[i]);
+    if (strncmp(upper, "CREATE", 6) != 0 || !strstr(upper, " TRIGGER ")) {
+        free(upper);
+        return 0;
+    }
+    free(upper);
+    while (e > a && strchr(" \t\r\n", buf[e - 1]))
+        e--;
+    return !(e - a >= 3 && strncasecmp(buf + e - 3, "END", 3) == 0
+             && (e - a == 3 || strchr(" \t\r\n;", buf[e - 4])));
+}
+
+/* Split SQL text into statements on ';' outside quotes and comments.
+ * Comments are dropped; empty statements are skipped.
+ */
+static apr_array_header_t *split_sql(apr_pool_t *p, const char *sql)
+{
+    apr_array_header_t *out = apr_array_make(p, 16, sizeof(char *));
+    char *buf = apr_palloc(p, strlen(sql) + 1);
+    size_t n = 0;
+    const char *s = sql;
+
+    while (*s) {
+        if (s[0] == '-' && s[1] == '-') {
+            while (*s && *s != '\n')
+                s++;
+            continue;
+        }
+        if (s[0] == '/' && s[1] == '*') {
+            const char *e = strstr(s + 2, "*/");
+
+            s = e ? e + 2 : s + strlen(s);
+            continue;
+        }
+        if (*s == '\'' || *s == '"') {
+            char q = *s;
+
+            buf[n++] = *s++;
+            while (*s) {
+                if (*s == q && s[1] == q) {         /* doubled quote */
+                    buf[n++] = *s++;
+                    buf[n++] = *s++;
+                    continue;
+                }
+                if (*s == q)
+                    break;
+                buf[n++] = *s++;
+            }
+            if (*s)
+                buf[n++] = *s++;
+            continue;
+        }
+        if (*s == ';' && !inside_trigger_body(buf, n)) {
+            size_t a = 0;
+
+            buf[n] = '\0';
+            while (buf[a] == ' ' || buf[a] == '\n' || buf[a] == '\t'
+                   || buf[a] == '\r')
+                a++;
+            if (buf[a])
+                *(char **)apr_array_push(out) = apr_pstrdup(p, buf + a);
+            n = 0;
+            s++;
+            continue;
+        }
+        buf[n++] = *s++;
+    }
+    buf[n] = '\0';
+    {
+        size_t a = 0;
+
+        while (buf[a] == ' ' || buf[a] == '\n' || buf[a] == '\t'
+               || buf[a] == '\r')
+            a++;
+        if (buf[a])
+            *(char **)apr_array_push(out) = apr_pstrdup(p, buf + a);
+    }
+    return out;
+}
+
+static char *slurp(apr_pool_t *p, const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    long n;
+    char *buf;
+
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    buf = apr_palloc(p, (apr_size_t)n + 1);
+    if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        fclose(f);
+        return NULL;
+    }
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+/* Run one statement; statements that return rows (PRAGMA) go through
+ * select, since the sqlite3 driver's query treats a row as an error.
+ */
+static int run_sql(apr_pool_t *p, apr_dbd_t *h, const char *stmt)
+{
+    int rv, nrows = 0;
+
+    if (strncasecmp(stmt, "PRAGMA", 6) == 0
+        || strncasecmp(stmt, "SELECT", 6) == 0) {
+        apr_dbd_results_t *res = NULL;
+        apr_dbd_row_t *row = NULL;
+
+        rv = apr_dbd_select(driver, p, h, &res, stmt, 0);
+        if (rv == 0)
+            while (apr_dbd_get_row(driver, p, res, &row, -1) == 0)
+                ;
+    }
+    else {
+        rv = apr_dbd_query(driver, h, &nrows, stmt);
+    }
+    if (rv != 0)
+        print_error("SQL failed (%s): %s\n", apr_dbd_error(driver, h, rv),
+                    stmt);
+    return rv;
+}
+
+static int apply_schema(apr_pool_t *p, apr_dbd_t *h)
+{
+    const char *sql = slurp(p, SCHEMA);
+    apr_array_header_t *stmts;
+    int i;
+
+    if (!sql) {
+        print_error("cannot read %s\n", SCHEMA);
+        return -1;
+    }
+    stmts = split_sql(p, sql);
+    if (stmts->nelts < 5)
+        return -1;
+    for (i = 0; i < stmts->nelts; i++)
+        if (run_sql(p, h, APR_ARRAY_IDX(stmts, i, const char *)) != 0)
+            return -1;
+    return 0;
+}
+
+/* A single integer from a query, or -1. */
+static long long scalar(fixture_t *fx, const char *sql)
+{
+    apr_dbd_results_t *res = NULL;
+    apr_dbd_row_t *row = NULL;
+    long long v = -1;
+
+    if (apr_dbd_select(driver, fx->p, fx->db.handle, &res, sql, 0) != 0)
+        return -1;
+    while (apr_dbd_get_row(driver, fx->p, res, &row, -1) == 0) {
+        const char *e = apr_dbd_get_entry(driver, row, 0);
+
+        if (e)
+            v = atoll(e);
+    }
+    return v;
+}
+
+/* A single text from a query, or NULL. */
+static const char *scalar_text(fixture_t *fx, const char *sql)
+{
+    apr_dbd_results_t *res = NULL;
+    apr_dbd_row_t *row = NULL;
+    const char *v = NULL;
+
+    if (apr_dbd_select(driver, fx->p, fx->db.handle, &res, sql, 0) != 0)
+        return NULL;
+    while (apr_dbd_get_row(driver, fx->p, res, &row, -1) == 0) {
+        const char *e = apr_dbd_get_entry(driver, row, 0);
+
+        if (e)
+            v = apr_pstrdup(fx->p, e);
+    }
+    return v;
+}
+
+/* ------------------------------------------------------------ fixtures */
+
+static int group_setup(void **state)
+{
+    (void)state;
+    if (apr_initialize() != APR_SUCCESS
+        || apr_pool_create(&root, NULL) != APR_SUCCESS
+        || apr_dbd_init(root) != APR_SUCCESS)
+        return -1;
+    if (apr_dbd_get_driver(root, "sqlite3", &driver) != APR_SUCCESS) {
+        print_error("no apr_dbd sqlite3 driver\n");
+        return -1;
+    }
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    apr_pool_destroy(root);
+    apr_terminate();
+    return 0;
+}
+
+static int setup(void **state)
+{
+    fixture_t *fx;
+    apr_pool_t *p;
+    const char *err = NULL;
+    const char *open_err = NULL;
+
+    if (apr_pool_create(&p, root) != APR_SUCCESS)
+        return -1;
+    fx = apr_pcalloc(p, sizeof(*fx));
+    fx->p = p;
+    fx->db.driver = driver;
+    if (apr_dbd_open_ex(driver, p, ":memory:", &fx->db.handle, &open_err)
+        != APR_SUCCESS) {
+        print_error("apr_dbd_open: %s\n", open_err ? open_err : "?");
+        return -1;
+    }
+    /* twice: the schema must be idempotent */
+    if (apply_schema(p, fx->db.handle) || apply_schema(p, fx->db.handle))
+        return -1;
+    fx->db.prepared = NULL;
+    if (lessons_store_prepare(&fx->db, p, &err) != LESSONS_STORE_OK) {
+        print_error("lessons_store_prepare: %s\n", err ? err : "?");
+        return -1;
+    }
+    *state = fx;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture_t *fx = *state;
+
+    if (fx) {
+        apr_dbd_close(driver, fx->db.handle);
+        apr_pool_destroy(fx->p);
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------- helpers */
+
+static const char *store_name(lessons_store_e r)
+{
+    switch (r) {
+    case LESSONS_STORE_OK:        return "OK";
+    case LESSONS_STORE_NOT_FOUND: return "NOT_FOUND";
+    case LESSONS_STORE_NO_LEVEL:  return "NO_LEVEL";
+    case LESSONS_STORE_ERROR:     return "ERROR";
+    }
+    return "?";
+}
+
+static void expect_store(lessons_store_e got, lessons_store_e want,
+                         const char *err)
+{
+    if (got != want)
+        print_error("expected %s, got %s (%s)\n", store_name(want),
+                    store_name(got), err ? err : "no message");
+    assert_int_equal(got, want);
+}
+
+static lessons_input_t input(int level, const char *title, int order,
+                             const char *topic, const char *description,
+                             int active)
+{
+    lessons_input_t in;
+
+    memset(&in, 0, sizeof(in));
+    in.has_level_id = in.has_title = in.has_order = 1;
+    in.has_topic = in.has_description = in.has_is_active = 1;
+    in.level_id = level;
+    in.title = title;
+    in.order = order;
+    in.topic = topic;
+    in.description = description;
+    in.is_active = active;
+    return in;
+}
+
+static int create(fixture_t *fx, int level, const char *title, int order)
+{
+    lessons_input_t in = input(level, title, order, "topic", "descr", 1);
+    const char *err = NULL;
+    int id = -12345;
+
+    expect_store(lessons_store_create(&fx->db, fx->p, &in, &id, &err),
+                 LESSONS_STORE_OK, err);
+    assert_true(id > 0);
+    return id;
+}
+
+static lessons_lesson_t get(fixture_t *fx, int id)
+{
+    lessons_lesson_t l;
+    const char *err = NULL;
+
+    memset(&l, 0, sizeof(l));
+    expect_store(lessons_store_get(&fx->db, fx->p, id, &l, &err),
+                 LESSONS_STORE_OK, err);
+    return l;
+}
+
+static apr_array_header_t *list_all(fixture_t *fx)
+{
+    apr_array_header_t *out = NULL;
+    const char *err = NULL;
+
+    expect_store(lessons_store_list_all(&fx->db, fx->p, &out, &err),
+                 LESSONS_STORE_OK, err);
+    assert_non_null(out);
+    return out;
+}
+
+#define AT(list, i) (&APR_ARRAY_IDX((list), (i), lessons_lesson_t))
+
+static long long lesson_count(fixture_t *fx)
+{
+    return scalar(fx, "SELECT COUNT(*) FROM lessons");
+}
+
+static void assert_same_lesson(const lessons_lesson_t *a,
+                               const lessons_lesson_t *b)
+{
+    assert_int_equal(a->id, b->id);
+    assert_int_equal(a->level_id, b->level_id);
+    assert_string_equal(a->level_name, b->level_name);
+    assert_string_equal(a->level_code, b->level_code);
+    assert_string_equal(a->title, b->title);
+    assert_int_equal(a->order, b->order);
+    assert_string_equal(a->topic, b->topic);
+    assert_string_equal(a->description, b->description);
+    assert_int_equal(a->is_active, b->is_active);
+}
+
+/* --------------------------------------------------------------- tests */
+
+static void test_schema_idempotent(void **state)
+{
+    fixture_t *fx = *state;
+
+    assert_int_equal(scalar(fx, "SELECT COUNT(*) FROM levels"), 6);
+    assert_string_equal(scalar_text(fx,
+        "SELECT code || ':' || name FROM levels WHERE id = 1"),
+        "A1:Beginner");
+    assert_string_equal(scalar_text(fx,
+        "SELECT code FROM levels WHERE id = 5"), "C1");
+    assert_int_equal(lesson_count(fx), 0);
+    /* and a third time on a database that has lessons */
+    create(fx, 1, "Kept", 1);
+    assert_int_equal(apply_schema(fx->p, fx->db.handle), 0);
+    assert_int_equal(lesson_count(fx), 1);
+    assert_int_equal(scalar(fx, "SELECT COUNT(*) FROM levels"), 6);
+}
+
+static void test_statements_table(void **state)
+{
+    fixture_t *fx = *state;
+    apr_hash_t *seen = apr_hash_make(fx->p);
+    int n;
+
+    for (n = 0; lessons_statements[n].label; n++) {
+        const lessons_statement_t *s = &lessons_statements[n];
+
+        assert_true(strlen(s->label) > 0);
+        assert_non_null(s->sql);
+        assert_true(strlen(s->sql) > 0);
+        assert_null(apr_hash_get(seen, s->label, APR_HASH_KEY_STRING));
+        apr_hash_set(seen, s->label, APR_HASH_KEY_STRING, s);
+        /* prepared under its label */
+        assert_non_null(apr_hash_get(fx->db.prepared, s->label,
+                                     APR_HASH_KEY_STRING));
+    }
+    assert_null(lessons_statements[n].sql);
+    assert_true(n >= 7);        /* list, level, levels, get, ins, upd, del */
+    assert_int_equal(apr_hash_count(fx->db.prepared), (unsigned)n);
+}
+
+static void test_empty_lists(void **state)
+{
+    fixture_t *fx = *state;
+    apr_array_header_t *out = NULL;
+    const char *err = NULL;
+
+    assert_int_equal(list_all(fx)->nelts, 0);
+    expect_store(lessons_store_list_level(&fx->db, fx->p, 3, &out, &err),
+                 LESSONS_STORE_OK, err);
+    assert_non_null(out);
+    assert_int_equal(out->nelts, 0);
+    out = NULL;
+    expect_store(lessons_store_list_levels(&fx->db, fx->p, 1, 2, &out, &err),
+                 LESSONS_STORE_OK, err);
+    assert_non_null(out);
+    assert_int_equal(out->nelts, 0);
+}
+
+static void test_create_and_get(void **state)
+{
+    fixture_t *fx = *state;
+    lessons_input_t in = input(1, "Hallo", 2, "Greetings", "Say hi", 1);
+    const char *err = NULL;
+    int id1 = 0, id2 = 0;
+    lessons_lesson_t l;
+
+    expect_store(lessons_store_create(&fx->db, fx->p, &in, &id1, &err),
+                 LESSONS_STORE_OK, err);
+    assert_true(id1 > 0);
+    in = input(5, "Konjunktiv II", 1, "Grammar", "", 0);
+    expect_store(lessons_store_create(&fx->db, fx->p, &in, &id2, &err),
+                 LESSONS_STORE_OK, err);
+    assert_true(id2 > id1);
+
+    l = get(fx, id1);
+    assert_int_equal(l.id, id1);
+    assert_int_equal(l.level_id, 1);
+    assert_string_equal(l.level_name, "Beginner");
+    assert_string_equal(l.level_code, "A1");
+    assert_string_equal(l.title, "Hallo");
+    assert_int_equal(l.order, 2);
+    assert_string_equal(l.topic, "Greetings");
+    assert_string_equal(l.description, "Say hi");
+    assert_int_equal(l.is_active, 1);
+
+    l = get(fx, id2);
+    assert_int_equal(l.id, id2);
+    assert_int_equal(l.level_id, 5);
+    assert_string_equal(l.level_name, "Advanced");
+    assert_string_equal(l.level_code, "C1");
+    assert_string_equal(l.title, "Konjunktiv II");
+    assert_int_equal(l.order, 1);
+    assert_string_equal(l.topic, "Grammar");
+    assert_string_equal(l.description, "");
+    assert_int_equal(l.is_active, 0);
+
+    assert_int_equal(lesson_count(fx), 2);
+    /* what the database holds, read independently of the unit */
+    assert_string_equal(scalar_text(fx, apr_psprintf(fx->p,
+        "SELECT title FROM lessons WHERE id = %d", id2)), "Konjunktiv II");
+    assert_int_equal(scalar(fx, apr_psprintf(fx->p,
+        "SELECT is_active FROM lessons WHERE id = %d", id2)), 0);
+}
+
+static void test_get_not_found(void **state)
+{
+    fixture_t *fx = *state;
+    lessons_lesson_t l;
+    const char *err = NULL;
+
+    create(fx, 1, "Only", 1);
+    expect_store(lessons_store_get(&fx->db, fx->p, 9999, &l, &err),
+                 LESSONS_STORE_NOT_FOUND, err);
+    expect_store(lessons_store_get(&fx->db, fx->p, 0, &l, &err),
+                 LESSONS_STORE_NOT_FOUND, err);
+    expect_store(lessons_store_get(&fx->db, fx->p, -1, &l, &err),
+                 LESSONS_STORE_NOT_FOUND, err);
+}
+
+static void test_list_all_id_order(void **state)
+{
+    fixture_t *fx = *state;
+    int ids[5];
+    apr_array_header_t *all;
+    int i;
+
+    ids[0] = create(fx, 4, "d", 9);
+    ids[1] = create(fx, 1, "a", 5);
+    ids[2] = create(fx, 6, "f", 0);
+    ids[3] = create(fx, 1, "b", 1);
+    ids[4] = create(fx, 2, "c", 3);
+    all = list_all(fx);
+    assert_int_equal(all->nelts, 5);
+    for (i = 0; i < 5; i++) {
+        lessons_lesson_t g = get(fx, ids[i]);
+
+        assert_int_equal(AT(all, i)->id, ids[i]);
+        assert_same_lesson(AT(all, i), &g);
+    }
+    for (i = 1; i < 5; i++)
+        assert_true(AT(all, i - 1)->id < AT(all, i)->id);
+    assert_string_equal(AT(all, 0)->level_name, "Upper Intermediate");
+    assert_string_equal(AT(all, 0)->level_code, "B2");
+    assert_string_equal(AT(all, 2)->level_code, "C2");
+}
+
+static void test_list_level_id_order(void **state)
+{
+    fixture_t *fx = *state;
+    apr_array_header_t *out = NULL;
+    const char *err = NULL;
+    int a, b, c;
+
+    a = create(fx, 3, "first, order 5", 5);
+    create(fx, 2, "other level", 0);
+    b = create(fx, 3, "second, order 1", 1);
+    create(fx, 4, "other level", 0);
+    c = create(fx, 3, "third, order 0", 0);
+
+    expect_store(lessons_store_list_level(&fx->db, fx->p, 3, &out, &err),
+                 LESSONS_STORE_OK, err);
+    assert_int_equal(out->nelts, 3);
+    /* by id, not by order */
+    assert_int_equal(AT(out, 0)->id, a);
+    assert_int_equal(AT(out, 1)->id, b);
+    assert_int_equal(AT(out, 2)->id, c);
+    assert_int_equal(AT(out, 0)->level_id, 3);
+    assert_string_equal(AT(out, 0)->level_name, "Intermediate");
+    assert_string_equal(AT(out, 0)->level_code, "B1");
+    assert_string_equal(AT(out, 1)->title, "second, order 1");
+
+    out = NULL;
+    expect_store(lessons_store_list_level(&fx->db, fx->p, 99, &out, &err),
+                 LESSONS_STORE_OK, err);
+    assert_non_null(out);
+    assert_int_equal(out->nelts, 0);
+}
+
+static void test_list_levels_sort(void **state)
+{
+    fixture_t *fx = *state;
+    apr_array_header_t *out = NULL;
+    const char *err = NULL;
+    int l2o1, l1o5, l1o1a, l1o1b, l2o0;
+
+    /* inserted out of order on purpose */
+    l2o1 = create(fx, 2, "A2 order 1", 1);
+    l1o5 = create(fx, 1, "A1 order 5", 5);
+    create(fx, 3, "B1, not in the group", 0);
+    l1o1a = create(fx, 1, "A1 order 1 (first id)", 1);
+    l2o0 = create(fx, 2, "A2 order 0", 0);
+    create(fx, 4, "B2, not in the group", 0);
+    l1o1b = create(fx, 1, "A1 order 1 (second id)", 1);
+
+    expect_store(lessons_store_list_levels(&fx->db, fx->p, 1, 2, &out, &err),
+                 LESSONS_STORE_OK, err);
+    assert_int_equal(out->nelts, 5);
+    assert_int_equal(AT(out, 0)->id, l1o1a);
+    assert_int_equal(AT(out, 1)->id, l1o1b);
+    assert_int_equal(AT(out, 2)->id, l1o5);
+    assert_int_equal(AT(out, 3)->id, l2o0);
+    assert_int_equal(AT(out, 4)->id, l2o1);
+    assert_string_equal(AT(out, 0)->level_code, "A1");
+    assert_string_equal(AT(out, 3)->level_code, "A2");
+    assert_string_equal(AT(out, 3)->level_name, "Elementary");
+    assert_string_equal(AT(out, 2)->title, "A1 order 5");
+}
+
+static void test_list_levels_advanced(void **state)
+{
+    fixture_t *fx = *state;
+    apr_array_header_t *out = NULL;
+    const char *err = NULL;
+    int c1, b2a, b2b;
+
+    c1 = create(fx, 5, "C1", 0);
+    create(fx, 6, "C2, not in the group", 0);
+    b2a = create(fx, 4, "B2 order 2", 2);
+    b2b = create(fx, 4, "B2 order 1", 1);
+    create(fx, 3, "B1, not in the group", 0);
+
+    expect_store(lessons_store_list_levels(&fx->db, fx->p, 4, 5, &out, &err),
+                 LESSONS_STORE_OK, err);
+    assert_int_equal(out->nelts, 3);
+    assert_int_equal(AT(out, 0)->id, b2b);
+    assert_int_equal(AT(out, 1)->id, b2a);
+    assert_int_equal(AT(out, 2)->id, c1);
+    assert_string_equal(AT(out, 2)->level_name, "Advanced");
+}
+
+static void test_list_levels_sorted_by_level_not_argument(void **state)
+{
+    fixture_t *fx = *state;
+    apr_array_header_t *out = NULL;
+    const char *err = NULL;
+    int l1, l2;
+
+    l2 = create(fx, 2, "A2", 0);
+    l1 = create(fx, 1, "A1", 9);
+    expect_store(lessons_store_list_levels(&fx->db, fx->p, 2, 1, &out, &err),
+                 LESSONS_STORE_OK, err);
+    assert_int_equal(out->nelts, 2);
+    assert_int_equal(AT(out, 0)->id, l1);
+    assert_int_equal(AT(out, 1)->id, l2);
+}
+
+static void test_create_no_level(void **state)
+{
+    fixture_t *fx = *state;
+    lessons_input_t in = input(99, "Nowhere", 1, "", "", 1);
+    const char *err = NULL;
+    int id = -7;
+
+    create(fx, 1, "Existing", 1);
+    expect_store(lessons_store_create(&fx->db, fx->p, &in, &id, &err),
+                 LESSONS_STORE_NO_LEVEL, err);
+    assert_int_equal(lesson_count(fx), 1);
+    in.level_id = 0;
+    expect_store(lessons_store_create(&fx->db, fx->p, &in, &id, &err),
+                 LESSONS_STORE_NO_LEVEL, err);
+    in.level_id = 7;
+    expect_store(lessons_store_create(&fx->db, fx->p, &in, &id, &err),
+                 LESSONS_STORE_NO_LEVEL, err);
+    assert_int_equal(lesson_count(fx), 1);
+    assert_int_equal(list_all(fx)->nelts, 1);
+}
+
+static void test_update_all_fields(void **state)
+{
+    fixture_t *fx = *state;
+    int id = create(fx, 1, "Before", 1);
+    int other = create(fx, 2, "Bystander", 3);
+    lessons_lesson_t l = get(fx, id), after, by;
+    const char *err = NULL;
+
+    l.level_id = 5;
+    l.title = "After";
+    l.order = 42;
+    l.topic = "New topic";
+    l.description = "New description";
+    l.is_active = 0;
+    expect_store(lessons_store_update(&fx->db, fx->p, &l, &err),
+                 LESSONS_STORE_OK, err);
+    after = get(fx, id);
+    assert_int_equal(after.id, id);
+    assert_int_equal(after.level_id, 5);
+    assert_string_equal(after.level_name, "Advanced");
+    assert_string_equal(after.level_code, "C1");
+    assert_string_equal(after.title, "After");
+    assert_int_equal(after.order, 42);
+    assert_string_equal(after.topic, "New topic");
+    assert_string_equal(after.description, "New description");
+    assert_int_equal(after.is_active, 0);
+
+    by = get(fx, other);
+    assert_string_equal(by.title, "Bystander");
+    assert_int_equal(by.level_id, 2);
+    assert_int_equal(by.order, 3);
+    assert_int_equal(lesson_count(fx), 2);
+
+    /* and back to active */
+    after.is_active = 1;
+    expect_store(lessons_store_update(&fx->db, fx->p, &after, &err),
+                 LESSONS_STORE_OK, err);
+    assert_int_equal(get(fx, id).is_active, 1);
+}
+
+static void test_update_unchanged_values_ok(void **state)
+{
+    fixture_t *fx = *state;
+    int id = create(fx, 3, "Same", 1);
+    lessons_lesson_t l = get(fx, id);
+    const char *err = NULL;
+
+    lessons_lesson_t g;
+
+    /* a PUT that changes nothing still finds the row */
+    expect_store(lessons_store_update(&fx->db, fx->p, &l, &err),
+                 LESSONS_STORE_OK, err);
+    g = get(fx, id);
+    assert_same_lesson(&g, &l);
+}
+
+static void test_update_not_found(void **state)
+{
+    fixture_t *fx = *state;
+    int id = create(fx, 1, "Only", 1);
+    lessons_lesson_t l = get(fx, id);
+    const char *err = NULL;
+
+    l.id = id + 1000;
+    l.title = "Ghost";
+    expect_store(lessons_store_update(&fx->db, fx->p, &l, &err),
+                 LESSONS_STORE_NOT_FOUND, err);
+    assert_int_equal(lesson_count(fx), 1);
+    assert_string_equal(get(fx, id).title, "Only");
+    /* not found even when the level is also wrong: no row to touch */
+    l.level_id = 99;
+    {
+        lessons_store_e r = lessons_store_update(&fx->db, fx->p, &l, &err);
+
+        assert_true(r == LESSONS_STORE_NOT_FOUND
+                    || r == LESSONS_STORE_NO_LEVEL);
+    }
+    assert_int_equal(lesson_count(fx), 1);
+}
+
+static void test_update_no_level(void **state)
+{
+    fixture_t *fx = *state;
+    int id = create(fx, 2, "Stays", 4);
+    lessons_lesson_t before = get(fx, id), l = before, after;
+    const char *err = NULL;
+
+    l.level_id = 99;
+    l.title = "Changed";
+    l.order = 8;
+    l.topic = "changed";
+    l.description = "changed";
+    l.is_active = 0;
+    expect_store(lessons_store_update(&fx->db, fx->p, &l, &err),
+                 LESSONS_STORE_NO_LEVEL, err);
+    after = get(fx, id);
+    assert_same_lesson(&after, &before);
+    assert_int_equal(lesson_count(fx), 1);
+}
+
+static void test_delete(void **state)
+{
+    fixture_t *fx = *state;
+    int a = create(fx, 1, "A", 1);
+    int b = create(fx, 1, "B", 2);
+    lessons_lesson_t l;
+    const char *err = NULL;
+
+    expect_store(lessons_store_delete(&fx->db, fx->p, a, &err),
+                 LESSONS_STORE_OK, err);
+    expect_store(lessons_store_get(&fx->db, fx->p, a, &l, &err),
+                 LESSONS_STORE_NOT_FOUND, err);
+    expect_store(lessons_store_delete(&fx->db, fx->p, a, &err),
+                 LESSONS_STORE_NOT_FOUND, err);
+    expect_store(lessons_store_delete(&fx->db, fx->p, 9999, &err),
+                 LESSONS_STORE_NOT_FOUND, err);
+    assert_int_equal(lesson_count(fx), 1);
+    assert_string_equal(get(fx, b).title, "B");
+    assert_int_equal(list_all(fx)->nelts, 1);
+    assert_int_equal(AT(list_all(fx), 0)->id, b);
+}
+
+static void test_ids_not_reused(void **state)
+{
+    fixture_t *fx = *state;
+    int a = create(fx, 1, "A", 1);
+    int b = create(fx, 1, "B", 1);
+    const char *err = NULL;
+    int c;
+
+    expect_store(lessons_store_delete(&fx->db, fx->p, b, &err),
+                 LESSONS_STORE_OK, err);
+    c = create(fx, 1, "C", 1);
+    assert_true(c > b);
+    assert_true(c != a);
+}
+
+static void test_strings_round_trip(void **state)
+{
+    fixture_t *fx = *state;
+    static const char title[] = "O'Brien's \"quoted\" \xc3\x9c" "bung";
+    static const char topic[] = "back\\slash 100% %s %d ?1 $1 :x";
+    static const char descr[] = "Line 1\nLine 2\t\xe6\x97\xa5\xe6\x9c\xac "
+                                "\xf0\x9f\x98\x80 '' \"\" ;";
+    lessons_input_t in = input(3, title, 7, topic, descr, 1);
+    const char *err = NULL;
+    lessons_lesson_t l;
+    int id = 0;
+
+    expect_store(lessons_store_create(&fx->db, fx->p, &in, &id, &err),
+                 LESSONS_STORE_OK, err);
+    l = get(fx, id);
+    assert_string_equal(l.title, title);
+    assert_string_equal(l.topic, topic);
+    assert_string_equal(l.description, descr);
+    assert_string_equal(AT(list_all(fx), 0)->title, title);
+
+    /* the same through update */
+    l.title = descr + 7;                /* "Line 2\t..." */
+    l.topic = title;
+    expect_store(lessons_store_update(&fx->db, fx->p, &l, &err),
+                 LESSONS_STORE_OK, err);
+    assert_string_equal(get(fx, id).title, descr + 7);
+    assert_string_equal(get(fx, id).topic, title);
+}
+
+static void test_limits_in_characters(void **state)
+{
+    fixture_t *fx = *state;
+    char title[200 * 2 + 1], descr[4000 * 3 + 1];
+    lessons_input_t in;
+    const char *err = NULL;
+    int i, id = 0;
+
+    /* the API counts characters; so must the schema's CHECKs */
+    for (i = 0; i < 200; i++)
+        memcpy(title + 2 * i, "\xc3\xbc", 2);
+    title[400] = '\0';
+    for (i = 0; i < 4000; i++)
+        memcpy(descr + 3 * i, "\xe2\x82\xac", 3);
+    descr[12000] = '\0';
+    in = input(1, title, 1, "", descr, 1);
+    expect_store(lessons_store_create(&fx->db, fx->p, &in, &id, &err),
+                 LESSONS_STORE_OK, err);
+    assert_string_equal(get(fx, id).title, title);
+    assert_string_equal(get(fx, id).description, descr);
+}
+
+static void test_is_active_false_round_trip(void **state)
+{
+    fixture_t *fx = *state;
+    lessons_input_t in = input(6, "Inactive", 0, "", "", 0);
+    const char *err = NULL;
+    apr_array_header_t *out = NULL;
+    int id = 0;
+
+    expect_store(lessons_store_create(&fx->db, fx->p, &in, &id, &err),
+                 LESSONS_STORE_OK, err);
+    assert_int_equal(get(fx, id).is_active, 0);
+    assert_int_equal(AT(list_all(fx), 0)->is_active, 0);
+    expect_store(lessons_store_list_level(&fx->db, fx->p, 6, &out, &err),
+                 LESSONS_STORE_OK, err);
+    assert_int_equal(out->nelts, 1);
+    assert_int_equal(AT(out, 0)->is_active, 0);
+    assert_int_equal(AT(out, 0)->order, 0);
+}
+
+static void test_no_sql_injection(void **state)
+{
+    fixture_t *fx = *state;
+    static const char evil[] = "x'); DROP TABLE lessons; --";
+    static const char evil2[] = "' OR '1'='1";
+    static const char evil3[] = "\"; DELETE FROM levels; --";
+    lessons_input_t in = input(1, evil, 1, evil2, evil3, 1);
+    const char *err = NULL;
+    lessons_lesson_t l;
+    int keep, id = 0;
+
+    keep = create(fx, 2, "Bystander", 1);
+    expect_store(lessons_store_create(&fx->db, fx->p, &in, &id, &err),
+                 LESSONS_STORE_OK, err);
+    l = get(fx, id);
+    assert_string_equal(l.title, evil);
+    assert_string_equal(l.topic, evil2);
+    assert_string_equal(l.description, evil3);
+    /* both tables intact, read without the unit */
+    assert_int_equal(lesson_count(fx), 2);
+    assert_int_equal(scalar(fx, "SELECT COUNT(*) FROM levels"), 6);
+    assert_string_equal(scalar_text(fx, apr_psprintf(fx->p,
+        "SELECT title FROM lessons WHERE id = %d", id)), evil);
+    assert_string_equal(get(fx, keep).title, "Bystander");
+
+    /* through update as well */
+    l.title = evil3;
+    l.topic = evil;
+    expect_store(lessons_store_update(&fx->db, fx->p, &l, &err),
+                 LESSONS_STORE_OK, err);
+    assert_string_equal(get(fx, id).title, evil3);
+    assert_string_equal(get(fx, id).topic, evil);
+    assert_int_equal(lesson_count(fx), 2);
+    assert_int_equal(scalar(fx, "SELECT COUNT(*) FROM levels"), 6);
+}
+
+static void test_constraint_error_is_atomic(void **state)
+{
+    fixture_t *fx = *state;
+    lessons_input_t in = input(1, "", 1, "", "", 1);   /* CHECK fails */
+    int id = create(fx, 1, "Good", 1);
+    lessons_lesson_t l = get(fx, id), before = l;
+    const char *err = NULL;
+    int nid = 0;
+
+    assert_int_equal(lessons_store_create(&fx->db, fx->p, &in, &nid, &err),
+                     LESSONS_STORE_ERROR);
+    assert_non_null(err);
+    assert_true(strlen(err) > 0);
+    assert_int_equal(lesson_count(fx), 1);
+
+    l.title = "";
+    err = NULL;
+    assert_int_equal(lessons_store_update(&fx->db, fx->p, &l, &err),
+                     LESSONS_STORE_ERROR);
+    assert_non_null(err);
+    assert_true(strlen(err) > 0);
+    l = get(fx, id);
+    assert_same_lesson(&l, &before);
+}
+
+static void test_database_error(void **state)
+{
+    fixture_t *fx = *state;
+    apr_array_header_t *out = NULL;
+    lessons_lesson_t l;
+    const char *err = NULL;
+    int nrows = 0;
+
+    create(fx, 1, "Soon gone", 1);
+    assert_int_equal(apr_dbd_query(driver, fx->db.handle, &nrows,
+                                   "DROP TABLE lessons"), 0);
+    assert_int_equal(lessons_store_list_all(&fx->db, fx->p, &out, &err),
+                     LESSONS_STORE_ERROR);
+    assert_non_null(err);
+    assert_true(strlen(err) > 0);
+    err = NULL;
+    assert_int_equal(lessons_store_get(&fx->db, fx->p, 1, &l, &err),
+                     LESSONS_STORE_ERROR);
+    assert_non_null(err);
+    err = NULL;
+    assert_int_equal(lessons_store_delete(&fx->db, fx->p, 1, &err),
+                     LESSONS_STORE_ERROR);
+    assert_non_null(err);
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        T(test_schema_idempotent),
+        T(test_statements_table),
+        T(test_empty_lists),
+        T(test_create_and_get),
+        T(test_get_not_found),
+        T(test_list_all_id_order),
+        T(test_list_level_id_order),
+        T(test_list_levels_sort),
+        T(test_list_levels_advanced),
+        T(test_list_levels_sorted_by_level_not_argument),
+        T(test_create_no_level),
+        T(test_update_all_fields),
+        T(test_update_unchanged_values_ok),
+        T(test_update_not_found),
+        T(test_update_no_level),
+        T(test_delete),
+        T(test_ids_not_reused),
+        T(test_strings_round_trip),
+        T(test_limits_in_characters),
+        T(test_is_active_false_round_trip),
+        T(test_no_sql_injection),
+        T(test_constraint_error_is_atomic),
+        T(test_database_error),
+    };
+
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
