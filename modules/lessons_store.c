@@ -21,6 +21,13 @@
 
 #define LESSONS_NCOLUMNS 9
 
+/* Ask for the whole result at once (apr_dbd "random access").  In
+ * sequential mode apr_dbd_pgsql only meets a server error while fetching,
+ * and get_row then returns -1 -- the same as "no more rows" -- so a
+ * failed query would read as an empty list or a missing lesson.
+ */
+#define LESSONS_FETCH_ALL 1
+
 /* "(%d = 1)" turns the 0/1 flag into a boolean on PostgreSQL and stays
  * 0/1 on SQLite, so one statement text serves both.
  */
@@ -164,7 +171,8 @@ static lessons_store_e lessons_store_rows(const lessons_db_t *db,
     if (!stmt) {
         return LESSONS_STORE_ERROR;
     }
-    rv = apr_dbd_pbselect(db->driver, p, db->handle, &res, stmt, 0, args);
+    rv = apr_dbd_pbselect(db->driver, p, db->handle, &res, stmt,
+                          LESSONS_FETCH_ALL, args);
     if (rv != 0) {
         return lessons_store_fail(db, p, rv, apr_pstrcat(p, label,
                                   " (select)", NULL), err);
@@ -256,7 +264,8 @@ lessons_store_e lessons_store_create(const lessons_db_t *db, apr_pool_t *p,
         *err = "lessons_create: incomplete input";
         return LESSONS_STORE_ERROR;
     }
-    rv = apr_dbd_pbselect(db->driver, p, db->handle, &res, stmt, 0, args);
+    rv = apr_dbd_pbselect(db->driver, p, db->handle, &res, stmt,
+                          LESSONS_FETCH_ALL, args);
     if (rv != 0) {
         return lessons_store_fail(db, p, rv, label, err);
     }
