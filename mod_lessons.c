@@ -24,6 +24,7 @@
 #include "http_protocol.h"
 #include "http_request.h"
 #include "util_filter.h"
+#include "util_cfgtree.h"
 #include "apr_strings.h"
 #include "apr_optional.h"
 #include "apr_dbd.h"
@@ -337,8 +338,9 @@ static int lessons_section_covers(const lessons_dir_conf *a,
                                            strlen(a->path)) == 0);
 }
 
-/* Check one section as requests under it will see it: merged with the
- * server-wide settings and enclosing sections, main server first.
+/* Check that the key a section ends up with fits its algorithm, merged
+ * as requests under it will see it: server-wide settings and enclosing
+ * sections first, main server before virtual host.
  */
 static int lessons_check_section(apr_pool_t *p, server_rec *main_server,
                                  server_rec *s, lessons_dir_conf *conf)
@@ -366,12 +368,8 @@ static int lessons_check_section(apr_pool_t *p, server_rec *main_server,
     eff = lessons_merge_dir_conf(p, eff, conf);
 
     if (eff->alg == JWT_ALG_INVAL || !eff->key) {
-        ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0, s,
-                     LESSONSLOG(00101) "%s (section %s): the lessons API "
-                     "needs both LessonsJWTAlgorithm and LessonsJWTKeyFile; "
-                     "it never runs without token checks",
-                     conf->where, conf->path ? conf->path : "server");
-        return !OK;
+        return OK;      /* completed further in, or not a lessons section:
+                         * lessons_check_handlers covers SetHandler */
     }
     err = lessons_key_check(p, eff->alg, eff->key, eff->key_len);
     if (err) {
@@ -385,11 +383,106 @@ static int lessons_check_section(apr_pool_t *p, server_rec *main_server,
     return OK;
 }
 
+/* The first argument of a directive, unquoted, without the '>' that a
+ * section opener keeps in the parsed tree ("<Location /api>").
+ */
+static const char *lessons_tree_arg(apr_pool_t *p, const ap_directive_t *d)
+{
+    const char *args = d->args ? d->args : "";
+    char *w = ap_getword_conf(p, &args);
+    apr_size_t n = strlen(w);
+
+    if (n > 0 && w[n - 1] == '>') {
+        w[n - 1] = '\0';
+    }
+    return w;
+}
+
+static int lessons_tree_sets(const ap_directive_t *d, const char *name)
+{
+    for (; d; d = d->next) {
+        if (strcasecmp(d->directive, name) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Is directive name in effect for requests handled by section sec?  It
+ * is if sec sets it, or a section of the same kind (<Location>, ...)
+ * whose path is a prefix of sec's does, at sec's level or any level out
+ * to the top (main-server sections apply inside virtual hosts too), or
+ * an enclosing <VirtualHost> or the server config sets it.
+ */
+static int lessons_tree_in_effect(apr_pool_t *p, const ap_directive_t *sec,
+                                  const char *name)
+{
+    const char *kind = sec ? sec->directive : NULL;
+    const char *path = sec ? lessons_tree_arg(p, sec) : NULL;
+    const ap_directive_t *level, *d;
+
+    if (sec && lessons_tree_sets(sec->first_child, name)) {
+        return 1;
+    }
+    for (level = sec ? sec->parent : NULL; ; level = level->parent) {
+        const ap_directive_t *first = level ? level->first_child
+                                            : ap_conftree;
+
+        if (lessons_tree_sets(first, name)) {
+            return 1;
+        }
+        for (d = first; kind && d; d = d->next) {
+            const char *other;
+
+            if (d == sec || strcasecmp(d->directive, kind) != 0) {
+                continue;
+            }
+            other = lessons_tree_arg(p, d);
+            if (strncmp(path, other, strlen(other)) == 0
+                && lessons_tree_sets(d->first_child, name)) {
+                return 1;
+            }
+        }
+        if (!level) {
+            return 0;
+        }
+    }
+}
+
+/* Every "SetHandler lessons" in the configuration must have an algorithm
+ * and a key in effect: a bare one would answer 500 to every request, so
+ * stop configtest instead.
+ */
+static int lessons_check_handlers(apr_pool_t *p, const ap_directive_t *d)
+{
+    int rc = OK;
+
+    for (; d; d = d->next) {
+        if (strcasecmp(d->directive, "SetHandler") == 0
+            && strcasecmp(lessons_tree_arg(p, d), LESSONS_HANDLER) == 0
+            && (!lessons_tree_in_effect(p, d->parent, "LessonsJWTAlgorithm")
+                || !lessons_tree_in_effect(p, d->parent,
+                                           "LessonsJWTKeyFile"))) {
+            ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0, NULL,
+                         LESSONSLOG(00103) "%s:%d: SetHandler lessons needs "
+                         "LessonsJWTAlgorithm and LessonsJWTKeyFile in "
+                         "effect; the lessons API never runs without token "
+                         "checks", d->filename, d->line_num);
+            rc = !OK;
+        }
+        if (d->first_child && lessons_check_handlers(p, d->first_child)
+                              != OK) {
+            rc = !OK;
+        }
+    }
+    return rc;
+}
+
 static int lessons_check_config(apr_pool_t *pconf, apr_pool_t *plog,
                                 apr_pool_t *ptemp, server_rec *s)
 {
     server_rec *main_server = s;
-    int rc = OK;
+    int rc = lessons_check_handlers(ptemp, ap_conftree);
 
     (void)pconf;
     (void)plog;
@@ -584,16 +677,18 @@ static int lessons_authenticate(request_rec *r, const lessons_dir_conf *conf)
     return st->status = OK;
 }
 
-/* Runs for every request under a Lessons config, before authn/authz and
- * before any handler: a request without a valid token stops here.
+/* Runs for every request where an algorithm and a key are in effect,
+ * before authn/authz and before any handler: a request without a valid
+ * token stops here.
  */
 static int lessons_check_access(request_rec *r)
 {
     lessons_dir_conf *conf =
         ap_get_module_config(r->per_dir_config, &lessons_module);
 
-    if (!conf->registered && !lessons_configured(conf)) {
-        return DECLINED;            /* not a lessons location */
+    if (!lessons_configured(conf)) {
+        return DECLINED;    /* no token policy here; the handler still
+                             * refuses to serve without one */
     }
     return lessons_authenticate(r, conf);
 }
