@@ -1,0 +1,150 @@
+# Start-up checks: `apache2 -t` on small configs.  A bad algorithm, an
+# unusable key, or a key that does not fit the algorithm stops the server
+# with a message naming the problem; it never runs open.
+use strict;
+use warnings FATAL => 'all';
+
+use FindBin;
+use lib "$FindBin::Bin/../lib";
+use Apache::Test qw(-withtestmore);
+use File::Temp ();
+use LessonsTest;
+
+my $httpd   = $ENV{LESSONS_TEST_HTTPD} || '/usr/sbin/apache2';
+my $mods    = $ENV{LESSONS_TEST_HTTPD_MODULES} || '/usr/lib/apache2/modules';
+my $module  = $ENV{LESSONS_TEST_MODULE}
+    || Apache::Test::vars('serverroot') . '/../modules/mod_lessons.so';
+my $dir     = File::Temp->newdir;
+
+sub write_file {
+    my ($name, $content) = @_;
+    my $path = "$dir/$name";
+    open my $fh, '>:raw', $path or die "$path: $!";
+    print $fh $content;
+    close $fh;
+    return $path;
+}
+
+sub openssl {
+    my ($cmd) = @_;
+    system("$cmd 2>/dev/null") == 0 or die "failed: $cmd";
+}
+
+# ---- keys
+my $hs_good  = $ENV{LESSONS_TEST_HS_KEY};
+my $hs_nl    = write_file('hs-newline.key', ('ab' x 32) . "\n");
+my $hs_short = write_file('hs-short.key', 'x' x 16);
+my $empty    = write_file('empty.key', '');
+my $rsa_pub  = $ENV{LESSONS_TEST_RSA_PUB};
+my $ec_pub   = $ENV{LESSONS_TEST_EC_PUB};
+openssl("openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:1024 -out $dir/rsa1024.key");
+openssl("openssl pkey -in $dir/rsa1024.key -pubout -out $dir/rsa1024.pub");
+my $rsa_1024 = "$dir/rsa1024.pub";
+my $missing  = "$dir/no-such-file.key";
+my $unreadable = write_file('unreadable.key', 'y' x 64);
+chmod 0000, $unreadable;
+
+my $n = 0;
+sub configtest {
+    my ($directives) = @_;
+    $n++;
+    my $conf = write_file("httpd-$n.conf", <<"EOF");
+ServerRoot "$dir"
+ServerName localhost
+Listen 127.0.0.1:9
+PidFile "$dir/httpd.pid"
+ErrorLog "$dir/error_log"
+DefaultRuntimeDir "$dir"
+LoadModule mpm_event_module  "$mods/mod_mpm_event.so"
+LoadModule authz_core_module "$mods/mod_authz_core.so"
+LoadModule dbd_module        "$mods/mod_dbd.so"
+LoadModule lessons_module    "$module"
+DBDriver sqlite3
+DBDParams "$dir/lessons.db"
+<Location "/api/lessons">
+    SetHandler lessons
+$directives
+</Location>
+EOF
+    my $out = `'$httpd' -t -f '$conf' 2>&1`;
+    return ($? >> 8, $out);
+}
+
+sub bad_ok {
+    my ($directives, $message, $name) = @_;
+    my ($rc, $out) = configtest($directives);
+    isnt $rc, 0, "$name: configtest fails";
+    unlike $out, qr/Syntax OK/, "$name: no Syntax OK";
+    like $out, $message, "$name: message names the problem"
+        or diag "configtest output:\n$out";
+}
+
+sub good_ok {
+    my ($directives, $name) = @_;
+    my ($rc, $out) = configtest($directives);
+    is $rc, 0, "$name: configtest passes" or diag "configtest output:\n$out";
+    like $out, qr/Syntax OK/, "$name: Syntax OK";
+}
+
+# ---- good configurations
+good_ok("LessonsJWTAlgorithm HS256\nLessonsJWTKeyFile $hs_good", 'HS256');
+good_ok("LessonsJWTAlgorithm HS512\nLessonsJWTKeyFile $hs_nl",
+        'HS512, secret with a trailing newline');
+good_ok("LessonsJWTAlgorithm RS256\nLessonsJWTKeyFile $rsa_pub", 'RS256');
+good_ok("LessonsJWTAlgorithm ES256\nLessonsJWTKeyFile $ec_pub", 'ES256');
+good_ok("LessonsJWTAlgorithm HS256\nLessonsJWTKeyFile $hs_good\n"
+        . "LessonsJWTIssuer https://auth.example.org\n"
+        . "LessonsJWTAudience lessons-api\nLessonsJWTLeeway 30\n"
+        . "LessonsMaxBodySize 1024\nLessonsBasePath /api/lessons",
+        'every directive');
+
+# ---- algorithms
+bad_ok("LessonsJWTAlgorithm none\nLessonsJWTKeyFile $hs_good",
+       qr/algorithm/i, 'algorithm none');
+bad_ok("LessonsJWTAlgorithm HS257\nLessonsJWTKeyFile $hs_good",
+       qr/HS257|algorithm/i, 'algorithm HS257');
+bad_ok("LessonsJWTAlgorithm hs256\nLessonsJWTKeyFile $hs_good",
+       qr/algorithm/i, 'algorithm in lower case');
+bad_ok("LessonsJWTAlgorithm PS256\nLessonsJWTKeyFile $rsa_pub",
+       qr/algorithm/i, 'algorithm PS256 (not supported)');
+
+# ---- key files
+bad_ok("LessonsJWTAlgorithm HS256\nLessonsJWTKeyFile $missing",
+       qr/no-such-file|No such file|not found|cannot|unable/i, 'missing key file');
+bad_ok("LessonsJWTAlgorithm HS256\nLessonsJWTKeyFile $empty",
+       qr/empty|short|bytes/i, 'empty key file');
+SKIP: {
+    skip 'root reads any file', 3 if $> == 0;
+    bad_ok("LessonsJWTAlgorithm HS256\nLessonsJWTKeyFile $unreadable",
+           qr/unreadable|Permission denied|cannot|unable/i, 'unreadable key file');
+}
+bad_ok("LessonsJWTAlgorithm HS256", qr/LessonsJWTKeyFile|key/i,
+       'algorithm without a key file');
+bad_ok("", qr/LessonsJWT|key|algorithm/i,
+       'a lessons location with no token configuration at all');
+
+# ---- keys that do not fit the algorithm
+bad_ok("LessonsJWTAlgorithm HS256\nLessonsJWTKeyFile $hs_short",
+       qr/32|short|bytes/i, 'HS256 with a 16-byte secret');
+bad_ok("LessonsJWTAlgorithm HS256\nLessonsJWTKeyFile $rsa_pub",
+       qr/PEM|public key/i, 'HS256 with a PEM public key as the secret');
+bad_ok("LessonsJWTAlgorithm RS256\nLessonsJWTKeyFile $ec_pub",
+       qr/RSA/i, 'RS256 with an EC key');
+bad_ok("LessonsJWTAlgorithm ES256\nLessonsJWTKeyFile $rsa_pub",
+       qr/\bEC\b|ECDSA|elliptic|curve|P-256/i, 'ES256 with an RSA key');
+bad_ok("LessonsJWTAlgorithm ES384\nLessonsJWTKeyFile $ec_pub",
+       qr/curve|P-384|P-256/i, 'ES384 with a P-256 key');
+bad_ok("LessonsJWTAlgorithm RS256\nLessonsJWTKeyFile $rsa_1024",
+       qr/2048|1024|bits/i, 'RS256 with a 1024-bit RSA key');
+bad_ok("LessonsJWTAlgorithm RS256\nLessonsJWTKeyFile $hs_good",
+       qr/PEM|RSA|public key/i, 'RS256 with a shared secret');
+
+# ---- other directive values
+bad_ok("LessonsJWTAlgorithm HS256\nLessonsJWTKeyFile $hs_good\nLessonsJWTLeeway abc",
+       qr/LessonsJWTLeeway|leeway/i, 'leeway not a number');
+bad_ok("LessonsJWTAlgorithm HS256\nLessonsJWTKeyFile $hs_good\nLessonsMaxBodySize abc",
+       qr/LessonsMaxBodySize|size/i, 'body size not a number');
+bad_ok("LessonsJWTAlgorithm HS256\nLessonsJWTKeyFile $hs_good\nLessonsBasePath api",
+       qr/LessonsBasePath/i, 'base path not starting with /');
+
+done_testing;

@@ -1,0 +1,338 @@
+#!/bin/bash
+# Run the Apache::Test suite (t/api/*.t) against the built module on one
+# database driver, in a throw-away directory that is removed afterwards.
+#
+#   t/tools/integration.sh sqlite3|pgsql [t/TEST arguments, e.g. t/api/read.t]
+#
+# Needs modules/mod_lessons.so (run `make` first).  Everything the run makes
+# (a copy of t/ and sql/, the module, keys, databases, a PostgreSQL cluster,
+# Apache::Test's logs) lives in one mktemp -d directory, so the work tree is
+# never touched and two runs can go side by side.  Apache::Test refuses to
+# run as root, and so does PostgreSQL: as root, the suite and the cluster run
+# as the system user "lessons-test", created on first use.
+#
+# Set LESSONS_TEST_KEEP=1 to keep the directory for a post-mortem.
+set -euo pipefail
+
+DRIVER=${1:-}
+case "$DRIVER" in
+    sqlite3|pgsql) shift ;;
+    *) echo "usage: $0 sqlite3|pgsql [t/TEST args]" >&2; exit 2 ;;
+esac
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+MODULE="$ROOT/modules/mod_lessons.so"
+HTTPD=${HTTPD:-/usr/sbin/apache2}
+APXS=${APXS:-$(command -v apxs 2>/dev/null || echo /usr/bin/apxs)}
+HTTPD_MODULES=${HTTPD_MODULES:-/usr/lib/apache2/modules}
+PGBIN=${PGBIN:-$( (ls -d /usr/lib/postgresql/*/bin 2>/dev/null || true) | sort -V | tail -n 1)}
+TEST_USER=lessons-test
+
+echo "== integration: $DRIVER"
+
+die() { echo "integration: $*" >&2; exit 1; }
+[ -f "$MODULE" ] || die "$MODULE not found: run make first"
+[ -x "$HTTPD" ] || die "$HTTPD not found: run t/tools/deps.sh"
+command -v openssl >/dev/null || die "openssl not found: run t/tools/deps.sh"
+if [ "$DRIVER" = sqlite3 ]; then
+    command -v sqlite3 >/dev/null || die "sqlite3 not found: run t/tools/deps.sh"
+else
+    [ -x "$PGBIN/initdb" ] || die "PostgreSQL binaries not found: run t/tools/deps.sh"
+fi
+
+# --- who runs the suite -------------------------------------------------
+if [ "$(id -u)" -eq 0 ]; then
+    if ! id -u "$TEST_USER" >/dev/null 2>&1; then
+        useradd --system --user-group --no-create-home \
+            --home-dir /nonexistent --shell /usr/sbin/nologin "$TEST_USER"
+    fi
+    RUN_USER=$TEST_USER
+    AS_USER=(runuser -u "$TEST_USER" --)
+else
+    RUN_USER=$(id -un)
+    AS_USER=()
+fi
+as_user() { "${AS_USER[@]}" "$@"; }
+
+# --- the work directory, removed on any exit ------------------------------
+# As root the directory goes to /tmp (LESSONS_TEST_TMPDIR to change it):
+# $TMPDIR may be private to root, and the test user must reach it.
+if [ "$(id -u)" -eq 0 ]; then
+    TMPBASE=${LESSONS_TEST_TMPDIR:-/tmp}
+else
+    TMPBASE=${LESSONS_TEST_TMPDIR:-${TMPDIR:-/tmp}}
+fi
+WORK=$(mktemp -d "$TMPBASE/lessons-it.XXXXXX")
+PG_STARTED=""
+SUITE_PID=""
+cleanup() {
+    rc=$?
+    trap - EXIT INT TERM
+    # Interrupted: stop the suite, i.e. its whole process group (t/TEST
+    # re-runs itself under sh -c, so its parent alone is not enough).
+    if [ -n "$SUITE_PID" ]; then
+        kill -TERM -- "-$SUITE_PID" 2>/dev/null || true
+        wait "$SUITE_PID" 2>/dev/null || true
+    fi
+    # Apache::Test stops its httpd, unless it was interrupted.
+    pidfile="$WORK/src/t/logs/httpd.pid"
+    if [ -s "$pidfile" ]; then
+        httpd_pid=$(cat "$pidfile")
+        kill -TERM "$httpd_pid" 2>/dev/null || true
+        for _ in $(seq 1 50); do
+            kill -0 "$httpd_pid" 2>/dev/null || break
+            sleep 0.2
+        done
+    fi
+    if [ -n "$PG_STARTED" ]; then
+        as_user "$PGBIN/pg_ctl" -D "$WORK/pg/data" -m immediate -w stop \
+            >/dev/null 2>&1 || true
+    fi
+    if [ -n "${LESSONS_TEST_KEEP:-}" ]; then
+        echo "integration: kept $WORK"
+    else
+        rm -rf "$WORK"
+    fi
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+mkdir -p "$WORK/src/modules" "$WORK/keys" "$WORK/db"
+# Only the sources: no logs or generated config of an earlier in-tree run.
+tar -C "$ROOT" -cf - \
+    --exclude=t/logs --exclude=t/unit --exclude=t/htdocs \
+    --exclude=t/conf/httpd.conf --exclude=t/conf/extra.conf \
+    --exclude=t/conf/apache_test_config.pm \
+    --exclude=t/conf/modperl_inc.pl --exclude=t/conf/modperl_startup.pl \
+    t sql | tar -C "$WORK/src" -xf -
+cp "$MODULE" "$WORK/src/modules/mod_lessons.so"
+
+# --- key material -------------------------------------------------------
+K=$WORK/keys
+openssl rand -hex 32 | tr -d '\n' > "$K/hs256.key"
+openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 \
+    -out "$K/rsa.key" 2>/dev/null
+openssl pkey -in "$K/rsa.key" -pubout -out "$K/rsa.pub"
+openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 \
+    -out "$K/ec.key" 2>/dev/null
+openssl pkey -in "$K/ec.key" -pubout -out "$K/ec.pub"
+
+# --- free TCP ports -----------------------------------------------------
+port_free() {
+    perl -MIO::Socket::INET -e \
+        'exit(IO::Socket::INET->new(LocalAddr => "127.0.0.1",
+              LocalPort => $ARGV[0], Listen => 1, ReuseAddr => 1) ? 0 : 1)' "$1"
+}
+pick_port() {
+    local p tries=0
+    while [ $tries -lt 200 ]; do
+        p=$(( 20000 + (RANDOM * 32768 + RANDOM) % 30000 ))
+        if [ "$p" != "${1:-}" ] && port_free "$p"; then
+            echo "$p"; return 0
+        fi
+        tries=$((tries + 1))
+    done
+    die "no free TCP port found"
+}
+
+# httpd's ports: a random base with room for the vhosts after it (several
+# runs at once would all pick Apache::Test's default 8529 otherwise).
+pick_httpd_port() {
+    local base i ok tries=0
+    while [ $tries -lt 100 ]; do
+        base=$(( 20000 + (RANDOM * 32768 + RANDOM) % 30000 ))
+        ok=1
+        for i in 0 1 2 3 4 5; do
+            port_free $((base + i)) || { ok=""; break; }
+        done
+        [ -n "$ok" ] && { echo "$base"; return 0; }
+        tries=$((tries + 1))
+    done
+    echo select
+}
+HTTPD_PORT=$(pick_httpd_port)
+
+# --- databases ----------------------------------------------------------
+# A lesson in each level group the reads touch: PostgreSQL skips the
+# faulting levels view when the join's other side is empty, which would
+# make a read "succeed" without ever meeting the fault.
+FAULT_SQL_SEED="INSERT INTO lessons (level_id, title, sort_order, topic, description)
+    VALUES (1, 'Fault seed one', 1, 'seed', 'first'),
+           (2, 'Fault seed two', 2, 'seed', 'second'),
+           (4, 'Fault seed four', 1, 'seed', 'fourth'),
+           (5, 'Fault seed five', 1, 'seed', 'fifth');"
+
+if [ "$DRIVER" = sqlite3 ]; then
+    DB=$WORK/db/lessons.db
+    FAULT_DB=$WORK/db/fault.db
+    READFAULT_DB=$WORK/db/readfault.db
+    for db in "$DB" "$FAULT_DB"; do
+        # Twice: the schema must be idempotent.
+        sqlite3 -bail "$db" < "$ROOT/sql/schema.sqlite.sql" >/dev/null
+        sqlite3 -bail "$db" < "$ROOT/sql/schema.sqlite.sql" >/dev/null
+    done
+    sqlite3 -bail "$FAULT_DB" >/dev/null <<EOF
+$FAULT_SQL_SEED
+CREATE TRIGGER simulated_fault_insert BEFORE INSERT ON lessons
+BEGIN SELECT RAISE(ABORT, 'simulated fault'); END;
+CREATE TRIGGER simulated_fault_update BEFORE UPDATE ON lessons
+BEGIN SELECT RAISE(ABORT, 'simulated fault'); END;
+CREATE TRIGGER simulated_fault_delete BEFORE DELETE ON lessons
+BEGIN SELECT RAISE(ABORT, 'simulated fault'); END;
+EOF
+    # Reads fail when run (not when prepared): levels becomes a view whose
+    # filter overflows.
+    sqlite3 -bail "$READFAULT_DB" < "$ROOT/sql/schema.sqlite.sql" >/dev/null
+    sqlite3 -bail "$READFAULT_DB" >/dev/null <<EOF
+$FAULT_SQL_SEED
+ALTER TABLE levels RENAME TO levels_real;
+CREATE VIEW levels AS SELECT id, code, name FROM levels_real
+    WHERE abs(-9223372036854775807 - 1) > 0;
+EOF
+    DBPARAMS=$DB
+    FAULT_DBPARAMS=$FAULT_DB
+    READFAULT_DBPARAMS=$READFAULT_DB
+    DOWN_DBPARAMS=$WORK/no-such-dir/lessons.db
+    # Not PRAGMA foreign_keys: it expires mod_dbd's prepared statements
+    # (see sql/schema.sqlite.sql); triggers there enforce the reference.
+    INITSQL="PRAGMA busy_timeout = 5000"
+    PG_ENV=()
+else
+    DB=lessons
+    FAULT_DB=lessons_fault
+    READFAULT_DB=lessons_readfault
+fi
+
+if [ "$(id -u)" -eq 0 ]; then
+    chown -R "$RUN_USER:" "$WORK"
+    as_user test -w "$WORK" \
+        || die "$RUN_USER cannot reach $WORK (set LESSONS_TEST_TMPDIR)"
+fi
+
+if [ "$DRIVER" = pgsql ]; then
+    mkdir -p "$WORK/pg"
+    [ "$(id -u)" -eq 0 ] && chown "$RUN_USER:" "$WORK/pg"
+    as_user "$PGBIN/initdb" -D "$WORK/pg/data" -U lessons -A trust \
+        -E UTF8 --no-locale --no-sync >"$WORK/pg/initdb.log" 2>&1 \
+        || { cat "$WORK/pg/initdb.log" >&2; die "initdb failed"; }
+    started=""
+    for attempt in 1 2 3 4 5; do
+        PGPORT=$(pick_port)
+        if as_user "$PGBIN/pg_ctl" -D "$WORK/pg/data" -l "$WORK/pg/server.log" \
+            -w -t 60 -o "-c listen_addresses=127.0.0.1 -p $PGPORT \
+                -c unix_socket_directories=$WORK/pg -c fsync=off \
+                -c synchronous_commit=off -c full_page_writes=off" \
+            start >/dev/null 2>&1; then
+            started=1
+            break
+        fi
+    done
+    [ -n "$started" ] || { tail -n 20 "$WORK/pg/server.log" >&2 || true;
+                           die "PostgreSQL did not start"; }
+    PG_STARTED=1
+    export PGHOST=127.0.0.1 PGPORT PGUSER=lessons
+    psql_run() { as_user env PGHOST=$PGHOST PGPORT=$PGPORT PGUSER=$PGUSER \
+        PGOPTIONS="-c client_min_messages=warning" \
+        "$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 "$@"; }
+    for db in "$DB" "$FAULT_DB"; do
+        as_user env PGHOST=$PGHOST PGPORT=$PGPORT PGUSER=$PGUSER \
+            "$PGBIN/createdb" "$db"
+        psql_run -d "$db" -f "$WORK/src/sql/schema.pgsql.sql" >/dev/null
+        psql_run -d "$db" -f "$WORK/src/sql/schema.pgsql.sql" >/dev/null
+    done
+    psql_run -d "$FAULT_DB" >/dev/null <<EOF
+$FAULT_SQL_SEED
+CREATE FUNCTION simulated_fault() RETURNS trigger LANGUAGE plpgsql AS
+\$\$ BEGIN RAISE EXCEPTION 'simulated fault'; END \$\$;
+CREATE TRIGGER simulated_fault BEFORE INSERT OR UPDATE OR DELETE ON lessons
+    FOR EACH ROW EXECUTE FUNCTION simulated_fault();
+EOF
+    # Reads fail when run: levels becomes a view whose filter raises.
+    as_user env PGHOST=$PGHOST PGPORT=$PGPORT PGUSER=$PGUSER \
+        "$PGBIN/createdb" "$READFAULT_DB"
+    psql_run -d "$READFAULT_DB" -f "$WORK/src/sql/schema.pgsql.sql" >/dev/null
+    psql_run -d "$READFAULT_DB" >/dev/null <<EOF
+$FAULT_SQL_SEED
+ALTER TABLE levels RENAME TO levels_real;
+CREATE FUNCTION simulated_read_fault() RETURNS boolean LANGUAGE plpgsql AS
+\$\$ BEGIN RAISE EXCEPTION 'simulated read fault'; END \$\$;
+CREATE VIEW levels AS SELECT id, code, name FROM levels_real
+    WHERE simulated_read_fault();
+EOF
+    DOWN_PORT=$(pick_port "$PGPORT")
+    pgparams() { echo "host=127.0.0.1 port=$1 dbname=$2 user=lessons connect_timeout=5"; }
+    DBPARAMS=$(pgparams "$PGPORT" "$DB")
+    FAULT_DBPARAMS=$(pgparams "$PGPORT" "$FAULT_DB")
+    READFAULT_DBPARAMS=$(pgparams "$PGPORT" "$READFAULT_DB")
+    DOWN_DBPARAMS=$(pgparams "$DOWN_PORT" "$DB")
+    # DBDInitSQL needs something harmless on PostgreSQL.
+    INITSQL="SET TIME ZONE 'UTC'"
+    PG_ENV=(PGHOST=$PGHOST PGPORT=$PGPORT PGUSER=$PGUSER PGCONNECT_TIMEOUT=5
+            LESSONS_TEST_PSQL="$PGBIN/psql")
+fi
+
+# --- Apache::Test's base config (Debian has no httpd.conf) ---------------
+cat > "$WORK/base.conf" <<EOF
+LoadModule mpm_event_module  $HTTPD_MODULES/mod_mpm_event.so
+LoadModule authz_core_module $HTTPD_MODULES/mod_authz_core.so
+LoadModule authn_core_module $HTTPD_MODULES/mod_authn_core.so
+LoadModule mime_module       $HTTPD_MODULES/mod_mime.so
+LoadModule dbd_module        $HTTPD_MODULES/mod_dbd.so
+TypesConfig /etc/mime.types
+EOF
+[ "$(id -u)" -eq 0 ] && chown "$RUN_USER:" "$WORK/base.conf"
+
+# --- run ----------------------------------------------------------------
+# In the background, so that a signal to this script is handled at once
+# (bash runs traps only between foreground commands), and in a session of
+# its own, so that cleanup can stop all of it.
+cd "$WORK/src"
+setsid "${AS_USER[@]}" env \
+    HOME="$WORK" \
+    PATH="$PATH" \
+    LANG=C.UTF-8 \
+    APACHE_TEST_NO_STICKY_PREFERENCES=1 \
+    APACHE_TEST_COLOR=0 \
+    LESSONS_TEST_DRIVER="$DRIVER" \
+    LESSONS_TEST_DB="$DB" \
+    LESSONS_TEST_FAULT_DB="$FAULT_DB" \
+    LESSONS_TEST_DBPARAMS="$DBPARAMS" \
+    LESSONS_TEST_FAULT_DBPARAMS="$FAULT_DBPARAMS" \
+    LESSONS_TEST_READFAULT_DB="$READFAULT_DB" \
+    LESSONS_TEST_READFAULT_DBPARAMS="$READFAULT_DBPARAMS" \
+    LESSONS_TEST_DOWN_DBPARAMS="$DOWN_DBPARAMS" \
+    LESSONS_TEST_INITSQL="$INITSQL" \
+    LESSONS_TEST_KEY_DIR="$K" \
+    LESSONS_TEST_HS_KEY="$K/hs256.key" \
+    LESSONS_TEST_RSA_KEY="$K/rsa.key" \
+    LESSONS_TEST_RSA_PUB="$K/rsa.pub" \
+    LESSONS_TEST_EC_KEY="$K/ec.key" \
+    LESSONS_TEST_EC_PUB="$K/ec.pub" \
+    LESSONS_TEST_MODULE="$WORK/src/modules/mod_lessons.so" \
+    LESSONS_TEST_HTTPD="$HTTPD" \
+    LESSONS_TEST_HTTPD_MODULES="$HTTPD_MODULES" \
+    "${PG_ENV[@]}" \
+    perl t/TEST -apxs "$APXS" -httpd "$HTTPD" -httpd_conf "$WORK/base.conf" \
+        -port "$HTTPD_PORT" "$@" </dev/null &
+SUITE_PID=$!
+rc=0
+wait "$SUITE_PID" || rc=$?
+SUITE_PID=""
+
+if [ $rc -ne 0 ]; then
+    echo "== integration: $DRIVER FAILED (exit $rc); last errors and warnings in t/logs/error_log:"
+    if [ -f "$WORK/src/t/logs/error_log" ]; then
+        grep -aE ':(emerg|alert|crit|error|warn|notice)\]' \
+            "$WORK/src/t/logs/error_log" | tail -n 40
+    else
+        echo "(no error_log)"
+    fi
+    if [ "$DRIVER" = pgsql ]; then
+        echo "== tail of the PostgreSQL log:"
+        tail -n 20 "$WORK/pg/server.log" 2>/dev/null || true
+    fi
+    exit 1
+fi
+echo "== integration: $DRIVER passed"
