@@ -26,7 +26,6 @@ UNIT_CFLAGS = -std=c99 -D_GNU_SOURCE -g -O1 $(WARN) -Imodules $(APR_CFLAGS) \
 
 DEV_DIR    = build/dev
 DEV_KEY    = $(DEV_DIR)/jwt.key
-DEV_DB     = $(DEV_DIR)/lessons.db
 
 .PHONY: all deps dev run token test unit integration install clean
 
@@ -89,27 +88,35 @@ clean:
 	rm -rf build .libs modules/.libs mod_lessons.la mod_lessons.lo \
 	    mod_lessons.slo modules/*.lo modules/*.slo modules/*.o $(MODULE)
 
-# The dev database and key: made once, kept across runs (make clean
-# removes them).  As root, httpd serves as www-data, which must own
-# the SQLite directory.
+# The dev key and database: made once, kept across runs.  Started as
+# root, httpd serves as www-data, which must be able to write the SQLite
+# directory; when it cannot even reach this checkout (say /root/...),
+# the database lives in /var/tmp/mod-lessons-dev instead.  make clean
+# removes build/dev; that directory is left alone.
+DEV_DB_DIR = $(shell if [ "$$(id -u)" = 0 ] \
+               && ! runuser -u www-data -- test -r $(CURDIR)/Makefile \
+                    2>/dev/null; then echo /var/tmp/mod-lessons-dev; \
+               else echo $(CURDIR)/$(DEV_DIR); fi)
+
 $(DEV_KEY):
 	@mkdir -p $(DEV_DIR)
 	@umask 077 && openssl rand -hex 32 | tr -d '\n' > $@
 	@echo "made dev key $@"
 
-$(DEV_DB): sql/schema.sqlite.sql sql/sample-lessons.sql
-	@mkdir -p $(DEV_DIR)
-	@sqlite3 -bail $@ < sql/schema.sqlite.sql >/dev/null
-	@sqlite3 -bail $@ < sql/sample-lessons.sql
-	@echo "made dev database $@ (schema and sample lessons)"
+dev: $(DEV_KEY)
+	@mkdir -p $(DEV_DB_DIR)
+	@if [ ! -s $(DEV_DB_DIR)/lessons.db ]; then \
+	    sqlite3 -bail $(DEV_DB_DIR)/lessons.db < sql/schema.sqlite.sql >/dev/null \
+	    && sqlite3 -bail $(DEV_DB_DIR)/lessons.db < sql/sample-lessons.sql \
+	    && echo "made dev database $(DEV_DB_DIR)/lessons.db (schema and sample lessons)"; \
+	fi
+	@if [ "$$(id -u)" = 0 ]; then chown -R www-data:www-data $(DEV_DB_DIR); fi
 
-dev: $(DEV_KEY) $(DEV_DB)
-	@if [ "$$(id -u)" = 0 ]; then chown -R www-data:www-data $(DEV_DIR); fi
-
-run: deps all dev
+run: deps
+	@$(MAKE) --no-print-directory all dev
 	@rm -f $(DEV_DIR)/httpd.pid
 	@echo "Serving http://127.0.0.1:8080/api/lessons (make token prints a token; Ctrl-C stops)"
-	$(HTTPD) -X -d $(CURDIR) -f conf/httpd.conf -C "Define LESSONS_ROOT $(CURDIR)"
+	$(HTTPD) -X -d $(CURDIR) -f conf/httpd.conf -C "Define LESSONS_DB $(DEV_DB_DIR)/lessons.db"
 
 token: $(DEV_KEY)
 	@t/tools/token --key $(DEV_KEY) --sub dev --ttl 3600
