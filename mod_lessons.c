@@ -704,18 +704,21 @@ static int lessons_read_body(request_rec *r, apr_off_t max,
 {
     apr_bucket_brigade *bb;
     const char *cl = apr_table_get(r->headers_in, "Content-Length");
-    apr_off_t declared;
+    apr_off_t declared = 0;
     apr_size_t cap = (apr_size_t)max, used = 0, size;
     char *buf;
     int eos = 0;
     apr_status_t rv;
 
-    if (cl && apr_strtoff(&declared, cl, NULL, 10) == APR_SUCCESS
-        && declared > max) {
+    if (cl && (apr_strtoff(&declared, cl, NULL, 10) != APR_SUCCESS
+               || declared < 0)) {
+        declared = 0;       /* httpd has vetted it; size the buffer anyway */
+    }
+    if (declared > max) {
         r->connection->keepalive = AP_CONN_CLOSE;  /* do not drain it */
         return HTTP_REQUEST_ENTITY_TOO_LARGE;
     }
-    size = cl ? (apr_size_t)(declared > 0 ? declared : 0) + 1 : 8192;
+    size = declared > 0 ? (apr_size_t)declared + 1 : 8192;
     if (size > cap + 1) {
         size = cap + 1;
     }
