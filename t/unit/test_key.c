@@ -24,7 +24,7 @@
 
 #include "lessons_key.h"
 
-static apr_pool_t *pool;
+#include "unit_pool.h"
 
 /* PEM texts (NUL-terminated, in pool). */
 static const char *rsa2048_pub, *rsa2048_priv, *rsa1024_pub, *rsa4096_pub;
@@ -71,8 +71,7 @@ static int group_setup(void **state)
     EVP_PKEY *k;
 
     (void)state;
-    if (apr_initialize() != APR_SUCCESS
-        || apr_pool_create(&pool, NULL) != APR_SUCCESS)
+    if (unit_pool_open() != 0)
         return -1;
 
     if (!(k = EVP_RSA_gen(2048)))
@@ -115,14 +114,6 @@ static int group_setup(void **state)
     if (!rsa2048_pub || !rsa2048_priv || !rsa1024_pub || !rsa4096_pub
         || !p256_pub || !p256_priv || !p384_pub || !p521_pub || !ed25519_pub)
         return -1;
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    apr_pool_destroy(pool);
-    apr_terminate();
     return 0;
 }
 

@@ -21,23 +21,12 @@
 
 #include "lessons_payload.h"
 
-static apr_pool_t *pool;
+#include "unit_pool.h"
 
 static int group_setup(void **state)
 {
     (void)state;
-    if (apr_initialize() != APR_SUCCESS
-        || apr_pool_create(&pool, NULL) != APR_SUCCESS)
-        return -1;
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    apr_pool_destroy(pool);
-    apr_terminate();
-    return 0;
+    return unit_pool_open();
 }
 
 /* --------------------------------------------------------------- helpers */

@@ -33,7 +33,7 @@
 #define ISSUER     "https://auth.example.org"
 #define AUDIENCE   "lessons-api"
 
-static apr_pool_t *pool;
+#include "unit_pool.h"
 
 /* 48-byte HMAC secret and a different one of the same length. */
 static const unsigned char secret[] =
@@ -227,22 +227,13 @@ static void libjwt_accepts(const char *token, const void *key, size_t len)
 static int group_setup(void **state)
 {
     (void)state;
-    if (apr_initialize() != APR_SUCCESS
-        || apr_pool_create(&pool, NULL) != APR_SUCCESS)
+    if (unit_pool_open() != 0)
         return -1;
     if (make_keypair(EVP_RSA_gen(2048), &rsa_pub, &rsa_priv)
         || make_keypair(EVP_RSA_gen(2048), NULL, &rsa2_priv)
         || make_keypair(EVP_EC_gen("P-256"), &ec_pub, &ec_priv)
         || make_keypair(EVP_EC_gen("P-256"), NULL, &ec2_priv))
         return -1;
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    apr_pool_destroy(pool);
-    apr_terminate();
     return 0;
 }
 
