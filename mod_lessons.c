@@ -112,9 +112,10 @@ static void *lessons_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     lessons_dir_conf *base = basev, *add = addv;
     lessons_dir_conf *conf = apr_pcalloc(p, sizeof(*conf));
 
-    conf->path = add->path;
-    conf->where = add->where ? add->where : base->where;
-    conf->registered = add->registered || base->registered;
+    /* path, where and registered describe one section's own record for
+     * the start-up checks; a merged config is no section, so they stay
+     * unset here.
+     */
     if (add->alg != JWT_ALG_INVAL) {
         conf->alg = add->alg;
         conf->alg_name = add->alg_name;
@@ -148,6 +149,17 @@ static void *lessons_create_srv_conf(apr_pool_t *p, server_rec *s)
     (void)s;
     sconf->sections = apr_array_make(p, 4, sizeof(lessons_dir_conf *));
     return sconf;
+}
+
+/* The values in effect, defaults applied. */
+static const char *lessons_base_path(const lessons_dir_conf *conf)
+{
+    return conf->base_path ? conf->base_path : LESSONS_DEFAULT_BASE;
+}
+
+static apr_off_t lessons_max_body(const lessons_dir_conf *conf)
+{
+    return conf->max_body > 0 ? conf->max_body : LESSONS_DEFAULT_MAX_BODY;
 }
 
 /* Every Lessons directive lands here first: remember the section for
@@ -902,8 +914,7 @@ static int lessons_decode_body(lessons_ctx *c, lessons_payload_mode_e mode,
                                lessons_input_t *in)
 {
     request_rec *r = c->r;
-    apr_off_t max = c->conf->max_body > 0 ? c->conf->max_body
-                                          : LESSONS_DEFAULT_MAX_BODY;
+    apr_off_t max = lessons_max_body(c->conf);
     const char *ct = apr_table_get(r->headers_in, "Content-Type");
     const char *body = NULL, *detail = NULL;
     apr_size_t len = 0;
@@ -986,9 +997,8 @@ static int lessons_create(lessons_ctx *c)
         return lessons_db_failed(c, err ? err : "created lesson vanished");
     }
     apr_table_setn(r->headers_out, "Location",
-                   apr_psprintf(r->pool, "%s/%d", c->conf->base_path
-                                ? c->conf->base_path : LESSONS_DEFAULT_BASE,
-                                id));
+                   apr_psprintf(r->pool, "%s/%d",
+                                lessons_base_path(c->conf), id));
     return lessons_send_lesson(c, HTTP_CREATED, &l);
 }
 
@@ -1076,9 +1086,7 @@ static int lessons_handler(request_rec *r)
         return rc;
     }
 
-    c.route = lessons_route_match(c.conf->base_path ? c.conf->base_path
-                                                    : LESSONS_DEFAULT_BASE,
-                                  r->uri);
+    c.route = lessons_route_match(lessons_base_path(c.conf), r->uri);
     if (c.route.route == LESSONS_ROUTE_NONE) {
         ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00501)
                       "no such resource: %s", r->uri);
