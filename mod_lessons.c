@@ -60,16 +60,23 @@ module AP_MODULE_DECLARE_DATA lessons_module;
 
 /* Per-directory config.  NULL / JWT_ALG_INVAL / -1 mean "not set here",
  * so merge can tell an inherited value from a configured one.
+ *
+ * The algorithm and the key are one setting: a section that sets either
+ * takes both from itself when merged (jwt_where says which section), so
+ * no merge can pair one section's algorithm with another's key.  A
+ * section that sets only one of them is refused at start-up, and would
+ * fail closed at request time.
  */
 typedef struct {
-    const char *path;               /* section path, for start-up checks */
     const char *where;              /* "file:line" of its first directive */
     int registered;                 /* listed for the start-up check */
+    const char *jwt_where;          /* section that set alg and/or key */
     jwt_alg_t alg;
     const char *alg_name;
     const char *key_file;
-    const unsigned char *key;
-    apr_size_t key_len;
+    const lessons_key_t *key;
+    const char *location;           /* plain <Location> path of the section
+                                     * that set the key: default base */
     const char *issuer;
     const char *audience;
     long leeway;
@@ -100,7 +107,7 @@ static void *lessons_create_dir_conf(apr_pool_t *p, char *dir)
 {
     lessons_dir_conf *conf = apr_pcalloc(p, sizeof(*conf));
 
-    conf->path = dir;
+    (void)dir;
     conf->alg = JWT_ALG_INVAL;
     conf->leeway = -1;
     conf->max_body = -1;
@@ -109,31 +116,20 @@ static void *lessons_create_dir_conf(apr_pool_t *p, char *dir)
 
 static void *lessons_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
 {
-    lessons_dir_conf *base = basev, *add = addv;
+    const lessons_dir_conf *base = basev, *add = addv, *jwt;
     lessons_dir_conf *conf = apr_pcalloc(p, sizeof(*conf));
 
-    /* path, where and registered describe one section's own record for
-     * the start-up checks; a merged config is no section, so they stay
-     * unset here.
+    /* where and registered describe one section's own record for the
+     * start-up checks; a merged config is no section, so they stay unset.
+     * Algorithm and key come as one: both from add if it set either.
      */
-    if (add->alg != JWT_ALG_INVAL) {
-        conf->alg = add->alg;
-        conf->alg_name = add->alg_name;
-    }
-    else {
-        conf->alg = base->alg;
-        conf->alg_name = base->alg_name;
-    }
-    if (add->key_file) {
-        conf->key_file = add->key_file;
-        conf->key = add->key;
-        conf->key_len = add->key_len;
-    }
-    else {
-        conf->key_file = base->key_file;
-        conf->key = base->key;
-        conf->key_len = base->key_len;
-    }
+    jwt = add->jwt_where ? add : base;
+    conf->jwt_where = jwt->jwt_where;
+    conf->alg = jwt->alg;
+    conf->alg_name = jwt->alg_name;
+    conf->key_file = jwt->key_file;
+    conf->key = jwt->key;
+    conf->location = add->location ? add->location : base->location;
     conf->issuer = add->issuer ? add->issuer : base->issuer;
     conf->audience = add->audience ? add->audience : base->audience;
     conf->leeway = add->leeway >= 0 ? add->leeway : base->leeway;
@@ -151,10 +147,13 @@ static void *lessons_create_srv_conf(apr_pool_t *p, server_rec *s)
     return sconf;
 }
 
-/* The values in effect, defaults applied. */
+/* The values in effect, defaults applied: the base path defaults to
+ * the <Location> that holds the key, so a second mount point just works.
+ */
 static const char *lessons_base_path(const lessons_dir_conf *conf)
 {
-    return conf->base_path ? conf->base_path : LESSONS_DEFAULT_BASE;
+    return conf->base_path ? conf->base_path
+         : conf->location ? conf->location : LESSONS_DEFAULT_BASE;
 }
 
 static apr_off_t lessons_max_body(const lessons_dir_conf *conf)
@@ -194,20 +193,88 @@ static const char *lessons_touch(cmd_parms *cmd, lessons_dir_conf *conf)
     return NULL;
 }
 
+/* The first argument of a directive, unquoted, without the '>' that a
+ * section opener keeps in the parsed tree ("<Location /api>").
+ */
+static const char *lessons_tree_arg(apr_pool_t *p, const ap_directive_t *d)
+{
+    const char *args = d->args ? d->args : "";
+    char *w = ap_getword_conf(p, &args);
+    apr_size_t n = strlen(w);
+
+    if (n > 0 && w[n - 1] == '>') {
+        w[n - 1] = '\0';
+    }
+    return w;
+}
+
+/* A plain <Location "/path"> around the directive (no regex, no
+ * wildcard), without trailing slashes; else NULL.
+ */
+static const char *lessons_plain_location(cmd_parms *cmd)
+{
+    const ap_directive_t *sec = cmd->directive->parent;
+    char *path;
+    apr_size_t n;
+
+    if (!sec || strcasecmp(sec->directive, "<Location") != 0 || !cmd->path
+        || strcmp(lessons_tree_arg(cmd->temp_pool, sec), "~") == 0
+        || cmd->path[0] != '/' || strpbrk(cmd->path, "*?[\\")) {
+        return NULL;
+    }
+    path = apr_pstrdup(cmd->pool, cmd->path);
+    n = strlen(path);
+    while (n > 1 && path[n - 1] == '/') {
+        path[--n] = '\0';
+    }
+    return n > 1 ? path : NULL;
+}
+
+/* Half of the algorithm/key setting has been given in this section:
+ * remember the section, and once both halves are here check that the
+ * key allows the algorithm.
+ */
+static const char *lessons_jwt_part(cmd_parms *cmd, lessons_dir_conf *conf)
+{
+    const char *err;
+
+    if (!conf->jwt_where) {
+        conf->jwt_where = apr_psprintf(cmd->pool, "%s:%d",
+                                       cmd->directive->filename,
+                                       cmd->directive->line_num);
+        conf->location = lessons_plain_location(cmd);
+    }
+    if (conf->alg != JWT_ALG_INVAL && conf->key) {
+        err = lessons_key_misfit(cmd->temp_pool, conf->key, conf->alg);
+        if (err) {
+            return apr_psprintf(cmd->pool, "%s: key file %s does not fit "
+                                "algorithm %s: %s", cmd->cmd->name,
+                                conf->key_file, conf->alg_name, err);
+        }
+    }
+    return lessons_touch(cmd, conf);
+}
+
 static const char *lessons_set_alg(cmd_parms *cmd, void *dconf,
                                    const char *arg)
 {
     lessons_dir_conf *conf = dconf;
+    jwt_alg_t alg = lessons_alg_parse(arg);
 
-    conf->alg = lessons_alg_parse(arg);
-    if (conf->alg == JWT_ALG_INVAL) {
-        return apr_psprintf(cmd->pool, "LessonsJWTAlgorithm: unknown or "
-                            "unsupported algorithm '%s'; use one of HS256, "
-                            "HS384, HS512, RS256, RS384, RS512, ES256, "
-                            "ES384, ES512", arg);
+    if (conf->alg != JWT_ALG_INVAL) {
+        return apr_psprintf(cmd->pool, "%s: this section already sets the "
+                            "algorithm (%s)", cmd->cmd->name,
+                            conf->alg_name);
     }
-    conf->alg_name = arg;
-    return lessons_touch(cmd, conf);
+    if (alg == JWT_ALG_INVAL) {
+        return apr_psprintf(cmd->pool, "%s: unknown or unsupported "
+                            "algorithm '%s'; use one of HS256, HS384, "
+                            "HS512, RS256, RS384, RS512, ES256, ES384, "
+                            "ES512", cmd->cmd->name, arg);
+    }
+    conf->alg = alg;
+    conf->alg_name = apr_pstrdup(cmd->pool, arg);
+    return lessons_jwt_part(cmd, conf);
 }
 
 static const char *lessons_set_key_file(cmd_parms *cmd, void *dconf,
@@ -215,18 +282,39 @@ static const char *lessons_set_key_file(cmd_parms *cmd, void *dconf,
 {
     lessons_dir_conf *conf = dconf;
     const char *path = ap_server_root_relative(cmd->pool, arg);
+    const unsigned char *data = NULL;
+    apr_size_t len = 0;
+    lessons_key_t *key = NULL;
     const char *err;
 
-    if (!path) {
-        return apr_psprintf(cmd->pool, "LessonsJWTKeyFile: invalid path "
-                            "'%s'", arg);
+    if (conf->key) {
+        return apr_psprintf(cmd->pool, "%s: this section already sets the "
+                            "key (%s)", cmd->cmd->name, conf->key_file);
     }
-    err = lessons_key_read(cmd->pool, path, &conf->key, &conf->key_len);
+    if (!path) {
+        return apr_psprintf(cmd->pool, "%s: invalid path '%s'",
+                            cmd->cmd->name, arg);
+    }
+    err = lessons_key_read(cmd->pool, path, &data, &len);
+    if (!err) {
+        err = lessons_key_make(cmd->pool, data, len, &key);
+    }
     if (err) {
-        return apr_pstrcat(cmd->pool, "LessonsJWTKeyFile: ", err, NULL);
+        return apr_psprintf(cmd->pool, "%s %s: %s", cmd->cmd->name, path,
+                            err);
     }
     conf->key_file = path;
-    return lessons_touch(cmd, conf);
+    conf->key = key;
+    return lessons_jwt_part(cmd, conf);
+}
+
+/* LessonsJWTKey ALG FILE: the one-line form, which no merge can split. */
+static const char *lessons_set_key(cmd_parms *cmd, void *dconf,
+                                   const char *alg, const char *file)
+{
+    const char *err = lessons_set_alg(cmd, dconf, alg);
+
+    return err ? err : lessons_set_key_file(cmd, dconf, file);
 }
 
 static const char *lessons_set_string(cmd_parms *cmd, void *dconf,
@@ -249,11 +337,23 @@ static const char *lessons_set_base_path(cmd_parms *cmd, void *dconf,
                                          const char *arg)
 {
     lessons_dir_conf *conf = dconf;
+    char *path;
+    apr_size_t n;
 
     if (arg[0] != '/') {
         return "LessonsBasePath must be a URL path starting with /";
     }
-    conf->base_path = arg;
+    /* No trailing slash, so a Location is always base + "/" + id. */
+    path = apr_pstrdup(cmd->pool, arg);
+    n = strlen(path);
+    while (n > 1 && path[n - 1] == '/') {
+        path[--n] = '\0';
+    }
+    if (n == 1) {
+        return "LessonsBasePath cannot be /: the API needs a path of its "
+               "own, such as /api/lessons";
+    }
+    conf->base_path = path;
     return lessons_touch(cmd, conf);
 }
 
@@ -307,14 +407,20 @@ static const char *lessons_set_max_body(cmd_parms *cmd, void *dconf,
 }
 
 static const command_rec lessons_cmds[] = {
+    AP_INIT_TAKE2("LessonsJWTKey", lessons_set_key, NULL,
+                  RSRC_CONF | ACCESS_CONF,
+                  "The JWT algorithm (HS256, HS384, HS512, RS256, RS384, "
+                  "RS512, ES256, ES384 or ES512) and the file with the "
+                  "shared secret (HS*) or PEM public key (RS*, ES*) that "
+                  "verifies tokens"),
     AP_INIT_TAKE1("LessonsJWTAlgorithm", lessons_set_alg, NULL,
                   RSRC_CONF | ACCESS_CONF,
-                  "The only JWT algorithm accepted: HS256, HS384, HS512, "
-                  "RS256, RS384, RS512, ES256, ES384 or ES512"),
+                  "The JWT algorithm; needs LessonsJWTKeyFile in the same "
+                  "section (or use LessonsJWTKey ALG FILE)"),
     AP_INIT_TAKE1("LessonsJWTKeyFile", lessons_set_key_file, NULL,
                   RSRC_CONF | ACCESS_CONF,
-                  "File with the shared secret (HS*) or the PEM public key "
-                  "(RS*, ES*) that verifies tokens"),
+                  "The key file; needs LessonsJWTAlgorithm in the same "
+                  "section (or use LessonsJWTKey ALG FILE)"),
     AP_INIT_TAKE1("LessonsJWTIssuer", lessons_set_string,
                   (void *)APR_OFFSETOF(lessons_dir_conf, issuer),
                   RSRC_CONF | ACCESS_CONF,
@@ -330,7 +436,8 @@ static const command_rec lessons_cmds[] = {
                   "Seconds of clock skew allowed on exp and nbf (default 0)"),
     AP_INIT_TAKE1("LessonsBasePath", lessons_set_base_path, NULL,
                   RSRC_CONF | ACCESS_CONF,
-                  "URL path the API answers under (default /api/lessons)"),
+                  "URL path the API answers under (default: the <Location> "
+                  "that sets the key, else /api/lessons)"),
     AP_INIT_TAKE1("LessonsMaxBodySize", lessons_set_max_body, NULL,
                   RSRC_CONF | ACCESS_CONF,
                   "Largest request body accepted, in bytes (default 65536)"),
@@ -340,176 +447,73 @@ static const command_rec lessons_cmds[] = {
 /* ------------------------------------------------------------------ */
 /* Start-up checks                                                      */
 
-/* Is section a an ancestor of (or the same as) section b?  Server-wide
- * settings (no path) are ancestors of everything.
+/* Only what can be seen exactly is checked here: each section's own
+ * directives, and whether the configuration holds a key at all.  Which
+ * sections a request merges (regex sections, <If>, <Directory>) is
+ * httpd's to decide and is not imitated; the request-time checks in
+ * lessons_authenticate hold whatever the merge produces.
  */
-static int lessons_section_covers(const lessons_dir_conf *a,
-                                  const lessons_dir_conf *b)
+
+/* The first "SetHandler lessons" in the tree, or NULL. */
+static const ap_directive_t *lessons_find_handler(apr_pool_t *p,
+                                                  const ap_directive_t *d)
 {
-    return !a->path || (b->path && strncmp(a->path, b->path,
-                                           strlen(a->path)) == 0);
-}
-
-/* Check that the key a section ends up with fits its algorithm, merged
- * as requests under it will see it: server-wide settings and enclosing
- * sections first, main server before virtual host.
- */
-static int lessons_check_section(apr_pool_t *p, server_rec *main_server,
-                                 server_rec *s, lessons_dir_conf *conf)
-{
-    lessons_srv_conf *mconf =
-        ap_get_module_config(main_server->module_config, &lessons_module);
-    lessons_srv_conf *sconf =
-        ap_get_module_config(s->module_config, &lessons_module);
-    apr_array_header_t *lists[2];
-    lessons_dir_conf *eff = lessons_create_dir_conf(p, NULL);
-    const char *err;
-    int l, i;
-
-    lists[0] = mconf->sections;
-    lists[1] = sconf != mconf ? sconf->sections : NULL;
-    for (l = 0; l < 2; l++) {
-        for (i = 0; lists[l] && i < lists[l]->nelts; i++) {
-            lessons_dir_conf *c = APR_ARRAY_IDX(lists[l], i,
-                                                lessons_dir_conf *);
-            if (c != conf && lessons_section_covers(c, conf)) {
-                eff = lessons_merge_dir_conf(p, eff, c);
-            }
-        }
-    }
-    eff = lessons_merge_dir_conf(p, eff, conf);
-
-    if (eff->alg == JWT_ALG_INVAL || !eff->key) {
-        return OK;      /* completed further in, or not a lessons section:
-                         * lessons_check_handlers covers SetHandler */
-    }
-    err = lessons_key_check(p, eff->alg, eff->key, eff->key_len);
-    if (err) {
-        ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0, s,
-                     LESSONSLOG(00102) "%s (section %s): LessonsJWTKeyFile "
-                     "%s does not fit LessonsJWTAlgorithm %s: %s",
-                     conf->where, conf->path ? conf->path : "server",
-                     eff->key_file, eff->alg_name, err);
-        return !OK;
-    }
-    return OK;
-}
-
-/* The first argument of a directive, unquoted, without the '>' that a
- * section opener keeps in the parsed tree ("<Location /api>").
- */
-static const char *lessons_tree_arg(apr_pool_t *p, const ap_directive_t *d)
-{
-    const char *args = d->args ? d->args : "";
-    char *w = ap_getword_conf(p, &args);
-    apr_size_t n = strlen(w);
-
-    if (n > 0 && w[n - 1] == '>') {
-        w[n - 1] = '\0';
-    }
-    return w;
-}
-
-static int lessons_tree_sets(const ap_directive_t *d, const char *name)
-{
-    for (; d; d = d->next) {
-        if (strcasecmp(d->directive, name) == 0) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
-/* Is directive name in effect for requests handled by section sec?  It
- * is if sec sets it, or a section of the same kind (<Location>, ...)
- * whose path is a prefix of sec's does, at sec's level or any level out
- * to the top (main-server sections apply inside virtual hosts too), or
- * an enclosing <VirtualHost> or the server config sets it.
- */
-static int lessons_tree_in_effect(apr_pool_t *p, const ap_directive_t *sec,
-                                  const char *name)
-{
-    const char *kind = sec ? sec->directive : NULL;
-    const char *path = sec ? lessons_tree_arg(p, sec) : NULL;
-    const ap_directive_t *level, *d;
-
-    if (sec && lessons_tree_sets(sec->first_child, name)) {
-        return 1;
-    }
-    for (level = sec ? sec->parent : NULL; ; level = level->parent) {
-        const ap_directive_t *first = level ? level->first_child
-                                            : ap_conftree;
-
-        if (lessons_tree_sets(first, name)) {
-            return 1;
-        }
-        for (d = first; kind && d; d = d->next) {
-            const char *other;
-
-            if (d == sec || strcasecmp(d->directive, kind) != 0) {
-                continue;
-            }
-            other = lessons_tree_arg(p, d);
-            if (strncmp(path, other, strlen(other)) == 0
-                && lessons_tree_sets(d->first_child, name)) {
-                return 1;
-            }
-        }
-        if (!level) {
-            return 0;
-        }
-    }
-}
-
-/* Every "SetHandler lessons" in the configuration must have an algorithm
- * and a key in effect: a bare one would answer 500 to every request, so
- * stop configtest instead.
- */
-static int lessons_check_handlers(apr_pool_t *p, const ap_directive_t *d)
-{
-    int rc = OK;
+    const ap_directive_t *found;
 
     for (; d; d = d->next) {
         if (strcasecmp(d->directive, "SetHandler") == 0
-            && strcasecmp(lessons_tree_arg(p, d), LESSONS_HANDLER) == 0
-            && (!lessons_tree_in_effect(p, d->parent, "LessonsJWTAlgorithm")
-                || !lessons_tree_in_effect(p, d->parent,
-                                           "LessonsJWTKeyFile"))) {
-            ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0, NULL,
-                         LESSONSLOG(00103) "%s:%d: SetHandler lessons needs "
-                         "LessonsJWTAlgorithm and LessonsJWTKeyFile in "
-                         "effect; the lessons API never runs without token "
-                         "checks", d->filename, d->line_num);
-            rc = !OK;
+            && strcasecmp(lessons_tree_arg(p, d), LESSONS_HANDLER) == 0) {
+            return d;
         }
-        if (d->first_child && lessons_check_handlers(p, d->first_child)
-                              != OK) {
-            rc = !OK;
+        if (d->first_child
+            && (found = lessons_find_handler(p, d->first_child))) {
+            return found;
         }
     }
-    return rc;
+    return NULL;
 }
 
 static int lessons_check_config(apr_pool_t *pconf, apr_pool_t *plog,
                                 apr_pool_t *ptemp, server_rec *s)
 {
-    server_rec *main_server = s;
-    int rc = lessons_check_handlers(ptemp, ap_conftree);
+    const ap_directive_t *handler;
+    int rc = OK, keys = 0, i;
 
     (void)pconf;
     (void)plog;
     for (; s; s = s->next) {
         lessons_srv_conf *sconf =
             ap_get_module_config(s->module_config, &lessons_module);
-        int i;
 
         for (i = 0; i < sconf->sections->nelts; i++) {
-            if (lessons_check_section(ptemp, main_server, s,
-                    APR_ARRAY_IDX(sconf->sections, i, lessons_dir_conf *))
-                != OK) {
-                rc = !OK;
+            const lessons_dir_conf *c =
+                APR_ARRAY_IDX(sconf->sections, i, lessons_dir_conf *);
+
+            if (!c->jwt_where) {
+                continue;
             }
+            if (c->alg != JWT_ALG_INVAL && c->key) {
+                keys++;
+                continue;
+            }
+            ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0, NULL,
+                         LESSONSLOG(00102) "%s: this section sets %s but "
+                         "not %s; algorithm and key are one setting: give "
+                         "both in the same section, or use LessonsJWTKey "
+                         "ALG FILE", c->jwt_where,
+                         c->key ? "LessonsJWTKeyFile" : "LessonsJWTAlgorithm",
+                         c->key ? "LessonsJWTAlgorithm" : "LessonsJWTKeyFile");
+            rc = !OK;
         }
+    }
+    handler = lessons_find_handler(ptemp, ap_conftree);
+    if (handler && keys == 0) {
+        ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0, NULL,
+                     LESSONSLOG(00103) "%s:%d: SetHandler lessons, but no "
+                     "LessonsJWTKey is configured anywhere; the lessons API "
+                     "never runs without token checks", handler->filename,
+                     handler->line_num);
+        rc = !OK;
     }
     return rc;
 }
@@ -612,9 +616,23 @@ static int lessons_challenge(request_rec *r, int status, const char *error,
     return lessons_error_response(r, status, description);
 }
 
+/* Is a token policy in effect here at all (complete or not)? */
 static int lessons_configured(const lessons_dir_conf *conf)
 {
-    return conf->alg != JWT_ALG_INVAL && conf->key && conf->key_len > 0;
+    return conf->jwt_where != NULL;
+}
+
+/* The request fails closed with 500: the configuration in effect cannot
+ * verify tokens.  Start-up refuses every such configuration it can see;
+ * this is what holds for the ones only a merge produces.
+ */
+static int lessons_misconfigured(request_rec *r, lessons_req_state *st,
+                                 const char *why)
+{
+    ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, LESSONSLOG(00201)
+                  "%s; refusing to serve %s", why, r->uri);
+    return st->status = lessons_error_response(r,
+        HTTP_INTERNAL_SERVER_ERROR, "The server is misconfigured.");
 }
 
 /* Verify the request's bearer token once; later calls return the first
@@ -636,12 +654,13 @@ static int lessons_authenticate(request_rec *r, const lessons_dir_conf *conf)
     ap_set_module_config(r->request_config, &lessons_module, st);
 
     if (!lessons_configured(conf)) {
-        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, LESSONSLOG(00201)
-                      "no LessonsJWTAlgorithm/LessonsJWTKeyFile in effect "
-                      "for %s; refusing to serve it unauthenticated",
-                      r->uri);
-        return st->status = lessons_error_response(r,
-            HTTP_INTERNAL_SERVER_ERROR, "The server is misconfigured.");
+        return lessons_misconfigured(r, st, "no LessonsJWTKey in effect");
+    }
+    if (conf->alg == JWT_ALG_INVAL || !conf->key) {
+        return lessons_misconfigured(r, st, apr_psprintf(r->pool,
+            "the section at %s sets %s without %s", conf->jwt_where,
+            conf->key ? "LessonsJWTKeyFile" : "LessonsJWTAlgorithm",
+            conf->key ? "LessonsJWTAlgorithm" : "LessonsJWTKeyFile"));
     }
 
     switch (lessons_bearer_parse(r->pool,
@@ -665,19 +684,22 @@ static int lessons_authenticate(request_rec *r, const lessons_dir_conf *conf)
 
     policy.alg = conf->alg;
     policy.key = conf->key;
-    policy.key_len = conf->key_len;
     policy.issuer = conf->issuer;
     policy.audience = conf->audience;
     policy.leeway = conf->leeway > 0 ? conf->leeway : 0;
     rc = lessons_token_verify(r->pool, &policy, token,
                               (apr_int64_t)apr_time_sec(r->request_time),
                               &subject);
+    if (rc == LESSONS_TOKEN_KEY_MISFIT) {
+        return lessons_misconfigured(r, st, apr_psprintf(r->pool,
+            "key file %s (section at %s) does not allow algorithm %s",
+            conf->key_file, conf->jwt_where, conf->alg_name));
+    }
     if (rc != LESSONS_TOKEN_OK) {
-        /* Forgeries are worth a warning; expiry is everyday life. */
-        int level = (rc == LESSONS_TOKEN_BAD_SIGNATURE
-                     || rc == LESSONS_TOKEN_BAD_ALG) ? APLOG_WARNING
-                                                     : APLOG_INFO;
-        ap_log_rerror(APLOG_MARK, level, 0, r, LESSONSLOG(00204)
+        /* The client's fault: info, as every refusal (LogLevel
+         * lessons:info shows them).
+         */
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00204)
                       "token rejected: %s", lessons_token_describe(rc));
         return st->status = lessons_challenge(r, HTTP_UNAUTHORIZED,
             "invalid_token", lessons_token_describe(rc));

@@ -1,9 +1,9 @@
 /* Licensed under the Apache License, Version 2.0.
  *
- * lessons_key.c: algorithm names and key checks, run at start-up only.
- * OpenSSL is used to inspect public keys because libjwt 1.10 reports a
- * bad key and a bad signature the same way (EINVAL), so it cannot tell
- * an admin that the key file is wrong.
+ * lessons_key.c: algorithm names, key files, and which algorithms a key
+ * allows.  Keys are inspected once, at start-up, with OpenSSL (libjwt
+ * 1.10 cannot say what a key is); lessons_key_allows is then a cheap
+ * check made wherever a key meets a token.
  */
 #include <string.h>
 
@@ -96,10 +96,11 @@ const char *lessons_key_read(apr_pool_t *p, const char *path,
     return NULL;
 }
 
-static int lessons_key_is_pem(const unsigned char *key, apr_size_t len)
+/* Does the text contain marker?  Keys are bytes, not C strings. */
+static int lessons_key_has(const unsigned char *key, apr_size_t len,
+                           const char *marker)
 {
-    static const char marker[] = "-----BEGIN";
-    apr_size_t m = sizeof(marker) - 1;
+    apr_size_t m = strlen(marker);
     apr_size_t i;
 
     for (i = 0; i + m <= len; i++) {
@@ -110,83 +111,187 @@ static int lessons_key_is_pem(const unsigned char *key, apr_size_t len)
     return 0;
 }
 
-static const char *lessons_key_check_public(apr_pool_t *p, size_t idx,
-                                            const unsigned char *key,
-                                            apr_size_t len)
+static size_t lessons_alg_index(jwt_alg_t alg)
 {
-    const char *name = lessons_algs[idx].name;
+    size_t i;
+
+    for (i = 0; i < LESSONS_NALGS; i++) {
+        if (lessons_algs[i].alg == alg) {
+            break;
+        }
+    }
+    return i;
+}
+
+/* The PEM must be an RSA or EC public key; fill in what it is. */
+static const char *lessons_key_public(apr_pool_t *p, const unsigned char *data,
+                                      apr_size_t len, lessons_key_t *key)
+{
     const char *msg = NULL;
     BIO *bio;
     EVP_PKEY *pkey;
     char group[64];
-    size_t glen = 0;
+    size_t glen = 0, i;
 
+    if (lessons_key_has(data, len, "PRIVATE KEY")) {
+        return "the key file holds a private key; give the public key "
+               "(openssl pkey -in private.pem -pubout)";
+    }
+    if (lessons_key_has(data, len, "CERTIFICATE")) {
+        return "the key file holds a certificate; give its public key "
+               "(openssl x509 -in cert.pem -pubkey -noout)";
+    }
     if (len > (apr_size_t)LESSONS_KEY_FILE_MAX) {
         return "key too large";
     }
-    bio = BIO_new_mem_buf(key, (int)len);
+    bio = BIO_new_mem_buf(data, (int)len);
     if (!bio) {
         return "out of memory reading the key";
     }
     pkey = PEM_read_bio_PUBKEY(bio, NULL, NULL, NULL);
     BIO_free(bio);
     if (!pkey) {
-        return apr_psprintf(p, "%s needs a PEM public key "
-                            "(\"-----BEGIN PUBLIC KEY-----\"); this is not "
-                            "one", name);
+        return "the key file holds PEM text that is not a public key "
+               "(\"-----BEGIN PUBLIC KEY-----\")";
     }
-    if (!lessons_algs[idx].curve) {
-        if (!EVP_PKEY_is_a(pkey, "RSA")) {
-            msg = apr_psprintf(p, "%s needs an RSA public key", name);
+    if (EVP_PKEY_is_a(pkey, "RSA")) {
+        key->type = LESSONS_KEY_RSA;
+        key->bits = EVP_PKEY_get_bits(pkey);
+    }
+    else if (EVP_PKEY_is_a(pkey, "EC")
+             && EVP_PKEY_get_utf8_string_param(pkey,
+                                               OSSL_PKEY_PARAM_GROUP_NAME,
+                                               group, sizeof(group), &glen)) {
+        key->type = LESSONS_KEY_EC;
+        key->ec_alg = JWT_ALG_INVAL;
+        for (i = 0; i < LESSONS_NALGS; i++) {
+            if (lessons_algs[i].curve
+                && strcmp(group, lessons_algs[i].curve) == 0) {
+                key->ec_alg = lessons_algs[i].alg;
+            }
         }
-        else if (EVP_PKEY_get_bits(pkey) < LESSONS_RSA_MIN_BITS) {
-            msg = apr_psprintf(p, "%s key has %d bits; at least %d are "
-                               "required", name, EVP_PKEY_get_bits(pkey),
-                               LESSONS_RSA_MIN_BITS);
+        if (key->ec_alg == JWT_ALG_INVAL) {
+            msg = apr_psprintf(p, "EC keys on curve %s are not supported; "
+                               "use P-256, P-384 or P-521", group);
         }
     }
-    else if (!EVP_PKEY_is_a(pkey, "EC")
-             || !EVP_PKEY_get_utf8_string_param(pkey,
-                                                OSSL_PKEY_PARAM_GROUP_NAME,
-                                                group, sizeof(group), &glen)
-             || strcmp(group, lessons_algs[idx].curve) != 0) {
-        msg = apr_psprintf(p, "%s needs an EC public key on curve %s", name,
-                           lessons_algs[idx].curve);
+    else {
+        msg = "the public key is neither RSA nor EC";
     }
     EVP_PKEY_free(pkey);
     return msg;
 }
 
-const char *lessons_key_check(apr_pool_t *p, jwt_alg_t alg,
-                              const unsigned char *key, apr_size_t len)
+const char *lessons_key_make(apr_pool_t *p, const unsigned char *data,
+                             apr_size_t len, lessons_key_t **out)
 {
-    size_t i;
+    lessons_key_t *key;
+    apr_size_t i = 0;
+    const char *msg;
 
-    if (!key || len == 0) {
+    if (!data || len == 0) {
         return "no key";
     }
-    for (i = 0; i < LESSONS_NALGS; i++) {
-        if (lessons_algs[i].alg == alg) {
-            break;
+    key = apr_pcalloc(p, sizeof(*key));
+    key->data = data;
+    key->len = len;
+    while (i < len && (data[i] == ' ' || data[i] == '\t' || data[i] == '\r'
+                       || data[i] == '\n')) {
+        i++;
+    }
+    if (lessons_key_has(data, len, "-----BEGIN")) {
+        msg = lessons_key_public(p, data, len, key);
+        if (msg) {
+            return msg;
         }
+    }
+    else if (i < len && (data[i] == '{' || data[i] == '[')) {
+        return "the key file holds JSON (a JWK?); give a shared secret or "
+               "a PEM public key";
+    }
+    else {
+        key->type = LESSONS_KEY_SECRET;
+    }
+    *out = key;
+    return NULL;
+}
+
+int lessons_key_allows(const lessons_key_t *key, jwt_alg_t alg)
+{
+    if (!key || !key->data || key->len == 0) {
+        return 0;
+    }
+    switch (alg) {
+    case JWT_ALG_HS256:
+    case JWT_ALG_HS384:
+    case JWT_ALG_HS512:
+        return key->type == LESSONS_KEY_SECRET
+               && key->len >= LESSONS_HMAC_MIN_BYTES;
+    case JWT_ALG_RS256:
+    case JWT_ALG_RS384:
+    case JWT_ALG_RS512:
+        return key->type == LESSONS_KEY_RSA
+               && key->bits >= LESSONS_RSA_MIN_BITS;
+    case JWT_ALG_ES256:
+    case JWT_ALG_ES384:
+    case JWT_ALG_ES512:
+        return key->type == LESSONS_KEY_EC && key->ec_alg == alg;
+    default:
+        return 0;
+    }
+}
+
+const char *lessons_key_misfit(apr_pool_t *p, const lessons_key_t *key,
+                               jwt_alg_t alg)
+{
+    size_t i = lessons_alg_index(alg);
+    const char *name;
+
+    if (lessons_key_allows(key, alg)) {
+        return NULL;
     }
     if (i == LESSONS_NALGS) {
         return "unsupported algorithm";
     }
-    if (alg == JWT_ALG_HS256 || alg == JWT_ALG_HS384
-        || alg == JWT_ALG_HS512) {
-        /* A PEM here is how algorithm confusion is set up: refuse it. */
-        if (lessons_key_is_pem(key, len)) {
-            return apr_psprintf(p, "%s needs a shared secret, but the key "
-                                "file holds a PEM key", lessons_algs[i].name);
-        }
-        if (len < LESSONS_HMAC_MIN_BYTES) {
-            return apr_psprintf(p, "%s secret has %" APR_SIZE_T_FMT
-                                " bytes; at least %d are required",
-                                lessons_algs[i].name, len,
-                                LESSONS_HMAC_MIN_BYTES);
-        }
-        return NULL;
+    if (!key) {
+        return "no key";
     }
-    return lessons_key_check_public(p, i, key, len);
+    name = lessons_algs[i].name;
+    if (name[0] == 'H') {
+        if (key->type != LESSONS_KEY_SECRET) {
+            return apr_psprintf(p, "%s needs a shared secret, but the key "
+                                "file holds a PEM public key", name);
+        }
+        return apr_psprintf(p, "%s secret has %" APR_SIZE_T_FMT " bytes; "
+                            "at least %d are required", name, key->len,
+                            LESSONS_HMAC_MIN_BYTES);
+    }
+    if (key->type == LESSONS_KEY_SECRET) {
+        return apr_psprintf(p, "%s needs a PEM public key "
+                            "(\"-----BEGIN PUBLIC KEY-----\"); this is not "
+                            "one", name);
+    }
+    if (name[0] == 'R') {
+        if (key->type != LESSONS_KEY_RSA) {
+            return apr_psprintf(p, "%s needs an RSA public key", name);
+        }
+        return apr_psprintf(p, "%s key has %d bits; at least %d are "
+                            "required", name, key->bits,
+                            LESSONS_RSA_MIN_BITS);
+    }
+    return apr_psprintf(p, "%s needs an EC public key on curve %s", name,
+                        lessons_algs[i].curve);
+}
+
+const char *lessons_key_check(apr_pool_t *p, jwt_alg_t alg,
+                              const unsigned char *data, apr_size_t len)
+{
+    lessons_key_t *key = NULL;
+    const char *msg;
+
+    if (lessons_alg_index(alg) == LESSONS_NALGS) {
+        return "unsupported algorithm";
+    }
+    msg = lessons_key_make(p, data, len, &key);
+    return msg ? msg : lessons_key_misfit(p, key, alg);
 }

@@ -1,8 +1,10 @@
 /* Licensed under the Apache License, Version 2.0.
  *
- * lessons_key.h: the configured algorithm and key, checked once at
- * start-up so a bad configuration stops the server instead of letting
- * every request fail (or worse, pass).
+ * lessons_key.h: verification keys.  A key is read and inspected once,
+ * at start-up, and from then on it decides which algorithms may use it:
+ * a PEM public key is never an HMAC secret, an RSA key never signs ES*,
+ * an EC key only its own curve's ES* (the algorithm-confusion attack
+ * turns exactly such a mix into a forgery).
  */
 #ifndef LESSONS_KEY_H
 #define LESSONS_KEY_H
@@ -13,6 +15,23 @@
 /* Minimum strengths we accept. */
 #define LESSONS_HMAC_MIN_BYTES  32      /* RFC 7518 3.2: key >= hash size */
 #define LESSONS_RSA_MIN_BITS    2048
+
+typedef enum {
+    LESSONS_KEY_SECRET = 1,         /* shared secret: HS* */
+    LESSONS_KEY_RSA,                /* RSA public key: RS* */
+    LESSONS_KEY_EC                  /* EC public key: ES* on its curve */
+} lessons_key_type_e;
+
+/* A key as libjwt takes it (the secret, or the PEM text), with what the
+ * inspection found.  Read-only once made.
+ */
+typedef struct {
+    lessons_key_type_e type;
+    int bits;                       /* RSA modulus bits; 0 otherwise */
+    jwt_alg_t ec_alg;               /* EC: the one ES* of its curve */
+    const unsigned char *data;
+    apr_size_t len;
+} lessons_key_t;
 
 /* Parse an algorithm as the admin writes it: exactly one of HS256,
  * HS384, HS512, RS256, RS384, RS512, ES256, ES384, ES512 (upper case).
@@ -28,11 +47,28 @@ jwt_alg_t lessons_alg_parse(const char *name);
 const char *lessons_key_read(apr_pool_t *p, const char *path,
                              const unsigned char **key, apr_size_t *len);
 
-/* Check that the key fits the algorithm: HS* a secret of at least
- * LESSONS_HMAC_MIN_BYTES that is not a PEM block; RS* a PEM RSA public
- * key of at least LESSONS_RSA_MIN_BITS; ES* a PEM EC public key on the
- * algorithm's curve (P-256, P-384, P-521).  Returns NULL when it fits,
- * else a message for the admin.
+/* Inspect key bytes and make a key in p.  Anything that looks like PEM
+ * must be an RSA or EC public key (a private key, a certificate or
+ * another PEM block is refused, never taken as a secret); a JSON
+ * document (a JWK) is refused; anything else is a shared secret.
+ * Returns NULL with *key set, or a message for the admin.
+ */
+const char *lessons_key_make(apr_pool_t *p, const unsigned char *data,
+                             apr_size_t len, lessons_key_t **key);
+
+/* Does the key allow this algorithm?  The key decides: a secret of at
+ * least LESSONS_HMAC_MIN_BYTES only HS*, an RSA key of at least
+ * LESSONS_RSA_MIN_BITS only RS*, an EC key only the ES* of its curve.
+ * Cheap: called wherever a key meets a token.
+ */
+int lessons_key_allows(const lessons_key_t *key, jwt_alg_t alg);
+
+/* Why the key does not allow alg, for the admin; NULL when it does. */
+const char *lessons_key_misfit(apr_pool_t *p, const lessons_key_t *key,
+                               jwt_alg_t alg);
+
+/* lessons_key_make then lessons_key_misfit: NULL when the bytes make a
+ * key that allows alg, else a message.
  */
 const char *lessons_key_check(apr_pool_t *p, jwt_alg_t alg,
                               const unsigned char *key, apr_size_t len);

@@ -202,8 +202,15 @@ lessons_token_e lessons_token_verify(apr_pool_t *p,
     lessons_token_e rc;
 
     *subject = NULL;
-    if (!pol || !pol->key || pol->key_len == 0 || !token) {
-        return LESSONS_TOKEN_BAD_SIGNATURE;     /* never decode keyless */
+    /* The key decides which algorithms may use it, whatever the
+     * configuration merge paired it with: never decode keyless, and
+     * never let a public key act as an HMAC secret.
+     */
+    if (!pol || !lessons_key_allows(pol->key, pol->alg)) {
+        return LESSONS_TOKEN_KEY_MISFIT;
+    }
+    if (!token) {
+        return LESSONS_TOKEN_MALFORMED;
     }
     len = strlen(token);
     if (len == 0 || len > LESSONS_TOKEN_MAX_LEN) {
@@ -241,8 +248,8 @@ lessons_token_e lessons_token_verify(apr_pool_t *p,
         goto done;
     }
 
-    if (pol->key_len > (apr_size_t)INT_MAX
-        || jwt_decode(&jwt, token, pol->key, (int)pol->key_len) != 0
+    if (pol->key->len > (apr_size_t)INT_MAX
+        || jwt_decode(&jwt, token, pol->key->data, (int)pol->key->len) != 0
         || !jwt) {
         rc = LESSONS_TOKEN_BAD_SIGNATURE;
         goto done;
@@ -299,6 +306,8 @@ const char *lessons_token_describe(lessons_token_e result)
         return "The access token issuer is not accepted";
     case LESSONS_TOKEN_BAD_AUDIENCE:
         return "The access token audience is not accepted";
+    case LESSONS_TOKEN_KEY_MISFIT:
+        return "The server cannot verify access tokens";
     }
     return "The access token is invalid";
 }

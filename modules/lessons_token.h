@@ -9,14 +9,14 @@
 
 #include <jwt.h>
 #include "apr_pools.h"
+#include "lessons_key.h"
 
 /* Longer tokens are refused before libjwt sees them (it allocas). */
 #define LESSONS_TOKEN_MAX_LEN  8192
 
 typedef struct {
     jwt_alg_t alg;                  /* the only algorithm accepted */
-    const unsigned char *key;       /* secret or PEM public key */
-    apr_size_t key_len;             /* > 0, always */
+    const lessons_key_t *key;       /* must allow alg (it decides) */
     const char *issuer;             /* required iss, or NULL */
     const char *audience;           /* required aud member, or NULL */
     long leeway;                    /* clock skew allowed, seconds */
@@ -47,7 +47,9 @@ typedef enum {
     LESSONS_TOKEN_EXPIRED,
     LESSONS_TOKEN_NOT_YET_VALID,    /* nbf in the future */
     LESSONS_TOKEN_BAD_ISSUER,
-    LESSONS_TOKEN_BAD_AUDIENCE
+    LESSONS_TOKEN_BAD_AUDIENCE,
+    LESSONS_TOKEN_KEY_MISFIT        /* the server's key does not allow the
+                                     * policy's alg: a server fault, 500 */
 } lessons_token_e;
 
 /* Verify a compact JWS against the policy at time now (seconds since

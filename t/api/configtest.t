@@ -45,8 +45,11 @@ my $unreadable = write_file('unreadable.key', 'y' x 64);
 chmod 0000, $unreadable;
 
 my $n = 0;
+# configtest($inside, $after): $inside goes into <Location "/api/lessons">
+# (which holds SetHandler lessons), $after follows that section.
 sub configtest {
-    my ($directives) = @_;
+    my ($directives, $after) = @_;
+    $after = '' unless defined $after;
     $n++;
     my $conf = write_file("httpd-$n.conf", <<"EOF");
 ServerRoot "$dir"
@@ -65,14 +68,15 @@ DBDParams "$dir/lessons.db"
     SetHandler lessons
 $directives
 </Location>
+$after
 EOF
     my $out = `'$httpd' -t -f '$conf' 2>&1`;
     return ($? >> 8, $out);
 }
 
 sub bad_ok {
-    my ($directives, $message, $name) = @_;
-    my ($rc, $out) = configtest($directives);
+    my ($directives, $message, $name, $after) = @_;
+    my ($rc, $out) = configtest($directives, $after);
     isnt $rc, 0, "$name: configtest fails";
     unlike $out, qr/Syntax OK/, "$name: no Syntax OK";
     like $out, $message, "$name: message names the problem"
@@ -80,8 +84,8 @@ sub bad_ok {
 }
 
 sub good_ok {
-    my ($directives, $name) = @_;
-    my ($rc, $out) = configtest($directives);
+    my ($directives, $name, $after) = @_;
+    my ($rc, $out) = configtest($directives, $after);
     is $rc, 0, "$name: configtest passes" or diag "configtest output:\n$out";
     like $out, qr/Syntax OK/, "$name: Syntax OK";
 }
@@ -146,5 +150,62 @@ bad_ok("LessonsJWTAlgorithm HS256\nLessonsJWTKeyFile $hs_good\nLessonsMaxBodySiz
        qr/LessonsMaxBodySize|size/i, 'body size not a number');
 bad_ok("LessonsJWTAlgorithm HS256\nLessonsJWTKeyFile $hs_good\nLessonsBasePath api",
        qr/LessonsBasePath/i, 'base path not starting with /');
+
+bad_ok("LessonsJWTKey HS256 $hs_good\nLessonsBasePath /",
+       qr/LessonsBasePath cannot be \//, 'base path /');
+good_ok("LessonsJWTKey HS256 $hs_good\nLessonsBasePath /api/lessons/",
+        'base path with a trailing slash');
+
+# ---- algorithm and key are one setting (issue 11: forged tokens through
+# the configuration merge).  With RS256 and the public PEM on the API's
+# own Location, a later section that sets only the algorithm used to make
+# the module check HS256 tokens keyed with the PEM's bytes.
+my $rs_api = "LessonsJWTAlgorithm RS256\nLessonsJWTKeyFile $rsa_pub";
+my $half = qr/sets LessonsJWTAlgorithm but not LessonsJWTKeyFile/;
+bad_ok($rs_api, qr/httpd-\d+\.conf:\d+: this section $half/,
+       'a later <Location /api> with only LessonsJWTAlgorithm HS256',
+       qq{<Location "/api">\n    LessonsJWTAlgorithm HS256\n</Location>});
+bad_ok($rs_api, $half,
+       'a <LocationMatch> with only LessonsJWTAlgorithm HS256',
+       qq{<LocationMatch "^/api/">\n    LessonsJWTAlgorithm HS256\n</LocationMatch>});
+bad_ok("$rs_api\n<If \"true\">\n    LessonsJWTAlgorithm HS256\n</If>", $half,
+       'an <If> inside the API Location with only LessonsJWTAlgorithm');
+bad_ok($rs_api, $half, 'server-wide LessonsJWTAlgorithm alone',
+       "LessonsJWTAlgorithm HS256");
+bad_ok("LessonsJWTKey HS256 $hs_good",
+       qr/sets LessonsJWTKeyFile but not LessonsJWTAlgorithm/,
+       'a <Directory> with only LessonsJWTKeyFile',
+       qq{<Directory "/">\n    LessonsJWTKeyFile $rsa_pub\n</Directory>});
+bad_ok("LessonsJWTKey RS256 $rsa_pub\nLessonsJWTAlgorithm HS256",
+       qr/already sets the algorithm/, 'one section, two algorithms');
+bad_ok("LessonsJWTKey HS256 $hs_good\nLessonsJWTKeyFile $rsa_pub",
+       qr/already sets the key/, 'one section, two keys');
+# Each section complete in itself is fine, whatever the order and kind.
+good_ok($rs_api, 'a later <Location /api> with its own HS256 key pair',
+        qq{<Location "/api">\n    LessonsJWTKey HS256 $hs_good\n</Location>});
+good_ok("LessonsJWTKey ES256 $ec_pub\n<If \"true\">\n    LessonsJWTKey HS256 $hs_good\n</If>",
+        'an <If> with its own key pair');
+
+# ---- the key decides which algorithms may use it
+bad_ok("LessonsJWTKey HS256 $rsa_pub", qr/shared secret.*PEM public key/,
+       'LessonsJWTKey HS256 with a PEM public key');
+bad_ok("LessonsJWTKey HS512 $ec_pub", qr/shared secret.*PEM public key/,
+       'LessonsJWTKey HS512 with an EC public key');
+bad_ok("LessonsJWTKey RS256 $dir/rsa1024.key", qr/private key/,
+       'a private key file');
+my $jwk = write_file('key.jwk', '{"kty":"oct","k":"' . ('A' x 64) . '"}');
+bad_ok("LessonsJWTKey HS256 $jwk", qr/JSON/, 'a JWK as the secret');
+my $cert = write_file('cert.pem', "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n");
+bad_ok("LessonsJWTKey RS256 $cert", qr/certificate/, 'a certificate file');
+good_ok("LessonsJWTKey RS256 $rsa_pub", 'LessonsJWTKey RS256');
+good_ok("LessonsJWTKey ES256 $ec_pub", 'LessonsJWTKey ES256');
+
+# ---- what start-up can see exactly, it refuses; what only a merge can
+# decide, it leaves to the request-time check (no imitation of the merge)
+good_ok('', 'SetHandler here, key pair in a <LocationMatch> for it',
+        qq{<LocationMatch "^/api/lessons">\n    LessonsJWTKey HS256 $hs_good\n</LocationMatch>});
+bad_ok('', qr/SetHandler lessons, but no LessonsJWTKey is configured/,
+       'SetHandler lessons and no key anywhere',
+       qq{<Location "/other">\n    LessonsJWTLeeway 5\n</Location>});
 
 done_testing;

@@ -148,14 +148,24 @@ static char *lj_token(jwt_alg_t alg, const void *key, size_t keylen,
 #define STD_CLAIMS "{\"sub\":\"alice\",\"exp\":1700003600}"
 #define HS256_HEADER "{\"alg\":\"HS256\",\"typ\":\"JWT\"}"
 
+/* A key as start-up makes it: inspected, so it knows what it allows. */
+static const lessons_key_t *make_key(const unsigned char *data,
+                                     apr_size_t len)
+{
+    lessons_key_t *key = NULL;
+
+    assert_null(lessons_key_make(pool, data, len, &key));
+    assert_non_null(key);
+    return key;
+}
+
 static lessons_token_policy_t hs_policy(jwt_alg_t alg)
 {
     lessons_token_policy_t p;
 
     memset(&p, 0, sizeof(p));
     p.alg = alg;
-    p.key = secret;
-    p.key_len = SECRET_LEN;
+    p.key = make_key(secret, SECRET_LEN);
     p.issuer = NULL;
     p.audience = NULL;
     p.leeway = 0;
@@ -166,8 +176,7 @@ static lessons_token_policy_t pem_policy(jwt_alg_t alg, const char *pem)
 {
     lessons_token_policy_t p = hs_policy(alg);
 
-    p.key = (const unsigned char *)pem;
-    p.key_len = strlen(pem);
+    p.key = make_key((const unsigned char *)pem, strlen(pem));
     return p;
 }
 
@@ -175,7 +184,8 @@ static const char *result_name(lessons_token_e r)
 {
     static const char *const names[] = {
         "OK", "MALFORMED", "BAD_ALG", "CRIT", "BAD_SIGNATURE", "BAD_CLAIMS",
-        "NO_EXP", "EXPIRED", "NOT_YET_VALID", "BAD_ISSUER", "BAD_AUDIENCE"
+        "NO_EXP", "EXPIRED", "NOT_YET_VALID", "BAD_ISSUER", "BAD_AUDIENCE",
+        "KEY_MISFIT"
     };
 
     return (unsigned)r < sizeof(names) / sizeof(names[0]) ? names[r] : "?";
@@ -749,6 +759,62 @@ static void test_alg_confusion_es(void **state)
     verify(&p, t, LESSONS_TOKEN_BAD_ALG);
 }
 
+/* The key decides: whatever algorithm a configuration merge pairs a
+ * key with, a public key never acts as an HMAC secret, and an RSA or EC
+ * key only verifies its own family (and curve).  The HS256 tokens here
+ * are the forgery: signed with the public PEM's bytes, which libjwt
+ * alone accepts.
+ */
+static void test_key_decides_public_pem_never_hmac(void **state)
+{
+    lessons_token_policy_t rs = pem_policy(JWT_ALG_HS256, rsa_pub);
+    lessons_token_policy_t ec = pem_policy(JWT_ALG_HS512, ec_pub);
+    const char *t = hmac_token_md(HS256_HEADER, STD_CLAIMS, EVP_sha256(),
+                                  rsa_pub, strlen(rsa_pub));
+
+    (void)state;
+    libjwt_accepts(t, rsa_pub, strlen(rsa_pub));
+    verify(&rs, t, LESSONS_TOKEN_KEY_MISFIT);
+    verify(&ec, hmac_token_md("{\"alg\":\"HS512\"}", STD_CLAIMS,
+                              EVP_sha512(), ec_pub, strlen(ec_pub)),
+           LESSONS_TOKEN_KEY_MISFIT);
+}
+
+static void test_key_decides_family_and_curve(void **state)
+{
+    lessons_token_policy_t p;
+
+    (void)state;
+    p = pem_policy(JWT_ALG_RS256, ec_pub);          /* EC key, RS alg */
+    verify(&p, lj_token(JWT_ALG_ES256, ec_priv, strlen(ec_priv),
+                        STD_CLAIMS), LESSONS_TOKEN_KEY_MISFIT);
+    p = pem_policy(JWT_ALG_ES384, ec_pub);          /* P-256 key, ES384 */
+    verify(&p, lj_token(JWT_ALG_ES256, ec_priv, strlen(ec_priv),
+                        STD_CLAIMS), LESSONS_TOKEN_KEY_MISFIT);
+    p = pem_policy(JWT_ALG_ES256, rsa_pub);         /* RSA key, ES alg */
+    verify(&p, lj_token(JWT_ALG_RS256, rsa_priv, strlen(rsa_priv),
+                        STD_CLAIMS), LESSONS_TOKEN_KEY_MISFIT);
+    p = hs_policy(JWT_ALG_RS256);                   /* secret, RS alg */
+    verify(&p, hs256_token(HS256_HEADER, STD_CLAIMS),
+           LESSONS_TOKEN_KEY_MISFIT);
+}
+
+static void test_key_decides_short_secret_and_no_key(void **state)
+{
+    lessons_token_policy_t p = hs_policy(JWT_ALG_HS256);
+
+    (void)state;
+    p.key = make_key(secret, LESSONS_HMAC_MIN_BYTES - 1);
+    verify(&p, lj_token(JWT_ALG_HS256, secret, LESSONS_HMAC_MIN_BYTES - 1,
+                        STD_CLAIMS), LESSONS_TOKEN_KEY_MISFIT);
+    p.key = NULL;
+    verify(&p, hs256_token(HS256_HEADER, STD_CLAIMS),
+           LESSONS_TOKEN_KEY_MISFIT);
+    p = hs_policy(JWT_ALG_INVAL);
+    verify(&p, hs256_token(HS256_HEADER, STD_CLAIMS),
+           LESSONS_TOKEN_KEY_MISFIT);
+}
+
 static void test_rs_header_with_hmac_signature(void **state)
 {
     lessons_token_policy_t p = pem_policy(JWT_ALG_RS256, rsa_pub);
@@ -1257,6 +1323,9 @@ int main(void)
         cmocka_unit_test(test_alg_missing_rejected),
         cmocka_unit_test(test_alg_confusion),
         cmocka_unit_test(test_alg_confusion_es),
+        cmocka_unit_test(test_key_decides_public_pem_never_hmac),
+        cmocka_unit_test(test_key_decides_family_and_curve),
+        cmocka_unit_test(test_key_decides_short_secret_and_no_key),
         cmocka_unit_test(test_rs_header_with_hmac_signature),
         cmocka_unit_test(test_wrong_hmac_key),
         cmocka_unit_test(test_wrong_rsa_key),
