@@ -1000,13 +1000,13 @@ static int lessons_create(lessons_ctx *c)
     lessons_input_t in;
     lessons_lesson_t l;
     const char *err = NULL;
-    int id = 0;
     int done = lessons_decode_body(c, LESSONS_PAYLOAD_CREATE, &in);
 
     if (done != DECLINED || (done = lessons_db_open(c)) != DECLINED) {
         return done;
     }
-    switch (lessons_store_create(&c->db, r->pool, &in, &id, &err)) {
+    /* Insert and read-back are one transaction: OK means committed. */
+    switch (lessons_store_create(&c->db, r->pool, &in, &l, &err)) {
     case LESSONS_STORE_OK:
         break;
     case LESSONS_STORE_NO_LEVEL:
@@ -1014,13 +1014,9 @@ static int lessons_create(lessons_ctx *c)
     default:
         return lessons_db_failed(c, err);
     }
-    if (lessons_store_get(&c->db, r->pool, id, &l, &err)
-        != LESSONS_STORE_OK) {
-        return lessons_db_failed(c, err ? err : "created lesson vanished");
-    }
     apr_table_setn(r->headers_out, "Location",
-                   apr_psprintf(r->pool, "%s/%d",
-                                lessons_base_path(c->conf), id));
+                   apr_psprintf(r->pool, "%s/%" APR_INT64_T_FMT,
+                                lessons_base_path(c->conf), l.id));
     return lessons_send_lesson(c, HTTP_CREATED, &l);
 }
 
@@ -1035,31 +1031,17 @@ static int lessons_update(lessons_ctx *c)
     if (done != DECLINED || (done = lessons_db_open(c)) != DECLINED) {
         return done;
     }
-    switch (lessons_store_get(&c->db, r->pool, c->route.arg, &l, &err)) {
-    case LESSONS_STORE_OK:
-        break;
-    case LESSONS_STORE_NOT_FOUND:
-        return lessons_send_empty(r, HTTP_NOT_FOUND);
-    default:
-        return lessons_db_failed(c, err);
-    }
-    lessons_payload_apply(&in, &l);
-    switch (lessons_store_update(&c->db, r->pool, &l, &err)) {
-    case LESSONS_STORE_OK:
-        break;
-    case LESSONS_STORE_NOT_FOUND:
-        return lessons_send_empty(r, HTTP_NOT_FOUND);
-    case LESSONS_STORE_NO_LEVEL:
-        return lessons_no_level(c, l.level_id);
-    default:
-        return lessons_db_failed(c, err);
-    }
-    /* Read back, so levelName/levelCode follow a changed levelId. */
-    switch (lessons_store_get(&c->db, r->pool, c->route.arg, &l, &err)) {
+    /* One UPDATE of the fields sent and the read-back (levelName and
+     * levelCode follow a changed levelId), in one transaction.
+     */
+    switch (lessons_store_update(&c->db, r->pool, c->route.arg, &in, &l,
+                                 &err)) {
     case LESSONS_STORE_OK:
         return lessons_send_lesson(c, HTTP_OK, &l);
     case LESSONS_STORE_NOT_FOUND:
         return lessons_send_empty(r, HTTP_NOT_FOUND);
+    case LESSONS_STORE_NO_LEVEL:
+        return lessons_no_level(c, in.level_id);
     default:
         return lessons_db_failed(c, err);
     }

@@ -7,14 +7,19 @@
 #ifndef LESSONS_LESSON_H
 #define LESSONS_LESSON_H
 
+#include "apr.h"                /* apr_int64_t */
+
 /* Field limits, counted in characters (Unicode code points). */
 #define LESSONS_TITLE_MAX        200
 #define LESSONS_TOPIC_MAX        100
 #define LESSONS_DESCRIPTION_MAX  4000
 
-/* One lesson joined with its level: a row of the API's LessonDto. */
+/* One lesson joined with its level: a row of the API's LessonDto.  Ids
+ * are 64-bit end to end (SQLite rowids, PostgreSQL BIGINT); levels stay
+ * int.
+ */
 typedef struct {
-    int id;
+    apr_int64_t id;
     int level_id;
     const char *level_name;
     const char *level_code;

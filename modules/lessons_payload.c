@@ -315,28 +315,6 @@ lessons_payload_e lessons_payload_decode(apr_pool_t *p, const char *body,
     return LESSONS_PAYLOAD_OK;
 }
 
-void lessons_payload_apply(const lessons_input_t *in, lessons_lesson_t *l)
-{
-    if (in->has_level_id) {
-        l->level_id = in->level_id;
-    }
-    if (in->has_title) {
-        l->title = in->title;
-    }
-    if (in->has_order) {
-        l->order = in->order;
-    }
-    if (in->has_topic) {
-        l->topic = in->topic;
-    }
-    if (in->has_description) {
-        l->description = in->description;
-    }
-    if (in->has_is_active) {
-        l->is_active = in->is_active;
-    }
-}
-
 json_t *lessons_payload_error(apr_pool_t *p, const char *field,
                               const char *message)
 {

@@ -44,9 +44,6 @@ lessons_payload_e lessons_payload_decode(apr_pool_t *p, const char *body,
                                          json_t **errors,
                                          const char **detail);
 
-/* Overlay the fields the client sent onto a stored lesson (PUT). */
-void lessons_payload_apply(const lessons_input_t *in, lessons_lesson_t *l);
-
 /* A one-field errors object, for checks made after decoding (an
  * unknown level).  Released with p.
  */

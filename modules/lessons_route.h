@@ -6,6 +6,8 @@
 #ifndef LESSONS_ROUTE_H
 #define LESSONS_ROUTE_H
 
+#include "apr.h"                /* apr_int64_t */
+
 typedef enum {
     LESSONS_ROUTE_NONE = 0,     /* no such resource: 404 */
     LESSONS_ROUTE_COLLECTION,   /* base           GET HEAD POST        */
@@ -25,13 +27,14 @@ typedef enum {
 
 typedef struct {
     lessons_route_e route;
-    int arg;                    /* the id (ITEM) or level (LEVEL), else 0 */
+    apr_int64_t arg;            /* the id (ITEM) or level (LEVEL), else 0 */
 } lessons_route_t;
 
 /* Match a decoded request path against the mount point.  The path must
  * be base itself or base followed by "/"; one trailing slash is allowed.
- * Integers are optional '-' then decimal digits that fit an int; anything
- * else ("abc", "1.5", "07x", overflow) is LESSONS_ROUTE_NONE.
+ * Numbers are optional '-' then decimal digits: an id (ITEM) must fit 64
+ * bits, a level (LEVEL) an int, so arg converts to int losslessly there.
+ * Anything else ("abc", "1.5", "07x", overflow) is LESSONS_ROUTE_NONE.
  */
 lessons_route_t lessons_route_match(const char *base, const char *path);
 

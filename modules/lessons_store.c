@@ -1,10 +1,12 @@
 /* Licensed under the Apache License, Version 2.0.
  *
  * lessons_store.c: the only place SQL lives.  Every statement is
- * prepared (apr_dbd %d/%s placeholders, rewritten to ? or $n by the
+ * prepared (apr_dbd %d/%lld/%s placeholders, rewritten to ? or $n by the
  * driver), none is ever built from input, and the same text runs on
- * sqlite3 and pgsql.  Each write is a single statement, so a failed
- * request cannot leave a partial row behind.
+ * sqlite3 and pgsql; only the transaction control is plain constant
+ * text (BEGIN differs).  Create and update run their write and the
+ * read-back of the stored lesson in one transaction, so a write either
+ * commits with the lesson it answers or leaves nothing behind.
  */
 #include <errno.h>
 #include <limits.h>
@@ -29,7 +31,8 @@
 #define LESSONS_FETCH_ALL 1
 
 /* "(%d = 1)" turns the 0/1 flag into a boolean on PostgreSQL and stays
- * 0/1 on SQLite, so one statement text serves both.
+ * 0/1 on SQLite, so one statement text serves both.  Ids are %lld
+ * (apr_int64_t, bigint on PostgreSQL); levels, orders and flags are %d.
  */
 const lessons_statement_t lessons_statements[] = {
     { "lessons_list_all",
@@ -40,19 +43,29 @@ const lessons_statement_t lessons_statements[] = {
       LESSONS_COLUMNS "WHERE l.level_id IN (%d, %d) "
       "ORDER BY l.level_id, l.sort_order, l.id" },
     { "lessons_get",
-      LESSONS_COLUMNS "WHERE l.id = %d" },
+      LESSONS_COLUMNS "WHERE l.id = %lld" },
     /* Selecting from levels makes a missing level insert nothing. */
     { "lessons_create",
       "INSERT INTO lessons (level_id, title, sort_order, topic, "
       "description, is_active) "
       "SELECT v.id, %s, %d, %s, %s, (%d = 1) FROM levels v WHERE v.id = %d "
       "RETURNING id" },
+    /* Writes only the fields sent (each flag 1: take the value, 0: keep
+     * the column), so concurrent updates of different fields both land;
+     * the level is checked only when it is sent.
+     */
     { "lessons_update",
-      "UPDATE lessons SET level_id = %d, title = %s, sort_order = %d, "
-      "topic = %s, description = %s, is_active = (%d = 1) "
-      "WHERE id = %d AND EXISTS (SELECT 1 FROM levels WHERE id = %d)" },
+      "UPDATE lessons SET "
+      "level_id = CASE WHEN %d = 1 THEN %d ELSE level_id END, "
+      "title = CASE WHEN %d = 1 THEN %s ELSE title END, "
+      "sort_order = CASE WHEN %d = 1 THEN %d ELSE sort_order END, "
+      "topic = CASE WHEN %d = 1 THEN %s ELSE topic END, "
+      "description = CASE WHEN %d = 1 THEN %s ELSE description END, "
+      "is_active = CASE WHEN %d = 1 THEN (%d = 1) ELSE is_active END "
+      "WHERE id = %lld "
+      "AND (%d = 0 OR EXISTS (SELECT 1 FROM levels WHERE id = %d))" },
     { "lessons_delete",
-      "DELETE FROM lessons WHERE id = %d" },
+      "DELETE FROM lessons WHERE id = %lld" },
     { NULL, NULL }
 };
 
@@ -107,7 +120,8 @@ lessons_store_e lessons_store_prepare(lessons_db_t *db, apr_pool_t *p,
     return LESSONS_STORE_OK;
 }
 
-static int lessons_parse_int(const char *s, int *out)
+/* A whole decimal column value as a 64-bit integer. */
+static int lessons_parse_i64(const char *s, apr_int64_t *out)
 {
     char *end;
     apr_int64_t v;
@@ -117,7 +131,18 @@ static int lessons_parse_int(const char *s, int *out)
     }
     errno = 0;
     v = apr_strtoi64(s, &end, 10);
-    if (errno || *end || v < INT_MIN || v > INT_MAX) {
+    if (errno || *end) {
+        return 0;
+    }
+    *out = v;
+    return 1;
+}
+
+static int lessons_parse_int(const char *s, int *out)
+{
+    apr_int64_t v;
+
+    if (!lessons_parse_i64(s, &v) || v < INT_MIN || v > INT_MAX) {
         return 0;
     }
     *out = (int)v;
@@ -139,7 +164,7 @@ static int lessons_row_lesson(const lessons_db_t *db, apr_pool_t *p,
             return 0;
         }
     }
-    if (!lessons_parse_int(c[0], &l->id)
+    if (!lessons_parse_i64(c[0], &l->id)
         || !lessons_parse_int(c[1], &l->level_id)
         || !lessons_parse_int(c[5], &l->order)
         || !lessons_parse_int(c[8], &l->is_active)) {
@@ -226,7 +251,7 @@ lessons_store_e lessons_store_list_levels(const lessons_db_t *db,
 }
 
 lessons_store_e lessons_store_get(const lessons_db_t *db, apr_pool_t *p,
-                                  int id, lessons_lesson_t *out,
+                                  apr_int64_t id, lessons_lesson_t *out,
                                   const char **err)
 {
     const void *args[] = { &id };
@@ -244,9 +269,91 @@ lessons_store_e lessons_store_get(const lessons_db_t *db, apr_pool_t *p,
     return LESSONS_STORE_OK;
 }
 
-lessons_store_e lessons_store_create(const lessons_db_t *db, apr_pool_t *p,
-                                     const lessons_input_t *in, int *id,
-                                     const char **err)
+/* Transactions, as our own BEGIN / COMMIT / ROLLBACK (constant texts).
+ * Not apr_dbd_transaction_start: apr_dbd_pgsql (apr-util 1.6.3)
+ * dereferences a NULL transaction when BEGIN fails with a result, as it
+ * does on a pooled connection whose backend went away, and that kills
+ * the httpd child.  SQLite begins IMMEDIATE: the write lock is taken up
+ * front, so a transaction never fails half-way for want of it.
+ */
+static lessons_store_e lessons_txn_run(const lessons_db_t *db, apr_pool_t *p,
+                                       const char *what, const char *sql,
+                                       const char **err)
+{
+    int rv, nrows = 0;
+
+    rv = apr_dbd_query(db->driver, db->handle, &nrows, sql);
+    if (rv != 0) {
+        return lessons_store_fail(db, p, rv, apr_psprintf(p, "%s (%s)",
+                                  what, sql), err);
+    }
+    return LESSONS_STORE_OK;
+}
+
+static lessons_store_e lessons_txn_begin(const lessons_db_t *db,
+                                         apr_pool_t *p, const char *what,
+                                         const char **err)
+{
+    const char *name = apr_dbd_name(db->driver);
+
+    return lessons_txn_run(db, p, what, name && !strcmp(name, "sqlite3")
+                           ? "BEGIN IMMEDIATE" : "BEGIN", err);
+}
+
+/* End what lessons_txn_begin began (or tried to): COMMIT when rc is OK,
+ * else ROLLBACK, so that nothing is stored unless all of it is.  A failed
+ * COMMIT is rolled back too (SQLite keeps the transaction open after a
+ * busy COMMIT): the connection never goes back to the pool inside a
+ * transaction.  A failed COMMIT, or a failed ROLLBACK after NOT_FOUND or
+ * NO_LEVEL, is an ERROR; after a failed BEGIN the ROLLBACK may fail
+ * (there is no transaction) and rc stays as it is.
+ */
+static lessons_store_e lessons_txn_end(const lessons_db_t *db, apr_pool_t *p,
+                                       const char *what, lessons_store_e rc,
+                                       const char **err)
+{
+    const char *rollback_err = NULL;
+
+    if (rc == LESSONS_STORE_OK) {
+        rc = lessons_txn_run(db, p, what, "COMMIT", err);
+        if (rc == LESSONS_STORE_OK) {
+            return rc;
+        }
+    }
+    if (lessons_txn_run(db, p, what, "ROLLBACK", &rollback_err)
+        != LESSONS_STORE_OK && rc != LESSONS_STORE_ERROR) {
+        *err = rollback_err;
+        return LESSONS_STORE_ERROR;
+    }
+    return rc;
+}
+
+/* Read back a lesson just written in this transaction: it must be
+ * there.
+ */
+static lessons_store_e lessons_store_read_back(const lessons_db_t *db,
+                                               apr_pool_t *p,
+                                               const char *what,
+                                               apr_int64_t id,
+                                               lessons_lesson_t *out,
+                                               const char **err)
+{
+    lessons_store_e rc = lessons_store_get(db, p, id, out, err);
+
+    if (rc == LESSONS_STORE_NOT_FOUND) {
+        *err = apr_psprintf(p, "%s: lesson %" APR_INT64_T_FMT " is not "
+                            "there after the write", what, id);
+        return LESSONS_STORE_ERROR;
+    }
+    return rc;
+}
+
+/* The INSERT ... RETURNING id: no row back means no such level. */
+static lessons_store_e lessons_store_insert(const lessons_db_t *db,
+                                            apr_pool_t *p,
+                                            const lessons_input_t *in,
+                                            apr_int64_t *id,
+                                            const char **err)
 {
     const char *label = "lessons_create";
     apr_dbd_prepared_t *stmt = lessons_store_stmt(db, p, label, err);
@@ -260,10 +367,6 @@ lessons_store_e lessons_store_create(const lessons_db_t *db, apr_pool_t *p,
     if (!stmt) {
         return LESSONS_STORE_ERROR;
     }
-    if (!in->title || !in->topic || !in->description) {
-        *err = "lessons_create: incomplete input";
-        return LESSONS_STORE_ERROR;
-    }
     rv = apr_dbd_pbselect(db->driver, p, db->handle, &res, stmt,
                           LESSONS_FETCH_ALL, args);
     if (rv != 0) {
@@ -271,7 +374,7 @@ lessons_store_e lessons_store_create(const lessons_db_t *db, apr_pool_t *p,
     }
     while ((rv = apr_dbd_get_row(db->driver, p, res, &row, -1)) == 0) {
         if (rows++ == 0) {
-            ok = lessons_parse_int(apr_dbd_get_entry(db->driver, row, 0), id);
+            ok = lessons_parse_i64(apr_dbd_get_entry(db->driver, row, 0), id);
         }
     }
     if (rv != -1) {
@@ -287,40 +390,97 @@ lessons_store_e lessons_store_create(const lessons_db_t *db, apr_pool_t *p,
     return LESSONS_STORE_OK;
 }
 
-lessons_store_e lessons_store_update(const lessons_db_t *db, apr_pool_t *p,
-                                     const lessons_lesson_t *l,
+lessons_store_e lessons_store_create(const lessons_db_t *db, apr_pool_t *p,
+                                     const lessons_input_t *in,
+                                     lessons_lesson_t *out,
                                      const char **err)
+{
+    const char *what = "lessons_create";
+    apr_int64_t id = 0;
+    lessons_store_e rc;
+
+    if (!in->title || !in->topic || !in->description) {
+        *err = "lessons_create: incomplete input";
+        return LESSONS_STORE_ERROR;
+    }
+    rc = lessons_txn_begin(db, p, what, err);
+    if (rc == LESSONS_STORE_OK) {
+        rc = lessons_store_insert(db, p, in, &id, err);
+    }
+    if (rc == LESSONS_STORE_OK) {
+        rc = lessons_store_read_back(db, p, what, id, out, err);
+    }
+    return lessons_txn_end(db, p, what, rc, err);
+}
+
+/* The UPDATE of the fields sent; *nrows 0 means no such lesson, or a
+ * levelId that names no level.
+ */
+static lessons_store_e lessons_store_patch(const lessons_db_t *db,
+                                           apr_pool_t *p, apr_int64_t id,
+                                           const lessons_input_t *in,
+                                           int *nrows, const char **err)
 {
     const char *label = "lessons_update";
     apr_dbd_prepared_t *stmt = lessons_store_stmt(db, p, label, err);
-    int active = l->is_active ? 1 : 0;
-    const void *args[] = { &l->level_id, l->title, &l->order, l->topic,
-                           l->description, &active, &l->id, &l->level_id };
-    lessons_lesson_t current;
-    int rv, nrows = 0;
-    lessons_store_e rc;
+    int has_level = in->has_level_id, has_title = in->has_title;
+    int has_order = in->has_order, has_topic = in->has_topic;
+    int has_descr = in->has_description, has_active = in->has_is_active;
+    int level = has_level ? in->level_id : 0;
+    int order = has_order ? in->order : 0;
+    int active = has_active && in->is_active ? 1 : 0;
+    const void *args[] = { &has_level, &level, &has_title,
+                           has_title ? in->title : "", &has_order, &order,
+                           &has_topic, has_topic ? in->topic : "",
+                           &has_descr, has_descr ? in->description : "",
+                           &has_active, &active, &id, &has_level, &level };
+    int rv;
 
     if (!stmt) {
         return LESSONS_STORE_ERROR;
     }
-    if (!l->title || !l->topic || !l->description) {
-        *err = "lessons_update: incomplete lesson";
+    if ((has_title && !in->title) || (has_topic && !in->topic)
+        || (has_descr && !in->description)) {
+        *err = "lessons_update: incomplete input";
         return LESSONS_STORE_ERROR;
     }
-    rv = apr_dbd_pbquery(db->driver, p, db->handle, &nrows, stmt, args);
+    *nrows = 0;
+    rv = apr_dbd_pbquery(db->driver, p, db->handle, nrows, stmt, args);
     if (rv != 0) {
         return lessons_store_fail(db, p, rv, label, err);
     }
-    if (nrows > 0) {
-        return LESSONS_STORE_OK;
+    return LESSONS_STORE_OK;
+}
+
+lessons_store_e lessons_store_update(const lessons_db_t *db, apr_pool_t *p,
+                                     apr_int64_t id,
+                                     const lessons_input_t *in,
+                                     lessons_lesson_t *out,
+                                     const char **err)
+{
+    const char *what = "lessons_update";
+    int nrows = 0;
+    lessons_store_e rc;
+
+    rc = lessons_txn_begin(db, p, what, err);
+    if (rc == LESSONS_STORE_OK) {
+        rc = lessons_store_patch(db, p, id, in, &nrows, err);
     }
-    /* Nothing changed: either the lesson or the level is missing. */
-    rc = lessons_store_get(db, p, l->id, &current, err);
-    return rc == LESSONS_STORE_OK ? LESSONS_STORE_NO_LEVEL : rc;
+    if (rc == LESSONS_STORE_OK && nrows > 0) {
+        rc = lessons_store_read_back(db, p, what, id, out, err);
+    }
+    else if (rc == LESSONS_STORE_OK) {
+        /* Nothing changed: the lesson is missing, or else the level. */
+        rc = lessons_store_get(db, p, id, out, err);
+        if (rc == LESSONS_STORE_OK) {
+            rc = LESSONS_STORE_NO_LEVEL;
+        }
+    }
+    return lessons_txn_end(db, p, what, rc, err);
 }
 
 lessons_store_e lessons_store_delete(const lessons_db_t *db, apr_pool_t *p,
-                                     int id, const char **err)
+                                     apr_int64_t id, const char **err)
 {
     const char *label = "lessons_delete";
     apr_dbd_prepared_t *stmt = lessons_store_stmt(db, p, label, err);

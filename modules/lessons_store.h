@@ -62,25 +62,38 @@ lessons_store_e lessons_store_list_levels(const lessons_db_t *db,
                                           const char **err);
 
 lessons_store_e lessons_store_get(const lessons_db_t *db, apr_pool_t *p,
-                                  int id, lessons_lesson_t *out,
+                                  apr_int64_t id, lessons_lesson_t *out,
                                   const char **err);
 
-/* Insert a complete input (create-decoded) in one statement that also
- * checks the level: NO_LEVEL leaves the table untouched.  *id is the
- * new lesson's id.
+/* Create and update run in one transaction (BEGIN IMMEDIATE on sqlite3):
+ * the write, then the read-back of the stored lesson into *out (joined
+ * with its level, as lessons_store_get gives it).  OK means committed,
+ * with *out as stored.  Any other result means rolled back, nothing
+ * written -- save a connection lost during COMMIT itself, whose outcome
+ * no client can know (*err then names COMMIT).  Either way the
+ * connection is left outside any transaction.
+ */
+
+/* Insert a complete input (create-decoded).  NO_LEVEL: the level does not
+ * exist.
  */
 lessons_store_e lessons_store_create(const lessons_db_t *db, apr_pool_t *p,
-                                     const lessons_input_t *in, int *id,
+                                     const lessons_input_t *in,
+                                     lessons_lesson_t *out,
                                      const char **err);
 
-/* Write every field of l to lesson l->id, in one statement that also
- * checks the level: NOT_FOUND or NO_LEVEL leave the row untouched.
+/* Write only the fields sent (has_*) to lesson id, in one statement,
+ * so concurrent updates of different fields never undo each other; the
+ * level is checked only when levelId is sent.  NOT_FOUND: no lesson with
+ * that id; NO_LEVEL: the lesson exists but the level does not.
  */
 lessons_store_e lessons_store_update(const lessons_db_t *db, apr_pool_t *p,
-                                     const lessons_lesson_t *l,
+                                     apr_int64_t id,
+                                     const lessons_input_t *in,
+                                     lessons_lesson_t *out,
                                      const char **err);
 
 lessons_store_e lessons_store_delete(const lessons_db_t *db, apr_pool_t *p,
-                                     int id, const char **err);
+                                     apr_int64_t id, const char **err);
 
 #endif /* LESSONS_STORE_H */

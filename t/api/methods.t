@@ -83,9 +83,11 @@ for my $path ('/api/lessons/foo', '/api/lessons/level/x',
               '/api/lessons/level/1.5', '/api/lessons/level/1/2',
               '/api/lessons/1.5', '/api/lessons/1e3', '/api/lessons/0x10',
               '/api/lessons/+1', '/api/lessons/1a', '/api/lessons/%201',
-              '/api/lessons/99999999999', '/api/lessons/2147483648',
-              '/api/lessons/-2147483649',
+              '/api/lessons/9223372036854775808',
+              '/api/lessons/-9223372036854775809',
+              '/api/lessons/18446744073709551617',
               '/api/lessons/level/99999999999',
+              '/api/lessons/level/2147483648',
               "/api/lessons/$id/extra",
               '/api/lessons/beginner/x', '/api/lessons/Beginner',
               '/api/lessons/advanced/1') {
@@ -95,7 +97,7 @@ for my $path ('/api/lessons/foo', '/api/lessons/level/x',
 is_problem(call(DELETE => '/api/lessons/foo'), 404, 'DELETE unknown path');
 is_problem(call(PUT => '/api/lessons/1.5', json => $valid), 404,
            'PUT non-integer id');
-is_problem(call(POST => '/api/lessons/99999999999', json => $valid), 404,
+is_problem(call(POST => '/api/lessons/9223372036854775808', json => $valid), 404,
            'POST overflowing id');
 is_deeply db_lessons(), $before, '404s left the table unchanged';
 

@@ -422,4 +422,26 @@ sub seed {
     return @ids;
 }
 
+# A row as db_lessons() gives it, in the API's wire form (with its
+# level's name and code), for is_json_lesson.  Call it by its full name,
+# LessonsTest::wire_lesson($row).
+my %LEVEL_NAME_CODE = (
+    1 => [ 'Beginner',           'A1' ],
+    2 => [ 'Elementary',         'A2' ],
+    3 => [ 'Intermediate',       'B1' ],
+    4 => [ 'Upper Intermediate', 'B2' ],
+    5 => [ 'Advanced',           'C1' ],
+    6 => [ 'Proficiency',        'C2' ],
+);
+
+sub wire_lesson {
+    my ($r) = @_;
+    my $level = $LEVEL_NAME_CODE{ $r->{level_id} } || [ undef, undef ];
+    return { id => $r->{id}, levelId => $r->{level_id},
+             levelName => $level->[0], levelCode => $level->[1],
+             title => $r->{title}, order => $r->{sort_order},
+             topic => $r->{topic}, description => $r->{description},
+             isActive => $r->{is_active} ? JSON::PP::true : JSON::PP::false };
+}
+
 1;

@@ -104,6 +104,47 @@ static void test_lesson_inactive_and_extremes(void **state)
     assert_int_equal(len, strlen(t));
 }
 
+/* Ids are 64-bit: exact digits past 2^31 and up to 2^63 - 1, in a lesson
+ * and in a list.
+ */
+static void test_lesson_64_bit_ids(void **state)
+{
+    static const struct {
+        apr_int64_t id;
+        const char *text;
+    } cases[] = {
+        { APR_INT64_C(2147483648), "{\"id\":2147483648," },
+        { APR_INT64_C(4294967297), "{\"id\":4294967297," },
+        { APR_INT64_C(9000000000000000000), "{\"id\":9000000000000000000," },
+        { APR_INT64_MAX, "{\"id\":9223372036854775807," },
+    };
+    apr_array_header_t *list = apr_array_make(pool, 4,
+                                              sizeof(lessons_lesson_t));
+    const char *t;
+    json_t *v;
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        lessons_lesson_t l = sample();
+
+        l.id = cases[i].id;
+        t = lessons_json_lesson_text(pool, &l, NULL);
+        assert_non_null(t);
+        assert_memory_equal(t, cases[i].text, strlen(cases[i].text));
+        v = lessons_json_lesson(&l);
+        assert_non_null(v);
+        assert_true(json_integer_value(json_object_get(v, "id"))
+                    == cases[i].id);
+        json_decref(v);
+        *(lessons_lesson_t *)apr_array_push(list) = l;
+    }
+    t = lessons_json_list_text(pool, list, NULL);
+    assert_non_null(t);
+    assert_non_null(strstr(t, "[{\"id\":2147483648,"));
+    assert_non_null(strstr(t, "},{\"id\":9223372036854775807,"));
+}
+
 static void test_lesson_is_active_nonzero_is_true(void **state)
 {
     lessons_lesson_t l = sample();
@@ -563,6 +604,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lesson_text_exact),
         cmocka_unit_test(test_lesson_inactive_and_extremes),
+        cmocka_unit_test(test_lesson_64_bit_ids),
         cmocka_unit_test(test_lesson_is_active_nonzero_is_true),
         cmocka_unit_test(test_lesson_escaping_round_trip),
         cmocka_unit_test(test_lesson_object),

@@ -1,7 +1,7 @@
 /* Licensed under the Apache License, Version 2.0.
  *
  * test_payload.c: lessons_payload_type_ok, lessons_payload_decode (create
- * and update), lessons_payload_apply and lessons_payload_error, checked
+ * and update) and lessons_payload_error, checked
  * against lessons_payload.h and lessons_lesson.h.
  */
 #include <stdarg.h>
@@ -766,114 +766,6 @@ static void test_update_malformed(void **state)
     expect_malformed("{\"title\":\"\xff\"}", UPDATE);
 }
 
-/* ------------------------------------------------------------- apply */
-
-static lessons_lesson_t stored(void)
-{
-    lessons_lesson_t l;
-
-    l.id = 17;
-    l.level_id = 2;
-    l.level_name = "Elementary";
-    l.level_code = "A2";
-    l.title = "Old title";
-    l.order = 4;
-    l.topic = "Old topic";
-    l.description = "Old description";
-    l.is_active = 1;
-    return l;
-}
-
-static void test_apply_nothing(void **state)
-{
-    lessons_input_t in;
-    lessons_lesson_t l = stored();
-
-    (void)state;
-    memset(&in, 0, sizeof(in));
-    in.level_id = 9;
-    in.title = "ignored";
-    in.order = 99;
-    in.topic = "ignored";
-    in.description = "ignored";
-    in.is_active = 0;
-    lessons_payload_apply(&in, &l);
-    assert_int_equal(l.id, 17);
-    assert_int_equal(l.level_id, 2);
-    assert_string_equal(l.level_name, "Elementary");
-    assert_string_equal(l.level_code, "A2");
-    assert_string_equal(l.title, "Old title");
-    assert_int_equal(l.order, 4);
-    assert_string_equal(l.topic, "Old topic");
-    assert_string_equal(l.description, "Old description");
-    assert_int_equal(l.is_active, 1);
-}
-
-static void test_apply_some(void **state)
-{
-    lessons_input_t in;
-    lessons_lesson_t l = stored();
-
-    (void)state;
-    memset(&in, 0, sizeof(in));
-    in.has_title = 1;
-    in.title = "New title";
-    in.has_is_active = 1;
-    in.is_active = 0;
-    in.level_id = 9;            /* not sent: must not be applied */
-    in.order = 99;
-    in.topic = "ignored";
-    lessons_payload_apply(&in, &l);
-    assert_int_equal(l.id, 17);
-    assert_int_equal(l.level_id, 2);
-    assert_string_equal(l.title, "New title");
-    assert_int_equal(l.order, 4);
-    assert_string_equal(l.topic, "Old topic");
-    assert_string_equal(l.description, "Old description");
-    assert_int_equal(l.is_active, 0);
-}
-
-static void test_apply_all(void **state)
-{
-    lessons_input_t in;
-    lessons_lesson_t l = stored();
-
-    (void)state;
-    memset(&in, 0, sizeof(in));
-    in.has_level_id = in.has_title = in.has_order = 1;
-    in.has_topic = in.has_description = in.has_is_active = 1;
-    in.level_id = 5;
-    in.title = "T";
-    in.order = 0;
-    in.topic = "";
-    in.description = "D";
-    in.is_active = 0;
-    lessons_payload_apply(&in, &l);
-    assert_int_equal(l.id, 17);
-    assert_int_equal(l.level_id, 5);
-    assert_string_equal(l.title, "T");
-    assert_int_equal(l.order, 0);
-    assert_string_equal(l.topic, "");
-    assert_string_equal(l.description, "D");
-    assert_int_equal(l.is_active, 0);
-}
-
-static void test_apply_decoded_update(void **state)
-{
-    lessons_lesson_t l = stored();
-    decoded_t d;
-
-    (void)state;
-    d = expect_ok("{\"order\":12,\"Description\":\"fresh\"}", UPDATE);
-    lessons_payload_apply(&d.in, &l);
-    assert_int_equal(l.level_id, 2);
-    assert_string_equal(l.title, "Old title");
-    assert_int_equal(l.order, 12);
-    assert_string_equal(l.topic, "Old topic");
-    assert_string_equal(l.description, "fresh");
-    assert_int_equal(l.is_active, 1);
-}
-
 /* ------------------------------------------------------------- error */
 
 static void test_payload_error(void **state)
@@ -966,10 +858,6 @@ int main(void)
         cmocka_unit_test(test_update_full),
         cmocka_unit_test(test_update_validation),
         cmocka_unit_test(test_update_malformed),
-        cmocka_unit_test(test_apply_nothing),
-        cmocka_unit_test(test_apply_some),
-        cmocka_unit_test(test_apply_all),
-        cmocka_unit_test(test_apply_decoded_update),
         cmocka_unit_test(test_payload_error),
         cmocka_unit_test(test_payload_error_released_with_pool),
         cmocka_unit_test(test_errors_released_with_pool),

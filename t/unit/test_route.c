@@ -19,7 +19,7 @@ typedef struct {
     const char *base;
     const char *path;
     lessons_route_e route;
-    int arg;
+    long long arg;
 } route_case_t;
 
 static void test_match(void **state)
@@ -28,9 +28,9 @@ static void test_match(void **state)
     lessons_route_t r = lessons_route_match(c->base, c->path);
 
     if (r.route != c->route || r.arg != c->arg) {
-        print_error("base \"%s\" path \"%s\": expected route %d arg %d, "
-                    "got route %d arg %d\n", c->base, c->path,
-                    (int)c->route, c->arg, (int)r.route, r.arg);
+        print_error("base \"%s\" path \"%s\": expected route %d arg %lld, "
+                    "got route %d arg %lld\n", c->base, c->path,
+                    (int)c->route, c->arg, (int)r.route, (long long)r.arg);
     }
     assert_int_equal(r.route, c->route);
     assert_int_equal(r.arg, c->arg);
@@ -162,6 +162,7 @@ int main(void)
         M("/api/lessons/level/-1", LESSONS_ROUTE_LEVEL, -1),
         M("/api/lessons/level/0", LESSONS_ROUTE_LEVEL, 0),
         M("/api/lessons/level/2147483647", LESSONS_ROUTE_LEVEL, INT_MAX),
+        M("/api/lessons/level/-2147483648", LESSONS_ROUTE_LEVEL, INT_MIN),
         /* items */
         M("/api/lessons/42", LESSONS_ROUTE_ITEM, 42),
         M("/api/lessons/42/", LESSONS_ROUTE_ITEM, 42),
@@ -170,6 +171,21 @@ int main(void)
         M("/api/lessons/07", LESSONS_ROUTE_ITEM, 7),
         M("/api/lessons/2147483647", LESSONS_ROUTE_ITEM, INT_MAX),
         M("/api/lessons/-2147483648", LESSONS_ROUTE_ITEM, INT_MIN),
+        /* ids are 64-bit */
+        M("/api/lessons/2147483648", LESSONS_ROUTE_ITEM, 2147483648LL),
+        M("/api/lessons/2147483648/", LESSONS_ROUTE_ITEM, 2147483648LL),
+        M("/api/lessons/4294967297", LESSONS_ROUTE_ITEM, 4294967297LL),
+        M("/api/lessons/-2147483649", LESSONS_ROUTE_ITEM, -2147483649LL),
+        M("/api/lessons/99999999999", LESSONS_ROUTE_ITEM, 99999999999LL),
+        M("/api/lessons/9000000000000000000", LESSONS_ROUTE_ITEM,
+          9000000000000000000LL),
+        M("/api/lessons/9223372036854775807", LESSONS_ROUTE_ITEM, LLONG_MAX),
+        M("/api/lessons/9223372036854775807/", LESSONS_ROUTE_ITEM,
+          LLONG_MAX),
+        M("/api/lessons/0009223372036854775807", LESSONS_ROUTE_ITEM,
+          LLONG_MAX),
+        M("/api/lessons/-9223372036854775808", LESSONS_ROUTE_ITEM,
+          LLONG_MIN),
         /* nothing */
         NONE("/api/lessonsX"),
         NONE("/api/lessons1"),
@@ -190,16 +206,26 @@ int main(void)
         NONE("/api/lessons/ 1"),
         NONE("/api/lessons/1 "),
         NONE("/api/lessons/0x10"),
-        NONE("/api/lessons/99999999999"),
-        NONE("/api/lessons/2147483648"),
-        NONE("/api/lessons/4294967297"),     /* wraps to 1 in 32 bits */
-        NONE("/api/lessons/-2147483649"),
-        NONE("/api/lessons/18446744073709551617"),  /* wraps in 64 bits */
+        /* past 64 bits */
+        NONE("/api/lessons/9223372036854775808"),
+        NONE("/api/lessons/9223372036854775808/"),
+        NONE("/api/lessons/9223372036854775809"),
+        NONE("/api/lessons/-9223372036854775809"),
+        NONE("/api/lessons/18446744073709551615"),
+        NONE("/api/lessons/18446744073709551617"),  /* wraps to 1 */
+        NONE("/api/lessons/36893488147419103233"),  /* wraps to 1 */
+        NONE("/api/lessons/99999999999999999999999999999999999999999"),
+        NONE("/api/lessons/-/"),
         NONE("/api/lessons/level"),
         NONE("/api/lessons/level/"),
         NONE("/api/lessons/level/x"),
         NONE("/api/lessons/level/1.5"),
         NONE("/api/lessons/level/99999999999"),
+        NONE("/api/lessons/level/2147483648"),   /* levels stay int */
+        NONE("/api/lessons/level/-2147483649"),
+        NONE("/api/lessons/level/4294967297"),   /* wraps to 1 */
+        NONE("/api/lessons/level/9223372036854775808"),
+        NONE("/api/lessons/level/-"),
         NONE("/api/lessons/level/3/4"),
         NONE("/api/lessons/level//3"),
         NONE("/api/lessons/level/3//"),
