@@ -146,7 +146,7 @@ static lessons_token_e lessons_check_claims(apr_pool_t *p,
                                             json_t *claims, apr_int64_t now,
                                             const char **subject)
 {
-    double exp = 0, nbf = 0;
+    double exp = 0, nbf = 0, iat = 0;
     json_t *iss, *sub;
     int has;
 
@@ -167,6 +167,10 @@ static lessons_token_e lessons_check_claims(apr_pool_t *p,
     }
     if (has > 0 && (double)now + (double)pol->leeway < nbf) {
         return LESSONS_TOKEN_NOT_YET_VALID;
+    }
+    has = lessons_claim_time(claims, "iat", &iat);
+    if (has < 0 || (has > 0 && (double)now + (double)pol->leeway < iat)) {
+        return LESSONS_TOKEN_BAD_IAT;           /* issued in the future */
     }
     if (pol->issuer) {
         iss = json_object_get(claims, "iss");
@@ -196,7 +200,7 @@ lessons_token_e lessons_token_verify(apr_pool_t *p,
     const char *dot[2] = { NULL, NULL };
     apr_size_t len, i;
     int ndots = 0;
-    json_t *header = NULL, *claims = NULL, *alg;
+    json_t *header = NULL, *claims = NULL, *alg, *typ;
     jwt_t *jwt = NULL;
     const char *want;
     lessons_token_e rc;
@@ -245,6 +249,16 @@ lessons_token_e lessons_token_verify(apr_pool_t *p,
     }
     if (json_object_get(header, "crit")) {
         rc = LESSONS_TOKEN_CRIT;                /* RFC 7515 4.1.11 */
+        goto done;
+    }
+    /* libjwt 1.10 takes only "JWT" (any case), so RFC 9068's "at+jwt"
+     * cannot be verified: refuse every other value, and non-strings,
+     * here with a reason rather than as a bad signature.
+     */
+    typ = json_object_get(header, "typ");
+    if (typ && (!json_is_string(typ)
+                || strcasecmp(json_string_value(typ), "JWT") != 0)) {
+        rc = LESSONS_TOKEN_BAD_TYPE;
         goto done;
     }
 
@@ -308,6 +322,10 @@ const char *lessons_token_describe(lessons_token_e result)
         return "The access token audience is not accepted";
     case LESSONS_TOKEN_KEY_MISFIT:
         return "The server cannot verify access tokens";
+    case LESSONS_TOKEN_BAD_TYPE:
+        return "unsupported token type";
+    case LESSONS_TOKEN_BAD_IAT:
+        return "The access token issue time is invalid";
     }
     return "The access token is invalid";
 }

@@ -48,8 +48,10 @@ typedef enum {
     LESSONS_TOKEN_NOT_YET_VALID,    /* nbf in the future */
     LESSONS_TOKEN_BAD_ISSUER,
     LESSONS_TOKEN_BAD_AUDIENCE,
-    LESSONS_TOKEN_KEY_MISFIT        /* the server's key does not allow the
+    LESSONS_TOKEN_KEY_MISFIT,       /* the server's key does not allow the
                                      * policy's alg: a server fault, 500 */
+    LESSONS_TOKEN_BAD_TYPE,         /* typ neither absent nor "JWT" */
+    LESSONS_TOKEN_BAD_IAT           /* iat not a number, or in the future */
 } lessons_token_e;
 
 /* Verify a compact JWS against the policy at time now (seconds since

@@ -185,7 +185,7 @@ static const char *result_name(lessons_token_e r)
     static const char *const names[] = {
         "OK", "MALFORMED", "BAD_ALG", "CRIT", "BAD_SIGNATURE", "BAD_CLAIMS",
         "NO_EXP", "EXPIRED", "NOT_YET_VALID", "BAD_ISSUER", "BAD_AUDIENCE",
-        "KEY_MISFIT"
+        "KEY_MISFIT", "BAD_TYPE", "BAD_IAT"
     };
 
     return (unsigned)r < sizeof(names) / sizeof(names[0]) ? names[r] : "?";
@@ -815,6 +815,60 @@ static void test_key_decides_short_secret_and_no_key(void **state)
            LESSONS_TOKEN_KEY_MISFIT);
 }
 
+/* typ: absent or "JWT" in any case (what libjwt 1.10 takes); RFC 9068's
+ * at+jwt and every other value, or a non-string, is refused by name.
+ */
+static void test_typ(void **state)
+{
+    static const char *const good[] = {
+        "{\"alg\":\"HS256\"}",
+        "{\"alg\":\"HS256\",\"typ\":\"JWT\"}",
+        "{\"alg\":\"HS256\",\"typ\":\"jwt\"}",
+    };
+    static const char *const bad[] = {
+        "{\"alg\":\"HS256\",\"typ\":\"at+jwt\"}",
+        "{\"alg\":\"HS256\",\"typ\":\"application/at+jwt\"}",
+        "{\"alg\":\"HS256\",\"typ\":\"JOSE\"}",
+        "{\"alg\":\"HS256\",\"typ\":\"\"}",
+        "{\"alg\":\"HS256\",\"typ\":123}",
+        "{\"alg\":\"HS256\",\"typ\":null}",
+        "{\"alg\":\"HS256\",\"typ\":true}",
+        "{\"alg\":\"HS256\",\"typ\":[]}",
+        "{\"alg\":\"HS256\",\"typ\":{}}",
+    };
+    lessons_token_policy_t p = hs_policy(JWT_ALG_HS256);
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+        verify(&p, hs256_token(good[i], STD_CLAIMS), LESSONS_TOKEN_OK);
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        verify(&p, hs256_token(bad[i], STD_CLAIMS), LESSONS_TOKEN_BAD_TYPE);
+    assert_string_equal(lessons_token_describe(LESSONS_TOKEN_BAD_TYPE),
+                        "unsupported token type");
+}
+
+/* iat: optional; a number no later than now (plus leeway). */
+static void test_iat(void **state)
+{
+    lessons_token_policy_t p = hs_policy(JWT_ALG_HS256);
+
+    (void)state;
+    verify(&p, hs256_token(HS256_HEADER, "{\"exp\":1700003600,"
+                           "\"iat\":1699999000}"), LESSONS_TOKEN_OK);
+    verify(&p, hs256_token(HS256_HEADER, "{\"exp\":1700003600,"
+                           "\"iat\":1700000000}"), LESSONS_TOKEN_OK);
+    verify(&p, hs256_token(HS256_HEADER, "{\"exp\":1700003600,"
+                           "\"iat\":1700000100}"), LESSONS_TOKEN_BAD_IAT);
+    verify(&p, hs256_token(HS256_HEADER, "{\"exp\":1700003600,"
+                           "\"iat\":\"1699999000\"}"), LESSONS_TOKEN_BAD_IAT);
+    verify(&p, hs256_token(HS256_HEADER, "{\"exp\":1700003600,"
+                           "\"iat\":null}"), LESSONS_TOKEN_BAD_IAT);
+    p.leeway = 200;
+    verify(&p, hs256_token(HS256_HEADER, "{\"exp\":1700003600,"
+                           "\"iat\":1700000100}"), LESSONS_TOKEN_OK);
+}
+
 static void test_rs_header_with_hmac_signature(void **state)
 {
     lessons_token_policy_t p = pem_policy(JWT_ALG_RS256, rsa_pub);
@@ -1326,6 +1380,8 @@ int main(void)
         cmocka_unit_test(test_key_decides_public_pem_never_hmac),
         cmocka_unit_test(test_key_decides_family_and_curve),
         cmocka_unit_test(test_key_decides_short_secret_and_no_key),
+        cmocka_unit_test(test_typ),
+        cmocka_unit_test(test_iat),
         cmocka_unit_test(test_rs_header_with_hmac_signature),
         cmocka_unit_test(test_wrong_hmac_key),
         cmocka_unit_test(test_wrong_rsa_key),
