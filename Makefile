@@ -10,7 +10,9 @@
 APXS      ?= $(shell command -v apxs 2>/dev/null || echo /usr/bin/apxs)
 HTTPD     ?= /usr/sbin/apache2
 WARN       = -Wall -Wextra -Werror
-LIBS       = -ljansson -ljwt -lcrypto
+LIBS       = -ljansson -ljwt -lcrypto -lpq -lsqlite3
+# libpq's header lives in its own directory on Debian.
+PQ_CFLAGS  = -I$(shell pg_config --includedir 2>/dev/null || echo /usr/include/postgresql)
 
 UNITS      = $(wildcard modules/lessons_*.c)
 HEADERS    = $(wildcard modules/lessons_*.h)
@@ -21,7 +23,7 @@ APR_CFLAGS = $(shell pkg-config --cflags apr-util-1 2>/dev/null)
 APR_LIBS   = $(shell pkg-config --libs apr-util-1 2>/dev/null) \
              $(shell pkg-config --libs apr-1 2>/dev/null)
 UNIT_TESTS = $(patsubst t/unit/%.c,build/unit/%,$(wildcard t/unit/test_*.c))
-UNIT_CFLAGS = -std=c99 -D_GNU_SOURCE -g -O1 $(WARN) -Imodules $(APR_CFLAGS) \
+UNIT_CFLAGS = -std=c99 -D_GNU_SOURCE -g -O1 $(WARN) -Imodules $(APR_CFLAGS) $(PQ_CFLAGS) \
               -DLESSONS_SQL_DIR='"$(CURDIR)/sql"'
 
 DEV_DIR    = build/dev
@@ -35,7 +37,7 @@ all: $(MODULE)
 $(MODULE): mod_lessons.c $(UNITS) $(HEADERS)
 	@echo "  APXS  $@"
 	@mkdir -p build
-	@$(APXS) -c -o mod_lessons.la -Wc,"$(WARN)" -Wc,-std=gnu99 -Imodules \
+	@$(APXS) -c -o mod_lessons.la -Wc,"$(WARN)" -Wc,-std=gnu99 -Imodules $(PQ_CFLAGS) \
 	    mod_lessons.c $(UNITS) $(LIBS) >build/apxs.log 2>&1 \
 	    || { cat build/apxs.log; exit 1; }
 	@cp .libs/mod_lessons.so $@

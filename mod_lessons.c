@@ -25,10 +25,16 @@
 #include "http_request.h"
 #include "util_filter.h"
 #include "util_cfgtree.h"
+#include "ap_mpm.h"
+#include "apr_env.h"
 #include "apr_strings.h"
 #include "apr_optional.h"
+#include "apr_optional_hooks.h"
 #include "apr_dbd.h"
 #include "mod_dbd.h"
+
+#include "lessons_db.h"
+#include "lessons_gate.h"
 
 #include "lessons_json.h"
 #include "lessons_key.h"
@@ -48,6 +54,10 @@ module AP_MODULE_DECLARE_DATA lessons_module;
 #define LESSONS_DEFAULT_MAX_BODY (64 * 1024)
 #define LESSONS_MAX_BODY_LIMIT   (16 * 1024 * 1024)
 #define LESSONS_MAX_LEEWAY       3600
+#define LESSONS_DEFAULT_DB_TIMEOUT 10   /* seconds */
+#define LESSONS_MAX_DB_TIMEOUT   300
+#define LESSONS_DBD_DEFAULT_MAX  10     /* mod_dbd's DBDMax default */
+#define LESSONS_RETRY_AFTER      "5"
 
 #define LESSONS_CT_JSON     "application/json; charset=utf-8"
 #define LESSONS_CT_PROBLEM  "application/problem+json"
@@ -84,21 +94,40 @@ typedef struct {
     apr_off_t max_body;
 } lessons_dir_conf;
 
-/* Per-server config: which sections to check at start-up, whether our
- * statements are registered with mod_dbd, and mod_dbd's acquire.
+/* Per-server config: which sections to check at start-up, the bound on
+ * database waits, mod_dbd's acquire, and (per process, made in
+ * child_init) the gate in front of the connection pool.
  */
 typedef struct {
-    apr_array_header_t *sections;   /* lessons_dir_conf * */
-    int prepared;
+    apr_array_header_t *sections;   /* lessons_dir_conf *, this server's */
+    int db_timeout;                 /* seconds; 0: not set here */
     ap_dbd_t *(*acquire)(request_rec *r);
+    int threads;                    /* worker threads per process */
+    lessons_gate_t *gate;           /* NULL when one thread per process */
 } lessons_srv_conf;
 
-/* Per-request: the outcome of the token check, so the access checker
- * and the handler never verify twice and never disagree.
+/* Per-request: whether the request is for the API (known from the
+ * location walk before translate_name), and the outcome of the token
+ * check, so the access checker and the handler never verify twice and
+ * never disagree.
  */
 typedef struct {
+    int api;                        /* SetHandler lessons applies */
+    int checked;                    /* the token check has run */
     int status;                     /* OK, or DONE once a refusal is sent */
 } lessons_req_state;
+
+static lessons_req_state *lessons_state(request_rec *r)
+{
+    lessons_req_state *st =
+        ap_get_module_config(r->request_config, &lessons_module);
+
+    if (!st) {
+        st = apr_pcalloc(r->pool, sizeof(*st));
+        ap_set_module_config(r->request_config, &lessons_module, st);
+    }
+    return st;
+}
 
 /* ------------------------------------------------------------------ */
 /* Configuration                                                        */
@@ -147,6 +176,21 @@ static void *lessons_create_srv_conf(apr_pool_t *p, server_rec *s)
     return sconf;
 }
 
+static void *lessons_merge_srv_conf(apr_pool_t *p, void *basev, void *addv)
+{
+    const lessons_srv_conf *base = basev, *add = addv;
+    lessons_srv_conf *sconf = apr_pcalloc(p, sizeof(*sconf));
+
+    sconf->sections = add->sections;
+    sconf->db_timeout = add->db_timeout ? add->db_timeout : base->db_timeout;
+    return sconf;
+}
+
+static int lessons_db_timeout(const lessons_srv_conf *sconf)
+{
+    return sconf->db_timeout ? sconf->db_timeout : LESSONS_DEFAULT_DB_TIMEOUT;
+}
+
 /* The values in effect, defaults applied: the base path defaults to
  * the <Location> that holds the key, so a second mount point just works.
  */
@@ -169,26 +213,17 @@ static const char *lessons_touch(cmd_parms *cmd, lessons_dir_conf *conf)
 {
     lessons_srv_conf *sconf =
         ap_get_module_config(cmd->server->module_config, &lessons_module);
-    void (*prepare)(server_rec *, const char *, const char *);
-    const lessons_statement_t *st;
 
+    if (!APR_RETRIEVE_OPTIONAL_FN(ap_dbd_acquire)) {
+        return "mod_lessons needs mod_dbd: load dbd_module before "
+               "lessons_module (a2enmod lessons does this)";
+    }
     if (!conf->registered) {
         conf->registered = 1;
         conf->where = apr_psprintf(cmd->pool, "%s:%d",
                                    cmd->directive->filename,
                                    cmd->directive->line_num);
         APR_ARRAY_PUSH(sconf->sections, lessons_dir_conf *) = conf;
-    }
-    if (!sconf->prepared) {
-        prepare = APR_RETRIEVE_OPTIONAL_FN(ap_dbd_prepare);
-        if (!prepare) {
-            return "mod_lessons needs mod_dbd: load dbd_module before "
-                   "lessons_module (a2enmod lessons does this)";
-        }
-        for (st = lessons_statements; st->label; st++) {
-            prepare(cmd->server, st->sql, st->label);
-        }
-        sconf->prepared = 1;
     }
     return NULL;
 }
@@ -391,6 +426,26 @@ static const char *lessons_set_leeway(cmd_parms *cmd, void *dconf,
     return lessons_touch(cmd, conf);
 }
 
+static const char *lessons_set_db_timeout(cmd_parms *cmd, void *dconf,
+                                          const char *arg)
+{
+    lessons_srv_conf *sconf =
+        ap_get_module_config(cmd->server->module_config, &lessons_module);
+    const char *err = ap_check_cmd_context(cmd, NOT_IN_DIR_LOC_FILE);
+    apr_int64_t v;
+
+    (void)dconf;
+    if (err) {
+        return err;
+    }
+    err = lessons_parse_number(cmd, arg, 1, LESSONS_MAX_DB_TIMEOUT, &v);
+    if (err) {
+        return err;
+    }
+    sconf->db_timeout = (int)v;
+    return NULL;
+}
+
 static const char *lessons_set_max_body(cmd_parms *cmd, void *dconf,
                                         const char *arg)
 {
@@ -438,6 +493,11 @@ static const command_rec lessons_cmds[] = {
                   RSRC_CONF | ACCESS_CONF,
                   "URL path the API answers under (default: the <Location> "
                   "that sets the key, else /api/lessons)"),
+    AP_INIT_TAKE1("LessonsDBTimeout", lessons_set_db_timeout, NULL,
+                  RSRC_CONF,
+                  "Seconds an API request may wait for the database, the "
+                  "wait for a pooled connection included (default 10); "
+                  "then it is answered 503"),
     AP_INIT_TAKE1("LessonsMaxBodySize", lessons_set_max_body, NULL,
                   RSRC_CONF | ACCESS_CONF,
                   "Largest request body accepted, in bytes (default 65536)"),
@@ -524,15 +584,77 @@ static int lessons_post_config(apr_pool_t *pconf, apr_pool_t *plog,
     ap_dbd_t *(*acquire)(request_rec *) =
         APR_RETRIEVE_OPTIONAL_FN(ap_dbd_acquire);
 
+    lessons_srv_conf *mconf =
+        ap_get_module_config(s->module_config, &lessons_module);
+    char *set = NULL;
+
     (void)pconf;
     (void)plog;
-    (void)ptemp;
+    /* libpq's connect has no limit of its own: bound it (and PQreset's)
+     * unless the admin already did, before any thread starts.  Other
+     * modules' PostgreSQL connections in this server get it too.
+     */
+    if (apr_env_get(&set, "PGCONNECT_TIMEOUT", ptemp) != APR_SUCCESS
+        || !set || !*set) {
+        apr_env_set("PGCONNECT_TIMEOUT",
+                    apr_itoa(ptemp, lessons_db_timeout(mconf)), ptemp);
+    }
     for (; s; s = s->next) {
         lessons_srv_conf *sconf =
             ap_get_module_config(s->module_config, &lessons_module);
         sconf->acquire = acquire;
     }
     return OK;
+}
+
+/* How many requests of a process may hold a database connection, and
+ * how many may wait for one: never more holders than mod_dbd has
+ * connections (DBDMax), and holders and waiters together leave a
+ * quarter of the threads free for the rest of the server.
+ */
+static void lessons_gate_size(int threads, int dbd_max, int *slots,
+                              int *waiting)
+{
+    int limit = threads * 3 / 4 > 1 ? threads * 3 / 4 : 1;
+
+    *slots = dbd_max < limit ? dbd_max : limit;
+    *waiting = limit - *slots < *slots ? limit - *slots : *slots;
+}
+
+static void lessons_child_init(apr_pool_t *pchild, server_rec *s)
+{
+    int threads = 1, slots, waiting;
+
+    ap_mpm_query(AP_MPMQ_MAX_THREADS, &threads);
+    for (; s; s = s->next) {
+        lessons_srv_conf *sconf =
+            ap_get_module_config(s->module_config, &lessons_module);
+
+        sconf->threads = threads;
+        if (threads > 1) {
+            lessons_gate_size(threads, LESSONS_DBD_DEFAULT_MAX, &slots,
+                              &waiting);
+            sconf->gate = lessons_gate_make(pchild, slots, waiting);
+        }
+    }
+}
+
+/* mod_dbd made a connection: now we know its DBDMax. */
+static apr_status_t lessons_dbd_connected(apr_pool_t *p, dbd_cfg_t *cfg,
+                                          ap_dbd_t *dbd)
+{
+    lessons_srv_conf *sconf = cfg && cfg->server
+        ? ap_get_module_config(cfg->server->module_config, &lessons_module)
+        : NULL;
+    int slots, waiting;
+
+    (void)p;
+    (void)dbd;
+    if (sconf && sconf->gate && cfg->nmax > 0) {
+        lessons_gate_size(sconf->threads, cfg->nmax, &slots, &waiting);
+        lessons_gate_resize(sconf->gate, slots, waiting);
+    }
+    return APR_SUCCESS;
 }
 
 /* ------------------------------------------------------------------ */
@@ -641,17 +763,15 @@ static int lessons_misconfigured(request_rec *r, lessons_req_state *st,
  */
 static int lessons_authenticate(request_rec *r, const lessons_dir_conf *conf)
 {
-    lessons_req_state *st =
-        ap_get_module_config(r->request_config, &lessons_module);
+    lessons_req_state *st = lessons_state(r);
     lessons_token_policy_t policy;
     const char *token = NULL, *subject = NULL;
     lessons_token_e rc;
 
-    if (st) {
+    if (st->checked) {
         return st->status;
     }
-    st = apr_pcalloc(r->pool, sizeof(*st));
-    ap_set_module_config(r->request_config, &lessons_module, st);
+    st->checked = 1;
 
     if (!lessons_configured(conf)) {
         return lessons_misconfigured(r, st, "no LessonsJWTKey in effect");
@@ -825,37 +945,159 @@ typedef struct {
     request_rec *r;
     const lessons_dir_conf *conf;
     lessons_db_t db;
+    apr_pool_t *db_pool;            /* lives as long as the connection */
     lessons_route_t route;
 } lessons_ctx;
 
+/* Answer a database fault as what it is: 503 with Retry-After when
+ * trying again later can help (down, busy, locked, read-only, full, the
+ * file moved), 500 when it cannot (no schema, anything else).  Logged
+ * once, with the driver's message; waits that ran out are a warning.
+ */
+static int lessons_db_answer(lessons_ctx *c, lessons_db_fault_e fault,
+                             const char *err, int wrote)
+{
+    request_rec *r = c->r;
+    const char *name = lessons_db_name(&c->db, r->pool);
+    const char *advice = lessons_db_advice(&c->db, r->pool, fault);
+
+    err = err ? err : "unknown error";
+    switch (fault) {
+    case LESSONS_DB_TIMEOUT:
+        ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r, LESSONSLOG(00303)
+                      "%s did not answer within %d s (a lock or a busy "
+                      "database); answered 503: %s", name,
+                      lessons_db_timeout(ap_get_module_config(
+                          r->server->module_config, &lessons_module)),
+                      err);
+        break;
+    case LESSONS_DB_UNAVAILABLE:
+    case LESSONS_DB_READONLY:
+    case LESSONS_DB_FULL:
+    case LESSONS_DB_MOVED:
+        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, LESSONSLOG(00304)
+                      "%s cannot serve this request%s%s%s: %s", name,
+                      advice ? " (" : "", advice ? advice : "",
+                      advice ? ")" : "", err);
+        if (wrote && fault == LESSONS_DB_UNAVAILABLE) {
+            ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, LESSONSLOG(00305)
+                          "the connection was lost during %s %s: its "
+                          "outcome is unknown", r->method, r->uri);
+        }
+        break;
+    case LESSONS_DB_NO_SCHEMA:
+        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, LESSONSLOG(00306)
+                      "%s has no lessons schema (%s): %s", name,
+                      advice, err);
+        break;
+    default:
+        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, LESSONSLOG(00302)
+                      "database error on %s: %s", name, err);
+        break;
+    }
+    if (fault == LESSONS_DB_NO_SCHEMA || fault == LESSONS_DB_ERROR) {
+        return lessons_send_problem(r, HTTP_INTERNAL_SERVER_ERROR, NULL,
+            "The request could not be completed because of a server "
+            "error.", NULL);
+    }
+    apr_table_setn(r->headers_out, "Retry-After", LESSONS_RETRY_AFTER);
+    return lessons_send_problem(r, HTTP_SERVICE_UNAVAILABLE, NULL,
+        "The lessons database is unavailable. Try again later.", NULL);
+}
+
+/* A 503 before any database work: the pool is exhausted or the wait for
+ * it ran out.
+ */
+static int lessons_db_shed(request_rec *r, const char *why)
+{
+    ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r, LESSONSLOG(00307)
+                  "%s; answered 503", why);
+    apr_table_setn(r->headers_out, "Retry-After", LESSONS_RETRY_AFTER);
+    return lessons_send_problem(r, HTTP_SERVICE_UNAVAILABLE, NULL,
+        "The lessons database is busy. Try again later.", NULL);
+}
+
+/* Get a pooled connection ready for this request, within the request's
+ * time bound.  DECLINED means connected; anything else is the answer.
+ */
 static int lessons_db_open(lessons_ctx *c)
 {
     request_rec *r = c->r;
     lessons_srv_conf *sconf =
         ap_get_module_config(r->server->module_config, &lessons_module);
-    ap_dbd_t *dbd = sconf->acquire ? sconf->acquire(r) : NULL;
+    apr_interval_time_t bound = apr_time_from_sec(lessons_db_timeout(sconf));
+    apr_time_t deadline = apr_time_now() + bound;
+    apr_interval_time_t left;
+    lessons_db_fault_e fault;
+    const char *err = NULL;
+    ap_dbd_t *dbd;
 
+    if (sconf->gate) {
+        switch (lessons_gate_enter(sconf->gate, deadline)) {
+        case LESSONS_GATE_FULL:
+            return lessons_db_shed(r, "every database connection of this "
+                                   "process is busy and enough requests "
+                                   "wait for one");
+        case LESSONS_GATE_TIMEOUT:
+            return lessons_db_shed(r, apr_psprintf(r->pool, "waited %d s "
+                                   "for a pooled database connection",
+                                   lessons_db_timeout(sconf)));
+        case LESSONS_GATE_OK:
+            /* Runs after mod_dbd's release, which acquire registers
+             * later on the same pool.
+             */
+            apr_pool_cleanup_register(r->pool, sconf->gate,
+                                      lessons_gate_leave,
+                                      apr_pool_cleanup_null);
+            break;
+        }
+    }
+    dbd = sconf->acquire ? sconf->acquire(r) : NULL;
     if (!dbd) {
         ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, LESSONSLOG(00301)
                       "no database connection (check DBDriver/DBDParams "
                       "and that the database is up)");
-        apr_table_setn(r->headers_out, "Retry-After", "5");
+        apr_table_setn(r->headers_out, "Retry-After", LESSONS_RETRY_AFTER);
         return lessons_send_problem(r, HTTP_SERVICE_UNAVAILABLE, NULL,
             "The lessons database is unavailable. Try again later.", NULL);
     }
     c->db.driver = dbd->driver;
     c->db.handle = dbd->handle;
-    c->db.prepared = dbd->prepared;
+    c->db_pool = dbd->pool;
+
+    /* The statement gets what is left of the bound; a wait of under a
+     * second keeps the session's setting (no extra round trip).
+     */
+    left = deadline - apr_time_now();
+    if (left > bound - apr_time_from_sec(1)) {
+        left = bound;
+    }
+    else if (left < apr_time_from_msec(100)) {
+        left = apr_time_from_msec(100);
+    }
+    fault = lessons_db_ready(&c->db, c->db_pool,
+                             (long)apr_time_as_msec(left), &err);
+    if (fault != LESSONS_DB_OK) {
+        return lessons_db_answer(c, fault, err, 0);
+    }
+    /* Writes into a deleted or replaced SQLite file would be acknowledged
+     * and lost.
+     */
+    if (r->method_number != M_GET && lessons_db_moved(&c->db)) {
+        return lessons_db_answer(c, LESSONS_DB_MOVED,
+                                 "the database file has moved", 0);
+    }
     return DECLINED;                /* connected: carry on */
 }
 
 static int lessons_db_failed(lessons_ctx *c, const char *err)
 {
-    ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, c->r, LESSONSLOG(00302)
-                  "database error: %s", err ? err : "unknown");
-    return lessons_send_problem(c->r, HTTP_INTERNAL_SERVER_ERROR, NULL,
-        "The request could not be completed because of a server error.",
-        NULL);
+    int wrote = c->r->method_number == M_POST
+                || c->r->method_number == M_PUT
+                || c->r->method_number == M_DELETE;
+
+    return lessons_db_answer(c, lessons_db_fault(&c->db, c->db_pool, err),
+                             err, wrote);
 }
 
 static int lessons_send_lesson(lessons_ctx *c, int status,
@@ -1126,11 +1368,51 @@ static int lessons_handler(request_rec *r)
     }
 }
 
+/* Is the request for the API?  Asked at translate_name, when the
+ * <Location> walk has run (map_to_storage sees only server defaults).
+ */
+static int lessons_translate(request_rec *r)
+{
+    core_dir_config *d = ap_get_core_module_config(r->per_dir_config);
+    const char *err = NULL, *handler;
+
+    if (d && d->expr_handler) {
+        handler = ap_expr_str_exec(r, d->expr_handler, &err);
+        if (!err && handler && strcasecmp(handler, LESSONS_HANDLER) == 0) {
+            lessons_state(r)->api = 1;
+        }
+    }
+    return DECLINED;
+}
+
+/* The API maps to no file: skip httpd's filesystem walk for it, as
+ * mod_proxy does.  That also keeps TRACE (answered by mod_http in this
+ * hook) away from the API: it gets the 405 of any unknown method, after
+ * the token check, and never echoes the Authorization header.
+ */
+static int lessons_map_to_storage(request_rec *r)
+{
+    lessons_req_state *st =
+        ap_get_module_config(r->request_config, &lessons_module);
+
+    return st && st->api ? OK : DECLINED;
+}
+
 static void lessons_register_hooks(apr_pool_t *p)
 {
     (void)p;
     ap_hook_check_config(lessons_check_config, NULL, NULL, APR_HOOK_MIDDLE);
+    static const char *const before_dbd[] = { "mod_dbd.c", NULL };
+
     ap_hook_post_config(lessons_post_config, NULL, NULL, APR_HOOK_MIDDLE);
+    /* The gates exist before mod_dbd's child_init connects. */
+    ap_hook_child_init(lessons_child_init, NULL, before_dbd,
+                       APR_HOOK_MIDDLE);
+    APR_OPTIONAL_HOOK(dbd, post_connect, lessons_dbd_connected, NULL, NULL,
+                      APR_HOOK_MIDDLE);
+    ap_hook_translate_name(lessons_translate, NULL, NULL, APR_HOOK_FIRST);
+    ap_hook_map_to_storage(lessons_map_to_storage, NULL, NULL,
+                           APR_HOOK_FIRST);
     ap_hook_access_checker(lessons_check_access, NULL, NULL,
                            APR_HOOK_FIRST);
     ap_hook_handler(lessons_handler, NULL, NULL, APR_HOOK_MIDDLE);
@@ -1141,7 +1423,7 @@ AP_DECLARE_MODULE(lessons) = {
     lessons_create_dir_conf,
     lessons_merge_dir_conf,
     lessons_create_srv_conf,
-    NULL,
+    lessons_merge_srv_conf,
     lessons_cmds,
     lessons_register_hooks,
     AP_MODULE_FLAG_NONE

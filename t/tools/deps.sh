@@ -7,7 +7,7 @@
 set -eu
 
 PACKAGES="apache2 apache2-dev libjansson-dev libjwt-dev libssl-dev
-libaprutil1-dev libaprutil1-dbd-sqlite3 libaprutil1-dbd-pgsql libcmocka-dev
+libaprutil1-dev libpq-dev libsqlite3-dev libaprutil1-dbd-sqlite3 libaprutil1-dbd-pgsql libcmocka-dev
 libapache2-mod-perl2 libwww-perl postgresql sqlite3 openssl pkg-config curl"
 
 missing=""

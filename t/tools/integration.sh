@@ -191,6 +191,25 @@ ALTER TABLE levels RENAME TO levels_real;
 CREATE VIEW levels AS SELECT id, code, name FROM levels_real
     WHERE abs(-9223372036854775807 - 1) > 0;
 EOF
+    # SQLite faults an admin meets: a read-only file, a read-only
+    # directory (no journal can be made), a full disk (max_page_count at
+    # the file's size), a file replaced while the server runs, a file that
+    # is missing (the URI form never creates one), a file without schema.
+    for f in rofile rodir/lessons full moved; do
+        mkdir -p "$(dirname "$WORK/db/$f.db")"
+        sqlite3 -bail "$WORK/db/$f.db" < "$ROOT/sql/schema.sqlite.sql" >/dev/null
+        sqlite3 -bail "$WORK/db/$f.db" "$FAULT_SQL_SEED" >/dev/null
+    done
+    sqlite3 -bail "$WORK/db/rodir/lessons.db" "PRAGMA journal_mode = DELETE" >/dev/null
+    sqlite3 -bail "$WORK/db/noschema.db" "VACUUM" >/dev/null
+    FULL_PAGES=$(sqlite3 "$WORK/db/full.db" "VACUUM; PRAGMA page_count")
+    ROFILE_DBPARAMS=$WORK/db/rofile.db
+    RODIR_DBPARAMS=$WORK/db/rodir/lessons.db
+    FULL_DBPARAMS=$WORK/db/full.db
+    FULL_INITSQL="PRAGMA max_page_count = $FULL_PAGES"
+    MOVED_DBPARAMS=$WORK/db/moved.db
+    MISSING_DBPARAMS="file:$WORK/db/missing.db?mode=rw"
+    NOSCHEMA_DBPARAMS=$WORK/db/noschema.db
     DBPARAMS=$DB
     FAULT_DBPARAMS=$FAULT_DB
     READFAULT_DBPARAMS=$READFAULT_DB
@@ -209,6 +228,10 @@ if [ "$(id -u)" -eq 0 ]; then
     chown -R "$RUN_USER:" "$WORK"
     as_user test -w "$WORK" \
         || die "$RUN_USER cannot reach $WORK (set LESSONS_TEST_TMPDIR)"
+fi
+if [ "$DRIVER" = sqlite3 ]; then
+    chmod 0444 "$WORK/db/rofile.db"
+    chmod 0555 "$WORK/db/rodir"
 fi
 
 if [ "$DRIVER" = pgsql ]; then
@@ -267,10 +290,23 @@ EOF
     FAULT_DBPARAMS=$(pgparams "$PGPORT" "$FAULT_DB")
     READFAULT_DBPARAMS=$(pgparams "$PGPORT" "$READFAULT_DB")
     DOWN_DBPARAMS=$(pgparams "$DOWN_PORT" "$DB")
+    # A database without the schema; the SQLite-only fault hosts point
+    # at the main database (their tests are skipped on PostgreSQL).
+    as_user env PGHOST=$PGHOST PGPORT=$PGPORT PGUSER=$PGUSER \
+        "$PGBIN/createdb" lessons_noschema
+    NOSCHEMA_DBPARAMS=$(pgparams "$PGPORT" lessons_noschema)
+    ROFILE_DBPARAMS=$DBPARAMS
+    RODIR_DBPARAMS=$DBPARAMS
+    FULL_DBPARAMS=$DBPARAMS
+    FULL_INITSQL="SET TIME ZONE 'UTC'"
+    MOVED_DBPARAMS=$DBPARAMS
+    MISSING_DBPARAMS=$DBPARAMS
     # DBDInitSQL needs something harmless on PostgreSQL.
     INITSQL="SET TIME ZONE 'UTC'"
     PG_ENV=(PGHOST=$PGHOST PGPORT=$PGPORT PGUSER=$PGUSER PGCONNECT_TIMEOUT=5
-            LESSONS_TEST_PSQL="$PGBIN/psql")
+            LESSONS_TEST_PSQL="$PGBIN/psql"
+            LESSONS_TEST_PG_CTL="$PGBIN/pg_ctl"
+            LESSONS_TEST_PGDATA="$WORK/pg/data")
 fi
 
 # --- Apache::Test's base config (Debian has no httpd.conf) ---------------
@@ -303,6 +339,14 @@ setsid "${AS_USER[@]}" env \
     LESSONS_TEST_READFAULT_DB="$READFAULT_DB" \
     LESSONS_TEST_READFAULT_DBPARAMS="$READFAULT_DBPARAMS" \
     LESSONS_TEST_DOWN_DBPARAMS="$DOWN_DBPARAMS" \
+    LESSONS_TEST_NOSCHEMA_DBPARAMS="$NOSCHEMA_DBPARAMS" \
+    LESSONS_TEST_ROFILE_DBPARAMS="$ROFILE_DBPARAMS" \
+    LESSONS_TEST_RODIR_DBPARAMS="$RODIR_DBPARAMS" \
+    LESSONS_TEST_FULL_DBPARAMS="$FULL_DBPARAMS" \
+    LESSONS_TEST_FULL_INITSQL="$FULL_INITSQL" \
+    LESSONS_TEST_MOVED_DBPARAMS="$MOVED_DBPARAMS" \
+    LESSONS_TEST_MISSING_DBPARAMS="$MISSING_DBPARAMS" \
+    LESSONS_TEST_WORK="$WORK" \
     LESSONS_TEST_INITSQL="$INITSQL" \
     LESSONS_TEST_KEY_DIR="$K" \
     LESSONS_TEST_HS_KEY="$K/hs256.key" \

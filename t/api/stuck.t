@@ -1,0 +1,162 @@
+# A stuck database (issue 11 item 2): with the lessons table locked in
+# PostgreSQL (LOCK TABLE ... ACCESS EXCLUSIVE, as a migration does), or
+# another process holding SQLite's write lock, every API request is
+# answered within the bound (LessonsDBTimeout 2 here) with 503
+# problem+json and Retry-After; a write answered anything but 2xx
+# changed nothing and every 2xx write is stored; the rest of the server
+# keeps serving; once the lock is gone the API answers again by itself.
+# Time bounds are asserted with wide slack (five times the setting).
+use strict;
+use warnings FATAL => 'all';
+
+use FindBin;
+use lib "$FindBin::Bin/../lib";
+use Apache::Test qw(-withtestmore);
+use IO::Handle ();
+use Time::HiRes qw(time sleep);
+use LessonsTest;
+use LessonsTest::Parallel qw(start collect parallel);
+
+my $pg = $ENV{LESSONS_TEST_DRIVER} eq 'pgsql';
+my $BOUND = 2;
+
+seed({ level_id => 1, title => 'Vor der Sperre', sort_order => 1 });
+
+# Hold the lock in a database client of our own until release().
+sub hold_lock {
+    my @cmd = LessonsTest::sql_cmd();
+    open my $fh, '|-', @cmd or die "cannot start @cmd: $!";
+    $fh->autoflush(1);
+    if ($pg) {
+        print $fh "BEGIN;\nLOCK TABLE lessons IN ACCESS EXCLUSIVE MODE;\n";
+    }
+    else {
+        print $fh ".timeout 20000\nBEGIN IMMEDIATE;\n"
+            . "UPDATE lessons SET sort_order = sort_order;\n";
+    }
+    # Wait until the lock is really held (a busy machine starts slowly).
+    for (1 .. 200) {
+        return $fh if locked();
+        sleep 0.1;
+    }
+    die "the lock was never taken\n";
+}
+
+sub locked {
+    if ($pg) {
+        my $rows = db_rows("SELECT count(*) AS n FROM pg_locks l JOIN pg_class c"
+            . " ON c.oid = l.relation WHERE c.relname = 'lessons'"
+            . " AND l.mode = 'AccessExclusiveLock' AND l.granted");
+        return $rows->[0]{n} > 0;
+    }
+    # A second writer that does not wait fails while the lock is held.
+    my @cmd = LessonsTest::sql_cmd();
+    my $pid = open(my $out, '-|') // die "fork: $!";
+    if (!$pid) {
+        open STDERR, '>&', \*STDOUT;
+        exec @cmd, '.timeout 0', 'BEGIN IMMEDIATE;', 'ROLLBACK;' or exit 99;
+    }
+    local $/;
+    my $text = <$out> // '';
+    close $out;
+    return $text =~ /locked|busy/i;
+}
+
+sub release {
+    my ($fh) = @_;
+    print $fh "ROLLBACK;\n";
+    close $fh;
+}
+
+my $n = 0;
+sub post_job {
+    my ($vhost) = @_;
+    $n++;
+    return [ "post$n", POST => $vhost, '/api/lessons',
+             json => { levelId => 2, title => "Gesperrt $n", order => $n } ];
+}
+
+# ---- the lock is held: bounded answers, nothing half done
+my $lock = hold_lock();
+my @res = parallel(
+    (map { [ "get$_", GET => 'lessons_stuck', '/api/lessons' ] } 1 .. 4),
+    [ 'item', GET => 'lessons_stuck', '/api/lessons/level/1' ],
+    (map { post_job('lessons_stuck') } 1 .. 6),
+);
+my $slowest = 0;
+for my $r (@res) {
+    $slowest = $r->{secs} if $r->{secs} > $slowest;
+    cmp_ok $r->{secs}, '<', 5 * $BOUND, "locked: $r->{tag} answered within "
+        . 5 * $BOUND . " s ($r->{secs} s)";
+    if ($pg || $r->{tag} =~ /^post/) {
+        # PostgreSQL's lock stops reads too; SQLite's only writes.
+        ok $r->{code} == 503 || ($r->{tag} =~ /^post/ && $r->{code} == 201),
+            "locked: $r->{tag} answered $r->{code} (503 expected)";
+    }
+    else {
+        is $r->{code}, 200, "locked: SQLite readers never wait ($r->{tag})";
+    }
+    if ($r->{code} == 503) {
+        like $r->{type}, qr{\Aapplication/problem\+json}, "locked: $r->{tag} problem+json";
+        like $r->{retry}, qr/\A\d+\z/, "locked: $r->{tag} Retry-After";
+    }
+}
+diag sprintf 'slowest answer while locked: %.2f s', $slowest;
+my $created = grep { $_->{tag} =~ /^post/ && $_->{code} == 201 } @res;
+my $refused = grep { $_->{tag} =~ /^post/ && $_->{code} == 503 } @res;
+is $created + $refused, 6, 'locked: every POST answered 201 or 503';
+cmp_ok $refused, '>', 0, 'locked: writes were refused while locked';
+
+# ---- the rest of the server keeps serving, even with a long bound and
+# more stuck API requests than a process has threads
+{
+    # More writers than the server has threads (Apache::Test: 30).
+    my @posts = start(map { post_job('lessons_stuck_long') } 1 .. 40);
+    if ($pg) {
+        # Wait until every thread the server lets wait is stuck on the
+        # lock: all 30 without the gate, 3 processes x 7 with it.
+        my $t0 = time;
+        while (time - $t0 < 6) {
+            last if db_rows("SELECT count(*) AS n FROM pg_stat_activity"
+                . " WHERE wait_event_type = 'Lock'")->[0]{n} >= 30;
+            sleep 0.2;
+        }
+    }
+    sleep 0.5;
+    my @others = parallel(
+        map { [ "other$_", GET => 'lessons_stuck_long', "/not-the-api/$_" ] } 1 .. 3);
+    for my $r (@others) {
+        is $r->{code}, 404, "locked: $r->{tag} still served (404 from httpd)";
+        cmp_ok $r->{secs}, '<', 5, "locked: $r->{tag} answered at once ($r->{secs} s)";
+    }
+    # The writes still waiting go on once the lock is gone.
+    release($lock);
+    my @done = collect(@posts);
+    my @shed = grep { $_->{code} == 503 } @done;
+    $refused += @shed;
+    $created += grep { $_->{code} == 201 } @done;
+    is @shed + (grep { $_->{code} == 201 } @done), 40,
+        'long bound: every POST answered 201 or 503';
+    diag sprintf 'long bound: %d of 40 writes shed (503), %d waited and '
+        . 'were stored (201)', scalar @shed, 40 - @shed;
+}
+
+# ---- the lock is gone: the API answers again by itself, within seconds
+my $back;
+for (1 .. 50) {
+    my $res = call(GET => '/api/lessons', vhost => 'lessons_stuck');
+    if ($res->code == 200) { $back = 1; last }
+    sleep 0.2;
+}
+ok $back, 'unlocked: GET answers 200 again';
+is call(POST => '/api/lessons', vhost => 'lessons_stuck',
+        json => { levelId => 2, title => 'Nach der Sperre', order => 1 })->code,
+    201, 'unlocked: POST answers 201 again';
+
+# Every 2xx write is stored, and no refused one is.
+my $stored = db_rows("SELECT count(*) AS n FROM lessons WHERE title LIKE 'Gesperrt %'")
+    ->[0]{n};
+is $stored, $created, "rows stored ($stored) equal 201 answers ($created)";
+diag "writes while locked: $created answered 201, $refused answered 503, $stored stored";
+
+done_testing;

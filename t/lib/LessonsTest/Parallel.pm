@@ -1,0 +1,96 @@
+package LessonsTest::Parallel;
+
+# Many requests at once, for the fault tests: each in a process of its
+# own, over a raw HTTP/1.0 socket (LWP and Apache::Test's configuration
+# are too heavy to start in dozens of processes at once on a small
+# machine, and their start-up would be counted as the server's time).
+#
+#   my @kids = start([tag, METHOD, vhost, path, json => {...}], ...);
+#   my @res  = collect(@kids);   # [{ tag, code, secs, retry, type }]
+#   my @res  = parallel(@jobs);  # both
+
+use strict;
+use warnings;
+
+use Exporter 'import';
+use IO::Socket::INET ();
+use Time::HiRes qw(time);
+use LessonsTest qw(base_url good_token json_text);
+
+our @EXPORT_OK = qw(start collect parallel raw_request);
+
+my (%hostport, $token);
+
+sub hostport {
+    my ($vhost) = @_;
+    my $key = defined $vhost ? $vhost : '';
+    if (!$hostport{$key}) {
+        (my $hp = base_url($vhost)) =~ s{\Ahttp://}{};
+        $hostport{$key} = $hp;
+    }
+    return $hostport{$key};
+}
+
+# One exchange; returns "code retry-after content-type".
+sub raw_request {
+    my ($m, $vhost, $path, $json) = @_;
+    my $hp = hostport($vhost);
+    my $body = defined $json ? json_text($json) : '';
+    $token ||= good_token(claims => { exp => time + 3600 });
+    my $sock = IO::Socket::INET->new(PeerAddr => $hp, Timeout => 120)
+        or return "0 - -";
+    print $sock "$m $path HTTP/1.0\r\nHost: $hp\r\n"
+        . "Authorization: Bearer $token\r\n"
+        . (length $body ? "Content-Type: application/json\r\n"
+                          . "Content-Length: " . length($body) . "\r\n" : '')
+        . "\r\n$body";
+    local $/;
+    my $res = <$sock> // '';
+    my ($code) = $res =~ m{\AHTTP/1\.\d (\d{3})};
+    my ($retry) = $res =~ /^Retry-After: *(\S+)/mi;
+    my ($type) = $res =~ /^Content-Type: *(\S+)/mi;
+    return join ' ', $code // 0, $retry // '-', $type // '-';
+}
+
+sub start {
+    my @kids;
+    # Resolve addresses (and the token) once, before forking.
+    for my $job (@_) { hostport($job->[2]) }
+    $token ||= good_token(claims => { exp => time + 3600 });
+    for my $job (@_) {
+        my ($tag, $m, $vhost, $path, %o) = @$job;
+        pipe(my $r, my $w) or die "pipe: $!";
+        my $pid = fork // die "fork: $!";
+        if (!$pid) {
+            close $r;
+            my $t0 = time;
+            my ($code, $retry, $type) =
+                split ' ', raw_request($m, $vhost, $path, $o{json});
+            printf $w "%d %.3f %s %s\n", $code, time - $t0, $retry, $type;
+            close $w;
+            POSIX::_exit(0);
+        }
+        close $w;
+        push @kids, [ $pid, $r, $tag ];
+    }
+    return @kids;
+}
+
+sub collect {
+    my @out;
+    for my $k (@_) {
+        my ($pid, $r, $tag) = @$k;
+        my $line = <$r> // '0 0 - -';
+        waitpid $pid, 0;
+        my ($code, $secs, $retry, $type) = split ' ', $line;
+        push @out, { code => $code, secs => $secs, retry => $retry,
+                     type => $type, tag => $tag };
+    }
+    return @out;
+}
+
+sub parallel { collect(start(@_)) }
+
+use POSIX ();
+
+1;

@@ -1,0 +1,235 @@
+/* Licensed under the Apache License, Version 2.0.
+ *
+ * test_db.c: lessons_db against real SQLite files through apr_dbd --
+ * statements prepared once per connection, and each fault an admin can
+ * meet classified as what it is: no schema, read-only, locked by
+ * another writer (answered within about two seconds), file replaced.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include <sqlite3.h>
+
+#include "apr_dbd.h"
+#include "apr_file_io.h"
+#include "apr_strings.h"
+#include "apr_time.h"
+
+#include "lessons_db.h"
+
+#include "unit_pool.h"
+
+static const apr_dbd_driver_t *driver;
+static const char *dir;
+
+static int group_setup(void **state)
+{
+    char *tmpl;
+
+    (void)state;
+    if (unit_pool_open() != 0 || apr_dbd_init(pool) != APR_SUCCESS
+        || apr_dbd_get_driver(pool, "sqlite3", &driver) != APR_SUCCESS) {
+        return -1;
+    }
+    tmpl = apr_pstrdup(pool, "/tmp/lessons-test-db.XXXXXX");
+    dir = mkdtemp(tmpl);
+    return dir ? 0 : -1;
+}
+
+static int group_teardown_dir(void **state)
+{
+    char *cmd = apr_psprintf(pool, "rm -rf '%s'", dir);
+
+    if (system(cmd) != 0) {
+        return -1;
+    }
+    return group_teardown(state);
+}
+
+/* A database file made by the sqlite3 library directly, with our schema
+ * (or none).
+ */
+static const char *make_file(const char *name, int schema)
+{
+    const char *path = apr_pstrcat(pool, dir, "/", name, NULL);
+    char *sql = NULL, *err = NULL;
+    apr_size_t len;
+    apr_file_t *f;
+    apr_finfo_t fi;
+    sqlite3 *db;
+
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    if (schema) {
+        assert_int_equal(apr_file_open(&f, LESSONS_SQL_DIR
+                                       "/schema.sqlite.sql", APR_FOPEN_READ,
+                                       APR_OS_DEFAULT, pool), APR_SUCCESS);
+        assert_int_equal(apr_file_info_get(&fi, APR_FINFO_SIZE, f),
+                         APR_SUCCESS);
+        len = (apr_size_t)fi.size;
+        sql = apr_pcalloc(pool, len + 1);
+        assert_int_equal(apr_file_read_full(f, sql, len, &len), APR_SUCCESS);
+        apr_file_close(f);
+        assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, &err), SQLITE_OK);
+    }
+    else {
+        assert_int_equal(sqlite3_exec(db, "VACUUM", NULL, NULL, &err),
+                         SQLITE_OK);
+    }
+    sqlite3_close(db);
+    return path;
+}
+
+typedef struct {
+    lessons_db_t db;
+    apr_pool_t *conn_pool;
+} conn_t;
+
+static conn_t *open_db(const char *params)
+{
+    conn_t *c = apr_pcalloc(pool, sizeof(*c));
+    const char *err = NULL;
+
+    assert_int_equal(apr_pool_create(&c->conn_pool, pool), APR_SUCCESS);
+    c->db.driver = driver;
+    assert_int_equal(apr_dbd_open_ex(driver, c->conn_pool, params,
+                                     &c->db.handle, &err), APR_SUCCESS);
+    return c;
+}
+
+static lessons_db_fault_e ready(conn_t *c)
+{
+    const char *err = NULL;
+
+    return lessons_db_ready(&c->db, c->conn_pool, 10000, &err);
+}
+
+/* Run one write through the module's own create statement. */
+static lessons_db_fault_e write_one(conn_t *c)
+{
+    apr_dbd_prepared_t *stmt = apr_hash_get(c->db.prepared, "lessons_delete",
+                                            APR_HASH_KEY_STRING);
+    apr_int64_t id = 1;
+    int nrows = 0, rv;
+    const void *args[] = { &id };
+
+    assert_non_null(stmt);
+    rv = apr_dbd_pbquery(driver, pool, c->db.handle, &nrows, stmt, args);
+    if (rv == 0) {
+        return LESSONS_DB_OK;
+    }
+    return lessons_db_fault(&c->db, c->conn_pool,
+                            apr_dbd_error(driver, c->db.handle, rv));
+}
+
+static void test_prepared_once_per_connection(void **state)
+{
+    conn_t *c = open_db(make_file("good.db", 1));
+    apr_hash_t *first;
+
+    (void)state;
+    assert_int_equal(ready(c), LESSONS_DB_OK);
+    first = c->db.prepared;
+    assert_non_null(apr_hash_get(first, "lessons_get", APR_HASH_KEY_STRING));
+    c->db.prepared = NULL;
+    assert_int_equal(ready(c), LESSONS_DB_OK);
+    assert_ptr_equal(c->db.prepared, first);
+    assert_int_equal(write_one(c), LESSONS_DB_OK);
+    assert_false(lessons_db_moved(&c->db));
+}
+
+static void test_no_schema(void **state)
+{
+    conn_t *c = open_db(make_file("empty.db", 0));
+    const char *err = NULL;
+
+    (void)state;
+    assert_int_equal(lessons_db_ready(&c->db, c->conn_pool, 10000, &err),
+                     LESSONS_DB_NO_SCHEMA);
+    assert_non_null(strstr(err, "no such table"));
+    assert_non_null(strstr(lessons_db_advice(&c->db, pool,
+                                             LESSONS_DB_NO_SCHEMA),
+                           "schema.sqlite.sql"));
+}
+
+static void test_read_only(void **state)
+{
+    const char *path = make_file("ro.db", 1);
+    conn_t *c = open_db(apr_psprintf(pool, "file:%s?mode=ro", path));
+
+    (void)state;
+    assert_int_equal(ready(c), LESSONS_DB_OK);
+    assert_int_equal(write_one(c), LESSONS_DB_READONLY);
+}
+
+static void test_missing_file_never_created(void **state)
+{
+    const char *path = apr_pstrcat(pool, dir, "/missing.db", NULL);
+    apr_dbd_t *handle = NULL;
+    const char *err = NULL;
+    apr_finfo_t fi;
+
+    (void)state;
+    assert_int_not_equal(apr_dbd_open_ex(driver, pool,
+                                         apr_psprintf(pool, "file:%s?mode=rw",
+                                                      path),
+                                         &handle, &err), APR_SUCCESS);
+    assert_int_not_equal(apr_stat(&fi, path, APR_FINFO_TYPE, pool),
+                         APR_SUCCESS);
+}
+
+static void test_locked_by_another_writer(void **state)
+{
+    const char *path = make_file("locked.db", 1);
+    conn_t *c = open_db(path);
+    sqlite3 *other;
+    apr_time_t t0;
+
+    (void)state;
+    assert_int_equal(ready(c), LESSONS_DB_OK);
+    assert_int_equal(sqlite3_open(path, &other), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(other, "BEGIN IMMEDIATE", NULL, NULL,
+                                  NULL), SQLITE_OK);
+    t0 = apr_time_now();
+    assert_int_equal(write_one(c), LESSONS_DB_TIMEOUT);
+    /* bounded: the driver's retries, never a long busy wait */
+    assert_true(apr_time_now() - t0 < apr_time_from_sec(5));
+    sqlite3_exec(other, "ROLLBACK", NULL, NULL, NULL);
+    sqlite3_close(other);
+    assert_int_equal(write_one(c), LESSONS_DB_OK);
+}
+
+static void test_file_replaced(void **state)
+{
+    const char *path = make_file("moved.db", 1);
+    const char *old = apr_pstrcat(pool, path, ".old", NULL);
+    conn_t *c = open_db(path);
+
+    (void)state;
+    assert_int_equal(ready(c), LESSONS_DB_OK);
+    assert_false(lessons_db_moved(&c->db));
+    assert_int_equal(apr_file_rename(path, old, pool), APR_SUCCESS);
+    assert_true(lessons_db_moved(&c->db));
+    assert_int_equal(apr_file_copy(old, path, APR_FPROT_FILE_SOURCE_PERMS,
+                                   pool), APR_SUCCESS);
+    assert_true(lessons_db_moved(&c->db));      /* replaced: still moved */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_prepared_once_per_connection),
+        cmocka_unit_test(test_no_schema),
+        cmocka_unit_test(test_read_only),
+        cmocka_unit_test(test_missing_file_never_created),
+        cmocka_unit_test(test_locked_by_another_writer),
+        cmocka_unit_test(test_file_replaced),
+    };
+
+    return cmocka_run_group_tests(tests, group_setup, group_teardown_dir);
+}
