@@ -850,11 +850,15 @@ static int lessons_check_access(request_rec *r)
 /* ------------------------------------------------------------------ */
 /* Request bodies                                                       */
 
-/* Read the whole body, up to max bytes.  Returns OK, or the status to
- * answer (413 over the cap, 400 for a broken body).
+/* Read the whole body, up to max bytes.  Returns OK; 413 over our cap,
+ * for the caller to answer; or, with *read_rv set, the status for the
+ * handler to return as it is when httpd could not read the body: its
+ * input filter has then chosen the status (AP_FILTER_ERROR: and sent
+ * the response), and nothing of ours may be written.
  */
 static int lessons_read_body(request_rec *r, apr_off_t max,
-                             const char **body, apr_size_t *len)
+                             const char **body, apr_size_t *len,
+                             apr_status_t *read_rv)
 {
     apr_bucket_brigade *bb;
     const char *cl = apr_table_get(r->headers_in, "Content-Length");
@@ -868,11 +872,18 @@ static int lessons_read_body(request_rec *r, apr_off_t max,
                || declared < 0)) {
         declared = 0;       /* httpd has vetted it; size the buffer anyway */
     }
+    *read_rv = APR_SUCCESS;
     if (declared > max) {
         r->connection->keepalive = AP_CONN_CLOSE;  /* do not drain it */
         return HTTP_REQUEST_ENTITY_TOO_LARGE;
     }
-    size = declared > 0 ? (apr_size_t)declared + 1 : 8192;
+    /* Start with one read's worth and grow as bytes arrive: a client
+     * that declares a large body and sends nothing holds no more.
+     */
+    size = HUGE_STRING_LEN;
+    if (declared > 0 && declared < HUGE_STRING_LEN) {
+        size = (apr_size_t)declared + 1;
+    }
     if (size > cap + 1) {
         size = cap + 1;
     }
@@ -886,6 +897,7 @@ static int lessons_read_body(request_rec *r, apr_off_t max,
                             APR_BLOCK_READ, HUGE_STRING_LEN);
         if (rv != APR_SUCCESS) {
             apr_brigade_destroy(bb);
+            *read_rv = rv;
             return ap_map_http_request_error(rv, HTTP_BAD_REQUEST);
         }
         for (b = APR_BRIGADE_FIRST(bb); b != APR_BRIGADE_SENTINEL(bb);
@@ -903,7 +915,8 @@ static int lessons_read_body(request_rec *r, apr_off_t max,
             rv = apr_bucket_read(b, &data, &n, APR_BLOCK_READ);
             if (rv != APR_SUCCESS) {
                 apr_brigade_destroy(bb);
-                return HTTP_BAD_REQUEST;
+                *read_rv = rv;
+                return ap_map_http_request_error(rv, HTTP_BAD_REQUEST);
             }
             if (n > cap - used) {
                 apr_brigade_destroy(bb);
@@ -1182,6 +1195,7 @@ static int lessons_decode_body(lessons_ctx *c, lessons_payload_mode_e mode,
     const char *ct = apr_table_get(r->headers_in, "Content-Type");
     const char *body = NULL, *detail = NULL;
     apr_size_t len = 0;
+    apr_status_t read_rv;
     json_t *errors = NULL;
     int rc;
 
@@ -1193,7 +1207,18 @@ static int lessons_decode_body(lessons_ctx *c, lessons_payload_mode_e mode,
             "The request body must be JSON (Content-Type: "
             "application/json).", NULL);
     }
-    rc = lessons_read_body(r, max, &body, &len);
+    rc = lessons_read_body(r, max, &body, &len, &read_rv);
+    if (read_rv != APR_SUCCESS) {
+        /* httpd's status and httpd's error document: write nothing.
+         * After AP_FILTER_ERROR the filter's ap_die has set r->status.
+         */
+        ap_log_rerror(APLOG_MARK, APLOG_INFO,
+                      read_rv == AP_FILTER_ERROR ? 0 : read_rv, r,
+                      LESSONSLOG(00407) "rejected: request body could not "
+                      "be read; httpd answers %d",
+                      rc == AP_FILTER_ERROR ? r->status : rc);
+        return rc;
+    }
     if (rc == HTTP_REQUEST_ENTITY_TOO_LARGE) {
         ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00402)
                       "rejected: body larger than %" APR_OFF_T_FMT
@@ -1201,12 +1226,6 @@ static int lessons_decode_body(lessons_ctx *c, lessons_payload_mode_e mode,
         return lessons_send_problem(r, rc, NULL, apr_psprintf(r->pool,
             "The request body is larger than %" APR_OFF_T_FMT " bytes.",
             max), NULL);
-    }
-    if (rc != OK) {
-        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00403)
-                      "rejected: request body could not be read");
-        return lessons_send_problem(r, rc, NULL,
-            "The request body could not be read.", NULL);
     }
     switch (lessons_payload_decode(r->pool, body, len, mode, in, &errors,
                                    &detail)) {
