@@ -35,6 +35,7 @@
 
 #include "lessons_db.h"
 #include "lessons_gate.h"
+#include "lessons_throttle.h"
 
 #include "lessons_json.h"
 #include "lessons_key.h"
@@ -104,6 +105,7 @@ typedef struct {
     ap_dbd_t *(*acquire)(request_rec *r);
     int threads;                    /* worker threads per process */
     lessons_gate_t *gate;           /* NULL when one thread per process */
+    lessons_throttle_t *throttle;   /* repeated fault lines, per process */
 } lessons_srv_conf;
 
 /* Per-request: whether the request is for the API (known from the
@@ -631,6 +633,7 @@ static void lessons_child_init(apr_pool_t *pchild, server_rec *s)
             ap_get_module_config(s->module_config, &lessons_module);
 
         sconf->threads = threads;
+        sconf->throttle = lessons_throttle_make(pchild);
         if (threads > 1) {
             lessons_gate_size(threads, LESSONS_DBD_DEFAULT_MAX, &slots,
                               &waiting);
@@ -712,6 +715,28 @@ static int lessons_error_response(request_rec *r, int status,
 /* ------------------------------------------------------------------ */
 /* Authentication                                                       */
 
+/* Log a fault line (its tag included); an identical one at most once a
+ * second per process, with the count of those left out.
+ */
+static void lessons_log_fault(request_rec *r, int level, const char *line)
+{
+    lessons_srv_conf *sconf =
+        ap_get_module_config(r->server->module_config, &lessons_module);
+    unsigned long left = 0;
+
+    if (!lessons_throttle_pass(sconf->throttle, line, apr_time_now(),
+                               &left)) {
+        return;
+    }
+    if (left) {
+        ap_log_rerror(APLOG_MARK, level, 0, r, "%s (and %lu times in the "
+                      "last second)", line, left);
+    }
+    else {
+        ap_log_rerror(APLOG_MARK, level, 0, r, "%s", line);
+    }
+}
+
 static const char *lessons_realm(request_rec *r)
 {
     const char *realm = ap_auth_name(r);
@@ -751,8 +776,8 @@ static int lessons_configured(const lessons_dir_conf *conf)
 static int lessons_misconfigured(request_rec *r, lessons_req_state *st,
                                  const char *why)
 {
-    ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, LESSONSLOG(00201)
-                  "%s; refusing to serve %s", why, r->uri);
+    lessons_log_fault(r, APLOG_ERR, apr_psprintf(r->pool, LESSONSLOG(00201)
+                      "%s; refusing to serve %s", why, r->uri));
     return st->status = lessons_error_response(r,
         HTTP_INTERNAL_SERVER_ERROR, "The server is misconfigured.");
 }
@@ -977,35 +1002,35 @@ static int lessons_db_answer(lessons_ctx *c, lessons_db_fault_e fault,
     err = err ? err : "unknown error";
     switch (fault) {
     case LESSONS_DB_TIMEOUT:
-        ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r, LESSONSLOG(00303)
-                      "%s did not answer within %d s (a lock or a busy "
-                      "database); answered 503: %s", name,
-                      lessons_db_timeout(ap_get_module_config(
-                          r->server->module_config, &lessons_module)),
-                      err);
+        lessons_log_fault(r, APLOG_WARNING, apr_psprintf(r->pool,
+            LESSONSLOG(00303) "%s did not answer within %d s (a lock or a "
+            "busy database); answered 503: %s", name,
+            lessons_db_timeout(ap_get_module_config(
+                r->server->module_config, &lessons_module)), err));
         break;
     case LESSONS_DB_UNAVAILABLE:
     case LESSONS_DB_READONLY:
     case LESSONS_DB_FULL:
     case LESSONS_DB_MOVED:
-        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, LESSONSLOG(00304)
-                      "%s cannot serve this request%s%s%s: %s", name,
-                      advice ? " (" : "", advice ? advice : "",
-                      advice ? ")" : "", err);
+        lessons_log_fault(r, APLOG_ERR, apr_psprintf(r->pool,
+            LESSONSLOG(00304) "%s cannot serve this request%s%s%s: %s",
+            name, advice ? " (" : "", advice ? advice : "",
+            advice ? ")" : "", err));
         if (wrote && fault == LESSONS_DB_UNAVAILABLE) {
+            /* Never held back: each one is a write to reconcile. */
             ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, LESSONSLOG(00305)
                           "the connection was lost during %s %s: its "
                           "outcome is unknown", r->method, r->uri);
         }
         break;
     case LESSONS_DB_NO_SCHEMA:
-        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, LESSONSLOG(00306)
-                      "%s has no lessons schema (%s): %s", name,
-                      advice, err);
+        lessons_log_fault(r, APLOG_ERR, apr_psprintf(r->pool,
+            LESSONSLOG(00306) "%s has no lessons schema (%s): %s", name,
+            advice, err));
         break;
     default:
-        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, LESSONSLOG(00302)
-                      "database error on %s: %s", name, err);
+        lessons_log_fault(r, APLOG_ERR, apr_psprintf(r->pool,
+            LESSONSLOG(00302) "database error on %s: %s", name, err));
         break;
     }
     if (fault == LESSONS_DB_NO_SCHEMA || fault == LESSONS_DB_ERROR) {
@@ -1023,8 +1048,8 @@ static int lessons_db_answer(lessons_ctx *c, lessons_db_fault_e fault,
  */
 static int lessons_db_shed(request_rec *r, const char *why)
 {
-    ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r, LESSONSLOG(00307)
-                  "%s; answered 503", why);
+    lessons_log_fault(r, APLOG_WARNING, apr_psprintf(r->pool,
+        LESSONSLOG(00307) "%s; answered 503", why));
     apr_table_setn(r->headers_out, "Retry-After", LESSONS_RETRY_AFTER);
     return lessons_send_problem(r, HTTP_SERVICE_UNAVAILABLE, NULL,
         "The lessons database is busy. Try again later.", NULL);
@@ -1067,9 +1092,9 @@ static int lessons_db_open(lessons_ctx *c)
     }
     dbd = sconf->acquire ? sconf->acquire(r) : NULL;
     if (!dbd) {
-        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, LESSONSLOG(00301)
-                      "no database connection (check DBDriver/DBDParams "
-                      "and that the database is up)");
+        lessons_log_fault(r, APLOG_ERR, LESSONSLOG(00301)
+                          "no database connection (check DBDriver/DBDParams "
+                          "and that the database is up)");
         apr_table_setn(r->headers_out, "Retry-After", LESSONS_RETRY_AFTER);
         return lessons_send_problem(r, HTTP_SERVICE_UNAVAILABLE, NULL,
             "The lessons database is unavailable. Try again later.", NULL);
