@@ -1,11 +1,20 @@
 # mod_lessons: build, run, test and install.
-#   make          build modules/mod_lessons.so with apxs
-#   make run      serve the API on http://127.0.0.1:8080 (SQLite, dev key)
-#   make token    print a dev token signed with the dev key
-#   make test     unit tests, then the Apache::Test suite on SQLite and
-#                 on a throw-away PostgreSQL cluster
-#   make install  put the module and a2enmod files where Debian looks
-# run, test and install first install missing Debian packages.
+#   make            build modules/mod_lessons.so with apxs
+#   make deps       install the Debian packages building and running need
+#                   (t/tools/deps.sh build); make test-deps adds the test
+#                   tools (t/tools/deps.sh test)
+#   make run        serve the API on http://127.0.0.1:8080 (SQLite, dev key)
+#   make token      print a dev token signed with the dev key
+#   make test       unit tests, then the Apache::Test suite on SQLite and
+#                   on a throw-away PostgreSQL cluster: one line per suite,
+#                   the details of failures, and "N passed, N failed"
+#   make unit, make integration   each half of make test alone
+#   make install    put the module and a2enmod files where Debian looks
+#   make clean      remove what was built, not the dev key and database
+#   make distclean  remove the dev key and database too
+# run and install first install the missing build packages, test also the
+# test tools.  deps.sh starts no service, makes no PostgreSQL cluster and
+# leaves the system Apache's modules as they were.
 
 APXS      ?= $(shell command -v apxs 2>/dev/null || echo /usr/bin/apxs)
 HTTPD     ?= /usr/sbin/apache2
@@ -26,45 +35,173 @@ UNIT_TESTS = $(patsubst t/unit/%.c,build/unit/%,$(wildcard t/unit/test_*.c))
 UNIT_CFLAGS = -std=c99 -D_GNU_SOURCE -g -O1 $(WARN) -Imodules $(APR_CFLAGS) $(PQ_CFLAGS) \
               -DLESSONS_SQL_DIR='"$(CURDIR)/sql"'
 
-DEV_DIR    = build/dev
-DEV_KEY    = $(DEV_DIR)/jwt.key
+# The dev key and database, made once and kept across runs and make clean.
+# Started as root, httpd serves as www-data, which must be able to write
+# the SQLite directory (and only that); when it cannot even reach this
+# checkout (say /root/...), the database lives in /var/tmp instead.
+DEV_DIR      = build/dev
+DEV_KEY      = $(DEV_DIR)/jwt.key
+DEV_PID      = $(DEV_DIR)/httpd.pid
+DEV_DB_LOCAL = $(DEV_DIR)/db
+DEV_DB_VAR   = /var/tmp/mod-lessons-dev
+DEV_DB_DIR   = $(shell if [ "$$(id -u)" = 0 ] \
+                 && ! runuser -u www-data -- test -r $(CURDIR)/Makefile \
+                      2>/dev/null; then echo $(DEV_DB_VAR); \
+                 else echo $(CURDIR)/$(DEV_DB_LOCAL); fi)
 
-.PHONY: all deps dev run token test unit integration install clean
+# What the build makes (build/ holds the dev key and database as well).
+BUILT      = .libs modules/.libs mod_lessons.la mod_lessons.lo mod_lessons.slo \
+             modules/*.lo modules/*.slo modules/*.o $(MODULE)
+
+# Run as root (sudo make run) in a checkout that someone else owns, what
+# make made goes back to the checkout's owner, all but the dev database.
+OWNER     := $(shell stat -c %u:%g . 2>/dev/null)
+give_back  = if [ "$$(id -u)" = 0 ] && [ -n "$(OWNER)" ] && [ "$(OWNER)" != 0:0 ]; then \
+                 find build $(BUILT) -path $(DEV_DB_LOCAL) -prune \
+                     -o -exec chown -h $(OWNER) {} + 2>/dev/null || true; \
+             fi
+
+# After an earlier sudo make (before ownership went back), refuse with
+# the command that fixes it rather than fail half-way.
+define mine
+if [ "$$(id -u)" != 0 ]; then \
+    for p in build $(DEV_DIR) build/unit .libs modules/.libs; do \
+        if [ -e $$p ] && [ ! -w $$p ]; then \
+            echo "make: $$p belongs to $$(stat -c %U $$p), from an earlier sudo make." >&2; \
+            echo "make: sudo chown -R $$(id -un) build .libs modules/.libs (or sudo make distclean) gives it back" >&2; \
+            exit 1; \
+        fi; \
+    done; \
+fi
+endef
+
+# Missing packages, named with the command that installs them.
+missing_hint = t/tools/deps.sh $(1) --check >/dev/null 2>&1 || { \
+                   t/tools/deps.sh $(1) --check; \
+                   echo "make: run 'make $(2)' (or t/tools/deps.sh $(1)) to install them"; } >&2
+
+# A live httpd of another make run owns build/dev: refuse, and leave its
+# pid file alone.  A pid file no live httpd answers to is removed.
+define not_serving
+pid=$$(cat $(DEV_PID) 2>/dev/null); \
+if [ -n "$$pid" ]; then \
+    case "$$(ps -o comm= -p "$$pid" 2>/dev/null)" in \
+    apache2|httpd) \
+        echo "make $@: httpd (pid $$pid) of another make run is serving from this checkout" >&2; \
+        echo "make $@: stop it first (Ctrl-C where it runs, or kill $$pid); $(DEV_PID) names it" >&2; \
+        exit 1 ;; \
+    *) rm -f $(DEV_PID) ;; \
+    esac; \
+fi
+endef
+
+.PHONY: all deps test-deps dev run token test unit integration install \
+        clean distclean
 
 all: $(MODULE)
 
 # apxs/libtool echo every command; show their output only on failure.
+# The module is replaced, never rewritten in place, so that a running
+# make run keeps the copy it loaded.
 $(MODULE): mod_lessons.c $(UNITS) $(HEADERS)
+	@$(mine)
+	@if [ ! -x "$(APXS)" ]; then \
+	    echo "make: apxs not found: it comes with apache2-dev, which 'make deps'" \
+	         "(or t/tools/deps.sh build) installs" >&2; \
+	    t/tools/deps.sh build --check >&2; exit 1; \
+	fi
 	@echo "  APXS  $@"
 	@mkdir -p build
 	@$(APXS) -c -o mod_lessons.la -Wc,"$(WARN)" -Wc,-std=gnu99 -Imodules $(PQ_CFLAGS) \
 	    mod_lessons.c $(UNITS) $(LIBS) >build/apxs.log 2>&1 \
-	    || { cat build/apxs.log; exit 1; }
-	@cp .libs/mod_lessons.so $@
+	    || { cat build/apxs.log; $(call missing_hint,build,deps); exit 1; }
+	@cp .libs/mod_lessons.so $@.new && mv -f $@.new $@
+	@$(give_back)
 
 deps:
-	@t/tools/deps.sh
+	@t/tools/deps.sh build
 
-unit: $(UNIT_TESTS)
-	@set -e; for t in $(UNIT_TESTS); do echo "== unit: $$t"; $$t; done
+test-deps:
+	@t/tools/deps.sh test
 
 build/unit/%: t/unit/%.c $(UNITS) $(HEADERS)
+	@$(mine)
 	@mkdir -p $(dir $@)
 	@echo "  CC    $@"
-	@$(CC) $(UNIT_CFLAGS) -o $@ $< $(UNITS) -lcmocka $(LIBS) $(APR_LIBS)
+	@$(CC) $(UNIT_CFLAGS) -o $@ $< $(UNITS) -lcmocka $(LIBS) $(APR_LIBS) \
+	    || { $(call missing_hint,test,test-deps); exit 1; }
+	@$(give_back)
+
+# --- tests ----------------------------------------------------------------
+# One line per suite (each unit test program, each integration driver),
+# the details of failures only, and last the totals alone on a line.  Each
+# suite appends "passed failed" to the file $$counts.  Each unit test
+# program's whole output stays in build/unit/NAME.log; LESSONS_TEST_KEEP=1
+# keeps an integration run's directory, its suite.log included.
+SUITE_LINE   = '%-4s  %-24s %5d tests%s\n'
+summary      = awk '{ p += $$1; f += $$2 } END { printf "%d passed, %d failed\n", p, f; exit (f > 0) }' $$counts
+with_counts  = counts=$$(mktemp) || exit 1; trap 'rm -f "$$counts"' EXIT; \
+               trap 'exit 130' INT; trap 'exit 143' TERM
+# cmocka's counts, summed over the groups of one program: passed failed skipped.
+cmocka_counts = /^\[  PASSED  \] [0-9]+ test\(s\)\./ { p += $$4 } \
+                /^\[  FAILED  \] [0-9]+ test\(s\), listed below:/ { f += $$4 } \
+                /^\[  SKIPPED \] [0-9]+ test\(s\), listed below:/ { s += $$4 } \
+                END { print p + 0, f + 0, s + 0 }
+# Each failed case from its RUN line to its FAILED line (messages and
+# output between), and errors outside any case (group set-up).
+cmocka_failures = /^\[ RUN      \] / { buf = $$0; run = 1; next } \
+                  run && /^\[ +(OK|SKIPPED) \] / { run = 0; next } \
+                  run && /^\[  FAILED  \] / { print buf; print; run = 0; next } \
+                  run { buf = buf "\n" $$0; next } \
+                  /^\[  ERROR   \] / { print }
+
+define run_units
+for t in $(UNIT_TESTS); do \
+    log=$$t.log; \
+    stdbuf -oL -eL $$t >$$log 2>&1; rc=$$?; \
+    set -- $$(awk '$(cmocka_counts)' $$log); p=$$1; f=$$2; s=$$3; \
+    [ $$rc -ne 0 ] && [ $$f -eq 0 ] && f=1; \
+    echo "$$p $$f" >>$$counts; \
+    if [ $$f -eq 0 ]; then \
+        x=""; [ $$s -gt 0 ] && x=" ($$s skipped)"; \
+        printf $(SUITE_LINE) PASS "unit $${t##*/}" $$p "$$x"; \
+    else \
+        printf $(SUITE_LINE) FAIL "unit $${t##*/}" $$((p + f)) ", $$f failed (exit $$rc; all output in $$log)"; \
+        details=$$(awk '$(cmocka_failures)' $$log); \
+        [ -n "$$details" ] || details=$$(tail -n 20 $$log); \
+        printf '%s\n' "$$details" | head -n 80 | sed 's/^/    /'; \
+    fi; \
+done
+endef
+
+# integration.sh prints its line and details and appends its counts; one
+# that stopped before the suite ran (its error is above) counts as a failure.
+define run_integration
+for d in sqlite3 pgsql; do \
+    n=$$(wc -l <$$counts); \
+    INTEGRATION_COUNTS=$$counts t/tools/integration.sh $$d; \
+    if [ "$$(wc -l <$$counts)" -eq "$$n" ]; then \
+        echo "0 1" >>$$counts; \
+        printf $(SUITE_LINE) FAIL "integration $$d" 0 " (it did not run: see above)"; \
+    fi; \
+done
+endef
+
+unit: $(UNIT_TESTS)
+	@$(mine)
+	@$(with_counts); $(run_units); $(summary)
 
 # Each integration run makes its own database (a SQLite file, or a
-# PostgreSQL cluster in a temp dir) and removes it.  Sub-makes, so that
-# flags from pkg-config are read after deps has installed the packages.
+# PostgreSQL cluster in a temp dir) and removes it.
 integration: all
-	@t/tools/integration.sh sqlite3
-	@t/tools/integration.sh pgsql
+	@$(with_counts); $(run_integration); $(summary)
 
-test: deps
-	@$(MAKE) --no-print-directory all
-	@$(MAKE) --no-print-directory unit
-	@$(MAKE) --no-print-directory integration
-	@echo "make test: unit and integration suites passed on sqlite3 and pgsql"
+# Sub-make, so that flags from pkg-config are read after test-deps has
+# installed the packages.
+test: test-deps
+	@$(MAKE) -s --no-print-directory all $(UNIT_TESTS)
+	@$(mine)
+	@$(with_counts); $(run_units); $(run_integration); $(summary)
 
 # Debian layout: the module in apache2's module dir, lessons.load (which
 # pulls in mod_dbd) and lessons.conf for a2enmod, the SQL under /usr/share.
@@ -74,7 +211,7 @@ MODS_DIR   = /etc/apache2/mods-available
 SHARE_DIR  = /usr/share/mod-lessons
 
 install: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) -s --no-print-directory all
 	install -D -m 644 $(MODULE) $(DESTDIR)$(LIBEXECDIR)/mod_lessons.so
 	install -D -m 644 conf/lessons.load $(DESTDIR)$(MODS_DIR)/lessons.load
 	@if [ -e $(DESTDIR)$(MODS_DIR)/lessons.conf ]; then \
@@ -86,37 +223,71 @@ install: deps
 	install -m 644 sql/*.sql $(DESTDIR)$(SHARE_DIR)/sql/
 	@echo "next: a2enmod lessons && apachectl configtest && systemctl reload apache2"
 
+# clean keeps build/dev (the dev key and database, and the pid file of a
+# make run that may be serving) and says where the database is.
 clean:
-	rm -rf build .libs modules/.libs mod_lessons.la mod_lessons.lo \
-	    mod_lessons.slo modules/*.lo modules/*.slo modules/*.o $(MODULE)
+	rm -rf $(BUILT) $(filter-out $(DEV_DIR),$(wildcard build/*))
+	@for f in $(DEV_DB_LOCAL)/lessons.db $(DEV_DIR)/lessons.db $(DEV_DB_VAR)/lessons.db; do \
+	    [ -e $$f ] && echo "kept the dev database $$f (make distclean removes it)"; \
+	done; \
+	[ -e $(DEV_KEY) ] && echo "kept the dev key $(DEV_KEY) (make distclean removes it)"; true
 
-# The dev key and database: made once, kept across runs.  Started as
-# root, httpd serves as www-data, which must be able to write the SQLite
-# directory; when it cannot even reach this checkout (say /root/...),
-# the database lives in /var/tmp/mod-lessons-dev instead.  make clean
-# removes build/dev; that directory is left alone.
-DEV_DB_DIR = $(shell if [ "$$(id -u)" = 0 ] \
-               && ! runuser -u www-data -- test -r $(CURDIR)/Makefile \
-                    2>/dev/null; then echo /var/tmp/mod-lessons-dev; \
-               else echo $(CURDIR)/$(DEV_DIR); fi)
+distclean:
+	@$(not_serving)
+	rm -rf $(BUILT) build
+	@if [ -e $(DEV_DB_VAR) ]; then \
+	    rm -rf $(DEV_DB_VAR) 2>/dev/null || true; \
+	    if [ -e $(DEV_DB_VAR) ]; then \
+	        echo "make distclean: cannot remove $(DEV_DB_VAR) (sudo make run made it): run sudo make distclean" >&2; \
+	        exit 1; \
+	    fi; \
+	    echo "removed the dev database in $(DEV_DB_VAR)"; \
+	fi
 
 $(DEV_KEY):
+	@$(mine)
 	@mkdir -p $(DEV_DIR)
 	@umask 077 && openssl rand -hex 32 | tr -d '\n' > $@
 	@echo "made dev key $@"
 
+# An earlier layout kept the database in build/dev itself: it moves to
+# build/dev/db.  As root, the database directory goes to www-data with the
+# checkout owner's group (setgid, group-writable), so that the owner's own
+# make run can use it too; everything else stays the owner's.
 dev: $(DEV_KEY)
-	@mkdir -p $(DEV_DB_DIR)
-	@if [ ! -s $(DEV_DB_DIR)/lessons.db ]; then \
-	    sqlite3 -bail $(DEV_DB_DIR)/lessons.db < sql/schema.sqlite.sql >/dev/null \
-	    && sqlite3 -bail $(DEV_DB_DIR)/lessons.db < sql/sample-lessons.sql \
-	    && echo "made dev database $(DEV_DB_DIR)/lessons.db (schema and sample lessons)"; \
+	@$(mine)
+	@set -e; db=$(DEV_DB_DIR); \
+	if [ "$$db" = $(CURDIR)/$(DEV_DB_LOCAL) ] && [ ! -e $$db/lessons.db ] \
+	    && [ -e $(DEV_DIR)/lessons.db ]; then \
+	    mkdir -p $$db; \
+	    for f in lessons.db lessons.db-wal lessons.db-shm; do \
+	        if [ -e $(DEV_DIR)/$$f ]; then mv $(DEV_DIR)/$$f $$db/; fi; \
+	    done; \
+	    echo "moved the dev database to $$db/lessons.db"; \
+	fi; \
+	mkdir -p $$db; \
+	if [ ! -s $$db/lessons.db ]; then \
+	    sqlite3 -bail $$db/lessons.db < sql/schema.sqlite.sql >/dev/null; \
+	    sqlite3 -bail $$db/lessons.db < sql/sample-lessons.sql; \
+	    echo "made dev database $$db/lessons.db (schema and sample lessons)"; \
+	fi; \
+	if [ "$$(id -u)" = 0 ]; then \
+	    $(give_back); \
+	    group=$(lastword $(subst :, ,$(OWNER))); \
+	    [ -n "$$group" ] && [ "$$group" != 0 ] || group=www-data; \
+	    if [ "$$db" = $(CURDIR)/$(DEV_DB_LOCAL) ]; then chmod a+x build $(DEV_DIR); fi; \
+	    chown -R www-data:$$group $$db; \
+	    chmod 2770 $$db; \
+	    find $$db -type f -exec chmod 660 {} +; \
+	elif [ ! -w $$db ]; then \
+	    echo "make: $$db is not writable by $$(id -un): sudo make distclean removes it" >&2; \
+	    exit 1; \
 	fi
-	@if [ "$$(id -u)" = 0 ]; then chown -R www-data:www-data $(DEV_DB_DIR); fi
 
-run: deps
-	@$(MAKE) --no-print-directory all dev
-	@rm -f $(DEV_DIR)/httpd.pid
+run:
+	@$(not_serving)
+	@t/tools/deps.sh build
+	@$(MAKE) -s --no-print-directory all dev
 	@echo "Serving http://127.0.0.1:8080/api/lessons (make token prints a token; Ctrl-C stops)"
 	$(HTTPD) -X -d $(CURDIR) -f conf/httpd.conf -C "Define LESSONS_DB $(DEV_DB_DIR)/lessons.db"
 

@@ -1,46 +1,210 @@
 #!/bin/sh
-# Install the Debian packages mod_lessons needs to build, run and test,
-# but only those that are missing.  Safe to run again and again.
-#   t/tools/deps.sh            install what is missing (apt-get, via sudo
-#                              when not root)
-#   t/tools/deps.sh --check    only report; exit 1 if something is missing
+# Install the Debian packages mod_lessons needs, but only those that are
+# missing.  Safe to run again and again: with nothing missing it does
+# nothing.
+#   t/tools/deps.sh build          what building, running and installing the
+#                                  module needs (make, make run, make install)
+#   t/tools/deps.sh test           that, plus the test tools (make test);
+#                                  the default
+#   t/tools/deps.sh build|test --check
+#                                  only report; exit 1 if something is missing
+# It installs with apt-get as root, through sudo when started as another
+# user, and leaves the system as it found it:
+#   - no service starts or restarts while apt runs (a policy-rc.d that
+#     forbids it, in place of any other for the time of the install);
+#   - no PostgreSQL cluster is made: the tests need only the server's
+#     binaries (initdb, pg_ctl, psql, createdb) and initdb their own;
+#   - an Apache module a package enables by itself (libapache2-mod-perl2
+#     enables mod_perl) is disabled again unless it was enabled before.
 set -eu
 
-PACKAGES="apache2 apache2-dev libjansson-dev libjwt-dev libssl-dev
-libaprutil1-dev libpq-dev libsqlite3-dev libaprutil1-dbd-sqlite3 libaprutil1-dbd-pgsql libcmocka-dev
-libapache2-mod-perl2 libwww-perl postgresql sqlite3 openssl pkg-config curl"
-
-missing=""
-for p in $PACKAGES; do
-    status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
-    [ "$status" = installed ] || missing="$missing $p"
+MODE="test"
+CHECK=""
+for arg in "$@"; do
+    case "$arg" in
+        build|test) MODE=$arg ;;
+        --check) CHECK=1 ;;
+        *) echo "usage: $0 [build|test] [--check]" >&2; exit 2 ;;
+    esac
 done
-missing=${missing# }
 
-if [ -z "$missing" ]; then
-    echo "deps: all $(echo $PACKAGES | wc -w) packages already installed"
+BUILD_PACKAGES="apache2 apache2-dev libjansson-dev libjwt-dev libssl-dev
+libaprutil1-dev libpq-dev libsqlite3-dev libaprutil1-dbd-sqlite3
+libaprutil1-dbd-pgsql sqlite3 openssl pkg-config"
+TEST_PACKAGES="libcmocka-dev libapache2-mod-perl2 libwww-perl curl"
+
+PACKAGES=$BUILD_PACKAGES
+[ "$MODE" = test ] && PACKAGES="$PACKAGES $TEST_PACKAGES"
+
+# The PostgreSQL server binaries, in the newest version directory (the one
+# t/tools/integration.sh uses).  Any version will do.
+pg_binaries_ok() {
+    d=$( (ls -d /usr/lib/postgresql/*/bin 2>/dev/null || true) | sort -V | tail -n 1)
+    [ -n "$d" ] && [ -x "$d/initdb" ] && [ -x "$d/pg_ctl" ] \
+        && [ -x "$d/psql" ] && [ -x "$d/createdb" ]
+}
+# The server package of Debian's current PostgreSQL (postgresql-15 on
+# Debian 12), not the "postgresql" metapackage.
+pg_server_package() {
+    v=$(apt-cache depends postgresql 2>/dev/null \
+        | sed -n 's/^ *Depends: postgresql-\([0-9][0-9]*\)$/\1/p' | head -n 1)
+    echo "postgresql-${v:-15}"
+}
+
+find_missing() {
+    # shellcheck disable=SC2086
+    installed=$(dpkg-query -W -f='${Package} ${db:Status-Status}\n' \
+                    $PACKAGES 2>/dev/null | awk '$2 == "installed" { print $1 }')
+    missing=""
+    for p in $PACKAGES; do
+        echo "$installed" | grep -qx "$p" || missing="$missing $p"
+    done
+    missing=${missing# }
+    need_pg=""
+    if [ "$MODE" = test ] && ! pg_binaries_ok; then
+        need_pg=1
+    fi
+}
+
+find_missing
+if [ "$MODE" = test ]; then WHAT="build and test packages"; else WHAT="build packages"; fi
+if [ -z "$missing" ] && [ -z "$need_pg" ]; then
+    echo "deps: all $WHAT installed"
     exit 0
 fi
 
-if [ "${1:-}" = "--check" ]; then
-    echo "deps: missing: $missing"
+if [ -n "$CHECK" ]; then
+    [ -n "$need_pg" ] && missing="$missing postgresql-NN (server binaries)"
+    echo "deps: missing: ${missing# }"
     exit 1
 fi
 
-if [ "$(id -u)" -eq 0 ]; then
-    SUDO=""
-elif command -v sudo >/dev/null 2>&1; then
-    SUDO="sudo"
-else
-    echo "deps: missing: $missing; run as root or install sudo" >&2
-    exit 1
+if [ "$(id -u)" -ne 0 ]; then
+    if ! command -v sudo >/dev/null 2>&1; then
+        [ -n "$need_pg" ] && missing="$missing $(pg_server_package)"
+        echo "deps: missing: ${missing# }; run as root or install sudo" >&2
+        exit 1
+    fi
+    self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
+    echo "deps: installing the missing $WHAT with sudo"
+    exec sudo "$self" "$MODE"
 fi
 
-# The postgresql package would create and start a system cluster; we only
-# need its binaries (the tests make their own throw-away cluster), but a
-# stock install is harmless, so let apt do its usual thing.
-$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
+# --- as root from here --------------------------------------------------
+export DEBIAN_FRONTEND=noninteractive
+# apt's chatter goes to a log that is shown only when apt fails.
+APT_LOG=""
+apt_get() {
+    apt-get -qq -o DPkg::Lock::Timeout=600 "$@" >"$APT_LOG" 2>&1 \
+        || { cat "$APT_LOG" >&2; echo "deps: apt-get $* failed" >&2; return 1; }
+}
+
+# One install at a time: two would fight over policy-rc.d.
+LOCK_DIR=/run/lock
+[ -d "$LOCK_DIR" ] || LOCK_DIR=/tmp
+exec 9>"$LOCK_DIR/mod-lessons-deps.lock"
+flock 9
+find_missing        # another run may have installed them meanwhile
+if [ -z "$missing" ] && [ -z "$need_pg" ]; then
+    echo "deps: all $WHAT installed (by another run)"
+    exit 0
+fi
+
+POLICY=/usr/sbin/policy-rc.d
+POLICY_SAVED=/usr/sbin/policy-rc.d.mod-lessons-saved
+POLICY_MARK="written by mod_lessons t/tools/deps.sh"
+CC_DIR=/etc/postgresql-common/createcluster.d
+CC_FILE=$CC_DIR/zz-mod-lessons-deps.conf
+CC_DIR_MADE=""
+MODS_BEFORE=""
+CLUSTERS_BEFORE=""
+SNAPSHOT=""
+
+restore_policy() {
+    if grep -qs "$POLICY_MARK" "$POLICY"; then
+        if [ -e "$POLICY_SAVED" ]; then
+            mv -f "$POLICY_SAVED" "$POLICY"
+        else
+            rm -f "$POLICY"
+        fi
+    fi
+}
+
+enabled_modules() {
+    [ -d /etc/apache2/mods-enabled ] || return 0
+    ls /etc/apache2/mods-enabled | sed -n 's/\.load$//p' | sort
+}
+
+# "version/name status" for each PostgreSQL cluster.
+clusters() {
+    command -v pg_lsclusters >/dev/null 2>&1 || return 0
+    pg_lsclusters -h 2>/dev/null | awk '{ print $1 "/" $2, $4 }' | sort
+}
+
+# Put back what the install changed; runs on every exit.
+undo() {
+    rc=$?
+    trap - EXIT INT TERM
+    set +e
+    rm -f "$CC_FILE"
+    [ -z "$CC_DIR_MADE" ] || rmdir "$CC_DIR" 2>/dev/null
+    if [ -n "$SNAPSHOT" ]; then
+        for m in $(enabled_modules); do
+            if ! echo "$MODS_BEFORE" | grep -qx "$m"; then
+                a2dismod -q "$m" >/dev/null 2>&1 || true
+                echo "deps: disabled module $m again in the system Apache (a package enabled it)"
+            fi
+        done
+        clusters | while read -r c status; do
+            v=${c%/*}; n=${c#*/}
+            before=$(echo "$CLUSTERS_BEFORE" | awk -v c="$c" '$1 == c { print $2 }')
+            if [ -z "$before" ]; then
+                pg_dropcluster --stop "$v" "$n" >/dev/null 2>&1 || true
+                echo "deps: removed PostgreSQL cluster $c that the install made"
+            elif [ "${status%%,*}" = online ] && [ "${before%%,*}" != online ]; then
+                pg_ctlcluster "$v" "$n" stop >/dev/null 2>&1 || true
+                echo "deps: stopped PostgreSQL cluster $c that the install started"
+            fi
+        done
+    fi
+    restore_policy
+    [ -z "$APT_LOG" ] || rm -f "$APT_LOG"
+    exit "$rc"
+}
+trap undo EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+APT_LOG=$(mktemp)
+
+restore_policy      # left over from an interrupted run
+[ -e "$POLICY" ] && mv -f "$POLICY" "$POLICY_SAVED"
+printf '#!/bin/sh\n# %s: no service starts\n# or restarts while it installs packages.\nexit 101\n' \
+    "$POLICY_MARK" > "$POLICY"
+chmod 755 "$POLICY"
+
+apt_get update
+if [ -n "$need_pg" ]; then
+    missing="$missing $(pg_server_package)"
+    # postgresql-common reads this directory (include_dir in its
+    # createcluster.conf) before it makes the version's main cluster.
+    if [ ! -d "$CC_DIR" ]; then
+        mkdir -p "$CC_DIR"
+        CC_DIR_MADE=1
+    fi
+    echo "create_main_cluster = false" > "$CC_FILE"
+fi
+missing=${missing# }
+
+# apache2 first, so that what it enables by default counts as before.
+first=""
+case " $missing " in *" apache2 "*) first=apache2 ;; esac
+if [ -n "$first" ]; then
+    # shellcheck disable=SC2086
+    apt_get install -y --no-install-recommends $first
+fi
+MODS_BEFORE=$(enabled_modules)
+CLUSTERS_BEFORE=$(clusters)
+SNAPSHOT=1
 # shellcheck disable=SC2086
-$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-    --no-install-recommends $missing >/dev/null
+apt_get install -y --no-install-recommends $missing
 echo "deps: installed $missing"

@@ -11,6 +11,12 @@
 # run as root, and so does PostgreSQL: as root, the suite and the cluster run
 # as the system user "lessons-test", created on first use.
 #
+# Prints one line for the run (PASS or FAIL, the number of tests); after a
+# FAIL, the failing TAP lines with their diagnostics, the harness's summary
+# and the end of the error_log.  The whole output of t/TEST goes to
+# suite.log in that directory.  With INTEGRATION_COUNTS=FILE the run also
+# appends "passed failed" (assertions) to FILE, for make test's total.
+#
 # Set LESSONS_TEST_KEEP=1 to keep the directory for a post-mortem.
 set -euo pipefail
 
@@ -27,8 +33,6 @@ APXS=${APXS:-$(command -v apxs 2>/dev/null || echo /usr/bin/apxs)}
 HTTPD_MODULES=${HTTPD_MODULES:-/usr/lib/apache2/modules}
 PGBIN=${PGBIN:-$( (ls -d /usr/lib/postgresql/*/bin 2>/dev/null || true) | sort -V | tail -n 1)}
 TEST_USER=lessons-test
-
-echo "== integration: $DRIVER"
 
 die() { echo "integration: $*" >&2; exit 1; }
 [ -f "$MODULE" ] || die "$MODULE not found: run make first"
@@ -331,6 +335,7 @@ setsid "${AS_USER[@]}" env \
     LANG=C.UTF-8 \
     APACHE_TEST_NO_STICKY_PREFERENCES=1 \
     APACHE_TEST_COLOR=0 \
+    HARNESS_VERBOSE=1 \
     LESSONS_TEST_DRIVER="$DRIVER" \
     LESSONS_TEST_DB="$DB" \
     LESSONS_TEST_FAULT_DB="$FAULT_DB" \
@@ -359,24 +364,95 @@ setsid "${AS_USER[@]}" env \
     LESSONS_TEST_HTTPD_MODULES="$HTTPD_MODULES" \
     "${PG_ENV[@]}" \
     perl t/TEST -apxs "$APXS" -httpd "$HTTPD" -httpd_conf "$WORK/base.conf" \
-        -port "$HTTPD_PORT" "$@" </dev/null &
+        -port "$HTTPD_PORT" "$@" </dev/null >"$WORK/suite.log" 2>&1 &
 SUITE_PID=$!
 rc=0
 wait "$SUITE_PID" || rc=$?
 SUITE_PID=""
 
-if [ $rc -ne 0 ]; then
-    echo "== integration: $DRIVER FAILED (exit $rc); last errors and warnings in t/logs/error_log:"
-    if [ -f "$WORK/src/t/logs/error_log" ]; then
-        grep -aE ':(emerg|alert|crit|error|warn|notice)\]' \
-            "$WORK/src/t/logs/error_log" | tail -n 40
-    else
-        echo "(no error_log)"
-    fi
-    if [ "$DRIVER" = pgsql ]; then
-        echo "== tail of the PostgreSQL log:"
-        tail -n 20 "$WORK/pg/server.log" 2>/dev/null || true
-    fi
-    exit 1
+# --- result -------------------------------------------------------------
+# suite.log holds the harness's verbose output: a "t/api/x.t .. " line
+# for each file, then its TAP, then its status line ("ok", or "Failed
+# N/M subtests"), and at the end the summary ("Files=N, Tests=N, ...",
+# and on failure "Test Summary Report").  Tests counts the assertions
+# that ran; each failed one counts, and so does a file that failed with
+# none failed (a bad plan, a die).
+LOG=$WORK/suite.log
+read -r ran files tests failed_asserts failed < <(perl -ne '
+    sub done_file { $failed += $f || ($bad ? 1 : 0) if defined $f; undef $f }
+    if (/^Files=(\d+), Tests=(\d+),/) { done_file(); ($ran, $files, $tests) = (1, $1, $2) }
+    elsif (/^\S+\.t\s+\(Wstat: (\d+).* Tests: \d+ Failed: (\d+)\)/) {
+        done_file(); ($f, $bad) = ($2, $1 != 0); $fa += $2 }
+    elsif (defined $f && /^\s+(Parse errors|Non-zero (exit|wait) status)/) { $bad = 1 }
+    END { done_file(); printf "%d %d %d %d %d\n", $ran, $files, $tests, $fa, $failed }
+    ' "$LOG") || true
+passed=$((${tests:-0} - ${failed_asserts:-0}))
+[ "${ran:-0}" -eq 1 ] || failed=1
+[ $rc -ne 0 ] && [ "$failed" -eq 0 ] && failed=1
+if [ -n "${INTEGRATION_COUNTS:-}" ]; then
+    echo "$passed $failed" >> "$INTEGRATION_COUNTS"
 fi
-echo "== integration: $DRIVER passed"
+
+if [ "$failed" -eq 0 ]; then
+    printf '%-4s  %-24s %5d tests%s\n' PASS "integration $DRIVER" "$tests" \
+        " ($files file$([ "$files" -eq 1 ] || echo s), ${SECONDS} s)"
+    exit 0
+fi
+
+if [ "${ran:-0}" -eq 1 ]; then
+    printf '%-4s  %-24s %5d tests%s\n' FAIL "integration $DRIVER" $((passed + failed)) \
+        ", $failed failed (exit $rc; ${SECONDS} s)"
+else
+    printf '%-4s  %-24s %5d tests%s\n' FAIL "integration $DRIVER" 0 \
+        ": the suite did not run (exit $rc; ${SECONDS} s)"
+fi
+# For each failing file, its "not ok" lines, then what else it printed
+# but "ok" lines: the diagnostics (a test's stderr reaches the log before
+# the TAP the harness relays, so the two do not interleave; what came
+# after the previous file's status line counts as this file's).  Then the
+# harness's summary.  Without any file run, the end of the output.
+perl -ne '
+    BEGIN { $max = 40; $n = 0 }
+    chomp;
+    sub upto { my @l = @_; return @l <= $max ? @l
+        : (@l[0 .. $max - 1], "... (" . (@l - $max) . " more lines in suite.log)") }
+    sub done_file {
+        return unless defined $file;
+        my @notok = grep { /^not ok\b/ && !/# TODO/ } @lines;
+        my @other = grep { !/^(not )?ok\b/ && !/^# Using Apache\/Test\.pm/
+                           && !/^1\.\.\d+$/ && !/^\s*$/ } @lines;
+        if (@notok || grep { /^(Dubious,|Failed \d+\/\d+ subtests|# Looks like)/ } @lines) {
+            print "    $file:\n";
+            print "      $_\n" for upto(@notok), upto(@other);
+        }
+        undef $file;
+    }
+    if ($summary) { print "    $_\n"; next }
+    if (/^Test Summary Report/) { done_file(); $summary = 1; print "    $_\n"; next }
+    if (/^(All tests successful|Files=\d+, Tests=)/) { done_file(); $end = 1; next }
+    if (/^(\S+\.t) \.+ ?(.*)$/) {
+        done_file(); ($file, @lines) = ($1, @carry); @carry = (); $status = 0;
+        push @lines, $2 if length $2; $n++; next;
+    }
+    if (!defined $file) { push @pre, $_ unless $end; next }
+    if ($status) { push @carry, $_; next }
+    push @lines, $_;
+    $status = 1 if /^(ok\s*$|Failed \d+\/\d+ subtests|All \d+ subtests passed)/;
+    END {
+        done_file();
+        if (!$n) { print "    $_\n" for @pre > 30 ? @pre[-30 .. -1] : @pre }
+    }
+    ' "$LOG"
+echo "    last errors and warnings in t/logs/error_log:"
+if [ -f "$WORK/src/t/logs/error_log" ]; then
+    grep -aE ':(emerg|alert|crit|error|warn|notice)\]' \
+        "$WORK/src/t/logs/error_log" | tail -n 40 | sed 's/^/      /' || true
+else
+    echo "      (no error_log)"
+fi
+if [ "$DRIVER" = pgsql ]; then
+    echo "    tail of the PostgreSQL log:"
+    tail -n 20 "$WORK/pg/server.log" 2>/dev/null | sed 's/^/      /' || true
+fi
+echo "    t/TEST's whole output: $LOG (removed unless LESSONS_TEST_KEEP=1)"
+exit 1
