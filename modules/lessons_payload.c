@@ -1,8 +1,10 @@
 /* Licensed under the Apache License, Version 2.0.
  *
  * lessons_payload.c: decode and validate create/update bodies.  jansson
- * rejects invalid UTF-8 and NUL escapes while parsing, so every string
- * that reaches the checks below is valid UTF-8 without embedded NULs.
+ * rejects invalid UTF-8 while parsing, so every string that reaches the
+ * checks below is valid UTF-8.  It may hold NULs (\u0000 is valid JSON,
+ * and JSON_ALLOW_NUL keeps them), so strings are read with their length;
+ * a NUL is a control character, refused on its field like any other.
  */
 #include <limits.h>
 #include <string.h>
@@ -30,20 +32,60 @@ typedef enum {
 } lessons_field_e;
 
 /* Read-only field table: wire name, type, bounds (ints: value range;
- * strings: length in characters), and whether create requires it.
+ * strings: length in characters, and a minimum of 1 means "not blank"),
+ * whether create requires it, and whether a string may hold line breaks
+ * (tab, CR and LF; no other control character is allowed anywhere).
  */
 static const struct {
     const char *name;
     lessons_field_kind_e kind;
     long min, max;
     int required;
+    int lines;
 } lessons_fields[LESSONS_F_COUNT] = {
-    { "levelId",     LESSONS_FIELD_INT,    1, INT_MAX, 1 },
-    { "title",       LESSONS_FIELD_STRING, 1, LESSONS_TITLE_MAX, 1 },
-    { "order",       LESSONS_FIELD_INT,    0, INT_MAX, 1 },
-    { "topic",       LESSONS_FIELD_STRING, 0, LESSONS_TOPIC_MAX, 0 },
-    { "description", LESSONS_FIELD_STRING, 0, LESSONS_DESCRIPTION_MAX, 0 },
-    { "isActive",    LESSONS_FIELD_BOOL,   0, 1, 0 },
+    { "levelId",     LESSONS_FIELD_INT,    1, INT_MAX, 1, 0 },
+    { "title",       LESSONS_FIELD_STRING, 1, LESSONS_TITLE_MAX, 1, 0 },
+    { "order",       LESSONS_FIELD_INT,    0, INT_MAX, 1, 0 },
+    { "topic",       LESSONS_FIELD_STRING, 0, LESSONS_TOPIC_MAX, 0, 0 },
+    { "description", LESSONS_FIELD_STRING, 0, LESSONS_DESCRIPTION_MAX, 0, 1 },
+    { "isActive",    LESSONS_FIELD_BOOL,   0, 1, 0, 0 },
+};
+
+/* Blank characters.  A string is blank when every code point in it is
+ * one of these (so "" is blank too); a blank title is refused exactly as
+ * an empty one.  The set is the union of three Unicode properties:
+ *   White_Space: U+0009-000D, U+0020, U+0085, U+00A0, U+1680,
+ *     U+2000-200A, U+2028, U+2029, U+202F, U+205F, U+3000;
+ *   Default_Ignorable_Code_Point: format characters that show nothing,
+ *     such as U+00AD, U+180E, U+200B-200F, U+2060, U+FEFF, the bidi
+ *     controls, variation selectors, Hangul fillers and tags;
+ *   Cc, the control characters: U+0000-001F, U+007F-009F.
+ * Sorted, overlapping ranges merged.
+ */
+static const struct {
+    apr_uint32_t lo, hi;
+} lessons_blank[] = {
+    { 0x0000, 0x0020 },         /* C0 controls, space */
+    { 0x007F, 0x00A0 },         /* DEL, C1 controls, no-break space */
+    { 0x00AD, 0x00AD },         /* soft hyphen */
+    { 0x034F, 0x034F },         /* combining grapheme joiner */
+    { 0x061C, 0x061C },         /* Arabic letter mark */
+    { 0x115F, 0x1160 },         /* Hangul choseong, jungseong fillers */
+    { 0x1680, 0x1680 },         /* Ogham space mark */
+    { 0x17B4, 0x17B5 },         /* Khmer inherent vowels */
+    { 0x180B, 0x180F },         /* Mongolian selectors, vowel separator */
+    { 0x2000, 0x200F },         /* spaces, zero width space/joiners, marks */
+    { 0x2028, 0x202F },         /* line, paragraph separators, bidi, NNBSP */
+    { 0x205F, 0x206F },         /* math space, word joiner, invisibles */
+    { 0x3000, 0x3000 },         /* ideographic space */
+    { 0x3164, 0x3164 },         /* Hangul filler */
+    { 0xFE00, 0xFE0F },         /* variation selectors */
+    { 0xFEFF, 0xFEFF },         /* zero width no-break space (BOM) */
+    { 0xFFA0, 0xFFA0 },         /* halfwidth Hangul filler */
+    { 0xFFF0, 0xFFF8 },         /* reserved, default ignorable */
+    { 0x1BCA0, 0x1BCA3 },       /* shorthand format controls */
+    { 0x1D173, 0x1D17A },       /* musical symbol format controls */
+    { 0xE0000, 0xE0FFF },       /* tags, variation selectors 17-256 */
 };
 
 int lessons_payload_type_ok(const char *ct)
@@ -115,27 +157,68 @@ static void lessons_add_error(json_t *errors, const char *field,
     json_array_append_new(list, json_string(message));
 }
 
-/* Characters (code points) in a valid UTF-8 string. */
-static apr_size_t lessons_utf8_chars(const char *s)
+/* The code point at s[*i] of a valid UTF-8 string of len bytes; *i
+ * moves past it.
+ */
+static apr_uint32_t lessons_utf8_next(const unsigned char *s, apr_size_t len,
+                                      apr_size_t *i)
 {
-    apr_size_t n = 0;
+    apr_uint32_t c = s[(*i)++];
+    int more = c >= 0xF0 ? 3 : c >= 0xE0 ? 2 : c >= 0xC0 ? 1 : 0;
 
-    for (; *s; s++) {
-        if (((unsigned char)*s & 0xC0) != 0x80) {
-            n++;
-        }
+    c &= 0x7F >> more;          /* the lead byte's value bits */
+    for (; more > 0 && *i < len; more--) {
+        c = (c << 6) | (s[(*i)++] & 0x3F);
     }
-    return n;
+    return c;
 }
 
-static int lessons_is_blank(const char *s)
+static int lessons_is_blank_char(apr_uint32_t c)
 {
-    for (; *s; s++) {
-        if (*s != ' ' && *s != '\t' && *s != '\r' && *s != '\n') {
-            return 0;
+    apr_size_t k;
+
+    for (k = 0; k < sizeof(lessons_blank) / sizeof(lessons_blank[0]); k++) {
+        if (c <= lessons_blank[k].hi) {
+            return c >= lessons_blank[k].lo;
         }
     }
-    return 1;
+    return 0;
+}
+
+/* Cc: C0, DEL and C1. */
+static int lessons_is_control(apr_uint32_t c)
+{
+    return c < 0x20 || (c >= 0x7F && c <= 0x9F);
+}
+
+/* What a string's checks need, in one pass over its len bytes. */
+typedef struct {
+    apr_size_t chars;           /* code points */
+    int blank;                  /* every code point is blank */
+    int control;                /* a control character not allowed */
+} lessons_scan_t;
+
+static void lessons_scan(const char *s, apr_size_t len, int lines,
+                         lessons_scan_t *out)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    apr_size_t i = 0;
+
+    out->chars = 0;
+    out->blank = 1;
+    out->control = 0;
+    while (i < len) {
+        apr_uint32_t c = lessons_utf8_next(u, len, &i);
+
+        out->chars++;
+        if (out->blank && !lessons_is_blank_char(c)) {
+            out->blank = 0;
+        }
+        if (lessons_is_control(c)
+            && !(lines && (c == '\t' || c == '\r' || c == '\n'))) {
+            out->control = 1;
+        }
+    }
 }
 
 /* Check one value against its field's rules; NULL if fine, else the
@@ -148,7 +231,8 @@ static const char *lessons_check_field(apr_pool_t *p, lessons_field_e f,
     long min = lessons_fields[f].min, max = lessons_fields[f].max;
     json_int_t i;
     const char *s;
-    apr_size_t chars;
+    apr_size_t len;
+    lessons_scan_t scan;
 
     switch (lessons_fields[f].kind) {
     case LESSONS_FIELD_INT:
@@ -178,11 +262,20 @@ static const char *lessons_check_field(apr_pool_t *p, lessons_field_e f,
         if (!s) {
             return apr_psprintf(p, "The %s field must be a string.", name);
         }
-        if (min > 0 && lessons_is_blank(s)) {
+        len = json_string_length(v);
+        lessons_scan(s, len, lessons_fields[f].lines, &scan);
+        if (min > 0 && scan.blank) {
             return apr_psprintf(p, "The %s field is required.", name);
         }
-        chars = lessons_utf8_chars(s);
-        if (chars > (apr_size_t)max) {
+        if (scan.control) {
+            return lessons_fields[f].lines
+                ? apr_psprintf(p, "The field %s must not contain control "
+                               "characters other than tab, carriage return "
+                               "and line feed.", name)
+                : apr_psprintf(p, "The field %s must not contain control "
+                               "characters.", name);
+        }
+        if (scan.chars > (apr_size_t)max) {
             return min > 0
                 ? apr_psprintf(p, "The field %s must be a string with a "
                                "minimum length of %ld and a maximum length "
@@ -190,7 +283,7 @@ static const char *lessons_check_field(apr_pool_t *p, lessons_field_e f,
                 : apr_psprintf(p, "The field %s must be a string with a "
                                "maximum length of %ld.", name, max);
         }
-        s = apr_pstrdup(p, s);
+        s = apr_pstrmemdup(p, s, len);
         if (f == LESSONS_F_TITLE) {
             out->title = s;
             out->has_title = 1;
@@ -248,7 +341,7 @@ lessons_payload_e lessons_payload_decode(apr_pool_t *p, const char *body,
     *detail = NULL;
 
     doc = json_loadb(body ? body : "", body ? len : 0,
-                     JSON_REJECT_DUPLICATES, &jerr);
+                     JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
     if (!doc) {
         *detail = apr_psprintf(p, "The request body is not valid JSON "
                                "(line %d, column %d).", jerr.line,

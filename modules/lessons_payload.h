@@ -31,10 +31,14 @@ int lessons_payload_type_ok(const char *content_type);
  * unknown properties are ignored; a property given twice (in any case
  * mix) is an error.  Types are strict: levelId and order are JSON
  * integers that fit an int (levelId >= 1, order >= 0), title, topic and
- * description strings within their limits (title not blank), isActive a
- * boolean.  On MALFORMED, *detail says why.  On INVALID, *errors is an
- * object mapping each bad field (camelCase) to an array of messages; it
- * is released with p.  On OK, *out holds the values (create fills the
+ * description strings within their limits, isActive a boolean.  A title
+ * that is blank (only white space, invisible format characters and
+ * control characters; see lessons_payload.c) is refused exactly as an
+ * empty one.  No string may hold a control character (U+0000-001F,
+ * U+007F-009F, \u0000 included), except tab, CR and LF in description.
+ * On MALFORMED, *detail says why.  On INVALID, *errors is an object
+ * mapping each bad field (camelCase) to an array of messages; it is
+ * released with p.  On OK, *out holds the values (create fills the
  * optional fields with their defaults: "", "", true).
  */
 lessons_payload_e lessons_payload_decode(apr_pool_t *p, const char *body,

@@ -3,6 +3,7 @@
 # routing, so 404/405 paths and writes are refused without a token.
 use strict;
 use warnings FATAL => 'all';
+use utf8;
 
 use FindBin;
 use lib "$FindBin::Bin/../lib";

@@ -10,6 +10,7 @@
 # closes the connection and every "HTTP/1.1 " status line is counted.
 use strict;
 use warnings FATAL => 'all';
+use utf8;
 
 use FindBin;
 use lib "$FindBin::Bin/../lib";

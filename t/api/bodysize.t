@@ -5,6 +5,7 @@
 # nothing.
 use strict;
 use warnings FATAL => 'all';
+use utf8;
 
 use FindBin;
 use lib "$FindBin::Bin/../lib";

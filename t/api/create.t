@@ -90,10 +90,10 @@ create_ok({ %min, id => 999999, levelName => 'Hacked', levelCode => 'X',
             topic => '', description => '', is_active => 1 },
           'unknown and read-only properties ignored');
 ok !lesson_row(999999), 'the id in the body was not used';
-create_ok({ levelId => 4, title => "Sonderzeichen \"'\\ </script>\n\t\x{1F600}",
-            order => 2, topic => 'Ünïcödé ß', description => "Zeile\r\nZwei" },
-          { level_id => 4, title => "Sonderzeichen \"'\\ </script>\n\t\x{1F600}",
-            sort_order => 2, topic => 'Ünïcödé ß', description => "Zeile\r\nZwei",
+create_ok({ levelId => 4, title => "Sonderzeichen \"'\\ </script> \x{1F600}",
+            order => 2, topic => 'Ünïcödé ß', description => "Zeile\r\nZwei\tdrei" },
+          { level_id => 4, title => "Sonderzeichen \"'\\ </script> \x{1F600}",
+            sort_order => 2, topic => 'Ünïcödé ß', description => "Zeile\r\nZwei\tdrei",
             is_active => 1 },
           'escaping and non-ASCII round-trip');
 create_ok({ %min, title => 'ü' x 200, topic => 'ö' x 100,

@@ -8,6 +8,7 @@
 #   SQLite file missing (URI form) 503, and no empty file is created
 use strict;
 use warnings FATAL => 'all';
+use utf8;
 
 use FindBin;
 use lib "$FindBin::Bin/../lib";

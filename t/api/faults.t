@@ -6,6 +6,7 @@
 # All with problem bodies.
 use strict;
 use warnings FATAL => 'all';
+use utf8;
 
 use FindBin;
 use lib "$FindBin::Bin/../lib";

@@ -10,6 +10,7 @@
 # after round, and both changes must be stored every time.
 use strict;
 use warnings FATAL => 'all';
+use utf8;
 
 use FindBin;
 use lib "$FindBin::Bin/../lib";

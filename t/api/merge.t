@@ -7,6 +7,7 @@
 # tokens do.  The base path defaults to the <Location> holding the key.
 use strict;
 use warnings FATAL => 'all';
+use utf8;
 
 use FindBin;
 use lib "$FindBin::Bin/../lib";

@@ -1,8 +1,9 @@
 /* Licensed under the Apache License, Version 2.0.
  *
  * test_payload.c: lessons_payload_type_ok, lessons_payload_decode (create
- * and update) and lessons_payload_error, checked
- * against lessons_payload.h and lessons_lesson.h.
+ * and update; blank titles and control characters included) and
+ * lessons_payload_error, checked against lessons_payload.h and
+ * lessons_lesson.h.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -639,12 +640,14 @@ static void test_create_strings_decoded(void **state)
     decoded_t d;
 
     (void)state;
-    d = expect_ok("{\"levelId\":1,\"title\":\"Say \\\"hi\\\"\\n\","
+    d = expect_ok("{\"levelId\":1,\"title\":\"Say \\\"hi\\\"\","
                   "\"order\":1,\"topic\":\"a\\\\b\","
-                  "\"description\":\"\\u00dcbung \\ud83d\\ude00\"}", CREATE);
-    assert_string_equal(d.in.title, "Say \"hi\"\n");
+                  "\"description\":\"\\u00dcbung \\ud83d\\ude00\\n\"}",
+                  CREATE);
+    assert_string_equal(d.in.title, "Say \"hi\"");
     assert_string_equal(d.in.topic, "a\\b");
-    assert_string_equal(d.in.description, "\xc3\x9c" "bung \xf0\x9f\x98\x80");
+    assert_string_equal(d.in.description,
+                        "\xc3\x9c" "bung \xf0\x9f\x98\x80\n");
 }
 
 static void test_create_values_outlive_json(void **state)
@@ -766,6 +769,466 @@ static void test_update_malformed(void **state)
     expect_malformed("{\"title\":\"\xff\"}", UPDATE);
 }
 
+/* ------------------------------------- blank titles, control characters */
+
+/* The issue's list: alone, each of these makes a blank title. */
+static const unsigned long issue_blanks[] = {
+    0x00A0, 0x200B, 0x3000, 0x2028, 0xFEFF, 0x0000, 0x0001, 0x001F, 0x007F,
+    0x0080, 0x009F
+};
+
+/* Unicode White_Space, every code point of it. */
+static const unsigned long white_space[] = {
+    0x0009, 0x000A, 0x000B, 0x000C, 0x000D, 0x0020, 0x0085, 0x00A0, 0x1680,
+    0x2000, 0x2001, 0x2002, 0x2003, 0x2004, 0x2005, 0x2006, 0x2007, 0x2008,
+    0x2009, 0x200A, 0x2028, 0x2029, 0x202F, 0x205F, 0x3000
+};
+
+/* Invisible format characters (Default_Ignorable_Code_Point): the ones
+ * the issue names first, then the ends of each other range.
+ */
+static const unsigned long invisible[] = {
+    0x200B, 0x200C, 0x200D, 0x2060, 0xFEFF, 0x180E, 0x00AD,
+    0x034F, 0x061C, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x180B, 0x180F, 0x200E,
+    0x200F, 0x202A, 0x202E, 0x2061, 0x2064, 0x2066, 0x206F, 0x3164, 0xFE00,
+    0xFE0F, 0xFFA0, 0xFFF0, 0xFFF8, 0x1BCA0, 0x1BCA3, 0x1D173, 0x1D17A,
+    0xE0000, 0xE0001, 0xE007F, 0xE0100, 0xE01EF, 0xE0FFF
+};
+
+/* Visible neighbours of the ranges above: each makes a title. */
+static const unsigned long visible[] = {
+    0x0021, 0x007E, 0x00A1, 0x00AC, 0x00AE, 0x034E, 0x0350, 0x061B, 0x061D,
+    0x115E, 0x1161, 0x167F, 0x1681, 0x17B3, 0x17B6, 0x180A, 0x1810, 0x1FFE,
+    0x2010, 0x2027, 0x2030, 0x205E, 0x2070, 0x2FFF, 0x3001, 0x3163, 0x3165,
+    0xFDFD, 0xFE10, 0xFEFC, 0xFF9F, 0xFFA1, 0xFFFD, 0x1BC9C, 0x1D172,
+    0x1D17B, 0x1F600
+};
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/* A code point as a JSON escape (a surrogate pair above U+FFFF). */
+static const char *esc(unsigned long cp)
+{
+    if (cp < 0x10000)
+        return apr_psprintf(pool, "\\u%04lx", cp);
+    cp -= 0x10000;
+    return apr_psprintf(pool, "\\u%04lx\\u%04lx", 0xD800 + (cp >> 10),
+                        0xDC00 + (cp & 0x3FF));
+}
+
+/* A code point as raw UTF-8. */
+static const char *utf8(unsigned long cp)
+{
+    char *s = apr_pcalloc(pool, 5);
+
+    if (cp < 0x80) {
+        s[0] = (char)cp;
+    }
+    else if (cp < 0x800) {
+        s[0] = (char)(0xC0 | (cp >> 6));
+        s[1] = (char)(0x80 | (cp & 0x3F));
+    }
+    else if (cp < 0x10000) {
+        s[0] = (char)(0xE0 | (cp >> 12));
+        s[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        s[2] = (char)(0x80 | (cp & 0x3F));
+    }
+    else {
+        s[0] = (char)(0xF0 | (cp >> 18));
+        s[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+        s[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        s[3] = (char)(0x80 | (cp & 0x3F));
+    }
+    return s;
+}
+
+/* A body that sends one string field (JSON text, without quotes); create
+ * adds the required fields around it.
+ */
+static const char *one_string(lessons_payload_mode_e mode, const char *field,
+                              const char *text)
+{
+    if (mode == UPDATE)
+        return apr_psprintf(pool, "{\"%s\":\"%s\"}", field, text);
+    if (strcmp(field, "title") == 0)
+        return with_title(text);
+    return with_field(field, apr_psprintf(pool, "\"%s\"", text));
+}
+
+/* INVALID, with exactly one message, this one, on exactly this field. */
+static void expect_message(const char *body, lessons_payload_mode_e mode,
+                           const char *field, const char *message)
+{
+    decoded_t d = decode(body, mode);
+    json_t *list;
+    const char *got;
+
+    expect_result(&d, LESSONS_PAYLOAD_INVALID, body);
+    check_errors_exact(d.errors, FIELDS(field));
+    list = json_object_get(d.errors, field);
+    got = json_string_value(json_array_get(list, 0));
+    if (json_array_size(list) != 1 || strcmp(got, message) != 0)
+        print_error("body %s: expected [\"%s\"], got %s\n", body, message,
+                    dump(list));
+    assert_int_equal(json_array_size(list), 1);
+    assert_string_equal(got, message);
+}
+
+/* What an empty title gets today: the message every blank title must
+ * get too.
+ */
+static const char *empty_title_message(lessons_payload_mode_e mode)
+{
+    decoded_t d = decode(one_string(mode, "title", ""), mode);
+    json_t *list;
+
+    assert_int_equal(d.r, LESSONS_PAYLOAD_INVALID);
+    list = json_object_get(d.errors, "title");
+    assert_int_equal(json_array_size(list), 1);
+    return apr_pstrdup(pool, json_string_value(json_array_get(list, 0)));
+}
+
+static void expect_blank_title(const char *text, lessons_payload_mode_e mode)
+{
+    expect_message(one_string(mode, "title", text), mode, "title",
+                   empty_title_message(mode));
+}
+
+static void expect_title_ok(const char *text, const char *want,
+                            lessons_payload_mode_e mode)
+{
+    decoded_t d = expect_ok(one_string(mode, "title", text), mode);
+
+    assert_true(d.in.has_title);
+    assert_string_equal(d.in.title, want);
+}
+
+/* The message a control character gets on a field. */
+static const char *control_message(const char *field)
+{
+    if (strcmp(field, "description") == 0)
+        return "The field description must not contain control characters "
+               "other than tab, carriage return and line feed.";
+    return apr_psprintf(pool, "The field %s must not contain control "
+                        "characters.", field);
+}
+
+static int is_control(unsigned long cp)
+{
+    return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F);
+}
+
+static void test_empty_title_message(void **state)
+{
+    (void)state;
+    /* the path a blank title reuses: unchanged */
+    assert_string_equal(empty_title_message(CREATE),
+                        "The title field is required.");
+    assert_string_equal(empty_title_message(UPDATE),
+                        "The title field is required.");
+}
+
+static void test_blank_title_each_alone(void **state)
+{
+    static const lessons_payload_mode_e modes[] = { CREATE, UPDATE };
+    size_t i, m;
+
+    (void)state;
+    for (m = 0; m < COUNT(modes); m++) {
+        for (i = 0; i < COUNT(issue_blanks); i++)
+            expect_blank_title(esc(issue_blanks[i]), modes[m]);
+        for (i = 0; i < COUNT(white_space); i++)
+            expect_blank_title(esc(white_space[i]), modes[m]);
+        for (i = 0; i < COUNT(invisible); i++)
+            expect_blank_title(esc(invisible[i]), modes[m]);
+    }
+}
+
+static void test_blank_title_each_raw(void **state)
+{
+    size_t i;
+
+    (void)state;
+    /* the same as raw UTF-8 (C0 cannot be raw in JSON, see below) */
+    for (i = 0; i < COUNT(issue_blanks); i++)
+        if (issue_blanks[i] >= 0x20)
+            expect_blank_title(utf8(issue_blanks[i]), CREATE);
+    for (i = 0; i < COUNT(white_space); i++)
+        if (white_space[i] >= 0x20)
+            expect_blank_title(utf8(white_space[i]), UPDATE);
+    for (i = 0; i < COUNT(invisible); i++)
+        expect_blank_title(utf8(invisible[i]), CREATE);
+}
+
+static void test_blank_title_every_control(void **state)
+{
+    unsigned long cp;
+
+    (void)state;
+    for (cp = 0; cp <= 0x9F; cp++) {
+        if (!is_control(cp))
+            continue;
+        expect_blank_title(esc(cp), CREATE);
+        expect_blank_title(esc(cp), UPDATE);
+        /* twice, and between spaces */
+        expect_blank_title(apr_pstrcat(pool, esc(cp), esc(cp), NULL),
+                           CREATE);
+        expect_blank_title(apr_pstrcat(pool, "  ", esc(cp), " ", NULL),
+                           UPDATE);
+    }
+}
+
+static void test_blank_title_combined(void **state)
+{
+    const char *all = "", *raw = "";
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < COUNT(issue_blanks); i++)
+        all = apr_pstrcat(pool, all, esc(issue_blanks[i]), NULL);
+    expect_blank_title(all, CREATE);
+    expect_blank_title(all, UPDATE);
+    for (i = 0; i < COUNT(white_space); i++)
+        all = apr_pstrcat(pool, all, esc(white_space[i]), NULL);
+    for (i = 0; i < COUNT(invisible); i++) {
+        all = apr_pstrcat(pool, all, esc(invisible[i]), NULL);
+        raw = apr_pstrcat(pool, raw, utf8(invisible[i]), NULL);
+    }
+    expect_blank_title(all, CREATE);
+    expect_blank_title(all, UPDATE);
+    expect_blank_title(raw, CREATE);
+    /* escaped and raw mixed, twice over */
+    expect_blank_title(apr_pstrcat(pool, raw, all, raw, all, NULL), UPDATE);
+    /* zero-width characters only: no width, no text */
+    expect_blank_title("\\u200b\\u200c\\u200d\\u2060\\ufeff", CREATE);
+    expect_blank_title("\xef\xbb\xbf\xe2\x80\x8b", CREATE);
+}
+
+static void test_blank_title_spaces_mixed(void **state)
+{
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < COUNT(issue_blanks); i++) {
+        const char *c = esc(issue_blanks[i]);
+
+        expect_blank_title(apr_pstrcat(pool, " ", c, NULL), CREATE);
+        expect_blank_title(apr_pstrcat(pool, c, "   ", NULL), CREATE);
+        expect_blank_title(apr_pstrcat(pool, "  ", c, " ", c, "  ", NULL),
+                           UPDATE);
+    }
+    for (i = 0; i < COUNT(invisible); i++)
+        expect_blank_title(apr_pstrcat(pool, " ", utf8(invisible[i]), " ",
+                                       NULL), CREATE);
+    expect_blank_title(" \\t \\u00a0\\u200b \\u3000\\r\\n\\u2028 \\ufeff ",
+                       CREATE);
+    expect_blank_title(apr_pstrcat(pool, rep(" ", 100), "\\u00a0",
+                                   rep(" ", 150), NULL), UPDATE);
+}
+
+static void test_blank_title_with_visible(void **state)
+{
+    const char *esc_all = "", *raw_all = "";
+    size_t i;
+
+    (void)state;
+    /* every blank that is not a control, around one visible character:
+     * accepted, and kept exactly as sent (nothing is trimmed)
+     */
+    for (i = 0; i < COUNT(white_space); i++) {
+        if (!is_control(white_space[i])) {
+            esc_all = apr_pstrcat(pool, esc_all, esc(white_space[i]), NULL);
+            raw_all = apr_pstrcat(pool, raw_all, utf8(white_space[i]), NULL);
+        }
+    }
+    for (i = 0; i < COUNT(invisible); i++) {
+        esc_all = apr_pstrcat(pool, esc_all, esc(invisible[i]), NULL);
+        raw_all = apr_pstrcat(pool, raw_all, utf8(invisible[i]), NULL);
+    }
+    expect_title_ok(apr_pstrcat(pool, esc_all, "a", esc_all, NULL),
+                    apr_pstrcat(pool, raw_all, "a", raw_all, NULL), CREATE);
+    expect_title_ok(apr_pstrcat(pool, "x", raw_all, NULL),
+                    apr_pstrcat(pool, "x", raw_all, NULL), UPDATE);
+    expect_title_ok("\\u00a0\\u200b\\u3000\\u2028\\ufeff.\\ufeff",
+                    "\xc2\xa0\xe2\x80\x8b\xe3\x80\x80\xe2\x80\xa8\xef\xbb\xbf"
+                    ".\xef\xbb\xbf", CREATE);
+    expect_title_ok("  \\u00e4  ", "  \xc3\xa4  ", UPDATE);
+    /* each visible neighbour of a blank range, alone and among blanks */
+    for (i = 0; i < COUNT(visible); i++) {
+        expect_title_ok(esc(visible[i]), utf8(visible[i]), CREATE);
+        expect_title_ok(utf8(visible[i]), utf8(visible[i]), UPDATE);
+        expect_title_ok(apr_pstrcat(pool, "\\u3000", esc(visible[i]),
+                                    "\\u200b", NULL),
+                        apr_pstrcat(pool, utf8(0x3000), utf8(visible[i]),
+                                    utf8(0x200B), NULL), CREATE);
+    }
+}
+
+static void test_blank_title_length_in_characters(void **state)
+{
+    (void)state;
+    /* an invisible character still counts towards the 200 */
+    expect_title_ok(apr_pstrcat(pool, rep("a", 199), "\\u200b", NULL),
+                    apr_pstrcat(pool, rep("a", 199), utf8(0x200B), NULL),
+                    CREATE);
+    expect_invalid(with_title(apr_pstrcat(pool, rep("a", 200), "\\u200b",
+                                          NULL)), CREATE, FIELDS("title"));
+}
+
+/* Each control code point, escaped, between visible characters, in each
+ * string field and both modes: refused naming the field, except tab, CR
+ * and LF in description, which are kept exactly.
+ */
+static void test_control_every_field(void **state)
+{
+    static const char *const fields[] = { "title", "topic", "description" };
+    static const lessons_payload_mode_e modes[] = { CREATE, UPDATE };
+    unsigned long cp;
+    size_t f, m;
+
+    (void)state;
+    for (m = 0; m < COUNT(modes); m++) {
+        for (f = 0; f < COUNT(fields); f++) {
+            int descr = strcmp(fields[f], "description") == 0;
+            const char *msg = control_message(fields[f]);
+
+            for (cp = 0; cp <= 0x9F; cp++) {
+                const char *body;
+                decoded_t d;
+
+                if (!is_control(cp))
+                    continue;
+                body = one_string(modes[m], fields[f],
+                                  apr_pstrcat(pool, "a", esc(cp), "b", NULL));
+                if (!(descr && (cp == '\t' || cp == '\r' || cp == '\n'))) {
+                    expect_message(body, modes[m], fields[f], msg);
+                    continue;
+                }
+                d = expect_ok(body, modes[m]);
+                assert_true(d.in.has_description);
+                assert_int_equal(strlen(d.in.description), 3);
+                assert_int_equal(d.in.description[1], (int)cp);
+            }
+        }
+    }
+}
+
+static void test_control_raw(void **state)
+{
+    static const char *const fields[] = { "title", "topic", "description" };
+    unsigned long cp;
+    size_t f;
+
+    (void)state;
+    /* DEL and C1 may be sent unescaped (valid JSON, valid UTF-8) */
+    for (f = 0; f < COUNT(fields); f++) {
+        const char *msg = control_message(fields[f]);
+
+        for (cp = 0x7F; cp <= 0x9F; cp++)
+            expect_message(one_string(CREATE, fields[f],
+                                      apr_pstrcat(pool, "x", utf8(cp),
+                                                  NULL)),
+                           CREATE, fields[f], msg);
+    }
+    /* a raw C0 byte is not JSON at all: malformed, as before */
+    expect_malformed(with_title("a\x01" "b"), CREATE);
+    expect_malformed(with_field("description", "\"a\tb\""), CREATE);
+}
+
+/* Refused in both modes, with the field's control message. */
+static const struct {
+    const char *field, *text;
+} control_refused[] = {
+    /* topic and description may be blank, never control characters */
+    { "topic", "\\t" },
+    { "topic", "\\u0000" },
+    { "topic", "\\u0085" },
+    { "description", "\\u0000" },
+    { "description", "\\u001b[31m" },
+    /* \u0000 is valid JSON: the field is refused, never cut at the NUL */
+    { "title", "ab\\u0000" },
+    { "title", "\\u0000ab" },
+    { "title", "a\\u0000b" },
+    { "description", "line\\n\\u0000" },
+    /* tab, CR and LF are for description only */
+    { "title", "Zeile 1\\nZeile 2" },
+    { "title", "a\\tb" },
+    { "title", "a\\r" },
+    { "topic", "a\\tb" },
+    { "topic", "a\\r\\n" },
+    { "topic", "\\n" },
+};
+
+static void test_control_refused(void **state)
+{
+    static const lessons_payload_mode_e modes[] = { CREATE, UPDATE };
+    size_t i, m;
+
+    (void)state;
+    for (i = 0; i < COUNT(control_refused); i++)
+        for (m = 0; m < COUNT(modes); m++)
+            expect_message(one_string(modes[m], control_refused[i].field,
+                                      control_refused[i].text),
+                           modes[m], control_refused[i].field,
+                           control_message(control_refused[i].field));
+}
+
+static void test_control_nul_edges(void **state)
+{
+    (void)state;
+    /* a NUL after 200 characters is still a NUL, not a long title */
+    expect_message(with_title(apr_pstrcat(pool, rep("a", 250), "\\u0000",
+                                          NULL)), CREATE, "title",
+                   control_message("title"));
+    /* in a property that is ignored, it does no harm */
+    expect_ok("{\"levelId\":1,\"title\":\"T\",\"order\":1,"
+              "\"note\":\"a\\u0000b\"}", CREATE);
+    /* a NUL in a property name is not supported: malformed */
+    expect_malformed("{\"levelId\":1,\"title\":\"T\",\"order\":1,"
+                     "\"ti\\u0000tle\":\"x\"}", CREATE);
+}
+
+static void test_tab_cr_lf_in_description(void **state)
+{
+    decoded_t d;
+
+    (void)state;
+    /* kept exactly */
+    d = expect_ok(with_field("description",
+                             "\"Zeile 1\\r\\n\\tZeile 2\\n\\n\\r\""), CREATE);
+    assert_string_equal(d.in.description, "Zeile 1\r\n\tZeile 2\n\n\r");
+    d = expect_ok("{\"description\":\"\\t\\r\\n\"}", UPDATE);
+    assert_string_equal(d.in.description, "\t\r\n");
+    /* a title of nothing else is blank, as before */
+    expect_blank_title(" \\t\\r\\n ", CREATE);
+}
+
+static void test_blank_outside_title(void **state)
+{
+    decoded_t d;
+
+    (void)state;
+    /* blank but not control: fine in topic and description */
+    d = expect_ok(with_field("topic", "\"\\u00a0\\u200b\\u3000\""), CREATE);
+    assert_string_equal(d.in.topic, "\xc2\xa0\xe2\x80\x8b\xe3\x80\x80");
+    d = expect_ok("{\"description\":\"\\u2028\\u2029\\ufeff \"}", UPDATE);
+    assert_string_equal(d.in.description,
+                        "\xe2\x80\xa8\xe2\x80\xa9\xef\xbb\xbf ");
+}
+
+static void test_blank_and_control_together(void **state)
+{
+    (void)state;
+    /* every bad field is named, each with its own message */
+    expect_invalid("{\"levelId\":1,\"title\":\"\\u200b\",\"order\":1,"
+                   "\"topic\":\"\\u0007\",\"description\":\"\\u0000\"}",
+                   CREATE, FIELDS("title", "topic", "description"));
+    expect_invalid("{\"title\":\"a\\u0001\",\"description\":\"\\u009b\"}",
+                   UPDATE, FIELDS("title", "description"));
+    /* a blank title gets the blank message, not the control one */
+    expect_blank_title("\\u0000\\u00a0", CREATE);
+}
+
 /* ------------------------------------------------------------- error */
 
 static void test_payload_error(void **state)
@@ -858,6 +1321,21 @@ int main(void)
         cmocka_unit_test(test_update_full),
         cmocka_unit_test(test_update_validation),
         cmocka_unit_test(test_update_malformed),
+        cmocka_unit_test(test_empty_title_message),
+        cmocka_unit_test(test_blank_title_each_alone),
+        cmocka_unit_test(test_blank_title_each_raw),
+        cmocka_unit_test(test_blank_title_every_control),
+        cmocka_unit_test(test_blank_title_combined),
+        cmocka_unit_test(test_blank_title_spaces_mixed),
+        cmocka_unit_test(test_blank_title_with_visible),
+        cmocka_unit_test(test_blank_title_length_in_characters),
+        cmocka_unit_test(test_control_every_field),
+        cmocka_unit_test(test_control_raw),
+        cmocka_unit_test(test_control_refused),
+        cmocka_unit_test(test_control_nul_edges),
+        cmocka_unit_test(test_tab_cr_lf_in_description),
+        cmocka_unit_test(test_blank_outside_title),
+        cmocka_unit_test(test_blank_and_control_together),
         cmocka_unit_test(test_payload_error),
         cmocka_unit_test(test_payload_error_released_with_pool),
         cmocka_unit_test(test_errors_released_with_pool),
