@@ -217,11 +217,12 @@ install: deps
 	@if [ -e $(DESTDIR)$(MODS_DIR)/lessons.conf ]; then \
 	    echo "kept existing $(DESTDIR)$(MODS_DIR)/lessons.conf"; \
 	else \
-	    install -D -m 644 conf/lessons.conf $(DESTDIR)$(MODS_DIR)/lessons.conf; \
+	    install -D -m 640 conf/lessons.conf $(DESTDIR)$(MODS_DIR)/lessons.conf; \
+	    echo "installed $(DESTDIR)$(MODS_DIR)/lessons.conf (holds DBDParams: keep it 640)"; \
 	fi
 	install -d $(DESTDIR)$(SHARE_DIR)/sql
 	install -m 644 sql/*.sql $(DESTDIR)$(SHARE_DIR)/sql/
-	@echo "next: a2enmod lessons && apachectl configtest && systemctl reload apache2"
+	@echo "next: make the key and the database, then a2enmod lessons (README, Deployment)"
 
 # clean keeps build/dev (the dev key and database, and the pid file of a
 # make run that may be serving) and says where the database is.
