@@ -79,7 +79,6 @@ module AP_MODULE_DECLARE_DATA lessons_module;
  * fail closed at request time.
  */
 typedef struct {
-    const char *where;              /* "file:line" of its first directive */
     int registered;                 /* listed for the start-up check */
     const char *jwt_where;          /* section that set alg and/or key */
     jwt_alg_t alg;
@@ -150,8 +149,8 @@ static void *lessons_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     const lessons_dir_conf *base = basev, *add = addv, *jwt;
     lessons_dir_conf *conf = apr_pcalloc(p, sizeof(*conf));
 
-    /* where and registered describe one section's own record for the
-     * start-up checks; a merged config is no section, so they stay unset.
+    /* registered describes one section's own record for the start-up
+     * check; a merged config is no section, so it stays unset.
      * Algorithm and key come as one: both from add if it set either.
      */
     jwt = add->jwt_where ? add : base;
@@ -222,9 +221,6 @@ static const char *lessons_touch(cmd_parms *cmd, lessons_dir_conf *conf)
     }
     if (!conf->registered) {
         conf->registered = 1;
-        conf->where = apr_psprintf(cmd->pool, "%s:%d",
-                                   cmd->directive->filename,
-                                   cmd->directive->line_num);
         APR_ARRAY_PUSH(sconf->sections, lessons_dir_conf *) = conf;
     }
     return NULL;
@@ -245,26 +241,35 @@ static const char *lessons_tree_arg(apr_pool_t *p, const ap_directive_t *d)
     return w;
 }
 
+/* A URL path without trailing slashes ("/" stays "/"), so a Location
+ * header is always base + "/" + id.
+ */
+static const char *lessons_trim_slashes(apr_pool_t *p, const char *arg)
+{
+    char *path = apr_pstrdup(p, arg);
+    apr_size_t n = strlen(path);
+
+    while (n > 1 && path[n - 1] == '/') {
+        path[--n] = '\0';
+    }
+    return path;
+}
+
 /* A plain <Location "/path"> around the directive (no regex, no
  * wildcard), without trailing slashes; else NULL.
  */
 static const char *lessons_plain_location(cmd_parms *cmd)
 {
     const ap_directive_t *sec = cmd->directive->parent;
-    char *path;
-    apr_size_t n;
+    const char *path;
 
     if (!sec || strcasecmp(sec->directive, "<Location") != 0 || !cmd->path
         || strcmp(lessons_tree_arg(cmd->temp_pool, sec), "~") == 0
         || cmd->path[0] != '/' || strpbrk(cmd->path, "*?[\\")) {
         return NULL;
     }
-    path = apr_pstrdup(cmd->pool, cmd->path);
-    n = strlen(path);
-    while (n > 1 && path[n - 1] == '/') {
-        path[--n] = '\0';
-    }
-    return n > 1 ? path : NULL;
+    path = lessons_trim_slashes(cmd->pool, cmd->path);
+    return strcmp(path, "/") != 0 ? path : NULL;
 }
 
 /* Half of the algorithm/key setting has been given in this section:
@@ -374,19 +379,13 @@ static const char *lessons_set_base_path(cmd_parms *cmd, void *dconf,
                                          const char *arg)
 {
     lessons_dir_conf *conf = dconf;
-    char *path;
-    apr_size_t n;
+    const char *path;
 
     if (arg[0] != '/') {
         return "LessonsBasePath must be a URL path starting with /";
     }
-    /* No trailing slash, so a Location is always base + "/" + id. */
-    path = apr_pstrdup(cmd->pool, arg);
-    n = strlen(path);
-    while (n > 1 && path[n - 1] == '/') {
-        path[--n] = '\0';
-    }
-    if (n == 1) {
+    path = lessons_trim_slashes(cmd->pool, arg);
+    if (strcmp(path, "/") == 0) {
         return "LessonsBasePath cannot be /: the API needs a path of its "
                "own, such as /api/lessons";
     }

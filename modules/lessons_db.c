@@ -104,40 +104,32 @@ static lessons_db_fault_e lessons_db_prepare(lessons_db_t *db,
                                              apr_pool_t *conn_pool,
                                              const char **err)
 {
-    const lessons_statement_t *s;
-    int pg = lessons_db_pg(db) != NULL;
-
     if (conn->pool) {
         apr_pool_destroy(conn->pool);
     }
+    conn->prepared = NULL;
     if (apr_pool_create(&conn->pool, conn_pool) != APR_SUCCESS) {
         conn->pool = NULL;
         *err = "out of memory preparing statements";
         return LESSONS_DB_ERROR;
     }
-    conn->prepared = apr_hash_make(conn->pool);
     conn->generation++;
-    for (s = lessons_statements; s->label; s++) {
-        apr_dbd_prepared_t *stmt = NULL;
-        /* A server-side name of its own each time: an earlier attempt on
-         * this backend may have left some of ours behind.
-         */
-        const char *name = pg ? apr_psprintf(conn->pool, "%s_%u", s->label,
+    db->prepared = NULL;
+    /* A server-side name of its own each time: an earlier attempt on this
+     * backend may have left some of ours behind.
+     */
+    if (lessons_store_prepare(db, conn->pool,
+                              lessons_db_pg(db)
+                              ? apr_psprintf(conn->pool, "%u",
                                              conn->generation)
-                              : s->label;
-        int rv = apr_dbd_prepare(db->driver, conn->pool, db->handle, s->sql,
-                                 name, &stmt);
-
-        if (rv != 0 || !stmt) {
-            *err = lessons_db_message(db, conn->pool, rv, s->label);
-            *err = apr_pstrdup(conn_pool, *err);
-            apr_pool_destroy(conn->pool);
-            conn->pool = NULL;
-            conn->prepared = NULL;
-            return lessons_db_fault(db, NULL, *err);
-        }
-        apr_hash_set(conn->prepared, s->label, APR_HASH_KEY_STRING, stmt);
+                              : NULL, err) != LESSONS_STORE_OK) {
+        *err = apr_pstrdup(conn_pool, *err);
+        apr_pool_destroy(conn->pool);
+        conn->pool = NULL;
+        db->prepared = NULL;
+        return lessons_db_fault(db, NULL, *err);
     }
+    conn->prepared = db->prepared;
     return LESSONS_DB_OK;
 }
 

@@ -99,7 +99,7 @@ static apr_dbd_prepared_t *lessons_store_stmt(const lessons_db_t *db,
 }
 
 lessons_store_e lessons_store_prepare(lessons_db_t *db, apr_pool_t *p,
-                                      const char **err)
+                                      const char *suffix, const char **err)
 {
     const lessons_statement_t *s;
     apr_dbd_prepared_t *stmt;
@@ -109,9 +109,12 @@ lessons_store_e lessons_store_prepare(lessons_db_t *db, apr_pool_t *p,
         db->prepared = apr_hash_make(p);
     }
     for (s = lessons_statements; s->label; s++) {
+        const char *name = suffix ? apr_pstrcat(p, s->label, "_", suffix,
+                                                NULL)
+                                  : s->label;
+
         stmt = NULL;
-        rv = apr_dbd_prepare(db->driver, p, db->handle, s->sql, s->label,
-                             &stmt);
+        rv = apr_dbd_prepare(db->driver, p, db->handle, s->sql, name, &stmt);
         if (rv != 0 || !stmt) {
             return lessons_store_fail(db, p, rv, s->label, err);
         }

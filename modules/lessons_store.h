@@ -41,10 +41,12 @@ typedef enum {
 } lessons_store_e;
 
 /* Prepare every statement on db->handle into db->prepared (made in p if
- * NULL).  The module lets mod_dbd do this; tests and tools call it.
+ * NULL), keyed by label.  A suffix, if given, makes the server-side names
+ * label_suffix (PostgreSQL keeps names per session).  lessons_db_ready
+ * calls it for the module; tests call it directly.
  */
 lessons_store_e lessons_store_prepare(lessons_db_t *db, apr_pool_t *p,
-                                      const char **err);
+                                      const char *suffix, const char **err);
 
 /* Lists fill *out with lessons_lesson_t, allocated in p. */
 lessons_store_e lessons_store_list_all(const lessons_db_t *db, apr_pool_t *p,

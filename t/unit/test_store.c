@@ -279,7 +279,7 @@ static int setup(void **state)
     if (apply_schema(p, fx->db.handle) || apply_schema(p, fx->db.handle))
         return -1;
     fx->db.prepared = NULL;
-    if (lessons_store_prepare(&fx->db, p, &err) != LESSONS_STORE_OK) {
+    if (lessons_store_prepare(&fx->db, p, NULL, &err) != LESSONS_STORE_OK) {
         print_error("lessons_store_prepare: %s\n", err ? err : "?");
         return -1;
     }
@@ -507,7 +507,7 @@ static void ddl_ok(fixture_t *fx, const char *sql)
 
     exec_ok(fx, sql);
     fx->db.prepared = NULL;
-    rc = lessons_store_prepare(&fx->db, fx->p, &err);
+    rc = lessons_store_prepare(&fx->db, fx->p, NULL, &err);
     expect_store(rc, LESSONS_STORE_OK, err);
 }
 
