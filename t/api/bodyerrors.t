@@ -26,13 +26,8 @@ my $hostport = Apache::TestRequest::hostport(Apache::Test::config());
 my $log = t_catfile(Apache::Test::vars('t_logs'), 'lessons_access.log');
 seed({ level_id => 1, title => 'Unberührt', sort_order => 1 });
 
-# A valid create body of exactly $n bytes (padded with JSON whitespace).
-sub body_of {
-    my ($n) = @_;
-    my $json = '{"levelId":1,"title":"Polster","order":1}';
-    die "too small" if $n < length $json;
-    return substr($json, 0, -1) . (' ' x ($n - length $json)) . '}';
-}
+# A valid create body of exactly $n bytes.
+sub body_of { LessonsTest::padded_body(@_) }
 
 # $body as chunks of at most $size bytes, with the last chunk.
 sub chunked {

@@ -18,13 +18,8 @@ use LessonsTest;
 
 my ($id) = seed({ level_id => 1, title => 'Groß', sort_order => 1 });
 
-# A valid create body of exactly $n bytes (padded with JSON whitespace).
-sub body_of {
-    my ($n) = @_;
-    my $json = '{"levelId":1,"title":"Polster","order":1}';
-    die "too small" if $n < length $json;
-    return substr($json, 0, -1) . (' ' x ($n - length $json)) . '}';
-}
+# A valid create body of exactly $n bytes.
+sub body_of { LessonsTest::padded_body(@_) }
 
 sub too_large {
     my ($method, $path, $body, $name, %o) = @_;

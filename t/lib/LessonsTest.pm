@@ -444,4 +444,13 @@ sub wire_lesson {
              isActive => $r->{is_active} ? JSON::PP::true : JSON::PP::false };
 }
 
+# A valid create body of exactly $n bytes (padded with JSON whitespace),
+# for the body-size tests.  Call it by its full name.
+sub padded_body {
+    my ($n) = @_;
+    my $json = '{"levelId":1,"title":"Polster","order":1}';
+    die "too small" if $n < length $json;
+    return substr($json, 0, -1) . (' ' x ($n - length $json)) . '}';
+}
+
 1;
