@@ -30,7 +30,7 @@ done
 
 BUILD_PACKAGES="apache2 apache2-dev libjansson-dev libjwt-dev libssl-dev
 libaprutil1-dev libpq-dev libsqlite3-dev libaprutil1-dbd-sqlite3
-libaprutil1-dbd-pgsql sqlite3 openssl pkg-config"
+libaprutil1-dbd-pgsql sqlite3 openssl pkg-config zlib1g-dev"
 TEST_PACKAGES="libcmocka-dev libapache2-mod-perl2 libwww-perl curl"
 
 PACKAGES=$BUILD_PACKAGES
