@@ -23,8 +23,12 @@ LIBS       = -ljansson -ljwt -lcrypto -lpq -lsqlite3 -lz
 # libpq's header lives in its own directory on Debian.
 PQ_CFLAGS  = -I$(shell pg_config --includedir 2>/dev/null || echo /usr/include/postgresql)
 
+# The httpd-free units (unit tests link them) and the httpd-facing files
+# of the module itself (mod_lessons.c and modules/mod_lessons_*.c).
 UNITS      = $(wildcard modules/lessons_*.c)
 HEADERS    = $(wildcard modules/lessons_*.h)
+ENGINE     = mod_lessons.c $(wildcard modules/mod_lessons_*.c)
+ENGINE_H   = modules/mod_lessons.h
 MODULE     = modules/mod_lessons.so
 
 # Unit tests link the units directly, with APR/apr-util from pkg-config.
@@ -103,7 +107,7 @@ all: $(MODULE)
 # apxs/libtool echo every command; show their output only on failure.
 # The module is replaced, never rewritten in place, so that a running
 # make run keeps the copy it loaded.
-$(MODULE): mod_lessons.c $(UNITS) $(HEADERS)
+$(MODULE): $(ENGINE) $(ENGINE_H) $(UNITS) $(HEADERS)
 	@$(mine)
 	@if [ ! -x "$(APXS)" ]; then \
 	    echo "make: apxs not found: it comes with apache2-dev, which 'make deps'" \
@@ -113,7 +117,7 @@ $(MODULE): mod_lessons.c $(UNITS) $(HEADERS)
 	@echo "  APXS  $@"
 	@mkdir -p build
 	@$(APXS) -c -o mod_lessons.la -Wc,"$(WARN)" -Wc,-std=gnu99 -Imodules $(PQ_CFLAGS) \
-	    mod_lessons.c $(UNITS) $(LIBS) >build/apxs.log 2>&1 \
+	    $(ENGINE) $(UNITS) $(LIBS) >build/apxs.log 2>&1 \
 	    || { cat build/apxs.log; $(call missing_hint,build,deps); exit 1; }
 	@cp .libs/mod_lessons.so $@.new && mv -f $@.new $@
 	@$(give_back)

@@ -1,0 +1,203 @@
+/* Licensed under the Apache License, Version 2.0.
+ *
+ * mod_lessons.h: what the httpd-facing files of mod_lessons share (the
+ * module's private header, as mod_ssl.h is mod_ssl's).  The request
+ * path, file by file:
+ *
+ *   mod_lessons.c          module record, directive table, hook order
+ *   mod_lessons_config.c   directives, merge, start-up checks, child init
+ *   mod_lessons_map.c      translate_name/map_to_storage: is it the API's?
+ *   mod_lessons_access.c   access checker: the bearer token, fail closed
+ *   mod_lessons_handler.c  the handler: route, method, the operations
+ *   mod_lessons_dbd.c      a pooled connection within the time bound, and
+ *                          database faults answered as what they are
+ *   mod_lessons_io.c       request bodies in, responses out, fault lines
+ *
+ * The work itself lives in modules/lessons_*.c, which need no httpd.
+ */
+
+#ifndef MOD_LESSONS_H
+#define MOD_LESSONS_H
+
+
+#include "httpd.h"
+#include "http_config.h"
+#include "http_core.h"
+#include "http_log.h"
+#include "http_protocol.h"
+#include "http_request.h"
+#include "util_filter.h"
+#include "util_cfgtree.h"
+#include "ap_mpm.h"
+#include "apr_env.h"
+#include "apr_strings.h"
+#include "apr_optional.h"
+#include "apr_optional_hooks.h"
+#include "apr_dbd.h"
+#include "mod_dbd.h"
+
+#include "lessons_db.h"
+#include "lessons_gate.h"
+#include "lessons_throttle.h"
+
+#include "lessons_json.h"
+#include "lessons_key.h"
+#include "lessons_payload.h"
+#include "lessons_route.h"
+#include "lessons_store.h"
+#include "lessons_token.h"
+
+/* Every file's log lines carry the module's name ([lessons:info]). */
+APLOG_USE_MODULE(lessons);
+
+
+/* Our own log tags (APLOGNO numbers belong to httpd's modules). */
+#define LESSONSLOG(n) "LESSONS" #n ": "
+
+#define LESSONS_HANDLER          "lessons"
+#define LESSONS_DEFAULT_BASE     "/api/lessons"
+#define LESSONS_DEFAULT_REALM    "lessons"
+#define LESSONS_DEFAULT_MAX_BODY (64 * 1024)
+#define LESSONS_MAX_BODY_LIMIT   (16 * 1024 * 1024)
+#define LESSONS_MAX_LEEWAY       3600
+#define LESSONS_DEFAULT_DB_TIMEOUT 10   /* seconds */
+#define LESSONS_MAX_DB_TIMEOUT   300
+#define LESSONS_DBD_DEFAULT_MAX  10     /* mod_dbd's DBDMax default */
+#define LESSONS_RETRY_AFTER      "5"
+
+#define LESSONS_CT_JSON     "application/json; charset=utf-8"
+#define LESSONS_CT_PROBLEM  "application/problem+json"
+
+/* Beginner and advanced are fixed pairs of levels (SPEC rules 1, 2). */
+#define LESSONS_BEGINNER_FIRST   1
+#define LESSONS_BEGINNER_SECOND  2
+#define LESSONS_ADVANCED_FIRST   4
+#define LESSONS_ADVANCED_SECOND  5
+
+/* Per-directory config.  NULL / JWT_ALG_INVAL / -1 mean "not set here",
+ * so merge can tell an inherited value from a configured one.
+ *
+ * The algorithm and the key are one setting: a section that sets either
+ * takes both from itself when merged (jwt_where says which section), so
+ * no merge can pair one section's algorithm with another's key.  A
+ * section that sets only one of them is refused at start-up, and would
+ * fail closed at request time.
+ */
+typedef struct {
+    int registered;                 /* listed for the start-up check */
+    const char *jwt_where;          /* section that set alg and/or key */
+    jwt_alg_t alg;
+    const char *alg_name;
+    const char *key_file;
+    const lessons_key_t *key;
+    const char *location;           /* plain <Location> path of the section
+                                     * that set the key: default base */
+    const char *issuer;
+    const char *audience;
+    long leeway;
+    const char *base_path;
+    apr_off_t max_body;
+} lessons_dir_conf;
+
+/* Per-server config: which sections to check at start-up, the bound on
+ * database waits, mod_dbd's acquire, and (per process, made in
+ * child_init) the gate in front of the connection pool.
+ */
+typedef struct {
+    apr_array_header_t *sections;   /* lessons_dir_conf *, this server's */
+    int db_timeout;                 /* seconds; 0: not set here */
+    ap_dbd_t *(*acquire)(request_rec *r);
+    int threads;                    /* worker threads per process */
+    lessons_gate_t *gate;           /* NULL when one thread per process */
+    lessons_throttle_t *throttle;   /* repeated fault lines, per process */
+} lessons_srv_conf;
+
+/* Per-request: whether the request is for the API (known from the
+ * location walk before translate_name), and the outcome of the token
+ * check, so the access checker and the handler never verify twice and
+ * never disagree.
+ */
+typedef struct {
+    int api;                        /* SetHandler lessons applies */
+    int checked;                    /* the token check has run */
+    int status;                     /* OK, or DONE once a refusal is sent */
+} lessons_req_state;
+
+/* Everything an operation needs, gathered once by the handler. */
+typedef struct {
+    request_rec *r;
+    const lessons_dir_conf *conf;
+    lessons_db_t db;
+    apr_pool_t *db_pool;            /* lives as long as the connection */
+    lessons_route_t route;
+} lessons_ctx;
+
+/* mod_lessons_config.c: directives and their merge */
+void *lessons_create_dir_conf(apr_pool_t *p, char *dir);
+void *lessons_merge_dir_conf(apr_pool_t *p, void *basev, void *addv);
+void *lessons_create_srv_conf(apr_pool_t *p, server_rec *s);
+void *lessons_merge_srv_conf(apr_pool_t *p, void *basev, void *addv);
+const char *lessons_set_alg(cmd_parms *cmd, void *dconf,
+                            const char *arg);
+const char *lessons_set_key_file(cmd_parms *cmd, void *dconf,
+                                 const char *arg);
+const char *lessons_set_key(cmd_parms *cmd, void *dconf,
+                            const char *alg, const char *file);
+const char *lessons_set_string(cmd_parms *cmd, void *dconf,
+                               const char *arg);
+const char *lessons_set_base_path(cmd_parms *cmd, void *dconf,
+                                  const char *arg);
+const char *lessons_set_leeway(cmd_parms *cmd, void *dconf,
+                               const char *arg);
+const char *lessons_set_db_timeout(cmd_parms *cmd, void *dconf,
+                                   const char *arg);
+const char *lessons_set_max_body(cmd_parms *cmd, void *dconf,
+                                 const char *arg);
+
+/* mod_lessons_config.c: the values in effect, defaults applied */
+int lessons_db_timeout(const lessons_srv_conf *sconf);
+const char *lessons_base_path(const lessons_dir_conf *conf);
+apr_off_t lessons_max_body(const lessons_dir_conf *conf);
+
+/* mod_lessons_config.c: start-up and child start */
+int lessons_check_config(apr_pool_t *pconf, apr_pool_t *plog,
+                         apr_pool_t *ptemp, server_rec *s);
+int lessons_post_config(apr_pool_t *pconf, apr_pool_t *plog,
+                        apr_pool_t *ptemp, server_rec *s);
+void lessons_child_init(apr_pool_t *pchild, server_rec *s);
+apr_status_t lessons_dbd_connected(apr_pool_t *p, dbd_cfg_t *cfg,
+                                   ap_dbd_t *dbd);
+
+/* mod_lessons_map.c */
+lessons_req_state *lessons_state(request_rec *r);
+int lessons_translate(request_rec *r);
+int lessons_map_to_storage(request_rec *r);
+
+/* mod_lessons_access.c */
+int lessons_authenticate(request_rec *r, const lessons_dir_conf *conf);
+int lessons_check_access(request_rec *r);
+
+/* mod_lessons_handler.c */
+int lessons_handler(request_rec *r);
+
+/* mod_lessons_dbd.c */
+int lessons_db_answer(lessons_ctx *c, lessons_db_fault_e fault,
+                      const char *err, int wrote);
+int lessons_db_open(lessons_ctx *c);
+int lessons_db_failed(lessons_ctx *c, const char *err);
+
+/* mod_lessons_io.c */
+int lessons_send(request_rec *r, int status, const char *type,
+                 const char *body, apr_size_t len);
+int lessons_send_empty(request_rec *r, int status);
+int lessons_send_problem(request_rec *r, int status,
+                         const char *title, const char *detail,
+                         json_t *errors);
+int lessons_error_response(request_rec *r, int status,
+                           const char *detail);
+void lessons_log_fault(request_rec *r, int level, const char *line);
+int lessons_read_body(request_rec *r, apr_off_t max,
+                      const char **body, apr_size_t *len,
+                      apr_status_t *read_rv);
+
+#endif /* MOD_LESSONS_H */

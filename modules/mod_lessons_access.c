@@ -1,0 +1,143 @@
+/* Licensed under the Apache License, Version 2.0.
+ *
+ * mod_lessons_access.c: the bearer token, checked in the access checker
+ * before any handler runs; the handler asks again, so the API fails
+ * closed whatever the authz configuration says.
+ */
+
+#include "mod_lessons.h"
+
+static const char *lessons_realm(request_rec *r)
+{
+    const char *realm = ap_auth_name(r);
+
+    /* It goes inside a quoted-string: refuse anything needing escapes. */
+    if (!realm || !*realm || strpbrk(realm, "\"\\\r\n")) {
+        return LESSONS_DEFAULT_REALM;
+    }
+    return realm;
+}
+
+static int lessons_challenge(request_rec *r, int status, const char *error,
+                             const char *description)
+{
+    const char *value = apr_psprintf(r->pool, "Bearer realm=\"%s\"",
+                                     lessons_realm(r));
+
+    if (error) {
+        value = apr_psprintf(r->pool, "%s, error=\"%s\", "
+                             "error_description=\"%s\"", value, error,
+                             description);
+    }
+    apr_table_setn(r->err_headers_out, "WWW-Authenticate", value);
+    return lessons_error_response(r, status, description);
+}
+
+/* Is a token policy in effect here at all (complete or not)? */
+static int lessons_configured(const lessons_dir_conf *conf)
+{
+    return conf->jwt_where != NULL;
+}
+
+/* The request fails closed with 500: the configuration in effect cannot
+ * verify tokens.  Start-up refuses every such configuration it can see;
+ * this is what holds for the ones only a merge produces.
+ */
+static int lessons_misconfigured(request_rec *r, lessons_req_state *st,
+                                 const char *why)
+{
+    lessons_log_fault(r, APLOG_ERR, apr_psprintf(r->pool, LESSONSLOG(00201)
+                      "%s; refusing to serve %s", why, r->uri));
+    return st->status = lessons_error_response(r,
+        HTTP_INTERNAL_SERVER_ERROR, "The server is misconfigured.");
+}
+
+/* Verify the request's bearer token once; later calls return the first
+ * answer.  OK sets r->user to the token's sub; DONE means the refusal
+ * (401, 400 or 500) has been sent.
+ */
+int lessons_authenticate(request_rec *r, const lessons_dir_conf *conf)
+{
+    lessons_req_state *st = lessons_state(r);
+    lessons_token_policy_t policy;
+    const char *token = NULL, *subject = NULL;
+    lessons_token_e rc;
+
+    if (st->checked) {
+        return st->status;
+    }
+    st->checked = 1;
+
+    if (!lessons_configured(conf)) {
+        return lessons_misconfigured(r, st, "no LessonsJWTKey in effect");
+    }
+    if (conf->alg == JWT_ALG_INVAL || !conf->key) {
+        return lessons_misconfigured(r, st, apr_psprintf(r->pool,
+            "the section at %s sets %s without %s", conf->jwt_where,
+            conf->key ? "LessonsJWTKeyFile" : "LessonsJWTAlgorithm",
+            conf->key ? "LessonsJWTAlgorithm" : "LessonsJWTKeyFile"));
+    }
+
+    switch (lessons_bearer_parse(r->pool,
+                                 apr_table_get(r->headers_in,
+                                               "Authorization"), &token)) {
+    case LESSONS_BEARER_NONE:
+    case LESSONS_BEARER_OTHER_SCHEME:
+        ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, LESSONSLOG(00202)
+                      "no bearer token");
+        return st->status = lessons_challenge(r, HTTP_UNAUTHORIZED, NULL,
+            "A bearer token is required.");
+    case LESSONS_BEARER_MALFORMED:
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00203)
+                      "malformed Authorization header");
+        return st->status = lessons_challenge(r, HTTP_BAD_REQUEST,
+            "invalid_request", "The Authorization header must be "
+            "'Bearer' followed by one token.");
+    case LESSONS_BEARER_OK:
+        break;
+    }
+
+    policy.alg = conf->alg;
+    policy.key = conf->key;
+    policy.issuer = conf->issuer;
+    policy.audience = conf->audience;
+    policy.leeway = conf->leeway > 0 ? conf->leeway : 0;
+    rc = lessons_token_verify(r->pool, &policy, token,
+                              (apr_int64_t)apr_time_sec(r->request_time),
+                              &subject);
+    if (rc == LESSONS_TOKEN_KEY_MISFIT) {
+        return lessons_misconfigured(r, st, apr_psprintf(r->pool,
+            "key file %s (section at %s) does not allow algorithm %s",
+            conf->key_file, conf->jwt_where, conf->alg_name));
+    }
+    if (rc != LESSONS_TOKEN_OK) {
+        /* The client's fault: info, as every refusal (LogLevel
+         * lessons:info shows them).
+         */
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00204)
+                      "token rejected: %s", lessons_token_describe(rc));
+        return st->status = lessons_challenge(r, HTTP_UNAUTHORIZED,
+            "invalid_token", lessons_token_describe(rc));
+    }
+    if (subject) {
+        r->user = apr_pstrdup(r->pool, subject);
+    }
+    r->ap_auth_type = "Bearer";
+    return st->status = OK;
+}
+
+/* Runs for every request where an algorithm and a key are in effect,
+ * before authn/authz and before any handler: a request without a valid
+ * token stops here.
+ */
+int lessons_check_access(request_rec *r)
+{
+    lessons_dir_conf *conf =
+        ap_get_module_config(r->per_dir_config, &lessons_module);
+
+    if (!lessons_configured(conf)) {
+        return DECLINED;    /* no token policy here; the handler still
+                             * refuses to serve without one */
+    }
+    return lessons_authenticate(r, conf);
+}

@@ -1,0 +1,489 @@
+/* Licensed under the Apache License, Version 2.0.
+ *
+ * mod_lessons_config.c: the directives' handlers, the per-directory and
+ * per-server configs and their merge, the start-up checks (configtest
+ * included), and the per-process state made at child start.
+ */
+
+#include "mod_lessons.h"
+
+void *lessons_create_dir_conf(apr_pool_t *p, char *dir)
+{
+    lessons_dir_conf *conf = apr_pcalloc(p, sizeof(*conf));
+
+    (void)dir;
+    conf->alg = JWT_ALG_INVAL;
+    conf->leeway = -1;
+    conf->max_body = -1;
+    return conf;
+}
+
+void *lessons_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
+{
+    const lessons_dir_conf *base = basev, *add = addv, *jwt;
+    lessons_dir_conf *conf = apr_pcalloc(p, sizeof(*conf));
+
+    /* registered describes one section's own record for the start-up
+     * check; a merged config is no section, so it stays unset.
+     * Algorithm and key come as one: both from add if it set either.
+     */
+    jwt = add->jwt_where ? add : base;
+    conf->jwt_where = jwt->jwt_where;
+    conf->alg = jwt->alg;
+    conf->alg_name = jwt->alg_name;
+    conf->key_file = jwt->key_file;
+    conf->key = jwt->key;
+    conf->location = add->location ? add->location : base->location;
+    conf->issuer = add->issuer ? add->issuer : base->issuer;
+    conf->audience = add->audience ? add->audience : base->audience;
+    conf->leeway = add->leeway >= 0 ? add->leeway : base->leeway;
+    conf->base_path = add->base_path ? add->base_path : base->base_path;
+    conf->max_body = add->max_body >= 0 ? add->max_body : base->max_body;
+    return conf;
+}
+
+void *lessons_create_srv_conf(apr_pool_t *p, server_rec *s)
+{
+    lessons_srv_conf *sconf = apr_pcalloc(p, sizeof(*sconf));
+
+    (void)s;
+    sconf->sections = apr_array_make(p, 4, sizeof(lessons_dir_conf *));
+    return sconf;
+}
+
+void *lessons_merge_srv_conf(apr_pool_t *p, void *basev, void *addv)
+{
+    const lessons_srv_conf *base = basev, *add = addv;
+    lessons_srv_conf *sconf = apr_pcalloc(p, sizeof(*sconf));
+
+    sconf->sections = add->sections;
+    sconf->db_timeout = add->db_timeout ? add->db_timeout : base->db_timeout;
+    return sconf;
+}
+
+int lessons_db_timeout(const lessons_srv_conf *sconf)
+{
+    return sconf->db_timeout ? sconf->db_timeout : LESSONS_DEFAULT_DB_TIMEOUT;
+}
+
+/* The values in effect, defaults applied: the base path defaults to
+ * the <Location> that holds the key, so a second mount point just works.
+ */
+const char *lessons_base_path(const lessons_dir_conf *conf)
+{
+    return conf->base_path ? conf->base_path
+         : conf->location ? conf->location : LESSONS_DEFAULT_BASE;
+}
+
+apr_off_t lessons_max_body(const lessons_dir_conf *conf)
+{
+    return conf->max_body > 0 ? conf->max_body : LESSONS_DEFAULT_MAX_BODY;
+}
+
+/* Every Lessons directive lands here first: remember the section for
+ * the start-up check, and register our statements with mod_dbd for
+ * this server (once), at config time as mod_dbd requires.
+ */
+static const char *lessons_touch(cmd_parms *cmd, lessons_dir_conf *conf)
+{
+    lessons_srv_conf *sconf =
+        ap_get_module_config(cmd->server->module_config, &lessons_module);
+
+    if (!APR_RETRIEVE_OPTIONAL_FN(ap_dbd_acquire)) {
+        return "mod_lessons needs mod_dbd: load dbd_module before "
+               "lessons_module (a2enmod lessons does this)";
+    }
+    if (!conf->registered) {
+        conf->registered = 1;
+        APR_ARRAY_PUSH(sconf->sections, lessons_dir_conf *) = conf;
+    }
+    return NULL;
+}
+
+/* The first argument of a directive, unquoted, without the '>' that a
+ * section opener keeps in the parsed tree ("<Location /api>").
+ */
+static const char *lessons_tree_arg(apr_pool_t *p, const ap_directive_t *d)
+{
+    const char *args = d->args ? d->args : "";
+    char *w = ap_getword_conf(p, &args);
+    apr_size_t n = strlen(w);
+
+    if (n > 0 && w[n - 1] == '>') {
+        w[n - 1] = '\0';
+    }
+    return w;
+}
+
+/* A URL path without trailing slashes ("/" stays "/"), so a Location
+ * header is always base + "/" + id.
+ */
+static const char *lessons_trim_slashes(apr_pool_t *p, const char *arg)
+{
+    char *path = apr_pstrdup(p, arg);
+    apr_size_t n = strlen(path);
+
+    while (n > 1 && path[n - 1] == '/') {
+        path[--n] = '\0';
+    }
+    return path;
+}
+
+/* A plain <Location "/path"> around the directive (no regex, no
+ * wildcard), without trailing slashes; else NULL.
+ */
+static const char *lessons_plain_location(cmd_parms *cmd)
+{
+    const ap_directive_t *sec = cmd->directive->parent;
+    const char *path;
+
+    if (!sec || strcasecmp(sec->directive, "<Location") != 0 || !cmd->path
+        || strcmp(lessons_tree_arg(cmd->temp_pool, sec), "~") == 0
+        || cmd->path[0] != '/' || strpbrk(cmd->path, "*?[\\")) {
+        return NULL;
+    }
+    path = lessons_trim_slashes(cmd->pool, cmd->path);
+    return strcmp(path, "/") != 0 ? path : NULL;
+}
+
+/* Half of the algorithm/key setting has been given in this section:
+ * remember the section, and once both halves are here check that the
+ * key allows the algorithm.
+ */
+static const char *lessons_jwt_part(cmd_parms *cmd, lessons_dir_conf *conf)
+{
+    const char *err;
+
+    if (!conf->jwt_where) {
+        conf->jwt_where = apr_psprintf(cmd->pool, "%s:%d",
+                                       cmd->directive->filename,
+                                       cmd->directive->line_num);
+        conf->location = lessons_plain_location(cmd);
+    }
+    if (conf->alg != JWT_ALG_INVAL && conf->key) {
+        err = lessons_key_misfit(cmd->temp_pool, conf->key, conf->alg);
+        if (err) {
+            return apr_psprintf(cmd->pool, "%s: key file %s does not fit "
+                                "algorithm %s: %s", cmd->cmd->name,
+                                conf->key_file, conf->alg_name, err);
+        }
+    }
+    return lessons_touch(cmd, conf);
+}
+
+const char *lessons_set_alg(cmd_parms *cmd, void *dconf,
+                            const char *arg)
+{
+    lessons_dir_conf *conf = dconf;
+    jwt_alg_t alg = lessons_alg_parse(arg);
+
+    if (conf->alg != JWT_ALG_INVAL) {
+        return apr_psprintf(cmd->pool, "%s: this section already sets the "
+                            "algorithm (%s)", cmd->cmd->name,
+                            conf->alg_name);
+    }
+    if (alg == JWT_ALG_INVAL) {
+        return apr_psprintf(cmd->pool, "%s: unknown or unsupported "
+                            "algorithm '%s'; use one of HS256, HS384, "
+                            "HS512, RS256, RS384, RS512, ES256, ES384, "
+                            "ES512", cmd->cmd->name, arg);
+    }
+    conf->alg = alg;
+    conf->alg_name = apr_pstrdup(cmd->pool, arg);
+    return lessons_jwt_part(cmd, conf);
+}
+
+const char *lessons_set_key_file(cmd_parms *cmd, void *dconf,
+                                 const char *arg)
+{
+    lessons_dir_conf *conf = dconf;
+    const char *path = ap_server_root_relative(cmd->pool, arg);
+    const unsigned char *data = NULL;
+    apr_size_t len = 0;
+    lessons_key_t *key = NULL;
+    const char *err;
+
+    if (conf->key) {
+        return apr_psprintf(cmd->pool, "%s: this section already sets the "
+                            "key (%s)", cmd->cmd->name, conf->key_file);
+    }
+    if (!path) {
+        return apr_psprintf(cmd->pool, "%s: invalid path '%s'",
+                            cmd->cmd->name, arg);
+    }
+    err = lessons_key_read(cmd->pool, path, &data, &len);
+    if (!err) {
+        err = lessons_key_make(cmd->pool, data, len, &key);
+    }
+    if (err) {
+        return apr_psprintf(cmd->pool, "%s %s: %s", cmd->cmd->name, path,
+                            err);
+    }
+    conf->key_file = path;
+    conf->key = key;
+    return lessons_jwt_part(cmd, conf);
+}
+
+/* LessonsJWTKey ALG FILE: the one-line form, which no merge can split. */
+const char *lessons_set_key(cmd_parms *cmd, void *dconf,
+                            const char *alg, const char *file)
+{
+    const char *err = lessons_set_alg(cmd, dconf, alg);
+
+    return err ? err : lessons_set_key_file(cmd, dconf, file);
+}
+
+const char *lessons_set_string(cmd_parms *cmd, void *dconf,
+                               const char *arg)
+{
+    lessons_dir_conf *conf = dconf;
+    const char *err = ap_set_string_slot(cmd, dconf, arg);
+
+    if (err) {
+        return err;
+    }
+    if (!*arg) {
+        return apr_psprintf(cmd->pool, "%s must not be empty",
+                            cmd->cmd->name);
+    }
+    return lessons_touch(cmd, conf);
+}
+
+const char *lessons_set_base_path(cmd_parms *cmd, void *dconf,
+                                  const char *arg)
+{
+    lessons_dir_conf *conf = dconf;
+    const char *path;
+
+    if (arg[0] != '/') {
+        return "LessonsBasePath must be a URL path starting with /";
+    }
+    path = lessons_trim_slashes(cmd->pool, arg);
+    if (strcmp(path, "/") == 0) {
+        return "LessonsBasePath cannot be /: the API needs a path of its "
+               "own, such as /api/lessons";
+    }
+    conf->base_path = path;
+    return lessons_touch(cmd, conf);
+}
+
+/* A whole decimal number in [min, max], or an error message. */
+static const char *lessons_parse_number(cmd_parms *cmd, const char *arg,
+                                        apr_int64_t min, apr_int64_t max,
+                                        apr_int64_t *out)
+{
+    char *end;
+    apr_int64_t v;
+
+    errno = 0;
+    v = apr_strtoi64(arg, &end, 10);
+    if (errno || end == arg || *end || v < min || v > max) {
+        return apr_psprintf(cmd->pool, "%s takes a whole number from %"
+                            APR_INT64_T_FMT " to %" APR_INT64_T_FMT
+                            ", not '%s'", cmd->cmd->name, min, max, arg);
+    }
+    *out = v;
+    return NULL;
+}
+
+const char *lessons_set_leeway(cmd_parms *cmd, void *dconf,
+                               const char *arg)
+{
+    lessons_dir_conf *conf = dconf;
+    apr_int64_t v;
+    const char *err = lessons_parse_number(cmd, arg, 0, LESSONS_MAX_LEEWAY,
+                                           &v);
+
+    if (err) {
+        return err;
+    }
+    conf->leeway = (long)v;
+    return lessons_touch(cmd, conf);
+}
+
+const char *lessons_set_db_timeout(cmd_parms *cmd, void *dconf,
+                                   const char *arg)
+{
+    lessons_srv_conf *sconf =
+        ap_get_module_config(cmd->server->module_config, &lessons_module);
+    const char *err = ap_check_cmd_context(cmd, NOT_IN_DIR_LOC_FILE);
+    apr_int64_t v;
+
+    (void)dconf;
+    if (err) {
+        return err;
+    }
+    err = lessons_parse_number(cmd, arg, 1, LESSONS_MAX_DB_TIMEOUT, &v);
+    if (err) {
+        return err;
+    }
+    sconf->db_timeout = (int)v;
+    return NULL;
+}
+
+const char *lessons_set_max_body(cmd_parms *cmd, void *dconf,
+                                 const char *arg)
+{
+    lessons_dir_conf *conf = dconf;
+    apr_int64_t v;
+    const char *err = lessons_parse_number(cmd, arg, 1,
+                                           LESSONS_MAX_BODY_LIMIT, &v);
+
+    if (err) {
+        return err;
+    }
+    conf->max_body = (apr_off_t)v;
+    return lessons_touch(cmd, conf);
+}
+
+
+/* Only what can be seen exactly is checked here: each section's own
+ * directives, and whether the configuration holds a key at all.  Which
+ * sections a request merges (regex sections, <If>, <Directory>) is
+ * httpd's to decide and is not imitated; the request-time checks in
+ * lessons_authenticate hold whatever the merge produces.
+ */
+
+/* The first "SetHandler lessons" in the tree, or NULL. */
+static const ap_directive_t *lessons_find_handler(apr_pool_t *p,
+                                                  const ap_directive_t *d)
+{
+    const ap_directive_t *found;
+
+    for (; d; d = d->next) {
+        if (strcasecmp(d->directive, "SetHandler") == 0
+            && strcasecmp(lessons_tree_arg(p, d), LESSONS_HANDLER) == 0) {
+            return d;
+        }
+        if (d->first_child
+            && (found = lessons_find_handler(p, d->first_child))) {
+            return found;
+        }
+    }
+    return NULL;
+}
+
+int lessons_check_config(apr_pool_t *pconf, apr_pool_t *plog,
+                         apr_pool_t *ptemp, server_rec *s)
+{
+    const ap_directive_t *handler;
+    int rc = OK, keys = 0, i;
+
+    (void)pconf;
+    (void)plog;
+    for (; s; s = s->next) {
+        lessons_srv_conf *sconf =
+            ap_get_module_config(s->module_config, &lessons_module);
+
+        for (i = 0; i < sconf->sections->nelts; i++) {
+            const lessons_dir_conf *c =
+                APR_ARRAY_IDX(sconf->sections, i, lessons_dir_conf *);
+
+            if (!c->jwt_where) {
+                continue;
+            }
+            if (c->alg != JWT_ALG_INVAL && c->key) {
+                keys++;
+                continue;
+            }
+            ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0, NULL,
+                         LESSONSLOG(00102) "%s: this section sets %s but "
+                         "not %s; algorithm and key are one setting: give "
+                         "both in the same section, or use LessonsJWTKey "
+                         "ALG FILE", c->jwt_where,
+                         c->key ? "LessonsJWTKeyFile" : "LessonsJWTAlgorithm",
+                         c->key ? "LessonsJWTAlgorithm" : "LessonsJWTKeyFile");
+            rc = !OK;
+        }
+    }
+    handler = lessons_find_handler(ptemp, ap_conftree);
+    if (handler && keys == 0) {
+        ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0, NULL,
+                     LESSONSLOG(00103) "%s:%d: SetHandler lessons, but no "
+                     "LessonsJWTKey is configured anywhere; the lessons API "
+                     "never runs without token checks", handler->filename,
+                     handler->line_num);
+        rc = !OK;
+    }
+    return rc;
+}
+
+int lessons_post_config(apr_pool_t *pconf, apr_pool_t *plog,
+                        apr_pool_t *ptemp, server_rec *s)
+{
+    ap_dbd_t *(*acquire)(request_rec *) =
+        APR_RETRIEVE_OPTIONAL_FN(ap_dbd_acquire);
+
+    lessons_srv_conf *mconf =
+        ap_get_module_config(s->module_config, &lessons_module);
+    char *set = NULL;
+
+    (void)pconf;
+    (void)plog;
+    /* libpq's connect has no limit of its own: bound it (and PQreset's)
+     * unless the admin already did, before any thread starts.  Other
+     * modules' PostgreSQL connections in this server get it too.
+     */
+    if (apr_env_get(&set, "PGCONNECT_TIMEOUT", ptemp) != APR_SUCCESS
+        || !set || !*set) {
+        apr_env_set("PGCONNECT_TIMEOUT",
+                    apr_itoa(ptemp, lessons_db_timeout(mconf)), ptemp);
+    }
+    for (; s; s = s->next) {
+        lessons_srv_conf *sconf =
+            ap_get_module_config(s->module_config, &lessons_module);
+        sconf->acquire = acquire;
+    }
+    return OK;
+}
+
+/* How many requests of a process may hold a database connection, and
+ * how many may wait for one: never more holders than mod_dbd has
+ * connections (DBDMax), and holders and waiters together leave a
+ * quarter of the threads free for the rest of the server.
+ */
+static void lessons_gate_size(int threads, int dbd_max, int *slots,
+                              int *waiting)
+{
+    int limit = threads * 3 / 4 > 1 ? threads * 3 / 4 : 1;
+
+    *slots = dbd_max < limit ? dbd_max : limit;
+    *waiting = limit - *slots < *slots ? limit - *slots : *slots;
+}
+
+void lessons_child_init(apr_pool_t *pchild, server_rec *s)
+{
+    int threads = 1, slots, waiting;
+
+    ap_mpm_query(AP_MPMQ_MAX_THREADS, &threads);
+    for (; s; s = s->next) {
+        lessons_srv_conf *sconf =
+            ap_get_module_config(s->module_config, &lessons_module);
+
+        sconf->threads = threads;
+        sconf->throttle = lessons_throttle_make(pchild);
+        if (threads > 1) {
+            lessons_gate_size(threads, LESSONS_DBD_DEFAULT_MAX, &slots,
+                              &waiting);
+            sconf->gate = lessons_gate_make(pchild, slots, waiting);
+        }
+    }
+}
+
+/* mod_dbd made a connection: now we know its DBDMax. */
+apr_status_t lessons_dbd_connected(apr_pool_t *p, dbd_cfg_t *cfg,
+                                   ap_dbd_t *dbd)
+{
+    lessons_srv_conf *sconf = cfg && cfg->server
+        ? ap_get_module_config(cfg->server->module_config, &lessons_module)
+        : NULL;
+    int slots, waiting;
+
+    (void)p;
+    (void)dbd;
+    if (sconf && sconf->gate && cfg->nmax > 0) {
+        lessons_gate_size(sconf->threads, cfg->nmax, &slots, &waiting);
+        lessons_gate_resize(sconf->gate, slots, waiting);
+    }
+    return APR_SUCCESS;
+}

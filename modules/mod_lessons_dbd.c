@@ -1,0 +1,158 @@
+/* Licensed under the Apache License, Version 2.0.
+ *
+ * mod_lessons_dbd.c: a pooled mod_dbd connection, made ready within
+ * LessonsDBTimeout, and database faults answered as what they are.
+ */
+
+#include "mod_lessons.h"
+
+/* Answer a database fault as what it is: 503 with Retry-After when
+ * trying again later can help (down, busy, locked, read-only, full, the
+ * file moved), 500 when it cannot (no schema, anything else).  Logged
+ * once, with the driver's message; waits that ran out are a warning.
+ */
+int lessons_db_answer(lessons_ctx *c, lessons_db_fault_e fault,
+                      const char *err, int wrote)
+{
+    request_rec *r = c->r;
+    const char *name = lessons_db_name(&c->db, r->pool);
+    const char *advice = lessons_db_advice(&c->db, r->pool, fault);
+
+    err = err ? err : "unknown error";
+    switch (fault) {
+    case LESSONS_DB_TIMEOUT:
+        lessons_log_fault(r, APLOG_WARNING, apr_psprintf(r->pool,
+            LESSONSLOG(00303) "%s did not answer within %d s (a lock or a "
+            "busy database); answered 503: %s", name,
+            lessons_db_timeout(ap_get_module_config(
+                r->server->module_config, &lessons_module)), err));
+        break;
+    case LESSONS_DB_UNAVAILABLE:
+    case LESSONS_DB_READONLY:
+    case LESSONS_DB_FULL:
+    case LESSONS_DB_MOVED:
+        lessons_log_fault(r, APLOG_ERR, apr_psprintf(r->pool,
+            LESSONSLOG(00304) "%s cannot serve this request%s%s%s: %s",
+            name, advice ? " (" : "", advice ? advice : "",
+            advice ? ")" : "", err));
+        if (wrote && fault == LESSONS_DB_UNAVAILABLE) {
+            /* Never held back: each one is a write to reconcile. */
+            ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, LESSONSLOG(00305)
+                          "the connection was lost during %s %s: its "
+                          "outcome is unknown", r->method, r->uri);
+        }
+        break;
+    case LESSONS_DB_NO_SCHEMA:
+        lessons_log_fault(r, APLOG_ERR, apr_psprintf(r->pool,
+            LESSONSLOG(00306) "%s has no lessons schema (%s): %s", name,
+            advice, err));
+        break;
+    default:
+        lessons_log_fault(r, APLOG_ERR, apr_psprintf(r->pool,
+            LESSONSLOG(00302) "database error on %s: %s", name, err));
+        break;
+    }
+    if (fault == LESSONS_DB_NO_SCHEMA || fault == LESSONS_DB_ERROR) {
+        return lessons_send_problem(r, HTTP_INTERNAL_SERVER_ERROR, NULL,
+            "The request could not be completed because of a server "
+            "error.", NULL);
+    }
+    apr_table_setn(r->headers_out, "Retry-After", LESSONS_RETRY_AFTER);
+    return lessons_send_problem(r, HTTP_SERVICE_UNAVAILABLE, NULL,
+        "The lessons database is unavailable. Try again later.", NULL);
+}
+
+/* A 503 before any database work: the pool is exhausted or the wait for
+ * it ran out.
+ */
+static int lessons_db_shed(request_rec *r, const char *why)
+{
+    lessons_log_fault(r, APLOG_WARNING, apr_psprintf(r->pool,
+        LESSONSLOG(00307) "%s; answered 503", why));
+    apr_table_setn(r->headers_out, "Retry-After", LESSONS_RETRY_AFTER);
+    return lessons_send_problem(r, HTTP_SERVICE_UNAVAILABLE, NULL,
+        "The lessons database is busy. Try again later.", NULL);
+}
+
+/* Get a pooled connection ready for this request, within the request's
+ * time bound.  DECLINED means connected; anything else is the answer.
+ */
+int lessons_db_open(lessons_ctx *c)
+{
+    request_rec *r = c->r;
+    lessons_srv_conf *sconf =
+        ap_get_module_config(r->server->module_config, &lessons_module);
+    apr_interval_time_t bound = apr_time_from_sec(lessons_db_timeout(sconf));
+    apr_time_t deadline = apr_time_now() + bound;
+    apr_interval_time_t left;
+    lessons_db_fault_e fault;
+    const char *err = NULL;
+    ap_dbd_t *dbd;
+
+    if (sconf->gate) {
+        switch (lessons_gate_enter(sconf->gate, deadline)) {
+        case LESSONS_GATE_FULL:
+            return lessons_db_shed(r, "every database connection of this "
+                                   "process is busy and enough requests "
+                                   "wait for one");
+        case LESSONS_GATE_TIMEOUT:
+            return lessons_db_shed(r, apr_psprintf(r->pool, "waited %d s "
+                                   "for a pooled database connection",
+                                   lessons_db_timeout(sconf)));
+        case LESSONS_GATE_OK:
+            /* Runs after mod_dbd's release, which acquire registers
+             * later on the same pool.
+             */
+            apr_pool_cleanup_register(r->pool, sconf->gate,
+                                      lessons_gate_leave,
+                                      apr_pool_cleanup_null);
+            break;
+        }
+    }
+    dbd = sconf->acquire ? sconf->acquire(r) : NULL;
+    if (!dbd) {
+        lessons_log_fault(r, APLOG_ERR, LESSONSLOG(00301)
+                          "no database connection (check DBDriver/DBDParams "
+                          "and that the database is up)");
+        apr_table_setn(r->headers_out, "Retry-After", LESSONS_RETRY_AFTER);
+        return lessons_send_problem(r, HTTP_SERVICE_UNAVAILABLE, NULL,
+            "The lessons database is unavailable. Try again later.", NULL);
+    }
+    c->db.driver = dbd->driver;
+    c->db.handle = dbd->handle;
+    c->db_pool = dbd->pool;
+
+    /* The statement gets what is left of the bound; a wait of under a
+     * second keeps the session's setting (no extra round trip).
+     */
+    left = deadline - apr_time_now();
+    if (left > bound - apr_time_from_sec(1)) {
+        left = bound;
+    }
+    else if (left < apr_time_from_msec(100)) {
+        left = apr_time_from_msec(100);
+    }
+    fault = lessons_db_ready(&c->db, c->db_pool,
+                             (long)apr_time_as_msec(left), &err);
+    if (fault != LESSONS_DB_OK) {
+        return lessons_db_answer(c, fault, err, 0);
+    }
+    /* Writes into a deleted or replaced SQLite file would be acknowledged
+     * and lost.
+     */
+    if (r->method_number != M_GET && lessons_db_moved(&c->db)) {
+        return lessons_db_answer(c, LESSONS_DB_MOVED,
+                                 "the database file has moved", 0);
+    }
+    return DECLINED;                /* connected: carry on */
+}
+
+int lessons_db_failed(lessons_ctx *c, const char *err)
+{
+    int wrote = c->r->method_number == M_POST
+                || c->r->method_number == M_PUT
+                || c->r->method_number == M_DELETE;
+
+    return lessons_db_answer(c, lessons_db_fault(&c->db, c->db_pool, err),
+                             err, wrote);
+}

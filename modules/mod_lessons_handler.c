@@ -1,0 +1,278 @@
+/* Licensed under the Apache License, Version 2.0.
+ *
+ * mod_lessons_handler.c: the "lessons" handler: route and method, then
+ * the eight operations, from the store to the JSON sent.
+ */
+
+#include "mod_lessons.h"
+
+static int lessons_send_lesson(lessons_ctx *c, int status,
+                               const lessons_lesson_t *l)
+{
+    apr_size_t len = 0;
+    const char *body = lessons_json_lesson_text(c->r->pool, l, &len);
+
+    if (!body) {
+        return lessons_db_failed(c, "a stored lesson could not be encoded");
+    }
+    return lessons_send(c->r, status, LESSONS_CT_JSON, body, len);
+}
+
+static int lessons_list(lessons_ctx *c)
+{
+    apr_array_header_t *list = NULL;
+    const char *err = NULL, *body;
+    apr_size_t len = 0;
+    lessons_store_e rc;
+    int done = lessons_db_open(c);
+
+    if (done != DECLINED) {
+        return done;
+    }
+    switch (c->route.route) {
+    case LESSONS_ROUTE_BEGINNER:
+        rc = lessons_store_list_levels(&c->db, c->r->pool,
+                                       LESSONS_BEGINNER_FIRST,
+                                       LESSONS_BEGINNER_SECOND, &list, &err);
+        break;
+    case LESSONS_ROUTE_ADVANCED:
+        rc = lessons_store_list_levels(&c->db, c->r->pool,
+                                       LESSONS_ADVANCED_FIRST,
+                                       LESSONS_ADVANCED_SECOND, &list, &err);
+        break;
+    case LESSONS_ROUTE_LEVEL:
+        rc = lessons_store_list_level(&c->db, c->r->pool, c->route.arg,
+                                      &list, &err);
+        break;
+    default:
+        rc = lessons_store_list_all(&c->db, c->r->pool, &list, &err);
+        break;
+    }
+    if (rc != LESSONS_STORE_OK) {
+        return lessons_db_failed(c, err);
+    }
+    body = lessons_json_list_text(c->r->pool, list, &len);
+    if (!body) {
+        return lessons_db_failed(c, "stored lessons could not be encoded");
+    }
+    return lessons_send(c->r, HTTP_OK, LESSONS_CT_JSON, body, len);
+}
+
+static int lessons_get(lessons_ctx *c)
+{
+    lessons_lesson_t l;
+    const char *err = NULL;
+    int done = lessons_db_open(c);
+
+    if (done != DECLINED) {
+        return done;
+    }
+    switch (lessons_store_get(&c->db, c->r->pool, c->route.arg, &l, &err)) {
+    case LESSONS_STORE_OK:
+        return lessons_send_lesson(c, HTTP_OK, &l);
+    case LESSONS_STORE_NOT_FOUND:
+        return lessons_send_empty(c->r, HTTP_NOT_FOUND);
+    default:
+        return lessons_db_failed(c, err);
+    }
+}
+
+/* Read and decode a create/update body.  Returns DECLINED with *in
+ * filled, or the finished response.
+ */
+static int lessons_decode_body(lessons_ctx *c, lessons_payload_mode_e mode,
+                               lessons_input_t *in)
+{
+    request_rec *r = c->r;
+    apr_off_t max = lessons_max_body(c->conf);
+    const char *ct = apr_table_get(r->headers_in, "Content-Type");
+    const char *body = NULL, *detail = NULL;
+    apr_size_t len = 0;
+    apr_status_t read_rv;
+    json_t *errors = NULL;
+    int rc;
+
+    if (!lessons_payload_type_ok(ct)) {
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00401)
+                      "rejected: Content-Type %s is not JSON",
+                      ct ? ct : "(none)");
+        return lessons_send_problem(r, HTTP_UNSUPPORTED_MEDIA_TYPE, NULL,
+            "The request body must be JSON (Content-Type: "
+            "application/json).", NULL);
+    }
+    rc = lessons_read_body(r, max, &body, &len, &read_rv);
+    if (read_rv != APR_SUCCESS) {
+        /* httpd's status and httpd's error document: write nothing.
+         * After AP_FILTER_ERROR the filter's ap_die has set r->status.
+         */
+        ap_log_rerror(APLOG_MARK, APLOG_INFO,
+                      read_rv == AP_FILTER_ERROR ? 0 : read_rv, r,
+                      LESSONSLOG(00407) "rejected: request body could not "
+                      "be read; httpd answers %d",
+                      rc == AP_FILTER_ERROR ? r->status : rc);
+        return rc;
+    }
+    if (rc == HTTP_REQUEST_ENTITY_TOO_LARGE) {
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00402)
+                      "rejected: body larger than %" APR_OFF_T_FMT
+                      " bytes", max);
+        return lessons_send_problem(r, rc, NULL, apr_psprintf(r->pool,
+            "The request body is larger than %" APR_OFF_T_FMT " bytes.",
+            max), NULL);
+    }
+    switch (lessons_payload_decode(r->pool, body, len, mode, in, &errors,
+                                   &detail)) {
+    case LESSONS_PAYLOAD_OK:
+        return DECLINED;
+    case LESSONS_PAYLOAD_MALFORMED:
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00404)
+                      "rejected: %s", detail);
+        return lessons_send_problem(r, HTTP_BAD_REQUEST, NULL, detail, NULL);
+    case LESSONS_PAYLOAD_INVALID:
+    default:
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00405)
+                      "rejected: validation failed on %d field(s)",
+                      (int)json_object_size(errors));
+        return lessons_send_problem(r, HTTP_BAD_REQUEST,
+            "One or more validation errors occurred.", NULL, errors);
+    }
+}
+
+static int lessons_no_level(lessons_ctx *c, int level)
+{
+    ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, c->r, LESSONSLOG(00406)
+                  "rejected: level %d does not exist", level);
+    return lessons_send_problem(c->r, HTTP_BAD_REQUEST,
+        "One or more validation errors occurred.", NULL,
+        lessons_payload_error(c->r->pool, "levelId",
+            apr_psprintf(c->r->pool, "Level %d does not exist.", level)));
+}
+
+static int lessons_create(lessons_ctx *c)
+{
+    request_rec *r = c->r;
+    lessons_input_t in;
+    lessons_lesson_t l;
+    const char *err = NULL;
+    int done = lessons_decode_body(c, LESSONS_PAYLOAD_CREATE, &in);
+
+    if (done != DECLINED || (done = lessons_db_open(c)) != DECLINED) {
+        return done;
+    }
+    /* Insert and read-back are one transaction: OK means committed. */
+    switch (lessons_store_create(&c->db, r->pool, &in, &l, &err)) {
+    case LESSONS_STORE_OK:
+        break;
+    case LESSONS_STORE_NO_LEVEL:
+        return lessons_no_level(c, in.level_id);
+    default:
+        return lessons_db_failed(c, err);
+    }
+    apr_table_setn(r->headers_out, "Location",
+                   apr_psprintf(r->pool, "%s/%" APR_INT64_T_FMT,
+                                lessons_base_path(c->conf), l.id));
+    return lessons_send_lesson(c, HTTP_CREATED, &l);
+}
+
+static int lessons_update(lessons_ctx *c)
+{
+    request_rec *r = c->r;
+    lessons_input_t in;
+    lessons_lesson_t l;
+    const char *err = NULL;
+    int done = lessons_decode_body(c, LESSONS_PAYLOAD_UPDATE, &in);
+
+    if (done != DECLINED || (done = lessons_db_open(c)) != DECLINED) {
+        return done;
+    }
+    /* One UPDATE of the fields sent and the read-back (levelName and
+     * levelCode follow a changed levelId), in one transaction.
+     */
+    switch (lessons_store_update(&c->db, r->pool, c->route.arg, &in, &l,
+                                 &err)) {
+    case LESSONS_STORE_OK:
+        return lessons_send_lesson(c, HTTP_OK, &l);
+    case LESSONS_STORE_NOT_FOUND:
+        return lessons_send_empty(r, HTTP_NOT_FOUND);
+    case LESSONS_STORE_NO_LEVEL:
+        return lessons_no_level(c, in.level_id);
+    default:
+        return lessons_db_failed(c, err);
+    }
+}
+
+static int lessons_delete(lessons_ctx *c)
+{
+    const char *err = NULL;
+    int done = lessons_db_open(c);
+
+    if (done != DECLINED) {
+        return done;
+    }
+    switch (lessons_store_delete(&c->db, c->r->pool, c->route.arg, &err)) {
+    case LESSONS_STORE_OK:
+        return lessons_send_empty(c->r, HTTP_NO_CONTENT);
+    case LESSONS_STORE_NOT_FOUND:
+        return lessons_send_empty(c->r, HTTP_NOT_FOUND);
+    default:
+        return lessons_db_failed(c, err);
+    }
+}
+
+int lessons_handler(request_rec *r)
+{
+    lessons_ctx c;
+    unsigned int method, allowed;
+    int rc;
+
+    if (!r->handler || strcmp(r->handler, LESSONS_HANDLER) != 0) {
+        return DECLINED;
+    }
+    memset(&c, 0, sizeof(c));
+    c.r = r;
+    c.conf = ap_get_module_config(r->per_dir_config, &lessons_module);
+
+    /* Fail closed: the access checker has normally answered this
+     * already, but "Satisfy Any" or a missing config must not open the
+     * API, so the handler insists on a verified token itself.
+     */
+    rc = lessons_authenticate(r, c.conf);
+    if (rc != OK) {
+        return rc;
+    }
+
+    c.route = lessons_route_match(lessons_base_path(c.conf), r->uri);
+    if (c.route.route == LESSONS_ROUTE_NONE) {
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00501)
+                      "no such resource: %s", r->uri);
+        return lessons_send_problem(r, HTTP_NOT_FOUND, NULL,
+                                    "No such resource.", NULL);
+    }
+    method = lessons_route_method(r->method);
+    allowed = lessons_route_allowed(c.route.route);
+    if (!(method & allowed)) {
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00502)
+                      "method %s not allowed on %s", r->method, r->uri);
+        apr_table_setn(r->headers_out, "Allow",
+                       lessons_route_allow_header(c.route.route));
+        return lessons_send_problem(r, HTTP_METHOD_NOT_ALLOWED, NULL,
+            apr_psprintf(r->pool, "Allowed methods: %s.",
+                         lessons_route_allow_header(c.route.route)), NULL);
+    }
+
+    switch (method) {
+    case LESSONS_METHOD_OPTIONS:
+        apr_table_setn(r->headers_out, "Allow",
+                       lessons_route_allow_header(c.route.route));
+        return lessons_send_empty(r, HTTP_NO_CONTENT);
+    case LESSONS_METHOD_POST:
+        return lessons_create(&c);
+    case LESSONS_METHOD_PUT:
+        return lessons_update(&c);
+    case LESSONS_METHOD_DELETE:
+        return lessons_delete(&c);
+    default:                        /* GET, HEAD */
+        return c.route.route == LESSONS_ROUTE_ITEM ? lessons_get(&c)
+                                                   : lessons_list(&c);
+    }
+}

@@ -1,0 +1,179 @@
+/* Licensed under the Apache License, Version 2.0.
+ *
+ * mod_lessons_io.c: what goes over the wire: responses (JSON and
+ * problem+json), request bodies read within their limit, and fault lines
+ * that repeat at most once a second.
+ */
+
+#include "mod_lessons.h"
+
+int lessons_send(request_rec *r, int status, const char *type,
+                 const char *body, apr_size_t len)
+{
+    r->status = status;
+    apr_table_setn(r->headers_out, "X-Content-Type-Options", "nosniff");
+    if (type) {
+        ap_set_content_type(r, type);
+    }
+    if (status != HTTP_NO_CONTENT) {
+        ap_set_content_length(r, (apr_off_t)len);
+    }
+    if (len > 0 && !r->header_only) {
+        ap_rwrite(body, (int)len, r);
+    }
+    return OK;
+}
+
+int lessons_send_empty(request_rec *r, int status)
+{
+    return lessons_send(r, status, NULL, NULL, 0);
+}
+
+int lessons_send_problem(request_rec *r, int status,
+                         const char *title, const char *detail,
+                         json_t *errors)
+{
+    apr_size_t len = 0;
+    const char *body = lessons_json_problem(r->pool, status, title, detail,
+                                            errors, &len);
+
+    if (!body) {
+        return HTTP_INTERNAL_SERVER_ERROR;
+    }
+    apr_table_setn(r->headers_out, "Cache-Control", "no-store");
+    return lessons_send(r, status, LESSONS_CT_PROBLEM, body, len);
+}
+
+/* Answer from the access checker: write the problem document ourselves
+ * and return DONE, so the client gets problem+json rather than httpd's
+ * HTML error page (an ErrorDocument body would be sent as text/html).
+ */
+int lessons_error_response(request_rec *r, int status,
+                           const char *detail)
+{
+    int rc = lessons_send_problem(r, status, NULL, detail, NULL);
+
+    return rc == OK ? DONE : rc;
+}
+
+/* Log a fault line (its tag included); an identical one at most once a
+ * second per process, with the count of those left out.
+ */
+void lessons_log_fault(request_rec *r, int level, const char *line)
+{
+    lessons_srv_conf *sconf =
+        ap_get_module_config(r->server->module_config, &lessons_module);
+    unsigned long left = 0;
+
+    if (!lessons_throttle_pass(sconf->throttle, line, apr_time_now(),
+                               &left)) {
+        return;
+    }
+    if (left) {
+        ap_log_rerror(APLOG_MARK, level, 0, r, "%s (and %lu times in the "
+                      "last second)", line, left);
+    }
+    else {
+        ap_log_rerror(APLOG_MARK, level, 0, r, "%s", line);
+    }
+}
+
+/* Read the whole body, up to max bytes.  Returns OK; 413 over our cap,
+ * for the caller to answer; or, with *read_rv set, the status for the
+ * handler to return as it is when httpd could not read the body: its
+ * input filter has then chosen the status (AP_FILTER_ERROR: and sent
+ * the response), and nothing of ours may be written.
+ */
+int lessons_read_body(request_rec *r, apr_off_t max,
+                      const char **body, apr_size_t *len,
+                      apr_status_t *read_rv)
+{
+    apr_bucket_brigade *bb;
+    const char *cl = apr_table_get(r->headers_in, "Content-Length");
+    apr_off_t declared = 0;
+    apr_size_t cap = (apr_size_t)max, used = 0, size;
+    char *buf;
+    int eos = 0;
+    apr_status_t rv;
+
+    if (cl && (apr_strtoff(&declared, cl, NULL, 10) != APR_SUCCESS
+               || declared < 0)) {
+        declared = 0;       /* httpd has vetted it; size the buffer anyway */
+    }
+    *read_rv = APR_SUCCESS;
+    if (declared > max) {
+        r->connection->keepalive = AP_CONN_CLOSE;  /* do not drain it */
+        return HTTP_REQUEST_ENTITY_TOO_LARGE;
+    }
+    /* Start with one read's worth and grow as bytes arrive: a client
+     * that declares a large body and sends nothing holds no more.
+     */
+    size = HUGE_STRING_LEN;
+    if (declared > 0 && declared < HUGE_STRING_LEN) {
+        size = (apr_size_t)declared + 1;
+    }
+    if (size > cap + 1) {
+        size = cap + 1;
+    }
+    buf = apr_palloc(r->pool, size);
+    bb = apr_brigade_create(r->pool, r->connection->bucket_alloc);
+
+    while (!eos) {
+        apr_bucket *b;
+
+        rv = ap_get_brigade(r->input_filters, bb, AP_MODE_READBYTES,
+                            APR_BLOCK_READ, HUGE_STRING_LEN);
+        if (rv != APR_SUCCESS) {
+            apr_brigade_destroy(bb);
+            *read_rv = rv;
+            return ap_map_http_request_error(rv, HTTP_BAD_REQUEST);
+        }
+        for (b = APR_BRIGADE_FIRST(bb); b != APR_BRIGADE_SENTINEL(bb);
+             b = APR_BUCKET_NEXT(b)) {
+            const char *data;
+            apr_size_t n;
+
+            if (APR_BUCKET_IS_EOS(b)) {
+                eos = 1;
+                break;
+            }
+            if (APR_BUCKET_IS_METADATA(b)) {
+                continue;
+            }
+            rv = apr_bucket_read(b, &data, &n, APR_BLOCK_READ);
+            if (rv != APR_SUCCESS) {
+                apr_brigade_destroy(bb);
+                *read_rv = rv;
+                return ap_map_http_request_error(rv, HTTP_BAD_REQUEST);
+            }
+            if (n > cap - used) {
+                apr_brigade_destroy(bb);
+                r->connection->keepalive = AP_CONN_CLOSE;
+                return HTTP_REQUEST_ENTITY_TOO_LARGE;
+            }
+            if (used + n + 1 > size) {
+                char *bigger;
+                apr_size_t want = size * 2;
+
+                while (want < used + n + 1) {
+                    want *= 2;
+                }
+                if (want > cap + 1) {
+                    want = cap + 1;
+                }
+                bigger = apr_palloc(r->pool, want);
+                memcpy(bigger, buf, used);
+                buf = bigger;
+                size = want;
+            }
+            memcpy(buf + used, data, n);
+            used += n;
+        }
+        apr_brigade_cleanup(bb);
+    }
+    apr_brigade_destroy(bb);
+    buf[used] = '\0';
+    *body = buf;
+    *len = used;
+    return OK;
+}

@@ -1,0 +1,50 @@
+/* Licensed under the Apache License, Version 2.0.
+ *
+ * mod_lessons_map.c: which requests are the API's, known early (at
+ * translate_name), so that they skip httpd's filesystem walk.
+ */
+
+#include "mod_lessons.h"
+
+/* The request's own record of what the module knows about it. */
+lessons_req_state *lessons_state(request_rec *r)
+{
+    lessons_req_state *st =
+        ap_get_module_config(r->request_config, &lessons_module);
+
+    if (!st) {
+        st = apr_pcalloc(r->pool, sizeof(*st));
+        ap_set_module_config(r->request_config, &lessons_module, st);
+    }
+    return st;
+}
+
+/* Is the request for the API?  Asked at translate_name, when the
+ * <Location> walk has run (map_to_storage sees only server defaults).
+ */
+int lessons_translate(request_rec *r)
+{
+    core_dir_config *d = ap_get_core_module_config(r->per_dir_config);
+    const char *err = NULL, *handler;
+
+    if (d && d->expr_handler) {
+        handler = ap_expr_str_exec(r, d->expr_handler, &err);
+        if (!err && handler && strcasecmp(handler, LESSONS_HANDLER) == 0) {
+            lessons_state(r)->api = 1;
+        }
+    }
+    return DECLINED;
+}
+
+/* The API maps to no file: skip httpd's filesystem walk for it, as
+ * mod_proxy does.  That also keeps TRACE (answered by mod_http in this
+ * hook) away from the API: it gets the 405 of any unknown method, after
+ * the token check, and never echoes the Authorization header.
+ */
+int lessons_map_to_storage(request_rec *r)
+{
+    lessons_req_state *st =
+        ap_get_module_config(r->request_config, &lessons_module);
+
+    return st && st->api ? OK : DECLINED;
+}
