@@ -9,6 +9,11 @@
  * the length, insist on three strict base64url segments, pin the header
  * alg ourselves, let libjwt check the signature with the configured key,
  * then decode and check the claims here with jansson.
+ *
+ * lessons_token_verify_cached puts lessons_tokencache in front of that:
+ * keyed by a fingerprint of the policy (computed here, per call) and the
+ * whole token, with the clock checks of every hit done by the same code
+ * as a full verify's.
  */
 #include <limits.h>
 #include <string.h>
@@ -16,6 +21,7 @@
 #include "apr_encode.h"
 #include "apr_strings.h"
 #include <jansson.h>
+#include <openssl/evp.h>
 
 #include "lessons_token.h"
 
@@ -108,7 +114,7 @@ static json_t *lessons_segment_object(apr_pool_t *p, const char *seg,
     return obj;
 }
 
-/* exp/nbf: absent (0), a number (1, *v set), or another type (-1). */
+/* exp/nbf/iat: absent (0), a number (1, *v set), or another type (-1). */
 static int lessons_claim_time(json_t *claims, const char *name, double *v)
 {
     json_t *c = json_object_get(claims, name);
@@ -121,6 +127,44 @@ static int lessons_claim_time(json_t *claims, const char *name, double *v)
     }
     *v = json_number_value(c);
     return 1;
+}
+
+/* The time claims as found: each absent (0), a number (1) or another
+ * type (-1).
+ */
+typedef struct {
+    int has_exp, has_nbf, has_iat;
+    double exp, nbf, iat;
+} lessons_times_t;
+
+/* The one place exp, nbf and iat meet the clock: a full verify and a
+ * cache hit both come here, so both answer alike.
+ */
+static lessons_token_e lessons_check_times(const lessons_token_policy_t *pol,
+                                           const lessons_times_t *t,
+                                           apr_int64_t now)
+{
+    if (t->has_exp == 0) {
+        return LESSONS_TOKEN_NO_EXP;
+    }
+    if (t->has_exp < 0) {
+        return LESSONS_TOKEN_BAD_CLAIMS;
+    }
+    /* RFC 7519 4.1.4: reject at or after exp. */
+    if ((double)now >= t->exp + (double)pol->leeway) {
+        return LESSONS_TOKEN_EXPIRED;
+    }
+    if (t->has_nbf < 0) {
+        return LESSONS_TOKEN_BAD_CLAIMS;
+    }
+    if (t->has_nbf > 0 && (double)now + (double)pol->leeway < t->nbf) {
+        return LESSONS_TOKEN_NOT_YET_VALID;
+    }
+    if (t->has_iat < 0
+        || (t->has_iat > 0 && (double)now + (double)pol->leeway < t->iat)) {
+        return LESSONS_TOKEN_BAD_IAT;           /* issued in the future */
+    }
+    return LESSONS_TOKEN_OK;
 }
 
 static int lessons_audience_ok(json_t *aud, const char *want)
@@ -141,36 +185,24 @@ static int lessons_audience_ok(json_t *aud, const char *want)
     return 0;
 }
 
+/* On OK, *found holds what a cache hit must check again. */
 static lessons_token_e lessons_check_claims(apr_pool_t *p,
                                             const lessons_token_policy_t *pol,
                                             json_t *claims, apr_int64_t now,
-                                            const char **subject)
+                                            const char **subject,
+                                            lessons_tokencache_claims_t *found)
 {
-    double exp = 0, nbf = 0, iat = 0;
+    lessons_times_t t;
+    lessons_token_e rc;
     json_t *iss, *sub;
-    int has;
 
-    has = lessons_claim_time(claims, "exp", &exp);
-    if (has == 0) {
-        return LESSONS_TOKEN_NO_EXP;
-    }
-    if (has < 0) {
-        return LESSONS_TOKEN_BAD_CLAIMS;
-    }
-    /* RFC 7519 4.1.4: reject at or after exp. */
-    if ((double)now >= exp + (double)pol->leeway) {
-        return LESSONS_TOKEN_EXPIRED;
-    }
-    has = lessons_claim_time(claims, "nbf", &nbf);
-    if (has < 0) {
-        return LESSONS_TOKEN_BAD_CLAIMS;
-    }
-    if (has > 0 && (double)now + (double)pol->leeway < nbf) {
-        return LESSONS_TOKEN_NOT_YET_VALID;
-    }
-    has = lessons_claim_time(claims, "iat", &iat);
-    if (has < 0 || (has > 0 && (double)now + (double)pol->leeway < iat)) {
-        return LESSONS_TOKEN_BAD_IAT;           /* issued in the future */
+    memset(&t, 0, sizeof(t));
+    t.has_exp = lessons_claim_time(claims, "exp", &t.exp);
+    t.has_nbf = lessons_claim_time(claims, "nbf", &t.nbf);
+    t.has_iat = lessons_claim_time(claims, "iat", &t.iat);
+    rc = lessons_check_times(pol, &t, now);
+    if (rc != LESSONS_TOKEN_OK) {
+        return rc;
     }
     if (pol->issuer) {
         iss = json_object_get(claims, "iss");
@@ -189,13 +221,21 @@ static lessons_token_e lessons_check_claims(apr_pool_t *p,
         return LESSONS_TOKEN_BAD_CLAIMS;
     }
     *subject = sub ? apr_pstrdup(p, json_string_value(sub)) : NULL;
+    found->subject = *subject;
+    found->exp = t.exp;
+    found->nbf = t.nbf;
+    found->iat = t.iat;
+    found->has_nbf = t.has_nbf > 0;
+    found->has_iat = t.has_iat > 0;
     return LESSONS_TOKEN_OK;
 }
 
-lessons_token_e lessons_token_verify(apr_pool_t *p,
-                                     const lessons_token_policy_t *pol,
-                                     const char *token, apr_int64_t now,
-                                     const char **subject)
+/* lessons_token_verify, also giving what a cache entry keeps. */
+static lessons_token_e lessons_verify_full(apr_pool_t *p,
+                                           const lessons_token_policy_t *pol,
+                                           const char *token, apr_int64_t now,
+                                           const char **subject,
+                                           lessons_tokencache_claims_t *found)
 {
     const char *dot[2] = { NULL, NULL };
     apr_size_t len, i;
@@ -282,7 +322,7 @@ lessons_token_e lessons_token_verify(apr_pool_t *p,
         rc = LESSONS_TOKEN_BAD_CLAIMS;
         goto done;
     }
-    rc = lessons_check_claims(p, pol, claims, now, subject);
+    rc = lessons_check_claims(p, pol, claims, now, subject, found);
 
 done:
     if (jwt) {
@@ -290,6 +330,143 @@ done:
     }
     json_decref(claims);
     json_decref(header);
+    return rc;
+}
+
+lessons_token_e lessons_token_verify(apr_pool_t *p,
+                                     const lessons_token_policy_t *pol,
+                                     const char *token, apr_int64_t now,
+                                     const char **subject)
+{
+    lessons_tokencache_claims_t found;
+
+    return lessons_verify_full(p, pol, token, now, subject, &found);
+}
+
+/* Fingerprint input: every field length-prefixed (8 bytes, big-endian),
+ * so no two policies encode alike ("ab"+"c" is not "a"+"bc").
+ */
+static int lessons_fp_field(EVP_MD_CTX *ctx, const void *data,
+                            apr_size_t len)
+{
+    unsigned char n[8];
+    apr_uint64_t v = (apr_uint64_t)len;
+    int i;
+
+    for (i = 7; i >= 0; i--) {
+        n[i] = (unsigned char)(v & 0xff);
+        v >>= 8;
+    }
+    return EVP_DigestUpdate(ctx, n, sizeof(n)) == 1
+           && (len == 0 || EVP_DigestUpdate(ctx, data, len) == 1);
+}
+
+/* A string that may be absent: a presence byte, then the string. */
+static int lessons_fp_string(EVP_MD_CTX *ctx, const char *s)
+{
+    unsigned char present = s ? 1 : 0;
+
+    return lessons_fp_field(ctx, &present, 1)
+           && (!s || lessons_fp_field(ctx, s, strlen(s)));
+}
+
+static int lessons_fp_number(EVP_MD_CTX *ctx, apr_int64_t value)
+{
+    unsigned char n[8];
+    apr_uint64_t v = (apr_uint64_t)value;
+    int i;
+
+    for (i = 7; i >= 0; i--) {
+        n[i] = (unsigned char)(v & 0xff);
+        v >>= 8;
+    }
+    return lessons_fp_field(ctx, n, sizeof(n));
+}
+
+int lessons_token_policy_fingerprint(const lessons_token_policy_t *pol,
+                                     unsigned char fp[LESSONS_TOKEN_FP_LEN])
+{
+    static const char tag[] = "mod_lessons token policy 1";
+    EVP_MD_CTX *ctx;
+    unsigned int n = 0;
+    int ok;
+
+    if (!pol || !pol->key || !pol->key->data || !fp) {
+        return -1;
+    }
+    ctx = EVP_MD_CTX_new();
+    if (!ctx) {
+        return -1;
+    }
+    /* A key set (issue 8) must add every key, or the set's generation,
+     * here: whatever can change a verdict belongs in the fingerprint.
+     */
+    ok = EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1
+         && lessons_fp_field(ctx, tag, sizeof(tag) - 1)
+         && lessons_fp_number(ctx, (apr_int64_t)pol->alg)
+         && lessons_fp_field(ctx, pol->key->data, pol->key->len)
+         && lessons_fp_string(ctx, pol->issuer)
+         && lessons_fp_string(ctx, pol->audience)
+         && lessons_fp_number(ctx, (apr_int64_t)pol->leeway)
+         && EVP_DigestFinal_ex(ctx, fp, &n) == 1
+         && n == LESSONS_TOKEN_FP_LEN;
+    EVP_MD_CTX_free(ctx);
+    return ok ? 0 : -1;
+}
+
+lessons_token_e lessons_token_verify_cached(apr_pool_t *p,
+                                            const lessons_token_policy_t *pol,
+                                            lessons_tokencache_t *cache,
+                                            const char *token,
+                                            apr_int64_t now,
+                                            const char **subject)
+{
+    unsigned char fp[LESSONS_TOKEN_FP_LEN];
+    lessons_tokencache_claims_t found;
+    lessons_times_t t;
+    const char *sink = NULL;
+    apr_size_t len;
+    lessons_token_e rc;
+
+    if (!subject) {
+        subject = &sink;
+    }
+    *subject = NULL;
+    /* Whatever the full verify refuses before reading the token, it
+     * refuses here too, with its own code: no lookup for those.
+     */
+    if (!cache || !pol || !lessons_key_allows(pol->key, pol->alg) || !token) {
+        return lessons_token_verify(p, pol, token, now, subject);
+    }
+    len = strnlen(token, LESSONS_TOKEN_MAX_LEN + 1);
+    if (len == 0 || len > LESSONS_TOKEN_MAX_LEN
+        || lessons_token_policy_fingerprint(pol, fp) != 0) {
+        return lessons_token_verify(p, pol, token, now, subject);
+    }
+    memset(&found, 0, sizeof(found));
+    if (lessons_tokencache_get(cache, p, fp, token, len, (double)now,
+                               &found)) {
+        /* Same policy, same bytes: signature, alg, typ, iss, aud and sub
+         * were settled when it was stored; only the clock has moved.
+         */
+        memset(&t, 0, sizeof(t));
+        t.has_exp = 1;
+        t.exp = found.exp;
+        t.has_nbf = found.has_nbf;
+        t.nbf = found.nbf;
+        t.has_iat = found.has_iat;
+        t.iat = found.iat;
+        rc = lessons_check_times(pol, &t, now);
+        if (rc == LESSONS_TOKEN_OK) {
+            *subject = found.subject;
+        }
+        return rc;
+    }
+    rc = lessons_verify_full(p, pol, token, now, subject, &found);
+    if (rc == LESSONS_TOKEN_OK) {
+        lessons_tokencache_put(cache, fp, token, len, &found,
+                               found.exp + (double)pol->leeway);
+    }
     return rc;
 }
 

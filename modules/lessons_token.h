@@ -10,6 +10,7 @@
 #include <jwt.h>
 #include "apr_pools.h"
 #include "lessons_key.h"
+#include "lessons_tokencache.h"
 
 /* Longer tokens are refused before libjwt sees them (it allocas). */
 #define LESSONS_TOKEN_MAX_LEN  8192
@@ -63,6 +64,35 @@ lessons_token_e lessons_token_verify(apr_pool_t *p,
                                      const lessons_token_policy_t *policy,
                                      const char *token, apr_int64_t now,
                                      const char **subject);
+
+/* Bytes of a policy fingerprint. */
+#define LESSONS_TOKEN_FP_LEN  LESSONS_TOKENCACHE_FP_LEN
+
+/* The policy's fingerprint: SHA-256 over the algorithm, the key bytes,
+ * the issuer, the audience and the leeway, each length-prefixed (and
+ * NULL told apart from ""), so two policies that could judge one token
+ * differently never share it.  Cheap (one hash over the key's bytes):
+ * lessons_token_verify_cached computes it on every call from the policy
+ * it is given, so a fingerprint cannot go stale when a key changes and
+ * callers have nothing to fill in.  Returns 0, or -1 when the policy has
+ * no key or the hash fails.
+ */
+int lessons_token_policy_fingerprint(const lessons_token_policy_t *policy,
+                                     unsigned char fp[LESSONS_TOKEN_FP_LEN]);
+
+/* lessons_token_verify through a per-process cache of tokens that
+ * verified OK (cache NULL: no cache, exactly lessons_token_verify).  A
+ * hit needs the same policy fingerprint and the same whole token; its
+ * exp, nbf and iat are then checked against now with the policy's leeway
+ * as a full verify checks them (LESSONS_TOKEN_EXPIRED,
+ * LESSONS_TOKEN_NOT_YET_VALID, LESSONS_TOKEN_BAD_IAT), and an expired
+ * entry is dropped.  A miss is a full verify; only an OK result is
+ * stored.  *subject as for lessons_token_verify (copied into p).
+ */
+lessons_token_e lessons_token_verify_cached(
+    apr_pool_t *p, const lessons_token_policy_t *policy,
+    lessons_tokencache_t *cache, const char *token, apr_int64_t now,
+    const char **subject);
 
 /* A fixed, client-safe description of a result, for the
  * error_description attribute and the problem detail.  Never contains

@@ -1,0 +1,298 @@
+/* Licensed under the Apache License, Version 2.0.
+ *
+ * lessons_tokencache.c: a hash table of verified tokens with an LRU
+ * list, under one mutex.  Each entry is one malloc (header, token bytes,
+ * subject), so the bound on entries bounds memory, and a dropped entry
+ * really goes rather than waiting for a pool to be cleared.  Frees and
+ * mallocs happen outside the lock; under it only links change.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/crypto.h>
+
+#include "apr_general.h"
+#include "apr_strings.h"
+#include "apr_thread_mutex.h"
+#include "apr_time.h"
+
+#include "lessons_tokencache.h"
+
+typedef struct lessons_tc_entry_t lessons_tc_entry_t;
+
+struct lessons_tc_entry_t {
+    lessons_tc_entry_t *chain;          /* next in the bucket */
+    lessons_tc_entry_t *newer, *older;  /* LRU list */
+    apr_uint64_t hash;
+    unsigned char fp[LESSONS_TOKENCACHE_FP_LEN];
+    double expires;                     /* exp + leeway */
+    lessons_tokencache_claims_t claims; /* subject points into data */
+    apr_size_t token_len;
+    apr_size_t subject_len;
+    char data[];                        /* token, then subject and NUL */
+};
+
+struct lessons_tokencache_t {
+    apr_thread_mutex_t *mutex;
+    lessons_tc_entry_t **buckets;
+    apr_size_t mask;                    /* buckets - 1, a power of two */
+    apr_uint64_t seed;                  /* spreads buckets per process */
+    lessons_tc_entry_t *newest, *oldest;
+    lessons_tokencache_stats_t stats;
+};
+
+/* FNV-1a over the token, seeded, then a final mix.  It only picks the
+ * bucket: the same token under two policies shares one, and a hit always
+ * compares fingerprint and token in full.  Only verified tokens are ever
+ * stored, so nobody without a signing key can crowd a bucket; the
+ * per-process seed keeps which tokens share one unguessable anyway.
+ */
+static apr_uint64_t lessons_tc_hash(apr_uint64_t seed, const char *token,
+                                    apr_size_t len)
+{
+    apr_uint64_t h = APR_UINT64_C(14695981039346656037) ^ seed;
+    apr_size_t i;
+
+    for (i = 0; i < len; i++) {
+        h = (h ^ (unsigned char)token[i]) * APR_UINT64_C(1099511628211);
+    }
+    h ^= h >> 30;
+    h *= APR_UINT64_C(0xbf58476d1ce4e5b9);
+    h ^= h >> 27;
+    h *= APR_UINT64_C(0x94d049bb133111eb);
+    h ^= h >> 31;
+    return h;
+}
+
+/* Fingerprint and token compared in full, in constant time for a given
+ * length: how far a guess matches a cached token must not show in the
+ * answer's timing.  (No shortcut on the hash: at most about one entry
+ * per bucket, and this way the comparison is what tests exercise.)
+ */
+static int lessons_tc_match(const lessons_tc_entry_t *e,
+                            const unsigned char *fp, const char *token,
+                            apr_size_t len)
+{
+    return e->token_len == len
+           && CRYPTO_memcmp(e->fp, fp, LESSONS_TOKENCACHE_FP_LEN) == 0
+           && CRYPTO_memcmp(e->data, token, len) == 0;
+}
+
+/* Under the lock: the slot that points at the matching entry (or at
+ * NULL, the end of the bucket).
+ */
+static lessons_tc_entry_t **lessons_tc_slot(lessons_tokencache_t *c,
+                                            apr_uint64_t h,
+                                            const unsigned char *fp,
+                                            const char *token,
+                                            apr_size_t len)
+{
+    lessons_tc_entry_t **slot = &c->buckets[h & c->mask];
+
+    while (*slot && !lessons_tc_match(*slot, fp, token, len)) {
+        slot = &(*slot)->chain;
+    }
+    return slot;
+}
+
+static void lessons_tc_lru_unlink(lessons_tokencache_t *c,
+                                  lessons_tc_entry_t *e)
+{
+    if (e->newer) {
+        e->newer->older = e->older;
+    }
+    else {
+        c->newest = e->older;
+    }
+    if (e->older) {
+        e->older->newer = e->newer;
+    }
+    else {
+        c->oldest = e->newer;
+    }
+    e->newer = e->older = NULL;
+}
+
+static void lessons_tc_lru_push(lessons_tokencache_t *c,
+                                lessons_tc_entry_t *e)
+{
+    e->older = c->newest;
+    e->newer = NULL;
+    if (c->newest) {
+        c->newest->newer = e;
+    }
+    else {
+        c->oldest = e;
+    }
+    c->newest = e;
+}
+
+/* Under the lock: take e out of its bucket and the LRU list. */
+static void lessons_tc_remove(lessons_tokencache_t *c, lessons_tc_entry_t *e)
+{
+    lessons_tc_entry_t **slot = &c->buckets[e->hash & c->mask];
+
+    while (*slot && *slot != e) {
+        slot = &(*slot)->chain;
+    }
+    if (*slot) {
+        *slot = e->chain;
+    }
+    e->chain = NULL;
+    lessons_tc_lru_unlink(c, e);
+    c->stats.entries--;
+}
+
+/* The pool is going: no thread uses the cache any more. */
+static apr_status_t lessons_tc_cleanup(void *data)
+{
+    lessons_tokencache_t *c = data;
+    lessons_tc_entry_t *e = c->newest, *next;
+
+    while (e) {
+        next = e->older;
+        free(e);
+        e = next;
+    }
+    c->newest = c->oldest = NULL;
+    c->stats.entries = 0;
+    return APR_SUCCESS;
+}
+
+lessons_tokencache_t *lessons_tokencache_make(apr_pool_t *p,
+                                              apr_size_t max_entries)
+{
+    lessons_tokencache_t *c;
+    apr_size_t n = 1;
+
+    if (!p || max_entries == 0 || max_entries > LESSONS_TOKENCACHE_MAX) {
+        return NULL;
+    }
+    c = apr_pcalloc(p, sizeof(*c));
+    if (apr_thread_mutex_create(&c->mutex, APR_THREAD_MUTEX_DEFAULT, p)
+        != APR_SUCCESS) {
+        return NULL;
+    }
+    while (n < max_entries) {
+        n <<= 1;                        /* load factor at most 1 */
+    }
+    c->buckets = apr_pcalloc(p, n * sizeof(*c->buckets));
+    c->mask = n - 1;
+    c->stats.max_entries = max_entries;
+    /* Without randomness the seed is only less unguessable. */
+    if (apr_generate_random_bytes((unsigned char *)&c->seed,
+                                  sizeof(c->seed)) != APR_SUCCESS) {
+        c->seed = (apr_uint64_t)apr_time_now()
+                  ^ (apr_uint64_t)(apr_uintptr_t)c;
+    }
+    /* Registered after the mutex's own cleanup, so it runs before it. */
+    apr_pool_cleanup_register(p, c, lessons_tc_cleanup,
+                              apr_pool_cleanup_null);
+    return c;
+}
+
+int lessons_tokencache_get(lessons_tokencache_t *c, apr_pool_t *p,
+                           const unsigned char *fp, const char *token,
+                           apr_size_t len, double now,
+                           lessons_tokencache_claims_t *claims)
+{
+    lessons_tc_entry_t **slot, *e, *dead = NULL;
+    apr_uint64_t h;
+
+    if (!c || !p || !fp || !token || !claims) {
+        return 0;
+    }
+    h = lessons_tc_hash(c->seed, token, len);
+    apr_thread_mutex_lock(c->mutex);
+    slot = lessons_tc_slot(c, h, fp, token, len);
+    e = *slot;
+    if (!e) {
+        c->stats.misses++;
+        apr_thread_mutex_unlock(c->mutex);
+        return 0;
+    }
+    c->stats.hits++;
+    *claims = e->claims;
+    claims->subject = e->claims.subject
+        ? apr_pstrmemdup(p, e->claims.subject, e->subject_len) : NULL;
+    if (now >= e->expires) {
+        lessons_tc_remove(c, e);        /* can never pass again */
+        c->stats.expired++;
+        dead = e;
+    }
+    else if (c->newest != e) {
+        lessons_tc_lru_unlink(c, e);
+        lessons_tc_lru_push(c, e);
+    }
+    apr_thread_mutex_unlock(c->mutex);
+    free(dead);
+    return 1;
+}
+
+void lessons_tokencache_put(lessons_tokencache_t *c, const unsigned char *fp,
+                            const char *token, apr_size_t len,
+                            const lessons_tokencache_claims_t *claims,
+                            double expires)
+{
+    lessons_tc_entry_t **slot, *e, *victim = NULL;
+    apr_size_t slen;
+
+    if (!c || !fp || !token || !claims || len == 0) {
+        return;
+    }
+    slen = claims->subject ? strlen(claims->subject) : 0;
+    if (len > APR_SIZE_MAX / 4 || slen > APR_SIZE_MAX / 4) {
+        return;
+    }
+    /* Built whole before the lock is taken. */
+    e = malloc(sizeof(*e) + len + slen + 1);
+    if (!e) {
+        return;
+    }
+    memset(e, 0, sizeof(*e));
+    e->hash = lessons_tc_hash(c->seed, token, len);
+    memcpy(e->fp, fp, LESSONS_TOKENCACHE_FP_LEN);
+    e->expires = expires;
+    e->claims = *claims;
+    e->token_len = len;
+    e->subject_len = slen;
+    memcpy(e->data, token, len);
+    if (claims->subject) {
+        memcpy(e->data + len, claims->subject, slen);
+        e->claims.subject = e->data + len;
+    }
+    e->data[len + slen] = '\0';
+
+    apr_thread_mutex_lock(c->mutex);
+    slot = lessons_tc_slot(c, e->hash, fp, token, len);
+    if (*slot) {
+        victim = e;                     /* another thread stored it first */
+    }
+    else {
+        *slot = e;
+        lessons_tc_lru_push(c, e);
+        c->stats.entries++;
+        if (c->stats.entries > c->stats.max_entries) {
+            victim = c->oldest;
+            lessons_tc_remove(c, victim);
+            c->stats.evictions++;
+        }
+    }
+    apr_thread_mutex_unlock(c->mutex);
+    free(victim);
+}
+
+void lessons_tokencache_stats(lessons_tokencache_t *c,
+                              lessons_tokencache_stats_t *stats)
+{
+    if (!stats) {
+        return;
+    }
+    if (!c) {
+        memset(stats, 0, sizeof(*stats));
+        return;
+    }
+    apr_thread_mutex_lock(c->mutex);
+    *stats = c->stats;
+    apr_thread_mutex_unlock(c->mutex);
+}

@@ -1,0 +1,89 @@
+/* Licensed under the Apache License, Version 2.0.
+ *
+ * lessons_tokencache.h: a per-process cache of verified tokens (issue 7).
+ * libjwt 1.10 re-parses a PEM key on every call, so an RS256 or ES256
+ * token costs a key parse plus a signature check per request; the cache
+ * lets each distinct token pay that once per process.
+ *
+ * An entry is keyed by the verification policy's fingerprint plus the
+ * whole token string, and both are compared in full on a hit (never a
+ * hash alone).  Only tokens that verified OK are stored, so a bad token
+ * can neither poison the cache nor evict a good entry.  The cache stores
+ * and finds; deciding (the exp/nbf/iat check on every hit) is
+ * lessons_token_verify_cached's job, in lessons_token.c.
+ *
+ * Thread-safe: one mutex, held only to find, link or unlink an entry.
+ */
+#ifndef LESSONS_TOKENCACHE_H
+#define LESSONS_TOKENCACHE_H
+
+#include "apr_pools.h"
+
+/* Bytes of a policy fingerprint (SHA-256). */
+#define LESSONS_TOKENCACHE_FP_LEN   32
+
+/* The largest max_entries accepted (the bucket table is sized from it). */
+#define LESSONS_TOKENCACHE_MAX      (1u << 22)
+
+typedef struct lessons_tokencache_t lessons_tokencache_t;
+
+/* What a verification found and a hit must re-check: the time claims as
+ * the JSON numbers were (so a hit compares exactly as a full verify),
+ * and the subject.
+ */
+typedef struct {
+    const char *subject;            /* sub, or NULL when the token has none */
+    double exp;                     /* always present in a verified token */
+    double nbf;
+    double iat;
+    int has_nbf;
+    int has_iat;
+} lessons_tokencache_claims_t;
+
+typedef struct {
+    apr_uint64_t hits;              /* lookups that found an entry */
+    apr_uint64_t misses;            /* lookups that found none */
+    apr_uint64_t evictions;         /* entries dropped to keep the bound */
+    apr_uint64_t expired;           /* entries dropped past exp + leeway */
+    apr_size_t entries;             /* entries held now */
+    apr_size_t max_entries;
+} lessons_tokencache_stats_t;
+
+/* A cache of at most max_entries tokens, for one process: make it from
+ * the child's pool (child_init), which frees every entry when it goes.
+ * Entries are malloc'ed one by one, each at most the size of its token
+ * and subject plus a small header.  NULL when max_entries is 0 or above
+ * LESSONS_TOKENCACHE_MAX, or the mutex cannot be made: callers then
+ * verify without a cache.
+ */
+lessons_tokencache_t *lessons_tokencache_make(apr_pool_t *p,
+                                              apr_size_t max_entries);
+
+/* Look up (fp, token).  On a hit returns 1, fills *claims (the subject
+ * copied into p) and makes the entry the most recently used.  An entry
+ * whose expires (exp + leeway, given at put) is at or before now is
+ * dropped as it is found, but still reported, so that the caller's own
+ * check refuses it with the same code a full verify gives.  Returns 0 on
+ * a miss, and for a NULL cache or token.
+ */
+int lessons_tokencache_get(lessons_tokencache_t *c, apr_pool_t *p,
+                           const unsigned char *fp, const char *token,
+                           apr_size_t len, double now,
+                           lessons_tokencache_claims_t *claims);
+
+/* Store a token that verified OK under the policy whose fingerprint is
+ * fp, with its claims (copied) and expires, exp plus the policy's
+ * leeway: the entry never outlives it.  The least recently used entry
+ * goes when the cache is full.  An entry already there is kept.  Does
+ * nothing when the cache is NULL or memory runs out.
+ */
+void lessons_tokencache_put(lessons_tokencache_t *c, const unsigned char *fp,
+                            const char *token, apr_size_t len,
+                            const lessons_tokencache_claims_t *claims,
+                            double expires);
+
+/* Counters, for tests and the benchmark; all zero for a NULL cache. */
+void lessons_tokencache_stats(lessons_tokencache_t *c,
+                              lessons_tokencache_stats_t *stats);
+
+#endif /* LESSONS_TOKENCACHE_H */
