@@ -275,6 +275,10 @@ dev: $(DEV_KEY)
 	    sqlite3 -bail $$db/lessons.db < sql/schema.sqlite.sql >/dev/null; \
 	    sqlite3 -bail $$db/lessons.db < sql/sample-lessons.sql; \
 	    echo "made dev database $$db/lessons.db (schema and sample lessons)"; \
+	elif ! sqlite3 $$db/lessons.db 'SELECT version FROM lessons LIMIT 0' >/dev/null 2>&1; then \
+	    sqlite3 -bail $$db/lessons.db < sql/upgrade-etags.sqlite.sql; \
+	    sqlite3 -bail $$db/lessons.db < sql/schema.sqlite.sql >/dev/null; \
+	    echo "upgraded dev database $$db/lessons.db (ETags: sql/upgrade-etags.sqlite.sql)"; \
 	fi; \
 	if [ "$$(id -u)" = 0 ]; then \
 	    $(give_back); \

@@ -57,6 +57,11 @@ static const command_rec lessons_cmds[] = {
     AP_INIT_TAKE1("LessonsMaxBodySize", lessons_set_max_body, NULL,
                   RSRC_CONF | ACCESS_CONF,
                   "Largest request body accepted, in bytes (default 65536)"),
+    AP_INIT_TAKE1("LessonsCacheSize", lessons_set_cache_size, NULL,
+                  RSRC_CONF,
+                  "Memory each Apache process may use for built responses, "
+                  "in bytes (K, M or G may follow; default 16M; 0: no "
+                  "cache); main server only"),
     { NULL }
 };
 
@@ -66,6 +71,7 @@ static void lessons_register_hooks(apr_pool_t *p)
     ap_hook_check_config(lessons_check_config, NULL, NULL, APR_HOOK_MIDDLE);
     static const char *const before_dbd[] = { "mod_dbd.c", NULL };
 
+    ap_hook_pre_config(lessons_pre_config, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_post_config(lessons_post_config, NULL, NULL, APR_HOOK_MIDDLE);
     /* The gates exist before mod_dbd's child_init connects. */
     ap_hook_child_init(lessons_child_init, NULL, before_dbd,

@@ -342,7 +342,12 @@ const char *lessons_db_advice(const lessons_db_t *db, apr_pool_t *p,
 
     switch (fault) {
     case LESSONS_DB_NO_SCHEMA:
-        return lite ? "load sql/schema.sqlite.sql into it"
+        /* A database from before ETags lacks lessons.version and the
+         * catalog tables: the same advice, and the upgrade file.
+         */
+        return lite ? "load sql/schema.sqlite.sql into it; one made "
+                      "before ETags needs sql/upgrade-etags.sqlite.sql "
+                      "first"
                     : "load sql/schema.pgsql.sql into it";
     case LESSONS_DB_MOVED:
         return "the file was deleted or replaced while the server ran; "

@@ -28,6 +28,8 @@ typedef struct {
     const char *topic;
     const char *description;
     int is_active;
+    apr_int64_t version;            /* moves on every change of the row */
+    const char *epoch;              /* the database's identity */
 } lessons_lesson_t;
 
 /* A create or update payload after decoding.  has_* says whether the

@@ -18,10 +18,18 @@
 
 #define LESSONS_COLUMNS \
     "SELECT l.id, l.level_id, v.name, v.code, l.title, l.sort_order, " \
-    "l.topic, l.description, CASE WHEN l.is_active THEN 1 ELSE 0 END " \
+    "l.topic, l.description, CASE WHEN l.is_active THEN 1 ELSE 0 END, " \
+    "l.version, (SELECT epoch FROM lessons_database) " \
     "FROM lessons l JOIN levels v ON v.id = l.level_id "
 
-#define LESSONS_NCOLUMNS 9
+#define LESSONS_NCOLUMNS 11
+
+/* If-Match, in the WHERE of the write itself: 0 = not asked, else the
+ * row's version must be one of the four and the database the tag's.
+ */
+#define LESSONS_IF_MATCH \
+    "(%d = 0 OR (version IN (%lld, %lld, %lld, %lld) " \
+    "AND (SELECT epoch FROM lessons_database) = %s))"
 
 /* Ask for the whole result at once (apr_dbd "random access").  In
  * sequential mode apr_dbd_pgsql only meets a server error while fetching,
@@ -62,10 +70,16 @@ const lessons_statement_t lessons_statements[] = {
       "topic = CASE WHEN %d = 1 THEN %s ELSE topic END, "
       "description = CASE WHEN %d = 1 THEN %s ELSE description END, "
       "is_active = CASE WHEN %d = 1 THEN (%d = 1) ELSE is_active END "
-      "WHERE id = %lld "
+      "WHERE id = %lld AND " LESSONS_IF_MATCH " "
       "AND (%d = 0 OR EXISTS (SELECT 1 FROM levels WHERE id = %d))" },
     { "lessons_delete",
-      "DELETE FROM lessons WHERE id = %lld" },
+      "DELETE FROM lessons WHERE id = %lld AND " LESSONS_IF_MATCH },
+    /* The catalog version: the database's identity and the sum of the
+     * striped counters that every change of lessons or levels bumps.
+     */
+    { "lessons_catalog",
+      "SELECT d.epoch, (SELECT sum(c.changes) FROM lessons_catalog c) "
+      "FROM lessons_database d" },
     { NULL, NULL }
 };
 
@@ -170,9 +184,11 @@ static int lessons_row_lesson(const lessons_db_t *db, apr_pool_t *p,
     if (!lessons_parse_i64(c[0], &l->id)
         || !lessons_parse_int(c[1], &l->level_id)
         || !lessons_parse_int(c[5], &l->order)
-        || !lessons_parse_int(c[8], &l->is_active)) {
+        || !lessons_parse_int(c[8], &l->is_active)
+        || !lessons_parse_i64(c[9], &l->version)) {
         return 0;
     }
+    l->epoch = apr_pstrdup(p, c[10]);
     l->level_name = apr_pstrdup(p, c[2]);
     l->level_code = apr_pstrdup(p, c[3]);
     l->title = apr_pstrdup(p, c[4]);
@@ -352,21 +368,23 @@ static lessons_store_e lessons_store_read_back(const lessons_db_t *db,
 }
 
 /* The INSERT ... RETURNING id: no row back means no such level. */
-static lessons_store_e lessons_store_insert(const lessons_db_t *db,
-                                            apr_pool_t *p,
-                                            const lessons_input_t *in,
-                                            apr_int64_t *id,
-                                            const char **err)
+/* Run a statement that gives at most one row, reading every row (as
+ * apr_dbd needs) and keeping the first one's first two columns, copied
+ * into p; *rows says how many rows came back.
+ */
+static lessons_store_e lessons_store_one(const lessons_db_t *db,
+                                         apr_pool_t *p, const char *label,
+                                         const void **args,
+                                         const char *cols[2], int *rows,
+                                         const char **err)
 {
-    const char *label = "lessons_create";
     apr_dbd_prepared_t *stmt = lessons_store_stmt(db, p, label, err);
     apr_dbd_results_t *res = NULL;
     apr_dbd_row_t *row = NULL;
-    int active = in->is_active ? 1 : 0;
-    const void *args[] = { in->title, &in->order, in->topic,
-                           in->description, &active, &in->level_id };
-    int rv, rows = 0, ok = 0;
+    int rv, i, ncols;
 
+    cols[0] = cols[1] = NULL;
+    *rows = 0;
     if (!stmt) {
         return LESSONS_STORE_ERROR;
     }
@@ -375,18 +393,42 @@ static lessons_store_e lessons_store_insert(const lessons_db_t *db,
     if (rv != 0) {
         return lessons_store_fail(db, p, rv, label, err);
     }
+    ncols = apr_dbd_num_cols(db->driver, res);
     while ((rv = apr_dbd_get_row(db->driver, p, res, &row, -1)) == 0) {
-        if (rows++ == 0) {
-            ok = lessons_parse_i64(apr_dbd_get_entry(db->driver, row, 0), id);
+        for (i = 0; *rows == 0 && i < 2 && i < ncols; i++) {
+            const char *v = apr_dbd_get_entry(db->driver, row, i);
+
+            cols[i] = v ? apr_pstrdup(p, v) : NULL;
         }
+        (*rows)++;
     }
     if (rv != -1) {
         return lessons_store_fail(db, p, rv, label, err);
     }
+    return LESSONS_STORE_OK;
+}
+
+/* The INSERT ... RETURNING id: no row back means no such level. */
+static lessons_store_e lessons_store_insert(const lessons_db_t *db,
+                                            apr_pool_t *p,
+                                            const lessons_input_t *in,
+                                            apr_int64_t *id,
+                                            const char **err)
+{
+    int active = in->is_active ? 1 : 0, rows = 0;
+    const void *args[] = { in->title, &in->order, in->topic,
+                           in->description, &active, &in->level_id };
+    const char *cols[2];
+    lessons_store_e rc = lessons_store_one(db, p, "lessons_create", args,
+                                           cols, &rows, err);
+
+    if (rc != LESSONS_STORE_OK) {
+        return rc;
+    }
     if (rows == 0) {
         return LESSONS_STORE_NO_LEVEL;
     }
-    if (!ok) {
+    if (!lessons_parse_i64(cols[0], id)) {
         *err = "lessons_create: RETURNING gave no usable id";
         return LESSONS_STORE_ERROR;
     }
@@ -416,12 +458,54 @@ lessons_store_e lessons_store_create(const lessons_db_t *db, apr_pool_t *p,
     return lessons_txn_end(db, p, what, rc, err);
 }
 
-/* The UPDATE of the fields sent; *nrows 0 means no such lesson, or a
- * levelId that names no level.
+/* The If-Match part of a write's arguments: the flag, four versions
+ * (unused ones -1, which no row has) and the epoch.
+ */
+typedef struct {
+    int check;
+    apr_int64_t v[LESSONS_IF_MATCH_MAX];
+    const char *epoch;
+} lessons_match_args_t;
+
+static void lessons_match_args(const lessons_if_match_t *im,
+                               lessons_match_args_t *a)
+{
+    int i;
+
+    a->check = im && im->asked && !im->any ? 1 : 0;
+    a->epoch = a->check && im->epoch ? im->epoch : "";
+    for (i = 0; i < LESSONS_IF_MATCH_MAX; i++) {
+        a->v[i] = a->check && i < im->n ? im->versions[i] : -1;
+    }
+}
+
+/* Does the stored lesson satisfy If-Match? */
+static int lessons_match_ok(const lessons_if_match_t *im,
+                            const lessons_lesson_t *l)
+{
+    int i;
+
+    if (!im || !im->asked || im->any) {
+        return 1;
+    }
+    if (!im->epoch || !l->epoch || strcmp(im->epoch, l->epoch) != 0) {
+        return 0;
+    }
+    for (i = 0; i < im->n && i < LESSONS_IF_MATCH_MAX; i++) {
+        if (im->versions[i] == l->version) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The UPDATE of the fields sent; *nrows 0 means no such lesson, not in
+ * the version If-Match asks, or a levelId that names no level.
  */
 static lessons_store_e lessons_store_patch(const lessons_db_t *db,
                                            apr_pool_t *p, apr_int64_t id,
                                            const lessons_input_t *in,
+                                           const lessons_match_args_t *m,
                                            int *nrows, const char **err)
 {
     const char *label = "lessons_update";
@@ -436,7 +520,9 @@ static lessons_store_e lessons_store_patch(const lessons_db_t *db,
                            has_title ? in->title : "", &has_order, &order,
                            &has_topic, has_topic ? in->topic : "",
                            &has_descr, has_descr ? in->description : "",
-                           &has_active, &active, &id, &has_level, &level };
+                           &has_active, &active, &id,
+                           &m->check, &m->v[0], &m->v[1], &m->v[2],
+                           &m->v[3], m->epoch, &has_level, &level };
     int rv;
 
     if (!stmt) {
@@ -458,37 +544,50 @@ static lessons_store_e lessons_store_patch(const lessons_db_t *db,
 lessons_store_e lessons_store_update(const lessons_db_t *db, apr_pool_t *p,
                                      apr_int64_t id,
                                      const lessons_input_t *in,
+                                     const lessons_if_match_t *im,
                                      lessons_lesson_t *out,
                                      const char **err)
 {
     const char *what = "lessons_update";
+    lessons_match_args_t m;
     int nrows = 0;
     lessons_store_e rc;
 
+    lessons_match_args(im, &m);
     rc = lessons_txn_begin(db, p, what, err);
     if (rc == LESSONS_STORE_OK) {
-        rc = lessons_store_patch(db, p, id, in, &nrows, err);
+        rc = lessons_store_patch(db, p, id, in, &m, &nrows, err);
     }
     if (rc == LESSONS_STORE_OK && nrows > 0) {
         rc = lessons_store_read_back(db, p, what, id, out, err);
     }
     else if (rc == LESSONS_STORE_OK) {
-        /* Nothing changed: the lesson is missing, or else the level. */
+        /* Nothing changed: the lesson is missing, in another version,
+         * or else the level is.
+         */
         rc = lessons_store_get(db, p, id, out, err);
         if (rc == LESSONS_STORE_OK) {
-            rc = LESSONS_STORE_NO_LEVEL;
+            rc = lessons_match_ok(im, out) ? LESSONS_STORE_NO_LEVEL
+                                           : LESSONS_STORE_PRECONDITION;
         }
     }
     return lessons_txn_end(db, p, what, rc, err);
 }
 
 lessons_store_e lessons_store_delete(const lessons_db_t *db, apr_pool_t *p,
-                                     apr_int64_t id, const char **err)
+                                     apr_int64_t id,
+                                     const lessons_if_match_t *im,
+                                     const char **err)
 {
     const char *label = "lessons_delete";
     apr_dbd_prepared_t *stmt = lessons_store_stmt(db, p, label, err);
-    const void *args[] = { &id };
+    lessons_match_args_t m;
+    const void *args[] = { &id, &m.check, &m.v[0], &m.v[1], &m.v[2],
+                           &m.v[3], NULL };
     int rv, nrows = 0;
+
+    lessons_match_args(im, &m);
+    args[6] = m.epoch;
 
     if (!stmt) {
         return LESSONS_STORE_ERROR;
@@ -498,4 +597,28 @@ lessons_store_e lessons_store_delete(const lessons_db_t *db, apr_pool_t *p,
         return lessons_store_fail(db, p, rv, label, err);
     }
     return nrows > 0 ? LESSONS_STORE_OK : LESSONS_STORE_NOT_FOUND;
+}
+
+lessons_store_e lessons_store_catalog(const lessons_db_t *db, apr_pool_t *p,
+                                      lessons_catalog_t *out,
+                                      const char **err)
+{
+    const char *cols[2];
+    int rows = 0;
+    lessons_store_e rc = lessons_store_one(db, p, "lessons_catalog", NULL,
+                                           cols, &rows, err);
+
+    if (rc != LESSONS_STORE_OK) {
+        return rc;
+    }
+    if (rows != 1 || !cols[0] || !*cols[0]
+        || !lessons_parse_i64(cols[1], &out->changes)) {
+        /* A schema without its identity row or counters: load it again. */
+        *err = apr_psprintf(p, "lessons_catalog: lessons_database has no "
+                            "row or lessons_catalog no counters (%d rows): "
+                            "load the schema again", rows);
+        return LESSONS_STORE_ERROR;
+    }
+    out->epoch = cols[0];
+    return LESSONS_STORE_OK;
 }

@@ -37,8 +37,37 @@ typedef enum {
     LESSONS_STORE_OK = 0,
     LESSONS_STORE_NOT_FOUND,        /* no lesson with that id */
     LESSONS_STORE_NO_LEVEL,         /* the level id does not exist */
+    LESSONS_STORE_PRECONDITION,     /* If-Match names another version */
     LESSONS_STORE_ERROR             /* database error: *err says which */
 } lessons_store_e;
+
+/* What If-Match asks of a write, from the tags that name this lesson
+ * in this database (the handler parses them).  asked 0: no If-Match;
+ * any: "*" (the lesson must exist); else the row's version must be one
+ * of versions[0..n) and the database's identity epoch.
+ */
+#define LESSONS_IF_MATCH_MAX 4
+
+typedef struct {
+    int asked;
+    int any;
+    int n;
+    apr_int64_t versions[LESSONS_IF_MATCH_MAX];
+    const char *epoch;
+} lessons_if_match_t;
+
+/* The catalog version: the database's identity and a count that moves
+ * in the same transaction as every change of lessons or levels.  Equal
+ * versions mean the same committed data.
+ */
+typedef struct {
+    const char *epoch;
+    apr_int64_t changes;
+} lessons_catalog_t;
+
+lessons_store_e lessons_store_catalog(const lessons_db_t *db, apr_pool_t *p,
+                                      lessons_catalog_t *out,
+                                      const char **err);
 
 /* Prepare every statement on db->handle into db->prepared (made in p if
  * NULL), keyed by label.  A suffix, if given, makes the server-side names
@@ -86,16 +115,24 @@ lessons_store_e lessons_store_create(const lessons_db_t *db, apr_pool_t *p,
 
 /* Write only the fields sent (has_*) to lesson id, in one statement,
  * so concurrent updates of different fields never undo each other; the
- * level is checked only when levelId is sent.  NOT_FOUND: no lesson with
- * that id; NO_LEVEL: the lesson exists but the level does not.
+ * level is checked only when levelId is sent, If-Match (im, may be NULL)
+ * in the same statement.  NOT_FOUND: no lesson with that id;
+ * PRECONDITION: it exists in another version; NO_LEVEL: the lesson
+ * exists (in the version asked) but the level does not.
  */
 lessons_store_e lessons_store_update(const lessons_db_t *db, apr_pool_t *p,
                                      apr_int64_t id,
                                      const lessons_input_t *in,
+                                     const lessons_if_match_t *im,
                                      lessons_lesson_t *out,
                                      const char **err);
 
+/* NOT_FOUND: no lesson with that id, or (with If-Match) not in the
+ * version asked: the statement cannot tell, and both answer 412 then.
+ */
 lessons_store_e lessons_store_delete(const lessons_db_t *db, apr_pool_t *p,
-                                     apr_int64_t id, const char **err);
+                                     apr_int64_t id,
+                                     const lessons_if_match_t *im,
+                                     const char **err);
 
 #endif /* LESSONS_STORE_H */

@@ -9,6 +9,8 @@
  *   mod_lessons_map.c      translate_name/map_to_storage: is it the API's?
  *   mod_lessons_access.c   access checker: the bearer token, fail closed
  *   mod_lessons_handler.c  the handler: route, method, the operations
+ *   mod_lessons_cache.c    the read path: catalog version, the response
+ *                          cache, ETags, 304 and gzip
  *   mod_lessons_dbd.c      a pooled connection within the time bound, and
  *                          database faults answered as what they are
  *   mod_lessons_io.c       request bodies in, responses out, fault lines
@@ -29,14 +31,19 @@
 #include "util_filter.h"
 #include "util_cfgtree.h"
 #include "ap_mpm.h"
+#include "util_mutex.h"
+#include "apr_global_mutex.h"
 #include "apr_env.h"
+#include "apr_lib.h"
 #include "apr_strings.h"
 #include "apr_optional.h"
 #include "apr_optional_hooks.h"
 #include "apr_dbd.h"
 #include "mod_dbd.h"
 
+#include "lessons_cache.h"
 #include "lessons_db.h"
+#include "lessons_etag.h"
 #include "lessons_gate.h"
 #include "lessons_throttle.h"
 
@@ -46,6 +53,7 @@
 #include "lessons_route.h"
 #include "lessons_store.h"
 #include "lessons_token.h"
+#include "lessons_tokencache.h"
 
 /* Every file's log lines carry the module's name ([lessons:info]). */
 APLOG_USE_MODULE(lessons);
@@ -64,6 +72,11 @@ APLOG_USE_MODULE(lessons);
 #define LESSONS_MAX_DB_TIMEOUT   300
 #define LESSONS_DBD_DEFAULT_MAX  10     /* mod_dbd's DBDMax default */
 #define LESSONS_RETRY_AFTER      "5"
+#define LESSONS_DEFAULT_CACHE    (16 * 1024 * 1024)  /* bytes per process */
+#define LESSONS_MAX_CACHE        (APR_INT64_C(4) * 1024 * 1024 * 1024)
+#define LESSONS_GZIP_MIN         1024   /* smaller bodies stay as they are */
+#define LESSONS_TOKEN_CACHE      10000  /* verified tokens per process */
+#define LESSONS_WRITE_MUTEX      "lessons-sqlite-write"
 
 #define LESSONS_CT_JSON     "application/json; charset=utf-8"
 #define LESSONS_CT_PROBLEM  "application/problem+json"
@@ -110,6 +123,11 @@ typedef struct {
     int threads;                    /* worker threads per process */
     lessons_gate_t *gate;           /* NULL when one thread per process */
     lessons_throttle_t *throttle;   /* repeated fault lines, per process */
+    apr_off_t cache_size;           /* LessonsCacheSize; -1: not set */
+    lessons_cache_t *cache;         /* per process, shared by every vhost;
+                                     * NULL: LessonsCacheSize 0 */
+    lessons_tokencache_t *tokens;   /* verified tokens, per process */
+    apr_global_mutex_t *writers;    /* SQLite writers, one at a time */
 } lessons_srv_conf;
 
 /* Per-request: whether the request is for the API (known from the
@@ -130,7 +148,16 @@ typedef struct {
     lessons_db_t db;
     apr_pool_t *db_pool;            /* lives as long as the connection */
     lessons_route_t route;
+    apr_time_t deadline;            /* LessonsDBTimeout, from db_open */
+    int writing;                    /* holds the SQLite writers' mutex */
 } lessons_ctx;
+
+/* A GET route's document: its bytes and its tag. */
+typedef struct {
+    const char *body;
+    apr_size_t len;
+    const char *etag;
+} lessons_doc_t;
 
 /* mod_lessons_config.c: directives and their merge */
 void *lessons_create_dir_conf(apr_pool_t *p, char *dir);
@@ -151,6 +178,8 @@ const char *lessons_set_leeway(cmd_parms *cmd, void *dconf,
                                const char *arg);
 const char *lessons_set_db_timeout(cmd_parms *cmd, void *dconf,
                                    const char *arg);
+const char *lessons_set_cache_size(cmd_parms *cmd, void *dconf,
+                                   const char *arg);
 const char *lessons_set_max_body(cmd_parms *cmd, void *dconf,
                                  const char *arg);
 
@@ -162,6 +191,8 @@ apr_off_t lessons_max_body(const lessons_dir_conf *conf);
 /* mod_lessons_config.c: start-up and child start */
 int lessons_check_config(apr_pool_t *pconf, apr_pool_t *plog,
                          apr_pool_t *ptemp, server_rec *s);
+int lessons_pre_config(apr_pool_t *pconf, apr_pool_t *plog,
+                       apr_pool_t *ptemp);
 int lessons_post_config(apr_pool_t *pconf, apr_pool_t *plog,
                         apr_pool_t *ptemp, server_rec *s);
 void lessons_child_init(apr_pool_t *pchild, server_rec *s);
@@ -180,10 +211,18 @@ int lessons_check_access(request_rec *r);
 /* mod_lessons_handler.c */
 int lessons_handler(request_rec *r);
 
+int lessons_build(lessons_ctx *c, const lessons_catalog_t *cat,
+                  lessons_doc_t *doc);
+
+/* mod_lessons_cache.c */
+int lessons_read(lessons_ctx *c);
+
 /* mod_lessons_dbd.c */
 int lessons_db_answer(lessons_ctx *c, lessons_db_fault_e fault,
                       const char *err, int wrote);
 int lessons_db_open(lessons_ctx *c);
+int lessons_db_write_begin(lessons_ctx *c);
+void lessons_db_write_end(lessons_ctx *c);
 int lessons_db_failed(lessons_ctx *c, const char *err);
 
 /* mod_lessons_io.c */

@@ -102,9 +102,13 @@ int lessons_authenticate(request_rec *r, const lessons_dir_conf *conf)
     policy.issuer = conf->issuer;
     policy.audience = conf->audience;
     policy.leeway = conf->leeway > 0 ? conf->leeway : 0;
-    rc = lessons_token_verify(r->pool, &policy, token,
-                              (apr_int64_t)apr_time_sec(r->request_time),
-                              &subject);
+    /* Each distinct token is verified once per process; exp and nbf
+     * are still checked against the clock on every request.
+     */
+    rc = lessons_token_verify_cached(r->pool, &policy,
+        ((lessons_srv_conf *)ap_get_module_config(r->server->module_config,
+                                                  &lessons_module))->tokens,
+        token, (apr_int64_t)apr_time_sec(r->request_time), &subject);
     if (rc == LESSONS_TOKEN_KEY_MISFIT) {
         return lessons_misconfigured(r, st, apr_psprintf(r->pool,
             "key file %s (section at %s) does not allow algorithm %s",

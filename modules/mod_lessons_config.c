@@ -48,6 +48,7 @@ void *lessons_create_srv_conf(apr_pool_t *p, server_rec *s)
 
     (void)s;
     sconf->sections = apr_array_make(p, 4, sizeof(lessons_dir_conf *));
+    sconf->cache_size = -1;
     return sconf;
 }
 
@@ -58,6 +59,7 @@ void *lessons_merge_srv_conf(apr_pool_t *p, void *basev, void *addv)
 
     sconf->sections = add->sections;
     sconf->db_timeout = add->db_timeout ? add->db_timeout : base->db_timeout;
+    sconf->cache_size = base->cache_size;   /* global: the main server's */
     return sconf;
 }
 
@@ -321,6 +323,39 @@ const char *lessons_set_db_timeout(cmd_parms *cmd, void *dconf,
     return NULL;
 }
 
+/* LessonsCacheSize BYTES, with an optional K, M or G. */
+const char *lessons_set_cache_size(cmd_parms *cmd, void *dconf,
+                                   const char *arg)
+{
+    lessons_srv_conf *sconf =
+        ap_get_module_config(cmd->server->module_config, &lessons_module);
+    const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
+    char *end;
+    apr_int64_t v, unit = 1;
+
+    (void)dconf;
+    if (err) {
+        return err;
+    }
+    errno = 0;
+    v = apr_strtoi64(arg, &end, 10);
+    if (end != arg && *end && !end[1]) {
+        switch (apr_toupper(*end)) {
+        case 'K': unit = 1024; end++; break;
+        case 'M': unit = 1024 * 1024; end++; break;
+        case 'G': unit = 1024 * 1024 * 1024; end++; break;
+        default: break;
+        }
+    }
+    if (errno || end == arg || *end || v < 0 || v > LESSONS_MAX_CACHE / unit) {
+        return apr_psprintf(cmd->pool, "%s takes a size in bytes (K, M or G "
+                            "may follow) up to 4G, or 0 for no cache; not "
+                            "'%s'", cmd->cmd->name, arg);
+    }
+    sconf->cache_size = (apr_off_t)(v * unit);
+    return NULL;
+}
+
 const char *lessons_set_max_body(cmd_parms *cmd, void *dconf,
                                  const char *arg)
 {
@@ -408,9 +443,24 @@ int lessons_check_config(apr_pool_t *pconf, apr_pool_t *plog,
     return rc;
 }
 
+/* The mutex that takes SQLite writers of this server one at a time
+ * (the Mutex directive can choose its mechanism and lock file).
+ */
+int lessons_pre_config(apr_pool_t *pconf, apr_pool_t *plog,
+                       apr_pool_t *ptemp)
+{
+    (void)plog;
+    (void)ptemp;
+    return ap_mutex_register(pconf, LESSONS_WRITE_MUTEX, NULL,
+                             APR_LOCK_DEFAULT, 0) == APR_SUCCESS
+           ? OK : !OK;
+}
+
 int lessons_post_config(apr_pool_t *pconf, apr_pool_t *plog,
                         apr_pool_t *ptemp, server_rec *s)
 {
+    apr_global_mutex_t *writers = NULL;
+    apr_status_t rv;
     ap_dbd_t *(*acquire)(request_rec *) =
         APR_RETRIEVE_OPTIONAL_FN(ap_dbd_acquire);
 
@@ -418,8 +468,19 @@ int lessons_post_config(apr_pool_t *pconf, apr_pool_t *plog,
         ap_get_module_config(s->module_config, &lessons_module);
     char *set = NULL;
 
-    (void)pconf;
     (void)plog;
+    /* SQLite lets one writer in at a time and makes the others wait
+     * inside apr_dbd's process-wide lock (then sleep 100 ms): writers
+     * that queue here instead, across the server's processes, never
+     * meet a busy database of ours.
+     */
+    if (ap_state_query(AP_SQ_MAIN_STATE) != AP_SQ_MS_CREATE_PRE_CONFIG) {
+        rv = ap_global_mutex_create(&writers, NULL, LESSONS_WRITE_MUTEX, NULL,
+                                    s, pconf, 0);
+        if (rv != APR_SUCCESS) {
+            return HTTP_INTERNAL_SERVER_ERROR;
+        }
+    }
     /* libpq's connect has no limit of its own: bound it (and PQreset's)
      * unless the admin already did, before any thread starts.  Other
      * modules' PostgreSQL connections in this server get it too.
@@ -433,6 +494,7 @@ int lessons_post_config(apr_pool_t *pconf, apr_pool_t *plog,
         lessons_srv_conf *sconf =
             ap_get_module_config(s->module_config, &lessons_module);
         sconf->acquire = acquire;
+        sconf->writers = writers;
     }
     return OK;
 }
@@ -453,6 +515,10 @@ static void lessons_gate_size(int threads, int dbd_max, int *slots,
 
 void lessons_child_init(apr_pool_t *pchild, server_rec *s)
 {
+    server_rec *main = s;
+    lessons_cache_t *cache = NULL;
+    lessons_tokencache_t *tokens = NULL;
+    apr_global_mutex_t *writers = NULL;
     int threads = 1, slots, waiting;
 
     ap_mpm_query(AP_MPMQ_MAX_THREADS, &threads);
@@ -462,6 +528,34 @@ void lessons_child_init(apr_pool_t *pchild, server_rec *s)
 
         sconf->threads = threads;
         sconf->throttle = lessons_throttle_make(pchild);
+        /* One response cache and one token cache per process, shared by
+         * every virtual host (their keys say whose each entry is).
+         */
+        if (s == main) {
+            apr_off_t size = sconf->cache_size >= 0
+                             ? sconf->cache_size : LESSONS_DEFAULT_CACHE;
+
+            cache = size > 0 ? lessons_cache_make(pchild, (apr_size_t)size,
+                                                  LESSONS_GZIP_MIN)
+                             : NULL;
+            tokens = lessons_tokencache_make(pchild, LESSONS_TOKEN_CACHE);
+        }
+        sconf->cache = cache;
+        sconf->tokens = tokens;
+        /* One writers' mutex for the server, opened once per child. */
+        if (s == main && sconf->writers
+            && apr_global_mutex_child_init(&sconf->writers,
+                   apr_global_mutex_lockfile(sconf->writers), pchild)
+               != APR_SUCCESS) {
+            ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s, LESSONSLOG(00104)
+                         "cannot open the SQLite writers' mutex in this "
+                         "process: writes queue in SQLite instead");
+            sconf->writers = NULL;
+        }
+        if (s == main) {
+            writers = sconf->writers;
+        }
+        sconf->writers = writers;
         if (threads > 1) {
             lessons_gate_size(threads, LESSONS_DBD_DEFAULT_MAX, &slots,
                               &waiting);

@@ -83,7 +83,7 @@ int lessons_db_open(lessons_ctx *c)
     lessons_srv_conf *sconf =
         ap_get_module_config(r->server->module_config, &lessons_module);
     apr_interval_time_t bound = apr_time_from_sec(lessons_db_timeout(sconf));
-    apr_time_t deadline = apr_time_now() + bound;
+    apr_time_t deadline = c->deadline = apr_time_now() + bound;
     apr_interval_time_t left;
     lessons_db_fault_e fault;
     const char *err = NULL;
@@ -155,4 +155,43 @@ int lessons_db_failed(lessons_ctx *c, const char *err)
 
     return lessons_db_answer(c, lessons_db_fault(&c->db, c->db_pool, err),
                              err, wrote);
+}
+
+/* SQLite writes of this server queue on one mutex, within the request's
+ * time bound, instead of inside SQLite (see lessons_post_config).
+ * DECLINED: go on (and call lessons_db_write_end); else the answer.
+ */
+int lessons_db_write_begin(lessons_ctx *c)
+{
+    lessons_srv_conf *sconf =
+        ap_get_module_config(c->r->server->module_config, &lessons_module);
+    const char *name = apr_dbd_name(c->db.driver);
+    apr_interval_time_t left = c->deadline - apr_time_now();
+    apr_status_t rv;
+
+    if (!sconf->writers || !name || strcmp(name, "sqlite3") != 0) {
+        return DECLINED;
+    }
+    rv = apr_global_mutex_timedlock(sconf->writers, left > 0 ? left : 0);
+    if (rv == APR_ENOTIMPL) {
+        rv = apr_global_mutex_lock(sconf->writers);
+    }
+    if (rv != APR_SUCCESS) {
+        return lessons_db_shed(c->r, apr_psprintf(c->r->pool, "waited %d s "
+                               "for the other SQLite writers",
+                               lessons_db_timeout(sconf)));
+    }
+    c->writing = 1;
+    return DECLINED;
+}
+
+void lessons_db_write_end(lessons_ctx *c)
+{
+    lessons_srv_conf *sconf =
+        ap_get_module_config(c->r->server->module_config, &lessons_module);
+
+    if (c->writing) {
+        apr_global_mutex_unlock(sconf->writers);
+        c->writing = 0;
+    }
 }

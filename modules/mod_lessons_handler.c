@@ -6,6 +6,7 @@
 
 #include "mod_lessons.h"
 
+/* A lesson written: its document, with its tag, for 200 and 201. */
 static int lessons_send_lesson(lessons_ctx *c, int status,
                                const lessons_lesson_t *l)
 {
@@ -15,21 +16,40 @@ static int lessons_send_lesson(lessons_ctx *c, int status,
     if (!body) {
         return lessons_db_failed(c, "a stored lesson could not be encoded");
     }
+    apr_table_setn(c->r->headers_out, "ETag",
+                   lessons_etag_lesson(c->r->pool, l));
+    apr_table_setn(c->r->headers_out, "Cache-Control", "no-cache");
     return lessons_send(c->r, status, LESSONS_CT_JSON, body, len);
 }
 
-static int lessons_list(lessons_ctx *c)
+/* The document of a GET route, built from the database at catalog
+ * version cat: DECLINED with *doc filled, or the finished answer (404
+ * for a missing lesson, or a fault).
+ */
+int lessons_build(lessons_ctx *c, const lessons_catalog_t *cat,
+                  lessons_doc_t *doc)
 {
     apr_array_header_t *list = NULL;
-    const char *err = NULL, *body;
-    apr_size_t len = 0;
+    lessons_lesson_t l;
+    const char *err = NULL;
     lessons_store_e rc;
-    int done = lessons_db_open(c);
 
-    if (done != DECLINED) {
-        return done;
-    }
     switch (c->route.route) {
+    case LESSONS_ROUTE_ITEM:
+        rc = lessons_store_get(&c->db, c->r->pool, c->route.arg, &l, &err);
+        if (rc == LESSONS_STORE_NOT_FOUND) {
+            return lessons_send_empty(c->r, HTTP_NOT_FOUND);
+        }
+        if (rc != LESSONS_STORE_OK) {
+            return lessons_db_failed(c, err);
+        }
+        doc->body = lessons_json_lesson_text(c->r->pool, &l, &doc->len);
+        doc->etag = lessons_etag_lesson(c->r->pool, &l);
+        if (!doc->body) {
+            return lessons_db_failed(c, "a stored lesson could not be "
+                                     "encoded");
+        }
+        return DECLINED;
     case LESSONS_ROUTE_BEGINNER:
         rc = lessons_store_list_levels(&c->db, c->r->pool,
                                        LESSONS_BEGINNER_FIRST,
@@ -51,30 +71,12 @@ static int lessons_list(lessons_ctx *c)
     if (rc != LESSONS_STORE_OK) {
         return lessons_db_failed(c, err);
     }
-    body = lessons_json_list_text(c->r->pool, list, &len);
-    if (!body) {
+    doc->body = lessons_json_list_text(c->r->pool, list, &doc->len);
+    doc->etag = lessons_etag_list(c->r->pool, cat);
+    if (!doc->body) {
         return lessons_db_failed(c, "stored lessons could not be encoded");
     }
-    return lessons_send(c->r, HTTP_OK, LESSONS_CT_JSON, body, len);
-}
-
-static int lessons_get(lessons_ctx *c)
-{
-    lessons_lesson_t l;
-    const char *err = NULL;
-    int done = lessons_db_open(c);
-
-    if (done != DECLINED) {
-        return done;
-    }
-    switch (lessons_store_get(&c->db, c->r->pool, c->route.arg, &l, &err)) {
-    case LESSONS_STORE_OK:
-        return lessons_send_lesson(c, HTTP_OK, &l);
-    case LESSONS_STORE_NOT_FOUND:
-        return lessons_send_empty(c->r, HTTP_NOT_FOUND);
-    default:
-        return lessons_db_failed(c, err);
-    }
+    return DECLINED;
 }
 
 /* Read and decode a create/update body.  Returns DECLINED with *in
@@ -154,13 +156,19 @@ static int lessons_create(lessons_ctx *c)
     lessons_input_t in;
     lessons_lesson_t l;
     const char *err = NULL;
+    lessons_store_e rc;
     int done = lessons_decode_body(c, LESSONS_PAYLOAD_CREATE, &in);
 
     if (done != DECLINED || (done = lessons_db_open(c)) != DECLINED) {
         return done;
     }
+    if ((done = lessons_db_write_begin(c)) != DECLINED) {
+        return done;
+    }
     /* Insert and read-back are one transaction: OK means committed. */
-    switch (lessons_store_create(&c->db, r->pool, &in, &l, &err)) {
+    rc = lessons_store_create(&c->db, r->pool, &in, &l, &err);
+    lessons_db_write_end(c);
+    switch (rc) {
     case LESSONS_STORE_OK:
         break;
     case LESSONS_STORE_NO_LEVEL:
@@ -174,26 +182,63 @@ static int lessons_create(lessons_ctx *c)
     return lessons_send_lesson(c, HTTP_CREATED, &l);
 }
 
+/* If-Match did not hold: nothing was written. */
+static int lessons_precondition_failed(lessons_ctx *c)
+{
+    ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, c->r, LESSONSLOG(00503)
+                  "rejected: If-Match does not name the current version "
+                  "of %s", c->r->uri);
+    return lessons_send_problem(c->r, HTTP_PRECONDITION_FAILED, NULL,
+        "The lesson has changed (or is gone) since the version If-Match "
+        "names: nothing was changed. GET it again and retry.", NULL);
+}
+
+/* If-Match as the write's statement will check it; a header whose tags
+ * cannot name this lesson fails without asking the database.
+ */
+static int lessons_if_match(lessons_ctx *c, lessons_if_match_t *im)
+{
+    lessons_etag_if_match(c->r->pool,
+                          apr_table_get(c->r->headers_in, "If-Match"),
+                          c->route.arg, im);
+    if (im->asked && !im->any && im->n == 0) {
+        return lessons_precondition_failed(c);
+    }
+    return DECLINED;
+}
+
 static int lessons_update(lessons_ctx *c)
 {
     request_rec *r = c->r;
     lessons_input_t in;
     lessons_lesson_t l;
+    lessons_if_match_t im;
     const char *err = NULL;
+    lessons_store_e rc;
     int done = lessons_decode_body(c, LESSONS_PAYLOAD_UPDATE, &in);
 
-    if (done != DECLINED || (done = lessons_db_open(c)) != DECLINED) {
+    if (done != DECLINED || (done = lessons_if_match(c, &im)) != DECLINED
+        || (done = lessons_db_open(c)) != DECLINED) {
         return done;
     }
     /* One UPDATE of the fields sent and the read-back (levelName and
      * levelCode follow a changed levelId), in one transaction.
      */
-    switch (lessons_store_update(&c->db, r->pool, c->route.arg, &in, &l,
-                                 &err)) {
+    if ((done = lessons_db_write_begin(c)) != DECLINED) {
+        return done;
+    }
+    rc = lessons_store_update(&c->db, r->pool, c->route.arg, &in, &im, &l,
+                              &err);
+    lessons_db_write_end(c);
+    switch (rc) {
     case LESSONS_STORE_OK:
         return lessons_send_lesson(c, HTTP_OK, &l);
     case LESSONS_STORE_NOT_FOUND:
-        return lessons_send_empty(r, HTTP_NOT_FOUND);
+        /* RFC 9110 13.1.1: If-Match on no current representation. */
+        return im.asked ? lessons_precondition_failed(c)
+                        : lessons_send_empty(r, HTTP_NOT_FOUND);
+    case LESSONS_STORE_PRECONDITION:
+        return lessons_precondition_failed(c);
     case LESSONS_STORE_NO_LEVEL:
         return lessons_no_level(c, in.level_id);
     default:
@@ -203,17 +248,25 @@ static int lessons_update(lessons_ctx *c)
 
 static int lessons_delete(lessons_ctx *c)
 {
+    lessons_if_match_t im;
     const char *err = NULL;
-    int done = lessons_db_open(c);
+    lessons_store_e rc;
+    int done = lessons_if_match(c, &im);
 
-    if (done != DECLINED) {
+    if (done != DECLINED || (done = lessons_db_open(c)) != DECLINED) {
         return done;
     }
-    switch (lessons_store_delete(&c->db, c->r->pool, c->route.arg, &err)) {
+    if ((done = lessons_db_write_begin(c)) != DECLINED) {
+        return done;
+    }
+    rc = lessons_store_delete(&c->db, c->r->pool, c->route.arg, &im, &err);
+    lessons_db_write_end(c);
+    switch (rc) {
     case LESSONS_STORE_OK:
         return lessons_send_empty(c->r, HTTP_NO_CONTENT);
     case LESSONS_STORE_NOT_FOUND:
-        return lessons_send_empty(c->r, HTTP_NOT_FOUND);
+        return im.asked ? lessons_precondition_failed(c)
+                        : lessons_send_empty(c->r, HTTP_NOT_FOUND);
     default:
         return lessons_db_failed(c, err);
     }
@@ -272,7 +325,6 @@ int lessons_handler(request_rec *r)
     case LESSONS_METHOD_DELETE:
         return lessons_delete(&c);
     default:                        /* GET, HEAD */
-        return c.route.route == LESSONS_ROUTE_ITEM ? lessons_get(&c)
-                                                   : lessons_list(&c);
+        return lessons_read(&c);
     }
 }

@@ -27,8 +27,92 @@ CREATE TABLE IF NOT EXISTS lessons (
     sort_order  INTEGER       NOT NULL,
     topic       VARCHAR(100)  NOT NULL DEFAULT '',
     description VARCHAR(4000) NOT NULL DEFAULT '',
-    is_active   BOOLEAN       NOT NULL DEFAULT TRUE
+    is_active   BOOLEAN       NOT NULL DEFAULT TRUE,
+    version     BIGINT        NOT NULL DEFAULT 1
 );
+-- A database made before ETags gets the column here (no table rewrite:
+-- a constant default is stored once).
+ALTER TABLE lessons ADD COLUMN IF NOT EXISTS version BIGINT NOT NULL DEFAULT 1;
 
 CREATE INDEX IF NOT EXISTS lessons_level_order
     ON lessons (level_id, sort_order, id);
+
+-- ETags and the response cache (see README, "ETags and caching").
+-- lessons.version moves on every change of a lesson, and of its level's
+-- name or code: a lesson's ETag and If-Match come from it.  The catalog
+-- counters move in the same transaction as any change of lessons or
+-- levels, whoever makes it (any Apache server, psql, a migration), and
+-- become visible exactly when the change does; every Apache process
+-- compares their sum before serving a cached list or lesson.
+--
+-- Striped: one shared row would make every writer wait on its row lock
+-- through the other's commit.  Each session bumps the stripe of its
+-- backend pid, so writers on different connections run side by side;
+-- the sum only grows, so equal sums mean the same committed changes.
+CREATE TABLE IF NOT EXISTS lessons_catalog (
+    stripe  INTEGER PRIMARY KEY,
+    changes BIGINT NOT NULL DEFAULT 0
+);
+INSERT INTO lessons_catalog (stripe, changes)
+SELECT g, 0 FROM generate_series(0, 15) AS g
+ON CONFLICT (stripe) DO NOTHING;
+
+-- This database's identity, random at creation, part of every ETag:
+-- a tag from another (or a re-created) database never matches.
+CREATE TABLE IF NOT EXISTS lessons_database (
+    id    INTEGER PRIMARY KEY CHECK (id = 1),
+    epoch TEXT NOT NULL
+);
+INSERT INTO lessons_database (id, epoch)
+VALUES (1, substr(md5(random()::text || clock_timestamp()::text), 1, 16))
+ON CONFLICT (id) DO NOTHING;
+
+CREATE OR REPLACE FUNCTION lessons_version_bump() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    NEW.version := OLD.version + 1;
+    RETURN NEW;
+END
+$$;
+
+CREATE OR REPLACE TRIGGER lessons_version_update
+BEFORE UPDATE ON lessons
+FOR EACH ROW EXECUTE FUNCTION lessons_version_bump();
+
+-- A level's name and code are in each of its lessons' documents.
+CREATE OR REPLACE FUNCTION levels_version_bump() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE lessons SET version = version + 1 WHERE level_id = NEW.id;
+    RETURN NULL;
+END
+$$;
+
+CREATE OR REPLACE TRIGGER levels_version_update
+AFTER UPDATE OF name, code ON levels
+FOR EACH ROW
+WHEN (NEW.name IS DISTINCT FROM OLD.name OR NEW.code IS DISTINCT FROM OLD.code)
+EXECUTE FUNCTION levels_version_bump();
+
+-- Once per statement, not per row.
+CREATE OR REPLACE FUNCTION lessons_catalog_bump() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE lessons_catalog SET changes = changes + 1
+    WHERE stripe = pg_backend_pid() % 16;
+    RETURN NULL;
+END
+$$;
+
+CREATE OR REPLACE TRIGGER lessons_catalog_change
+AFTER INSERT OR UPDATE OR DELETE ON lessons
+FOR EACH STATEMENT EXECUTE FUNCTION lessons_catalog_bump();
+CREATE OR REPLACE TRIGGER lessons_catalog_truncate
+AFTER TRUNCATE ON lessons
+FOR EACH STATEMENT EXECUTE FUNCTION lessons_catalog_bump();
+CREATE OR REPLACE TRIGGER levels_catalog_change
+AFTER INSERT OR UPDATE OR DELETE ON levels
+FOR EACH STATEMENT EXECUTE FUNCTION lessons_catalog_bump();
+CREATE OR REPLACE TRIGGER levels_catalog_truncate
+AFTER TRUNCATE ON levels
+FOR EACH STATEMENT EXECUTE FUNCTION lessons_catalog_bump();

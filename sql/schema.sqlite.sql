@@ -35,7 +35,8 @@ CREATE TABLE IF NOT EXISTS lessons (
     sort_order  INTEGER NOT NULL,
     topic       TEXT    NOT NULL DEFAULT '' CHECK (length(topic) <= 100),
     description TEXT    NOT NULL DEFAULT '' CHECK (length(description) <= 4000),
-    is_active   INTEGER NOT NULL DEFAULT 1 CHECK (is_active IN (0, 1))
+    is_active   INTEGER NOT NULL DEFAULT 1 CHECK (is_active IN (0, 1)),
+    version     INTEGER NOT NULL DEFAULT 1
 );
 
 -- Serves level, beginner and advanced lists in their sort order.
@@ -63,3 +64,57 @@ WHEN EXISTS (SELECT 1 FROM lessons WHERE level_id = OLD.id)
 BEGIN
     SELECT RAISE(ABORT, 'FOREIGN KEY constraint failed');
 END;
+
+-- ETags and the response cache (see README, "ETags and caching").
+-- lessons.version moves on every change of a lesson, and of its level's
+-- name or code: a lesson's ETag and If-Match come from it.  The catalog
+-- counter moves in the same transaction as any change of lessons or
+-- levels, whoever makes it (the module, sqlite3, a migration): every
+-- Apache process compares it before serving a cached list or lesson.
+-- A database made before these lines: sql/upgrade-etags.sqlite.sql.
+CREATE TABLE IF NOT EXISTS lessons_catalog (
+    stripe  INTEGER PRIMARY KEY,
+    changes INTEGER NOT NULL DEFAULT 0
+);
+-- SQLite has one writer at a time: one stripe is enough.
+INSERT OR IGNORE INTO lessons_catalog (stripe, changes) VALUES (0, 0);
+
+-- This database's identity, random at creation, part of every ETag:
+-- a tag from another (or a re-created) database never matches.
+CREATE TABLE IF NOT EXISTS lessons_database (
+    id    INTEGER PRIMARY KEY CHECK (id = 1),
+    epoch TEXT NOT NULL
+);
+INSERT OR IGNORE INTO lessons_database (id, epoch)
+VALUES (1, lower(hex(randomblob(8))));
+
+-- SQLite triggers cannot change NEW: bump the row after the update,
+-- unless the update set the version itself (recursive triggers are off
+-- by default, and the WHEN stops them when they are on).
+CREATE TRIGGER IF NOT EXISTS lessons_version_update
+AFTER UPDATE ON lessons
+WHEN NEW.version = OLD.version
+BEGIN
+    UPDATE lessons SET version = OLD.version + 1 WHERE id = NEW.id;
+END;
+
+-- A level's name and code are in each of its lessons' documents.
+CREATE TRIGGER IF NOT EXISTS levels_version_update
+AFTER UPDATE OF name, code ON levels
+WHEN NEW.name IS NOT OLD.name OR NEW.code IS NOT OLD.code
+BEGIN
+    UPDATE lessons SET version = version + 1 WHERE level_id = NEW.id;
+END;
+
+CREATE TRIGGER IF NOT EXISTS lessons_catalog_insert AFTER INSERT ON lessons
+BEGIN UPDATE lessons_catalog SET changes = changes + 1 WHERE stripe = 0; END;
+CREATE TRIGGER IF NOT EXISTS lessons_catalog_update AFTER UPDATE ON lessons
+BEGIN UPDATE lessons_catalog SET changes = changes + 1 WHERE stripe = 0; END;
+CREATE TRIGGER IF NOT EXISTS lessons_catalog_delete AFTER DELETE ON lessons
+BEGIN UPDATE lessons_catalog SET changes = changes + 1 WHERE stripe = 0; END;
+CREATE TRIGGER IF NOT EXISTS levels_catalog_insert AFTER INSERT ON levels
+BEGIN UPDATE lessons_catalog SET changes = changes + 1 WHERE stripe = 0; END;
+CREATE TRIGGER IF NOT EXISTS levels_catalog_update AFTER UPDATE ON levels
+BEGIN UPDATE lessons_catalog SET changes = changes + 1 WHERE stripe = 0; END;
+CREATE TRIGGER IF NOT EXISTS levels_catalog_delete AFTER DELETE ON levels
+BEGIN UPDATE lessons_catalog SET changes = changes + 1 WHERE stripe = 0; END;

@@ -113,9 +113,11 @@ sub base_url {
 #   chunked  send the body with Transfer-Encoding: chunked
 #   headers  arrayref of extra header => value pairs
 #   vhost    a named vhost (lessons_fault, lessons_down)
+#   base     http://host:port of another server (instead of vhost)
 sub call {
     my ($method, $path, %o) = @_;
-    my $req = HTTP::Request->new($method => base_url($o{vhost}) . $path);
+    my $req = HTTP::Request->new($method => ($o{base} || base_url($o{vhost}))
+                                            . $path);
 
     if (exists $o{auth}) {
         my @v = ref $o{auth} ? @{ $o{auth} } : ($o{auth});

@@ -114,9 +114,11 @@ static lessons_db_fault_e write_one(conn_t *c)
 {
     apr_dbd_prepared_t *stmt = apr_hash_get(c->db.prepared, "lessons_delete",
                                             APR_HASH_KEY_STRING);
-    apr_int64_t id = 1;
-    int nrows = 0, rv;
-    const void *args[] = { &id };
+    apr_int64_t id = 1, none = -1;
+    int nrows = 0, rv, no_if_match = 0;
+    /* lessons_delete: the id, then the If-Match part, not asked. */
+    const void *args[] = { &id, &no_if_match, &none, &none, &none, &none,
+                           "" };
 
     assert_non_null(stmt);
     rv = apr_dbd_pbquery(driver, pool, c->db.handle, &nrows, stmt, args);

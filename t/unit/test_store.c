@@ -306,6 +306,7 @@ static const char *store_name(lessons_store_e r)
     case LESSONS_STORE_OK:        return "OK";
     case LESSONS_STORE_NOT_FOUND: return "NOT_FOUND";
     case LESSONS_STORE_NO_LEVEL:  return "NO_LEVEL";
+    case LESSONS_STORE_PRECONDITION: return "PRECONDITION";
     case LESSONS_STORE_ERROR:     return "ERROR";
     }
     return "?";
@@ -445,7 +446,7 @@ static lessons_lesson_t update(fixture_t *fx, apr_int64_t id,
     lessons_store_e rc;
 
     memset(&l, 0, sizeof(l));
-    rc = lessons_store_update(&fx->db, fx->p, id, in, &l, &err);
+    rc = lessons_store_update(&fx->db, fx->p, id, in, NULL, &l, &err);
     expect_store(rc, LESSONS_STORE_OK, err);
     g = get(fx, id);
     assert_same_lesson(&l, &g);
@@ -464,7 +465,7 @@ static const char *update_refused(fixture_t *fx, apr_int64_t id,
     const char *err = NULL;
     lessons_store_e rc;
 
-    rc = lessons_store_update(&fx->db, fx->p, id, in, &l, &err);
+    rc = lessons_store_update(&fx->db, fx->p, id, in, NULL, &l, &err);
     expect_store(rc, want, err);
     assert_string_equal(table_text(fx), before);
     return err;
@@ -783,7 +784,7 @@ static void test_create_answers_stored_lesson(void **state)
                                "Indirect speech", 0);
     lessons_lesson_t l, want = { 0, 4, "Upper Intermediate", "B2",
                                  "Konjunktiv I", 3, "Grammar",
-                                 "Indirect speech", 0 };
+                                 "Indirect speech", 0, 1, NULL };
     const char *err = NULL;
     lessons_store_e rc;
 
@@ -968,13 +969,13 @@ static void test_delete(void **state)
     lessons_lesson_t l;
     const char *err = NULL;
 
-    expect_store(lessons_store_delete(&fx->db, fx->p, a, &err),
+    expect_store(lessons_store_delete(&fx->db, fx->p, a, NULL, &err),
                  LESSONS_STORE_OK, err);
     expect_store(lessons_store_get(&fx->db, fx->p, a, &l, &err),
                  LESSONS_STORE_NOT_FOUND, err);
-    expect_store(lessons_store_delete(&fx->db, fx->p, a, &err),
+    expect_store(lessons_store_delete(&fx->db, fx->p, a, NULL, &err),
                  LESSONS_STORE_NOT_FOUND, err);
-    expect_store(lessons_store_delete(&fx->db, fx->p, 9999, &err),
+    expect_store(lessons_store_delete(&fx->db, fx->p, 9999, NULL, &err),
                  LESSONS_STORE_NOT_FOUND, err);
     assert_int_equal(lesson_count(fx), 1);
     assert_string_equal(get(fx, b).title, "B");
@@ -990,7 +991,7 @@ static void test_ids_not_reused(void **state)
     const char *err = NULL;
     apr_int64_t c;
 
-    expect_store(lessons_store_delete(&fx->db, fx->p, b, &err),
+    expect_store(lessons_store_delete(&fx->db, fx->p, b, NULL, &err),
                  LESSONS_STORE_OK, err);
     c = create(fx, 1, "C", 1);
     assert_true(c > b);
@@ -1177,7 +1178,7 @@ static void test_ids_past_32_bits(void **state)
     assert_string_equal(l.title, "Renamed");
     assert_string_equal(get(fx, big).title, "Past 2^31");
 
-    expect_store(lessons_store_delete(&fx->db, fx->p, big, &err),
+    expect_store(lessons_store_delete(&fx->db, fx->p, big, NULL, &err),
                  LESSONS_STORE_OK, err);
     expect_store(lessons_store_get(&fx->db, fx->p, big, &l, &err),
                  LESSONS_STORE_NOT_FOUND, err);
@@ -1311,13 +1312,173 @@ static void test_database_error(void **state)
                      LESSONS_STORE_ERROR);
     assert_non_null(err);
     err = NULL;
-    assert_int_equal(lessons_store_update(&fx->db, fx->p, 1, &in, &l, &err),
+    assert_int_equal(lessons_store_update(&fx->db, fx->p, 1, &in, NULL, &l, &err),
                      LESSONS_STORE_ERROR);
     assert_non_null(err);
     err = NULL;
-    assert_int_equal(lessons_store_delete(&fx->db, fx->p, 1, &err),
+    assert_int_equal(lessons_store_delete(&fx->db, fx->p, 1, NULL, &err),
                      LESSONS_STORE_ERROR);
     assert_non_null(err);
+}
+
+/* ----------------------------------------------- versions and If-Match */
+
+static lessons_catalog_t catalog(fixture_t *fx)
+{
+    lessons_catalog_t cat;
+    const char *err = NULL;
+
+    memset(&cat, 0, sizeof(cat));
+    expect_store(lessons_store_catalog(&fx->db, fx->p, &cat, &err),
+                 LESSONS_STORE_OK, err);
+    assert_non_null(cat.epoch);
+    assert_true(strlen(cat.epoch) >= 8);
+    return cat;
+}
+
+/* Every change of lessons or levels moves the catalog version, whoever
+ * makes it; reads and refused writes do not.
+ */
+static void test_catalog_version_moves(void **state)
+{
+    fixture_t *fx = *state;
+    lessons_catalog_t a = catalog(fx), b;
+    lessons_input_t in = input(1, "Neu", 1, "t", "d", 1);
+    apr_int64_t id;
+
+    b = catalog(fx);
+    assert_true(a.changes == b.changes);
+    list_all(fx);
+    assert_true(catalog(fx).changes == a.changes);
+
+    id = create_input(fx, &in);
+    b = catalog(fx);
+    assert_true(b.changes > a.changes);
+    assert_string_equal(b.epoch, a.epoch);
+
+    a = b;
+    in = input(99, "Kein Level", 1, "t", "d", 1);
+    create_refused(fx, &in, LESSONS_STORE_NO_LEVEL);
+    assert_true(catalog(fx).changes == a.changes);
+
+    exec_ok(fx, apr_psprintf(fx->p, "UPDATE lessons SET title = 'SQL' "
+                             "WHERE id = %" APR_INT64_T_FMT, id));
+    b = catalog(fx);
+    assert_true(b.changes > a.changes);
+    a = b;
+    exec_ok(fx, "UPDATE levels SET name = 'Anfang' WHERE id = 1");
+    b = catalog(fx);
+    assert_true(b.changes > a.changes);
+    a = b;
+    exec_ok(fx, apr_psprintf(fx->p, "DELETE FROM lessons WHERE id = %"
+                             APR_INT64_T_FMT, id));
+    assert_true(catalog(fx).changes > a.changes);
+}
+
+/* A lesson's version moves with each change of it, and of its level's
+ * name or code; not with another lesson's.
+ */
+static void test_lesson_version_moves(void **state)
+{
+    fixture_t *fx = *state;
+    apr_int64_t a = create(fx, 1, "Eins", 1), b = create(fx, 2, "Zwei", 1);
+    lessons_input_t in = nothing_sent();
+    lessons_lesson_t la = get(fx, a), lb = get(fx, b), l;
+
+    assert_true(la.version >= 1);
+    assert_string_equal(la.epoch, catalog(fx).epoch);
+    in.has_title = 1;
+    in.title = "Eins!";
+    l = update(fx, a, &in);
+    assert_true(l.version > la.version);
+    assert_true(get(fx, b).version == lb.version);
+
+    la = get(fx, a);
+    exec_ok(fx, "UPDATE levels SET name = 'Anfang' WHERE id = 1");
+    assert_true(get(fx, a).version > la.version);
+    assert_string_equal(get(fx, a).level_name, "Anfang");
+    assert_true(get(fx, b).version == lb.version);
+    la = get(fx, a);
+    exec_ok(fx, "UPDATE levels SET name = name WHERE id = 1");
+    assert_true(get(fx, a).version == la.version);
+}
+
+static lessons_if_match_t if_match(const lessons_lesson_t *l, apr_int64_t v)
+{
+    lessons_if_match_t im;
+
+    memset(&im, 0, sizeof(im));
+    im.asked = 1;
+    im.n = 1;
+    im.versions[0] = v;
+    im.epoch = l->epoch;
+    return im;
+}
+
+static void test_update_if_match(void **state)
+{
+    fixture_t *fx = *state;
+    apr_int64_t id = create(fx, 1, "Eins", 1);
+    lessons_lesson_t l = get(fx, id), out;
+    lessons_input_t in = nothing_sent();
+    lessons_if_match_t im;
+    const char *before, *err = NULL;
+
+    in.has_title = 1;
+    in.title = "Zwei";
+    /* a stale version, and the right version of another database */
+    before = table_text(fx);
+    im = if_match(&l, l.version + 1);
+    expect_store(lessons_store_update(&fx->db, fx->p, id, &in, &im, &out,
+                                      &err), LESSONS_STORE_PRECONDITION, err);
+    im = if_match(&l, l.version);
+    im.epoch = "0123456789abcdef";
+    expect_store(lessons_store_update(&fx->db, fx->p, id, &in, &im, &out,
+                                      &err), LESSONS_STORE_PRECONDITION, err);
+    assert_string_equal(table_text(fx), before);
+
+    /* one of several versions named is enough */
+    im = if_match(&l, 12345);
+    im.n = 2;
+    im.versions[1] = l.version;
+    expect_store(lessons_store_update(&fx->db, fx->p, id, &in, &im, &out,
+                                      &err), LESSONS_STORE_OK, err);
+    assert_string_equal(get(fx, id).title, "Zwei");
+    assert_true(out.version > l.version);
+
+    /* the same tag again: the lesson has moved on */
+    expect_store(lessons_store_update(&fx->db, fx->p, id, &in, &im, &out,
+                                      &err), LESSONS_STORE_PRECONDITION, err);
+
+    /* "*" needs the lesson to exist; a missing level is still NO_LEVEL */
+    memset(&im, 0, sizeof(im));
+    im.asked = im.any = 1;
+    expect_store(lessons_store_update(&fx->db, fx->p, id + 100, &in, &im,
+                                      &out, &err), LESSONS_STORE_NOT_FOUND,
+                 err);
+    l = get(fx, id);
+    im = if_match(&l, l.version);
+    in.has_level_id = 1;
+    in.level_id = 99;
+    expect_store(lessons_store_update(&fx->db, fx->p, id, &in, &im, &out,
+                                      &err), LESSONS_STORE_NO_LEVEL, err);
+}
+
+static void test_delete_if_match(void **state)
+{
+    fixture_t *fx = *state;
+    apr_int64_t id = create(fx, 1, "Eins", 1);
+    lessons_lesson_t l = get(fx, id);
+    lessons_if_match_t im = if_match(&l, l.version + 1);
+    const char *err = NULL;
+
+    expect_store(lessons_store_delete(&fx->db, fx->p, id, &im, &err),
+                 LESSONS_STORE_NOT_FOUND, err);
+    assert_int_equal(lesson_count(fx), 1);
+    im = if_match(&l, l.version);
+    expect_store(lessons_store_delete(&fx->db, fx->p, id, &im, &err),
+                 LESSONS_STORE_OK, err);
+    assert_int_equal(lesson_count(fx), 0);
 }
 
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -1356,6 +1517,10 @@ int main(void)
         T(test_failed_commit_stores_nothing),
         T(test_write_refused_by_trigger),
         T(test_database_error),
+        T(test_catalog_version_moves),
+        T(test_lesson_version_moves),
+        T(test_update_if_match),
+        T(test_delete_if_match),
     };
 
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -1,0 +1,163 @@
+/* Licensed under the Apache License, Version 2.0.
+ *
+ * mod_lessons_cache.c: the read path.  Every GET asks the database for
+ * the catalog version (one small prepared statement), then serves the
+ * bytes this process built at that version if it has them, else builds
+ * them and keeps them.  The version moves in the same transaction as
+ * any change of lessons or levels, from any server or psql, so a write
+ * anywhere is seen by the very next read here.  Then the conditional
+ * request (If-None-Match: 304) and the encoding (gzip, compressed once
+ * per version) are decided against the representation chosen.
+ */
+
+#include "mod_lessons.h"
+
+/* Where cached bytes belong: this virtual host (its database is its
+ * own, from its mod_dbd config), this base path, this route.  The
+ * catalog version, which names the database, is compared apart.
+ */
+static const char *lessons_cache_key(const lessons_ctx *c, apr_size_t *len)
+{
+    const char *key = apr_psprintf(c->r->pool, "%pp %d %" APR_INT64_T_FMT
+                                   " %s", (void *)c->r->server,
+                                   (int)c->route.route, c->route.arg,
+                                   lessons_base_path(c->conf));
+
+    *len = strlen(key);
+    return key;
+}
+
+/* Headers of every GET answer, 200 and 304 alike: clients and caches
+ * must come back to us (with the token) before reusing it, and the
+ * encoding varies with Accept-Encoding.  mod_deflate stays out: the
+ * bytes are compressed here already, once.
+ */
+static void lessons_read_headers(request_rec *r, const char *etag)
+{
+    apr_table_setn(r->headers_out, "ETag", etag);
+    apr_table_setn(r->headers_out, "Cache-Control", "no-cache");
+    apr_table_mergen(r->headers_out, "Vary", "Accept-Encoding");
+    apr_table_setn(r->subprocess_env, "no-gzip", "1");
+}
+
+/* The answer to a request whose If-None-Match holds the current tag. */
+static int lessons_not_modified(request_rec *r, const char *etag)
+{
+    apr_bucket_brigade *bb;
+
+    lessons_read_headers(r, etag);
+    r->status = HTTP_NOT_MODIFIED;
+    bb = apr_brigade_create(r->pool, r->connection->bucket_alloc);
+    APR_BRIGADE_INSERT_TAIL(bb, apr_bucket_eos_create(
+                                    r->connection->bucket_alloc));
+    return ap_pass_brigade(r->output_filters, bb) == APR_SUCCESS
+           ? OK : AP_FILTER_ERROR;
+}
+
+/* Send a cached entry's bytes without copying them: the bucket holds a
+ * reference of its own, dropped when the bytes have gone out, so
+ * another thread may replace or evict the entry meanwhile.
+ */
+static int lessons_send_entry(request_rec *r, lessons_cache_entry_t *e,
+                              int gzip)
+{
+    const char *etag = lessons_cache_etag(e), *bytes;
+    apr_size_t len = 0;
+    apr_bucket_brigade *bb;
+
+    /* Small bodies have no gzip form: those go out as they are. */
+    bytes = gzip ? lessons_cache_gzip(e, &len) : NULL;
+    gzip = bytes != NULL;
+    if (gzip) {
+        etag = lessons_etag_gzip(r->pool, etag);
+    }
+    else {
+        bytes = lessons_cache_body(e, &len);
+    }
+    if (lessons_etag_none_match(apr_table_get(r->headers_in,
+                                              "If-None-Match"), etag)) {
+        return lessons_not_modified(r, etag);
+    }
+    lessons_read_headers(r, etag);
+    if (gzip) {
+        apr_table_setn(r->headers_out, "Content-Encoding", "gzip");
+    }
+    r->status = HTTP_OK;
+    apr_table_setn(r->headers_out, "X-Content-Type-Options", "nosniff");
+    ap_set_content_type(r, LESSONS_CT_JSON);
+    ap_set_content_length(r, (apr_off_t)len);
+    bb = apr_brigade_create(r->pool, r->connection->bucket_alloc);
+    if (!r->header_only && len > 0) {
+        lessons_cache_hold(e);
+        APR_BRIGADE_INSERT_TAIL(bb, apr_bucket_heap_create(
+            bytes, len, lessons_cache_free_body,
+            r->connection->bucket_alloc));
+    }
+    APR_BRIGADE_INSERT_TAIL(bb, apr_bucket_eos_create(
+                                    r->connection->bucket_alloc));
+    return ap_pass_brigade(r->output_filters, bb) == APR_SUCCESS
+           ? OK : AP_FILTER_ERROR;
+}
+
+/* Without the cache (LessonsCacheSize 0, or bytes it cannot hold): the
+ * document as built, uncompressed.
+ */
+static int lessons_send_doc(request_rec *r, const lessons_doc_t *doc)
+{
+    if (lessons_etag_none_match(apr_table_get(r->headers_in,
+                                              "If-None-Match"), doc->etag)) {
+        return lessons_not_modified(r, doc->etag);
+    }
+    lessons_read_headers(r, doc->etag);
+    return lessons_send(r, HTTP_OK, LESSONS_CT_JSON, doc->body, doc->len);
+}
+
+int lessons_read(lessons_ctx *c)
+{
+    request_rec *r = c->r;
+    lessons_srv_conf *sconf =
+        ap_get_module_config(r->server->module_config, &lessons_module);
+    lessons_cache_t *cache = sconf->cache;
+    lessons_cache_entry_t *e = NULL;
+    lessons_catalog_t cat;
+    lessons_doc_t doc;
+    const char *key = NULL, *version, *err = NULL;
+    apr_size_t key_len = 0;
+    int gzip, rc = lessons_db_open(c);
+
+    if (rc != DECLINED) {
+        return rc;
+    }
+    if (lessons_store_catalog(&c->db, r->pool, &cat, &err)
+        != LESSONS_STORE_OK) {
+        return lessons_db_failed(c, err);
+    }
+    version = apr_psprintf(r->pool, "%s.%" APR_INT64_T_FMT, cat.epoch,
+                           cat.changes);
+    gzip = lessons_etag_accepts_gzip(apr_table_get(r->headers_in,
+                                                   "Accept-Encoding"));
+    if (cache) {
+        key = lessons_cache_key(c, &key_len);
+        e = lessons_cache_get(cache, key, key_len, version, strlen(version));
+    }
+    if (!e) {
+        memset(&doc, 0, sizeof(doc));
+        rc = lessons_build(c, &cat, &doc);
+        if (rc != DECLINED) {
+            return rc;
+        }
+        /* Built from statements after the version was read: at worst
+         * newer than the version it is kept under, never older.
+         */
+        e = cache ? lessons_cache_put(cache, key, key_len, version,
+                                      strlen(version), doc.etag, doc.body,
+                                      doc.len)
+                  : NULL;
+        if (!e) {
+            return lessons_send_doc(r, &doc);
+        }
+    }
+    rc = lessons_send_entry(r, e, gzip);
+    lessons_cache_release(e);
+    return rc;
+}

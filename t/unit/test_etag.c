@@ -1,0 +1,170 @@
+/* Licensed under the Apache License, Version 2.0.
+ *
+ * test_etag.c: lessons_etag -- the tags made, If-None-Match (weak, "*",
+ * lists, mod_deflate's suffix) and If-Match read into what the write's
+ * statement checks (strong only, this lesson only, bounded).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "lessons_etag.h"
+
+#include "unit_pool.h"
+
+static int group_setup(void **state)
+{
+    (void)state;
+    return unit_pool_open();
+}
+
+static lessons_lesson_t lesson(apr_int64_t id, apr_int64_t version,
+                               const char *epoch)
+{
+    lessons_lesson_t l;
+
+    memset(&l, 0, sizeof(l));
+    l.id = id;
+    l.version = version;
+    l.epoch = epoch;
+    return l;
+}
+
+static void test_tags_made(void **state)
+{
+    lessons_catalog_t cat = { "00ff", 42 };
+    lessons_lesson_t l = lesson(7, 3, "00ff");
+
+    (void)state;
+    assert_string_equal(lessons_etag_list(pool, &cat), "\"C42.00ff\"");
+    assert_string_equal(lessons_etag_lesson(pool, &l), "\"L7.3.00ff\"");
+    assert_string_equal(lessons_etag_gzip(pool, "\"L7.3.00ff\""),
+                        "\"L7.3.00ff-gz\"");
+    l.id = APR_INT64_C(9007199254740993);
+    assert_string_equal(lessons_etag_lesson(pool, &l),
+                        "\"L9007199254740993.3.00ff\"");
+}
+
+static void test_none_match(void **state)
+{
+    const char *tag = "\"C42.00ff\"";
+
+    (void)state;
+    assert_false(lessons_etag_none_match(NULL, tag));
+    assert_true(lessons_etag_none_match("\"C42.00ff\"", tag));
+    assert_true(lessons_etag_none_match("*", tag));
+    assert_true(lessons_etag_none_match(" W/\"C42.00ff\"", tag));
+    assert_true(lessons_etag_none_match("\"x\", \"C42.00ff\"", tag));
+    assert_true(lessons_etag_none_match("\"x\",W/\"C42.00ff\" ,\"y\"", tag));
+    /* mod_deflate's form of the same tag (httpd bug 45023) */
+    assert_true(lessons_etag_none_match("\"C42.00ff-gzip\"", tag));
+    assert_false(lessons_etag_none_match("\"C41.00ff\"", tag));
+    assert_false(lessons_etag_none_match("\"C42.00fe\"", tag));
+    assert_false(lessons_etag_none_match("\"C42.00ff-gz\"", tag));
+    assert_false(lessons_etag_none_match("\"C42.00f\"", tag));
+    assert_false(lessons_etag_none_match("C42.00ff", tag));
+    assert_false(lessons_etag_none_match("\"C42.00ff", tag));
+    assert_false(lessons_etag_none_match("", tag));
+    assert_false(lessons_etag_none_match(", ,", tag));
+    /* the gzip form has its own tag */
+    assert_true(lessons_etag_none_match("\"C42.00ff-gz\"",
+                                        lessons_etag_gzip(pool, tag)));
+    assert_false(lessons_etag_none_match("\"C42.00ff\"",
+                                         lessons_etag_gzip(pool, tag)));
+}
+
+static void test_if_match_absent_and_any(void **state)
+{
+    lessons_if_match_t im;
+
+    (void)state;
+    lessons_etag_if_match(pool, NULL, 7, &im);
+    assert_false(im.asked);
+    lessons_etag_if_match(pool, "*", 7, &im);
+    assert_true(im.asked);
+    assert_true(im.any);
+    assert_int_equal(im.n, 0);
+}
+
+static void test_if_match_versions(void **state)
+{
+    lessons_if_match_t im;
+
+    (void)state;
+    lessons_etag_if_match(pool, "\"L7.3.00ff\", \"L7.5.00ff-gz\"", 7, &im);
+    assert_true(im.asked);
+    assert_false(im.any);
+    assert_int_equal(im.n, 2);
+    assert_true(im.versions[0] == 3);
+    assert_true(im.versions[1] == 5);
+    assert_string_equal(im.epoch, "00ff");
+}
+
+static void test_if_match_skips_what_cannot_match(void **state)
+{
+    lessons_if_match_t im;
+
+    (void)state;
+    /* weak, another lesson, a list tag, malformed: none count */
+    lessons_etag_if_match(pool, "W/\"L7.3.00ff\", \"L8.3.00ff\", "
+                          "\"C42.00ff\", \"L7.x.00ff\", \"L7.3.\", "
+                          "\"L7.3.zz\", L7.3.00ff, \"L7..00ff\"", 7, &im);
+    assert_true(im.asked);
+    assert_false(im.any);
+    assert_int_equal(im.n, 0);
+    /* a second database's tag is skipped, the first one's kept */
+    lessons_etag_if_match(pool, "\"L7.3.00ff\", \"L7.4.abcd\"", 7, &im);
+    assert_int_equal(im.n, 1);
+    assert_string_equal(im.epoch, "00ff");
+}
+
+static void test_if_match_bounded(void **state)
+{
+    lessons_if_match_t im;
+    const char *h = "\"L7.1.0a\", \"L7.2.0a\", \"L7.3.0a\", \"L7.4.0a\", "
+                    "\"L7.5.0a\", \"L7.6.0a\"";
+
+    (void)state;
+    lessons_etag_if_match(pool, h, 7, &im);
+    assert_int_equal(im.n, LESSONS_IF_MATCH_MAX);
+    assert_true(im.versions[LESSONS_IF_MATCH_MAX - 1] == 4);
+}
+
+static void test_accepts_gzip(void **state)
+{
+    (void)state;
+    assert_false(lessons_etag_accepts_gzip(NULL));
+    assert_false(lessons_etag_accepts_gzip(""));
+    assert_false(lessons_etag_accepts_gzip("identity"));
+    assert_false(lessons_etag_accepts_gzip("br, deflate"));
+    assert_true(lessons_etag_accepts_gzip("gzip"));
+    assert_true(lessons_etag_accepts_gzip("GZIP"));
+    assert_true(lessons_etag_accepts_gzip("br, gzip, deflate"));
+    assert_true(lessons_etag_accepts_gzip("x-gzip"));
+    assert_true(lessons_etag_accepts_gzip("gzip;q=0.5"));
+    assert_true(lessons_etag_accepts_gzip("gzip; q=0.001"));
+    assert_false(lessons_etag_accepts_gzip("gzip;q=0"));
+    assert_false(lessons_etag_accepts_gzip("gzip;q=0.000, br"));
+    assert_true(lessons_etag_accepts_gzip("*"));
+    assert_false(lessons_etag_accepts_gzip("*, gzip;q=0"));
+    assert_false(lessons_etag_accepts_gzip("*;q=0"));
+    assert_false(lessons_etag_accepts_gzip("gzipx, xgzip"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_tags_made),
+        cmocka_unit_test(test_none_match),
+        cmocka_unit_test(test_if_match_absent_and_any),
+        cmocka_unit_test(test_if_match_versions),
+        cmocka_unit_test(test_if_match_skips_what_cannot_match),
+        cmocka_unit_test(test_if_match_bounded),
+        cmocka_unit_test(test_accepts_gzip),
+    };
+
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
