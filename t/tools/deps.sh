@@ -6,7 +6,10 @@
 #                                  module needs (make, make run, make install)
 #   t/tools/deps.sh test           that, plus the test tools (make test);
 #                                  the default
-#   t/tools/deps.sh build|test --check
+#   t/tools/deps.sh bench          the build packages, plus what make bench
+#                                  needs (wrk, valgrind, curl, the
+#                                  PostgreSQL server binaries and pgbench)
+#   t/tools/deps.sh build|test|bench --check
 #                                  only report; exit 1 if something is missing
 # It installs with apt-get as root, through sudo when started as another
 # user, and leaves the system as it found it:
@@ -22,9 +25,9 @@ MODE="test"
 CHECK=""
 for arg in "$@"; do
     case "$arg" in
-        build|test) MODE=$arg ;;
+        build|test|bench) MODE=$arg ;;
         --check) CHECK=1 ;;
-        *) echo "usage: $0 [build|test] [--check]" >&2; exit 2 ;;
+        *) echo "usage: $0 [build|test|bench] [--check]" >&2; exit 2 ;;
     esac
 done
 
@@ -32,16 +35,19 @@ BUILD_PACKAGES="apache2 apache2-dev libjansson-dev libjwt-dev libssl-dev
 libaprutil1-dev libpq-dev libsqlite3-dev libaprutil1-dbd-sqlite3
 libaprutil1-dbd-pgsql sqlite3 openssl pkg-config zlib1g-dev"
 TEST_PACKAGES="libcmocka-dev libapache2-mod-perl2 libwww-perl curl"
+BENCH_PACKAGES="wrk valgrind curl"
 
 PACKAGES=$BUILD_PACKAGES
 [ "$MODE" = test ] && PACKAGES="$PACKAGES $TEST_PACKAGES"
+[ "$MODE" = bench ] && PACKAGES="$PACKAGES $BENCH_PACKAGES"
 
 # The PostgreSQL server binaries, in the newest version directory (the one
 # t/tools/integration.sh uses).  Any version will do.
 pg_binaries_ok() {
     d=$( (ls -d /usr/lib/postgresql/*/bin 2>/dev/null || true) | sort -V | tail -n 1)
     [ -n "$d" ] && [ -x "$d/initdb" ] && [ -x "$d/pg_ctl" ] \
-        && [ -x "$d/psql" ] && [ -x "$d/createdb" ]
+        && [ -x "$d/psql" ] && [ -x "$d/createdb" ] \
+        && { [ "$MODE" != bench ] || [ -x "$d/pgbench" ]; }
 }
 # The server package of Debian's current PostgreSQL (postgresql-15 on
 # Debian 12), not the "postgresql" metapackage.
@@ -61,13 +67,17 @@ find_missing() {
     done
     missing=${missing# }
     need_pg=""
-    if [ "$MODE" = test ] && ! pg_binaries_ok; then
+    if [ "$MODE" != build ] && ! pg_binaries_ok; then
         need_pg=1
     fi
 }
 
 find_missing
-if [ "$MODE" = test ]; then WHAT="build and test packages"; else WHAT="build packages"; fi
+case "$MODE" in
+    test) WHAT="build and test packages" ;;
+    bench) WHAT="build and benchmark packages" ;;
+    *) WHAT="build packages" ;;
+esac
 if [ -z "$missing" ] && [ -z "$need_pg" ]; then
     echo "deps: all $WHAT installed"
     exit 0

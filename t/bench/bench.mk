@@ -1,0 +1,24 @@
+# make bench: the benchmark behind BENCHMARKS.md (issue 7), included by the
+# Makefile.  Nothing in make test depends on it.
+#   make bench                 the full run (about 10 minutes), writes
+#                              BENCHMARKS.md and prints it
+#   make bench BENCH_QUICK=1   a smoke run: one round of 1 s, fewer
+#                              callgrind and memory requests
+#   BENCH_DBS=sqlite3 (or pgsql) runs one database only; BENCH_KEEP=1 keeps
+#   the run's temp dir; BENCH_OUT=FILE writes the report elsewhere.
+# It installs what it needs first (t/tools/deps.sh bench: wrk, valgrind,
+# curl, the PostgreSQL server binaries and pgbench), builds the module, and
+# runs t/bench/bench.sh, which stops everything it started on any exit.
+
+.PHONY: bench bench-deps
+
+bench-deps:
+	@t/tools/deps.sh bench
+
+# Sub-make, as make test does, so that a first run builds after the
+# packages are in.
+bench: bench-deps
+	@$(MAKE) -s --no-print-directory all
+	@MODULE='$(CURDIR)/$(MODULE)' HTTPD='$(HTTPD)' BENCH_QUICK='$(BENCH_QUICK)' \
+	    BENCH_COMMAND='make bench$(if $(BENCH_QUICK), BENCH_QUICK=$(BENCH_QUICK))$(if $(BENCH_DBS), BENCH_DBS="$(BENCH_DBS)")' \
+	    t/bench/bench.sh

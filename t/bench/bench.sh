@@ -1,0 +1,552 @@
+#!/bin/bash
+# make bench (issue 7): mod_lessons against the same httpd serving the same
+# bytes from files (the "static twin"), on SQLite and on a throw-away
+# PostgreSQL cluster.  Writes the report to BENCHMARKS.md and prints it.
+#
+#   t/bench/bench.sh            (make bench runs it after building)
+#
+# Environment:
+#   MODULE        the module to load (default modules/mod_lessons.so)
+#   HTTPD         httpd binary (default /usr/sbin/apache2)
+#   BENCH_QUICK=1 smoke run: 1 round of 1 s, 20 callgrind requests,
+#                 20,000 memory requests
+#   BENCH_DBS     "sqlite3 pgsql" (default), or one of them
+#   BENCH_OUT     the report (default BENCHMARKS.md in the checkout)
+#   BENCH_KEEP=1  keep the temp dir (logs, twins, callgrind dumps)
+#   BENCH_COMMAND the command line to quote in the report
+#
+# Per database, in this order: load t/bench/bench-lessons.sql; start httpd
+# (event MPM, t/bench/httpd.conf) on a free 127.0.0.1 port; save each GET
+# route's response bytes as its twin; wrk every GET route and its twin in
+# alternating rounds; RSS of the children before and after many requests;
+# restart as `apache2 -X` under callgrind for instructions per request;
+# restart and measure creates and updates (and pgbench on PostgreSQL).
+# Everything it starts (httpd, valgrind, PostgreSQL) is stopped on any exit,
+# Ctrl-C included, and the temp dir removed.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+BENCH_DIR=$ROOT/t/bench
+MODULE=${MODULE:-$ROOT/modules/mod_lessons.so}
+HTTPD=${HTTPD:-/usr/sbin/apache2}
+HTTPD_MODULES=${HTTPD_MODULES:-/usr/lib/apache2/modules}
+PGBIN=${PGBIN:-$( (ls -d /usr/lib/postgresql/*/bin 2>/dev/null || true) | sort -V | tail -n 1)}
+OUT=${BENCH_OUT:-$ROOT/BENCHMARKS.md}
+DBS=${BENCH_DBS:-sqlite3 pgsql}
+PG_USER_SYS=lessons-test          # as root, PostgreSQL runs as this user (as in make test)
+
+if [ -n "${BENCH_QUICK:-}" ] && [ "${BENCH_QUICK}" != 0 ]; then
+    QUICK=1; ROUNDS=1; DUR=1; CG_N=20; RSS_N=20000; RSS_WARM=2000
+else
+    QUICK=""; ROUNDS=3; DUR=3; CG_N=100; RSS_N=200000; RSS_WARM=10000
+fi
+CG_WARM=20
+CONNS=32
+LESSON_ID=42                      # "by id": a B1 lesson
+NIDS=102                          # lessons in the dataset
+COMMAND=${BENCH_COMMAND:-"t/bench/bench.sh${QUICK:+ (BENCH_QUICK=1)}"}
+
+log() { printf 'bench: %s\n' "$*" >&2; }
+die() { printf 'bench: %s\n' "$*" >&2; exit 1; }
+
+# --- checks -------------------------------------------------------------
+[ -f "$MODULE" ] || die "$MODULE not found: run make first"
+[ -x "$HTTPD" ] || die "$HTTPD not found: run t/tools/deps.sh bench"
+for c in wrk curl openssl sqlite3 valgrind callgrind_control perl gzip; do
+    command -v "$c" >/dev/null || die "$c not found: run t/tools/deps.sh bench"
+done
+for d in $DBS; do
+    case "$d" in
+        sqlite3) ;;
+        pgsql) for b in initdb pg_ctl psql createdb pgbench; do
+                   [ -x "$PGBIN/$b" ] || die "$PGBIN/$b not found: run t/tools/deps.sh bench"
+               done ;;
+        *) die "BENCH_DBS: unknown database $d (sqlite3, pgsql)" ;;
+    esac
+done
+
+# --- who runs what ------------------------------------------------------
+# httpd started as root serves as www-data (t/bench/httpd.conf); PostgreSQL
+# refuses root, so it runs as the test user make test uses.
+if [ "$(id -u)" -eq 0 ]; then
+    HTTPD_USER=www-data
+    # The callgrind run and callgrind_control run as that user: vgdb
+    # reaches a valgrind of another user only half-way (and leaves it stopped).
+    AS_HTTPD=(setpriv --reuid="$HTTPD_USER" --regid="$HTTPD_USER" --init-groups)
+    if [[ " $DBS " == *" pgsql "* ]] && ! id -u "$PG_USER_SYS" >/dev/null 2>&1; then
+        useradd --system --user-group --no-create-home \
+            --home-dir /nonexistent --shell /usr/sbin/nologin "$PG_USER_SYS"
+    fi
+    AS_PG=(runuser -u "$PG_USER_SYS" --)
+    PG_OWNER=$PG_USER_SYS
+else
+    HTTPD_USER=$(id -un)
+    AS_HTTPD=()
+    AS_PG=()
+    PG_OWNER=$HTTPD_USER
+fi
+
+# --- the temp dir and cleanup -------------------------------------------
+WORK=$(mktemp -d /tmp/lessons-bench.XXXXXX)
+chmod 755 "$WORK"
+HTTPD_PID=""
+PG_STARTED=""
+cleanup() {
+    rc=$?
+    trap - EXIT INT TERM
+    set +e
+    stop_httpd
+    if [ -n "$PG_STARTED" ]; then
+        "${AS_PG[@]}" "$PGBIN/pg_ctl" -D "$WORK/pg/data" -m immediate -w stop >/dev/null 2>&1
+    fi
+    if [ -n "${BENCH_KEEP:-}" ]; then
+        log "kept $WORK"
+    else
+        rm -rf "$WORK"
+    fi
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'log interrupted; exit 130' INT
+trap 'exit 143' TERM
+
+mkdir -p "$WORK/keys" "$WORK/static" "$WORK/run" "$WORK/logs" "$WORK/cg" "$WORK/db" "$WORK/out"
+# What httpd writes belongs to the user it serves as: as root, the
+# callgrind run starts as that user (valgrind's gdbserver, which
+# callgrind_control talks to, cannot follow httpd's switch from root).
+[ "$(id -u)" -ne 0 ] || chown "$HTTPD_USER:" "$WORK/run" "$WORK/logs" "$WORK/cg"
+ERROR_LOG=$WORK/logs/error.log
+# The module and config this run loads, copied once: others may rebuild
+# the module while the bench runs.
+cp "$MODULE" "$WORK/mod_lessons.so"
+cp "$BENCH_DIR/httpd.conf" "$WORK/httpd.conf"
+MODULE_SUM=$(sha256sum "$WORK/mod_lessons.so" | cut -c1-12)
+RESULTS=$WORK/out/results.tsv     # db route kind round rps p50 p99 requests non2xx sockerr
+CGRES=$WORK/out/callgrind.tsv     # db route kind instructions-per-request
+META=$WORK/out/meta.tsv           # db key value
+: >"$RESULTS"; : >"$CGRES"; : >"$META"
+meta() { printf '%s\t%s\t%s\n' "$1" "$2" "$3" >>"$META"; }
+echo ok >"$WORK/static/ping"
+
+# --- free ports -----------------------------------------------------------
+port_free() {
+    perl -MIO::Socket::INET -e \
+        'exit(IO::Socket::INET->new(LocalAddr => "127.0.0.1",
+              LocalPort => $ARGV[0], Listen => 1, ReuseAddr => 1) ? 0 : 1)' "$1"
+}
+pick_port() {
+    local p tries=0
+    while [ $tries -lt 200 ]; do
+        p=$(( 20000 + (RANDOM * 32768 + RANDOM) % 30000 ))
+        if port_free "$p"; then echo "$p"; return 0; fi
+        tries=$((tries + 1))
+    done
+    die "no free port found"
+}
+
+# --- keys and tokens --------------------------------------------------------
+K=$WORK/keys
+openssl rand -hex 32 | tr -d '\n' >"$K/hs256.key"
+openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$K/rsa.key" 2>/dev/null
+openssl pkey -in "$K/rsa.key" -pubout -out "$K/rsa.pub"
+openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$K/ec.key" 2>/dev/null
+openssl pkey -in "$K/ec.key" -pubout -out "$K/ec.pub"
+chmod 644 "$K"/*.pub "$K/hs256.key"     # throw-away keys; httpd -X reads them as $HTTPD_USER
+TOKEN=$("$ROOT/t/tools/token" --key "$K/hs256.key" --alg HS256 --sub bench --ttl 14400)
+TOKEN_RS=$("$ROOT/t/tools/token" --key "$K/rsa.key" --alg RS256 --sub bench --ttl 14400)
+TOKEN_ES=$("$ROOT/t/tools/token" --key "$K/ec.key" --alg ES256 --sub bench --ttl 14400)
+
+# --- httpd --------------------------------------------------------------
+PORT=""
+DRIVER=""
+DBPARAMS=""
+httpd_defines() {
+    printf '%s\n' -C "Define BENCH_PORT $PORT" -C "Define BENCH_WORK $WORK" \
+        -C "Define BENCH_MODULE $WORK/mod_lessons.so" -C "Define BENCH_MODULES $HTTPD_MODULES" \
+        -C "Define BENCH_DRIVER $DRIVER" -C "Define BENCH_DBPARAMS \"$DBPARAMS\""
+}
+# start_httpd [valgrind args...]: event MPM as a daemon-like foreground
+# process in a session of its own (so its shutdown signals never reach
+# us), or, with arguments, `httpd -X` under that command, as $HTTPD_USER.
+start_httpd() {
+    local defs=() limit=30
+    PORT=$(pick_port)
+    mapfile -t defs < <(httpd_defines)
+    : >"$ERROR_LOG"
+    rm -f "$WORK/run/httpd.pid"
+    if [ $# -gt 0 ]; then
+        # setpriv execs (runuser would fork): $! is valgrind's pid.
+        [ "$(id -u)" -ne 0 ] || chown -R "$HTTPD_USER:" "$WORK/run" "$WORK/logs" "$WORK/cg"
+        setsid "${AS_HTTPD[@]}" "$@" "$HTTPD" -X -d "$WORK" -f "$WORK/httpd.conf" "${defs[@]}" \
+            </dev/null >>"$WORK/httpd.out" 2>&1 &
+        limit=180
+    else
+        setsid "$HTTPD" -DFOREGROUND -d "$WORK" -f "$WORK/httpd.conf" "${defs[@]}" \
+            </dev/null >>"$WORK/httpd.out" 2>&1 &
+    fi
+    HTTPD_PID=$!
+    local t=0
+    until [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/static/ping")" = 200 ]; do
+        if ! kill -0 "$HTTPD_PID" 2>/dev/null; then
+            tail -n 20 "$WORK/httpd.out" "$ERROR_LOG" >&2 2>/dev/null || true
+            HTTPD_PID=""
+            die "httpd did not start"
+        fi
+        t=$((t + 1))
+        [ $t -lt $((limit * 5)) ] || { tail -n 20 "$ERROR_LOG" >&2; die "httpd did not answer in ${limit}s"; }
+        sleep 0.2
+    done
+}
+stop_httpd() {
+    [ -n "$HTTPD_PID" ] || return 0
+    local pid=$HTTPD_PID
+    HTTPD_PID=""
+    kill -CONT "$pid" 2>/dev/null || true     # a vgdb that failed leaves it stopped
+    kill -TERM "$pid" 2>/dev/null || return 0
+    for _ in $(seq 1 150); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.2
+    done
+    # Whatever is left of its session (children, valgrind).
+    kill -KILL -- "-$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+}
+url() { echo "http://127.0.0.1:$PORT$1"; }
+
+# --- wrk ----------------------------------------------------------------
+# wrk's report as "rps p50-ms p99-ms requests non2xx socket-errors", where
+# rps counts only the 2xx/3xx responses (a 503 is quick, and no success).
+parse_wrk() {
+    perl -ne '
+        sub ms { my ($v, $u) = @_; $u eq "us" ? $v / 1000 : $u eq "s" ? $v * 1000 : $u eq "m" ? $v * 60000 : $v }
+        $p50 = ms($1, $2) if /^\s+50%\s+([\d.]+)(us|ms|s|m)\b/;
+        $p99 = ms($1, $2) if /^\s+99%\s+([\d.]+)(us|ms|s|m)\b/;
+        $n = $1 if /^\s+(\d+) requests in/;
+        $bad = $1 if /Non-2xx or 3xx responses: (\d+)/;
+        $err = $1 + $2 + $3 + $4 if /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/;
+        $rps = $1 if /^Requests\/sec:\s+([\d.]+)/;
+        END { $rps *= ($n - $bad) / $n if $n && $bad;
+              print join("\t", $rps // 0, $p50 // 0, $p99 // 0, $n // 0, $bad // 0, $err // 0), "\n" }'
+}
+# wrk_run DB ROUTE KIND ROUND URL [wrk args]: one run, one line in RESULTS.
+wrk_run() {
+    local db=$1 route=$2 kind=$3 round=$4 u=$5 out
+    shift 5
+    out=$(wrk -t1 -c$CONNS -d${DUR}s --latency "$@" "$u" 2>&1) \
+        || { printf '%s\n' "$out" >&2; die "wrk failed on $u"; }
+    printf '== %s %s %s round %s\n%s\n' "$db" "$route" "$kind" "$round" "$out" >>"$WORK/out/wrk.log"
+    printf '%s\t%s\t%s\t%s\t%s\n' "$db" "$route" "$kind" "$round" \
+        "$(printf '%s\n' "$out" | parse_wrk)" >>"$RESULTS"
+    tail -n 1 "$RESULTS" | awk -F'\t' '{ printf "bench:   %-7s %-9s %-6s r%s %8.0f req/s  p50 %7.2f ms  p99 %7.2f ms%s\n",
+        $1, $2, $3, $4, $5, $6, $7, ($9 + $10 > 0 ? "  (" $9 " non-2xx/3xx, " $10 " socket errors)" : "") }' >&2
+}
+
+# --- the databases --------------------------------------------------------
+PGPORT=""
+setup_sqlite3() {
+    local dir=$WORK/db/sqlite
+    mkdir -p "$dir"
+    sqlite3 -bail "$dir/lessons.db" <"$ROOT/sql/schema.sqlite.sql" >/dev/null
+    sqlite3 -bail "$dir/lessons.db" <"$BENCH_DIR/bench-lessons.sql"
+    [ "$(id -u)" -ne 0 ] || chown -R "$HTTPD_USER:" "$dir"
+    DBPARAMS="file:$dir/lessons.db?mode=rw"
+}
+pg_run() {
+    "$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PGPORT" -U lessons "$@"
+}
+setup_pgsql() {
+    mkdir -p "$WORK/pg"
+    [ "$(id -u)" -ne 0 ] || chown "$PG_OWNER:" "$WORK/pg"
+    "${AS_PG[@]}" "$PGBIN/initdb" -D "$WORK/pg/data" -U lessons -A trust \
+        -E UTF8 --no-locale >"$WORK/pg/initdb.log" 2>&1 \
+        || { cat "$WORK/pg/initdb.log" >&2; die "initdb failed"; }
+    local attempt
+    for attempt in 1 2 3 4 5; do
+        PGPORT=$(pick_port)
+        # PostgreSQL's defaults (durable commits, as in production) but
+        # room for every pooled connection plus pgbench's 32.
+        if "${AS_PG[@]}" "$PGBIN/pg_ctl" -D "$WORK/pg/data" -l "$WORK/pg/server.log" \
+            -w -t 60 -o "-c listen_addresses=127.0.0.1 -p $PGPORT \
+                -c unix_socket_directories=$WORK/pg -c max_connections=300" \
+            start >/dev/null 2>&1; then
+            PG_STARTED=1
+            break
+        fi
+    done
+    [ -n "$PG_STARTED" ] || { tail -n 20 "$WORK/pg/server.log" >&2; die "PostgreSQL did not start"; }
+    "$PGBIN/createdb" -h 127.0.0.1 -p "$PGPORT" -U lessons lessons
+    PGOPTIONS="-c client_min_messages=warning" pg_run -d lessons -f "$ROOT/sql/schema.pgsql.sql" >/dev/null
+    pg_run -d lessons -f "$BENCH_DIR/bench-lessons.sql" >/dev/null
+    DBPARAMS="host=127.0.0.1 port=$PGPORT dbname=lessons user=lessons connect_timeout=5"
+}
+stop_pgsql() {
+    [ -n "$PG_STARTED" ] || return 0
+    "${AS_PG[@]}" "$PGBIN/pg_ctl" -D "$WORK/pg/data" -m fast -w stop >/dev/null 2>&1 || true
+    PG_STARTED=""
+}
+
+# --- the GET routes and their twins ---------------------------------------
+API=/api/lessons
+ETAG=""; TWIN_ETAG=""; GZIP=""; GZ_TWIN=""
+GET_ROUTES="all id beginner level3 r304 gzip"
+# route_args ROUTE KIND: the URL path, then wrk/curl header arguments, one a line.
+route_args() {
+    local auth="Authorization: Bearer $TOKEN"
+    case "$1:$2" in
+        all:mod)      printf '%s\n' "$API" -H "$auth" ;;
+        all:twin)     printf '%s\n' /static/all -H "$auth" ;;
+        id:mod)       printf '%s\n' "$API/$LESSON_ID" -H "$auth" ;;
+        id:twin)      printf '%s\n' /static/id -H "$auth" ;;
+        beginner:mod) printf '%s\n' "$API/beginner" -H "$auth" ;;
+        beginner:twin) printf '%s\n' /static/beginner -H "$auth" ;;
+        level3:mod)   printf '%s\n' "$API/level/3" -H "$auth" ;;
+        level3:twin)  printf '%s\n' /static/level3 -H "$auth" ;;
+        r304:mod)     printf '%s\n' "$API" -H "$auth" -H "If-None-Match: $ETAG" ;;
+        r304:twin)    printf '%s\n' /static/all -H "$auth" -H "If-None-Match: $TWIN_ETAG" ;;
+        gzip:mod)     printf '%s\n' "$API" -H "$auth" -H "Accept-Encoding: gzip" ;;
+        gzip:twin)    printf '%s\n' "/static/$GZ_TWIN" -H "$auth" -H "Accept-Encoding: gzip" ;;
+        id_rs:mod)    printf '%s\n' "/rs256$API/$LESSON_ID" -H "Authorization: Bearer $TOKEN_RS" ;;
+        id_es:mod)    printf '%s\n' "/es256$API/$LESSON_ID" -H "Authorization: Bearer $TOKEN_ES" ;;
+        *) die "route_args $1 $2" ;;
+    esac
+}
+# fetch NAME EXPECTED-STATUS ROUTE KIND: one request with curl, headers
+# and body kept in out/NAME.{hdr,body}.
+fetch() {
+    local name=$1 want=$2 args=() code
+    mapfile -t args < <(route_args "$3" "$4")
+    code=$(curl -s -D "$WORK/out/$name.hdr" -o "$WORK/out/$name.body" -w '%{http_code}' \
+           "${args[@]:1}" "$(url "${args[0]}")") || code=000
+    if [ "$code" != "$want" ]; then
+        head -c 600 "$WORK/out/$name.body" >&2 2>/dev/null || true
+        tail -n 5 "$ERROR_LOG" >&2 || true
+        die "GET ${args[0]} ($3 $4) answered $code, not $want"
+    fi
+}
+header() { tr -d '\r' <"$WORK/out/$1.hdr" | awk -v h="$2" 'BEGIN { IGNORECASE = 1 }
+    tolower($0) ~ "^" tolower(h) ":" { sub(/^[^:]*:[ \t]*/, ""); v = $0 } END { print v }'; }
+
+# capture DB: the exact bytes of each measured response become the twins.
+capture() {
+    local db=$1 r
+    for r in all id beginner level3; do
+        fetch "$db-$r" 200 "$r" mod
+        cp "$WORK/out/$db-$r.body" "$WORK/static/$r"
+    done
+    # gzip: the twin is whatever bytes came back, as a file (a .gz one,
+    # sent with Content-Encoding: gzip, if they were gzip).
+    fetch "$db-gzip" 200 gzip mod
+    rm -f "$WORK/static/all-gzip" "$WORK/static/all-gzip.gz"
+    if [ "$(header "$db-gzip" Content-Encoding)" = gzip ]; then
+        GZIP=yes; GZ_TWIN=all-gzip.gz
+    else
+        GZIP=no; GZ_TWIN=all-gzip
+    fi
+    cp "$WORK/out/$db-gzip.body" "$WORK/static/$GZ_TWIN"
+    meta "$db" gzip "$GZIP"
+    meta "$db" gzip_bytes "$(wc -c <"$WORK/out/$db-gzip.body")"
+    meta "$db" all_bytes "$(wc -c <"$WORK/out/$db-all.body")"
+    if [ "$GZIP" = yes ] && ! gzip -dc "$WORK/out/$db-gzip.body" | cmp -s - "$WORK/out/$db-all.body"; then
+        log "warning: $db: the gzip body does not inflate to GET all's body"
+        meta "$db" gzip_mismatch yes
+    fi
+    # 304: revalidate GET all with its ETag; the twin with the file's.
+    ETAG=$(header "$db-all" ETag)
+    meta "$db" etag "${ETAG:-none}"
+    if [ -n "$ETAG" ]; then
+        fetch "$db-r304" 304 r304 mod
+        curl -s -o /dev/null -D "$WORK/out/$db-twin-all.hdr" -H "Authorization: Bearer $TOKEN" \
+            "$(url /static/all)"
+        TWIN_ETAG=$(header "$db-twin-all" ETag)
+        fetch "$db-r304-twin" 304 r304 twin
+    fi
+    # Every twin answers 200 with the same bytes; the other keys work.
+    for r in all id beginner level3; do
+        fetch "$db-twin-$r" 200 "$r" twin
+        cmp -s "$WORK/out/$db-twin-$r.body" "$WORK/out/$db-$r.body" || die "twin of $r differs"
+    done
+    fetch "$db-id_rs" 200 id_rs mod
+    fetch "$db-id_es" 200 id_es mod
+    log "$db: GET all $(meta_get "$db" all_bytes) bytes; ETag: ${ETAG:-none}; gzip: $GZIP"
+}
+meta_get() { awk -F'\t' -v d="$1" -v k="$2" '$1 == d && $2 == k { v = $3 } END { print v }' "$META"; }
+have_route() {    # route measured on this server?
+    [ "$1" != r304 ] || [ -n "$ETAG" ]
+}
+
+get_rounds() {
+    local db=$1 round r kind args=()
+    # Warm-up, not counted: pools, caches, the first children.
+    for r in $GET_ROUTES id_rs id_es; do
+        have_route "$r" || continue
+        mapfile -t args < <(route_args "$r" mod)
+        wrk -t1 -c$CONNS -d1s "${args[@]:1}" "$(url "${args[0]}")" >/dev/null 2>&1 || true
+    done
+    for round in $(seq 1 "$ROUNDS"); do
+        for r in $GET_ROUTES id_rs id_es; do
+            have_route "$r" || continue
+            for kind in mod twin; do
+                case "$r:$kind" in id_rs:twin|id_es:twin) continue ;; esac
+                mapfile -t args < <(route_args "$r" "$kind")
+                wrk_run "$db" "$r" "$kind" "$round" "$(url "${args[0]}")" "${args[@]:1}"
+            done
+        done
+    done
+}
+
+# --- memory: RSS of the children before and after many requests ------------
+rss_snapshot() {    # "pid rss-kB" for each child of httpd
+    local p
+    for p in $(ps -o pid= --ppid "$HTTPD_PID"); do
+        awk -v p="$p" '/^VmRSS:/ { print p, $2 }' "/proc/$p/status" 2>/dev/null || true
+    done
+}
+# mix_run N: N requests of every GET route in turn (t/bench/wrk-mix.lua);
+# wrk's report on stdout.
+mix_run() {
+    local n=$1 done=$WORK/out/mix.done pid t=0
+    rm -f "$done"
+    BENCH_TOKEN=$TOKEN BENCH_REQUESTS=$n BENCH_IDS=$NIDS BENCH_DONE=$done \
+        wrk -t1 -c$CONNS -d3600s -s "$BENCH_DIR/wrk-mix.lua" "$(url "$API")" \
+        >"$WORK/out/mix.out" 2>&1 &
+    pid=$!
+    while [ ! -e "$done" ] && kill -0 "$pid" 2>/dev/null; do
+        sleep 0.1
+        t=$((t + 1))
+        [ $t -lt 9000 ] || { kill -INT "$pid"; wait "$pid" || true; die "memory run: $n requests took over 15 minutes"; }
+    done
+    kill -INT "$pid" 2>/dev/null || true
+    wait "$pid" || true
+    [ -e "$done" ] || { cat "$WORK/out/mix.out" >&2; die "wrk (memory run) stopped early"; }
+    cat "$WORK/out/mix.out"
+}
+rss_phase() {
+    local db=$1 before after out t0
+    log "$db: memory: $RSS_WARM requests to warm up, then $RSS_N"
+    t0=$(date +%s)
+    mix_run "$RSS_WARM" >/dev/null
+    before=$(rss_snapshot)
+    out=$(mix_run "$RSS_N")
+    printf '== %s memory\n%s\n' "$db" "$out" >>"$WORK/out/wrk.log"
+    after=$(rss_snapshot)
+    set -- $(printf '%s\n' "$out" | parse_wrk)
+    meta "$db" rss_requests "$4"
+    meta "$db" rss_rps "$1"
+    meta "$db" rss_bad "$(( $5 + $6 ))"
+    # Summed over the children alive at both points.
+    set -- $(perl -e '
+        my (%b, %a);
+        for (split /\n/, $ARGV[0]) { my ($p, $k) = split; $b{$p} = $k if $p }
+        for (split /\n/, $ARGV[1]) { my ($p, $k) = split; $a{$p} = $k if $p }
+        my @common = grep { exists $a{$_} } keys %b;
+        my ($sb, $sa) = (0, 0);
+        $sb += $b{$_}, $sa += $a{$_} for @common;
+        printf "%d %d %d %d %d\n", $sb, $sa, scalar @common, scalar keys %b, scalar keys %a;
+    ' "$before" "$after")
+    meta "$db" rss_before "$1"
+    meta "$db" rss_after "$2"
+    meta "$db" rss_children "$3 $4 $5"
+    log "$db: memory: children RSS $1 kB before, $2 kB after ($3 children; $(( $(date +%s) - t0 )) s)"
+}
+
+# --- callgrind: userland instructions per request -------------------------
+# curl_n N ROUTE KIND: N requests on one keep-alive connection (a new one
+# every MaxKeepAliveRequests), each answered as expected.
+curl_n() {
+    local n=$1 args=() urls=() i want=200 got u
+    mapfile -t args < <(route_args "$2" "$3")
+    [ "$2" != r304 ] || want=304
+    u=$(url "${args[0]}")
+    for ((i = 0; i < n; i++)); do urls+=("$u" -o /dev/null); done
+    got=$(curl -s -w '%{http_code}\n' "${args[@]:1}" "${urls[@]}" | grep -c "^$want\$" || true)
+    [ "$got" -eq "$n" ] || die "callgrind: $2 $3: $got of $n requests answered $want"
+}
+callgrind_phase() {
+    local db=$1 r kind dump total
+    log "$db: callgrind: $CG_WARM warm-up and $CG_N measured requests per route (apache2 -X under valgrind)"
+    [ "$(id -u)" -ne 0 ] || chown "$HTTPD_USER:" "$WORK/cg"
+    start_httpd valgrind --tool=callgrind --callgrind-out-file="$WORK/cg/callgrind.out.%p"
+    for r in $GET_ROUTES; do
+        have_route "$r" || continue
+        for kind in mod twin; do
+            curl_n "$CG_WARM" "$r" "$kind"
+            timeout 120 "${AS_HTTPD[@]}" callgrind_control -z "$HTTPD_PID" >/dev/null || die "callgrind_control -z failed"
+            curl_n "$CG_N" "$r" "$kind"
+            timeout 120 "${AS_HTTPD[@]}" callgrind_control -d "$HTTPD_PID" >/dev/null || die "callgrind_control -d failed"
+            dump=$(ls -t "$WORK"/cg/callgrind.out."$HTTPD_PID".* 2>/dev/null | head -n 1)
+            [ -n "$dump" ] || die "callgrind: no dump in $WORK/cg"
+            total=$(awk '/^(totals|summary):/ { print $2; exit }' "$dump")
+            [ -n "$total" ] || die "callgrind: no totals in $dump"
+            rm -f "$dump"
+            printf '%s\t%s\t%s\t%s\n' "$db" "$r" "$kind" $((total / CG_N)) >>"$CGRES"
+            printf 'bench:   %-7s %-9s %-6s %12d instructions/request\n' "$db" "$r" "$kind" $((total / CG_N)) >&2
+        done
+    done
+    stop_httpd
+}
+
+# --- writes -----------------------------------------------------------------
+write_rounds() {
+    local db=$1 round out
+    cat >"$WORK/insert.sql" <<'SQL'
+INSERT INTO lessons (level_id, title, sort_order, topic, description, is_active)
+VALUES (3, 'Ein Tag in Hamburg – A day in Hamburg', 18, 'Travel', 'Planning a day in the city with the Präteritum and time expressions. Example: „Zuerst fuhren wir mit der Fähre über die Elbe, danach aßen wir Fischbrötchen am Hafen.“', true)
+RETURNING id;
+SQL
+    for round in $(seq 1 "$ROUNDS"); do
+        BENCH_WRITE=create BENCH_TOKEN=$TOKEN BENCH_BASE=$API \
+            wrk_run "$db" create mod "$round" "$(url "$API")" -s "$BENCH_DIR/wrk-write.lua"
+        if [ "$db" = pgsql ]; then
+            out=$(PGOPTIONS="-c client_min_messages=warning" "$PGBIN/pgbench" -n -h 127.0.0.1 -p "$PGPORT" -U lessons \
+                  -c $CONNS -j 2 -T "$DUR" -M prepared -f "$WORK/insert.sql" lessons 2>&1) \
+                || { printf '%s\n' "$out" >&2; die "pgbench failed"; }
+            printf '== %s pgbench round %s\n%s\n' "$db" "$round" "$out" >>"$WORK/out/wrk.log"
+            printf '%s\tcreate\tpgbench\t%s\t%s\t0\t0\t0\t0\t0\n' "$db" "$round" \
+                "$(printf '%s\n' "$out" | sed -n 's/^tps = \([0-9.]*\).*/\1/p' | tail -n 1)" >>"$RESULTS"
+            tail -n 1 "$RESULTS" | awk -F'\t' '{ printf "bench:   %-7s %-9s %-6s r%s %8.0f tps (pgbench INSERT)\n", $1, $2, $3, $4, $5 }' >&2
+        fi
+        BENCH_WRITE=update BENCH_TOKEN=$TOKEN BENCH_BASE=$API BENCH_IDS=$NIDS \
+            wrk_run "$db" update mod "$round" "$(url "$API")" -s "$BENCH_DIR/wrk-write.lua"
+    done
+}
+
+# --- run ----------------------------------------------------------------
+START=$(date +%s)
+log "work dir $WORK; module $MODULE; ${QUICK:+quick: }$ROUNDS round(s) of ${DUR}s, $CONNS connections"
+for DRIVER in $DBS; do
+    DB_START=$(date +%s)
+    log "$DRIVER: loading t/bench/bench-lessons.sql"
+    "setup_$DRIVER"
+    start_httpd
+    capture "$DRIVER"
+    log "$DRIVER: GET routes against their twins, $ROUNDS round(s)"
+    get_rounds "$DRIVER"
+    rss_phase "$DRIVER"
+    stop_httpd
+    callgrind_phase "$DRIVER"
+    log "$DRIVER: creates and updates"
+    start_httpd
+    write_rounds "$DRIVER"
+    grep -aE ':(emerg|alert|crit|error)\]' "$ERROR_LOG" | tail -n 5 | sed 's/^/bench: error_log: /' >&2 || true
+    meta "$DRIVER" errors "$(grep -acE ':(emerg|alert|crit|error)\]' "$ERROR_LOG" || true)"
+    stop_httpd
+    [ "$DRIVER" != pgsql ] || stop_pgsql
+    meta "$DRIVER" seconds $(( $(date +%s) - DB_START ))
+done
+
+# --- report -------------------------------------------------------------
+rev=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
+if [ -n "$(git -C "$ROOT" status --porcelain -- mod_lessons.c modules 2>/dev/null)" ]; then
+    rev="$rev with uncommitted changes to the module"
+fi
+rev=${BENCH_MODULE_REV:-$rev}
+BENCH_DATE=$(date -u '+%Y-%m-%d %H:%M UTC') \
+BENCH_MACHINE="$(nproc) CPUs ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)), $(awk '/MemTotal/ { printf "%.0f GB RAM", $2 / 1048576 }' /proc/meminfo), Linux $(uname -r), $(. /etc/os-release && echo "$PRETTY_NAME")" \
+BENCH_SOFTWARE="$("$HTTPD" -v | sed -n 's/^Server version: //p'), event MPM; SQLite $(sqlite3 --version | cut -d' ' -f1)$( [[ " $DBS " != *" pgsql "* ]] || echo "; PostgreSQL $("$PGBIN/postgres" --version | awk '{ print $3 }')"); wrk $(wrk -v 2>&1 | awk 'NR == 1 { print $2 }'); valgrind $(valgrind --version | sed 's/valgrind-//')" \
+BENCH_REV="$rev (mod_lessons.so sha256 $MODULE_SUM…)" BENCH_COMMAND=$COMMAND BENCH_SECONDS=$(( $(date +%s) - START )) \
+BENCH_ROUNDS=$ROUNDS BENCH_DUR=$DUR BENCH_CONNS=$CONNS BENCH_CG_N=$CG_N BENCH_CG_WARM=$CG_WARM \
+BENCH_RSS_N=$RSS_N BENCH_RSS_WARM=$RSS_WARM BENCH_QUICK=$QUICK BENCH_LESSON_ID=$LESSON_ID \
+    perl "$BENCH_DIR/report.pl" "$RESULTS" "$CGRES" "$META" "$DBS" >"$WORK/out/BENCHMARKS.md"
+cp "$WORK/out/BENCHMARKS.md" "$OUT"
+cat "$OUT"
+log "wrote $OUT in $(( $(date +%s) - START )) s"

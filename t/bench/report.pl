@@ -1,0 +1,176 @@
+#!/usr/bin/perl
+# BENCHMARKS.md from make bench's measurements (t/bench/bench.sh).
+#   report.pl RESULTS CALLGRIND META "DBS"
+# RESULTS: db route kind round rps p50-ms p99-ms requests non2xx sockerr
+# CALLGRIND: db route kind instructions-per-request
+# META: db key value.  The rest comes from BENCH_* environment variables.
+use strict;
+use warnings;
+use utf8;
+binmode STDOUT, ':encoding(UTF-8)';
+
+my ($results, $cgfile, $metafile, $dbs) = @ARGV;
+my @dbs = split ' ', $dbs;
+my %E = map { $_ => $ENV{"BENCH_$_"} // '' } qw(DATE MACHINE SOFTWARE REV COMMAND
+    SECONDS ROUNDS DUR CONNS CG_N CG_WARM RSS_N RSS_WARM QUICK LESSON_ID);
+utf8::decode($_) for values %E;
+
+my (%runs, %cg, %meta);
+sub rows { my ($f) = @_; open my $fh, '<', $f or die "$f: $!"; map { chomp; [split /\t/] } <$fh> }
+for (rows($results)) {
+    my ($db, $route, $kind, $round, $rps, $p50, $p99, $n, $bad, $err) = @$_;
+    push @{ $runs{$db}{$route}{$kind} }, { rps => $rps, p50 => $p50, p99 => $p99,
+                                            n => $n, bad => $bad, err => $err };
+}
+$cg{$_->[0]}{$_->[1]}{$_->[2]} = $_->[3] for rows($cgfile);
+$meta{$_->[0]}{$_->[1]} = $_->[2] for rows($metafile);
+
+sub median {
+    my @v = sort { $a <=> $b } @_;
+    return undef unless @v;
+    return @v % 2 ? $v[$#v / 2] : ($v[@v / 2 - 1] + $v[@v / 2]) / 2;
+}
+# Median of each figure over the rounds, errors summed.
+sub stat_of {
+    my ($db, $route, $kind) = @_;
+    my $r = $runs{$db}{$route}{$kind} or return undef;
+    my %s = map { my $k = $_; ($k => median(map { $_->{$k} } @$r)) } qw(rps p50 p99);
+    $s{bad} += $_->{bad} + $_->{err} for @$r;
+    $s{rounds} = @$r;
+    return \%s;
+}
+sub num { my ($v) = @_; defined $v ? sprintf('%.0f', $v) =~ s/(\d)(?=(\d{3})+$)/$1,/gr : 'n/a' }
+sub ms  { my ($v) = @_; defined $v ? sprintf($v < 10 ? '%.2f' : '%.1f', $v) : 'n/a' }
+sub x   { my ($v) = @_; defined $v ? sprintf('%.2fx', $v) : 'n/a' }
+
+my ($met, $missed) = (0, 0);
+sub verdict {
+    my ($ok) = @_;
+    $ok ? $met++ : $missed++;
+    return $ok ? 'met' : '**missed**';
+}
+
+my %label = (
+    all      => 'GET all',
+    id       => "GET by id ($E{LESSON_ID})",
+    beginner => 'GET beginner',
+    level3   => 'GET level/3',
+    r304     => 'GET all, 304 revalidation',
+    gzip     => 'GET all, gzip',
+    id_rs    => 'GET by id, RS256',
+    id_es    => 'GET by id, ES256',
+    create   => 'POST create',
+    update   => 'PUT update',
+);
+my %twin_of = (id_rs => 'id', id_es => 'id');
+my @order = qw(all id beginner level3 r304 gzip id_rs id_es create update);
+my %min_ratio = (sqlite3 => 1.0, pgsql => 0.8);
+my %min_writes = (sqlite3 => 2000, pgsql => 3000);
+my %dbname = (sqlite3 => 'SQLite', pgsql => 'PostgreSQL');
+
+my @table;
+push @table, '| Route | DB | req/s | p50 ms | p99 ms | static req/s | vs static | instr/req (static) | Targets |';
+push @table, '|---|---|--:|--:|--:|--:|--:|--:|---|';
+my @notes;
+for my $db (@dbs) {
+    my $m = $meta{$db} || {};
+    for my $route (@order) {
+        my $label = $label{$route};
+        if ($route eq 'gzip') {
+            $label .= ' (response gzip: ' . ($m->{gzip} // 'n/a') . ')';
+        }
+        my $s = stat_of($db, $route, 'mod');
+        if ($route eq 'r304' && !$s) {
+            push @table, "| $label | $dbname{$db} | n/a | n/a | n/a | n/a | n/a | n/a | n/a: the server sent no ETag |";
+            next;
+        }
+        next unless $s;
+        my $tw = stat_of($db, $twin_of{$route} // $route, 'twin');
+        my @t;
+        my $ratio = $tw && $tw->{rps} ? $s->{rps} / $tw->{rps} : undef;
+        my ($instr, $tinstr) = ($cg{$db}{$route}{mod}, $cg{$db}{$route}{twin});
+        my $icell = 'n/a';
+        if ($route eq 'create' || $route eq 'update') {
+            push @t, sprintf('≥ %s/s: %s', num($min_writes{$db}), verdict($s->{rps} >= $min_writes{$db}));
+            if ($route eq 'create' && (my $pg = stat_of($db, 'create', 'pgbench'))) {
+                my $r = $pg->{rps} ? $s->{rps} / $pg->{rps} : 0;
+                push @t, sprintf('≥ 0.5x pgbench (%s tps): %s, %s', num($pg->{rps}), x($r), verdict($r >= 0.5));
+            }
+            $ratio = undef;
+        } else {
+            push @t, sprintf('req/s ≥ %.1fx static: %s', $min_ratio{$db},
+                             defined $ratio ? verdict($ratio >= $min_ratio{$db}) : 'n/a');
+            if ($tw) {
+                my $pr = $tw->{p99} ? $s->{p99} / $tw->{p99} : undef;
+                push @t, sprintf('p99 ≤ 2x static (%s): %s', x($pr), defined $pr ? verdict($pr <= 2) : 'n/a');
+            }
+            if (defined $instr && defined $tinstr && $tinstr > 0) {
+                my $lim = $route eq 'r304' ? 1.5 : 2;
+                my $ir = $instr / $tinstr;
+                $icell = sprintf('%s (%s)', num($instr), num($tinstr));
+                push @t, sprintf('instr ≤ %sx static (%s): %s', $lim, x($ir), verdict($ir <= $lim));
+            }
+            if ($route eq 'id_rs' || $route eq 'id_es') {
+                my $hs = stat_of($db, 'id', 'mod');
+                my $r = $hs && $hs->{rps} ? $s->{rps} / $hs->{rps} : undef;
+                push @t, sprintf('within 10%% of HS256 (%s): %s', x($r), defined $r ? verdict($r >= 0.9) : 'n/a');
+            }
+        }
+        push @t, "not 2xx/3xx: $s->{bad}" if $s->{bad};
+        push @notes, sprintf('%s on %s: %d responses were not 2xx/3xx or hit socket errors.',
+                             $label{$route}, $dbname{$db}, $s->{bad}) if $s->{bad};
+        push @table, sprintf('| %s | %s | %s | %s | %s | %s | %s | %s | %s |', $label, $dbname{$db},
+            num($s->{rps}), ms($s->{p50}), ms($s->{p99}),
+            $tw ? num($tw->{rps}) : 'n/a', x($ratio), $icell, join('; ', @t));
+    }
+}
+
+my @memory;
+for my $db (@dbs) {
+    my $m = $meta{$db} || {};
+    next unless $m->{rss_before};
+    my $g = 100 * ($m->{rss_after} - $m->{rss_before}) / $m->{rss_before};
+    my ($common, $nb, $na) = split ' ', $m->{rss_children} // '0 0 0';
+    push @memory, sprintf('- %s: httpd children (%d) RSS %s kB before, %s kB after %s requests: %+.1f%% (target < 5%%: %s)%s',
+        $dbname{$db}, $common, num($m->{rss_before}), num($m->{rss_after}), num($m->{rss_requests}),
+        $g, verdict($g < 5),
+        ($nb != $common || $na != $common) ? " (children before/after: $nb/$na; summed over the $common alive at both)" : '');
+    push @notes, "Memory run on $dbname{$db}: $m->{rss_bad} responses were not 2xx/3xx or hit socket errors." if $m->{rss_bad};
+}
+for my $db (@dbs) {
+    my $m = $meta{$db} || {};
+    push @notes, "$dbname{$db}: the server's error_log has $m->{errors} lines at level error or worse." if $m->{errors};
+    push @notes, "$dbname{$db}: the gzip body did not inflate to GET all's body." if $m->{gzip_mismatch};
+}
+
+my $quick = $E{QUICK} ? ' (quick smoke run: BENCH_QUICK=1; not for comparing)' : '';
+my $rss_n = num($E{RSS_N});
+print <<"EOF";
+# Benchmarks
+
+Written by `make bench` (t/bench/); do not edit by hand, run it again.
+
+- Command: `$E{COMMAND}`$quick
+- Date: $E{DATE}; run time $E{SECONDS} s
+- Machine: $E{MACHINE}
+- Software: $E{SOFTWARE}
+- Module: built from $E{REV}
+
+Each route is measured against its **static twin**: the exact bytes of the
+response, saved as a file and served by the same httpd (event MPM,
+t/bench/httpd.conf) in the same run. Figures are medians of $E{ROUNDS}
+alternating round(s) of `wrk -t1 -c$E{CONNS} -d$E{DUR}s --latency` with
+keep-alive and a bearer token; req/s counts 2xx/3xx responses only (the
+rest are listed under Notes); "vs static" is req/s over the twin's req/s.
+Instructions are userland instructions per request under callgrind
+(`apache2 -X`, $E{CG_WARM} warm-up requests, then $E{CG_N} counted, on
+keep-alive connections). Data: t/bench/bench-lessons.sql (102 lessons);
+the databases keep their durable defaults (SQLite WAL, synchronous FULL;
+PostgreSQL fsync and synchronous_commit on).
+
+EOF
+print join("\n", @table), "\n\n";
+print "Memory (httpd children, VmRSS, after a warm-up with every GET route):\n\n",
+      join("\n", @memory), "\n\n" if @memory;
+printf "Targets: %d met, %d missed.\n", $met, $missed;
+print "\nNotes:\n\n", join("\n", map { "- $_" } @notes), "\n" if @notes;
