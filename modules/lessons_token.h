@@ -21,6 +21,11 @@ typedef struct {
     const char *issuer;             /* required iss, or NULL */
     const char *audience;           /* required aud member, or NULL */
     long leeway;                    /* clock skew allowed, seconds */
+    const unsigned char *fp;        /* its fingerprint, when the caller
+                                     * made it once for these very values
+                                     * (LESSONS_TOKEN_FP_LEN bytes); NULL:
+                                     * lessons_token_verify_cached makes
+                                     * it on every call */
 } lessons_token_policy_t;
 
 typedef enum {

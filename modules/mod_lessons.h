@@ -110,6 +110,10 @@ typedef struct {
     long leeway;
     const char *base_path;
     apr_off_t max_body;
+    int has_fp;                     /* fp is the token policy's fingerprint
+                                     * for exactly these alg, key, issuer,
+                                     * audience and leeway */
+    unsigned char fp[LESSONS_TOKEN_FP_LEN];
 } lessons_dir_conf;
 
 /* Per-server config: which sections to check at start-up, the bound on
@@ -184,6 +188,8 @@ const char *lessons_set_max_body(cmd_parms *cmd, void *dconf,
                                  const char *arg);
 
 /* mod_lessons_config.c: the values in effect, defaults applied */
+void lessons_policy_of(const lessons_dir_conf *conf,
+                       lessons_token_policy_t *policy);
 int lessons_db_timeout(const lessons_srv_conf *sconf);
 const char *lessons_base_path(const lessons_dir_conf *conf);
 apr_off_t lessons_max_body(const lessons_dir_conf *conf);

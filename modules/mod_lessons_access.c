@@ -97,11 +97,7 @@ int lessons_authenticate(request_rec *r, const lessons_dir_conf *conf)
         break;
     }
 
-    policy.alg = conf->alg;
-    policy.key = conf->key;
-    policy.issuer = conf->issuer;
-    policy.audience = conf->audience;
-    policy.leeway = conf->leeway > 0 ? conf->leeway : 0;
+    lessons_policy_of(conf, &policy);
     /* Each distinct token is verified once per process; exp and nbf
      * are still checked against the clock on every request.
      */

@@ -39,6 +39,15 @@ void *lessons_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     conf->leeway = add->leeway >= 0 ? add->leeway : base->leeway;
     conf->base_path = add->base_path ? add->base_path : base->base_path;
     conf->max_body = add->max_body >= 0 ? add->max_body : base->max_body;
+    /* The fingerprint made at start-up holds only while every part of
+     * the policy is still the one it was made for.
+     */
+    if (jwt->has_fp && conf->alg == jwt->alg && conf->key == jwt->key
+        && conf->issuer == jwt->issuer && conf->audience == jwt->audience
+        && conf->leeway == jwt->leeway) {
+        conf->has_fp = 1;
+        memcpy(conf->fp, jwt->fp, sizeof(conf->fp));
+    }
     return conf;
 }
 
@@ -66,6 +75,19 @@ void *lessons_merge_srv_conf(apr_pool_t *p, void *basev, void *addv)
 int lessons_db_timeout(const lessons_srv_conf *sconf)
 {
     return sconf->db_timeout ? sconf->db_timeout : LESSONS_DEFAULT_DB_TIMEOUT;
+}
+
+/* The token policy a config holds (its fingerprint, if made). */
+void lessons_policy_of(const lessons_dir_conf *conf,
+                       lessons_token_policy_t *policy)
+{
+    memset(policy, 0, sizeof(*policy));
+    policy->alg = conf->alg;
+    policy->key = conf->key;
+    policy->issuer = conf->issuer;
+    policy->audience = conf->audience;
+    policy->leeway = conf->leeway > 0 ? conf->leeway : 0;
+    policy->fp = conf->has_fp ? conf->fp : NULL;
 }
 
 /* The values in effect, defaults applied: the base path defaults to
@@ -459,6 +481,7 @@ int lessons_pre_config(apr_pool_t *pconf, apr_pool_t *plog,
 int lessons_post_config(apr_pool_t *pconf, apr_pool_t *plog,
                         apr_pool_t *ptemp, server_rec *s)
 {
+    lessons_token_policy_t policy;
     apr_global_mutex_t *writers = NULL;
     apr_status_t rv;
     ap_dbd_t *(*acquire)(request_rec *) =
@@ -493,6 +516,20 @@ int lessons_post_config(apr_pool_t *pconf, apr_pool_t *plog,
     for (; s; s = s->next) {
         lessons_srv_conf *sconf =
             ap_get_module_config(s->module_config, &lessons_module);
+        int i;
+
+        /* Each section's token policy fingerprint, once (the token
+         * cache's key); merges keep it only where nothing changed.
+         */
+        for (i = 0; i < sconf->sections->nelts; i++) {
+            lessons_dir_conf *c =
+                APR_ARRAY_IDX(sconf->sections, i, lessons_dir_conf *);
+
+            lessons_policy_of(c, &policy);
+            c->has_fp = c->alg != JWT_ALG_INVAL && c->key
+                        && lessons_token_policy_fingerprint(&policy, c->fp)
+                           == 0;
+        }
         sconf->acquire = acquire;
         sconf->writers = writers;
     }

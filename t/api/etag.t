@@ -159,4 +159,16 @@ is call(GET => '/rs/api/lessons', token => $good)->code, 401,
 is call(GET => '/strict/api/lessons', token => $good)->code, 401,
     '... nor one that also asks for iss and aud';
 
+# a section merged with another that adds an issuer: not the same policy
+my $no_iss = good_token();
+is call(GET => '/iss/api/lessons', token => $no_iss)->code, 200,
+    'no iss where none is asked for (and now cached)';
+is call(GET => '/iss/api/lessons/level/1', token => $no_iss)->code, 401,
+    '... refused where a merged section asks for iss';
+is call(GET => '/iss/api/lessons/level/1',
+        token => good_token(claims => { iss => 'https://auth.example.org' }))->code,
+    200, '... a token with that iss passes there';
+is call(GET => '/iss/api/lessons', token => $no_iss)->code, 200,
+    '... and the first token still passes where no iss is asked for';
+
 done_testing();

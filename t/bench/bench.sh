@@ -477,7 +477,12 @@ callgrind_phase() {
             [ -n "$dump" ] || die "callgrind: no dump in $WORK/cg"
             total=$(awk '/^(totals|summary):/ { print $2; exit }' "$dump")
             [ -n "$total" ] || die "callgrind: no totals in $dump"
-            rm -f "$dump"
+            # BENCH_KEEP=1 keeps each dump for callgrind_annotate.
+            if [ -n "${BENCH_KEEP:-}" ]; then
+                mv "$dump" "$WORK/cg/$db-$r-$kind.callgrind"
+            else
+                rm -f "$dump"
+            fi
             printf '%s\t%s\t%s\t%s\n' "$db" "$r" "$kind" $((total / CG_N)) >>"$CGRES"
             printf 'bench:   %-7s %-9s %-6s %12d instructions/request\n' "$db" "$r" "$kind" $((total / CG_N)) >&2
         done
