@@ -153,6 +153,16 @@ int lessons_read(lessons_ctx *c)
                                       strlen(version), doc.etag, doc.body,
                                       doc.len)
                   : NULL;
+        if (APLOGrtrace1(r) && cache) {
+            lessons_cache_stats_t st;
+
+            lessons_cache_stats(cache, &st);
+            ap_log_rerror(APLOG_MARK, APLOG_TRACE1, 0, r, LESSONSLOG(00601)
+                          "cache: %" APR_SIZE_T_FMT " entries, %"
+                          APR_SIZE_T_FMT " bytes, %" APR_UINT64_T_FMT
+                          " evictions, %s stored", st.entries, st.bytes,
+                          st.evictions, e ? "this response" : "not");
+        }
         if (!e) {
             return lessons_send_doc(r, &doc);
         }

@@ -38,6 +38,7 @@ sub free_port {
 # ---- server B
 my $port = free_port();
 my $initsql = $ENV{LESSONS_TEST_INITSQL};
+my $cache_size = 64 * 1024;
 my $conf = "$dir/httpd.conf";
 open my $fh, '>', $conf or die "$conf: $!";
 print $fh <<"EOF";
@@ -46,7 +47,7 @@ ServerName localhost
 Listen 127.0.0.1:$port
 PidFile "$dir/httpd.pid"
 ErrorLog "$dir/error_log"
-LogLevel info
+LogLevel info lessons:trace1
 DefaultRuntimeDir "$dir"
 LoadModule mpm_event_module  "$mods/mod_mpm_event.so"
 LoadModule authz_core_module "$mods/mod_authz_core.so"
@@ -64,6 +65,8 @@ DBDriver $ENV{LESSONS_TEST_DRIVER}
 DBDParams "$ENV{LESSONS_TEST_DBPARAMS}"
 DBDInitSQL "$initsql"
 AddOutputFilterByType DEFLATE application/json
+# Small, so that many distinct lessons overflow it.
+LessonsCacheSize $cache_size
 <Location "/api/lessons">
     SetHandler lessons
     LessonsJWTKey HS256 "$ENV{LESSONS_TEST_HS_KEY}"
@@ -256,6 +259,35 @@ is $t6->{"/api/lessons/$ids[2]"}, $t5->{"/api/lessons/$ids[2]"},
     "a lesson of another level keeps its ETag";
 db_do("UPDATE levels SET name = 'Beginner' WHERE id = 1");
 check_all('level name restored');
+
+# ---- many distinct lessons: B's cache stays within LessonsCacheSize, and
+# every answer is still right
+{
+    my @many = seed(map { { level_id => 1 + $_ % 6, title => "Viele $_",
+                            sort_order => $_, description => "z$_ " x 300 } } 1 .. 120);
+    my $exp = expected();
+    my $wrong = 0;
+    for my $pass (1, 2) {
+        for my $id (@many) {
+            my $res = call(GET => "/api/lessons/$id", base => $B);
+            my $got = eval { $JSON->decode(body_of($res)) };
+            $wrong++ unless $res->code == 200 && $got
+                && $JSON->encode($got) eq $JSON->encode($exp->{"/api/lessons/$id"});
+        }
+    }
+    is $wrong, 0, 'many distinct lessons through a small cache: every answer right';
+    open my $log, '<', "$dir/error_log" or die "$dir/error_log: $!";
+    my ($lines, $max, $evicted) = (0, 0, 0);
+    while (<$log>) {
+        next unless /LESSONS00601: cache: (\d+) entries, (\d+) bytes, (\d+) evictions/;
+        $lines++;
+        $max = $2 if $2 > $max;
+        $evicted = $3 if $3 > $evicted;
+    }
+    ok $lines > 0, 'B logged its cache at trace1';
+    cmp_ok $max, '<=', $cache_size, "B's cache never held more than LessonsCacheSize ($max bytes)";
+    cmp_ok $evicted, '>', 0, 'it evicted to stay within it';
+}
 
 # ---- no token, no answer: not even a 304
 $res = call(GET => '/api/lessons', base => $B, token => undef,
