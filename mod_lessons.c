@@ -84,6 +84,7 @@ static void lessons_register_hooks(apr_pool_t *p)
     ap_hook_access_checker(lessons_check_access, NULL, NULL,
                            APR_HOOK_FIRST);
     ap_hook_handler(lessons_handler, NULL, NULL, APR_HOOK_MIDDLE);
+    ap_hook_handler(lessons_health_handler, NULL, NULL, APR_HOOK_MIDDLE);
 }
 
 /* Not AP_DECLARE_MODULE: mod_lessons.h already says APLOG_USE_MODULE. */

@@ -42,4 +42,13 @@ char *lessons_json_problem(apr_pool_t *p, int status, const char *title,
                            const char *detail, json_t *errors,
                            apr_size_t *len);
 
+/* A health document (application/health+json, the IETF draft's shape):
+ * {"status":"pass"|"fail","checks":{"database:reachable":[{
+ * "componentType":"datastore","status":...,"observedValue":version}]}}.
+ * version (the catalog's) may be NULL; nothing else is said about the
+ * database: the check answers without a token.
+ */
+char *lessons_json_health(apr_pool_t *p, int pass, const char *version,
+                          apr_size_t *len);
+
 #endif /* LESSONS_JSON_H */

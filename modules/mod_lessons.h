@@ -14,6 +14,7 @@
  *   mod_lessons_dbd.c      a pooled connection within the time bound, and
  *                          database faults answered as what they are
  *   mod_lessons_io.c       request bodies in, responses out, fault lines
+ *   mod_lessons_health.c   the lessons-health handler (no token)
  *
  * The work itself lives in modules/lessons_*.c, which need no httpd.
  */
@@ -63,6 +64,7 @@ APLOG_USE_MODULE(lessons);
 #define LESSONSLOG(n) "LESSONS" #n ": "
 
 #define LESSONS_HANDLER          "lessons"
+#define LESSONS_HEALTH_HANDLER   "lessons-health"
 #define LESSONS_DEFAULT_BASE     "/api/lessons"
 #define LESSONS_DEFAULT_REALM    "lessons"
 #define LESSONS_DEFAULT_MAX_BODY (64 * 1024)
@@ -154,6 +156,8 @@ typedef struct {
     lessons_route_t route;
     apr_time_t deadline;            /* LessonsDBTimeout, from db_open */
     int writing;                    /* holds the SQLite writers' mutex */
+    int quiet;                      /* database faults are logged, not
+                                     * answered: the caller answers */
 } lessons_ctx;
 
 /* A GET route's document: its bytes and its tag. */
@@ -222,6 +226,9 @@ int lessons_build(lessons_ctx *c, const lessons_catalog_t *cat,
 
 /* mod_lessons_cache.c */
 int lessons_read(lessons_ctx *c);
+
+/* mod_lessons_health.c */
+int lessons_health_handler(request_rec *r);
 
 /* mod_lessons_dbd.c */
 int lessons_db_answer(lessons_ctx *c, lessons_db_fault_e fault,

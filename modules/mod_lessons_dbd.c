@@ -52,6 +52,9 @@ int lessons_db_answer(lessons_ctx *c, lessons_db_fault_e fault,
             LESSONSLOG(00302) "database error on %s: %s", name, err));
         break;
     }
+    if (c->quiet) {
+        return HTTP_SERVICE_UNAVAILABLE;    /* logged; the caller answers */
+    }
     if (fault == LESSONS_DB_NO_SCHEMA || fault == LESSONS_DB_ERROR) {
         return lessons_send_problem(r, HTTP_INTERNAL_SERVER_ERROR, NULL,
             "The request could not be completed because of a server "
@@ -65,10 +68,15 @@ int lessons_db_answer(lessons_ctx *c, lessons_db_fault_e fault,
 /* A 503 before any database work: the pool is exhausted or the wait for
  * it ran out.
  */
-static int lessons_db_shed(request_rec *r, const char *why)
+static int lessons_db_shed(lessons_ctx *c, const char *why)
 {
+    request_rec *r = c->r;
+
     lessons_log_fault(r, APLOG_WARNING, apr_psprintf(r->pool,
         LESSONSLOG(00307) "%s; answered 503", why));
+    if (c->quiet) {
+        return HTTP_SERVICE_UNAVAILABLE;
+    }
     apr_table_setn(r->headers_out, "Retry-After", LESSONS_RETRY_AFTER);
     return lessons_send_problem(r, HTTP_SERVICE_UNAVAILABLE, NULL,
         "The lessons database is busy. Try again later.", NULL);
@@ -92,11 +100,11 @@ int lessons_db_open(lessons_ctx *c)
     if (sconf->gate) {
         switch (lessons_gate_enter(sconf->gate, deadline)) {
         case LESSONS_GATE_FULL:
-            return lessons_db_shed(r, "every database connection of this "
+            return lessons_db_shed(c, "every database connection of this "
                                    "process is busy and enough requests "
                                    "wait for one");
         case LESSONS_GATE_TIMEOUT:
-            return lessons_db_shed(r, apr_psprintf(r->pool, "waited %d s "
+            return lessons_db_shed(c, apr_psprintf(r->pool, "waited %d s "
                                    "for a pooled database connection",
                                    lessons_db_timeout(sconf)));
         case LESSONS_GATE_OK:
@@ -114,6 +122,9 @@ int lessons_db_open(lessons_ctx *c)
         lessons_log_fault(r, APLOG_ERR, LESSONSLOG(00301)
                           "no database connection (check DBDriver/DBDParams "
                           "and that the database is up)");
+        if (c->quiet) {
+            return HTTP_SERVICE_UNAVAILABLE;
+        }
         apr_table_setn(r->headers_out, "Retry-After", LESSONS_RETRY_AFTER);
         return lessons_send_problem(r, HTTP_SERVICE_UNAVAILABLE, NULL,
             "The lessons database is unavailable. Try again later.", NULL);
@@ -177,7 +188,7 @@ int lessons_db_write_begin(lessons_ctx *c)
         rv = apr_global_mutex_lock(sconf->writers);
     }
     if (rv != APR_SUCCESS) {
-        return lessons_db_shed(c->r, apr_psprintf(c->r->pool, "waited %d s "
+        return lessons_db_shed(c, apr_psprintf(c->r->pool, "waited %d s "
                                "for the other SQLite writers",
                                lessons_db_timeout(sconf)));
     }

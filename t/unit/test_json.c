@@ -599,6 +599,24 @@ static void test_pool_own_null(void **state)
     apr_pool_destroy(sub);                      /* and no crash on clear */
 }
 
+static void test_health(void **state)
+{
+    apr_size_t len = 0;
+    const char *pass = lessons_json_health(pool, 1, "C7.00ff", &len);
+    const char *fail = lessons_json_health(pool, 0, NULL, &len);
+
+    (void)state;
+    assert_non_null(pass);
+    assert_string_equal(pass, "{\"status\":\"pass\",\"checks\":"
+        "{\"database:reachable\":[{\"componentType\":\"datastore\","
+        "\"status\":\"pass\",\"observedValue\":\"C7.00ff\"}]}}");
+    assert_non_null(fail);
+    assert_int_equal(len, strlen(fail));
+    assert_string_equal(fail, "{\"status\":\"fail\",\"checks\":"
+        "{\"database:reachable\":[{\"componentType\":\"datastore\","
+        "\"status\":\"fail\"}]}}");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -624,6 +642,7 @@ int main(void)
         cmocka_unit_test(test_dump_into_pool),
         cmocka_unit_test(test_pool_own),
         cmocka_unit_test(test_pool_own_null),
+        cmocka_unit_test(test_health),
     };
 
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -1,0 +1,55 @@
+/* Licensed under the Apache License, Version 2.0.
+ *
+ * mod_lessons_health.c: the "lessons-health" handler, for load balancers:
+ * no token, GET or HEAD, 200 application/health+json with "pass" when
+ * the database answers the catalog statement within LessonsDBTimeout,
+ * else 503 with "fail".  It says nothing else about the database: the
+ * details go to the error log, once a second at most.
+ */
+
+#include "mod_lessons.h"
+
+#define LESSONS_CT_HEALTH "application/health+json"
+
+int lessons_health_handler(request_rec *r)
+{
+    lessons_ctx c;
+    lessons_catalog_t cat;
+    const char *err = NULL, *version = NULL, *body;
+    apr_size_t len = 0;
+    int pass;
+
+    if (!r->handler || strcmp(r->handler, LESSONS_HEALTH_HANDLER) != 0) {
+        return DECLINED;
+    }
+    if (r->method_number != M_GET) {        /* HEAD is M_GET too */
+        apr_table_setn(r->headers_out, "Allow", "GET, HEAD");
+        return lessons_send_problem(r, HTTP_METHOD_NOT_ALLOWED, NULL,
+                                    "Allowed methods: GET, HEAD.", NULL);
+    }
+    memset(&c, 0, sizeof(c));
+    c.r = r;
+    c.conf = ap_get_module_config(r->per_dir_config, &lessons_module);
+    c.quiet = 1;
+    pass = lessons_db_open(&c) == DECLINED;
+    if (pass && lessons_store_catalog(&c.db, r->pool, &cat, &err)
+                != LESSONS_STORE_OK) {
+        lessons_db_answer(&c, lessons_db_fault(&c.db, c.db_pool, err), err,
+                          0);
+        pass = 0;
+    }
+    if (pass) {
+        version = apr_psprintf(r->pool, "%s.%" APR_INT64_T_FMT, cat.epoch,
+                               cat.changes);
+    }
+    body = lessons_json_health(r->pool, pass, version, &len);
+    if (!body) {
+        return HTTP_INTERNAL_SERVER_ERROR;
+    }
+    apr_table_setn(r->headers_out, "Cache-Control", "no-store");
+    if (!pass) {
+        apr_table_setn(r->headers_out, "Retry-After", LESSONS_RETRY_AFTER);
+    }
+    return lessons_send(r, pass ? HTTP_OK : HTTP_SERVICE_UNAVAILABLE,
+                        LESSONS_CT_HEALTH, body, len);
+}

@@ -1,0 +1,52 @@
+# The lessons-health handler (issue 9): no token, 200 "pass" with the
+# catalog version while the database answers, 503 "fail" when it does
+# not (down, or no schema), within the time bound; nothing else said.
+use strict;
+use warnings FATAL => 'all';
+
+use FindBin;
+use lib "$FindBin::Bin/../lib";
+use Apache::Test qw(-withtestmore);
+use JSON::PP ();
+use Time::HiRes qw(time);
+use LessonsTest;
+
+my $JSON = JSON::PP->new->utf8;
+
+my $res = call(GET => '/health', token => undef);
+is $res->code, 200, 'healthy: 200 without a token';
+is $res->header('Content-Type'), 'application/health+json', 'application/health+json';
+is $res->header('Cache-Control'), 'no-store', 'no-store';
+my $doc = eval { $JSON->decode($res->content) } || {};
+is $doc->{status}, 'pass', 'status pass';
+my $check = $doc->{checks}{'database:reachable'}[0] || {};
+is $check->{status}, 'pass', 'the database check passes';
+like $check->{observedValue} // '', qr/\A[0-9a-f]+\.\d+\z/, 'with the catalog version';
+
+# the version moves with a write
+my $before = $check->{observedValue};
+is call(POST => '/api/lessons', json => { levelId => 1, title => 'Gesund', order => 1 })->code,
+    201, 'a create';
+$doc = eval { $JSON->decode(call(GET => '/health', token => undef)->content) } || {};
+isnt $doc->{checks}{'database:reachable'}[0]{observedValue}, $before, 'the version moved';
+
+is call(HEAD => '/health', token => undef)->code, 200, 'HEAD: 200';
+$res = call(POST => '/health', token => undef, json => {});
+is $res->code, 405, 'POST: 405';
+is $res->header('Allow'), 'GET, HEAD', '... with Allow';
+
+for my $vhost (qw(lessons_down lessons_noschema)) {
+    my $t0 = time;
+    $res = call(GET => '/health', vhost => $vhost, token => undef);
+    my $took = time - $t0;
+    is $res->code, 503, "$vhost: 503";
+    ok defined $res->header('Retry-After'), "$vhost: Retry-After";
+    $doc = eval { $JSON->decode($res->content) } || {};
+    is $doc->{status}, 'fail', "$vhost: status fail";
+    is $doc->{checks}{'database:reachable'}[0]{status}, 'fail', "$vhost: the database check fails";
+    unlike $res->content, qr/sqlite|pgsql|such table|connect|\//i,
+        "$vhost: no driver text or path in the answer";
+    cmp_ok $took, '<', 50, "$vhost: answered within the bound (${took}s)";
+}
+
+done_testing();
