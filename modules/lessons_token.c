@@ -23,6 +23,7 @@
 #include <jansson.h>
 #include <openssl/evp.h>
 
+#include "lessons_json.h"
 #include "lessons_token.h"
 
 /* RFC 6750 b64token: 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" /
@@ -92,10 +93,12 @@ lessons_bearer_e lessons_bearer_parse(apr_pool_t *p, const char *header,
 }
 
 /* Decode one base64url segment and parse it as a JSON object; NULL when
- * it is not one.  The caller owns the reference.
+ * it is not one.  The caller owns the reference.  *text (when text is
+ * not NULL) gets the decoded bytes, in p, and *text_len their length.
  */
 static json_t *lessons_segment_object(apr_pool_t *p, const char *seg,
-                                      apr_size_t len)
+                                      apr_size_t len, const char **text,
+                                      apr_size_t *text_len)
 {
     apr_size_t dlen = 0;
     const char *raw;
@@ -110,6 +113,10 @@ static json_t *lessons_segment_object(apr_pool_t *p, const char *seg,
     if (obj && !json_is_object(obj)) {
         json_decref(obj);
         return NULL;
+    }
+    if (obj && text && text_len) {
+        *text = raw;
+        *text_len = dlen;
     }
     return obj;
 }
@@ -230,12 +237,15 @@ static lessons_token_e lessons_check_claims(apr_pool_t *p,
     return LESSONS_TOKEN_OK;
 }
 
-/* lessons_token_verify, also giving what a cache entry keeps. */
+/* lessons_token_verify, also giving what a cache entry keeps and, when
+ * out is not NULL, on OK the claims object itself, owned by p.
+ */
 static lessons_token_e lessons_verify_full(apr_pool_t *p,
                                            const lessons_token_policy_t *pol,
                                            const char *token, apr_int64_t now,
                                            const char **subject,
-                                           lessons_tokencache_claims_t *found)
+                                           lessons_tokencache_claims_t *found,
+                                           json_t **out)
 {
     const char *dot[2] = { NULL, NULL };
     apr_size_t len, i;
@@ -276,7 +286,8 @@ static lessons_token_e lessons_verify_full(apr_pool_t *p,
         return LESSONS_TOKEN_MALFORMED;
     }
 
-    header = lessons_segment_object(p, token, (apr_size_t)(dot[0] - token));
+    header = lessons_segment_object(p, token, (apr_size_t)(dot[0] - token),
+                                    NULL, NULL);
     if (!header) {
         return LESSONS_TOKEN_MALFORMED;
     }
@@ -316,13 +327,21 @@ static lessons_token_e lessons_verify_full(apr_pool_t *p,
     /* The signature covers these exact bytes; read claims from them
      * rather than through libjwt's lossy getters.
      */
+    found->payload = NULL;
+    found->payload_len = 0;
     claims = lessons_segment_object(p, dot[0] + 1,
-                                    (apr_size_t)(dot[1] - dot[0] - 1));
+                                    (apr_size_t)(dot[1] - dot[0] - 1),
+                                    &found->payload, &found->payload_len);
     if (!claims) {
         rc = LESSONS_TOKEN_BAD_CLAIMS;
         goto done;
     }
     rc = lessons_check_claims(p, pol, claims, now, subject, found);
+    if (rc == LESSONS_TOKEN_OK && out) {
+        /* A miss hands out what it parsed: no second decode. */
+        *out = lessons_json_pool_own(p, claims);
+        claims = NULL;
+    }
 
 done:
     if (jwt) {
@@ -340,7 +359,8 @@ lessons_token_e lessons_token_verify(apr_pool_t *p,
 {
     lessons_tokencache_claims_t found;
 
-    return lessons_verify_full(p, pol, token, now, subject, &found);
+    memset(&found, 0, sizeof(found));
+    return lessons_verify_full(p, pol, token, now, subject, &found, NULL);
 }
 
 /* Fingerprint input: every field length-prefixed (8 bytes, big-endian),
@@ -414,17 +434,40 @@ int lessons_token_policy_fingerprint(const lessons_token_policy_t *pol,
     return ok ? 0 : -1;
 }
 
-lessons_token_e lessons_token_verify_cached(apr_pool_t *p,
+/* The claims of a hit, from the payload text the entry kept: an object
+ * owned by p, or NULL when there is no text or it will not parse (then
+ * the caller verifies in full).
+ */
+static json_t *lessons_cached_claims(apr_pool_t *p,
+                                     const lessons_tokencache_claims_t *found)
+{
+    json_t *obj;
+
+    if (!found->payload) {
+        return NULL;
+    }
+    obj = json_loadb(found->payload, found->payload_len,
+                     JSON_REJECT_DUPLICATES, NULL);
+    if (obj && !json_is_object(obj)) {
+        json_decref(obj);
+        return NULL;
+    }
+    return lessons_json_pool_own(p, obj);
+}
+
+lessons_token_e lessons_token_verify_claims(apr_pool_t *p,
                                             const lessons_token_policy_t *pol,
                                             lessons_tokencache_t *cache,
                                             const char *token,
                                             apr_int64_t now,
-                                            const char **subject)
+                                            const char **subject,
+                                            json_t **claims)
 {
     unsigned char fp[LESSONS_TOKEN_FP_LEN];
     lessons_tokencache_claims_t found;
     lessons_times_t t;
     const char *sink = NULL;
+    json_t *obj;
     apr_size_t len;
     lessons_token_e rc;
 
@@ -432,15 +475,21 @@ lessons_token_e lessons_token_verify_cached(apr_pool_t *p,
         subject = &sink;
     }
     *subject = NULL;
+    if (claims) {
+        *claims = NULL;
+    }
+    memset(&found, 0, sizeof(found));
     /* Whatever the full verify refuses before reading the token, it
      * refuses here too, with its own code: no lookup for those.
      */
     if (!cache || !pol || !lessons_key_allows(pol->key, pol->alg) || !token) {
-        return lessons_token_verify(p, pol, token, now, subject);
+        return lessons_verify_full(p, pol, token, now, subject, &found,
+                                   claims);
     }
     len = strnlen(token, LESSONS_TOKEN_MAX_LEN + 1);
     if (len == 0 || len > LESSONS_TOKEN_MAX_LEN) {
-        return lessons_token_verify(p, pol, token, now, subject);
+        return lessons_verify_full(p, pol, token, now, subject, &found,
+                                   claims);
     }
     /* A SHA-256 over the key costs about as much as the rest of a hit:
      * callers that made it once for this policy hand it in.
@@ -449,9 +498,9 @@ lessons_token_e lessons_token_verify_cached(apr_pool_t *p,
         memcpy(fp, pol->fp, LESSONS_TOKEN_FP_LEN);
     }
     else if (lessons_token_policy_fingerprint(pol, fp) != 0) {
-        return lessons_token_verify(p, pol, token, now, subject);
+        return lessons_verify_full(p, pol, token, now, subject, &found,
+                                   claims);
     }
-    memset(&found, 0, sizeof(found));
     if (lessons_tokencache_get(cache, p, fp, token, len, (double)now,
                                &found)) {
         /* Same policy, same bytes: signature, alg, typ, iss, aud and sub
@@ -465,17 +514,38 @@ lessons_token_e lessons_token_verify_cached(apr_pool_t *p,
         t.has_iat = found.has_iat;
         t.iat = found.iat;
         rc = lessons_check_times(pol, &t, now);
-        if (rc == LESSONS_TOKEN_OK) {
-            *subject = found.subject;
+        if (rc != LESSONS_TOKEN_OK) {
+            return rc;
         }
-        return rc;
+        /* Claims only when asked for: a plain hit parses nothing. */
+        obj = claims ? lessons_cached_claims(p, &found) : NULL;
+        if (!claims || obj) {
+            *subject = found.subject;
+            if (claims) {
+                *claims = obj;
+            }
+            return rc;
+        }
+        /* No usable text kept: verify in full, as on a miss. */
+        memset(&found, 0, sizeof(found));
     }
-    rc = lessons_verify_full(p, pol, token, now, subject, &found);
+    rc = lessons_verify_full(p, pol, token, now, subject, &found, claims);
     if (rc == LESSONS_TOKEN_OK) {
         lessons_tokencache_put(cache, fp, token, len, &found,
                                found.exp + (double)pol->leeway);
     }
     return rc;
+}
+
+lessons_token_e lessons_token_verify_cached(apr_pool_t *p,
+                                            const lessons_token_policy_t *pol,
+                                            lessons_tokencache_t *cache,
+                                            const char *token,
+                                            apr_int64_t now,
+                                            const char **subject)
+{
+    return lessons_token_verify_claims(p, pol, cache, token, now, subject,
+                                       NULL);
 }
 
 const char *lessons_token_describe(lessons_token_e result)

@@ -7,6 +7,7 @@
 #ifndef LESSONS_TOKEN_H
 #define LESSONS_TOKEN_H
 
+#include <jansson.h>
 #include <jwt.h>
 #include "apr_pools.h"
 #include "lessons_key.h"
@@ -92,12 +93,27 @@ int lessons_token_policy_fingerprint(const lessons_token_policy_t *policy,
  * as a full verify checks them (LESSONS_TOKEN_EXPIRED,
  * LESSONS_TOKEN_NOT_YET_VALID, LESSONS_TOKEN_BAD_IAT), and an expired
  * entry is dropped.  A miss is a full verify; only an OK result is
- * stored.  *subject as for lessons_token_verify (copied into p).
+ * stored (with its payload text, for lessons_token_verify_claims; not at
+ * all when that is over LESSONS_TOKENCACHE_PAYLOAD_MAX bytes).  *subject
+ * as for lessons_token_verify (copied into p).
  */
 lessons_token_e lessons_token_verify_cached(
     apr_pool_t *p, const lessons_token_policy_t *policy,
     lessons_tokencache_t *cache, const char *token, apr_int64_t now,
     const char **subject);
+
+/* As lessons_token_verify_cached, and *claims (claims may be NULL to
+ * skip) gets the verified claims as a jansson object owned by p
+ * (released by a cleanup on p, as lessons_json_pool_own), decoded from
+ * the cached or verified payload text; NULL unless the result is OK.
+ * The payload is decoded only when claims is not NULL, so plain hits stay
+ * cheap.  A token whose payload exceeds LESSONS_TOKENCACHE_PAYLOAD_MAX
+ * bytes is verified in full on every call and never cached.
+ */
+lessons_token_e lessons_token_verify_claims(
+    apr_pool_t *p, const lessons_token_policy_t *policy,
+    lessons_tokencache_t *cache, const char *token, apr_int64_t now,
+    const char **subject, json_t **claims);
 
 /* A fixed, client-safe description of a result, for the
  * error_description attribute and the problem detail.  Never contains

@@ -2,9 +2,9 @@
  *
  * lessons_tokencache.c: a hash table of verified tokens with an LRU
  * list, under one mutex.  Each entry is one malloc (header, token bytes,
- * subject), so the bound on entries bounds memory, and a dropped entry
- * really goes rather than waiting for a pool to be cleared.  Frees and
- * mallocs happen outside the lock; under it only links change.
+ * subject, payload), so the bound on entries bounds memory, and a dropped
+ * entry really goes rather than waiting for a pool to be cleared.  Frees
+ * and mallocs happen outside the lock; under it only links change.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -26,10 +26,10 @@ struct lessons_tc_entry_t {
     apr_uint64_t hash;
     unsigned char fp[LESSONS_TOKENCACHE_FP_LEN];
     double expires;                     /* exp + leeway */
-    lessons_tokencache_claims_t claims; /* subject points into data */
+    lessons_tokencache_claims_t claims; /* subject, payload point into data */
     apr_size_t token_len;
     apr_size_t subject_len;
-    char data[];                        /* token, then subject and NUL */
+    char data[];                        /* token, subject, NUL, payload */
 };
 
 struct lessons_tokencache_t {
@@ -215,6 +215,10 @@ int lessons_tokencache_get(lessons_tokencache_t *c, apr_pool_t *p,
     *claims = e->claims;
     claims->subject = e->claims.subject
         ? apr_pstrmemdup(p, e->claims.subject, e->subject_len) : NULL;
+    /* Copied under the lock: the entry may be freed once it is let go. */
+    claims->payload = e->claims.payload
+        ? apr_pstrmemdup(p, e->claims.payload, e->claims.payload_len) : NULL;
+    claims->payload_len = claims->payload ? e->claims.payload_len : 0;
     if (now >= e->expires) {
         lessons_tc_remove(c, e);        /* can never pass again */
         c->stats.expired++;
@@ -235,17 +239,20 @@ void lessons_tokencache_put(lessons_tokencache_t *c, const unsigned char *fp,
                             double expires)
 {
     lessons_tc_entry_t **slot, *e, *victim = NULL;
-    apr_size_t slen;
+    apr_size_t slen, plen;
 
     if (!c || !fp || !token || !claims || len == 0) {
         return;
     }
     slen = claims->subject ? strlen(claims->subject) : 0;
-    if (len > APR_SIZE_MAX / 4 || slen > APR_SIZE_MAX / 4) {
+    plen = claims->payload ? claims->payload_len : 0;
+    /* Big payloads are verified every time rather than held. */
+    if (len > APR_SIZE_MAX / 4 || slen > APR_SIZE_MAX / 4
+        || plen > LESSONS_TOKENCACHE_PAYLOAD_MAX) {
         return;
     }
     /* Built whole before the lock is taken. */
-    e = malloc(sizeof(*e) + len + slen + 1);
+    e = malloc(sizeof(*e) + len + slen + 1 + plen);
     if (!e) {
         return;
     }
@@ -262,6 +269,13 @@ void lessons_tokencache_put(lessons_tokencache_t *c, const unsigned char *fp,
         e->claims.subject = e->data + len;
     }
     e->data[len + slen] = '\0';
+    e->claims.payload = NULL;
+    e->claims.payload_len = 0;
+    if (claims->payload) {
+        memcpy(e->data + len + slen + 1, claims->payload, plen);
+        e->claims.payload = e->data + len + slen + 1;
+        e->claims.payload_len = plen;
+    }
 
     apr_thread_mutex_lock(c->mutex);
     slot = lessons_tc_slot(c, e->hash, fp, token, len);

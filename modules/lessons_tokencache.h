@@ -27,12 +27,23 @@
 
 typedef struct lessons_tokencache_t lessons_tokencache_t;
 
+/* The largest payload an entry keeps (decoded JSON bytes): a token
+ * whose payload is longer is still verified, every time, but never
+ * stored, so one entry stays below about LESSONS_TOKEN_MAX_LEN plus this.
+ */
+#define LESSONS_TOKENCACHE_PAYLOAD_MAX  4096
+
 /* What a verification found and a hit must re-check: the time claims as
  * the JSON numbers were (so a hit compares exactly as a full verify),
- * and the subject.
+ * the subject, and the verified payload text, from which a hit's claims
+ * are decoded again (issue 9).
  */
 typedef struct {
     const char *subject;            /* sub, or NULL when the token has none */
+    const char *payload;            /* the decoded payload JSON (not NUL-
+                                     * terminated when stored; a copy from
+                                     * get is), or NULL */
+    apr_size_t payload_len;         /* its bytes; 0 when payload is NULL */
     double exp;                     /* always present in a verified token */
     double nbf;
     double iat;
@@ -51,16 +62,17 @@ typedef struct {
 
 /* A cache of at most max_entries tokens, for one process: make it from
  * the child's pool (child_init), which frees every entry when it goes.
- * Entries are malloc'ed one by one, each at most the size of its token
- * and subject plus a small header.  NULL when max_entries is 0 or above
- * LESSONS_TOKENCACHE_MAX, or the mutex cannot be made: callers then
- * verify without a cache.
+ * Entries are malloc'ed one by one, each at most the size of its token,
+ * subject and payload plus a small header.  NULL when max_entries is 0
+ * or above LESSONS_TOKENCACHE_MAX, or the mutex cannot be made: callers
+ * then verify without a cache.
  */
 lessons_tokencache_t *lessons_tokencache_make(apr_pool_t *p,
                                               apr_size_t max_entries);
 
 /* Look up (fp, token).  On a hit returns 1, fills *claims (the subject
- * copied into p) and makes the entry the most recently used.  An entry
+ * and the payload copied into p, NUL-terminated, so they outlive the
+ * entry) and makes the entry the most recently used.  An entry
  * whose expires (exp + leeway, given at put) is at or before now is
  * dropped as it is found, but still reported, so that the caller's own
  * check refuses it with the same code a full verify gives.  Returns 0 on
@@ -75,7 +87,8 @@ int lessons_tokencache_get(lessons_tokencache_t *c, apr_pool_t *p,
  * fp, with its claims (copied) and expires, exp plus the policy's
  * leeway: the entry never outlives it.  The least recently used entry
  * goes when the cache is full.  An entry already there is kept.  Does
- * nothing when the cache is NULL or memory runs out.
+ * nothing when the cache is NULL, memory runs out, or the payload is
+ * longer than LESSONS_TOKENCACHE_PAYLOAD_MAX.
  */
 void lessons_tokencache_put(lessons_tokencache_t *c, const unsigned char *fp,
                             const char *token, apr_size_t len,

@@ -1206,6 +1206,67 @@ static void test_subject_untouched_on_failure(void **state)
     assert_true(sub == NULL || sub == SENTINEL);
 }
 
+/* ------------------------------------------------------------- claims */
+
+/* Without a cache, verify_claims is a full verify that also hands out
+ * the payload as an object in p: exactly the signed claims, and nothing
+ * from a token that failed.
+ */
+#define HDR "{\"alg\":\"HS256\",\"typ\":\"JWT\"}"
+
+static void test_verify_claims_no_cache(void **state)
+{
+    lessons_token_policy_t p = hs_policy(JWT_ALG_HS256);
+    const char *payload = "{\"sub\":\"alice\",\"exp\":1700003600,"
+                          "\"realm_access\":{\"roles\":[\"a\",\"b\"]},"
+                          "\"n\":42,\"t\":true}";
+    const char *subject = SENTINEL;
+    json_t *claims = NULL, *want;
+
+    (void)state;
+    want = json_loads(payload, 0, NULL);
+    assert_non_null(want);
+    assert_int_equal(lessons_token_verify_claims(pool, &p, NULL,
+                                                 hs256_token(HDR,
+                                                             payload),
+                                                 NOW, &subject, &claims),
+                     LESSONS_TOKEN_OK);
+    assert_string_equal(subject, "alice");
+    assert_non_null(claims);
+    assert_true(json_equal(claims, want));
+    json_decref(want);
+
+    /* claims NULL: only the verdict and the subject */
+    subject = SENTINEL;
+    assert_int_equal(lessons_token_verify_claims(pool, &p, NULL,
+                                                 hs256_token(HDR,
+                                                             payload),
+                                                 NOW, &subject, NULL),
+                     LESSONS_TOKEN_OK);
+    assert_string_equal(subject, "alice");
+
+    /* refused: claims NULL, whatever it held */
+    claims = (json_t *)SENTINEL;
+    assert_int_equal(lessons_token_verify_claims(pool, &p, NULL,
+                                                 hs256_token(HDR,
+                                                             payload),
+                                                 EXP + 1, &subject, &claims),
+                     LESSONS_TOKEN_EXPIRED);
+    assert_null(claims);
+    claims = (json_t *)SENTINEL;
+    assert_int_equal(lessons_token_verify_claims(pool, &p, NULL,
+                         lj_token(JWT_ALG_HS256, other_secret,
+                                  sizeof(other_secret) - 1, payload),
+                         NOW, &subject, &claims),
+                     LESSONS_TOKEN_BAD_SIGNATURE);
+    assert_null(claims);
+    claims = (json_t *)SENTINEL;
+    assert_int_equal(lessons_token_verify_claims(pool, NULL, NULL, "x.y.z",
+                                                 NOW, &subject, &claims),
+                     LESSONS_TOKEN_KEY_MISFIT);
+    assert_null(claims);
+}
+
 /* ------------------------------------------------------------ describe */
 
 static void test_describe(void **state)
@@ -1405,6 +1466,7 @@ int main(void)
         cmocka_unit_test(test_payload_not_json_rejected),
         cmocka_unit_test(test_length_limit),
         cmocka_unit_test(test_subject_untouched_on_failure),
+        cmocka_unit_test(test_verify_claims_no_cache),
         cmocka_unit_test(test_describe),
         cmocka_unit_test(test_describe_failures_differ_from_ok),
         cmocka_unit_test(test_bearer_none),

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include <jansson.h>
 #include <jwt.h>
 #include <openssl/bio.h>
 #include <openssl/evp.h>
@@ -895,6 +896,237 @@ static void test_pool_cleanup_frees(void **state)
     apr_pool_destroy(child);
 }
 
+/* -------------------------------------------------------------- claims */
+
+#define RICH_CLAIMS "{\"sub\":\"alice\",\"exp\":1700003600," \
+    "\"realm_access\":{\"roles\":[\"admin\",\"user\"]},\"n\":42}"
+
+/* verify_claims at NOW, expecting OK and claims; returns them. */
+static json_t *vc(const lessons_token_policy_t *p, lessons_tokencache_t *c,
+                  apr_pool_t *rp, const char *token)
+{
+    const char *subject = SENTINEL;
+    json_t *claims = NULL;
+
+    assert_int_equal(lessons_token_verify_claims(rp, p, c, token, NOW,
+                                                 &subject, &claims),
+                     LESSONS_TOKEN_OK);
+    assert_non_null(claims);
+    assert_true(json_is_object(claims));
+    return claims;
+}
+
+/* A miss and a hit hand out equal claims, each the caller's own. */
+static void test_claims_on_miss_and_hit(void **state)
+{
+    lessons_tokencache_t *c = new_cache(8);
+    lessons_token_policy_t p = hs_policy();
+    const char *token = hs_token(RICH_CLAIMS);
+    json_t *miss, *hit, *want;
+
+    (void)state;
+    want = json_loads(RICH_CLAIMS, 0, NULL);
+    assert_non_null(want);
+    miss = vc(&p, c, pool, token);
+    expect_stats(c, 0, 1, 1);
+    hit = vc(&p, c, pool, token);
+    expect_stats(c, 1, 1, 1);
+    assert_ptr_not_equal(miss, hit);
+    assert_true(json_equal(miss, want));
+    assert_true(json_equal(hit, want));
+    assert_string_equal(json_string_value(json_object_get(hit, "sub")),
+                        "alice");
+    /* changing one caller's object leaves the next hit as it was */
+    assert_int_equal(json_object_set_new(hit, "sub", json_string("eve")), 0);
+    assert_true(json_equal(vc(&p, c, pool, token), want));
+    json_decref(want);
+}
+
+/* Plain verify_cached on a hit, then claims from the same entry; and
+ * claims NULL and subject NULL are both allowed.
+ */
+static void test_claims_optional(void **state)
+{
+    lessons_tokencache_t *c = new_cache(8);
+    lessons_token_policy_t p = hs_policy();
+    const char *token = hs_token(RICH_CLAIMS);
+    const char *subject = SENTINEL;
+    json_t *claims;
+
+    (void)state;
+    assert_string_equal(cv(&p, c, token, LESSONS_TOKEN_OK), "alice");
+    assert_string_equal(cv(&p, c, token, LESSONS_TOKEN_OK), "alice");
+    assert_int_equal(lessons_token_verify_claims(pool, &p, c, token, NOW,
+                                                 &subject, NULL),
+                     LESSONS_TOKEN_OK);
+    assert_string_equal(subject, "alice");
+    claims = NULL;
+    assert_int_equal(lessons_token_verify_claims(pool, &p, c, token, NOW,
+                                                 NULL, &claims),
+                     LESSONS_TOKEN_OK);
+    assert_non_null(claims);
+    assert_int_equal(json_integer_value(json_object_get(claims, "n")), 42);
+    expect_stats(c, 3, 1, 1);
+}
+
+/* Refused, from the cache or not: claims stay NULL. */
+static void test_claims_null_when_refused(void **state)
+{
+    lessons_tokencache_t *c = new_cache(8);
+    lessons_token_policy_t p = hs_policy();
+    const char *token = hs_token(RICH_CLAIMS);
+    const char *subject = SENTINEL;
+    json_t *claims = (json_t *)SENTINEL;
+
+    (void)state;
+    vc(&p, c, pool, token);
+    /* a hit that has expired */
+    assert_int_equal(lessons_token_verify_claims(pool, &p, c, token,
+                                                 EXP + 10, &subject,
+                                                 &claims),
+                     LESSONS_TOKEN_EXPIRED);
+    assert_null(claims);
+    assert_null(subject);
+    /* a miss with a bad signature */
+    claims = (json_t *)SENTINEL;
+    assert_int_equal(lessons_token_verify_claims(pool, &p, c,
+                                                 tamper_sig(token), NOW,
+                                                 &subject, &claims),
+                     LESSONS_TOKEN_BAD_SIGNATURE);
+    assert_null(claims);
+    /* no cache at all */
+    claims = (json_t *)SENTINEL;
+    assert_int_equal(lessons_token_verify_claims(pool, &p, NULL, "a.b",
+                                                 NOW, &subject, &claims),
+                     LESSONS_TOKEN_MALFORMED);
+    assert_null(claims);
+}
+
+/* The claims (and the payload under them) are copies in the caller's
+ * pool: the entry going, by eviction, takes nothing the caller holds.
+ * valgrind sees a read of a freed entry here.
+ */
+static void test_claims_survive_eviction(void **state)
+{
+    lessons_tokencache_t *c = new_cache(1);
+    lessons_token_policy_t p = hs_policy();
+    const char *a = hs_token(RICH_CLAIMS);
+    const char *b = hs_token("{\"sub\":\"bob\",\"exp\":1700003600}");
+    apr_pool_t *rp = NULL;
+    json_t *hit, *want;
+
+    (void)state;
+    assert_int_equal(apr_pool_create(&rp, pool), APR_SUCCESS);
+    want = json_loads(RICH_CLAIMS, 0, NULL);
+    assert_non_null(want);
+    vc(&p, c, rp, a);
+    hit = vc(&p, c, rp, a);
+    expect_stats(c, 1, 1, 1);
+    vc(&p, c, rp, b);                   /* evicts a's entry */
+    assert_int_equal(stats(c).evictions, 1);
+    assert_true(json_equal(hit, want));
+    apr_pool_destroy(rp);               /* and releases every object */
+    json_decref(want);
+}
+
+/* The cache itself: the payload is copied in on put (from bytes that are
+ * not NUL-terminated) and out on get, NUL-terminated, into p.
+ */
+static void test_cache_payload_copies(void **state)
+{
+    lessons_tokencache_t *c = new_cache(1);
+    unsigned char fp[LESSONS_TOKENCACHE_FP_LEN];
+    lessons_tokencache_claims_t in, out;
+    char *text = apr_pstrdup(pool, "{\"sub\":\"x\"}TRAILING");
+    apr_size_t n = strlen("{\"sub\":\"x\"}");
+
+    (void)state;
+    memset(fp, 7, sizeof(fp));
+    memset(&in, 0, sizeof(in));
+    in.subject = "x";
+    in.exp = 1700003600;
+    in.payload = text;
+    in.payload_len = n;
+    lessons_tokencache_put(c, fp, "tok-a", 5, &in, 1700003600);
+    memset(text, 'Z', strlen(text));    /* the entry holds its own copy */
+    memset(&out, 0, sizeof(out));
+    assert_int_equal(lessons_tokencache_get(c, pool, fp, "tok-a", 5, NOW,
+                                            &out), 1);
+    assert_int_equal(out.payload_len, n);
+    assert_string_equal(out.payload, "{\"sub\":\"x\"}");
+    assert_string_equal(out.subject, "x");
+    /* evict it: the copy from get stays */
+    in.payload = "{}";
+    in.payload_len = 2;
+    lessons_tokencache_put(c, fp, "tok-b", 5, &in, 1700003600);
+    assert_int_equal(stats(c).evictions, 1);
+    assert_string_equal(out.payload, "{\"sub\":\"x\"}");
+    /* no payload: NULL and 0 back */
+    in.payload = NULL;
+    in.payload_len = 99;
+    lessons_tokencache_put(c, fp, "tok-c", 5, &in, 1700003600);
+    memset(&out, 0, sizeof(out));
+    out.payload = SENTINEL;
+    assert_int_equal(lessons_tokencache_get(c, pool, fp, "tok-c", 5, NOW,
+                                            &out), 1);
+    assert_null(out.payload);
+    assert_int_equal(out.payload_len, 0);
+}
+
+/* LESSONS_TOKENCACHE_PAYLOAD_MAX bytes are kept, one more is not. */
+static void test_cache_payload_bound(void **state)
+{
+    lessons_tokencache_t *c = new_cache(4);
+    unsigned char fp[LESSONS_TOKENCACHE_FP_LEN];
+    lessons_tokencache_claims_t in, out;
+    char *big = apr_palloc(pool, LESSONS_TOKENCACHE_PAYLOAD_MAX + 1);
+
+    (void)state;
+    memset(big, 'p', LESSONS_TOKENCACHE_PAYLOAD_MAX + 1);
+    memset(fp, 3, sizeof(fp));
+    memset(&in, 0, sizeof(in));
+    in.payload = big;
+    in.payload_len = LESSONS_TOKENCACHE_PAYLOAD_MAX;
+    lessons_tokencache_put(c, fp, "fits", 4, &in, 1700003600);
+    in.payload_len = LESSONS_TOKENCACHE_PAYLOAD_MAX + 1;
+    lessons_tokencache_put(c, fp, "over", 4, &in, 1700003600);
+    assert_int_equal(stats(c).entries, 1);
+    memset(&out, 0, sizeof(out));
+    assert_int_equal(lessons_tokencache_get(c, pool, fp, "fits", 4, NOW,
+                                            &out), 1);
+    assert_int_equal(out.payload_len, LESSONS_TOKENCACHE_PAYLOAD_MAX);
+    assert_int_equal(strlen(out.payload), LESSONS_TOKENCACHE_PAYLOAD_MAX);
+    assert_int_equal(lessons_tokencache_get(c, pool, fp, "over", 4, NOW,
+                                            &out), 0);
+}
+
+/* A token with a payload over the bound verifies, claims and all, but
+ * every time in full: it is never stored.
+ */
+static void test_big_payload_verified_not_cached(void **state)
+{
+    lessons_tokencache_t *c = new_cache(8);
+    lessons_token_policy_t p = hs_policy();
+    char *pad = apr_palloc(pool, 5001);
+    const char *token;
+    json_t *claims;
+    int i;
+
+    (void)state;
+    memset(pad, 'x', 5000);
+    pad[5000] = '\0';
+    token = hs_token(apr_psprintf(pool, "{\"sub\":\"big\",\"exp\":1700003600,"
+                                  "\"pad\":\"%s\"}", pad));
+    assert_true(strlen(token) <= LESSONS_TOKEN_MAX_LEN);
+    for (i = 0; i < 3; i++) {
+        claims = vc(&p, c, pool, token);
+        assert_string_equal(json_string_value(json_object_get(claims, "pad")),
+                            pad);
+        assert_string_equal(cv(&p, c, token, LESSONS_TOKEN_OK), "big");
+    }
+    expect_stats(c, 0, 6, 0);
+}
+
 /* ------------------------------------------------------------- threads */
 
 #define NTHREADS   4
@@ -1055,6 +1287,13 @@ int main(void)
         cmocka_unit_test(test_one_bucket_compares_every_byte),
         cmocka_unit_test(test_lru_keeps_used_entries),
         cmocka_unit_test(test_pool_cleanup_frees),
+        cmocka_unit_test(test_claims_on_miss_and_hit),
+        cmocka_unit_test(test_claims_optional),
+        cmocka_unit_test(test_claims_null_when_refused),
+        cmocka_unit_test(test_claims_survive_eviction),
+        cmocka_unit_test(test_cache_payload_copies),
+        cmocka_unit_test(test_cache_payload_bound),
+        cmocka_unit_test(test_big_payload_verified_not_cached),
         cmocka_unit_test(test_threads_shared_cache),
         cmocka_unit_test(test_threads_tiny_cache),
     };

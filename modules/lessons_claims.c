@@ -1,0 +1,205 @@
+/* Licensed under the Apache License, Version 2.0.
+ *
+ * lessons_claims.c: lookup, matching and export text of claims.
+ */
+#include <string.h>
+
+#include "apr_strings.h"
+
+#include "lessons_claims.h"
+#include "lessons_json.h"
+
+json_t *lessons_claims_get(json_t *claims, const char *dotted)
+{
+    json_t *v;
+    const char *part, *dot;
+
+    if (!claims || !dotted || !json_is_object(claims)) {
+        return NULL;
+    }
+    /* The literal key first: issuers do use dotted names
+     * ("https://example.org/claims.roles"), and those must stay reachable.
+     */
+    v = json_object_get(claims, dotted);
+    if (v || !strchr(dotted, '.')) {
+        return v;
+    }
+    v = claims;
+    part = dotted;
+    for (;;) {
+        dot = strchr(part, '.');
+        if (dot == part || (!dot && *part == '\0')) {
+            return NULL;                        /* empty part */
+        }
+        if (!json_is_object(v)) {
+            return NULL;
+        }
+        v = dot ? json_object_getn(v, part, (size_t)(dot - part))
+                : json_object_get(v, part);
+        if (!v || !dot) {
+            return v;
+        }
+        part = dot + 1;
+    }
+}
+
+/* A string, number or boolean equal to want (see the header). */
+static int lessons_claims_scalar_is(json_t *v, const char *want)
+{
+    char buf[64];
+    size_t n;
+
+    if (json_is_string(v)) {
+        n = json_string_length(v);
+        /* want ends at its NUL: an embedded NUL in v never matches */
+        return strlen(want) == n && memcmp(json_string_value(v), want, n) == 0;
+    }
+    if (!json_is_number(v) && !json_is_boolean(v)) {
+        return 0;
+    }
+    /* Numbers print in a few dozen bytes; anything longer is no match. */
+    n = json_dumpb(v, buf, sizeof(buf), JSON_COMPACT | JSON_ENCODE_ANY);
+    return n > 0 && n < sizeof(buf) && strlen(want) == n
+           && memcmp(buf, want, n) == 0;
+}
+
+int lessons_claims_match(json_t *claims, const char *name,
+                         const char *const *values, int nvalues)
+{
+    json_t *c = lessons_claims_get(claims, name), *m;
+    size_t k;
+    int i;
+
+    if (!c || !values || nvalues <= 0) {
+        return 0;
+    }
+    for (i = 0; i < nvalues; i++) {
+        if (!values[i]) {
+            continue;
+        }
+        if (json_is_array(c)) {
+            json_array_foreach(c, k, m) {
+                if (lessons_claims_scalar_is(m, values[i])) {
+                    return 1;
+                }
+            }
+        }
+        else if (lessons_claims_scalar_is(c, values[i])) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* One value's text before cleaning: strings raw (their length, NULs
+ * included), null "", everything else compact JSON.  NULL on failure.
+ */
+static const char *lessons_claims_raw(apr_pool_t *p, json_t *v,
+                                      apr_size_t *len)
+{
+    if (json_is_string(v)) {
+        *len = json_string_length(v);
+        return json_string_value(v);
+    }
+    if (json_is_null(v)) {
+        *len = 0;
+        return "";
+    }
+    return lessons_json_dump(p, v, len);
+}
+
+const char *lessons_claims_text(apr_pool_t *p, json_t *value,
+                                apr_size_t max)
+{
+    const char *raw;
+    char *out;
+    apr_size_t len = 0, total, n, i;
+    size_t k;
+    json_t *m;
+    int scalars = 1;
+
+    if (!p || !value) {
+        return NULL;
+    }
+    if (json_is_array(value)) {
+        json_array_foreach(value, k, m) {
+            if (json_is_object(m) || json_is_array(m)) {
+                scalars = 0;
+                break;
+            }
+        }
+    }
+    if (json_is_array(value) && scalars) {
+        /* Joined into one buffer: members may hold NULs, so no strcat. */
+        total = 0;
+        json_array_foreach(value, k, m) {
+            if (!lessons_claims_raw(p, m, &n)) {
+                return NULL;
+            }
+            total += n + 1;
+        }
+        out = apr_palloc(p, total + 1);
+        json_array_foreach(value, k, m) {
+            raw = lessons_claims_raw(p, m, &n);
+            if (!raw) {
+                return NULL;
+            }
+            if (k > 0) {
+                out[len++] = ',';
+            }
+            memcpy(out + len, raw, n);
+            len += n;
+        }
+        out[len] = '\0';
+    }
+    else {
+        raw = lessons_claims_raw(p, value, &len);
+        if (!raw) {
+            return NULL;
+        }
+        out = apr_pstrmemdup(p, raw, len);
+    }
+
+    /* One byte for one: cutting before or after is the same. */
+    for (i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)out[i];
+
+        if (c < 0x20 || c == 0x7f) {
+            out[i] = ' ';
+        }
+    }
+    if (len > max) {
+        len = max;
+        /* Back off over continuation bytes to a sequence's first byte:
+         * jansson only holds valid UTF-8, so this drops whole characters.
+         */
+        while (len > 0 && ((unsigned char)out[len] & 0xc0) == 0x80) {
+            len--;
+        }
+        out[len] = '\0';
+    }
+    return out;
+}
+
+const char *lessons_claims_env_name(apr_pool_t *p, const char *name)
+{
+    static const char prefix[] = LESSONS_CLAIMS_ENV_PREFIX;
+    apr_size_t pre = sizeof(prefix) - 1, n, i;
+    char *out;
+
+    if (!p || !name || !*name) {
+        return NULL;
+    }
+    n = strlen(name);
+    out = apr_palloc(p, pre + n + 1);
+    memcpy(out, prefix, pre);
+    for (i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)name[i];
+
+        out[pre + i] = ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z')
+                        || (c >= '0' && c <= '9') || c == '_')
+                       ? (char)c : '_';
+    }
+    out[pre + n] = '\0';
+    return out;
+}

@@ -1,0 +1,64 @@
+/* Licensed under the Apache License, Version 2.0.
+ *
+ * lessons_claims.h: reading a verified token's claims (issue 9), for
+ * `Require jwt-claim NAME VALUE...`, LessonsJWTUserClaim and
+ * LessonsJWTExportClaims.  Pure functions over the jansson object that
+ * lessons_token_verify_claims hands out; nothing here verifies anything,
+ * so only ever pass claims from a token that verified OK.
+ */
+#ifndef LESSONS_CLAIMS_H
+#define LESSONS_CLAIMS_H
+
+#include <jansson.h>
+#include "apr_pools.h"
+
+/* Prefix of an exported claim's environment variable. */
+#define LESSONS_CLAIMS_ENV_PREFIX  "JWT_CLAIM_"
+
+/* The claim called dotted, or NULL when absent (or claims is not an
+ * object, or either argument is NULL).  A dot reaches into nested
+ * objects: "realm_access.roles" is claims.realm_access.roles.  A key
+ * that exists literally at the top level wins over the nested walk
+ * ({"a.b":1,"a":{"b":2}} gives 1 for "a.b"); below the top level every
+ * dot separates names.  An empty part ("a..b", ".a", "a.") matches
+ * nothing nested.  Borrowed reference: valid while claims is.
+ */
+json_t *lessons_claims_get(json_t *claims, const char *dotted);
+
+/* 1 when the claim name (as lessons_claims_get finds it) equals one of
+ * values: a string equal byte for byte (an embedded NUL never matches),
+ * a number or boolean whose compact JSON text equals the value ("42",
+ * "1.5", "true"), or an array with such a member; anything else (null,
+ * objects, nested arrays, a missing claim) is 0.  NULL entries of values
+ * are skipped; nvalues <= 0 is 0.
+ */
+int lessons_claims_match(json_t *claims, const char *name,
+                         const char *const *values, int nvalues);
+
+/* The export form of a claim value, in p:
+ *   string             as it is
+ *   number, boolean    its JSON text ("42", "1.5", "true")
+ *   null               ""
+ *   array of scalars   members joined with "," (strings raw, numbers
+ *                      and booleans as JSON text, null as "")
+ *   object, or array   compact JSON text (the whole array, when any
+ *   with an object or  member is itself an object or array)
+ *   array member
+ * Then every control character (U+0000-U+001F, U+007F; a string may
+ * hold an escaped NUL) is replaced by a space, so that a value can
+ * neither end early nor carry a line break into a log or CGI header,
+ * and the text is cut to at most max bytes without splitting a UTF-8
+ * sequence.  NULL when value is NULL (or p is, or memory runs out).
+ */
+const char *lessons_claims_text(apr_pool_t *p, json_t *value,
+                                apr_size_t max);
+
+/* "JWT_CLAIM_" + name, every byte outside [A-Za-z0-9_] turned into '_'
+ * ("realm_access.roles" -> "JWT_CLAIM_realm_access_roles"; each byte of
+ * a non-ASCII character becomes one '_').  Different names can give one
+ * variable ("a.b", "a-b", "a_b"): configuration should refuse such a
+ * pair.  NULL for a NULL or empty name.
+ */
+const char *lessons_claims_env_name(apr_pool_t *p, const char *name);
+
+#endif /* LESSONS_CLAIMS_H */

@@ -1,0 +1,442 @@
+/* Licensed under the Apache License, Version 2.0.
+ *
+ * test_claims.c: lessons_claims_get, _match, _text and _env_name
+ * (issue 9) against lessons_claims.h: dotted names, the literal-key
+ * rule, arrays, numbers, booleans, missing claims, non-string members,
+ * control characters and UTF-8-safe cutting.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include <jansson.h>
+
+#include "apr_general.h"
+#include "apr_pools.h"
+#include "apr_strings.h"
+
+#include "lessons_claims.h"
+#include "lessons_json.h"
+
+#include "unit_pool.h"
+
+static int group_setup(void **state)
+{
+    (void)state;
+    return unit_pool_open();
+}
+
+/* A JSON value from text, released with the group's pool.  NULs are
+ * allowed here (lessons_token's decoder refuses them) to show that a
+ * string holding one is still handled safely.
+ */
+static json_t *js(const char *text)
+{
+    json_error_t err;
+    json_t *v = json_loads(text, JSON_DECODE_ANY | JSON_ALLOW_NUL, &err);
+
+    if (!v) {
+        fail_msg("bad test JSON %s: %s", text, err.text);
+    }
+    return lessons_json_pool_own(pool, v);
+}
+
+static const char *const *vals(int n, ...)
+{
+    const char **v = apr_pcalloc(pool, sizeof(*v) * (apr_size_t)(n + 1));
+    va_list ap;
+    int i;
+
+    va_start(ap, n);
+    for (i = 0; i < n; i++) {
+        v[i] = va_arg(ap, const char *);
+    }
+    va_end(ap);
+    return v;
+}
+
+/* --------------------------------------------------------------- get */
+
+static const char *const KC =
+    "{\"sub\":\"alice\",\"realm_access\":{\"roles\":[\"admin\",\"user\"],"
+    "\"deep\":{\"x\":{\"y\":\"z\"}}},\"n\":42,\"f\":1.5,\"t\":true,"
+    "\"no\":false,\"nil\":null,\"e\":\"\",\"arr\":[1,\"two\",true,null],"
+    "\"objs\":[{\"a\":1},\"b\"],\"nested\":[[\"x\"]],"
+    "\"https://example.org/claims.roles\":[\"editor\"],"
+    "\"a.b\":\"literal\",\"a\":{\"b\":\"nested\",\"c\":\"only-nested\"},"
+    "\"uni\":\"gr\\u00fc\\u00dfe \\u20ac\\ud83d\\ude00\","
+    "\"ctl\":\"a\\nb\\tc\\u0000d\\u007fe\\u001ff\","
+    "\"nul\":\"admin\\u0000x\"}";
+
+static void test_get_top_level(void **state)
+{
+    json_t *c = js(KC);
+
+    (void)state;
+    assert_string_equal(json_string_value(lessons_claims_get(c, "sub")),
+                        "alice");
+    assert_int_equal(json_integer_value(lessons_claims_get(c, "n")), 42);
+    assert_true(json_is_null(lessons_claims_get(c, "nil")));
+    assert_true(json_is_false(lessons_claims_get(c, "no")));
+}
+
+static void test_get_nested(void **state)
+{
+    json_t *c = js(KC), *r;
+
+    (void)state;
+    r = lessons_claims_get(c, "realm_access.roles");
+    assert_true(json_is_array(r));
+    assert_int_equal(json_array_size(r), 2);
+    assert_string_equal(json_string_value(
+                            lessons_claims_get(c, "realm_access.deep.x.y")),
+                        "z");
+    assert_true(json_is_object(lessons_claims_get(c, "realm_access.deep")));
+    assert_string_equal(json_string_value(lessons_claims_get(c, "a.c")),
+                        "only-nested");
+}
+
+static void test_get_literal_dot_wins(void **state)
+{
+    json_t *c = js(KC);
+
+    (void)state;
+    assert_string_equal(json_string_value(lessons_claims_get(c, "a.b")),
+                        "literal");
+    assert_true(json_is_array(
+        lessons_claims_get(c, "https://example.org/claims.roles")));
+}
+
+static void test_get_missing(void **state)
+{
+    json_t *c = js(KC);
+
+    (void)state;
+    assert_null(lessons_claims_get(c, "missing"));
+    assert_null(lessons_claims_get(c, "realm_access.missing"));
+    assert_null(lessons_claims_get(c, "realm_access.roles.0"));  /* array */
+    assert_null(lessons_claims_get(c, "sub.x"));        /* through a string */
+    assert_null(lessons_claims_get(c, "n.x"));
+    assert_null(lessons_claims_get(c, "nil.x"));
+    assert_null(lessons_claims_get(c, "realm_access..roles"));
+    assert_null(lessons_claims_get(c, ".sub"));
+    assert_null(lessons_claims_get(c, "realm_access."));
+    assert_null(lessons_claims_get(c, "."));
+    assert_null(lessons_claims_get(c, ""));
+    assert_null(lessons_claims_get(c, "realm_access.deep.x.y.z"));
+    assert_null(lessons_claims_get(NULL, "sub"));
+    assert_null(lessons_claims_get(c, NULL));
+    assert_null(lessons_claims_get(js("[1,2]"), "0"));
+    assert_null(lessons_claims_get(js("\"sub\""), "sub"));
+}
+
+/* A key is not a prefix: "su" is not "sub", "realm" is not reached. */
+static void test_get_exact_parts(void **state)
+{
+    json_t *c = js("{\"sub\":\"x\",\"ab\":{\"cd\":1}}");
+
+    (void)state;
+    assert_null(lessons_claims_get(c, "su"));
+    assert_null(lessons_claims_get(c, "subx"));
+    assert_null(lessons_claims_get(c, "a.cd"));
+    assert_null(lessons_claims_get(c, "ab.c"));
+    assert_non_null(lessons_claims_get(c, "ab.cd"));
+}
+
+/* ------------------------------------------------------------- match */
+
+static void test_match_string(void **state)
+{
+    json_t *c = js(KC);
+
+    (void)state;
+    assert_true(lessons_claims_match(c, "sub", vals(1, "alice"), 1));
+    assert_true(lessons_claims_match(c, "sub", vals(3, "bob", "carol",
+                                                     "alice"), 3));
+    assert_false(lessons_claims_match(c, "sub", vals(1, "Alice"), 1));
+    assert_false(lessons_claims_match(c, "sub", vals(1, "alic"), 1));
+    assert_false(lessons_claims_match(c, "sub", vals(1, "alicex"), 1));
+    assert_false(lessons_claims_match(c, "sub", vals(1, ""), 1));
+    assert_true(lessons_claims_match(c, "e", vals(1, ""), 1));
+}
+
+static void test_match_array(void **state)
+{
+    json_t *c = js(KC);
+
+    (void)state;
+    assert_true(lessons_claims_match(c, "realm_access.roles",
+                                     vals(1, "admin"), 1));
+    assert_true(lessons_claims_match(c, "realm_access.roles",
+                                     vals(2, "ops", "user"), 2));
+    assert_false(lessons_claims_match(c, "realm_access.roles",
+                                      vals(2, "ops", "adm"), 2));
+    assert_true(lessons_claims_match(c, "https://example.org/claims.roles",
+                                     vals(1, "editor"), 1));
+    assert_false(lessons_claims_match(js("{\"r\":[]}"), "r",
+                                      vals(1, ""), 1));
+}
+
+static void test_match_numbers_booleans(void **state)
+{
+    json_t *c = js(KC);
+
+    (void)state;
+    assert_true(lessons_claims_match(c, "n", vals(1, "42"), 1));
+    assert_false(lessons_claims_match(c, "n", vals(1, "42.0"), 1));
+    assert_false(lessons_claims_match(c, "n", vals(1, "4"), 1));
+    assert_true(lessons_claims_match(c, "f", vals(1, "1.5"), 1));
+    assert_true(lessons_claims_match(c, "t", vals(1, "true"), 1));
+    assert_false(lessons_claims_match(c, "t", vals(1, "True"), 1));
+    assert_false(lessons_claims_match(c, "t", vals(1, "1"), 1));
+    assert_true(lessons_claims_match(c, "no", vals(1, "false"), 1));
+    /* array members by their JSON text too */
+    assert_true(lessons_claims_match(c, "arr", vals(1, "1"), 1));
+    assert_true(lessons_claims_match(c, "arr", vals(1, "two"), 1));
+    assert_true(lessons_claims_match(c, "arr", vals(1, "true"), 1));
+    /* a string "42" is not the number, and the reverse */
+    assert_false(lessons_claims_match(c, "sub", vals(1, "\"alice\""), 1));
+    assert_true(lessons_claims_match(js("{\"s\":\"42\"}"), "s",
+                                     vals(1, "42"), 1));
+}
+
+static void test_match_never(void **state)
+{
+    json_t *c = js(KC);
+
+    (void)state;
+    assert_false(lessons_claims_match(c, "missing", vals(1, "x"), 1));
+    assert_false(lessons_claims_match(c, "nil", vals(1, "null"), 1));
+    assert_false(lessons_claims_match(c, "nil", vals(1, ""), 1));
+    assert_false(lessons_claims_match(c, "arr", vals(1, "null"), 1));
+    assert_false(lessons_claims_match(c, "realm_access", vals(1, "roles"), 1));
+    assert_false(lessons_claims_match(c, "objs", vals(1, "{\"a\":1}"), 1));
+    assert_true(lessons_claims_match(c, "objs", vals(1, "b"), 1));
+    assert_false(lessons_claims_match(c, "nested", vals(1, "x"), 1));
+    assert_false(lessons_claims_match(c, "nested", vals(1, "[\"x\"]"), 1));
+    /* an embedded NUL never matches the text before it */
+    assert_false(lessons_claims_match(c, "nul", vals(1, "admin"), 1));
+    /* argument edges */
+    assert_false(lessons_claims_match(c, "sub", vals(1, "alice"), 0));
+    assert_false(lessons_claims_match(c, "sub", vals(1, "alice"), -1));
+    assert_false(lessons_claims_match(c, "sub", NULL, 1));
+    assert_false(lessons_claims_match(c, NULL, vals(1, "alice"), 1));
+    assert_false(lessons_claims_match(NULL, "sub", vals(1, "alice"), 1));
+    assert_true(lessons_claims_match(c, "sub", vals(2, NULL, "alice"), 2));
+    /* only the first nvalues count */
+    assert_false(lessons_claims_match(c, "sub", vals(2, "bob", "alice"), 1));
+}
+
+/* -------------------------------------------------------------- text */
+
+#define BIG ((apr_size_t)4096)
+
+static const char *text_of(json_t *c, const char *name, apr_size_t max)
+{
+    return lessons_claims_text(pool, lessons_claims_get(c, name), max);
+}
+
+static void test_text_scalars(void **state)
+{
+    json_t *c = js(KC);
+
+    (void)state;
+    assert_string_equal(text_of(c, "sub", BIG), "alice");
+    assert_string_equal(text_of(c, "n", BIG), "42");
+    assert_string_equal(text_of(c, "f", BIG), "1.5");
+    assert_string_equal(text_of(c, "t", BIG), "true");
+    assert_string_equal(text_of(c, "no", BIG), "false");
+    assert_string_equal(text_of(c, "nil", BIG), "");
+    assert_string_equal(text_of(c, "e", BIG), "");
+    assert_string_equal(text_of(c, "uni", BIG),
+                        "gr\xc3\xbc\xc3\x9f" "e \xe2\x82\xac\xf0\x9f\x98\x80");
+    assert_null(lessons_claims_text(pool, NULL, BIG));
+    assert_null(text_of(c, "missing", BIG));
+    assert_null(lessons_claims_text(NULL, lessons_claims_get(c, "sub"), BIG));
+}
+
+static void test_text_arrays(void **state)
+{
+    json_t *c = js(KC);
+
+    (void)state;
+    assert_string_equal(text_of(c, "realm_access.roles", BIG), "admin,user");
+    assert_string_equal(text_of(c, "arr", BIG), "1,two,true,");
+    assert_string_equal(text_of(js("{\"a\":[]}"), "a", BIG), "");
+    assert_string_equal(text_of(js("{\"a\":[\"x\"]}"), "a", BIG), "x");
+    assert_string_equal(text_of(js("{\"a\":[\"\",\"\"]}"), "a", BIG), ",");
+    /* a comma inside a member stays: the join is not reversible */
+    assert_string_equal(text_of(js("{\"a\":[\"x,y\",\"z\"]}"), "a", BIG),
+                        "x,y,z");
+    /* any object or array member: the whole array as JSON */
+    assert_string_equal(text_of(c, "objs", BIG), "[{\"a\":1},\"b\"]");
+    assert_string_equal(text_of(c, "nested", BIG), "[[\"x\"]]");
+}
+
+static void test_text_objects(void **state)
+{
+    json_t *c = js(KC);
+
+    (void)state;
+    assert_string_equal(text_of(c, "realm_access.deep", BIG),
+                        "{\"x\":{\"y\":\"z\"}}");
+    assert_string_equal(text_of(c, "a", BIG),
+                        "{\"b\":\"nested\",\"c\":\"only-nested\"}");
+    /* control characters inside JSON are escapes, not raw bytes */
+    assert_string_equal(text_of(js("{\"o\":{\"k\":\"a\\nb\"}}"), "o", BIG),
+                        "{\"k\":\"a\\nb\"}");
+}
+
+static void test_text_control_chars(void **state)
+{
+    json_t *c = js(KC);
+    const char *t;
+    apr_size_t i;
+
+    (void)state;
+    /* "a\nb\tc\0d\x7f" "e\x1f" "f": each one a space, NUL included */
+    t = text_of(c, "ctl", BIG);
+    assert_string_equal(t, "a b c d e f");
+    t = text_of(js("{\"r\":[\"x\\ny\",\"\\r\"]}"), "r", BIG);
+    assert_string_equal(t, "x y, ");
+    t = text_of(js("{\"s\":\"\\u0001\\u0002\\u0003\\u001b[31m\"}"), "s",
+                BIG);
+    assert_string_equal(t, "    [31m");
+    for (i = 0; t[i]; i++) {
+        assert_true((unsigned char)t[i] >= 0x20 && t[i] != 0x7f);
+    }
+    /* U+0080 and above are not control characters here */
+    assert_string_equal(text_of(js("{\"s\":\"\\u00a0\"}"), "s", BIG),
+                        "\xc2\xa0");
+}
+
+static void test_text_cut_utf8(void **state)
+{
+    json_t *c = js(KC);
+    /* "gr" + U+00FC (2) + U+00DF (2) + "e " + U+20AC (3) + U+1F600 (4) */
+    const char *full = "gr\xc3\xbc\xc3\x9f" "e \xe2\x82\xac\xf0\x9f\x98\x80";
+    apr_size_t max;
+    const char *t;
+
+    (void)state;
+    assert_int_equal(strlen(full), 15);
+    assert_string_equal(text_of(c, "uni", 15), full);
+    assert_string_equal(text_of(c, "uni", 14), "gr\xc3\xbc\xc3\x9f" "e "
+                                               "\xe2\x82\xac");
+    assert_string_equal(text_of(c, "uni", 11), "gr\xc3\xbc\xc3\x9f" "e "
+                                               "\xe2\x82\xac");
+    assert_string_equal(text_of(c, "uni", 10), "gr\xc3\xbc\xc3\x9f" "e ");
+    assert_string_equal(text_of(c, "uni", 8), "gr\xc3\xbc\xc3\x9f" "e ");
+    assert_string_equal(text_of(c, "uni", 5), "gr\xc3\xbc");
+    assert_string_equal(text_of(c, "uni", 3), "gr");
+    assert_string_equal(text_of(c, "uni", 2), "gr");
+    assert_string_equal(text_of(c, "uni", 1), "g");
+    assert_string_equal(text_of(c, "uni", 0), "");
+    /* every cut: within bound, a prefix, and never a partial sequence */
+    for (max = 0; max <= 16; max++) {
+        apr_size_t n;
+
+        t = text_of(c, "uni", max);
+        assert_non_null(t);
+        n = strlen(t);
+        assert_true(n <= max);
+        assert_memory_equal(t, full, n);
+        assert_true(full[n] == '\0'
+                    || ((unsigned char)full[n] & 0xc0) != 0x80);
+    }
+    /* a character that alone exceeds the bound leaves nothing */
+    assert_string_equal(text_of(js("{\"s\":\"\\ud83d\\ude00\"}"), "s", 3),
+                        "");
+    /* ASCII and joined arrays are cut by bytes */
+    assert_string_equal(text_of(c, "sub", 3), "ali");
+    assert_string_equal(text_of(c, "realm_access.roles", 6), "admin,");
+    assert_string_equal(text_of(c, "realm_access.deep", 5), "{\"x\":");
+}
+
+static void test_text_long(void **state)
+{
+    apr_size_t n = 10000, i;
+    char *s = apr_palloc(pool, n + 1);
+    json_t *v;
+    const char *t;
+
+    (void)state;
+    for (i = 0; i < n; i++) {
+        s[i] = (char)('a' + i % 26);
+    }
+    s[n] = '\0';
+    v = lessons_json_pool_own(pool, json_string(s));
+    assert_non_null(v);
+    t = lessons_claims_text(pool, v, 4096);
+    assert_int_equal(strlen(t), 4096);
+    assert_memory_equal(t, s, 4096);
+    t = lessons_claims_text(pool, v, 20000);
+    assert_string_equal(t, s);
+}
+
+/* ---------------------------------------------------------- env name */
+
+static void test_env_name(void **state)
+{
+    (void)state;
+    assert_string_equal(lessons_claims_env_name(pool, "sub"),
+                        "JWT_CLAIM_sub");
+    assert_string_equal(lessons_claims_env_name(pool, "realm_access.roles"),
+                        "JWT_CLAIM_realm_access_roles");
+    assert_string_equal(lessons_claims_env_name(pool, "Mixed_Case09"),
+                        "JWT_CLAIM_Mixed_Case09");
+    assert_string_equal(lessons_claims_env_name(pool,
+                            "https://example.org/claims.roles"),
+                        "JWT_CLAIM_https___example_org_claims_roles");
+    assert_string_equal(lessons_claims_env_name(pool, "a-b c=d;e\nf$"),
+                        "JWT_CLAIM_a_b_c_d_e_f_");
+    /* each byte of a non-ASCII name: U+00FC is two */
+    assert_string_equal(lessons_claims_env_name(pool, "gr\xc3\xbc"),
+                        "JWT_CLAIM_gr__");
+    assert_string_equal(lessons_claims_env_name(pool, "\x7f\x80\xff"),
+                        "JWT_CLAIM____");
+    assert_string_equal(lessons_claims_env_name(pool, "."), "JWT_CLAIM__");
+    assert_null(lessons_claims_env_name(pool, ""));
+    assert_null(lessons_claims_env_name(pool, NULL));
+    assert_null(lessons_claims_env_name(NULL, "sub"));
+}
+
+/* Names that collide: documented, so configuration can refuse them. */
+static void test_env_name_collisions(void **state)
+{
+    (void)state;
+    assert_string_equal(lessons_claims_env_name(pool, "a.b"),
+                        lessons_claims_env_name(pool, "a_b"));
+    assert_string_equal(lessons_claims_env_name(pool, "a-b"),
+                        lessons_claims_env_name(pool, "a_b"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_get_top_level),
+        cmocka_unit_test(test_get_nested),
+        cmocka_unit_test(test_get_literal_dot_wins),
+        cmocka_unit_test(test_get_missing),
+        cmocka_unit_test(test_get_exact_parts),
+        cmocka_unit_test(test_match_string),
+        cmocka_unit_test(test_match_array),
+        cmocka_unit_test(test_match_numbers_booleans),
+        cmocka_unit_test(test_match_never),
+        cmocka_unit_test(test_text_scalars),
+        cmocka_unit_test(test_text_arrays),
+        cmocka_unit_test(test_text_objects),
+        cmocka_unit_test(test_text_control_chars),
+        cmocka_unit_test(test_text_cut_utf8),
+        cmocka_unit_test(test_text_long),
+        cmocka_unit_test(test_env_name),
+        cmocka_unit_test(test_env_name_collisions),
+    };
+
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
