@@ -57,6 +57,15 @@ static const command_rec lessons_cmds[] = {
     AP_INIT_TAKE1("LessonsMaxBodySize", lessons_set_max_body, NULL,
                   RSRC_CONF | ACCESS_CONF,
                   "Largest request body accepted, in bytes (default 65536)"),
+    AP_INIT_TAKE1("LessonsJWTUserClaim", lessons_set_string,
+                  (void *)APR_OFFSETOF(lessons_dir_conf, user_claim),
+                  RSRC_CONF | ACCESS_CONF,
+                  "The claim that names the caller (r->user, %u in logs); "
+                  "dotted names reach nested objects (default sub)"),
+    AP_INIT_ITERATE("LessonsJWTExportClaims", lessons_set_export_claim,
+                    NULL, RSRC_CONF | ACCESS_CONF,
+                    "Claims copied into the request environment as "
+                    "JWT_CLAIM_<name> (for logs, mod_headers, CGI)"),
     AP_INIT_TAKE1("LessonsCacheSize", lessons_set_cache_size, NULL,
                   RSRC_CONF,
                   "Memory each Apache process may use for built responses, "

@@ -43,6 +43,7 @@
 #include "mod_dbd.h"
 
 #include "lessons_cache.h"
+#include "lessons_claims.h"
 #include "lessons_db.h"
 #include "lessons_etag.h"
 #include "lessons_gate.h"
@@ -79,6 +80,8 @@ APLOG_USE_MODULE(lessons);
 #define LESSONS_GZIP_MIN         1024   /* smaller bodies stay as they are */
 #define LESSONS_TOKEN_CACHE      10000  /* verified tokens per process */
 #define LESSONS_WRITE_MUTEX      "lessons-sqlite-write"
+#define LESSONS_CLAIM_MAX        1024   /* bytes of one exported claim */
+#define LESSONS_USER_MAX         256    /* bytes of r->user from a claim */
 
 #define LESSONS_CT_JSON     "application/json; charset=utf-8"
 #define LESSONS_CT_PROBLEM  "application/problem+json"
@@ -112,6 +115,8 @@ typedef struct {
     long leeway;
     const char *base_path;
     apr_off_t max_body;
+    const char *user_claim;         /* LessonsJWTUserClaim; NULL: sub */
+    apr_array_header_t *export_claims;  /* LessonsJWTExportClaims names */
     int has_fp;                     /* fp is the token policy's fingerprint
                                      * for exactly these alg, key, issuer,
                                      * audience and leeway */
@@ -186,6 +191,8 @@ const char *lessons_set_leeway(cmd_parms *cmd, void *dconf,
                                const char *arg);
 const char *lessons_set_db_timeout(cmd_parms *cmd, void *dconf,
                                    const char *arg);
+const char *lessons_set_export_claim(cmd_parms *cmd, void *dconf,
+                                     const char *arg);
 const char *lessons_set_cache_size(cmd_parms *cmd, void *dconf,
                                    const char *arg);
 const char *lessons_set_max_body(cmd_parms *cmd, void *dconf,

@@ -52,6 +52,31 @@ static int lessons_misconfigured(request_rec *r, lessons_req_state *st,
         HTTP_INTERNAL_SERVER_ERROR, "The server is misconfigured.");
 }
 
+/* LessonsJWTExportClaims: each claim the token has, as JWT_CLAIM_<name>
+ * (capped, control characters gone); one it lacks is left unset.
+ */
+static void lessons_export_claims(request_rec *r,
+                                  const lessons_dir_conf *conf,
+                                  json_t *claims)
+{
+    int i;
+
+    for (i = 0; claims && conf->export_claims
+                && i < conf->export_claims->nelts; i++) {
+        const char *name = APR_ARRAY_IDX(conf->export_claims, i,
+                                         const char *);
+        const char *text = lessons_claims_text(r->pool,
+                                               lessons_claims_get(claims,
+                                                                  name),
+                                               LESSONS_CLAIM_MAX);
+
+        if (text) {
+            apr_table_setn(r->subprocess_env,
+                           lessons_claims_env_name(r->pool, name), text);
+        }
+    }
+}
+
 /* Verify the request's bearer token once; later calls return the first
  * answer.  OK sets r->user to the token's sub; DONE means the refusal
  * (401, 400 or 500) has been sent.
@@ -61,6 +86,8 @@ int lessons_authenticate(request_rec *r, const lessons_dir_conf *conf)
     lessons_req_state *st = lessons_state(r);
     lessons_token_policy_t policy;
     const char *token = NULL, *subject = NULL;
+    json_t *claims = NULL;
+    int want_claims;
     lessons_token_e rc;
 
     if (st->checked) {
@@ -101,10 +128,14 @@ int lessons_authenticate(request_rec *r, const lessons_dir_conf *conf)
     /* Each distinct token is verified once per process; exp and nbf
      * are still checked against the clock on every request.
      */
-    rc = lessons_token_verify_cached(r->pool, &policy,
+    /* The claims are decoded only where a directive asks for them. */
+    want_claims = (conf->user_claim && strcmp(conf->user_claim, "sub"))
+                  || (conf->export_claims && conf->export_claims->nelts);
+    rc = lessons_token_verify_claims(r->pool, &policy,
         ((lessons_srv_conf *)ap_get_module_config(r->server->module_config,
                                                   &lessons_module))->tokens,
-        token, (apr_int64_t)apr_time_sec(r->request_time), &subject);
+        token, (apr_int64_t)apr_time_sec(r->request_time), &subject,
+        want_claims ? &claims : NULL);
     if (rc == LESSONS_TOKEN_KEY_MISFIT) {
         return lessons_misconfigured(r, st, apr_psprintf(r->pool,
             "key file %s (section at %s) does not allow algorithm %s",
@@ -119,9 +150,16 @@ int lessons_authenticate(request_rec *r, const lessons_dir_conf *conf)
         return st->status = lessons_challenge(r, HTTP_UNAUTHORIZED,
             "invalid_token", lessons_token_describe(rc));
     }
+    if (want_claims && conf->user_claim && strcmp(conf->user_claim, "sub")) {
+        subject = lessons_claims_text(r->pool,
+                                      lessons_claims_get(claims,
+                                                         conf->user_claim),
+                                      LESSONS_USER_MAX);
+    }
     if (subject) {
         r->user = apr_pstrdup(r->pool, subject);
     }
+    lessons_export_claims(r, conf, claims);
     r->ap_auth_type = "Bearer";
     return st->status = OK;
 }

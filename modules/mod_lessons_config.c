@@ -39,6 +39,9 @@ void *lessons_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     conf->leeway = add->leeway >= 0 ? add->leeway : base->leeway;
     conf->base_path = add->base_path ? add->base_path : base->base_path;
     conf->max_body = add->max_body >= 0 ? add->max_body : base->max_body;
+    conf->user_claim = add->user_claim ? add->user_claim : base->user_claim;
+    conf->export_claims = add->export_claims ? add->export_claims
+                                             : base->export_claims;
     /* The fingerprint made at start-up holds only while every part of
      * the policy is still the one it was made for.
      */
@@ -343,6 +346,27 @@ const char *lessons_set_db_timeout(cmd_parms *cmd, void *dconf,
     }
     sconf->db_timeout = (int)v;
     return NULL;
+}
+
+/* LessonsJWTExportClaims NAME...: this section's list replaces an
+ * inherited one (as a whole: a merge never mixes two lists).
+ */
+const char *lessons_set_export_claim(cmd_parms *cmd, void *dconf,
+                                     const char *arg)
+{
+    lessons_dir_conf *conf = dconf;
+
+    if (!*arg) {
+        return apr_psprintf(cmd->pool, "%s: a claim name must not be "
+                            "empty", cmd->cmd->name);
+    }
+    if (!conf->export_claims) {
+        conf->export_claims = apr_array_make(cmd->pool, 4,
+                                             sizeof(const char *));
+    }
+    APR_ARRAY_PUSH(conf->export_claims, const char *) =
+        apr_pstrdup(cmd->pool, arg);
+    return lessons_touch(cmd, conf);
 }
 
 /* LessonsCacheSize BYTES, with an optional K, M or G. */

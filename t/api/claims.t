@@ -1,0 +1,50 @@
+# Claims for the rest of httpd (issue 9): LessonsJWTUserClaim sets
+# r->user (%u), LessonsJWTExportClaims puts claims in the environment as
+# JWT_CLAIM_<name>, read back here through mod_headers and a real log
+# line; on a cached token too.
+use strict;
+use warnings FATAL => 'all';
+use utf8;
+
+use FindBin;
+use lib "$FindBin::Bin/../lib";
+use Apache::Test qw(-withtestmore);
+use LessonsTest;
+
+my $log = Apache::Test::vars('t_logs') . '/claims.log';
+sub last_line {
+    for (1 .. 50) {
+        if (open my $fh, '<:raw', $log) {
+            my @l = <$fh>;
+            return $l[-1] if @l && $l[-1] =~ /\n\z/;
+        }
+        select undef, undef, undef, 0.1;
+    }
+    return '';
+}
+
+my $token = good_token(claims => {
+    sub => 'u-123', profile => { login => 'anna' }, tenant => "schule\x{1}nord",
+    roles => [ 'editor', 'reader' ], realm_access => { roles => [ 'admin', 7 ] },
+});
+for my $try (1, 2) {        # the second is a token-cache hit
+    my $res = call(GET => "/claims/api/lessons/level/$try", token => $token);
+    is $res->code, 200, "try $try: 200";
+    is $res->header('X-Tenant'), 'schule nord',
+        "try $try: mod_headers reads JWT_CLAIM_tenant (control character gone)";
+    is last_line(), "anna|schule nord|editor,reader|admin,7|/claims/api/lessons/level/$try\n",
+        "try $try: the log line names the user claim and the exported claims";
+}
+
+# a token without those claims: %u falls back to nothing, nothing exported
+my $bare = good_token(claims => { sub => 'u-9' });
+my $res = call(GET => '/claims/api/lessons', token => $bare);
+is $res->code, 200, 'a token without the claims: 200';
+ok !defined $res->header('X-Tenant'), '... nothing exported';
+
+# where no directive asks, sub stays the user and nothing is exported
+$res = call(GET => '/api/lessons', token => $token);
+is $res->code, 200, 'the plain API';
+ok !defined $res->header('X-Tenant'), '... exports nothing';
+
+done_testing();
