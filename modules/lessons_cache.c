@@ -21,6 +21,7 @@
 #include "apr_allocator.h"
 #include "apr_atomic.h"
 #include "apr_hash.h"
+#include "apr_ring.h"
 #include "apr_thread_mutex.h"
 
 #include "lessons_cache.h"
@@ -45,8 +46,8 @@ typedef struct {
 } lessons_cache_ledger_t;
 
 struct lessons_cache_entry_t {
-    lessons_cache_entry_t *newer, *older; /* LRU list; once unlinked,
-                                           * older chains a dropped list */
+    APR_RING_ENTRY(lessons_cache_entry_t) lru; /* the cache's LRU ring;
+                                           * once unlinked, a dropped one */
     volatile apr_uint32_t refs;           /* the cache's one + holders' */
     lessons_cache_ledger_t *ledger;       /* its cache's; one reference */
     apr_size_t size;                      /* accounted against max_bytes */
@@ -57,10 +58,13 @@ struct lessons_cache_entry_t {
                                            * etag, NUL */
 };
 
+/* Newest first: hits move to the head, eviction takes the tail. */
+APR_RING_HEAD(lessons_cache_ring, lessons_cache_entry_t);
+
 struct lessons_cache_t {
     apr_thread_mutex_t *mutex;
     apr_hash_t *index;                    /* full key bytes -> entry */
-    lessons_cache_entry_t *newest, *oldest;
+    struct lessons_cache_ring lru;
     apr_size_t max_bytes, gzip_min;
     lessons_cache_stats_t stats;          /* all but live */
     lessons_cache_ledger_t *ledger;       /* one reference, until cleanup */
@@ -132,73 +136,47 @@ const char *lessons_cache_gzip(const lessons_cache_entry_t *e,
     return e ? e->gzip : NULL;
 }
 
-/* Under the lock: out of the LRU list only. */
-static void list_remove(lessons_cache_t *c, lessons_cache_entry_t *e)
-{
-    if (e->newer) {
-        e->newer->older = e->older;
-    }
-    else {
-        c->newest = e->older;
-    }
-    if (e->older) {
-        e->older->newer = e->newer;
-    }
-    else {
-        c->oldest = e->newer;
-    }
-    e->newer = e->older = NULL;
-}
+#define LRU_EMPTY(c)  APR_RING_EMPTY(&(c)->lru, lessons_cache_entry_t, lru)
+#define LRU_OLDEST(c) APR_RING_LAST(&(c)->lru)
 
-/* Under the lock: out of the index and the list, onto *dropped, whose
- * cache references the caller drops after unlocking (a free may be big).
+/* Under the lock: out of the index and the LRU ring, onto the dropped
+ * ring, whose cache references the caller drops after unlocking (a free
+ * may be big).
  */
 static void entry_unlink(lessons_cache_t *c, lessons_cache_entry_t *e,
-                         lessons_cache_entry_t **dropped)
+                         struct lessons_cache_ring *dropped)
 {
     apr_hash_set(c->index, e->key, (apr_ssize_t)e->key_len, NULL);
-    list_remove(c, e);
+    APR_RING_REMOVE(e, lru);
     c->stats.bytes -= e->size;
     c->stats.entries--;
-    e->older = *dropped;
-    *dropped = e;
+    APR_RING_INSERT_TAIL(dropped, e, lessons_cache_entry_t, lru);
 }
 
-static void entry_push_newest(lessons_cache_t *c, lessons_cache_entry_t *e)
+static void release_dropped(struct lessons_cache_ring *dropped)
 {
-    e->older = c->newest;
-    e->newer = NULL;
-    if (c->newest) {
-        c->newest->newer = e;
-    }
-    else {
-        c->oldest = e;
-    }
-    c->newest = e;
-}
+    lessons_cache_entry_t *e = APR_RING_FIRST(dropped), *next;
 
-static void release_dropped(lessons_cache_entry_t *d)
-{
-    while (d) {
-        lessons_cache_entry_t *next = d->older;
-
-        lessons_cache_release(d);
-        d = next;
+    while (e != APR_RING_SENTINEL(dropped, lessons_cache_entry_t, lru)) {
+        next = APR_RING_NEXT(e, lru);
+        lessons_cache_release(e);
+        e = next;
     }
 }
 
 static apr_status_t cache_cleanup(void *data)
 {
     lessons_cache_t *c = data;
-    lessons_cache_entry_t *dropped = NULL;
+    struct lessons_cache_ring dropped;
 
+    APR_RING_INIT(&dropped, lessons_cache_entry_t, lru);
     /* Registered after the mutex, so this runs before it is destroyed. */
     apr_thread_mutex_lock(c->mutex);
-    while (c->oldest) {
-        entry_unlink(c, c->oldest, &dropped);
+    while (!LRU_EMPTY(c)) {
+        entry_unlink(c, LRU_OLDEST(c), &dropped);
     }
     apr_thread_mutex_unlock(c->mutex);
-    release_dropped(dropped);
+    release_dropped(&dropped);
     /* Freed here unless a held entry still counts in it. */
     ledger_release(c->ledger);
     c->ledger = NULL;
@@ -238,6 +216,7 @@ lessons_cache_t *lessons_cache_make(apr_pool_t *pchild, apr_size_t max_bytes,
     c->ledger->refs = 1;                /* the cache's */
     c->ledger->live = 0;
     c->index = apr_hash_make(p);
+    APR_RING_INIT(&c->lru, lessons_cache_entry_t, lru);
     /* Room to add an entry's parts without overflowing apr_size_t. */
     c->max_bytes = max_bytes < APR_SIZE_MAX / 8 ? max_bytes
                                                 : APR_SIZE_MAX / 8;
@@ -291,11 +270,13 @@ lessons_cache_entry_t *lessons_cache_get(lessons_cache_t *c,
                                          const void *version,
                                          apr_size_t version_len)
 {
-    lessons_cache_entry_t *e, *dropped = NULL;
+    lessons_cache_entry_t *e;
+    struct lessons_cache_ring dropped;
 
     if (!c || (!key && key_len) || (!version && version_len)) {
         return NULL;
     }
+    APR_RING_INIT(&dropped, lessons_cache_entry_t, lru);
     apr_thread_mutex_lock(c->mutex);
     e = apr_hash_get(c->index, key ? key : "", (apr_ssize_t)key_len);
     if (e && (e->version_len != version_len
@@ -305,9 +286,9 @@ lessons_cache_entry_t *lessons_cache_get(lessons_cache_t *c,
         e = NULL;
     }
     if (e) {
-        if (c->newest != e) {
-            list_remove(c, e);
-            entry_push_newest(c, e);
+        if (APR_RING_FIRST(&c->lru) != e) {
+            APR_RING_REMOVE(e, lru);
+            APR_RING_INSERT_HEAD(&c->lru, e, lessons_cache_entry_t, lru);
         }
         apr_atomic_inc32(&e->refs);
         c->stats.hits++;
@@ -316,7 +297,7 @@ lessons_cache_entry_t *lessons_cache_get(lessons_cache_t *c,
         c->stats.misses++;
     }
     apr_thread_mutex_unlock(c->mutex);
-    release_dropped(dropped);
+    release_dropped(&dropped);
     return e;
 }
 
@@ -327,7 +308,8 @@ lessons_cache_entry_t *lessons_cache_put(lessons_cache_t *c,
                                          const char *etag,
                                          const char *body, apr_size_t body_len)
 {
-    lessons_cache_entry_t *e, *old, *dropped = NULL;
+    lessons_cache_entry_t *e, *old;
+    struct lessons_cache_ring dropped;
     apr_size_t etag_len, alloc;
     char *p;
 
@@ -393,6 +375,7 @@ lessons_cache_entry_t *lessons_cache_put(lessons_cache_t *c,
     }
     e->refs = 2;                        /* the cache's, and the caller's */
 
+    APR_RING_INIT(&dropped, lessons_cache_entry_t, lru);
     apr_thread_mutex_lock(c->mutex);
     /* Unlink the old one first: apr_hash_set on a present key would keep
      * the old entry's key pointer, freed with it.
@@ -401,16 +384,16 @@ lessons_cache_entry_t *lessons_cache_put(lessons_cache_t *c,
     if (old) {
         entry_unlink(c, old, &dropped);
     }
-    while (c->oldest && c->stats.bytes + e->size > c->max_bytes) {
-        entry_unlink(c, c->oldest, &dropped);
+    while (!LRU_EMPTY(c) && c->stats.bytes + e->size > c->max_bytes) {
+        entry_unlink(c, LRU_OLDEST(c), &dropped);
         c->stats.evictions++;
     }
     apr_hash_set(c->index, e->key, (apr_ssize_t)key_len, e);
-    entry_push_newest(c, e);
+    APR_RING_INSERT_HEAD(&c->lru, e, lessons_cache_entry_t, lru);
     c->stats.bytes += e->size;
     c->stats.entries++;
     apr_thread_mutex_unlock(c->mutex);
-    release_dropped(dropped);
+    release_dropped(&dropped);
     return e;
 }
 

@@ -12,6 +12,7 @@
 #include <openssl/crypto.h>
 
 #include "apr_general.h"
+#include "apr_ring.h"
 #include "apr_strings.h"
 #include "apr_thread_mutex.h"
 #include "apr_time.h"
@@ -22,7 +23,7 @@ typedef struct lessons_tc_entry_t lessons_tc_entry_t;
 
 struct lessons_tc_entry_t {
     lessons_tc_entry_t *chain;          /* next in the bucket */
-    lessons_tc_entry_t *newer, *older;  /* LRU list */
+    APR_RING_ENTRY(lessons_tc_entry_t) lru; /* newest first */
     apr_uint64_t hash;
     unsigned char fp[LESSONS_TOKENCACHE_FP_LEN];
     double expires;                     /* exp + leeway */
@@ -32,12 +33,14 @@ struct lessons_tc_entry_t {
     char data[];                        /* token, subject, NUL, payload */
 };
 
+APR_RING_HEAD(lessons_tc_ring, lessons_tc_entry_t);
+
 struct lessons_tokencache_t {
     apr_thread_mutex_t *mutex;
     lessons_tc_entry_t **buckets;
     apr_size_t mask;                    /* buckets - 1, a power of two */
     apr_uint64_t seed;                  /* spreads buckets per process */
-    lessons_tc_entry_t *newest, *oldest;
+    struct lessons_tc_ring lru;         /* hits to the head, evict the tail */
     lessons_tokencache_stats_t stats;
 };
 
@@ -95,38 +98,6 @@ static lessons_tc_entry_t **lessons_tc_slot(lessons_tokencache_t *c,
     return slot;
 }
 
-static void lessons_tc_lru_unlink(lessons_tokencache_t *c,
-                                  lessons_tc_entry_t *e)
-{
-    if (e->newer) {
-        e->newer->older = e->older;
-    }
-    else {
-        c->newest = e->older;
-    }
-    if (e->older) {
-        e->older->newer = e->newer;
-    }
-    else {
-        c->oldest = e->newer;
-    }
-    e->newer = e->older = NULL;
-}
-
-static void lessons_tc_lru_push(lessons_tokencache_t *c,
-                                lessons_tc_entry_t *e)
-{
-    e->older = c->newest;
-    e->newer = NULL;
-    if (c->newest) {
-        c->newest->newer = e;
-    }
-    else {
-        c->oldest = e;
-    }
-    c->newest = e;
-}
-
 /* Under the lock: take e out of its bucket and the LRU list. */
 static void lessons_tc_remove(lessons_tokencache_t *c, lessons_tc_entry_t *e)
 {
@@ -139,7 +110,7 @@ static void lessons_tc_remove(lessons_tokencache_t *c, lessons_tc_entry_t *e)
         *slot = e->chain;
     }
     e->chain = NULL;
-    lessons_tc_lru_unlink(c, e);
+    APR_RING_REMOVE(e, lru);
     c->stats.entries--;
 }
 
@@ -147,14 +118,14 @@ static void lessons_tc_remove(lessons_tokencache_t *c, lessons_tc_entry_t *e)
 static apr_status_t lessons_tc_cleanup(void *data)
 {
     lessons_tokencache_t *c = data;
-    lessons_tc_entry_t *e = c->newest, *next;
+    lessons_tc_entry_t *e = APR_RING_FIRST(&c->lru), *next;
 
-    while (e) {
-        next = e->older;
+    while (e != APR_RING_SENTINEL(&c->lru, lessons_tc_entry_t, lru)) {
+        next = APR_RING_NEXT(e, lru);
         free(e);
         e = next;
     }
-    c->newest = c->oldest = NULL;
+    APR_RING_INIT(&c->lru, lessons_tc_entry_t, lru);
     c->stats.entries = 0;
     return APR_SUCCESS;
 }
@@ -179,6 +150,7 @@ lessons_tokencache_t *lessons_tokencache_make(apr_pool_t *p,
     c->buckets = apr_pcalloc(p, n * sizeof(*c->buckets));
     c->mask = n - 1;
     c->stats.max_entries = max_entries;
+    APR_RING_INIT(&c->lru, lessons_tc_entry_t, lru);
     /* Without randomness the seed is only less unguessable. */
     if (apr_generate_random_bytes((unsigned char *)&c->seed,
                                   sizeof(c->seed)) != APR_SUCCESS) {
@@ -224,9 +196,9 @@ int lessons_tokencache_get(lessons_tokencache_t *c, apr_pool_t *p,
         c->stats.expired++;
         dead = e;
     }
-    else if (c->newest != e) {
-        lessons_tc_lru_unlink(c, e);
-        lessons_tc_lru_push(c, e);
+    else if (APR_RING_FIRST(&c->lru) != e) {
+        APR_RING_REMOVE(e, lru);
+        APR_RING_INSERT_HEAD(&c->lru, e, lessons_tc_entry_t, lru);
     }
     apr_thread_mutex_unlock(c->mutex);
     free(dead);
@@ -284,10 +256,10 @@ void lessons_tokencache_put(lessons_tokencache_t *c, const unsigned char *fp,
     }
     else {
         *slot = e;
-        lessons_tc_lru_push(c, e);
+        APR_RING_INSERT_HEAD(&c->lru, e, lessons_tc_entry_t, lru);
         c->stats.entries++;
         if (c->stats.entries > c->stats.max_entries) {
-            victim = c->oldest;
+            victim = APR_RING_LAST(&c->lru);
             lessons_tc_remove(c, victim);
             c->stats.evictions++;
         }
