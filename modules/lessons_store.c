@@ -622,3 +622,10 @@ lessons_store_e lessons_store_catalog(const lessons_db_t *db, apr_pool_t *p,
     out->epoch = cols[0];
     return LESSONS_STORE_OK;
 }
+
+const char *lessons_store_catalog_text(apr_pool_t *p,
+                                       const lessons_catalog_t *cat)
+{
+    return apr_psprintf(p, "%s.%" APR_INT64_T_FMT,
+                        cat->epoch ? cat->epoch : "", cat->changes);
+}

@@ -69,6 +69,12 @@ lessons_store_e lessons_store_catalog(const lessons_db_t *db, apr_pool_t *p,
                                       lessons_catalog_t *out,
                                       const char **err);
 
+/* The catalog version as text ("<epoch>.<changes>"): what the response
+ * cache compares, and what the health check shows.
+ */
+const char *lessons_store_catalog_text(apr_pool_t *p,
+                                       const lessons_catalog_t *cat);
+
 /* Prepare every statement on db->handle into db->prepared (made in p if
  * NULL), keyed by label.  A suffix, if given, makes the server-side names
  * label_suffix (PostgreSQL keeps names per session).  lessons_db_ready

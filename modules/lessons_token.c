@@ -363,6 +363,17 @@ lessons_token_e lessons_token_verify(apr_pool_t *p,
     return lessons_verify_full(p, pol, token, now, subject, &found, NULL);
 }
 
+/* v as 8 bytes, big-endian. */
+static void lessons_be64(unsigned char n[8], apr_uint64_t v)
+{
+    int i;
+
+    for (i = 7; i >= 0; i--) {
+        n[i] = (unsigned char)(v & 0xff);
+        v >>= 8;
+    }
+}
+
 /* Fingerprint input: every field length-prefixed (8 bytes, big-endian),
  * so no two policies encode alike ("ab"+"c" is not "a"+"bc").
  */
@@ -370,13 +381,8 @@ static int lessons_fp_field(EVP_MD_CTX *ctx, const void *data,
                             apr_size_t len)
 {
     unsigned char n[8];
-    apr_uint64_t v = (apr_uint64_t)len;
-    int i;
 
-    for (i = 7; i >= 0; i--) {
-        n[i] = (unsigned char)(v & 0xff);
-        v >>= 8;
-    }
+    lessons_be64(n, (apr_uint64_t)len);
     return EVP_DigestUpdate(ctx, n, sizeof(n)) == 1
            && (len == 0 || EVP_DigestUpdate(ctx, data, len) == 1);
 }
@@ -393,13 +399,8 @@ static int lessons_fp_string(EVP_MD_CTX *ctx, const char *s)
 static int lessons_fp_number(EVP_MD_CTX *ctx, apr_int64_t value)
 {
     unsigned char n[8];
-    apr_uint64_t v = (apr_uint64_t)value;
-    int i;
 
-    for (i = 7; i >= 0; i--) {
-        n[i] = (unsigned char)(v & 0xff);
-        v >>= 8;
-    }
+    lessons_be64(n, (apr_uint64_t)value);
     return lessons_fp_field(ctx, n, sizeof(n));
 }
 

@@ -246,6 +246,8 @@ void lessons_db_write_end(lessons_ctx *c);
 int lessons_db_failed(lessons_ctx *c, const char *err);
 
 /* mod_lessons_io.c */
+void lessons_send_head(request_rec *r, int status, const char *type,
+                       apr_size_t len);
 int lessons_send(request_rec *r, int status, const char *type,
                  const char *body, apr_size_t len);
 int lessons_send_empty(request_rec *r, int status);

@@ -82,10 +82,7 @@ static int lessons_send_entry(request_rec *r, lessons_cache_entry_t *e,
     if (gzip) {
         apr_table_setn(r->headers_out, "Content-Encoding", "gzip");
     }
-    r->status = HTTP_OK;
-    apr_table_setn(r->headers_out, "X-Content-Type-Options", "nosniff");
-    ap_set_content_type(r, LESSONS_CT_JSON);
-    ap_set_content_length(r, (apr_off_t)len);
+    lessons_send_head(r, HTTP_OK, LESSONS_CT_JSON, len);
     bb = apr_brigade_create(r->pool, r->connection->bucket_alloc);
     if (!r->header_only && len > 0) {
         lessons_cache_hold(e);
@@ -132,8 +129,7 @@ int lessons_read(lessons_ctx *c)
         != LESSONS_STORE_OK) {
         return lessons_db_failed(c, err);
     }
-    version = apr_psprintf(r->pool, "%s.%" APR_INT64_T_FMT, cat.epoch,
-                           cat.changes);
+    version = lessons_store_catalog_text(r->pool, &cat);
     gzip = lessons_etag_accepts_gzip(apr_table_get(r->headers_in,
                                                    "Accept-Encoding"));
     if (cache) {

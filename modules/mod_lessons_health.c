@@ -39,8 +39,7 @@ int lessons_health_handler(request_rec *r)
         pass = 0;
     }
     if (pass) {
-        version = apr_psprintf(r->pool, "%s.%" APR_INT64_T_FMT, cat.epoch,
-                               cat.changes);
+        version = lessons_store_catalog_text(r->pool, &cat);
     }
     body = lessons_json_health(r->pool, pass, version, &len);
     if (!body) {

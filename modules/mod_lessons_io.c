@@ -7,8 +7,9 @@
 
 #include "mod_lessons.h"
 
-int lessons_send(request_rec *r, int status, const char *type,
-                 const char *body, apr_size_t len)
+/* Status and entity headers of every response the module writes. */
+void lessons_send_head(request_rec *r, int status, const char *type,
+                       apr_size_t len)
 {
     r->status = status;
     apr_table_setn(r->headers_out, "X-Content-Type-Options", "nosniff");
@@ -18,6 +19,12 @@ int lessons_send(request_rec *r, int status, const char *type,
     if (status != HTTP_NO_CONTENT) {
         ap_set_content_length(r, (apr_off_t)len);
     }
+}
+
+int lessons_send(request_rec *r, int status, const char *type,
+                 const char *body, apr_size_t len)
+{
+    lessons_send_head(r, status, type, len);
     if (len > 0 && !r->header_only) {
         ap_rwrite(body, (int)len, r);
     }
