@@ -128,7 +128,7 @@ deps:
 test-deps:
 	@t/tools/deps.sh test
 
-build/unit/%: t/unit/%.c $(UNITS) $(HEADERS)
+build/unit/%: t/unit/%.c $(wildcard t/unit/*.h) $(UNITS) $(HEADERS)
 	@$(mine)
 	@mkdir -p $(dir $@)
 	@echo "  CC    $@"

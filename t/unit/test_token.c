@@ -34,6 +34,7 @@
 #define AUDIENCE   "lessons-api"
 
 #include "unit_pool.h"
+#include "unit_jwt.h"
 
 /* 48-byte HMAC secret and a different one of the same length. */
 static const unsigned char secret[] =
@@ -46,65 +47,6 @@ static const char *rsa_pub, *rsa_priv, *rsa2_priv;
 static const char *ec_pub, *ec_priv, *ec2_priv;
 
 /* --------------------------------------------------------------- helpers */
-
-static const char *bio_text(BIO *bio)
-{
-    char *data = NULL;
-    long n = BIO_get_mem_data(bio, &data);
-
-    return apr_pstrmemdup(pool, data, (apr_size_t)n);
-}
-
-static int make_keypair(EVP_PKEY *k, const char **pub, const char **priv)
-{
-    BIO *b1 = BIO_new(BIO_s_mem()), *b2 = BIO_new(BIO_s_mem());
-    int ok = b1 && b2
-             && PEM_write_bio_PUBKEY(b1, k) == 1
-             && PEM_write_bio_PrivateKey(b2, k, NULL, NULL, 0, NULL,
-                                         NULL) == 1;
-
-    if (ok) {
-        if (pub)
-            *pub = bio_text(b1);
-        *priv = bio_text(b2);
-    }
-    BIO_free(b1);
-    BIO_free(b2);
-    EVP_PKEY_free(k);
-    return ok ? 0 : -1;
-}
-
-static char *b64url(const void *data, size_t len)
-{
-    static const char abc[] =
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    const unsigned char *s = data;
-    char *out = apr_palloc(pool, (len + 2) / 3 * 4 + 1), *o = out;
-    size_t i;
-
-    for (i = 0; i + 2 < len; i += 3) {
-        *o++ = abc[s[i] >> 2];
-        *o++ = abc[((s[i] & 3) << 4) | (s[i + 1] >> 4)];
-        *o++ = abc[((s[i + 1] & 15) << 2) | (s[i + 2] >> 6)];
-        *o++ = abc[s[i + 2] & 63];
-    }
-    if (len - i == 1) {
-        *o++ = abc[s[i] >> 2];
-        *o++ = abc[(s[i] & 3) << 4];
-    }
-    else if (len - i == 2) {
-        *o++ = abc[s[i] >> 2];
-        *o++ = abc[((s[i] & 3) << 4) | (s[i + 1] >> 4)];
-        *o++ = abc[(s[i + 1] & 15) << 2];
-    }
-    *o = '\0';
-    return out;
-}
-
-static char *b64s(const char *s)
-{
-    return b64url(s, strlen(s));
-}
 
 /* A token built by hand: header and payload JSON as given, HMAC-signed
  * with md over key (the key need not be a "secret": see confusion).
@@ -179,19 +121,6 @@ static lessons_token_policy_t pem_policy(jwt_alg_t alg, const char *pem)
     p.key = make_key((const unsigned char *)pem, strlen(pem));
     return p;
 }
-
-static const char *result_name(lessons_token_e r)
-{
-    static const char *const names[] = {
-        "OK", "MALFORMED", "BAD_ALG", "CRIT", "BAD_SIGNATURE", "BAD_CLAIMS",
-        "NO_EXP", "EXPIRED", "NOT_YET_VALID", "BAD_ISSUER", "BAD_AUDIENCE",
-        "KEY_MISFIT", "BAD_TYPE", "BAD_IAT"
-    };
-
-    return (unsigned)r < sizeof(names) / sizeof(names[0]) ? names[r] : "?";
-}
-
-#define SENTINEL ((const char *)"sentinel")
 
 /* Verify and compare the result; returns the subject. */
 static const char *verify_at(const lessons_token_policy_t *p,

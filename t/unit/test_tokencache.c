@@ -36,6 +36,7 @@
 #define AUDIENCE   "lessons-api"
 
 #include "unit_pool.h"
+#include "unit_jwt.h"
 
 static const unsigned char secret[] =
     "k3y-for-unit-tests-only-0123456789abcdefghijklmn";
@@ -48,65 +49,6 @@ static const char *rsa_pub, *rsa_priv;
 static const char *ec_pub, *ec_priv, *ec2_pub;
 
 /* --------------------------------------------------------------- helpers */
-
-static const char *bio_text(BIO *bio)
-{
-    char *data = NULL;
-    long n = BIO_get_mem_data(bio, &data);
-
-    return apr_pstrmemdup(pool, data, (apr_size_t)n);
-}
-
-static int make_keypair(EVP_PKEY *k, const char **pub, const char **priv)
-{
-    BIO *b1 = BIO_new(BIO_s_mem()), *b2 = BIO_new(BIO_s_mem());
-    int ok = k && b1 && b2
-             && PEM_write_bio_PUBKEY(b1, k) == 1
-             && PEM_write_bio_PrivateKey(b2, k, NULL, NULL, 0, NULL,
-                                         NULL) == 1;
-
-    if (ok) {
-        *pub = bio_text(b1);
-        if (priv)
-            *priv = bio_text(b2);
-    }
-    BIO_free(b1);
-    BIO_free(b2);
-    EVP_PKEY_free(k);
-    return ok ? 0 : -1;
-}
-
-static char *b64url(const void *data, size_t len)
-{
-    static const char abc[] =
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    const unsigned char *s = data;
-    char *out = apr_palloc(pool, (len + 2) / 3 * 4 + 1), *o = out;
-    size_t i;
-
-    for (i = 0; i + 2 < len; i += 3) {
-        *o++ = abc[s[i] >> 2];
-        *o++ = abc[((s[i] & 3) << 4) | (s[i + 1] >> 4)];
-        *o++ = abc[((s[i + 1] & 15) << 2) | (s[i + 2] >> 6)];
-        *o++ = abc[s[i + 2] & 63];
-    }
-    if (len - i == 1) {
-        *o++ = abc[s[i] >> 2];
-        *o++ = abc[(s[i] & 3) << 4];
-    }
-    else if (len - i == 2) {
-        *o++ = abc[s[i] >> 2];
-        *o++ = abc[((s[i] & 3) << 4) | (s[i + 1] >> 4)];
-        *o++ = abc[(s[i + 1] & 15) << 2];
-    }
-    *o = '\0';
-    return out;
-}
-
-static char *b64s(const char *s)
-{
-    return b64url(s, strlen(s));
-}
 
 /* HS256 by hand: header and payload JSON as given, HMAC over key. */
 static char *hs_token_key(const char *payload, const void *key,
@@ -181,19 +123,6 @@ static lessons_token_policy_t pem_policy(jwt_alg_t alg, const char *pem)
 {
     return policy(alg, pem, strlen(pem));
 }
-
-static const char *result_name(lessons_token_e r)
-{
-    static const char *const names[] = {
-        "OK", "MALFORMED", "BAD_ALG", "CRIT", "BAD_SIGNATURE", "BAD_CLAIMS",
-        "NO_EXP", "EXPIRED", "NOT_YET_VALID", "BAD_ISSUER", "BAD_AUDIENCE",
-        "KEY_MISFIT", "BAD_TYPE", "BAD_IAT"
-    };
-
-    return (unsigned)r < sizeof(names) / sizeof(names[0]) ? names[r] : "?";
-}
-
-#define SENTINEL ((const char *)"sentinel")
 
 /* verify_cached at now, compare the result; returns the subject. */
 static const char *cv_at(const lessons_token_policy_t *p,
