@@ -129,20 +129,7 @@ meta() { printf '%s\t%s\t%s\n' "$1" "$2" "$3" >>"$META"; }
 echo ok >"$WORK/static/ping"
 
 # --- free ports -----------------------------------------------------------
-port_free() {
-    perl -MIO::Socket::INET -e \
-        'exit(IO::Socket::INET->new(LocalAddr => "127.0.0.1",
-              LocalPort => $ARGV[0], Listen => 1, ReuseAddr => 1) ? 0 : 1)' "$1"
-}
-pick_port() {
-    local p tries=0
-    while [ $tries -lt 200 ]; do
-        p=$(( 20000 + (RANDOM * 32768 + RANDOM) % 30000 ))
-        if port_free "$p"; then echo "$p"; return 0; fi
-        tries=$((tries + 1))
-    done
-    die "no free port found"
-}
+. "$ROOT/t/tools/ports.sh"
 
 # --- keys and tokens --------------------------------------------------------
 K=$WORK/keys

@@ -124,22 +124,7 @@ openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 \
 openssl pkey -in "$K/ec.key" -pubout -out "$K/ec.pub"
 
 # --- free TCP ports -----------------------------------------------------
-port_free() {
-    perl -MIO::Socket::INET -e \
-        'exit(IO::Socket::INET->new(LocalAddr => "127.0.0.1",
-              LocalPort => $ARGV[0], Listen => 1, ReuseAddr => 1) ? 0 : 1)' "$1"
-}
-pick_port() {
-    local p tries=0
-    while [ $tries -lt 200 ]; do
-        p=$(( 20000 + (RANDOM * 32768 + RANDOM) % 30000 ))
-        if [ "$p" != "${1:-}" ] && port_free "$p"; then
-            echo "$p"; return 0
-        fi
-        tries=$((tries + 1))
-    done
-    die "no free TCP port found"
-}
+. "$ROOT/t/tools/ports.sh"
 
 # httpd's ports: a random base with room for the vhosts after it (several
 # runs at once would all pick Apache::Test's default 8529 otherwise).
