@@ -608,7 +608,7 @@ void lessons_child_init(apr_pool_t *pchild, server_rec *s)
             && apr_global_mutex_child_init(&sconf->writers,
                    apr_global_mutex_lockfile(sconf->writers), pchild)
                != APR_SUCCESS) {
-            ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s, LESSONSLOG(00104)
+            ap_log_error(APLOG_MARK, APLOG_ERR, 0, s, LESSONSLOG(00104)
                          "cannot open the SQLite writers' mutex in this "
                          "process: writes queue in SQLite instead");
             sconf->writers = NULL;
