@@ -19,7 +19,7 @@
 APXS      ?= $(shell command -v apxs 2>/dev/null || echo /usr/bin/apxs)
 HTTPD     ?= /usr/sbin/apache2
 WARN       = -Wall -Wextra -Werror
-LIBS       = -ljansson -ljwt -lcrypto -lpq -lsqlite3 -lz
+LIBS       = -ljansson -ljwt -lcrypto -lcurl -lpq -lsqlite3 -lz
 # libpq's header lives in its own directory on Debian.
 PQ_CFLAGS  = -I$(shell pg_config --includedir 2>/dev/null || echo /usr/include/postgresql)
 

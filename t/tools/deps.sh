@@ -33,8 +33,14 @@ done
 
 BUILD_PACKAGES="apache2 apache2-dev libjansson-dev libjwt-dev libssl-dev
 libaprutil1-dev libpq-dev libsqlite3-dev libaprutil1-dbd-sqlite3
-libaprutil1-dbd-pgsql sqlite3 openssl pkg-config zlib1g-dev"
-TEST_PACKAGES="libcmocka-dev libapache2-mod-perl2 libwww-perl curl"
+libaprutil1-dbd-pgsql sqlite3 openssl pkg-config zlib1g-dev
+libcurl4-openssl-dev"
+# The test tools: cmocka, Apache::Test, the package build (dh_apache2
+# comes with apache2-dev) and lintian.  Node.js for the test identity
+# provider and the OpenAPI validator is checked apart (node_ok): a
+# machine may have it from elsewhere.
+TEST_PACKAGES="libcmocka-dev libapache2-mod-perl2 libwww-perl curl
+dpkg-dev debhelper fakeroot lintian"
 BENCH_PACKAGES="wrk valgrind curl"
 
 PACKAGES=$BUILD_PACKAGES
@@ -57,6 +63,11 @@ pg_server_package() {
     echo "postgresql-${v:-15}"
 }
 
+# node and npm, from any source (Debian's nodejs and npm, or another).
+node_ok() {
+    command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1
+}
+
 find_missing() {
     # shellcheck disable=SC2086
     installed=$(dpkg-query -W -f='${Package} ${db:Status-Status}\n' \
@@ -69,6 +80,9 @@ find_missing() {
     need_pg=""
     if [ "$MODE" != build ] && ! pg_binaries_ok; then
         need_pg=1
+    fi
+    if [ "$MODE" = test ] && ! node_ok; then
+        missing="${missing:+$missing }nodejs npm"
     fi
 }
 

@@ -1,0 +1,47 @@
+/* Licensed under the Apache License, Version 2.0.
+ *
+ * lessons_fetch.h: one bounded HTTPS GET of a JWKS with libcurl.  TLS is
+ * verified (system CAs, or the admin's CA file), time and size are
+ * capped, and a redirect is followed only to the same scheme, host and
+ * port.  httpd-free: the caller decides when to fetch and what to keep.
+ */
+#ifndef LESSONS_FETCH_H
+#define LESSONS_FETCH_H
+
+#include "apr_pools.h"
+
+typedef struct {
+    const char *url;                /* https:// (http:// only when
+                                     * allow_http, for tests on loopback) */
+    const char *ca_file;            /* PEM bundle to trust, or NULL: the
+                                     * system's CAs */
+    long connect_timeout_ms;        /* > 0 */
+    long total_timeout_ms;          /* > 0, the whole fetch, redirects
+                                     * included */
+    apr_size_t max_bytes;           /* body cap: more is an error */
+    int max_redirects;              /* same-origin redirects followed */
+    int allow_http;
+} lessons_fetch_opts_t;
+
+/* Call once per process before any thread fetches (curl_global_init is
+ * not thread-safe): from post_config, before children are made.
+ * Returns NULL or a message.
+ */
+const char *lessons_fetch_global_init(void);
+
+/* Is url one lessons_fetch_get would try (https, or http when
+ * allow_http; a host; no user info)?  NULL, or a message for configtest.
+ */
+const char *lessons_fetch_check_url(apr_pool_t *p, const char *url,
+                                    int allow_http);
+
+/* GET opts->url.  On success returns NULL with *body (NUL-terminated,
+ * in p) and *len; the final status must be 200.  Otherwise a one-line
+ * message for the error log (curl's own words, the status, "larger
+ * than N bytes", "redirect to another origin ..."), never the body.
+ * Thread-safe: one easy handle per call.
+ */
+const char *lessons_fetch_get(apr_pool_t *p, const lessons_fetch_opts_t *opts,
+                              char **body, apr_size_t *len);
+
+#endif /* LESSONS_FETCH_H */

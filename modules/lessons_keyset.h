@@ -1,0 +1,103 @@
+/* Licensed under the Apache License, Version 2.0.
+ *
+ * lessons_keyset.h: the keys a policy verifies with.  A key file holds a
+ * secret, a PEM public key or a JWKS document (RFC 7517, detected by
+ * content); a keys URL serves a JWKS.  Either becomes a read-only key
+ * set, inspected once when it is made: each key says which algorithms
+ * may use it (its type, its curve, its own "alg"), so no token header
+ * can make an RSA or EC key act as an HMAC secret.
+ */
+#ifndef LESSONS_KEYSET_H
+#define LESSONS_KEYSET_H
+
+#include <jwt.h>
+#include "apr_pools.h"
+#include "lessons_key.h"
+
+/* Bounds on what a JWKS may hold, whoever serves it. */
+#define LESSONS_JWKS_MAX_BYTES   (256 * 1024)
+#define LESSONS_JWKS_MAX_KEYS    64
+#define LESSONS_RSA_MAX_BITS     8192
+#define LESSONS_KID_MAX_LEN      256
+
+/* Bytes of a key set's digest. */
+#define LESSONS_KEYSET_DIGEST_LEN  32
+
+/* A set of algorithms: bit (1u << alg) per jwt_alg_t. */
+typedef unsigned int lessons_algs_t;
+#define LESSONS_ALG_BIT(alg)  (1u << (unsigned)(alg))
+
+/* One usable key of a set. */
+typedef struct {
+    const char *kid;                /* its "kid", or NULL (a PEM or secret
+                                     * file, or a JWK without one) */
+    jwt_alg_t alg;                  /* its own "alg", or JWT_ALG_NONE when
+                                     * it names none (its type decides) */
+    lessons_key_t key;              /* as libjwt takes it: the secret, or
+                                     * PEM text made from the JWK members */
+} lessons_jwk_t;
+
+typedef struct {
+    int nkeys;                      /* >= 1 in every set that was made */
+    const lessons_jwk_t *keys;
+    int skipped;                    /* JWKs left out as not for us: "use"
+                                     * other than "sig", an encryption
+                                     * "alg", a kty libjwt cannot verify */
+    unsigned char digest[LESSONS_KEYSET_DIGEST_LEN];
+                                    /* SHA-256 over every key's kid, alg,
+                                     * type and bytes, in order: two sets
+                                     * that could judge a token
+                                     * differently never share it */
+} lessons_keyset_t;
+
+/* Make a set from the bytes of a key file: a JWKS when the bytes are a
+ * JSON object with a "keys" member, else exactly one key through
+ * lessons_key_make (a secret or a PEM public key; a lone JWK is still
+ * refused there).  Returns NULL with *set made in p, or a message for
+ * the admin naming what is wrong (which key, by index and kid).
+ */
+const char *lessons_keyset_make(apr_pool_t *p, const unsigned char *data,
+                                apr_size_t len, lessons_keyset_t **set);
+
+/* Parse a JWKS document (a file's, or one fetched from a URL) into a
+ * set in p.  Refused, with a message: not a JSON object with a "keys"
+ * array; more than LESSONS_JWKS_MAX_BYTES or LESSONS_JWKS_MAX_KEYS;
+ * no usable key; two keys with one kid; a kid that is not a string of
+ * 1..LESSONS_KID_MAX_LEN printable characters; private key material
+ * (RSA "d", "p", "q", "dp", "dq", "qi", "oth"; EC "d"); members missing,
+ * of the wrong type or not canonical base64url (padding, other
+ * characters, leftover bits, RSA "n"/"e" with a leading zero octet);
+ * RSA under LESSONS_RSA_MIN_BITS or over LESSONS_RSA_MAX_BITS bits, or
+ * an even or tiny exponent; EC on a curve other than P-256, P-384,
+ * P-521, coordinates of the wrong length, or a point not on the curve;
+ * oct under LESSONS_HMAC_MIN_BYTES; an "alg" of "none" or one that does
+ * not fit the key's type and curve; a "use" that is not a string;
+ * "key_ops" without "verify".  Skipped (counted in skipped, not an
+ * error): "use" other than "sig", an "alg" that is not a JWS algorithm
+ * libjwt verifies (RSA-OAEP, PS256, EdDSA...), a kty other than RSA, EC
+ * and oct.
+ */
+const char *lessons_keyset_parse_jwks(apr_pool_t *p, const char *json,
+                                      apr_size_t len, lessons_keyset_t **set);
+
+/* A set of exactly one key (no kid, no alg of its own). */
+const char *lessons_keyset_from_key(apr_pool_t *p, const lessons_key_t *key,
+                                    lessons_keyset_t **set);
+
+/* Does this key allow alg?  Its type decides (lessons_key_allows), and
+ * its own "alg", when it has one, must be alg.  Cheap.
+ */
+int lessons_jwk_allows(const lessons_jwk_t *jwk, jwt_alg_t alg);
+
+/* NULL when every key of the set fits at least one of algs (and algs is
+ * not empty); else a message naming the first key that fits none, for
+ * configtest and for refusing a fetched set.
+ */
+const char *lessons_keyset_check(apr_pool_t *p, const lessons_keyset_t *set,
+                                 lessons_algs_t algs);
+
+/* The key with this kid, or NULL. */
+const lessons_jwk_t *lessons_keyset_find(const lessons_keyset_t *set,
+                                         const char *kid);
+
+#endif /* LESSONS_KEYSET_H */
