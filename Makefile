@@ -99,6 +99,11 @@ if [ -n "$$pid" ]; then \
 fi
 endef
 
+# Fragments of the test tools, each owning its files: they add targets to
+# TEST_TOOLS (built before the suites) and scripts to PACKAGE_TESTS.
+.DEFAULT_GOAL := all
+-include t/idp/idp.mk t/openapi/openapi.mk t/package/package.mk
+
 .PHONY: all deps test-deps dev run token test unit integration install \
         clean distclean
 
@@ -191,21 +196,40 @@ for d in sqlite3 pgsql; do \
 done
 endef
 
+# Each fragment's package test appends its counts like integration.sh.
+define run_package_tests
+for pt in $(PACKAGE_TESTS); do \
+    n=$$(wc -l <$$counts); \
+    INTEGRATION_COUNTS=$$counts $$pt; \
+    if [ "$$(wc -l <$$counts)" -eq "$$n" ]; then \
+        echo "0 1" >>$$counts; \
+        printf $(SUITE_LINE) FAIL "$${pt##*/}" 0 " (it did not run: see above)"; \
+    fi; \
+done
+endef
+
 unit: $(UNIT_TESTS)
 	@$(mine)
 	@$(with_counts); $(run_units); $(summary)
 
 # Each integration run makes its own database (a SQLite file, or a
 # PostgreSQL cluster in a temp dir) and removes it.
-integration: all
+integration: all test-tools
 	@$(with_counts); $(run_integration); $(summary)
+
+# What the suites need from npm (the test identity provider, the OpenAPI
+# validator) and the package test: targets in the included fragments.
+TEST_TOOLS    ?=
+PACKAGE_TESTS ?=
+test-tools: $(TEST_TOOLS)
+.PHONY: test-tools
 
 # Sub-make, so that flags from pkg-config are read after test-deps has
 # installed the packages.
 test: test-deps
-	@$(MAKE) -s --no-print-directory all $(UNIT_TESTS)
+	@$(MAKE) -s --no-print-directory all $(UNIT_TESTS) test-tools
 	@$(mine)
-	@$(with_counts); $(run_units); $(run_integration); $(summary)
+	@$(with_counts); $(run_units); $(run_integration); $(run_package_tests); $(summary)
 
 # Debian layout: the module in apache2's module dir, lessons.load (which
 # pulls in mod_dbd) and lessons.conf for a2enmod, the SQL under /usr/share.
