@@ -76,7 +76,6 @@ static const command_rec lessons_cmds[] = {
 
 static void lessons_register_hooks(apr_pool_t *p)
 {
-    (void)p;
     ap_hook_check_config(lessons_check_config, NULL, NULL, APR_HOOK_MIDDLE);
     static const char *const before_dbd[] = { "mod_dbd.c", NULL };
 
@@ -94,6 +93,7 @@ static void lessons_register_hooks(apr_pool_t *p)
                            APR_HOOK_FIRST);
     ap_hook_handler(lessons_handler, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_handler(lessons_health_handler, NULL, NULL, APR_HOOK_MIDDLE);
+    lessons_authz_register(p);
 }
 
 /* Not AP_DECLARE_MODULE: mod_lessons.h already says APLOG_USE_MODULE. */

@@ -8,6 +8,8 @@
  *   mod_lessons_config.c   directives, merge, start-up checks, child init
  *   mod_lessons_map.c      translate_name/map_to_storage: is it the API's?
  *   mod_lessons_access.c   access checker: the bearer token, fail closed
+ *   mod_lessons_authz.c    Require jwt-claim (an authz provider) and its
+ *                          403 answer
  *   mod_lessons_handler.c  the handler: route, method, the operations
  *   mod_lessons_cache.c    the read path: catalog version, the response
  *                          cache, ETags, 304 and gzip
@@ -150,6 +152,11 @@ typedef struct {
     int api;                        /* SetHandler lessons applies */
     int checked;                    /* the token check has run */
     int status;                     /* OK, or DONE once a refusal is sent */
+    const char *token;              /* the bearer token, once verified */
+    json_t *claims;                 /* its claims, decoded on first use */
+    int claims_done;                /* claims has been asked for */
+    const char *denied_claim;       /* a Require jwt-claim that refused */
+    int forbidden_sent;             /* our 403 body is on its way */
 } lessons_req_state;
 
 /* Everything an operation needs, gathered once by the handler. */
@@ -224,6 +231,12 @@ int lessons_map_to_storage(request_rec *r);
 /* mod_lessons_access.c */
 int lessons_authenticate(request_rec *r, const lessons_dir_conf *conf);
 int lessons_check_access(request_rec *r);
+json_t *lessons_request_claims(request_rec *r);
+const char *lessons_challenge_value(request_rec *r, const char *error,
+                                    const char *description);
+
+/* mod_lessons_authz.c */
+void lessons_authz_register(apr_pool_t *p);
 
 /* mod_lessons_handler.c */
 int lessons_handler(request_rec *r);

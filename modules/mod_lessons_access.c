@@ -18,8 +18,9 @@ static const char *lessons_realm(request_rec *r)
     return realm;
 }
 
-static int lessons_challenge(request_rec *r, int status, const char *error,
-                             const char *description)
+/* RFC 6750 3: the challenge, with an error code when there is one. */
+const char *lessons_challenge_value(request_rec *r, const char *error,
+                                    const char *description)
 {
     const char *value = apr_psprintf(r->pool, "Bearer realm=\"%s\"",
                                      lessons_realm(r));
@@ -29,7 +30,14 @@ static int lessons_challenge(request_rec *r, int status, const char *error,
                              "error_description=\"%s\"", value, error,
                              description);
     }
-    apr_table_setn(r->err_headers_out, "WWW-Authenticate", value);
+    return value;
+}
+
+static int lessons_challenge(request_rec *r, int status, const char *error,
+                             const char *description)
+{
+    apr_table_setn(r->err_headers_out, "WWW-Authenticate",
+                   lessons_challenge_value(r, error, description));
     return lessons_error_response(r, status, description);
 }
 
@@ -161,7 +169,41 @@ int lessons_authenticate(request_rec *r, const lessons_dir_conf *conf)
     }
     lessons_export_claims(r, conf, claims);
     r->ap_auth_type = "Bearer";
+    st->token = token;
+    if (want_claims) {
+        st->claims = claims;
+        st->claims_done = 1;
+    }
     return st->status = OK;
+}
+
+/* The verified token's claims, for Require jwt-claim: decoded on first
+ * use (a token cache hit, so no second signature check).  NULL unless
+ * the request's token verified.
+ */
+json_t *lessons_request_claims(request_rec *r)
+{
+    lessons_req_state *st = lessons_state(r);
+    lessons_dir_conf *conf =
+        ap_get_module_config(r->per_dir_config, &lessons_module);
+    lessons_token_policy_t policy;
+    const char *subject = NULL;
+
+    if (!st->checked || st->status != OK || !st->token) {
+        return NULL;
+    }
+    if (!st->claims_done) {
+        st->claims_done = 1;
+        lessons_policy_of(conf, &policy);
+        if (lessons_token_verify_claims(r->pool, &policy,
+                ((lessons_srv_conf *)ap_get_module_config(
+                    r->server->module_config, &lessons_module))->tokens,
+                st->token, (apr_int64_t)apr_time_sec(r->request_time),
+                &subject, &st->claims) != LESSONS_TOKEN_OK) {
+            st->claims = NULL;
+        }
+    }
+    return st->claims;
 }
 
 /* Runs for every request where an algorithm and a key are in effect,

@@ -208,4 +208,17 @@ bad_ok('', qr/SetHandler lessons, but no LessonsJWTKey is configured/,
        'SetHandler lessons and no key anywhere',
        qq{<Location "/other">\n    LessonsJWTLeeway 5\n</Location>});
 
+# ---- Require jwt-claim (issue 9)
+good_ok("LessonsJWTKey HS256 $hs_good\n<LimitExcept GET HEAD OPTIONS>\n"
+        . "    Require jwt-claim role editor admin\n</LimitExcept>",
+        'Require jwt-claim with values');
+good_ok("LessonsJWTKey HS256 $hs_good\nRequire jwt-claim realm_access.roles \"lessons admin\"",
+        'Require jwt-claim, a dotted name and a quoted value');
+bad_ok("LessonsJWTKey HS256 $hs_good\nRequire jwt-claim role",
+       qr/Require jwt-claim role: no value given/,
+       'Require jwt-claim with a name and no value');
+bad_ok("LessonsJWTKey HS256 $hs_good\nRequire jwt-claim",
+       qr/Require jwt-claim needs a claim name and at least one value/,
+       'Require jwt-claim with nothing');
+
 done_testing;
