@@ -66,6 +66,11 @@ static const command_rec lessons_cmds[] = {
                     NULL, RSRC_CONF | ACCESS_CONF,
                     "Claims copied into the request environment as "
                     "JWT_CLAIM_<name> (for logs, mod_headers, CGI)"),
+    AP_INIT_ITERATE("LessonsCORSOrigins", lessons_set_cors_origin, NULL,
+                    RSRC_CONF | ACCESS_CONF,
+                    "Browser origins (https://app.example.org, or *) whose "
+                    "scripts may call the API: preflights are answered "
+                    "without a token (default: none)"),
     AP_INIT_TAKE1("LessonsCacheSize", lessons_set_cache_size, NULL,
                   RSRC_CONF,
                   "Memory each Apache process may use for built responses, "

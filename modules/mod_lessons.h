@@ -10,6 +10,8 @@
  *   mod_lessons_access.c   access checker: the bearer token, fail closed
  *   mod_lessons_authz.c    Require jwt-claim (an authz provider) and its
  *                          403 answer
+ *   mod_lessons_cors.c     LessonsCORSOrigins: preflights, and the headers
+ *                          that let a browser read every answer
  *   mod_lessons_handler.c  the handler: route, method, the operations
  *   mod_lessons_cache.c    the read path: catalog version, the response
  *                          cache, ETags, 304 and gzip
@@ -46,6 +48,7 @@
 
 #include "lessons_cache.h"
 #include "lessons_claims.h"
+#include "lessons_cors.h"
 #include "lessons_db.h"
 #include "lessons_etag.h"
 #include "lessons_gate.h"
@@ -119,6 +122,10 @@ typedef struct {
     apr_off_t max_body;
     const char *user_claim;         /* LessonsJWTUserClaim; NULL: sub */
     apr_array_header_t *export_claims;  /* LessonsJWTExportClaims names */
+    apr_array_header_t *cors_origins;   /* LessonsCORSOrigins, normalised;
+                                         * NULL: not set here; empty:
+                                         * "none" */
+    int cors_none;
     int has_fp;                     /* fp is the token policy's fingerprint
                                      * for exactly these alg, key, issuer,
                                      * audience and leeway */
@@ -200,6 +207,8 @@ const char *lessons_set_db_timeout(cmd_parms *cmd, void *dconf,
                                    const char *arg);
 const char *lessons_set_export_claim(cmd_parms *cmd, void *dconf,
                                      const char *arg);
+const char *lessons_set_cors_origin(cmd_parms *cmd, void *dconf,
+                                    const char *arg);
 const char *lessons_set_cache_size(cmd_parms *cmd, void *dconf,
                                    const char *arg);
 const char *lessons_set_max_body(cmd_parms *cmd, void *dconf,
@@ -234,6 +243,9 @@ int lessons_check_access(request_rec *r);
 json_t *lessons_request_claims(request_rec *r);
 const char *lessons_challenge_value(request_rec *r, const char *error,
                                     const char *description);
+
+/* mod_lessons_cors.c */
+int lessons_cors(request_rec *r, const lessons_dir_conf *conf);
 
 /* mod_lessons_authz.c */
 void lessons_authz_register(apr_pool_t *p);

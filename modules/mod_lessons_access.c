@@ -215,9 +215,18 @@ int lessons_check_access(request_rec *r)
     lessons_dir_conf *conf =
         ap_get_module_config(r->per_dir_config, &lessons_module);
 
+    int rc;
+
     if (!lessons_configured(conf)) {
         return DECLINED;    /* no token policy here; the handler still
                              * refuses to serve without one */
+    }
+    /* Before the token: a preflight carries none, and a refusal must
+     * carry the CORS headers for a browser to read it.
+     */
+    rc = lessons_cors(r, conf);
+    if (rc != DECLINED) {
+        return rc;
     }
     return lessons_authenticate(r, conf);
 }

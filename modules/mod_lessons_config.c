@@ -42,6 +42,8 @@ void *lessons_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     conf->user_claim = add->user_claim ? add->user_claim : base->user_claim;
     conf->export_claims = add->export_claims ? add->export_claims
                                              : base->export_claims;
+    conf->cors_origins = add->cors_origins ? add->cors_origins
+                                           : base->cors_origins;
     /* The fingerprint made at start-up holds only while every part of
      * the policy is still the one it was made for.
      */
@@ -366,6 +368,39 @@ const char *lessons_set_export_claim(cmd_parms *cmd, void *dconf,
     }
     APR_ARRAY_PUSH(conf->export_claims, const char *) =
         apr_pstrdup(cmd->pool, arg);
+    return lessons_touch(cmd, conf);
+}
+
+/* LessonsCORSOrigins ORIGIN...: this section's list replaces an
+ * inherited one; "none" alone turns CORS off again.
+ */
+const char *lessons_set_cors_origin(cmd_parms *cmd, void *dconf,
+                                    const char *arg)
+{
+    lessons_dir_conf *conf = dconf;
+    const char *norm = NULL, *err;
+
+    if (!conf->cors_origins) {
+        conf->cors_origins = apr_array_make(cmd->pool, 4,
+                                            sizeof(const char *));
+    }
+    if (strcasecmp(arg, "none") == 0) {
+        if (conf->cors_origins->nelts) {
+            return apr_psprintf(cmd->pool, "%s: 'none' stands alone",
+                                cmd->cmd->name);
+        }
+        conf->cors_none = 1;
+        return lessons_touch(cmd, conf);
+    }
+    if (conf->cors_none) {
+        return apr_psprintf(cmd->pool, "%s: 'none' stands alone",
+                            cmd->cmd->name);
+    }
+    err = lessons_cors_origin_parse(cmd->pool, arg, &norm);
+    if (err) {
+        return apr_psprintf(cmd->pool, "%s: %s", cmd->cmd->name, err);
+    }
+    APR_ARRAY_PUSH(conf->cors_origins, const char *) = norm;
     return lessons_touch(cmd, conf);
 }
 

@@ -221,4 +221,15 @@ bad_ok("LessonsJWTKey HS256 $hs_good\nRequire jwt-claim",
        qr/Require jwt-claim needs a claim name and at least one value/,
        'Require jwt-claim with nothing');
 
+# ---- LessonsCORSOrigins (issue 9)
+good_ok("LessonsJWTKey HS256 $hs_good\nLessonsCORSOrigins https://app.example.org http://localhost:3000",
+        'LessonsCORSOrigins with two origins');
+bad_ok("LessonsJWTKey HS256 $hs_good\nLessonsCORSOrigins https://app.example.org/",
+       qr/LessonsCORSOrigins: origin 'https:\/\/app.example.org\/' must be scheme:\/\/host/,
+       'LessonsCORSOrigins with a path');
+bad_ok("LessonsJWTKey HS256 $hs_good\nLessonsCORSOrigins app.example.org",
+       qr/must start with https:\/\//, 'LessonsCORSOrigins without a scheme');
+bad_ok("LessonsJWTKey HS256 $hs_good\nLessonsCORSOrigins none https://a.example",
+       qr/'none' stands alone/, 'LessonsCORSOrigins none with an origin');
+
 done_testing;

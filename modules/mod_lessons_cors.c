@@ -1,0 +1,84 @@
+/* Licensed under the Apache License, Version 2.0.
+ *
+ * mod_lessons_cors.c: browsers calling the API from another origin
+ * (LessonsCORSOrigins; off unless configured).  A preflight names no
+ * token, so it is answered here, before the token check, and only for
+ * the listed origins; every other answer to a listed origin carries the
+ * headers in err_headers_out, so 401, 403 and httpd's own error pages
+ * can be read by the script too.
+ */
+
+#include "mod_lessons.h"
+
+static int lessons_cors_preflight(request_rec *r,
+                                  const lessons_dir_conf *conf,
+                                  const char *origin)
+{
+    lessons_route_t route;
+    const char *method;
+
+    route = lessons_route_match(lessons_base_path(conf), r->uri);
+    if (route.route == LESSONS_ROUTE_NONE) {
+        return DECLINED;            /* no such resource: the token check
+                                     * and the handler answer it */
+    }
+    if (!lessons_cors_allowed(conf->cors_origins, origin)) {
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00209)
+                      "CORS preflight for %s refused: origin %s is not "
+                      "in LessonsCORSOrigins", r->uri,
+                      ap_escape_logitem(r->pool, origin));
+        return lessons_error_response(r, HTTP_FORBIDDEN,
+            "This origin may not call the API from a browser.");
+    }
+    method = apr_table_get(r->headers_in, "Access-Control-Request-Method");
+    if (!(lessons_route_method(method) & lessons_route_allowed(route.route))
+        || !lessons_cors_headers_ok(apr_table_get(r->headers_in,
+                "Access-Control-Request-Headers"))) {
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00210)
+                      "CORS preflight for %s refused: method or headers "
+                      "the API does not take", r->uri);
+        return lessons_error_response(r, HTTP_FORBIDDEN,
+            apr_psprintf(r->pool, "A browser may send %s here, with the "
+                         "headers " LESSONS_CORS_ALLOW_HEADERS ".",
+                         lessons_route_allow_header(route.route)));
+    }
+    apr_table_setn(r->headers_out, "Access-Control-Allow-Methods",
+                   lessons_route_allow_header(route.route));
+    apr_table_setn(r->headers_out, "Access-Control-Allow-Headers",
+                   LESSONS_CORS_ALLOW_HEADERS);
+    apr_table_setn(r->headers_out, "Access-Control-Max-Age",
+                   LESSONS_CORS_MAX_AGE);
+    lessons_send_empty(r, HTTP_NO_CONTENT);
+    return DONE;
+}
+
+/* DECLINED: go on to the token (with the CORS headers set when the
+ * origin is listed); anything else: the preflight's answer, sent.
+ */
+int lessons_cors(request_rec *r, const lessons_dir_conf *conf)
+{
+    const char *origin;
+    int listed;
+
+    if (!conf->cors_origins || conf->cors_origins->nelts == 0) {
+        return DECLINED;
+    }
+    /* Answers differ by Origin: caches must keep them apart. */
+    apr_table_mergen(r->err_headers_out, "Vary", "Origin");
+    origin = apr_table_get(r->headers_in, "Origin");
+    if (!origin) {
+        return DECLINED;
+    }
+    listed = lessons_cors_allowed(conf->cors_origins, origin);
+    if (listed) {
+        apr_table_setn(r->err_headers_out, "Access-Control-Allow-Origin",
+                       origin);
+        apr_table_setn(r->err_headers_out, "Access-Control-Expose-Headers",
+                       LESSONS_CORS_EXPOSE_HEADERS);
+    }
+    if (r->method_number == M_OPTIONS
+        && apr_table_get(r->headers_in, "Access-Control-Request-Method")) {
+        return lessons_cors_preflight(r, conf, origin);
+    }
+    return DECLINED;
+}
