@@ -68,25 +68,6 @@ static char *hs256_token(const char *header, const char *payload)
     return hmac_token_md(header, payload, EVP_sha256(), secret, SECRET_LEN);
 }
 
-/* A token made by libjwt: grants as JSON, signed with alg and key. */
-static char *lj_token(jwt_alg_t alg, const void *key, size_t keylen,
-                      const char *grants)
-{
-    jwt_t *jwt = NULL;
-    char *s, *out;
-
-    assert_int_equal(jwt_new(&jwt), 0);
-    if (grants)
-        assert_int_equal(jwt_add_grants_json(jwt, grants), 0);
-    assert_int_equal(jwt_set_alg(jwt, alg, key, (int)keylen), 0);
-    s = jwt_encode_str(jwt);
-    assert_non_null(s);
-    out = apr_pstrdup(pool, s);
-    free(s);
-    jwt_free(jwt);
-    return out;
-}
-
 #define STD_CLAIMS "{\"sub\":\"alice\",\"exp\":1700003600}"
 #define HS256_HEADER "{\"alg\":\"HS256\",\"typ\":\"JWT\"}"
 

@@ -1,0 +1,938 @@
+/* Licensed under the Apache License, Version 2.0.
+ *
+ * lessons_keyset.c: key sets from a key file or a JWKS (RFC 7517).  Each
+ * JWK is checked strictly once, when the set is made: canonical
+ * base64url members, sane sizes, a point on its curve, no private
+ * material, an "alg" that fits the key.  RSA and EC members become PEM
+ * text that goes through lessons_key_make, so a JWK is inspected by the
+ * same code as a PEM file and libjwt 1.10 gets the form it takes.
+ */
+#include <limits.h>
+#include <stdarg.h>
+#include <string.h>
+#include <strings.h>
+
+#include <jansson.h>
+
+#include <openssl/bio.h>
+#include <openssl/bn.h>
+#include <openssl/core_names.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/param_build.h>
+#include <openssl/pem.h>
+
+#include "apr_encode.h"
+#include "apr_strings.h"
+
+#include "lessons_keyset.h"
+
+/* The JWS algorithms libjwt verifies for us, each with the key it needs. */
+static const struct {
+    const char *name;
+    jwt_alg_t alg;
+} lessons_jws_algs[] = {
+    { "HS256", JWT_ALG_HS256 }, { "HS384", JWT_ALG_HS384 },
+    { "HS512", JWT_ALG_HS512 }, { "RS256", JWT_ALG_RS256 },
+    { "RS384", JWT_ALG_RS384 }, { "RS512", JWT_ALG_RS512 },
+    { "ES256", JWT_ALG_ES256 }, { "ES384", JWT_ALG_ES384 },
+    { "ES512", JWT_ALG_ES512 },
+};
+
+#define LESSONS_NJWS (sizeof(lessons_jws_algs) / sizeof(lessons_jws_algs[0]))
+
+/* The curves we take, with their OpenSSL group and field length (RFC 7518
+ * 6.2.1.2: x and y are exactly this many octets).
+ */
+static const struct {
+    const char *crv;
+    const char *group;
+    apr_size_t bytes;
+} lessons_curves[] = {
+    { "P-256", "prime256v1", 32 },
+    { "P-384", "secp384r1", 48 },
+    { "P-521", "secp521r1", 66 },
+};
+
+#define LESSONS_NCURVES (sizeof(lessons_curves) / sizeof(lessons_curves[0]))
+
+/* RSA exponents: at least 65537 (FIPS 186-5) and at most 64 bits, the
+ * largest OpenSSL uses with a modulus over 3072 bits.
+ */
+#define LESSONS_RSA_MIN_E     65537UL
+#define LESSONS_RSA_MAX_E_BITS  64
+
+static const char *lessons_alg_name(jwt_alg_t alg)
+{
+    size_t i;
+
+    for (i = 0; i < LESSONS_NJWS; i++) {
+        if (lessons_jws_algs[i].alg == alg) {
+            return lessons_jws_algs[i].name;
+        }
+    }
+    return "?";
+}
+
+/* ------------------------------------------------------------ base64url */
+
+/* Decode a JWK member that must be canonical base64url (RFC 7515 2):
+ * only the URL alphabet, no padding, no leftover bits.  apr decodes;
+ * encoding the result again and comparing proves the text is the one
+ * way of writing those bytes.  NULL, or why not.
+ */
+static const char *lessons_b64url(apr_pool_t *p, json_t *v,
+                                  const unsigned char **out, apr_size_t *olen)
+{
+    const char *s = json_string_value(v);
+    size_t slen = json_string_length(v);
+    const unsigned char *raw;
+    const char *again;
+    apr_size_t rlen = 0, alen = 0;
+    size_t i;
+
+    if (!s || slen == 0) {
+        return "is empty";
+    }
+    for (i = 0; i < slen; i++) {
+        unsigned char c = (unsigned char)s[i];
+
+        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z')
+              || (c >= '0' && c <= '9') || c == '-' || c == '_')) {
+            return c == '=' ? "is padded (base64url has no \"=\")"
+                            : "holds characters outside base64url";
+        }
+    }
+    raw = apr_pdecode_base64_binary(p, s, (apr_ssize_t)slen,
+                                    APR_ENCODE_BASE64URL, &rlen);
+    if (!raw || rlen == 0) {
+        return "is not valid base64url";
+    }
+    again = apr_pencode_base64_binary(p, raw, (apr_ssize_t)rlen,
+                                      APR_ENCODE_BASE64URL, &alen);
+    if (!again || alen != slen || memcmp(again, s, slen) != 0) {
+        return "is not canonical base64url (leftover bits)";
+    }
+    *out = raw;
+    *olen = rlen;
+    return NULL;
+}
+
+/* Untrusted text (from a JWKS someone else serves) as it may appear in
+ * a log line: printable ASCII only, at most max characters.
+ */
+static const char *lessons_printable(apr_pool_t *p, const char *s,
+                                     apr_size_t max)
+{
+    apr_size_t n = strlen(s), i;
+    char *t;
+
+    if (n > max) {
+        n = max;
+    }
+    t = apr_pstrmemdup(p, s, n);
+    for (i = 0; i < n; i++) {
+        if ((unsigned char)t[i] < 0x20 || (unsigned char)t[i] > 0x7e) {
+            t[i] = '?';
+        }
+    }
+    return strlen(s) > max ? apr_pstrcat(p, t, "...", NULL) : t;
+}
+
+#define LESSONS_SHOW_MAX  40
+
+/* ------------------------------------------------------------- one key */
+
+/* What is known of the JWK being read, for messages. */
+typedef struct {
+    apr_pool_t *p;                  /* the set's pool */
+    apr_pool_t *tmp;                /* scratch, gone when the set is made */
+    int index;
+    const char *kid;                /* in p, or NULL */
+} lessons_jwk_ctx_t;
+
+static const char *lessons_jwk_err(const lessons_jwk_ctx_t *c,
+                                   const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* "key 2 (kid "abc"): what" */
+static const char *lessons_jwk_err(const lessons_jwk_ctx_t *c,
+                                   const char *fmt, ...)
+{
+    va_list ap;
+    const char *what;
+
+    va_start(ap, fmt);
+    what = apr_pvsprintf(c->tmp, fmt, ap);
+    va_end(ap);
+    if (c->kid) {
+        return apr_psprintf(c->p, "key %d (kid \"%s\"): %s", c->index,
+                            c->kid, what);
+    }
+    return apr_psprintf(c->p, "key %d: %s", c->index, what);
+}
+
+/* A member that must be a canonical base64url string. */
+static const char *lessons_jwk_bytes(const lessons_jwk_ctx_t *c, json_t *jwk,
+                                     const char *name,
+                                     const unsigned char **out,
+                                     apr_size_t *len)
+{
+    json_t *v = json_object_get(jwk, name);
+    const char *why;
+
+    if (!v) {
+        return lessons_jwk_err(c, "\"%s\" is missing", name);
+    }
+    if (!json_is_string(v)) {
+        return lessons_jwk_err(c, "\"%s\" is not a string", name);
+    }
+    why = lessons_b64url(c->tmp, v, out, len);
+    return why ? lessons_jwk_err(c, "\"%s\" %s", name, why) : NULL;
+}
+
+/* PEM text of a public key, in p; NULL if OpenSSL cannot write it. */
+static const char *lessons_pkey_pem(apr_pool_t *p, EVP_PKEY *pkey,
+                                    apr_size_t *len)
+{
+    BIO *bio = BIO_new(BIO_s_mem());
+    char *data = NULL;
+    const char *pem = NULL;
+    long n;
+
+    if (bio && PEM_write_bio_PUBKEY(bio, pkey) == 1) {
+        n = BIO_get_mem_data(bio, &data);
+        if (n > 0 && data) {
+            pem = apr_pstrmemdup(p, data, (apr_size_t)n);
+            *len = (apr_size_t)n;
+        }
+    }
+    BIO_free(bio);
+    return pem;
+}
+
+/* Build a public key from the members in bld and write it as PEM text
+ * (in c->tmp).  With check, test it as OpenSSL tests a peer's key (EC:
+ * on the curve, in range, of the right order).  NULL means refused:
+ * *why says why, bad when OpenSSL will not take the members.
+ */
+static const char *lessons_pkey_from(const lessons_jwk_ctx_t *c,
+                                     const char *type, OSSL_PARAM_BLD *bld,
+                                     int check, const char *bad,
+                                     apr_size_t *len, const char **why)
+{
+    OSSL_PARAM *params = NULL;
+    EVP_PKEY_CTX *ctx = NULL, *vctx = NULL;
+    EVP_PKEY *pkey = NULL;
+    const char *pem = NULL;
+
+    *why = bad;
+    if (!bld || !(params = OSSL_PARAM_BLD_to_param(bld))
+        || !(ctx = EVP_PKEY_CTX_new_from_name(NULL, type, NULL))
+        || EVP_PKEY_fromdata_init(ctx) <= 0
+        || EVP_PKEY_fromdata(ctx, &pkey, EVP_PKEY_PUBLIC_KEY, params) <= 0
+        || !pkey) {
+        goto done;
+    }
+    if (check) {
+        vctx = EVP_PKEY_CTX_new_from_pkey(NULL, pkey, NULL);
+        if (!vctx || EVP_PKEY_public_check(vctx) != 1) {
+            goto done;
+        }
+    }
+    pem = lessons_pkey_pem(c->tmp, pkey, len);
+    if (!pem) {
+        *why = "OpenSSL cannot write the key as PEM";
+    }
+done:
+    EVP_PKEY_CTX_free(vctx);
+    EVP_PKEY_free(pkey);
+    EVP_PKEY_CTX_free(ctx);
+    OSSL_PARAM_free(params);
+    ERR_clear_error();
+    return pem;
+}
+
+/* PEM text through lessons_key_make (the same inspection as a PEM file);
+ * the key must come out of the type the JWK says.
+ */
+static const char *lessons_jwk_pem_key(const lessons_jwk_ctx_t *c,
+                                       const char *pem, apr_size_t len,
+                                       lessons_key_type_e type,
+                                       lessons_key_t *out)
+{
+    lessons_key_t *key = NULL;
+    const char *msg;
+    const char *copy = apr_pstrmemdup(c->p, pem, len);
+
+    msg = lessons_key_make(c->p, (const unsigned char *)copy, len, &key);
+    if (msg) {
+        return lessons_jwk_err(c, "%s", msg);
+    }
+    if (!key || key->type != type) {
+        return lessons_jwk_err(c, "the key made of its members is not of "
+                               "its kty");
+    }
+    *out = *key;
+    return NULL;
+}
+
+static const char *lessons_jwk_rsa(const lessons_jwk_ctx_t *c, json_t *jwk,
+                                   lessons_key_t *out)
+{
+    const unsigned char *n, *e;
+    apr_size_t nlen = 0, elen = 0, pemlen = 0;
+    BIGNUM *bn = NULL, *be = NULL;
+    OSSL_PARAM_BLD *bld = NULL;
+    const char *msg = NULL, *pem = NULL, *why = NULL;
+    int nbits, ebits;
+
+    if ((msg = lessons_jwk_bytes(c, jwk, "n", &n, &nlen))
+        || (msg = lessons_jwk_bytes(c, jwk, "e", &e, &elen))) {
+        return msg;
+    }
+    if (nlen > INT_MAX || elen > INT_MAX) {
+        return lessons_jwk_err(c, "RSA members too large");
+    }
+    /* RFC 7518 6.3.1: the minimal octets, so no leading zero. */
+    if (n[0] == 0) {
+        return lessons_jwk_err(c, "RSA modulus \"n\" starts with a zero "
+                               "octet");
+    }
+    if (e[0] == 0) {
+        return lessons_jwk_err(c, "RSA exponent \"e\" starts with a zero "
+                               "octet");
+    }
+    bn = BN_bin2bn(n, (int)nlen, NULL);
+    be = BN_bin2bn(e, (int)elen, NULL);
+    if (!bn || !be) {
+        msg = lessons_jwk_err(c, "out of memory");
+        goto done;
+    }
+    nbits = BN_num_bits(bn);
+    ebits = BN_num_bits(be);
+    if (nbits < LESSONS_RSA_MIN_BITS) {
+        msg = lessons_jwk_err(c, "RSA modulus of %d bits, at least %d "
+                              "needed", nbits, LESSONS_RSA_MIN_BITS);
+    }
+    else if (nbits > LESSONS_RSA_MAX_BITS) {
+        msg = lessons_jwk_err(c, "RSA modulus of %d bits, at most %d "
+                              "allowed", nbits, LESSONS_RSA_MAX_BITS);
+    }
+    else if (!BN_is_odd(bn)) {
+        msg = lessons_jwk_err(c, "RSA modulus is even");
+    }
+    else if (!BN_is_odd(be)) {
+        msg = lessons_jwk_err(c, "RSA exponent is even");
+    }
+    else if (ebits > LESSONS_RSA_MAX_E_BITS) {
+        msg = lessons_jwk_err(c, "RSA exponent of %d bits, at most %d "
+                              "allowed", ebits, LESSONS_RSA_MAX_E_BITS);
+    }
+    else if (BN_get_word(be) < LESSONS_RSA_MIN_E) {
+        msg = lessons_jwk_err(c, "RSA exponent %lu is too small, at least "
+                              "%lu needed", (unsigned long)BN_get_word(be),
+                              LESSONS_RSA_MIN_E);
+    }
+    if (msg) {
+        goto done;
+    }
+    bld = OSSL_PARAM_BLD_new();
+    if (bld && OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_N, bn)
+        && OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_E, be)) {
+        pem = lessons_pkey_from(c, "RSA", bld, 0,
+                                "OpenSSL does not take \"n\" and \"e\" "
+                                "as an RSA key", &pemlen, &why);
+    }
+    else {
+        why = "out of memory";
+    }
+    msg = pem ? lessons_jwk_pem_key(c, pem, pemlen, LESSONS_KEY_RSA, out)
+              : lessons_jwk_err(c, "%s", why);
+done:
+    OSSL_PARAM_BLD_free(bld);
+    BN_free(bn);
+    BN_free(be);
+    ERR_clear_error();
+    return msg;
+}
+
+static const char *lessons_jwk_ec(const lessons_jwk_ctx_t *c, json_t *jwk,
+                                  lessons_key_t *out)
+{
+    json_t *crv = json_object_get(jwk, "crv");
+    const unsigned char *x, *y;
+    unsigned char *point;
+    apr_size_t xlen = 0, ylen = 0, pemlen = 0, size;
+    OSSL_PARAM_BLD *bld;
+    const char *msg, *pem = NULL, *why = NULL;
+    size_t i;
+
+    if (!crv) {
+        return lessons_jwk_err(c, "\"crv\" is missing");
+    }
+    if (!json_is_string(crv)) {
+        return lessons_jwk_err(c, "\"crv\" is not a string");
+    }
+    for (i = 0; i < LESSONS_NCURVES; i++) {
+        if (strlen(lessons_curves[i].crv) == json_string_length(crv)
+            && strcmp(json_string_value(crv), lessons_curves[i].crv) == 0) {
+            break;
+        }
+    }
+    if (i == LESSONS_NCURVES) {
+        return lessons_jwk_err(c, "EC curve \"%s\" is not supported; "
+                               "P-256, P-384 and P-521 are",
+                               lessons_printable(c->tmp,
+                                                 json_string_value(crv),
+                                                 LESSONS_SHOW_MAX));
+    }
+    size = lessons_curves[i].bytes;
+    if ((msg = lessons_jwk_bytes(c, jwk, "x", &x, &xlen))
+        || (msg = lessons_jwk_bytes(c, jwk, "y", &y, &ylen))) {
+        return msg;
+    }
+    if (xlen != size || ylen != size) {
+        return lessons_jwk_err(c, "EC %s coordinates must be %d octets, "
+                               "\"x\" has %d and \"y\" %d",
+                               lessons_curves[i].crv, (int)size, (int)xlen,
+                               (int)ylen);
+    }
+    /* SEC 1 uncompressed point: 0x04 || x || y */
+    point = apr_palloc(c->tmp, 1 + 2 * size);
+    point[0] = 0x04;
+    memcpy(point + 1, x, size);
+    memcpy(point + 1 + size, y, size);
+    bld = OSSL_PARAM_BLD_new();
+    if (bld
+        && OSSL_PARAM_BLD_push_utf8_string(bld, OSSL_PKEY_PARAM_GROUP_NAME,
+                                           lessons_curves[i].group, 0)
+        && OSSL_PARAM_BLD_push_octet_string(bld, OSSL_PKEY_PARAM_PUB_KEY,
+                                            point, 1 + 2 * size)) {
+        pem = lessons_pkey_from(c, "EC", bld, 1,
+                                "the point (x, y) is not on the curve",
+                                &pemlen, &why);
+    }
+    else {
+        why = "out of memory";
+    }
+    OSSL_PARAM_BLD_free(bld);
+    ERR_clear_error();
+    if (!pem) {
+        return lessons_jwk_err(c, "%s", why);
+    }
+    return lessons_jwk_pem_key(c, pem, pemlen, LESSONS_KEY_EC, out);
+}
+
+static const char *lessons_jwk_oct(const lessons_jwk_ctx_t *c, json_t *jwk,
+                                   lessons_key_t *out)
+{
+    const unsigned char *k;
+    apr_size_t klen = 0;
+    const char *msg;
+
+    if ((msg = lessons_jwk_bytes(c, jwk, "k", &k, &klen))) {
+        return msg;
+    }
+    if (klen < LESSONS_HMAC_MIN_BYTES) {
+        return lessons_jwk_err(c, "secret of %d bytes, at least %d needed",
+                               (int)klen, LESSONS_HMAC_MIN_BYTES);
+    }
+    /* Built here, not by lessons_key_make: these bytes are a secret by
+     * the JWK's word, and random bytes may happen to look like JSON or
+     * hold "-----BEGIN".
+     */
+    memset(out, 0, sizeof(*out));
+    out->type = LESSONS_KEY_SECRET;
+    out->data = apr_pmemdup(c->p, k, klen);
+    out->len = klen;
+    return NULL;
+}
+
+/* A few words on what a key is, for messages. */
+static const char *lessons_key_what(apr_pool_t *p, const lessons_key_t *key)
+{
+    switch (key->type) {
+    case LESSONS_KEY_SECRET:
+        return apr_psprintf(p, "a shared secret of %" APR_SIZE_T_FMT
+                            " bytes", key->len);
+    case LESSONS_KEY_RSA:
+        return apr_psprintf(p, "an RSA key of %d bits", key->bits);
+    case LESSONS_KEY_EC:
+        switch (key->ec_alg) {
+        case JWT_ALG_ES256:
+            return "an EC P-256 key";
+        case JWT_ALG_ES384:
+            return "an EC P-384 key";
+        case JWT_ALG_ES512:
+            return "an EC P-521 key";
+        default:
+            return "an EC key";
+        }
+    }
+    return "a key";
+}
+
+/* The string member name of jwk: 1 (in *s), 0 absent, -1 not a string. */
+static int lessons_jwk_string(json_t *jwk, const char *name, const char **s)
+{
+    json_t *v = json_object_get(jwk, name);
+
+    *s = NULL;
+    if (!v) {
+        return 0;
+    }
+    if (!json_is_string(v)) {
+        return -1;
+    }
+    *s = json_string_value(v);
+    return 1;
+}
+
+/* Members that only a private key has (RFC 7518 6.3.2, 6.2.2). */
+static const char *const lessons_private_members[] = {
+    "d", "p", "q", "dp", "dq", "qi", "oth"
+};
+
+/* Read one JWK.  Returns NULL and *skip (a reason, in c->tmp) for a key
+ * that is not for us, NULL and *jwk filled for a usable one, or a
+ * message that refuses the whole set.
+ */
+static const char *lessons_jwk_read(lessons_jwk_ctx_t *c, json_t *obj,
+                                    lessons_jwk_t *jwk, const char **skip)
+{
+    const char *kid, *kty, *use, *alg;
+    json_t *v, *op;
+    size_t i, n;
+    int r, verify = 0;
+    const char *msg;
+
+    *skip = NULL;
+    c->kid = NULL;
+    if (!json_is_object(obj)) {
+        return lessons_jwk_err(c, "not a JSON object");
+    }
+    r = lessons_jwk_string(obj, "kid", &kid);
+    if (r < 0) {
+        return lessons_jwk_err(c, "\"kid\" is not a string");
+    }
+    if (r > 0) {
+        n = json_string_length(json_object_get(obj, "kid"));
+        if (n == 0) {
+            return lessons_jwk_err(c, "\"kid\" is empty");
+        }
+        if (n > LESSONS_KID_MAX_LEN) {
+            return lessons_jwk_err(c, "\"kid\" is longer than %d "
+                                   "characters", LESSONS_KID_MAX_LEN);
+        }
+        for (i = 0; i < n; i++) {
+            if ((unsigned char)kid[i] < 0x20 || (unsigned char)kid[i] > 0x7e) {
+                return lessons_jwk_err(c, "\"kid\" holds characters other "
+                                       "than printable ASCII");
+            }
+        }
+        c->kid = apr_pstrmemdup(c->p, kid, n);
+    }
+    r = lessons_jwk_string(obj, "kty", &kty);
+    if (r == 0) {
+        return lessons_jwk_err(c, "\"kty\" is missing");
+    }
+    if (r < 0) {
+        return lessons_jwk_err(c, "\"kty\" is not a string");
+    }
+    /* A published private key is refused whatever it is for: its owner
+     * has a leak to fix, and it must not look like a working set.
+     */
+    n = strcmp(kty, "RSA") == 0 ? sizeof(lessons_private_members)
+                                  / sizeof(lessons_private_members[0]) : 1;
+    for (i = 0; i < n; i++) {
+        if (json_object_get(obj, lessons_private_members[i])) {
+            return lessons_jwk_err(c, "holds private key material (\"%s\"); "
+                                   "publish only the public key",
+                                   lessons_private_members[i]);
+        }
+    }
+    if (lessons_jwk_string(obj, "use", &use) < 0) {
+        return lessons_jwk_err(c, "\"use\" is not a string");
+    }
+    if (lessons_jwk_string(obj, "alg", &alg) < 0) {
+        return lessons_jwk_err(c, "\"alg\" is not a string");
+    }
+    if (alg && strcasecmp(alg, "none") == 0) {
+        return lessons_jwk_err(c, "\"alg\" is \"%s\"",
+                               lessons_printable(c->tmp, alg, 4));
+    }
+
+    /* Not for us: another use, another algorithm family, another type. */
+    if (use && strcmp(use, "sig") != 0) {
+        *skip = apr_psprintf(c->tmp, "\"use\" is \"%s\"",
+                             lessons_printable(c->tmp, use,
+                                               LESSONS_SHOW_MAX));
+        return NULL;
+    }
+    jwk->alg = JWT_ALG_NONE;
+    if (alg) {
+        for (i = 0; i < LESSONS_NJWS; i++) {
+            if (strcmp(alg, lessons_jws_algs[i].name) == 0) {
+                jwk->alg = lessons_jws_algs[i].alg;
+            }
+        }
+        if (jwk->alg == JWT_ALG_NONE) {
+            *skip = apr_psprintf(c->tmp, "\"alg\" \"%s\" is not one we "
+                                 "verify", lessons_printable(c->tmp, alg,
+                                                             LESSONS_SHOW_MAX));
+            return NULL;
+        }
+    }
+    if (strcmp(kty, "RSA") != 0 && strcmp(kty, "EC") != 0
+        && strcmp(kty, "oct") != 0) {
+        *skip = apr_psprintf(c->tmp, "\"kty\" \"%s\" is not one we verify",
+                             lessons_printable(c->tmp, kty,
+                                               LESSONS_SHOW_MAX));
+        return NULL;
+    }
+
+    /* RFC 7517 4.3: "verify" is what a key checking signatures does. */
+    v = json_object_get(obj, "key_ops");
+    if (v) {
+        if (!json_is_array(v)) {
+            return lessons_jwk_err(c, "\"key_ops\" is not an array");
+        }
+        json_array_foreach(v, i, op) {
+            if (!json_is_string(op)) {
+                return lessons_jwk_err(c, "\"key_ops\" holds a value that "
+                                       "is not a string");
+            }
+            verify |= strcmp(json_string_value(op), "verify") == 0;
+        }
+        if (!verify) {
+            return lessons_jwk_err(c, "\"key_ops\" does not hold "
+                                   "\"verify\"");
+        }
+    }
+
+    jwk->kid = c->kid;
+    if (kty[0] == 'R') {
+        msg = lessons_jwk_rsa(c, obj, &jwk->key);
+    }
+    else if (kty[0] == 'E') {
+        msg = lessons_jwk_ec(c, obj, &jwk->key);
+    }
+    else {
+        msg = lessons_jwk_oct(c, obj, &jwk->key);
+    }
+    if (msg) {
+        return msg;
+    }
+    if (jwk->alg != JWT_ALG_NONE && !lessons_key_allows(&jwk->key, jwk->alg)) {
+        return lessons_jwk_err(c, "\"alg\" %s does not fit %s",
+                               lessons_alg_name(jwk->alg),
+                               lessons_key_what(c->tmp, &jwk->key));
+    }
+    return NULL;
+}
+
+/* -------------------------------------------------------------- digest */
+
+static int lessons_digest_u64(EVP_MD_CTX *md, apr_uint64_t v)
+{
+    unsigned char b[8];
+    int i;
+
+    for (i = 7; i >= 0; i--) {
+        b[i] = (unsigned char)(v & 0xff);
+        v >>= 8;
+    }
+    return EVP_DigestUpdate(md, b, sizeof(b));
+}
+
+/* Length-prefixed fields, so no two different sets feed the same bytes. */
+static const char *lessons_keyset_digest(lessons_keyset_t *set)
+{
+    static const char tag[] = "mod_lessons key set 1";
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    unsigned int dlen = 0;
+    int ok, i;
+
+    ok = md && EVP_DigestInit_ex(md, EVP_sha256(), NULL)
+         && EVP_DigestUpdate(md, tag, sizeof(tag))
+         && lessons_digest_u64(md, (apr_uint64_t)set->nkeys);
+    for (i = 0; ok && i < set->nkeys; i++) {
+        const lessons_jwk_t *k = &set->keys[i];
+        apr_size_t kidlen = k->kid ? strlen(k->kid) : 0;
+
+        ok = lessons_digest_u64(md, k->kid ? 1 : 0)
+             && lessons_digest_u64(md, kidlen)
+             && (kidlen == 0 || EVP_DigestUpdate(md, k->kid, kidlen))
+             && lessons_digest_u64(md, (apr_uint64_t)(apr_int64_t)k->alg)
+             && lessons_digest_u64(md, (apr_uint64_t)k->key.type)
+             && lessons_digest_u64(md, k->key.len)
+             && EVP_DigestUpdate(md, k->key.data, k->key.len);
+    }
+    ok = ok && EVP_DigestFinal_ex(md, set->digest, &dlen)
+         && dlen == LESSONS_KEYSET_DIGEST_LEN;
+    EVP_MD_CTX_free(md);
+    ERR_clear_error();
+    return ok ? NULL : "cannot compute the key set's digest";
+}
+
+/* ---------------------------------------------------------------- sets */
+
+static const char *lessons_jwks_from_root(apr_pool_t *p, apr_pool_t *tmp,
+                                          json_t *root,
+                                          lessons_keyset_t **out)
+{
+    json_t *keys;
+    lessons_jwk_t *list;
+    lessons_keyset_t *set;
+    lessons_jwk_ctx_t c;
+    const char *msg, *skip, *first_skip = NULL;
+    size_t i, n;
+    int j;
+
+    if (!json_is_object(root)) {
+        return "the JWKS is not a JSON object";
+    }
+    keys = json_object_get(root, "keys");
+    if (!keys) {
+        return "the JWKS has no \"keys\" member";
+    }
+    if (!json_is_array(keys)) {
+        return "the JWKS \"keys\" member is not an array";
+    }
+    n = json_array_size(keys);
+    if (n == 0) {
+        return "the JWKS holds no keys";
+    }
+    if (n > LESSONS_JWKS_MAX_KEYS) {
+        return apr_psprintf(p, "the JWKS holds %d keys, at most %d allowed",
+                            (int)n, LESSONS_JWKS_MAX_KEYS);
+    }
+    set = apr_pcalloc(p, sizeof(*set));
+    list = apr_pcalloc(p, n * sizeof(*list));
+    c.p = p;
+    c.tmp = tmp;
+    for (i = 0; i < n; i++) {
+        lessons_jwk_t *jwk = &list[set->nkeys];
+
+        c.index = (int)i;
+        msg = lessons_jwk_read(&c, json_array_get(keys, i), jwk, &skip);
+        if (msg) {
+            return msg;
+        }
+        if (skip) {
+            if (!first_skip) {
+                first_skip = lessons_jwk_err(&c, "%s", skip);
+            }
+            set->skipped++;
+            continue;
+        }
+        for (j = 0; jwk->kid && j < set->nkeys; j++) {
+            if (list[j].kid && strcmp(list[j].kid, jwk->kid) == 0) {
+                return lessons_jwk_err(&c, "another key has the same kid");
+            }
+        }
+        set->nkeys++;
+    }
+    if (set->nkeys == 0) {
+        return apr_psprintf(p, "the JWKS holds no key we can verify with "
+                            "(%d skipped; first: %s)", set->skipped,
+                            first_skip);
+    }
+    set->keys = list;
+    msg = lessons_keyset_digest(set);
+    if (msg) {
+        return msg;
+    }
+    *out = set;
+    return NULL;
+}
+
+/* Parse text already known to be within bounds. */
+static const char *lessons_jwks_load(apr_pool_t *p, const char *json,
+                                     apr_size_t len, lessons_keyset_t **set)
+{
+    json_error_t err;
+    json_t *root;
+    apr_pool_t *tmp;
+    const char *msg;
+
+    root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &err);
+    if (!root) {
+        return apr_psprintf(p, "the JWKS is not valid JSON: %s (line %d, "
+                            "column %d)",
+                            lessons_printable(p, err.text,
+                                              JSON_ERROR_TEXT_LENGTH),
+                            err.line, err.column);
+    }
+    if (apr_pool_create(&tmp, p) != APR_SUCCESS) {
+        json_decref(root);
+        return "out of memory";
+    }
+    msg = lessons_jwks_from_root(p, tmp, root, set);
+    json_decref(root);
+    apr_pool_destroy(tmp);
+    return msg;
+}
+
+const char *lessons_keyset_parse_jwks(apr_pool_t *p, const char *json,
+                                      apr_size_t len, lessons_keyset_t **set)
+{
+    if (!json || len == 0) {
+        return "the JWKS is empty";
+    }
+    if (len > LESSONS_JWKS_MAX_BYTES) {
+        return apr_psprintf(p, "the JWKS is larger than %d bytes",
+                            LESSONS_JWKS_MAX_BYTES);
+    }
+    return lessons_jwks_load(p, json, len, set);
+}
+
+const char *lessons_keyset_from_key(apr_pool_t *p, const lessons_key_t *key,
+                                    lessons_keyset_t **out)
+{
+    lessons_keyset_t *set;
+    lessons_jwk_t *jwk;
+    const char *msg;
+
+    if (!key || !key->data || key->len == 0) {
+        return "no key";
+    }
+    set = apr_pcalloc(p, sizeof(*set));
+    jwk = apr_pcalloc(p, sizeof(*jwk));
+    jwk->kid = NULL;
+    jwk->alg = JWT_ALG_NONE;
+    jwk->key = *key;
+    set->nkeys = 1;
+    set->keys = jwk;
+    msg = lessons_keyset_digest(set);
+    if (msg) {
+        return msg;
+    }
+    *out = set;
+    return NULL;
+}
+
+const char *lessons_keyset_make(apr_pool_t *p, const unsigned char *data,
+                                apr_size_t len, lessons_keyset_t **set)
+{
+    lessons_key_t *key = NULL;
+    json_t *root;
+    apr_size_t i = 0;
+    const char *msg;
+    int jwks;
+
+    if (!data || len == 0) {
+        return "no key";
+    }
+    while (i < len && (data[i] == ' ' || data[i] == '\t' || data[i] == '\r'
+                       || data[i] == '\n')) {
+        i++;
+    }
+    if (i < len && data[i] == '{') {
+        if (len > LESSONS_JWKS_MAX_BYTES) {
+            return lessons_keyset_parse_jwks(p, (const char *)data, len, set);
+        }
+        /* A JWKS by its "keys"; JSON that fails to parse gets the
+         * parser's words.  Any other JSON (a lone JWK) is refused by
+         * lessons_key_make.
+         */
+        root = json_loadb((const char *)data, len, 0, NULL);
+        jwks = !root || json_object_get(root, "keys") != NULL;
+        json_decref(root);
+        if (jwks) {
+            return lessons_jwks_load(p, (const char *)data, len, set);
+        }
+    }
+    msg = lessons_key_make(p, data, len, &key);
+    if (msg) {
+        return msg;
+    }
+    return lessons_keyset_from_key(p, key, set);
+}
+
+/* ------------------------------------------------------------- lookups */
+
+int lessons_jwk_allows(const lessons_jwk_t *jwk, jwt_alg_t alg)
+{
+    if (!jwk) {
+        return 0;
+    }
+    if (jwk->alg != JWT_ALG_NONE && jwk->alg != alg) {
+        return 0;
+    }
+    return lessons_key_allows(&jwk->key, alg);
+}
+
+const char *lessons_keyset_check(apr_pool_t *p, const lessons_keyset_t *set,
+                                 lessons_algs_t algs)
+{
+    const char *names = NULL, *who, *hint;
+    size_t a;
+    int i, fits;
+
+    if (!set || set->nkeys < 1 || !set->keys) {
+        return "no key";
+    }
+    for (a = 0; a < LESSONS_NJWS; a++) {
+        if (algs & LESSONS_ALG_BIT(lessons_jws_algs[a].alg)) {
+            names = names ? apr_pstrcat(p, names, ", ",
+                                        lessons_jws_algs[a].name, NULL)
+                          : lessons_jws_algs[a].name;
+        }
+    }
+    if (!names) {
+        return "no algorithm to check the keys against";
+    }
+    for (i = 0; i < set->nkeys; i++) {
+        const lessons_jwk_t *k = &set->keys[i];
+
+        fits = 0;
+        for (a = 0; a < LESSONS_NJWS && !fits; a++) {
+            fits = (algs & LESSONS_ALG_BIT(lessons_jws_algs[a].alg))
+                   && lessons_jwk_allows(k, lessons_jws_algs[a].alg);
+        }
+        if (fits) {
+            continue;
+        }
+        who = k->kid ? apr_psprintf(p, "the key with kid \"%s\"", k->kid)
+              : set->nkeys == 1 ? "the key"
+              : apr_psprintf(p, "usable key %d of %d (no kid)", i + 1,
+                             set->nkeys);
+        if (k->alg != JWT_ALG_NONE) {
+            return apr_psprintf(p, "%s is for %s only (its \"alg\"), which "
+                                "is not among %s", who,
+                                lessons_alg_name(k->alg), names);
+        }
+        hint = "";
+        if (k->key.type == LESSONS_KEY_SECRET
+            && k->key.len < LESSONS_HMAC_MIN_BYTES) {
+            hint = apr_psprintf(p, "; a secret needs at least %d bytes",
+                                LESSONS_HMAC_MIN_BYTES);
+        }
+        else if (k->key.type == LESSONS_KEY_RSA
+                 && k->key.bits < LESSONS_RSA_MIN_BITS) {
+            hint = apr_psprintf(p, "; an RSA key needs at least %d bits",
+                                LESSONS_RSA_MIN_BITS);
+        }
+        return apr_psprintf(p, "%s (%s) fits none of %s%s", who,
+                            lessons_key_what(p, &k->key), names, hint);
+    }
+    return NULL;
+}
+
+const lessons_jwk_t *lessons_keyset_find(const lessons_keyset_t *set,
+                                         const char *kid)
+{
+    int i;
+
+    if (!set || !kid) {
+        return NULL;
+    }
+    for (i = 0; i < set->nkeys; i++) {
+        if (set->keys[i].kid && strcmp(set->keys[i].kid, kid) == 0) {
+            return &set->keys[i];
+        }
+    }
+    return NULL;
+}
