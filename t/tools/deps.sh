@@ -40,6 +40,7 @@ libcurl4-openssl-dev"
 # provider and the OpenAPI validator is checked apart (node_ok): a
 # machine may have it from elsewhere.
 TEST_PACKAGES="libcmocka-dev libapache2-mod-perl2 libwww-perl curl
+libjson-validator-perl libyaml-libyaml-perl
 dpkg-dev debhelper fakeroot lintian"
 BENCH_PACKAGES="wrk valgrind curl"
 

@@ -110,8 +110,20 @@ tar -C "$ROOT" -cf - \
     --exclude=t/conf/httpd.conf --exclude=t/conf/extra.conf \
     --exclude=t/conf/apache_test_config.pm \
     --exclude=t/conf/modperl_inc.pl --exclude=t/conf/modperl_startup.pl \
-    t sql | tar -C "$WORK/src" -xf -
+    t sql conf/openapi.yaml | tar -C "$WORK/src" -xf -
 cp "$MODULE" "$WORK/src/modules/mod_lessons.so"
+# The test identity provider (t/idp/idp.js) with the modules make idp-deps
+# installed, copied next to it: the test user may not reach the checkout.
+# Tests find it in LESSONS_TEST_IDP (empty without make idp-deps).
+IDP_DIR=""
+if [ -d "$ROOT/build/idp/node_modules" ] && [ -f "$WORK/src/t/idp/idp.js" ]; then
+    cp -R "$ROOT/build/idp/node_modules" "$WORK/src/t/idp/node_modules"
+    IDP_DIR=$WORK/src/t/idp
+fi
+# The OpenAPI validator (make openapi-deps), where t/api/openapi.t looks.
+if [ -d "$ROOT/build/openapi/node_modules" ]; then
+    mkdir -p "$WORK/src/build/openapi" && cp -a "$ROOT/build/openapi/node_modules" "$WORK/src/build/openapi/"
+fi
 
 # --- key material -------------------------------------------------------
 K=$WORK/keys
@@ -337,6 +349,7 @@ setsid "${AS_USER[@]}" env \
     LESSONS_TEST_MOVED_DBPARAMS="$MOVED_DBPARAMS" \
     LESSONS_TEST_MISSING_DBPARAMS="$MISSING_DBPARAMS" \
     LESSONS_TEST_WORK="$WORK" \
+    LESSONS_TEST_IDP="$IDP_DIR" \
     LESSONS_TEST_INITSQL="$INITSQL" \
     LESSONS_TEST_KEY_DIR="$K" \
     LESSONS_TEST_HS_KEY="$K/hs256.key" \

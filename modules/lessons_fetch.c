@@ -1,0 +1,388 @@
+/* Licensed under the Apache License, Version 2.0.
+ *
+ * lessons_fetch.c: one bounded HTTPS GET of a JWKS with libcurl.
+ *
+ * Every limit is ours, not libcurl's defaults: TLS peer and host are
+ * verified, only https (and http when the caller allows it) may be
+ * spoken, the whole fetch has one deadline (redirects included), the body
+ * has a cap, and redirects are followed by hand, each one only when it
+ * stays on the scheme, host and port we started from -- a JWKS that may
+ * move to another origin would let whoever controls that origin sign
+ * tokens.  Messages never quote the body, and name URLs only by their
+ * origin: the caller prefixes its own URL.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <curl/curl.h>
+
+#include "apr_strings.h"
+#include "apr_time.h"
+
+#include "lessons_fetch.h"
+
+#define LESSONS_FETCH_UA      "mod_lessons"
+#define LESSONS_FETCH_ACCEPT  "Accept: application/jwk-set+json, application/json"
+
+/* ------------------------------------------------------------ globals */
+
+const char *lessons_fetch_global_init(void)
+{
+    /* Called once from post_config, before any thread exists; httpd
+     * runs post_config twice at start-up, hence the flag. */
+    static int done;
+    static CURLcode rc;
+    static char msg[160];
+
+    if (!done) {
+        rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+        done = 1;
+        if (rc != CURLE_OK) {
+            apr_snprintf(msg, sizeof(msg), "cannot start libcurl: %s",
+                         curl_easy_strerror(rc));
+        }
+    }
+    return rc == CURLE_OK ? NULL : msg;
+}
+
+/* ---------------------------------------------------------------- URLs */
+
+/* The origin of a URL: lower-case scheme, host, port (the scheme's
+ * default when the URL names none).  NULL, or a message. */
+typedef struct {
+    char scheme[16];
+    char host[256];
+    long port;
+} lessons_origin_t;
+
+static const char *url_part(apr_pool_t *p, CURLU *u, CURLUPart what,
+                            unsigned int flags, char **out)
+{
+    char *s = NULL;
+    CURLUcode rc = curl_url_get(u, what, &s, flags);
+
+    *out = NULL;
+    if (rc != CURLUE_OK) {
+        return curl_url_strerror(rc);
+    }
+    *out = apr_pstrdup(p, s);
+    curl_free(s);
+    return NULL;
+}
+
+/* Parse url and check it against the rules of lessons_fetch_check_url;
+ * fill *o when o is not NULL. */
+static const char *url_parse(apr_pool_t *p, const char *url, int allow_http,
+                             lessons_origin_t *o)
+{
+    CURLU *u;
+    CURLUcode rc;
+    char *scheme, *host, *port, *user, *pass, *c;
+    const char *err = NULL;
+
+    if (url == NULL || *url == '\0') {
+        return "the URL is empty";
+    }
+    /* curl reads "https:/host" and "https:///host" as https://host/;
+     * a URL that means what it says spells its authority out. */
+    {
+        const char *c2 = strstr(url, "://");
+
+        if (c2 == NULL || c2[3] == '\0' || c2[3] == '/'
+            || strspn(url, "abcdefghijklmnopqrstuvwxyz"
+                           "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
+               != (apr_size_t)(c2 - url)) {
+            return "the URL must be scheme://host/...";
+        }
+    }
+    u = curl_url();
+    if (u == NULL) {
+        return "out of memory parsing the URL";
+    }
+    /* No flags: a scheme is required and spaces are refused. */
+    rc = curl_url_set(u, CURLUPART_URL, url, 0);
+    if (rc != CURLUE_OK) {
+        err = apr_psprintf(p, "the URL cannot be parsed: %s",
+                           curl_url_strerror(rc));
+        goto done;
+    }
+    if (url_part(p, u, CURLUPART_SCHEME, 0, &scheme) != NULL
+        || scheme == NULL) {
+        err = "the URL has no scheme";
+        goto done;
+    }
+    if (strcasecmp(scheme, "https") != 0
+        && !(allow_http && strcasecmp(scheme, "http") == 0)) {
+        err = apr_psprintf(p, "the URL's scheme must be https%s, not %s",
+                           allow_http ? " or http" : "", scheme);
+        goto done;
+    }
+    if (url_part(p, u, CURLUPART_HOST, 0, &host) != NULL
+        || host == NULL || *host == '\0') {
+        err = "the URL has no host";
+        goto done;
+    }
+    /* A password in a configuration file and in every log line that
+     * names the URL: refused, whatever the part. */
+    url_part(p, u, CURLUPART_USER, 0, &user);
+    url_part(p, u, CURLUPART_PASSWORD, 0, &pass);
+    if (user != NULL || pass != NULL) {
+        err = "the URL must not hold a user name or password";
+        goto done;
+    }
+    if (o != NULL) {
+        if (url_part(p, u, CURLUPART_PORT, CURLU_DEFAULT_PORT, &port) != NULL
+            || port == NULL) {
+            err = "the URL has no port";
+            goto done;
+        }
+        apr_cpystrn(o->scheme, scheme, sizeof(o->scheme));
+        for (c = o->scheme; *c; c++) {
+            if (*c >= 'A' && *c <= 'Z') {
+                *c = (char)(*c - 'A' + 'a');
+            }
+        }
+        if (strlen(host) >= sizeof(o->host)) {
+            err = "the URL's host name is too long";
+            goto done;
+        }
+        apr_cpystrn(o->host, host, sizeof(o->host));
+        o->port = strtol(port, NULL, 10);
+    }
+done:
+    curl_url_cleanup(u);
+    return err;
+}
+
+const char *lessons_fetch_check_url(apr_pool_t *p, const char *url,
+                                    int allow_http)
+{
+    return url_parse(p, url, allow_http, NULL);
+}
+
+static int same_origin(const lessons_origin_t *a, const lessons_origin_t *b)
+{
+    return strcmp(a->scheme, b->scheme) == 0
+           && strcasecmp(a->host, b->host) == 0
+           && a->port == b->port;
+}
+
+/* --------------------------------------------------------------- body */
+
+typedef struct {
+    apr_pool_t *p;
+    char *buf;
+    apr_size_t len;
+    apr_size_t cap;
+    apr_size_t max;
+    int too_big;
+} lessons_body_t;
+
+/* Stops the transfer (returning less than given) once the body would
+ * pass the cap: a Content-Length may lie or be absent. */
+static size_t body_write(char *data, size_t size, size_t nmemb, void *arg)
+{
+    lessons_body_t *b = arg;
+    apr_size_t n = size * nmemb;
+
+    if (n == 0) {
+        return 0;
+    }
+    if (n > b->max || b->len > b->max - n) {
+        b->too_big = 1;
+        return 0;
+    }
+    if (b->len + n + 1 > b->cap) {
+        /* Doubling in the pool: what is left behind is less than the
+         * final buffer, and the cap bounds that. */
+        apr_size_t cap = b->cap ? b->cap : 4096;
+        char *nb;
+
+        while (cap < b->len + n + 1) {
+            cap *= 2;
+        }
+        if (cap > b->max + 1) {
+            cap = b->max + 1;
+        }
+        nb = apr_palloc(b->p, cap);
+        if (b->len) {
+            memcpy(nb, b->buf, b->len);
+        }
+        b->buf = nb;
+        b->cap = cap;
+    }
+    memcpy(b->buf + b->len, data, n);
+    b->len += n;
+    return n;
+}
+
+/* -------------------------------------------------------------- fetch */
+
+static const char *origin_text(apr_pool_t *p, const lessons_origin_t *o)
+{
+    return apr_psprintf(p, "%s://%s:%ld", o->scheme, o->host, o->port);
+}
+
+/* The words for a failed transfer: ours for the cap and the deadline,
+ * else curl's error buffer, else curl's name of the code. */
+static const char *curl_failure(apr_pool_t *p, CURLcode rc,
+                                const lessons_body_t *b, const char *errbuf,
+                                const lessons_fetch_opts_t *opts)
+{
+    const char *words = errbuf[0] ? errbuf : curl_easy_strerror(rc);
+
+    if (b->too_big || rc == CURLE_FILESIZE_EXCEEDED) {
+        return apr_psprintf(p, "the response is larger than %" APR_SIZE_T_FMT
+                            " bytes", opts->max_bytes);
+    }
+    if (rc == CURLE_OPERATION_TIMEDOUT) {
+        return apr_psprintf(p, "timed out (limit %ld ms): %s",
+                            opts->total_timeout_ms, words);
+    }
+    return apr_psprintf(p, "%s", words);
+}
+
+const char *lessons_fetch_get(apr_pool_t *p, const lessons_fetch_opts_t *opts,
+                              char **body, apr_size_t *len)
+{
+    CURL *h;
+    struct curl_slist *hdrs = NULL;
+    lessons_origin_t origin, next;
+    lessons_body_t b;
+    char errbuf[CURL_ERROR_SIZE];
+    const char *err = NULL;
+    const char *url;
+    apr_time_t deadline;
+    int hops = 0;
+
+    *body = NULL;
+    *len = 0;
+    if (opts == NULL || opts->connect_timeout_ms <= 0
+        || opts->total_timeout_ms <= 0 || opts->max_bytes == 0
+        || opts->max_redirects < 0) {
+        return "fetch options out of range";
+    }
+    err = url_parse(p, opts->url, opts->allow_http, &origin);
+    if (err != NULL) {
+        return err;
+    }
+    h = curl_easy_init();
+    if (h == NULL) {
+        return "cannot make a libcurl handle";
+    }
+    hdrs = curl_slist_append(NULL, LESSONS_FETCH_ACCEPT);
+    if (hdrs == NULL) {
+        curl_easy_cleanup(h);
+        return "out of memory";
+    }
+
+    /* What stays the same for every hop. */
+    memset(&b, 0, sizeof(b));
+    b.p = p;
+    b.max = opts->max_bytes;
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_NOPROGRESS, 1L);
+    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+    curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
+    curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
+    if (opts->ca_file != NULL) {
+        curl_easy_setopt(h, CURLOPT_CAINFO, opts->ca_file);
+    }
+#if LIBCURL_VERSION_NUM >= 0x075500     /* 7.85: the string form */
+    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR,
+                     opts->allow_http ? "http,https" : "https");
+#else
+    curl_easy_setopt(h, CURLOPT_PROTOCOLS,
+                     opts->allow_http ? (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS)
+                                      : (long)CURLPROTO_HTTPS);
+#endif
+    curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)opts->max_bytes);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+    curl_easy_setopt(h, CURLOPT_USERAGENT, LESSONS_FETCH_UA);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, body_write);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+
+    deadline = apr_time_now() + apr_time_from_msec(opts->total_timeout_ms);
+    url = opts->url;
+    for (;;) {
+        CURLcode rc;
+        long status = 0, left, connect;
+        char *location = NULL;
+
+        /* One deadline for all hops. */
+        left = (long)apr_time_as_msec(deadline - apr_time_now());
+        if (left <= 0) {
+            err = apr_psprintf(p, "timed out (limit %ld ms) after %d "
+                               "redirect%s", opts->total_timeout_ms, hops,
+                               hops == 1 ? "" : "s");
+            break;
+        }
+        connect = opts->connect_timeout_ms < left ? opts->connect_timeout_ms
+                                                  : left;
+        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, left);
+        curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, connect);
+        curl_easy_setopt(h, CURLOPT_URL, url);
+        b.len = 0;
+        b.too_big = 0;
+        errbuf[0] = '\0';
+
+        rc = curl_easy_perform(h);
+        if (rc != CURLE_OK) {
+            err = curl_failure(p, rc, &b, errbuf, opts);
+            break;
+        }
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+        if (status == 200) {
+            char *out = apr_palloc(p, b.len + 1);
+
+            if (b.len) {
+                memcpy(out, b.buf, b.len);
+            }
+            out[b.len] = '\0';
+            *body = out;
+            *len = b.len;
+            break;
+        }
+        if (status < 300 || status > 399
+            || status == 304 || status == 305 || status == 306) {
+            err = apr_psprintf(p, "HTTP status %ld, not 200%s", status,
+                               hops ? apr_psprintf(p, " (after %d redirect%s)",
+                                                   hops, hops == 1 ? "" : "s")
+                                    : "");
+            break;
+        }
+        /* A redirect: curl resolves Location against the URL it used. */
+        curl_easy_getinfo(h, CURLINFO_REDIRECT_URL, &location);
+        if (location == NULL) {
+            err = apr_psprintf(p, "HTTP status %ld without a usable Location",
+                               status);
+            break;
+        }
+        if (hops >= opts->max_redirects) {
+            err = apr_psprintf(p, "more than %d redirect%s (HTTP status %ld)",
+                               opts->max_redirects,
+                               opts->max_redirects == 1 ? "" : "s", status);
+            break;
+        }
+        err = url_parse(p, location, opts->allow_http, &next);
+        if (err != NULL) {
+            err = apr_psprintf(p, "redirect refused: %s", err);
+            break;
+        }
+        if (!same_origin(&origin, &next)) {
+            err = apr_psprintf(p, "redirect to another origin refused: %s "
+                               "(from %s)", origin_text(p, &next),
+                               origin_text(p, &origin));
+            break;
+        }
+        url = apr_pstrdup(p, location);     /* location is the handle's */
+        hops++;
+    }
+
+    curl_easy_cleanup(h);
+    curl_slist_free_all(hdrs);
+    return err;
+}

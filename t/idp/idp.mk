@@ -1,0 +1,26 @@
+# The test identity provider of the JWKS URL tests (t/idp/idp.js):
+# oauth2-mock-server and jose, pinned with their dependencies in
+# t/idp/package-lock.json, installed with npm ci into build/idp.
+# t/tools/integration.sh copies build/idp/node_modules next to its copy
+# of t/idp and names that directory in LESSONS_TEST_IDP.  The stamp is
+# remade (npm ci again) only when the pins change.
+IDP_DIR   = build/idp
+IDP_STAMP = $(IDP_DIR)/node_modules/.idp-stamp
+
+idp-deps: $(IDP_STAMP)
+.PHONY: idp-deps
+TEST_TOOLS += idp-deps
+
+$(IDP_STAMP): t/idp/package.json t/idp/package-lock.json
+	@$(mine)
+	@if ! command -v npm >/dev/null 2>&1; then \
+	    echo "make: npm not found: 'make test-deps' (or t/tools/deps.sh test) installs it" >&2; \
+	    exit 1; \
+	fi
+	@echo "  NPM   $(IDP_DIR)"
+	@mkdir -p $(IDP_DIR)
+	@cp t/idp/package.json t/idp/package-lock.json $(IDP_DIR)/
+	@cd $(IDP_DIR) && npm ci --no-audit --no-fund --loglevel=error \
+	    >npm.log 2>&1 || { cat npm.log >&2; exit 1; }
+	@touch $@
+	@$(give_back)
