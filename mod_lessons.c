@@ -18,20 +18,38 @@
 #include "mod_lessons.h"
 
 static const command_rec lessons_cmds[] = {
-    AP_INIT_TAKE2("LessonsJWTKey", lessons_set_key, NULL,
-                  RSRC_CONF | ACCESS_CONF,
-                  "The JWT algorithm (HS256, HS384, HS512, RS256, RS384, "
-                  "RS512, ES256, ES384 or ES512) and the file with the "
-                  "shared secret (HS*) or PEM public key (RS*, ES*) that "
-                  "verifies tokens"),
-    AP_INIT_TAKE1("LessonsJWTAlgorithm", lessons_set_alg, NULL,
-                  RSRC_CONF | ACCESS_CONF,
-                  "The JWT algorithm; needs LessonsJWTKeyFile in the same "
-                  "section (or use LessonsJWTKey ALG FILE)"),
+    AP_INIT_TAKE_ARGV("LessonsJWTKey", lessons_set_key, NULL,
+                      RSRC_CONF | ACCESS_CONF,
+                      "One or more JWT algorithms (HS256, HS384, HS512, "
+                      "RS256, RS384, RS512, ES256, ES384, ES512), then the "
+                      "key file (a shared secret, a PEM public key or a "
+                      "JWKS) or an https:// JWKS URL that verifies tokens"),
+    AP_INIT_TAKE_ARGV("LessonsJWTAlgorithm", lessons_set_alg, NULL,
+                      RSRC_CONF | ACCESS_CONF,
+                      "One or more JWT algorithms; needs LessonsJWTKeyFile "
+                      "or LessonsJWTKeysURL in the same section (or use "
+                      "LessonsJWTKey ALG... FILE)"),
     AP_INIT_TAKE1("LessonsJWTKeyFile", lessons_set_key_file, NULL,
                   RSRC_CONF | ACCESS_CONF,
-                  "The key file; needs LessonsJWTAlgorithm in the same "
-                  "section (or use LessonsJWTKey ALG FILE)"),
+                  "The key file (a shared secret, a PEM public key or a "
+                  "JWKS); needs LessonsJWTAlgorithm in the same section"),
+    AP_INIT_TAKE1("LessonsJWTKeysURL", lessons_set_keys_url, NULL,
+                  RSRC_CONF | ACCESS_CONF,
+                  "An identity provider's https:// JWKS URL, fetched by "
+                  "each process; needs LessonsJWTAlgorithm in the same "
+                  "section"),
+    AP_INIT_TAKE1("LessonsJWTKeysCA", lessons_set_keys_ca, NULL,
+                  RSRC_CONF | ACCESS_CONF,
+                  "PEM file of the CAs the keys URL's server must chain to "
+                  "(default: the system's CAs)"),
+    AP_INIT_TAKE1("LessonsJWTKeysRefresh", lessons_set_keys_refresh, NULL,
+                  RSRC_CONF | ACCESS_CONF,
+                  "Seconds between fetches of the keys URL (default 3600)"),
+    AP_INIT_TAKE1("LessonsJWTKeysMinRefresh", lessons_set_keys_refresh,
+                  (void *)1, RSRC_CONF | ACCESS_CONF,
+                  "Fewest seconds between two fetches, whatever the "
+                  "traffic: a token naming an unknown kid fetches again "
+                  "at most this often (default 60)"),
     AP_INIT_TAKE1("LessonsJWTIssuer", lessons_set_string,
                   (void *)APR_OFFSETOF(lessons_dir_conf, issuer),
                   RSRC_CONF | ACCESS_CONF,

@@ -237,6 +237,79 @@ static lessons_token_e lessons_check_claims(apr_pool_t *p,
     return LESSONS_TOKEN_OK;
 }
 
+/* The algorithms a policy accepts. */
+static lessons_algs_t lessons_policy_algs(const lessons_token_policy_t *pol)
+{
+    return pol->keys ? pol->algs : LESSONS_ALG_BIT(pol->alg);
+}
+
+/* Can the policy verify anything at all: does some key of it allow some
+ * algorithm it accepts?  Else it is a server fault (KEY_MISFIT).
+ */
+static int lessons_policy_usable(const lessons_token_policy_t *pol)
+{
+    int i, a;
+
+    if (!pol) {
+        return 0;
+    }
+    if (!pol->keys) {
+        return lessons_key_allows(pol->key, pol->alg);
+    }
+    for (i = 0; i < pol->keys->nkeys; i++) {
+        for (a = JWT_ALG_HS256; a < JWT_ALG_TERM; a++) {
+            if ((pol->algs & LESSONS_ALG_BIT(a))
+                && lessons_jwk_allows(&pol->keys->keys[i], (jwt_alg_t)a)) {
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* The keys a token signed with alg (and naming kid, or not) may be
+ * checked against, at most LESSONS_TOKEN_MAX_TRIES: its kid's key alone,
+ * which must allow alg (or the set's kid-less keys, when the set has no
+ * such kid); without a kid, every key that allows alg.
+ */
+static lessons_token_e lessons_pick_keys(const lessons_token_policy_t *pol,
+                                         jwt_alg_t alg, const char *kid,
+                                         const lessons_key_t **tries,
+                                         int *ntries)
+{
+    const lessons_jwk_t *named;
+    int i;
+
+    *ntries = 0;
+    if (!pol->keys) {
+        if (!lessons_key_allows(pol->key, alg)) {
+            return LESSONS_TOKEN_BAD_ALG;
+        }
+        tries[(*ntries)++] = pol->key;
+        return LESSONS_TOKEN_OK;
+    }
+    named = kid ? lessons_keyset_find(pol->keys, kid) : NULL;
+    if (named) {
+        if (!lessons_jwk_allows(named, alg)) {
+            return LESSONS_TOKEN_BAD_ALG;   /* e.g. HS256 on an RSA kid */
+        }
+        tries[(*ntries)++] = &named->key;
+        return LESSONS_TOKEN_OK;
+    }
+    for (i = 0; i < pol->keys->nkeys
+                && *ntries < LESSONS_TOKEN_MAX_TRIES; i++) {
+        const lessons_jwk_t *k = &pol->keys->keys[i];
+
+        if ((!kid || !k->kid) && lessons_jwk_allows(k, alg)) {
+            tries[(*ntries)++] = &k->key;
+        }
+    }
+    if (*ntries == 0) {
+        return kid ? LESSONS_TOKEN_UNKNOWN_KID : LESSONS_TOKEN_BAD_ALG;
+    }
+    return LESSONS_TOKEN_OK;
+}
+
 /* lessons_token_verify, also giving what a cache entry keeps and, when
  * out is not NULL, on OK the claims object itself, owned by p.
  */
@@ -250,9 +323,11 @@ static lessons_token_e lessons_verify_full(apr_pool_t *p,
     const char *dot[2] = { NULL, NULL };
     apr_size_t len, i;
     int ndots = 0;
-    json_t *header = NULL, *claims = NULL, *alg, *typ;
+    json_t *header = NULL, *claims = NULL, *alg, *typ, *kid;
     jwt_t *jwt = NULL;
-    const char *want;
+    const lessons_key_t *tries[LESSONS_TOKEN_MAX_TRIES];
+    int ntries = 0;
+    jwt_alg_t talg;
     lessons_token_e rc;
 
     *subject = NULL;
@@ -260,7 +335,7 @@ static lessons_token_e lessons_verify_full(apr_pool_t *p,
      * configuration merge paired it with: never decode keyless, and
      * never let a public key act as an HMAC secret.
      */
-    if (!pol || !lessons_key_allows(pol->key, pol->alg)) {
+    if (!lessons_policy_usable(pol)) {
         return LESSONS_TOKEN_KEY_MISFIT;
     }
     if (!token) {
@@ -291,10 +366,11 @@ static lessons_token_e lessons_verify_full(apr_pool_t *p,
     if (!header) {
         return LESSONS_TOKEN_MALFORMED;
     }
-    want = jwt_alg_str(pol->alg);
     alg = json_object_get(header, "alg");
-    if (!want || !json_is_string(alg)
-        || strcmp(json_string_value(alg), want) != 0) {
+    talg = json_is_string(alg) ? lessons_alg_parse(json_string_value(alg))
+                               : JWT_ALG_INVAL;
+    if (talg == JWT_ALG_INVAL
+        || !(lessons_policy_algs(pol) & LESSONS_ALG_BIT(talg))) {
         rc = LESSONS_TOKEN_BAD_ALG;
         goto done;
     }
@@ -312,14 +388,28 @@ static lessons_token_e lessons_verify_full(apr_pool_t *p,
         rc = LESSONS_TOKEN_BAD_TYPE;
         goto done;
     }
-
-    if (pol->key->len > (apr_size_t)INT_MAX
-        || jwt_decode(&jwt, token, pol->key->data, (int)pol->key->len) != 0
-        || !jwt) {
-        rc = LESSONS_TOKEN_BAD_SIGNATURE;
+    kid = json_object_get(header, "kid");
+    if (kid && !json_is_string(kid)) {
+        rc = LESSONS_TOKEN_MALFORMED;
         goto done;
     }
-    if (jwt_get_alg(jwt) != pol->alg) {
+    rc = lessons_pick_keys(pol, talg, kid ? json_string_value(kid) : NULL,
+                           tries, &ntries);
+    if (rc != LESSONS_TOKEN_OK) {
+        goto done;
+    }
+    rc = LESSONS_TOKEN_BAD_SIGNATURE;
+    for (i = 0; i < (apr_size_t)ntries && !jwt; i++) {
+        if (tries[i]->len > (apr_size_t)INT_MAX
+            || jwt_decode(&jwt, token, tries[i]->data,
+                          (int)tries[i]->len) != 0) {
+            jwt = NULL;
+        }
+    }
+    if (!jwt) {
+        goto done;
+    }
+    if (jwt_get_alg(jwt) != talg) {
         rc = LESSONS_TOKEN_BAD_ALG;
         goto done;
     }
@@ -412,20 +502,26 @@ int lessons_token_policy_fingerprint(const lessons_token_policy_t *pol,
     unsigned int n = 0;
     int ok;
 
-    if (!pol || !pol->key || !pol->key->data || !fp) {
+    if (!pol || !fp || (pol->keys ? pol->keys->nkeys < 1
+                                  : !pol->key || !pol->key->data)) {
         return -1;
     }
     ctx = EVP_MD_CTX_new();
     if (!ctx) {
         return -1;
     }
-    /* A key set (issue 8) must add every key, or the set's generation,
-     * here: whatever can change a verdict belongs in the fingerprint.
+    /* Whatever can change a verdict belongs in the fingerprint: for a
+     * set, its digest covers every key's kid, alg and bytes.
      */
     ok = EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1
          && lessons_fp_field(ctx, tag, sizeof(tag) - 1)
-         && lessons_fp_number(ctx, (apr_int64_t)pol->alg)
-         && lessons_fp_field(ctx, pol->key->data, pol->key->len)
+         && (pol->keys
+             ? lessons_fp_number(ctx, -1)
+               && lessons_fp_number(ctx, (apr_int64_t)pol->algs)
+               && lessons_fp_field(ctx, pol->keys->digest,
+                                   sizeof(pol->keys->digest))
+             : lessons_fp_number(ctx, (apr_int64_t)pol->alg)
+               && lessons_fp_field(ctx, pol->key->data, pol->key->len))
          && lessons_fp_string(ctx, pol->issuer)
          && lessons_fp_string(ctx, pol->audience)
          && lessons_fp_number(ctx, (apr_int64_t)pol->leeway)
@@ -483,7 +579,7 @@ lessons_token_e lessons_token_verify_claims(apr_pool_t *p,
     /* Whatever the full verify refuses before reading the token, it
      * refuses here too, with its own code: no lookup for those.
      */
-    if (!cache || !pol || !lessons_key_allows(pol->key, pol->alg) || !token) {
+    if (!cache || !lessons_policy_usable(pol) || !token) {
         return lessons_verify_full(p, pol, token, now, subject, &found,
                                    claims);
     }
@@ -582,6 +678,8 @@ const char *lessons_token_describe(lessons_token_e result)
         return "unsupported token type";
     case LESSONS_TOKEN_BAD_IAT:
         return "The access token issue time is invalid";
+    case LESSONS_TOKEN_UNKNOWN_KID:
+        return "The access token names a key the server does not know";
     }
     return "The access token is invalid";
 }

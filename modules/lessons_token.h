@@ -11,14 +11,28 @@
 #include <jwt.h>
 #include "apr_pools.h"
 #include "lessons_key.h"
+#include "lessons_keyset.h"
 #include "lessons_tokencache.h"
 
 /* Longer tokens are refused before libjwt sees them (it allocas). */
 #define LESSONS_TOKEN_MAX_LEN  8192
 
+/* Kid-less tokens are tried against at most this many keys of a set. */
+#define LESSONS_TOKEN_MAX_TRIES  8
+
+/* Either one key and one algorithm (keys NULL: alg and key), or a key
+ * set and the algorithms accepted with it (keys and algs).  Each key
+ * decides which algorithms may use it, whatever the policy says.
+ */
 typedef struct {
-    jwt_alg_t alg;                  /* the only algorithm accepted */
-    const lessons_key_t *key;       /* must allow alg (it decides) */
+    jwt_alg_t alg;                  /* one key: the only algorithm */
+    const lessons_key_t *key;       /* one key: must allow alg */
+    const lessons_keyset_t *keys;   /* a set: a token with a kid is
+                                     * checked against that key only (or,
+                                     * when the set has no such kid, its
+                                     * kid-less keys); one without against
+                                     * the keys that fit its alg */
+    lessons_algs_t algs;            /* a set: the accepted algorithms */
     const char *issuer;             /* required iss, or NULL */
     const char *audience;           /* required aud member, or NULL */
     long leeway;                    /* clock skew allowed, seconds */
@@ -58,7 +72,9 @@ typedef enum {
     LESSONS_TOKEN_KEY_MISFIT,       /* the server's key does not allow the
                                      * policy's alg: a server fault, 500 */
     LESSONS_TOKEN_BAD_TYPE,         /* typ neither absent nor "JWT" */
-    LESSONS_TOKEN_BAD_IAT           /* iat not a number, or in the future */
+    LESSONS_TOKEN_BAD_IAT,          /* iat not a number, or in the future */
+    LESSONS_TOKEN_UNKNOWN_KID       /* a kid the key set does not have (a
+                                     * keys URL may fetch the set again) */
 } lessons_token_e;
 
 /* Verify a compact JWS against the policy at time now (seconds since
@@ -74,8 +90,9 @@ lessons_token_e lessons_token_verify(apr_pool_t *p,
 /* Bytes of a policy fingerprint. */
 #define LESSONS_TOKEN_FP_LEN  LESSONS_TOKENCACHE_FP_LEN
 
-/* The policy's fingerprint: SHA-256 over the algorithm, the key bytes,
- * the issuer, the audience and the leeway, each length-prefixed (and
+/* The policy's fingerprint: SHA-256 over the algorithm, the key bytes
+ * (for a set: the algorithms and the set's digest), the issuer, the
+ * audience and the leeway, each length-prefixed (and
  * NULL told apart from ""), so two policies that could judge one token
  * differently never share it.  Cheap (one hash over the key's bytes):
  * lessons_token_verify_cached computes it on every call from the policy

@@ -8,6 +8,8 @@
  *   mod_lessons_config.c   directives, merge, start-up checks, child init
  *   mod_lessons_map.c      translate_name/map_to_storage: is it the API's?
  *   mod_lessons_access.c   access checker: the bearer token, fail closed
+ *   mod_lessons_keys.c     keys URLs: the fetcher thread of each process,
+ *                          the last good set, refetch on an unknown kid
  *   mod_lessons_authz.c    Require jwt-claim (an authz provider) and its
  *                          403 answer
  *   mod_lessons_cors.c     LessonsCORSOrigins: preflights, and the headers
@@ -51,11 +53,13 @@
 #include "lessons_cors.h"
 #include "lessons_db.h"
 #include "lessons_etag.h"
+#include "lessons_fetch.h"
 #include "lessons_gate.h"
 #include "lessons_throttle.h"
 
 #include "lessons_json.h"
 #include "lessons_key.h"
+#include "lessons_keyset.h"
 #include "lessons_payload.h"
 #include "lessons_route.h"
 #include "lessons_store.h"
@@ -109,10 +113,15 @@ APLOG_USE_MODULE(lessons);
 typedef struct {
     int registered;                 /* listed for the start-up check */
     const char *jwt_where;          /* section that set alg and/or key */
-    jwt_alg_t alg;
-    const char *alg_name;
+    lessons_algs_t algs;            /* LessonsJWTAlgorithm; 0: not set */
+    const char *alg_name;           /* as written ("RS256 ES256") */
     const char *key_file;
-    const lessons_key_t *key;
+    const lessons_keyset_t *keyset; /* from key_file: one key, or a JWKS */
+    struct lessons_keys_src *keys_url;  /* LessonsJWTKeysURL; its keys
+                                     * replace keyset's once fetched */
+    const char *keys_ca;            /* LessonsJWTKeysCA (this section) */
+    int keys_refresh;               /* seconds; 0: not set here */
+    int keys_min_refresh;
     const char *location;           /* plain <Location> path of the section
                                      * that set the key: default base */
     const char *issuer;
@@ -127,8 +136,9 @@ typedef struct {
                                          * "none" */
     int cors_none;
     int has_fp;                     /* fp is the token policy's fingerprint
-                                     * for exactly these alg, key, issuer,
-                                     * audience and leeway */
+                                     * for exactly these algs, keyset,
+                                     * issuer, audience and leeway (never
+                                     * with a keys URL) */
     unsigned char fp[LESSONS_TOKEN_FP_LEN];
 } lessons_dir_conf;
 
@@ -148,6 +158,8 @@ typedef struct {
                                      * NULL: LessonsCacheSize 0 */
     lessons_tokencache_t *tokens;   /* verified tokens, per process */
     apr_global_mutex_t *writers;    /* SQLite writers, one at a time */
+    apr_array_header_t *key_sources;    /* main server: every keys URL's
+                                         * lessons_keys_src */
 } lessons_srv_conf;
 
 /* Per-request: whether the request is for the API (known from the
@@ -160,6 +172,8 @@ typedef struct {
     int checked;                    /* the token check has run */
     int status;                     /* OK, or DONE once a refusal is sent */
     const char *token;              /* the bearer token, once verified */
+    lessons_token_policy_t policy;  /* the policy it verified under (its
+                                     * key set held for the request) */
     json_t *claims;                 /* its claims, decoded on first use */
     int claims_done;                /* claims has been asked for */
     const char *denied_claim;       /* a Require jwt-claim that refused */
@@ -192,11 +206,17 @@ void *lessons_merge_dir_conf(apr_pool_t *p, void *basev, void *addv);
 void *lessons_create_srv_conf(apr_pool_t *p, server_rec *s);
 void *lessons_merge_srv_conf(apr_pool_t *p, void *basev, void *addv);
 const char *lessons_set_alg(cmd_parms *cmd, void *dconf,
-                            const char *arg);
+                            int argc, char *const argv[]);
 const char *lessons_set_key_file(cmd_parms *cmd, void *dconf,
                                  const char *arg);
+const char *lessons_set_keys_url(cmd_parms *cmd, void *dconf,
+                                 const char *arg);
 const char *lessons_set_key(cmd_parms *cmd, void *dconf,
-                            const char *alg, const char *file);
+                            int argc, char *const argv[]);
+const char *lessons_set_keys_ca(cmd_parms *cmd, void *dconf,
+                                const char *arg);
+const char *lessons_set_keys_refresh(cmd_parms *cmd, void *dconf,
+                                     const char *arg);
 const char *lessons_set_string(cmd_parms *cmd, void *dconf,
                                const char *arg);
 const char *lessons_set_base_path(cmd_parms *cmd, void *dconf,
@@ -243,6 +263,17 @@ int lessons_check_access(request_rec *r);
 json_t *lessons_request_claims(request_rec *r);
 const char *lessons_challenge_value(request_rec *r, const char *error,
                                     const char *description);
+
+/* mod_lessons_keys.c: keys URLs, fetched per process by a thread */
+typedef struct lessons_keys_src lessons_keys_src;
+lessons_keys_src *lessons_keys_src_get(cmd_parms *cmd, const char *url);
+const char *lessons_keys_src_configure(apr_pool_t *p, lessons_keys_src *src,
+                                       const lessons_dir_conf *conf);
+apr_array_header_t *lessons_keys_sources(apr_pool_t *pconf);
+void lessons_keys_child_init(apr_pool_t *pchild, server_rec *s);
+int lessons_keys_policy(request_rec *r, const lessons_dir_conf *conf,
+                        lessons_token_policy_t *policy);
+int lessons_keys_refetch(request_rec *r, const lessons_dir_conf *conf);
 
 /* mod_lessons_cors.c */
 int lessons_cors(request_rec *r, const lessons_dir_conf *conf);

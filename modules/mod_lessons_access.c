@@ -85,6 +85,23 @@ static void lessons_export_claims(request_rec *r,
     }
 }
 
+/* The token against a policy, through the process's verified-token
+ * cache.
+ */
+static lessons_token_e lessons_verify(request_rec *r,
+                                      const lessons_token_policy_t *policy,
+                                      const char *token,
+                                      const char **subject, json_t **claims)
+{
+    lessons_srv_conf *sconf =
+        ap_get_module_config(r->server->module_config, &lessons_module);
+
+    return lessons_token_verify_claims(r->pool, policy, sconf->tokens, token,
+                                       (apr_int64_t)apr_time_sec(
+                                           r->request_time),
+                                       subject, claims);
+}
+
 /* Verify the request's bearer token once; later calls return the first
  * answer.  OK sets r->user to the token's sub; DONE means the refusal
  * (401, 400 or 500) has been sent.
@@ -106,11 +123,11 @@ int lessons_authenticate(request_rec *r, const lessons_dir_conf *conf)
     if (!lessons_configured(conf)) {
         return lessons_misconfigured(r, st, "no LessonsJWTKey in effect");
     }
-    if (conf->alg == JWT_ALG_INVAL || !conf->key) {
+    if (!conf->algs || !(conf->keyset || conf->keys_url)) {
         return lessons_misconfigured(r, st, apr_psprintf(r->pool,
             "the section at %s sets %s without %s", conf->jwt_where,
-            conf->key ? "LessonsJWTKeyFile" : "LessonsJWTAlgorithm",
-            conf->key ? "LessonsJWTAlgorithm" : "LessonsJWTKeyFile"));
+            conf->algs ? "LessonsJWTAlgorithm" : "its key",
+            conf->algs ? "a key" : "LessonsJWTAlgorithm"));
     }
 
     switch (lessons_bearer_parse(r->pool,
@@ -132,22 +149,32 @@ int lessons_authenticate(request_rec *r, const lessons_dir_conf *conf)
         break;
     }
 
-    lessons_policy_of(conf, &policy);
+    /* A keys URL's set is held for the request: a refresh may swap it. */
+    rc = lessons_keys_policy(r, conf, &policy);
+    if (rc != OK) {
+        return st->status = rc;
+    }
     /* Each distinct token is verified once per process; exp and nbf
      * are still checked against the clock on every request.
      */
     /* The claims are decoded only where a directive asks for them. */
     want_claims = (conf->user_claim && strcmp(conf->user_claim, "sub"))
                   || (conf->export_claims && conf->export_claims->nelts);
-    rc = lessons_token_verify_claims(r->pool, &policy,
-        ((lessons_srv_conf *)ap_get_module_config(r->server->module_config,
-                                                  &lessons_module))->tokens,
-        token, (apr_int64_t)apr_time_sec(r->request_time), &subject,
-        want_claims ? &claims : NULL);
+    rc = lessons_verify(r, &policy, token, &subject,
+                        want_claims ? &claims : NULL);
+    /* A kid the set lacks may be a rotation: one refetch (at most once
+     * per LessonsJWTKeysMinRefresh), then judge it again.
+     */
+    if (rc == LESSONS_TOKEN_UNKNOWN_KID && lessons_keys_refetch(r, conf)
+        && lessons_keys_policy(r, conf, &policy) == OK) {
+        rc = lessons_verify(r, &policy, token, &subject,
+                            want_claims ? &claims : NULL);
+    }
     if (rc == LESSONS_TOKEN_KEY_MISFIT) {
         return lessons_misconfigured(r, st, apr_psprintf(r->pool,
-            "key file %s (section at %s) does not allow algorithm %s",
-            conf->key_file, conf->jwt_where, conf->alg_name));
+            "the keys of %s (section at %s) allow none of the algorithms "
+            "%s", conf->key_file ? conf->key_file : "the keys URL",
+            conf->jwt_where, conf->alg_name));
     }
     if (rc != LESSONS_TOKEN_OK) {
         /* The client's fault: info, as every refusal (LogLevel
@@ -170,6 +197,7 @@ int lessons_authenticate(request_rec *r, const lessons_dir_conf *conf)
     lessons_export_claims(r, conf, claims);
     r->ap_auth_type = "Bearer";
     st->token = token;
+    st->policy = policy;
     if (want_claims) {
         st->claims = claims;
         st->claims_done = 1;
@@ -184,9 +212,6 @@ int lessons_authenticate(request_rec *r, const lessons_dir_conf *conf)
 json_t *lessons_request_claims(request_rec *r)
 {
     lessons_req_state *st = lessons_state(r);
-    lessons_dir_conf *conf =
-        ap_get_module_config(r->per_dir_config, &lessons_module);
-    lessons_token_policy_t policy;
     const char *subject = NULL;
 
     if (!st->checked || st->status != OK || !st->token) {
@@ -194,12 +219,8 @@ json_t *lessons_request_claims(request_rec *r)
     }
     if (!st->claims_done) {
         st->claims_done = 1;
-        lessons_policy_of(conf, &policy);
-        if (lessons_token_verify_claims(r->pool, &policy,
-                ((lessons_srv_conf *)ap_get_module_config(
-                    r->server->module_config, &lessons_module))->tokens,
-                st->token, (apr_int64_t)apr_time_sec(r->request_time),
-                &subject, &st->claims) != LESSONS_TOKEN_OK) {
+        if (lessons_verify(r, &st->policy, st->token, &subject,
+                           &st->claims) != LESSONS_TOKEN_OK) {
             st->claims = NULL;
         }
     }

@@ -12,7 +12,6 @@ void *lessons_create_dir_conf(apr_pool_t *p, char *dir)
     lessons_dir_conf *conf = apr_pcalloc(p, sizeof(*conf));
 
     (void)dir;
-    conf->alg = JWT_ALG_INVAL;
     conf->leeway = -1;
     conf->max_body = -1;
     return conf;
@@ -29,10 +28,11 @@ void *lessons_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
      */
     jwt = add->jwt_where ? add : base;
     conf->jwt_where = jwt->jwt_where;
-    conf->alg = jwt->alg;
+    conf->algs = jwt->algs;
     conf->alg_name = jwt->alg_name;
     conf->key_file = jwt->key_file;
-    conf->key = jwt->key;
+    conf->keyset = jwt->keyset;
+    conf->keys_url = jwt->keys_url;
     conf->location = add->location ? add->location : base->location;
     conf->issuer = add->issuer ? add->issuer : base->issuer;
     conf->audience = add->audience ? add->audience : base->audience;
@@ -47,7 +47,8 @@ void *lessons_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     /* The fingerprint made at start-up holds only while every part of
      * the policy is still the one it was made for.
      */
-    if (jwt->has_fp && conf->alg == jwt->alg && conf->key == jwt->key
+    if (jwt->has_fp && conf->algs == jwt->algs
+        && conf->keyset == jwt->keyset && !conf->keys_url
         && conf->issuer == jwt->issuer && conf->audience == jwt->audience
         && conf->leeway == jwt->leeway) {
         conf->has_fp = 1;
@@ -87,8 +88,8 @@ void lessons_policy_of(const lessons_dir_conf *conf,
                        lessons_token_policy_t *policy)
 {
     memset(policy, 0, sizeof(*policy));
-    policy->alg = conf->alg;
-    policy->key = conf->key;
+    policy->algs = conf->algs;
+    policy->keys = conf->keyset;
     policy->issuer = conf->issuer;
     policy->audience = conf->audience;
     policy->leeway = conf->leeway > 0 ? conf->leeway : 0;
@@ -177,11 +178,14 @@ static const char *lessons_plain_location(cmd_parms *cmd)
 
 /* Half of the algorithm/key setting has been given in this section:
  * remember the section, and once both halves are here check that the
- * key allows the algorithm.
+ * keys fit the algorithms: every key at least one of them, and, for a
+ * file of one key (a secret or a PEM), every algorithm that key.
  */
 static const char *lessons_jwt_part(cmd_parms *cmd, lessons_dir_conf *conf)
 {
-    const char *err;
+    const char *err = NULL;
+    const lessons_keyset_t *set = conf->keyset;
+    int a;
 
     if (!conf->jwt_where) {
         conf->jwt_where = apr_psprintf(cmd->pool, "%s:%d",
@@ -189,36 +193,67 @@ static const char *lessons_jwt_part(cmd_parms *cmd, lessons_dir_conf *conf)
                                        cmd->directive->line_num);
         conf->location = lessons_plain_location(cmd);
     }
-    if (conf->alg != JWT_ALG_INVAL && conf->key) {
-        err = lessons_key_misfit(cmd->temp_pool, conf->key, conf->alg);
+    if (conf->algs && set) {
+        if (set->nkeys == 1 && !set->keys[0].kid
+            && set->keys[0].alg == JWT_ALG_NONE) {
+            for (a = JWT_ALG_HS256; a < JWT_ALG_TERM && !err; a++) {
+                if (conf->algs & LESSONS_ALG_BIT(a)) {
+                    err = lessons_key_misfit(cmd->temp_pool,
+                                             &set->keys[0].key,
+                                             (jwt_alg_t)a);
+                    if (err) {
+                        err = apr_psprintf(cmd->pool, "algorithm %s: %s",
+                                           jwt_alg_str((jwt_alg_t)a), err);
+                    }
+                }
+            }
+        }
+        else {
+            err = lessons_keyset_check(cmd->temp_pool, set, conf->algs);
+        }
         if (err) {
             return apr_psprintf(cmd->pool, "%s: key file %s does not fit "
-                                "algorithm %s: %s", cmd->cmd->name,
-                                conf->key_file, conf->alg_name, err);
+                                "%s: %s", cmd->cmd->name, conf->key_file,
+                                conf->alg_name, err);
         }
     }
     return lessons_touch(cmd, conf);
 }
 
+/* LessonsJWTAlgorithm ALG...: one or more, each exactly as RFC 7518
+ * spells it.
+ */
 const char *lessons_set_alg(cmd_parms *cmd, void *dconf,
-                            const char *arg)
+                            int argc, char *const argv[])
 {
     lessons_dir_conf *conf = dconf;
-    jwt_alg_t alg = lessons_alg_parse(arg);
+    lessons_algs_t algs = 0;
+    int i;
 
-    if (conf->alg != JWT_ALG_INVAL) {
+    if (conf->algs) {
         return apr_psprintf(cmd->pool, "%s: this section already sets the "
                             "algorithm (%s)", cmd->cmd->name,
                             conf->alg_name);
     }
-    if (alg == JWT_ALG_INVAL) {
-        return apr_psprintf(cmd->pool, "%s: unknown or unsupported "
-                            "algorithm '%s'; use one of HS256, HS384, "
-                            "HS512, RS256, RS384, RS512, ES256, ES384, "
-                            "ES512", cmd->cmd->name, arg);
+    if (argc < 1) {
+        return apr_psprintf(cmd->pool, "%s: name at least one algorithm",
+                            cmd->cmd->name);
     }
-    conf->alg = alg;
-    conf->alg_name = apr_pstrdup(cmd->pool, arg);
+    for (i = 0; i < argc; i++) {
+        jwt_alg_t alg = lessons_alg_parse(argv[i]);
+
+        if (alg == JWT_ALG_INVAL) {
+            return apr_psprintf(cmd->pool, "%s: unknown or unsupported "
+                                "algorithm '%s'; use one of HS256, HS384, "
+                                "HS512, RS256, RS384, RS512, ES256, ES384, "
+                                "ES512", cmd->cmd->name, argv[i]);
+        }
+        algs |= LESSONS_ALG_BIT(alg);
+        conf->alg_name = i ? apr_pstrcat(cmd->pool, conf->alg_name, " ",
+                                         argv[i], NULL)
+                           : apr_pstrdup(cmd->pool, argv[i]);
+    }
+    conf->algs = algs;
     return lessons_jwt_part(cmd, conf);
 }
 
@@ -229,10 +264,10 @@ const char *lessons_set_key_file(cmd_parms *cmd, void *dconf,
     const char *path = ap_server_root_relative(cmd->pool, arg);
     const unsigned char *data = NULL;
     apr_size_t len = 0;
-    lessons_key_t *key = NULL;
+    lessons_keyset_t *set = NULL;
     const char *err;
 
-    if (conf->key) {
+    if (conf->keyset) {
         return apr_psprintf(cmd->pool, "%s: this section already sets the "
                             "key (%s)", cmd->cmd->name, conf->key_file);
     }
@@ -242,24 +277,104 @@ const char *lessons_set_key_file(cmd_parms *cmd, void *dconf,
     }
     err = lessons_key_read(cmd->pool, path, &data, &len);
     if (!err) {
-        err = lessons_key_make(cmd->pool, data, len, &key);
+        err = lessons_keyset_make(cmd->pool, data, len, &set);
     }
     if (err) {
         return apr_psprintf(cmd->pool, "%s %s: %s", cmd->cmd->name, path,
                             err);
     }
     conf->key_file = path;
-    conf->key = key;
+    conf->keyset = set;
     return lessons_jwt_part(cmd, conf);
 }
 
-/* LessonsJWTKey ALG FILE: the one-line form, which no merge can split. */
-const char *lessons_set_key(cmd_parms *cmd, void *dconf,
-                            const char *alg, const char *file)
+/* LessonsJWTKeysURL URL: an identity provider's JWKS, fetched by each
+ * process; counts as the key of the section's algorithm/key pair.
+ */
+const char *lessons_set_keys_url(cmd_parms *cmd, void *dconf,
+                                 const char *arg)
 {
-    const char *err = lessons_set_alg(cmd, dconf, alg);
+    lessons_dir_conf *conf = dconf;
+    const char *err;
 
-    return err ? err : lessons_set_key_file(cmd, dconf, file);
+    if (conf->keys_url) {
+        return apr_psprintf(cmd->pool, "%s: this section already sets a "
+                            "keys URL", cmd->cmd->name);
+    }
+    err = lessons_fetch_check_url(cmd->temp_pool, arg, 0);
+    if (err) {
+        return apr_psprintf(cmd->pool, "%s %s: %s", cmd->cmd->name, arg,
+                            err);
+    }
+    conf->keys_url = lessons_keys_src_get(cmd, arg);
+    return lessons_jwt_part(cmd, conf);
+}
+
+/* LessonsJWTKey ALG... FILE|URL: the one-line form, which no merge can
+ * split.
+ */
+const char *lessons_set_key(cmd_parms *cmd, void *dconf,
+                            int argc, char *const argv[])
+{
+    const char *err, *last;
+
+    if (argc < 2) {
+        return apr_psprintf(cmd->pool, "%s takes one or more algorithms "
+                            "and then a key file or an https:// keys URL",
+                            cmd->cmd->name);
+    }
+    err = lessons_set_alg(cmd, dconf, argc - 1, argv);
+    if (err) {
+        return err;
+    }
+    last = argv[argc - 1];
+    return strncasecmp(last, "https://", 8) == 0
+           ? lessons_set_keys_url(cmd, dconf, last)
+           : lessons_set_key_file(cmd, dconf, last);
+}
+
+/* LessonsJWTKeysCA FILE: the CAs a keys URL's server must chain to. */
+const char *lessons_set_keys_ca(cmd_parms *cmd, void *dconf,
+                                const char *arg)
+{
+    lessons_dir_conf *conf = dconf;
+    const char *path = ap_server_root_relative(cmd->pool, arg);
+    apr_finfo_t finfo;
+
+    if (!path || apr_stat(&finfo, path, APR_FINFO_TYPE, cmd->temp_pool)
+                 != APR_SUCCESS || finfo.filetype != APR_REG) {
+        return apr_psprintf(cmd->pool, "%s: %s is not a readable file",
+                            cmd->cmd->name, arg);
+    }
+    conf->keys_ca = path;
+    return lessons_touch(cmd, conf);
+}
+
+/* LessonsJWTKeysRefresh / LessonsJWTKeysMinRefresh SECONDS. */
+const char *lessons_set_keys_refresh(cmd_parms *cmd, void *dconf,
+                                     const char *arg)
+{
+    lessons_dir_conf *conf = dconf;
+    int min = cmd->info != NULL;
+    const char *err;
+    char *end;
+    apr_int64_t v;
+
+    errno = 0;
+    v = apr_strtoi64(arg, &end, 10);
+    if (errno || end == arg || *end || v < 1 || v > (min ? 3600 : 604800)) {
+        return apr_psprintf(cmd->pool, "%s: a whole number of seconds "
+                            "from 1 to %d", cmd->cmd->name,
+                            min ? 3600 : 604800);
+    }
+    if (min) {
+        conf->keys_min_refresh = (int)v;
+    }
+    else {
+        conf->keys_refresh = (int)v;
+    }
+    err = lessons_touch(cmd, conf);
+    return err;
 }
 
 const char *lessons_set_string(cmd_parms *cmd, void *dconf,
@@ -498,7 +613,7 @@ int lessons_check_config(apr_pool_t *pconf, apr_pool_t *plog,
             if (!c->jwt_where) {
                 continue;
             }
-            if (c->alg != JWT_ALG_INVAL && c->key) {
+            if (c->algs && (c->keyset || c->keys_url)) {
                 keys++;
                 continue;
             }
@@ -507,8 +622,11 @@ int lessons_check_config(apr_pool_t *pconf, apr_pool_t *plog,
                          "not %s; algorithm and key are one setting: give "
                          "both in the same section, or use LessonsJWTKey "
                          "ALG FILE", c->jwt_where,
-                         c->key ? "LessonsJWTKeyFile" : "LessonsJWTAlgorithm",
-                         c->key ? "LessonsJWTAlgorithm" : "LessonsJWTKeyFile");
+                         c->algs ? "LessonsJWTAlgorithm"
+                                 : c->keys_url ? "LessonsJWTKeysURL"
+                                               : "LessonsJWTKeyFile",
+                         c->algs ? "LessonsJWTKeyFile or LessonsJWTKeysURL"
+                                 : "LessonsJWTAlgorithm");
             rc = !OK;
         }
     }
@@ -585,12 +703,43 @@ int lessons_post_config(apr_pool_t *pconf, apr_pool_t *plog,
                 APR_ARRAY_IDX(sconf->sections, i, lessons_dir_conf *);
 
             lessons_policy_of(c, &policy);
-            c->has_fp = c->alg != JWT_ALG_INVAL && c->key
+            c->has_fp = c->algs && c->keyset && !c->keys_url
                         && lessons_token_policy_fingerprint(&policy, c->fp)
                            == 0;
+            if ((c->keys_ca || c->keys_refresh || c->keys_min_refresh)
+                && !c->keys_url) {
+                ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0,
+                             NULL, LESSONSLOG(00105) "%s: LessonsJWTKeysCA, "
+                             "LessonsJWTKeysRefresh and LessonsJWTKeysMin"
+                             "Refresh need LessonsJWTKeysURL in the same "
+                             "section", c->jwt_where ? c->jwt_where
+                                                     : "a section");
+                return HTTP_INTERNAL_SERVER_ERROR;
+            }
+            if (c->keys_url) {
+                const char *err = lessons_keys_src_configure(ptemp,
+                                                             c->keys_url, c);
+
+                if (err) {
+                    ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0,
+                                 NULL, LESSONSLOG(00106) "%s", err);
+                    return HTTP_INTERNAL_SERVER_ERROR;
+                }
+            }
         }
         sconf->acquire = acquire;
         sconf->writers = writers;
+    }
+    /* Keys URLs: curl's global state, once, before any thread. */
+    mconf->key_sources = lessons_keys_sources(pconf);
+    if (mconf->key_sources->nelts) {
+        const char *err = lessons_fetch_global_init();
+
+        if (err) {
+            ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0, NULL,
+                         LESSONSLOG(00107) "keys URLs: %s", err);
+            return HTTP_INTERNAL_SERVER_ERROR;
+        }
     }
     return OK;
 }
@@ -658,6 +807,7 @@ void lessons_child_init(apr_pool_t *pchild, server_rec *s)
             sconf->gate = lessons_gate_make(pchild, slots, waiting);
         }
     }
+    lessons_keys_child_init(pchild, main);
 }
 
 /* mod_dbd made a connection: now we know its DBDMax. */

@@ -1,0 +1,340 @@
+# Keys from an identity provider (issue 8): LessonsJWTKeysURL against a
+# real OpenID provider (npm oauth2-mock-server, t/idp/idp.js) over TLS
+# with a test CA.  Tokens come from its client-credentials grant.
+#
+#   - a token it issues is accepted; RS256 and ES256 keys side by side;
+#   - rotation: a token with a new kid is accepted after one refetch;
+#   - removal: the old key's tokens fail after the next refresh;
+#   - the provider stopped: service goes on with the last good keys;
+#   - before any set: 503 with Retry-After, or the key file's keys;
+#   - a flood of tokens with random kids: at most one fetch per
+#     LessonsJWTKeysMinRefresh (the provider counts its requests);
+#   - HS256 signed with the RSA key's public PEM, and typ at+jwt: 401.
+#
+# Server B is started here: one process, so that fetches are counted
+# exactly, on the suite's database.
+use strict;
+use warnings FATAL => 'all';
+
+use FindBin;
+use lib "$FindBin::Bin/../lib";
+use Apache::Test qw(-withtestmore);
+use Digest::SHA qw(hmac_sha256);
+use File::Temp ();
+use HTTP::Request;
+use IO::Socket::INET;
+use JSON::PP ();
+use POSIX ();
+use Time::HiRes qw(time sleep);
+use LessonsTest;
+use LessonsTest::JWT qw(b64url b64url_decode);
+
+# Not a skip: make test installs the provider (make idp-deps) and Node.
+my $idp_dir = $ENV{LESSONS_TEST_IDP};
+BAIL_OUT('no test identity provider: run make idp-deps (make test does)')
+    unless $idp_dir && -f "$idp_dir/idp.js";
+my $node = `sh -c 'command -v node'`;
+chomp $node;
+BAIL_OUT('node not found: t/tools/deps.sh test installs it') unless $node;
+
+my $httpd  = $ENV{LESSONS_TEST_HTTPD} || '/usr/sbin/apache2';
+my $mods   = $ENV{LESSONS_TEST_HTTPD_MODULES} || '/usr/lib/apache2/modules';
+my $module = $ENV{LESSONS_TEST_MODULE}
+    || Apache::Test::vars('serverroot') . '/../modules/mod_lessons.so';
+my $dir    = File::Temp->newdir;
+my $JSON   = JSON::PP->new->utf8->canonical;
+my $REFRESH = 4;        # LessonsJWTKeysRefresh of /api/lessons
+my $MIN     = 2;        # LessonsJWTKeysMinRefresh
+
+sub free_port {
+    my $s = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => 0,
+                                  Listen => 1, ReuseAddr => 1) or die $!;
+    my $port = $s->sockport;
+    close $s;
+    return $port;
+}
+
+sub wait_port {
+    my ($port) = @_;
+    for (1 .. 150) {
+        my $s = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port", Timeout => 1);
+        return 1 if $s;
+        sleep 0.1;
+    }
+    return 0;
+}
+
+# ---- a test CA, and the provider's certificate for 127.0.0.1
+sub run_quiet { system("@_ >>$dir/openssl.log 2>&1") == 0 or die "failed: @_" }
+run_quiet("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes"
+          . " -keyout $dir/ca.key -out $dir/ca.crt -subj /CN=lessons-test-ca -days 2");
+run_quiet("openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes"
+          . " -keyout $dir/idp.key -out $dir/idp.csr -subj /CN=127.0.0.1");
+open my $ext, '>', "$dir/idp.ext" or die $!;
+print $ext "subjectAltName=IP:127.0.0.1,DNS:localhost\n";
+close $ext;
+run_quiet("openssl x509 -req -in $dir/idp.csr -CA $dir/ca.crt -CAkey $dir/ca.key"
+          . " -CAcreateserial -days 2 -extfile $dir/idp.ext -out $dir/idp.crt");
+# a CA that did not sign it
+run_quiet("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes"
+          . " -keyout $dir/other.key -out $dir/other.crt -subj /CN=other-ca -days 2");
+
+# ---- the provider
+my $P = free_port();
+my $C = free_port();
+my $idp_pid = fork // die "fork: $!";
+if (!$idp_pid) {
+    open STDOUT, '>', "$dir/idp.out";
+    open STDERR, '>', "$dir/idp.err";
+    exec $node, "$idp_dir/idp.js", '--port', $P, '--control-port', $C,
+        '--cert', "$dir/idp.crt", '--key', "$dir/idp.key";
+    exit 127;
+}
+END { if ($idp_pid) { kill 'TERM', $idp_pid; waitpid $idp_pid, 0 } }
+my $ready = 0;
+for (1 .. 200) {
+    if (open my $fh, '<', "$dir/idp.out") {
+        $ready = 1 if grep { /^idp ready / } <$fh>;
+    }
+    last if $ready;
+    sleep 0.1;
+}
+$ready or BAIL_OUT('the identity provider did not start: '
+                   . do { local (@ARGV, $/) = ("$dir/idp.err"); <> // '' });
+my $ISS  = "https://127.0.0.1:$P";
+my $JWKS = "$ISS/jwks";
+my $CTL  = "http://127.0.0.1:$C";
+
+sub control {
+    my ($method, $path, $body) = @_;
+    my $req = HTTP::Request->new($method => "$CTL$path");
+    if ($body) {
+        $req->header('Content-Type' => 'application/json');
+        $req->content($JSON->encode($body));
+    }
+    my $res = LessonsTest::ua()->request($req);
+    die "control $path: " . $res->status_line . "\n" unless $res->is_success;
+    return $JSON->decode($res->content);
+}
+sub fetches { control(GET => '/state')->{jwks_requests} }
+
+# A token through the provider's client-credentials grant.
+sub idp_token {
+    my $out = `curl -sS --max-time 20 --cacert $dir/ca.crt -d grant_type=client_credentials -d aud=lessons -d scope=lessons $ISS/token 2>&1`;
+    my $t = eval { $JSON->decode($out)->{access_token} };
+    die "no token from the provider: $out\n" unless $t;
+    return $t;
+}
+sub header_of { $JSON->decode(b64url_decode((split /\./, $_[0])[0])) }
+
+# ---- server B
+my $port = free_port();
+my $dead = free_port();         # nothing listens there
+my $conf = "$dir/httpd.conf";
+open my $fh, '>', $conf or die "$conf: $!";
+print $fh <<"EOF";
+ServerRoot "$dir"
+ServerName localhost
+Listen 127.0.0.1:$port
+PidFile "$dir/httpd.pid"
+ErrorLog "$dir/error_log"
+LogLevel info
+DefaultRuntimeDir "$dir"
+LoadModule mpm_event_module  "$mods/mod_mpm_event.so"
+LoadModule authz_core_module "$mods/mod_authz_core.so"
+LoadModule dbd_module        "$mods/mod_dbd.so"
+LoadModule lessons_module    "$module"
+StartServers 1
+ServerLimit 1
+MinSpareThreads 1
+MaxSpareThreads 25
+ThreadsPerChild 25
+MaxRequestWorkers 25
+DBDriver $ENV{LESSONS_TEST_DRIVER}
+DBDParams "$ENV{LESSONS_TEST_DBPARAMS}"
+DBDInitSQL "$ENV{LESSONS_TEST_INITSQL}"
+<Location "/api/lessons">
+    SetHandler lessons
+    LessonsJWTAlgorithm RS256 ES256
+    LessonsJWTKeysURL $JWKS
+    LessonsJWTKeysCA "$dir/ca.crt"
+    LessonsJWTKeysRefresh $REFRESH
+    LessonsJWTKeysMinRefresh $MIN
+    LessonsJWTIssuer $ISS
+</Location>
+# No set can ever be fetched here: 503 until one is.
+<Location "/dead/api/lessons">
+    SetHandler lessons
+    LessonsJWTKey RS256 https://127.0.0.1:$dead/jwks
+    LessonsJWTKeysCA "$dir/ca.crt"
+    LessonsJWTKeysMinRefresh 30
+</Location>
+# The key file serves until the URL's first fetch succeeds.
+<Location "/fallback/api/lessons">
+    SetHandler lessons
+    LessonsJWTAlgorithm HS256
+    LessonsJWTKeyFile "$ENV{LESSONS_TEST_HS_KEY}"
+    LessonsJWTKeysURL https://127.0.0.1:$dead/fallback-jwks
+    LessonsJWTKeysCA "$dir/ca.crt"
+    LessonsJWTKeysMinRefresh 30
+</Location>
+# The right host, a CA that did not sign its certificate.
+<Location "/untrusted/api/lessons">
+    SetHandler lessons
+    LessonsJWTKey RS256 $ISS/jwks?untrusted
+    LessonsJWTKeysCA "$dir/other.crt"
+    LessonsJWTKeysMinRefresh 30
+</Location>
+EOF
+close $fh;
+my $out = `'$httpd' -t -f '$conf' 2>&1`;
+like $out, qr/Syntax OK/, 'configtest passes with keys URLs' or diag $out;
+system($httpd, '-f', $conf, '-k', 'start') == 0
+    or BAIL_OUT("server B did not start: see $dir/error_log");
+END { system($httpd, '-f', $conf, '-k', 'stop') if $conf && -e "$dir/httpd.pid" }
+wait_port($port) or BAIL_OUT('server B does not listen');
+my $B = "http://127.0.0.1:$port";
+
+sub get {
+    my ($path, $token) = @_;
+    return call(GET => $path, base => $B, token => $token);
+}
+# Poll until the answer has this status (bounded), for what waits on a
+# refresh; returns the last answer.
+sub eventually {
+    my ($status, $path, $token, $limit) = @_;
+    my $res;
+    my $end = time + $limit;
+    do {
+        $res = get($path, $token);
+        return $res if $res->code == $status;
+        sleep 0.25;
+    } while (time < $end);
+    return $res;
+}
+
+# ---- accepted: a client-credentials token, RS256 ---------------------
+my $first = idp_token();
+my $kid1 = header_of($first)->{kid};
+ok $kid1, 'the provider signs with a kid';
+is header_of($first)->{typ}, 'JWT', '... and typ JWT';
+my $res = get('/api/lessons', $first);
+is $res->code, 200, 'a client-credentials token from the provider: 200';
+my $seen = fetches();
+ok $seen >= 1, "the key set was fetched ($seen)";
+is get('/api/lessons', $first)->code, 200, 'again (cached token)';
+
+# ---- rotation: a new kid, accepted after one refetch ------------------
+sleep $MIN + 0.2;               # past the minimum interval
+my $before = fetches();
+my $kid2 = control(POST => '/keys', { alg => 'RS256' })->{kid};
+my $second = idp_token();
+is header_of($second)->{kid}, $kid2, 'the provider signs with the new key';
+$res = get('/api/lessons', $second);
+is $res->code, 200, 'a token with the new kid: 200 at once (one refetch)';
+my $after = fetches();
+ok $after - $before >= 1 && $after - $before <= 2,
+    'one refetch for it (' . ($after - $before) . ')';
+is get('/api/lessons', $first)->code, 200, 'the old key still works while published';
+
+# ---- RS256 and ES256 in one set ----------------------------------------
+sleep $MIN + 0.2;
+my $kid3 = control(POST => '/keys', { alg => 'ES256' })->{kid};
+my $ec = idp_token();
+is header_of($ec)->{alg}, 'ES256', 'an ES256 token from the provider';
+is get('/api/lessons', $ec)->code, 200, 'ES256 beside RS256: 200';
+control(POST => '/signing', { kid => $kid2 });
+is get('/api/lessons', idp_token())->code, 200, 'and RS256 still: 200';
+
+# ---- HS256 keyed with the RSA key's public PEM: refused -----------------
+my $jwks = $JSON->decode(scalar `curl -sS --max-time 20 --cacert $dir/ca.crt $JWKS`);
+my ($rsa) = grep { $_->{kid} eq $kid2 } @{ $jwks->{keys} };
+my $pem = `'$node' -e 'const c=require("crypto");process.stdout.write(c.createPublicKey({key:JSON.parse(process.argv[1]),format:"jwk"}).export({type:"spki",format:"pem"}))' '@{[ $JSON->encode($rsa) ]}'`;
+like $pem, qr/BEGIN PUBLIC KEY/, 'the RSA key as PEM';
+my $claims = (split /\./, $second)[1];
+for my $variant ([ 'with kid' => { alg => 'HS256', typ => 'JWT', kid => $kid2 } ],
+                 [ 'without kid' => { alg => 'HS256', typ => 'JWT' } ]) {
+    for my $key ($pem, $pem =~ s/\n\z//r) {
+        my $input = b64url($JSON->encode($variant->[1])) . ".$claims";
+        my $forged = "$input." . b64url(hmac_sha256($input, $key));
+        is_unauthorized(get('/api/lessons', $forged),
+                        "HS256 with the RSA public PEM, $variant->[0]", 'invalid_token');
+    }
+}
+
+# ---- typ at+jwt: refused ----------------------------------------------
+control(POST => '/token-header', { typ => 'at+jwt' });
+$res = get('/api/lessons', idp_token());
+is_unauthorized($res, 'typ at+jwt', 'invalid_token');
+like $res->header('WWW-Authenticate'), qr/unsupported token type/, '... named';
+control(POST => '/token-header', {});
+
+# ---- removal: the old key's tokens fail after the next refresh ---------
+is get('/api/lessons', $first)->code, 200, 'the first key, before removal';
+control(POST => '/keys/remove', { kid => $kid1 });
+my $t0 = time;
+$res = eventually(401, '/api/lessons', $first, 5 * ($REFRESH + $MIN));
+is $res->code, 401, 'the removed key\'s token fails after a refresh';
+diag sprintf 'removed key refused after %.1f s (refresh %d s)', time - $t0, $REFRESH;
+is get('/api/lessons', $second)->code, 200, 'the remaining key still works';
+
+# ---- the provider stopped: the last good set serves -------------------
+control(POST => '/stop');
+sleep $REFRESH + $MIN + 0.5;    # a refresh has failed by now
+is get('/api/lessons', $second)->code, 200, 'provider down: last good keys serve';
+is get('/api/lessons', $ec)->code, 200, '... the ES256 key too';
+my $log = do { local (@ARGV, $/) = ("$dir/error_log"); <> };
+like $log, qr/\[lessons:warn\].*LESSONS00211: keys URL \Q$JWKS\E: .*the last good key set still serves/,
+    'a warning names the URL and the failure';
+control(POST => '/start');
+
+# ---- no set yet: 503 with Retry-After; the key file meanwhile ----------
+$res = get('/dead/api/lessons', $second);
+is_problem($res, 503, 'a keys URL that never answered');
+like $res->header('Retry-After') || '', qr/\A\d+\z/, '... with Retry-After';
+$res = get('/untrusted/api/lessons', $second);
+is $res->code, 503, 'a server whose certificate the CA file does not trust: 503';
+$log = do { local (@ARGV, $/) = ("$dir/error_log"); <> };
+like $log, qr/\[lessons:error\].*LESSONS00211: keys URL \Q$ISS\E\/jwks\?untrusted: /,
+    '... and an error line for it';
+is get('/fallback/api/lessons', good_token())->code, 200,
+    'LessonsJWTKeyFile serves until the URL\'s first fetch succeeds';
+is_unauthorized(get('/fallback/api/lessons', $second), 'an RS256 token there',
+                'invalid_token');
+
+# ---- a flood of random kids: at most one fetch per minimum interval ----
+sleep $MIN + 0.2;
+my $payload = (split /\./, $second)[1];
+my $sig = (split /\./, $second)[2];
+$before = fetches();
+my $start = time;
+my $n = 0;
+my @pids;
+for my $w (1 .. 4) {
+    my $pid = fork // die "fork: $!";
+    if (!$pid) {
+        my $bad = 0;
+        for my $i (1 .. 60) {
+            my $h = b64url($JSON->encode({ alg => 'RS256', typ => 'JWT',
+                                           kid => "flood-$w-$i-" . int(rand(1e9)) }));
+            my $r = get('/api/lessons', "$h.$payload.$sig");
+            $bad++ unless $r->code == 401;
+        }
+        POSIX::_exit($bad ? 1 : 0);     # no END blocks: they stop the servers
+    }
+    push @pids, $pid;
+}
+my $all401 = 1;
+for (@pids) { waitpid $_, 0; $all401 = 0 if $? }
+my $elapsed = time - $start;
+$after = fetches();
+my $flood = $after - $before;
+ok $all401, '240 tokens with random kids: all 401';
+my $allowed = int($elapsed / $MIN) + 1;
+ok $flood <= $allowed,
+    "fetches during the flood: $flood in ${\ sprintf '%.1f', $elapsed} s (at most $allowed)";
+diag "kid flood: 240 requests, $flood fetches in " . sprintf('%.1f', $elapsed)
+     . " s, LessonsJWTKeysMinRefresh $MIN";
+is get('/api/lessons', $second)->code, 200, 'good tokens still pass after the flood';
+
+done_testing();
