@@ -610,6 +610,30 @@ int lessons_check_config(apr_pool_t *pconf, apr_pool_t *plog,
             const lessons_dir_conf *c =
                 APR_ARRAY_IDX(sconf->sections, i, lessons_dir_conf *);
 
+            /* Keys URL settings belong to the URL's own section; each
+             * URL's source takes its sections' settings (here, so that
+             * configtest sees a conflict).
+             */
+            if ((c->keys_ca || c->keys_refresh || c->keys_min_refresh)
+                && !c->keys_url) {
+                ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0,
+                             NULL, LESSONSLOG(00105) "%s: LessonsJWTKeysCA, "
+                             "LessonsJWTKeysRefresh and LessonsJWTKeysMin"
+                             "Refresh need LessonsJWTKeysURL in the same "
+                             "section", c->jwt_where ? c->jwt_where
+                                                     : "a section");
+                rc = !OK;
+            }
+            if (c->keys_url) {
+                const char *err = lessons_keys_src_configure(ptemp,
+                                                             c->keys_url, c);
+
+                if (err) {
+                    ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0,
+                                 NULL, LESSONSLOG(00106) "%s", err);
+                    rc = !OK;
+                }
+            }
             if (!c->jwt_where) {
                 continue;
             }
@@ -706,26 +730,6 @@ int lessons_post_config(apr_pool_t *pconf, apr_pool_t *plog,
             c->has_fp = c->algs && c->keyset && !c->keys_url
                         && lessons_token_policy_fingerprint(&policy, c->fp)
                            == 0;
-            if ((c->keys_ca || c->keys_refresh || c->keys_min_refresh)
-                && !c->keys_url) {
-                ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0,
-                             NULL, LESSONSLOG(00105) "%s: LessonsJWTKeysCA, "
-                             "LessonsJWTKeysRefresh and LessonsJWTKeysMin"
-                             "Refresh need LessonsJWTKeysURL in the same "
-                             "section", c->jwt_where ? c->jwt_where
-                                                     : "a section");
-                return HTTP_INTERNAL_SERVER_ERROR;
-            }
-            if (c->keys_url) {
-                const char *err = lessons_keys_src_configure(ptemp,
-                                                             c->keys_url, c);
-
-                if (err) {
-                    ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0,
-                                 NULL, LESSONSLOG(00106) "%s", err);
-                    return HTTP_INTERNAL_SERVER_ERROR;
-                }
-            }
         }
         sconf->acquire = acquire;
         sconf->writers = writers;

@@ -8,6 +8,8 @@ use FindBin;
 use lib "$FindBin::Bin/../lib";
 use Apache::Test qw(-withtestmore);
 use File::Temp ();
+use JSON::PP ();
+use MIME::Base64 ();
 use LessonsTest;
 
 my $httpd   = $ENV{LESSONS_TEST_HTTPD} || '/usr/sbin/apache2';
@@ -220,6 +222,43 @@ bad_ok("LessonsJWTKey HS256 $hs_good\nRequire jwt-claim role",
 bad_ok("LessonsJWTKey HS256 $hs_good\nRequire jwt-claim",
        qr/Require jwt-claim needs a claim name and at least one value/,
        'Require jwt-claim with nothing');
+
+# ---- key sets and keys URLs (issue 8)
+my $rsa_n = `openssl rsa -pubin -in $rsa_pub -noout -modulus 2>/dev/null`;
+$rsa_n =~ s/\AModulus=//; chomp $rsa_n;
+my $n_b64 = MIME::Base64::encode_base64url(pack('H*', $rsa_n));
+my $rsa_jwk = sub { my %m = @_; JSON::PP->new->canonical->encode(
+    { kty => 'RSA', n => $n_b64, e => 'AQAB', %m }) };
+my $jwks = write_file('keys.json', '{"keys":[' . $rsa_jwk->(kid => 'a', alg => 'RS256')
+                      . ',' . $rsa_jwk->(kid => 'b') . ']}');
+good_ok("LessonsJWTKey RS256 $jwks", 'a JWKS file with two RSA keys');
+good_ok("LessonsJWTAlgorithm RS256 ES256\nLessonsJWTKeyFile $jwks",
+        'two algorithms and a JWKS');
+good_ok("LessonsJWTKey RS256 RS512 $rsa_pub", 'two RS algorithms and one PEM');
+bad_ok("LessonsJWTKey RS256 ES256 $rsa_pub", qr/algorithm ES256: .*EC/,
+       'an algorithm the one PEM key cannot serve');
+bad_ok("LessonsJWTKey ES256 $jwks", qr/kid "a" is for RS256 only .*not among ES256/,
+       'a JWKS whose keys fit none of the algorithms');
+my $dup = write_file('dup.json', '{"keys":[' . $rsa_jwk->(kid => 'a') . ','
+                     . $rsa_jwk->(kid => 'a') . ']}');
+bad_ok("LessonsJWTKey RS256 $dup", qr/kid/, 'a JWKS with a duplicate kid');
+my $priv = write_file('priv.json', '{"keys":[' . $rsa_jwk->(kid => 'a', d => 'AQAB') . ']}');
+bad_ok("LessonsJWTKey RS256 $priv", qr/private/, 'a JWKS with private key material');
+my $none = write_file('none.json', '{"keys":[' . $rsa_jwk->(kid => 'a', use => 'enc') . ']}');
+bad_ok("LessonsJWTKey RS256 $none", qr/holds no key we can verify with .*"use" is "enc"/, 'a JWKS with no usable key');
+good_ok("LessonsJWTKey RS256 https://idp.example.org/realms/x/protocol/openid-connect/certs",
+        'LessonsJWTKey with a keys URL');
+good_ok("LessonsJWTAlgorithm RS256\nLessonsJWTKeysURL https://idp.example.org/certs\n"
+        . "LessonsJWTKeysCA $rsa_pub\nLessonsJWTKeysRefresh 600\nLessonsJWTKeysMinRefresh 30",
+        'a keys URL with its CA and intervals');
+bad_ok("LessonsJWTAlgorithm RS256\nLessonsJWTKeysURL http://idp.example.org/certs",
+       qr/https/, 'a keys URL over plain http');
+bad_ok("LessonsJWTKeysURL https://idp.example.org/certs",
+       qr/sets LessonsJWTKeysURL but not LessonsJWTAlgorithm/, 'a keys URL without an algorithm');
+bad_ok("LessonsJWTKey HS256 $hs_good\nLessonsJWTKeysRefresh 60",
+       qr/need LessonsJWTKeysURL in the same section/, 'LessonsJWTKeysRefresh without a URL');
+bad_ok("LessonsJWTAlgorithm RS256\nLessonsJWTKeysURL https://idp.example.org/certs\n"
+       . "LessonsJWTKeysMinRefresh 0", qr/from 1 to 3600/, 'LessonsJWTKeysMinRefresh 0');
 
 # ---- LessonsCORSOrigins (issue 9)
 good_ok("LessonsJWTKey HS256 $hs_good\nLessonsCORSOrigins https://app.example.org http://localhost:3000",

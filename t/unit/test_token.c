@@ -157,6 +157,220 @@ static int group_setup(void **state)
     return 0;
 }
 
+/* ------------------------------------------------------------ key sets */
+
+/* A token by libjwt with a kid in its header (NULL: none). */
+static char *kid_token(jwt_alg_t alg, const void *key, size_t len,
+                       const char *kid)
+{
+    jwt_t *jwt = NULL;
+    char *s, *out;
+
+    assert_int_equal(jwt_new(&jwt), 0);
+    assert_int_equal(jwt_add_grants_json(jwt, STD_CLAIMS), 0);
+    if (kid)
+        assert_int_equal(jwt_add_header(jwt, "kid", kid), 0);
+    assert_int_equal(jwt_set_alg(jwt, alg, key, (int)len), 0);
+    s = jwt_encode_str(jwt);
+    assert_non_null(s);
+    out = apr_pstrdup(pool, s);
+    free(s);
+    jwt_free(jwt);
+    return out;
+}
+
+/* A set made by hand: each entry a kid (or NULL), its own alg
+ * (JWT_ALG_NONE for none) and the key's bytes.
+ */
+typedef struct {
+    const char *kid;
+    jwt_alg_t alg;
+    const void *data;
+    size_t len;
+} set_entry_t;
+
+static lessons_keyset_t *set_of(const set_entry_t *e, int n,
+                                unsigned char digest_byte)
+{
+    lessons_keyset_t *set = apr_pcalloc(pool, sizeof(*set));
+    lessons_jwk_t *keys = apr_pcalloc(pool, sizeof(*keys) * (size_t)n);
+    int i;
+
+    for (i = 0; i < n; i++) {
+        keys[i].kid = e[i].kid;
+        keys[i].alg = e[i].alg;
+        keys[i].key = *make_key(e[i].data, e[i].len);
+    }
+    set->nkeys = n;
+    set->keys = keys;
+    memset(set->digest, digest_byte, sizeof(set->digest));
+    return set;
+}
+
+static lessons_token_policy_t set_policy(const lessons_keyset_t *set,
+                                         lessons_algs_t algs)
+{
+    lessons_token_policy_t p;
+
+    memset(&p, 0, sizeof(p));
+    p.keys = set;
+    p.algs = algs;
+    return p;
+}
+
+#define RS LESSONS_ALG_BIT(JWT_ALG_RS256)
+#define ES LESSONS_ALG_BIT(JWT_ALG_ES256)
+#define HS LESSONS_ALG_BIT(JWT_ALG_HS256)
+
+static lessons_keyset_t *mixed_set(void)
+{
+    const set_entry_t e[] = {
+        { "r1", JWT_ALG_NONE, rsa_pub, strlen(rsa_pub) },
+        { "e1", JWT_ALG_ES256, ec_pub, strlen(ec_pub) },
+        { "h1", JWT_ALG_NONE, secret, SECRET_LEN },
+    };
+
+    return set_of(e, 3, 1);
+}
+
+static void test_set_kid_picks_its_key(void **state)
+{
+    lessons_token_policy_t p = set_policy(mixed_set(), RS | ES | HS);
+
+    (void)state;
+    verify(&p, kid_token(JWT_ALG_RS256, rsa_priv, strlen(rsa_priv), "r1"),
+           LESSONS_TOKEN_OK);
+    verify(&p, kid_token(JWT_ALG_ES256, ec_priv, strlen(ec_priv), "e1"),
+           LESSONS_TOKEN_OK);
+    verify(&p, kid_token(JWT_ALG_HS256, secret, SECRET_LEN, "h1"),
+           LESSONS_TOKEN_OK);
+    /* the kid's key only: right signature, other key's kid */
+    verify(&p, kid_token(JWT_ALG_RS256, rsa_priv, strlen(rsa_priv), "e1"),
+           LESSONS_TOKEN_BAD_ALG);
+    verify(&p, kid_token(JWT_ALG_RS256, rsa2_priv, strlen(rsa2_priv), "r1"),
+           LESSONS_TOKEN_BAD_SIGNATURE);
+}
+
+static void test_set_without_kid_tries_fitting_keys(void **state)
+{
+    lessons_token_policy_t p = set_policy(mixed_set(), RS | ES | HS);
+
+    (void)state;
+    verify(&p, kid_token(JWT_ALG_RS256, rsa_priv, strlen(rsa_priv), NULL),
+           LESSONS_TOKEN_OK);
+    verify(&p, kid_token(JWT_ALG_ES256, ec_priv, strlen(ec_priv), NULL),
+           LESSONS_TOKEN_OK);
+    verify(&p, kid_token(JWT_ALG_ES256, ec2_priv, strlen(ec2_priv), NULL),
+           LESSONS_TOKEN_BAD_SIGNATURE);
+}
+
+static void test_set_unknown_kid(void **state)
+{
+    lessons_token_policy_t p = set_policy(mixed_set(), RS | ES | HS);
+    const set_entry_t loose[] = {
+        { NULL, JWT_ALG_NONE, rsa_pub, strlen(rsa_pub) },
+    };
+    lessons_token_policy_t q = set_policy(set_of(loose, 1, 2), RS);
+
+    (void)state;
+    verify(&p, kid_token(JWT_ALG_RS256, rsa_priv, strlen(rsa_priv), "zz"),
+           LESSONS_TOKEN_UNKNOWN_KID);
+    /* a kid-less key takes tokens whatever kid they name */
+    verify(&q, kid_token(JWT_ALG_RS256, rsa_priv, strlen(rsa_priv), "zz"),
+           LESSONS_TOKEN_OK);
+}
+
+/* The forgery: HS256 keyed with the RSA key's public PEM, naming the RSA
+ * key's kid, or none; with HS256 accepted beside a real secret.
+ */
+static void test_set_rsa_pem_as_hmac_secret(void **state)
+{
+    lessons_token_policy_t p = set_policy(mixed_set(), RS | ES | HS);
+    char *forged_kid, *forged;
+
+    (void)state;
+    forged_kid = kid_token(JWT_ALG_HS256, rsa_pub, strlen(rsa_pub), "r1");
+    forged = kid_token(JWT_ALG_HS256, rsa_pub, strlen(rsa_pub), NULL);
+    libjwt_accepts(forged_kid, rsa_pub, strlen(rsa_pub));
+    verify(&p, forged_kid, LESSONS_TOKEN_BAD_ALG);
+    verify(&p, forged, LESSONS_TOKEN_BAD_SIGNATURE);
+    /* and where HS256 is not accepted at all */
+    p.algs = RS | ES;
+    verify(&p, forged_kid, LESSONS_TOKEN_BAD_ALG);
+    verify(&p, forged, LESSONS_TOKEN_BAD_ALG);
+}
+
+static void test_set_key_alg_and_policy_algs(void **state)
+{
+    const set_entry_t e[] = {
+        { "r2", JWT_ALG_RS512, rsa_pub, strlen(rsa_pub) },
+    };
+    lessons_token_policy_t p = set_policy(set_of(e, 1, 3), RS
+                                          | LESSONS_ALG_BIT(JWT_ALG_RS512));
+
+    (void)state;
+    /* the key's own alg rules out RS256 */
+    verify(&p, kid_token(JWT_ALG_RS256, rsa_priv, strlen(rsa_priv), "r2"),
+           LESSONS_TOKEN_BAD_ALG);
+    verify(&p, kid_token(JWT_ALG_RS512, rsa_priv, strlen(rsa_priv), "r2"),
+           LESSONS_TOKEN_OK);
+    /* the policy's algorithms rule out ES256 whatever the set holds */
+    p = set_policy(mixed_set(), RS);
+    verify(&p, kid_token(JWT_ALG_ES256, ec_priv, strlen(ec_priv), "e1"),
+           LESSONS_TOKEN_BAD_ALG);
+}
+
+static void test_set_misfit_and_bad_kid(void **state)
+{
+    const set_entry_t e[] = {
+        { "r1", JWT_ALG_NONE, rsa_pub, strlen(rsa_pub) },
+    };
+    lessons_token_policy_t p = set_policy(set_of(e, 1, 4), HS);
+    const char *h, *pl;
+    char *t;
+
+    (void)state;
+    /* no key of the set allows any accepted algorithm: a server fault */
+    verify(&p, kid_token(JWT_ALG_HS256, secret, SECRET_LEN, NULL),
+           LESSONS_TOKEN_KEY_MISFIT);
+    /* a kid that is not a string */
+    p = set_policy(mixed_set(), RS);
+    h = b64s("{\"alg\":\"RS256\",\"typ\":\"JWT\",\"kid\":7}");
+    pl = b64s(STD_CLAIMS);
+    t = apr_pstrcat(pool, h, ".", pl, ".", sig_of(kid_token(JWT_ALG_RS256,
+                    rsa_priv, strlen(rsa_priv), NULL)), NULL);
+    verify(&p, t, LESSONS_TOKEN_MALFORMED);
+}
+
+/* A key removed from the set: the cached verdict goes with the digest. */
+static void test_set_change_drops_cached_tokens(void **state)
+{
+    const set_entry_t one[] = {
+        { "r1", JWT_ALG_NONE, rsa_pub, strlen(rsa_pub) },
+        { "e1", JWT_ALG_NONE, ec_pub, strlen(ec_pub) },
+    };
+    lessons_tokencache_t *cache = lessons_tokencache_make(pool, 16);
+    lessons_token_policy_t before = set_policy(set_of(one, 2, 5), RS | ES);
+    lessons_token_policy_t after = set_policy(set_of(one + 1, 1, 6), RS | ES);
+    unsigned char fa[LESSONS_TOKEN_FP_LEN], fb[LESSONS_TOKEN_FP_LEN];
+    char *t = kid_token(JWT_ALG_RS256, rsa_priv, strlen(rsa_priv), "r1");
+    const char *sub = NULL;
+
+    (void)state;
+    assert_int_equal(lessons_token_policy_fingerprint(&before, fa), 0);
+    assert_int_equal(lessons_token_policy_fingerprint(&after, fb), 0);
+    assert_memory_not_equal(fa, fb, sizeof(fa));
+    assert_int_equal(lessons_token_verify_cached(pool, &before, cache, t,
+                                                 NOW, &sub),
+                     LESSONS_TOKEN_OK);
+    assert_int_equal(lessons_token_verify_cached(pool, &before, cache, t,
+                                                 NOW, &sub),
+                     LESSONS_TOKEN_OK);
+    assert_int_equal(lessons_token_verify_cached(pool, &after, cache, t,
+                                                 NOW, &sub),
+                     LESSONS_TOKEN_UNKNOWN_KID);
+}
+
 /* ------------------------------------------------------- valid tokens */
 
 static void test_valid_hs256(void **state)
@@ -1385,6 +1599,13 @@ int main(void)
         cmocka_unit_test(test_bearer_real_token),
         cmocka_unit_test(test_bearer_malformed),
         cmocka_unit_test(test_bearer_token68_padding_only_at_end),
+        cmocka_unit_test(test_set_kid_picks_its_key),
+        cmocka_unit_test(test_set_without_kid_tries_fitting_keys),
+        cmocka_unit_test(test_set_unknown_kid),
+        cmocka_unit_test(test_set_rsa_pem_as_hmac_secret),
+        cmocka_unit_test(test_set_key_alg_and_policy_algs),
+        cmocka_unit_test(test_set_misfit_and_bad_kid),
+        cmocka_unit_test(test_set_change_drops_cached_tokens),
     };
 
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
