@@ -36,6 +36,7 @@
 //
 // Control, plain HTTP on 127.0.0.1:C, JSON in and out:
 //   GET  /state          {issuer, running, kids, keys: [{kid, alg}],
+//                         jwks_requests_by_query: {"": N, "x": M},
 //                         signing_kid, jwks_requests, discovery_requests,
 //                         token_requests, token_header, token_claims,
 //                         jwks_fault}
@@ -127,6 +128,7 @@ const state = {
   claims: {},               // POST /token-claims
   fault: {},                // POST /jwks-fault
   jwks: 0,
+  jwksByQuery: {},          // the same, per query string
   discovery: 0,
   token: 0,
 };
@@ -143,6 +145,7 @@ function publicState() {
     keys: state.keys.map((k) => ({ kid: k.kid, alg: k.alg })),
     signing_kid: state.signingKid ?? null,
     jwks_requests: state.jwks,
+    jwks_requests_by_query: state.jwksByQuery,
     discovery_requests: state.discovery,
     token_requests: state.token,
     token_header: state.header,
@@ -193,6 +196,9 @@ function providerRequest(req, res) {
   const path = (req.url || '').split('?')[0];
   if (path === JWKS_PATH) {
     state.jwks++;
+    // Per query string too, so a test can tell its keys URLs apart.
+    const query = (req.url || '').split('?')[1] ?? '';
+    state.jwksByQuery[query] = (state.jwksByQuery[query] ?? 0) + 1;
     const f = state.fault;
     const answer = () => {
       if (f.status !== undefined) {
@@ -334,6 +340,7 @@ const routes = {
   },
   'POST /reset-count': async () => {
     state.jwks = 0;
+    state.jwksByQuery = {};
     state.discovery = 0;
     state.token = 0;
     return publicState();
