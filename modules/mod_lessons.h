@@ -169,6 +169,8 @@ typedef struct {
  */
 typedef struct {
     int api;                        /* SetHandler lessons applies */
+    int nofile;                     /* the API or the health check: no
+                                     * filesystem walk, no TRACE echo */
     int checked;                    /* the token check has run */
     int status;                     /* OK, or DONE once a refusal is sent */
     const char *token;              /* the bearer token, once verified */

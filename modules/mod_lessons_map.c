@@ -31,20 +31,26 @@ int lessons_translate(request_rec *r)
         handler = ap_expr_str_exec(r, d->expr_handler, &err);
         if (!err && handler && strcasecmp(handler, LESSONS_HANDLER) == 0) {
             lessons_state(r)->api = 1;
+            lessons_state(r)->nofile = 1;
+        }
+        else if (!err && handler
+                 && strcasecmp(handler, LESSONS_HEALTH_HANDLER) == 0) {
+            lessons_state(r)->nofile = 1;
         }
     }
     return DECLINED;
 }
 
-/* The API maps to no file: skip httpd's filesystem walk for it, as
- * mod_proxy does.  That also keeps TRACE (answered by mod_http in this
- * hook) away from the API: it gets the 405 of any unknown method, after
- * the token check, and never echoes the Authorization header.
+/* The API and the health check map to no file: skip httpd's filesystem
+ * walk for them, as mod_proxy does.  That also keeps TRACE (answered by
+ * mod_http in this hook) away from them: it gets the 405 of any other
+ * method (on the API after the token check), and never echoes the
+ * Authorization header.
  */
 int lessons_map_to_storage(request_rec *r)
 {
     lessons_req_state *st =
         ap_get_module_config(r->request_config, &lessons_module);
 
-    return st && st->api ? OK : DECLINED;
+    return st && st->nofile ? OK : DECLINED;
 }

@@ -34,6 +34,11 @@ is call(HEAD => '/health', token => undef)->code, 200, 'HEAD: 200';
 $res = call(POST => '/health', token => undef, json => {});
 is $res->code, 405, 'POST: 405';
 is $res->header('Allow'), 'GET, HEAD', '... with Allow';
+# TRACE would echo the request (Authorization included) with TraceEnable on
+$res = call(TRACE => '/health', token => undef,
+            headers => [ Authorization => 'Bearer secret-looking' ]);
+is $res->code, 405, 'TRACE: 405, not httpd\'s echo';
+unlike $res->content, qr/secret-looking/, '... nothing echoed';
 
 for my $vhost (qw(lessons_down lessons_noschema)) {
     my $t0 = time;
