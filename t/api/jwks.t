@@ -348,6 +348,15 @@ is $res->code, 401, 'the removed key\'s token fails after a refresh';
 diag sprintf 'removed key refused after %.1f s (refresh %d s)', time - $t0, $REFRESH;
 is get('/rotate/api/lessons', $second)->code, 200, 'the remaining key still works';
 
+# ---- a fetched set that fails the checks: refused, the old set kept ----
+control(POST => '/jwks-fault', { body => '{"keys":[{"kty":"RSA","kid":"x","n":"AQAB","e":"AQAB"}]}' });
+sleep $REFRESH + $MIN + 0.5;    # a refresh has met it by now
+is get('/rotate/api/lessons', $second)->code, 200, 'a refused set leaves the old one serving';
+my $refused = do { local (@ARGV, $/) = ("$dir/error_log"); <> };
+like $refused, qr/LESSONS00211: keys URL \Q$JWKS?rotate\E: the key set was refused: .*RSA modulus/,
+    '... and the log says why';
+control(POST => '/jwks-fault', {});
+
 # ---- the provider stopped: the last good set serves -------------------
 control(POST => '/stop');
 sleep $REFRESH + $MIN + 0.5;    # a refresh has failed by now
