@@ -231,9 +231,11 @@ test: test-deps
 	@$(mine)
 	@$(with_counts); $(run_units); $(run_integration); $(run_package_tests); $(summary)
 
-# Debian layout: the module in apache2's module dir, lessons.load (which
-# pulls in mod_dbd) and lessons.conf for a2enmod, the SQL under /usr/share.
-# An existing lessons.conf is the admin's: it is left alone.
+# Debian layout, as the package has it: the module in apache2's module
+# dir, lessons.load (which pulls in mod_dbd) and lessons.conf for a2enmod,
+# lessons-api.conf (the API, for a2enconf) in conf-available, the SQL and
+# the OpenAPI document under /usr/share.  Existing confs are the admin's:
+# they are left alone.
 LIBEXECDIR = $(shell $(APXS) -q LIBEXECDIR 2>/dev/null || echo /usr/lib/apache2/modules)
 MODS_DIR   = /etc/apache2/mods-available
 SHARE_DIR  = /usr/share/mod-lessons
@@ -242,15 +244,19 @@ install: deps
 	@$(MAKE) -s --no-print-directory all
 	install -D -m 644 $(MODULE) $(DESTDIR)$(LIBEXECDIR)/mod_lessons.so
 	install -D -m 644 conf/lessons.load $(DESTDIR)$(MODS_DIR)/lessons.load
-	@if [ -e $(DESTDIR)$(MODS_DIR)/lessons.conf ]; then \
-	    echo "kept existing $(DESTDIR)$(MODS_DIR)/lessons.conf"; \
-	else \
-	    install -D -m 640 conf/lessons.conf $(DESTDIR)$(MODS_DIR)/lessons.conf; \
-	    echo "installed $(DESTDIR)$(MODS_DIR)/lessons.conf (holds DBDParams: keep it 640)"; \
-	fi
+	@for f in $(MODS_DIR)/lessons.conf /etc/apache2/conf-available/lessons-api.conf; do \
+	    if [ -e $(DESTDIR)$$f ]; then \
+	        echo "kept existing $(DESTDIR)$$f"; \
+	    else \
+	        install -D -m 644 conf/$${f##*/} $(DESTDIR)$$f && echo "installed $(DESTDIR)$$f"; \
+	    fi || exit 1; \
+	done
 	install -d $(DESTDIR)$(SHARE_DIR)/sql
 	install -m 644 sql/*.sql $(DESTDIR)$(SHARE_DIR)/sql/
-	@echo "next: make the key and the database, then a2enmod lessons (README, Deployment)"
+	@if [ -f conf/openapi.yaml ]; then \
+	    install -m 644 conf/openapi.yaml $(DESTDIR)$(SHARE_DIR)/openapi.yaml; \
+	fi
+	@echo "next: a2enmod lessons; make the key and the database, then a2enconf lessons-api (README, Deployment)"
 
 # clean keeps build/dev (the dev key and database, and the pid file of a
 # make run that may be serving) and says where the database is.
