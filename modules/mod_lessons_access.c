@@ -135,13 +135,19 @@ int lessons_authenticate(request_rec *r, const lessons_dir_conf *conf)
                                                "Authorization"), &token)) {
     case LESSONS_BEARER_NONE:
     case LESSONS_BEARER_OTHER_SCHEME:
-        ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, LESSONSLOG(00202)
-                      "no bearer token");
+        /* A refusal like any other (decisions.md): info.  A bearer
+         * client sends its token from the first request on.
+         */
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00202)
+                      "%s %s refused (401): no bearer token", r->method,
+                      r->uri);
         return st->status = lessons_challenge(r, HTTP_UNAUTHORIZED, NULL,
             "A bearer token is required.");
     case LESSONS_BEARER_MALFORMED:
+        /* Never the header itself: it may hold a token. */
         ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00203)
-                      "malformed Authorization header");
+                      "%s %s refused (400): malformed Authorization header",
+                      r->method, r->uri);
         return st->status = lessons_challenge(r, HTTP_BAD_REQUEST,
             "invalid_request", "The Authorization header must be "
             "'Bearer' followed by one token.");
@@ -181,7 +187,8 @@ int lessons_authenticate(request_rec *r, const lessons_dir_conf *conf)
          * lessons:info shows them).
          */
         ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00204)
-                      "token rejected: %s", lessons_token_describe(rc));
+                      "%s %s refused (401): %s", r->method, r->uri,
+                      lessons_token_describe(rc));
         return st->status = lessons_challenge(r, HTTP_UNAUTHORIZED,
             "invalid_token", lessons_token_describe(rc));
     }

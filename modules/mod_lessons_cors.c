@@ -24,9 +24,9 @@ static int lessons_cors_preflight(request_rec *r,
     }
     if (!lessons_cors_allowed(conf->cors_origins, origin)) {
         ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00209)
-                      "CORS preflight for %s refused: origin %s is not "
-                      "in LessonsCORSOrigins", r->uri,
-                      ap_escape_logitem(r->pool, origin));
+                      "%s %s refused (403): CORS preflight from origin "
+                      "%.200s, which LessonsCORSOrigins does not list",
+                      r->method, r->uri, origin);
         return lessons_error_response(r, HTTP_FORBIDDEN,
             "This origin may not call the API from a browser.");
     }
@@ -35,8 +35,9 @@ static int lessons_cors_preflight(request_rec *r,
         || !lessons_cors_headers_ok(apr_table_get(r->headers_in,
                 "Access-Control-Request-Headers"))) {
         ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00210)
-                      "CORS preflight for %s refused: method or headers "
-                      "the API does not take", r->uri);
+                      "%s %s refused (403): CORS preflight for method %.40s "
+                      "or for a header the API does not take", r->method,
+                      r->uri, method ? method : "(none)");
         return lessons_error_response(r, HTTP_FORBIDDEN,
             apr_psprintf(r->pool, "A browser may send %s here, with the "
                          "headers " LESSONS_CORS_ALLOW_HEADERS ".",

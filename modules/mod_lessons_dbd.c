@@ -31,16 +31,18 @@ int lessons_db_answer(lessons_ctx *c, lessons_db_fault_e fault,
     case LESSONS_DB_READONLY:
     case LESSONS_DB_FULL:
     case LESSONS_DB_MOVED:
+        if (wrote && fault == LESSONS_DB_UNAVAILABLE) {
+            /* Never held back: each one is a write to reconcile. */
+            ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, LESSONSLOG(00305)
+                          "%s: the connection was lost during %s %s: its "
+                          "outcome is unknown: %s", name, r->method, r->uri,
+                          err);
+            break;
+        }
         lessons_log_fault(r, APLOG_ERR, apr_psprintf(r->pool,
             LESSONSLOG(00304) "%s cannot serve this request%s%s%s: %s",
             name, advice ? " (" : "", advice ? advice : "",
             advice ? ")" : "", err));
-        if (wrote && fault == LESSONS_DB_UNAVAILABLE) {
-            /* Never held back: each one is a write to reconcile. */
-            ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, LESSONSLOG(00305)
-                          "the connection was lost during %s %s: its "
-                          "outcome is unknown", r->method, r->uri);
-        }
         break;
     case LESSONS_DB_NO_SCHEMA:
         lessons_log_fault(r, APLOG_ERR, apr_psprintf(r->pool,

@@ -6,6 +6,20 @@
 
 #include "mod_lessons.h"
 
+/* How a refusal's info line begins: what was refused (method, path) and
+ * who asked (the user claim; httpd adds the client's address, and
+ * escapes control characters).  Never the token, the body, or a claim
+ * other than the user's.
+ */
+static const char *lessons_refused(request_rec *r, int status)
+{
+    int user = r->user && *r->user;
+
+    return apr_psprintf(r->pool, "%s %s refused (%d)%s%s", r->method,
+                        r->uri, status, user ? ", user " : "",
+                        user ? r->user : "");
+}
+
 /* A lesson written: its document, with its tag, for 200 and 201. */
 static int lessons_send_lesson(lessons_ctx *c, int status,
                                const lessons_lesson_t *l)
@@ -38,6 +52,10 @@ int lessons_build(lessons_ctx *c, const lessons_catalog_t *cat,
     case LESSONS_ROUTE_ITEM:
         rc = lessons_store_get(&c->db, c->r->pool, c->route.arg, &l, &err);
         if (rc == LESSONS_STORE_NOT_FOUND) {
+            ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, c->r, LESSONSLOG(00504)
+                          "%s: no lesson %" APR_INT64_T_FMT,
+                          lessons_refused(c->r, HTTP_NOT_FOUND),
+                          c->route.arg);
             return lessons_send_empty(c->r, HTTP_NOT_FOUND);
         }
         if (rc != LESSONS_STORE_OK) {
@@ -96,7 +114,8 @@ static int lessons_decode_body(lessons_ctx *c, lessons_payload_mode_e mode,
 
     if (!lessons_payload_type_ok(ct)) {
         ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00401)
-                      "rejected: Content-Type %s is not JSON",
+                      "%s: Content-Type %.100s is not JSON",
+                      lessons_refused(r, HTTP_UNSUPPORTED_MEDIA_TYPE),
                       ct ? ct : "(none)");
         return lessons_send_problem(r, HTTP_UNSUPPORTED_MEDIA_TYPE, NULL,
             "The request body must be JSON (Content-Type: "
@@ -109,15 +128,16 @@ static int lessons_decode_body(lessons_ctx *c, lessons_payload_mode_e mode,
          */
         ap_log_rerror(APLOG_MARK, APLOG_INFO,
                       read_rv == AP_FILTER_ERROR ? 0 : read_rv, r,
-                      LESSONSLOG(00407) "rejected: request body could not "
-                      "be read; httpd answers %d",
-                      rc == AP_FILTER_ERROR ? r->status : rc);
+                      LESSONSLOG(00407) "%s: the request body could not be "
+                      "read (httpd's answer)",
+                      lessons_refused(r, rc == AP_FILTER_ERROR ? r->status
+                                                               : rc));
         return rc;
     }
     if (rc == HTTP_REQUEST_ENTITY_TOO_LARGE) {
         ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00402)
-                      "rejected: body larger than %" APR_OFF_T_FMT
-                      " bytes", max);
+                      "%s: body larger than %" APR_OFF_T_FMT " bytes "
+                      "(LessonsMaxBodySize)", lessons_refused(r, rc), max);
         return lessons_send_problem(r, rc, NULL, apr_psprintf(r->pool,
             "The request body is larger than %" APR_OFF_T_FMT " bytes.",
             max), NULL);
@@ -128,13 +148,25 @@ static int lessons_decode_body(lessons_ctx *c, lessons_payload_mode_e mode,
         return DECLINED;
     case LESSONS_PAYLOAD_MALFORMED:
         ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00404)
-                      "rejected: %s", detail);
+                      "%s: %s", lessons_refused(r, HTTP_BAD_REQUEST),
+                      detail);
         return lessons_send_problem(r, HTTP_BAD_REQUEST, NULL, detail, NULL);
     case LESSONS_PAYLOAD_INVALID:
     default:
-        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00405)
-                      "rejected: validation failed on %d field(s)",
-                      (int)json_object_size(errors));
+        if (APLOGrinfo(r)) {
+            /* The fields' names (ours, fixed), never their values. */
+            const char *key, *names = NULL;
+            json_t *v;
+
+            json_object_foreach(errors, key, v) {
+                names = names ? apr_pstrcat(r->pool, names, ", ", key, NULL)
+                              : key;
+            }
+            ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00405)
+                          "%s: validation failed on %s",
+                          lessons_refused(r, HTTP_BAD_REQUEST),
+                          names ? names : "(no field)");
+        }
         return lessons_send_problem(r, HTTP_BAD_REQUEST,
             "One or more validation errors occurred.", NULL, errors);
     }
@@ -143,7 +175,8 @@ static int lessons_decode_body(lessons_ctx *c, lessons_payload_mode_e mode,
 static int lessons_no_level(lessons_ctx *c, int level)
 {
     ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, c->r, LESSONSLOG(00406)
-                  "rejected: level %d does not exist", level);
+                  "%s: level %d does not exist",
+                  lessons_refused(c->r, HTTP_BAD_REQUEST), level);
     return lessons_send_problem(c->r, HTTP_BAD_REQUEST,
         "One or more validation errors occurred.", NULL,
         lessons_payload_error(c->r->pool, "levelId",
@@ -186,8 +219,8 @@ static int lessons_create(lessons_ctx *c)
 static int lessons_precondition_failed(lessons_ctx *c)
 {
     ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, c->r, LESSONSLOG(00503)
-                  "rejected: If-Match does not name the current version "
-                  "of %s", c->r->uri);
+                  "%s: If-Match does not name the lesson's current version",
+                  lessons_refused(c->r, HTTP_PRECONDITION_FAILED));
     return lessons_send_problem(c->r, HTTP_PRECONDITION_FAILED, NULL,
         "The lesson has changed (or is gone) since the version If-Match "
         "names: nothing was changed. GET it again and retry.", NULL);
@@ -235,8 +268,13 @@ static int lessons_update(lessons_ctx *c)
         return lessons_send_lesson(c, HTTP_OK, &l);
     case LESSONS_STORE_NOT_FOUND:
         /* RFC 9110 13.1.1: If-Match on no current representation. */
-        return im.asked ? lessons_precondition_failed(c)
-                        : lessons_send_empty(r, HTTP_NOT_FOUND);
+        if (im.asked) {
+            return lessons_precondition_failed(c);
+        }
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00505)
+                      "%s: no lesson %" APR_INT64_T_FMT " to update",
+                      lessons_refused(r, HTTP_NOT_FOUND), c->route.arg);
+        return lessons_send_empty(r, HTTP_NOT_FOUND);
     case LESSONS_STORE_PRECONDITION:
         return lessons_precondition_failed(c);
     case LESSONS_STORE_NO_LEVEL:
@@ -265,8 +303,13 @@ static int lessons_delete(lessons_ctx *c)
     case LESSONS_STORE_OK:
         return lessons_send_empty(c->r, HTTP_NO_CONTENT);
     case LESSONS_STORE_NOT_FOUND:
-        return im.asked ? lessons_precondition_failed(c)
-                        : lessons_send_empty(c->r, HTTP_NOT_FOUND);
+        if (im.asked) {
+            return lessons_precondition_failed(c);
+        }
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, c->r, LESSONSLOG(00506)
+                      "%s: no lesson %" APR_INT64_T_FMT " to delete",
+                      lessons_refused(c->r, HTTP_NOT_FOUND), c->route.arg);
+        return lessons_send_empty(c->r, HTTP_NOT_FOUND);
     default:
         return lessons_db_failed(c, err);
     }
@@ -297,7 +340,8 @@ int lessons_handler(request_rec *r)
     c.route = lessons_route_match(lessons_base_path(c.conf), r->uri);
     if (c.route.route == LESSONS_ROUTE_NONE) {
         ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00501)
-                      "no such resource: %s", r->uri);
+                      "%s: no such resource",
+                      lessons_refused(r, HTTP_NOT_FOUND));
         return lessons_send_problem(r, HTTP_NOT_FOUND, NULL,
                                     "No such resource.", NULL);
     }
@@ -305,7 +349,9 @@ int lessons_handler(request_rec *r)
     allowed = lessons_route_allowed(c.route.route);
     if (!(method & allowed)) {
         ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00502)
-                      "method %s not allowed on %s", r->method, r->uri);
+                      "%s: method not allowed here (allowed: %s)",
+                      lessons_refused(r, HTTP_METHOD_NOT_ALLOWED),
+                      lessons_route_allow_header(c.route.route));
         apr_table_setn(r->headers_out, "Allow",
                        lessons_route_allow_header(c.route.route));
         return lessons_send_problem(r, HTTP_METHOD_NOT_ALLOWED, NULL,

@@ -23,6 +23,9 @@ int lessons_health_handler(request_rec *r)
         return DECLINED;
     }
     if (r->method_number != M_GET) {        /* HEAD is M_GET too */
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00507)
+                      "%s %s refused (405): the health check takes GET and "
+                      "HEAD", r->method, r->uri);
         apr_table_setn(r->headers_out, "Allow", "GET, HEAD");
         return lessons_send_problem(r, HTTP_METHOD_NOT_ALLOWED, NULL,
                                     "Allowed methods: GET, HEAD.", NULL);
@@ -43,6 +46,9 @@ int lessons_health_handler(request_rec *r)
     }
     body = lessons_json_health(r->pool, pass, version, &len);
     if (!body) {
+        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, LESSONSLOG(00508)
+                      "the health document could not be encoded (out of "
+                      "memory?): answered 500");
         return HTTP_INTERNAL_SERVER_ERROR;
     }
     apr_table_setn(r->headers_out, "Cache-Control", "no-store");

@@ -45,6 +45,9 @@ int lessons_send_problem(request_rec *r, int status,
                                             errors, &len);
 
     if (!body) {
+        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, LESSONSLOG(00509)
+                      "the problem document of a %d answer could not be "
+                      "encoded (out of memory?): answered 500", status);
         return HTTP_INTERNAL_SERVER_ERROR;
     }
     apr_table_setn(r->headers_out, "Cache-Control", "no-store");

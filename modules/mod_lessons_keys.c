@@ -400,7 +400,8 @@ int lessons_keys_policy(request_rec *r, const lessons_dir_conf *conf,
     if (policy->keys) {
         return OK;                  /* LessonsJWTKeyFile's, meanwhile */
     }
-    lessons_log_fault(r, APLOG_WARNING, apr_psprintf(r->pool,
+    /* A fault (the fetcher's LESSONS00211 line says why): error. */
+    lessons_log_fault(r, APLOG_ERR, apr_psprintf(r->pool,
         LESSONSLOG(00214) "keys URL %s has not given a key set yet: "
         "answering 503", conf->keys_url->url));
     apr_table_setn(r->err_headers_out, "Retry-After",
