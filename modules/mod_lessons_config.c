@@ -472,6 +472,8 @@ const char *lessons_set_export_claim(cmd_parms *cmd, void *dconf,
                                      const char *arg)
 {
     lessons_dir_conf *conf = dconf;
+    const char *env;
+    int i;
 
     if (!*arg) {
         return apr_psprintf(cmd->pool, "%s: a claim name must not be "
@@ -480,6 +482,19 @@ const char *lessons_set_export_claim(cmd_parms *cmd, void *dconf,
     if (!conf->export_claims) {
         conf->export_claims = apr_array_make(cmd->pool, 4,
                                              sizeof(const char *));
+    }
+    /* Two names that make one variable would overwrite each other. */
+    env = lessons_claims_env_name(cmd->temp_pool, arg);
+    for (i = 0; i < conf->export_claims->nelts; i++) {
+        const char *other = APR_ARRAY_IDX(conf->export_claims, i,
+                                          const char *);
+
+        if (strcmp(lessons_claims_env_name(cmd->temp_pool, other), env)
+            == 0) {
+            return apr_psprintf(cmd->pool, "%s: claims %s and %s would "
+                                "both be exported as %s; export one of "
+                                "them", cmd->cmd->name, other, arg, env);
+        }
     }
     APR_ARRAY_PUSH(conf->export_claims, const char *) =
         apr_pstrdup(cmd->pool, arg);

@@ -260,6 +260,15 @@ bad_ok("LessonsJWTKey HS256 $hs_good\nLessonsJWTKeysRefresh 60",
 bad_ok("LessonsJWTAlgorithm RS256\nLessonsJWTKeysURL https://idp.example.org/certs\n"
        . "LessonsJWTKeysMinRefresh 0", qr/from 1 to 3600/, 'LessonsJWTKeysMinRefresh 0');
 
+# ---- LessonsJWTExportClaims: two names, one variable
+bad_ok("LessonsJWTKey HS256 $hs_good\nLessonsJWTExportClaims tenant a.b a_b",
+       qr/claims a\.b and a_b would both be exported as JWT_CLAIM_a_b/,
+       'two claims that make one environment variable');
+bad_ok("LessonsJWTKey HS256 $hs_good\nLessonsJWTExportClaims tenant tenant",
+       qr/claims tenant and tenant would both be exported/, 'a claim named twice');
+good_ok("LessonsJWTKey HS256 $hs_good\nLessonsJWTExportClaims tenant realm_access.roles",
+        'distinct claims');
+
 # ---- LessonsCORSOrigins (issue 9)
 good_ok("LessonsJWTKey HS256 $hs_good\nLessonsCORSOrigins https://app.example.org http://localhost:3000",
         'LessonsCORSOrigins with two origins');
