@@ -21,6 +21,9 @@
 #define LESSONS_KEYS_REDIRECTS    3
 #define LESSONS_KEYS_REFRESH      3600  /* seconds */
 #define LESSONS_KEYS_MIN_REFRESH  60
+#define LESSONS_KEYS_MAX_WAITERS  8     /* requests of a process that wait
+                                         * on one URL's fetch; the rest
+                                         * are answered at once */
 
 /* One fetched set, in a pool of its own, freed by its last holder. */
 typedef struct {
@@ -48,6 +51,7 @@ struct lessons_keys_src {
     unsigned long ended;            /* fetches ended */
     unsigned long installed;        /* sets taken into use */
     int fetching, wanted, stopping;
+    int waiters;                    /* requests waiting for a fetch */
 };
 
 /* Every source of the configuration, kept on pconf (no globals). */
@@ -307,7 +311,7 @@ void lessons_keys_child_init(apr_pool_t *pchild, server_rec *s)
 
         src->current = NULL;
         src->last_start = src->next_fetch = 0;
-        src->fetching = src->wanted = src->stopping = 0;
+        src->fetching = src->wanted = src->stopping = src->waiters = 0;
         src->ended = src->installed = 0;
         if (apr_thread_mutex_create(&src->lock, APR_THREAD_MUTEX_DEFAULT,
                                     pchild) != APR_SUCCESS
@@ -355,13 +359,21 @@ static const lessons_keyset_t *lessons_keys_take(request_rec *r,
         return NULL;
     }
     apr_thread_mutex_lock(src->lock);
-    while (!src->current && (src->fetching || src->ended == 0)) {
-        apr_time_t now = apr_time_now();
+    /* A slow provider must not hold every thread: a few wait, the rest
+     * are answered at once.
+     */
+    if (!src->current && (src->fetching || src->ended == 0)
+        && src->waiters < LESSONS_KEYS_MAX_WAITERS) {
+        src->waiters++;
+        while (!src->current && (src->fetching || src->ended == 0)) {
+            apr_time_t now = apr_time_now();
 
-        if (now >= deadline) {
-            break;
+            if (now >= deadline) {
+                break;
+            }
+            apr_thread_cond_timedwait(src->done, src->lock, deadline - now);
         }
-        apr_thread_cond_timedwait(src->done, src->lock, deadline - now);
+        src->waiters--;
     }
     if (!src->current) {
         apr_thread_mutex_unlock(src->lock);
@@ -438,7 +450,15 @@ int lessons_keys_refetch(request_rec *r, const lessons_dir_conf *conf)
         src->wanted = 1;
         apr_thread_cond_signal(src->wake);
     }
-    /* One fetch: the one in flight, or the one just asked for. */
+    /* One fetch: the one in flight, or the one just asked for; a few
+     * requests wait for it, the rest judge the token with the set they
+     * have (a kid flood against a slow provider holds few threads).
+     */
+    if (src->waiters >= LESSONS_KEYS_MAX_WAITERS) {
+        apr_thread_mutex_unlock(src->lock);
+        return 0;
+    }
+    src->waiters++;
     while (src->ended == ended && !src->stopping) {
         now = apr_time_now();
         if (now >= deadline) {
@@ -446,6 +466,7 @@ int lessons_keys_refetch(request_rec *r, const lessons_dir_conf *conf)
         }
         apr_thread_cond_timedwait(src->done, src->lock, deadline - now);
     }
+    src->waiters--;
     installed = src->installed != installed;
     apr_thread_mutex_unlock(src->lock);
     return installed ? 1 : 0;

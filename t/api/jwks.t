@@ -339,6 +339,42 @@ diag "kid flood: $sent requests, $flood fetches in " . sprintf('%.1f', $elapsed)
      . " s, LessonsJWTKeysMinRefresh $MIN";
 is get('/api/lessons', $second)->code, 200, 'good tokens still pass after the flood';
 
+# ---- a slow provider under a kid flood: few threads wait -------------
+# The fetch takes 4 s; of 20 requests with unknown kids at once, at most
+# 8 (LESSONS_KEYS_MAX_WAITERS) wait for it, the others get 401 at once.
+control(POST => '/jwks-fault', { delay_ms => 4000 });
+sleep $MIN + 0.2;
+$before = fetches();
+pipe my $rd2, my $wr2 or die "pipe: $!";
+@pids = ();
+for my $w (1 .. 20) {
+    my $pid = fork // die "fork: $!";
+    if (!$pid) {
+        close $rd2;
+        my $t = time;
+        my $h = b64url($JSON->encode({ alg => 'RS256', typ => 'JWT',
+                                       kid => "slow-$w-" . int(rand(1e9)) }));
+        my $r = get('/api/lessons', "$h.$payload.$sig");
+        printf $wr2 "%d %.3f\n", $r->code, time - $t;
+        close $wr2;
+        POSIX::_exit(0);
+    }
+    push @pids, $pid;
+}
+close $wr2;
+my @answers = map { [ split ' ' ] } <$rd2>;
+waitpid $_, 0 for @pids;
+is scalar(@answers), 20, '20 answers during a slow fetch';
+is scalar(grep { $_->[0] == 401 } @answers), 20, '... all 401';
+my $waited = grep { $_->[1] >= 2 } @answers;
+ok $waited >= 1 && $waited <= 8,
+    "at most 8 of them waited for the fetch ($waited did)";
+diag "slow provider: $waited of 20 requests waited for the 4 s fetch";
+control(POST => '/jwks-fault', {});
+sleep 4.5;                      # the slow fetch has ended
+is fetches() - $before, 1, '... and they made one fetch';
+is get('/api/lessons', $second)->code, 200, 'good tokens pass after it';
+
 # ---- removal: the old key's tokens fail after the next refresh ---------
 is get('/rotate/api/lessons', $first)->code, 200, 'the first key, before removal';
 control(POST => '/keys/remove', { kid => $kid1 });
