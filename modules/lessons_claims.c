@@ -63,10 +63,39 @@ static int lessons_claims_scalar_is(json_t *v, const char *want)
            && memcmp(buf, want, n) == 0;
 }
 
+/* Is word one of the space-separated words of the string claim c (a
+ * scope: RFC 8693 4.2, RFC 9068 2.2.3)?  Byte for byte; an embedded NUL
+ * ends nothing early, it just never matches.
+ */
+static int lessons_claims_has_word(json_t *c, const char *word)
+{
+    const char *s = json_string_value(c), *end;
+    apr_size_t wlen = strlen(word);
+
+    if (!s || !wlen) {
+        return 0;
+    }
+    end = s + json_string_length(c);
+    while (s < end) {
+        const char *w = s;
+
+        while (w < end && *w != ' ') {
+            w++;
+        }
+        if ((apr_size_t)(w - s) == wlen && memcmp(s, word, wlen) == 0) {
+            return 1;
+        }
+        s = w + 1;
+    }
+    return 0;
+}
+
 int lessons_claims_match(json_t *claims, const char *name,
                          const char *const *values, int nvalues)
 {
     json_t *c = lessons_claims_get(claims, name), *m;
+    int scope = json_is_string(c)
+                && (strcmp(name, "scope") == 0 || strcmp(name, "scp") == 0);
     size_t k;
     int i;
 
@@ -77,7 +106,12 @@ int lessons_claims_match(json_t *claims, const char *name,
         if (!values[i]) {
             continue;
         }
-        if (json_is_array(c)) {
+        if (scope) {
+            if (lessons_claims_has_word(c, values[i])) {
+                return 1;
+            }
+        }
+        else if (json_is_array(c)) {
             json_array_foreach(c, k, m) {
                 if (lessons_claims_scalar_is(m, values[i])) {
                     return 1;

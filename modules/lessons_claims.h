@@ -30,7 +30,10 @@ json_t *lessons_claims_get(json_t *claims, const char *dotted);
  * a number or boolean whose compact JSON text equals the value ("42",
  * "1.5", "true"), or an array with such a member; anything else (null,
  * objects, nested arrays, a missing claim) is 0.  NULL entries of values
- * are skipped; nvalues <= 0 is 0.
+ * are skipped; nvalues <= 0 is 0.  The top-level "scope" and "scp"
+ * claims, when strings, are space-separated lists (RFC 8693 4.2, RFC
+ * 9068 2.2.3; Keycloak and Entra ID issue them so): a value matches one
+ * word of them.
  */
 int lessons_claims_match(json_t *claims, const char *name,
                          const char *const *values, int nvalues);

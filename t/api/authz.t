@@ -123,6 +123,17 @@ is call(GET => '/authz-user/api/lessons',
 is_unauthorized(call(GET => '/authz-user/api/lessons', token => undef),
                 'Require valid-user without a token');
 
+# --- scope: a space-separated string, one word matches ----------------
+is call(GET => '/authz-scope/api/lessons',
+        token => good_token(claims => { scope => 'openid lessons:write profile' }))->code,
+    200, 'scope "openid lessons:write profile" has lessons:write';
+is_forbidden(call(GET => '/authz-scope/api/lessons',
+                  token => good_token(claims => { scope => 'openid lessons:write-all' })),
+             'scope with a longer word only');
+is_forbidden(call(GET => '/authz-scope/api/lessons',
+                  token => good_token(claims => { scope => 'lessons:read' })),
+             'scope without the word');
+
 # --- one info line per refusal, naming the claim, never its value -------
 my $log = Apache::Test::vars('t_logs') . '/error_log';
 open my $fh, '<', $log or die "$log: $!";

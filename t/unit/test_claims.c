@@ -205,6 +205,37 @@ static void test_match_numbers_booleans(void **state)
                                      vals(1, "42"), 1));
 }
 
+static void test_match_scope_words(void **state)
+{
+    json_t *c = js("{\"scope\":\"openid lessons:read  lessons:write\","
+                   "\"scp\":\"Lessons.Read\",\"other\":\"a b\","
+                   "\"nested\":{\"scope\":\"x y\"},"
+                   "\"nul\":{\"scope\":\"a\\u0000b c\"}}");
+    json_t *arr = js("{\"scope\":[\"lessons:read lessons:write\"]}");
+
+    (void)state;
+    /* RFC 9068: a space-separated string; a value is one word of it */
+    assert_true(lessons_claims_match(c, "scope", vals(1, "lessons:read"), 1));
+    assert_true(lessons_claims_match(c, "scope", vals(1, "lessons:write"), 1));
+    assert_true(lessons_claims_match(c, "scope", vals(1, "openid"), 1));
+    assert_true(lessons_claims_match(c, "scp", vals(1, "Lessons.Read"), 1));
+    assert_false(lessons_claims_match(c, "scope", vals(1, "lessons"), 1));
+    assert_false(lessons_claims_match(c, "scope", vals(1, "lessons:rea"), 1));
+    assert_false(lessons_claims_match(c, "scope", vals(1, "read"), 1));
+    assert_false(lessons_claims_match(c, "scope", vals(1, ""), 1));
+    assert_false(lessons_claims_match(c, "scope",
+                                      vals(1, "openid lessons:read"), 1));
+    assert_false(lessons_claims_match(c, "scp", vals(1, "lessons.read"), 1));
+    /* only scope and scp, and only at the top level */
+    assert_false(lessons_claims_match(c, "other", vals(1, "a"), 1));
+    assert_true(lessons_claims_match(c, "other", vals(1, "a b"), 1));
+    assert_false(lessons_claims_match(c, "nested.scope", vals(1, "x"), 1));
+    /* an array scope is an array: whole members */
+    assert_false(lessons_claims_match(arr, "scope", vals(1, "lessons:read"), 1));
+    assert_true(lessons_claims_match(arr, "scope",
+                                     vals(1, "lessons:read lessons:write"), 1));
+}
+
 static void test_match_never(void **state)
 {
     json_t *c = js(KC);
@@ -427,6 +458,7 @@ int main(void)
         cmocka_unit_test(test_match_string),
         cmocka_unit_test(test_match_array),
         cmocka_unit_test(test_match_numbers_booleans),
+        cmocka_unit_test(test_match_scope_words),
         cmocka_unit_test(test_match_never),
         cmocka_unit_test(test_text_scalars),
         cmocka_unit_test(test_text_arrays),
