@@ -356,7 +356,6 @@ const char *lessons_set_keys_refresh(cmd_parms *cmd, void *dconf,
 {
     lessons_dir_conf *conf = dconf;
     int min = cmd->info != NULL;
-    const char *err;
     char *end;
     apr_int64_t v;
 
@@ -373,8 +372,7 @@ const char *lessons_set_keys_refresh(cmd_parms *cmd, void *dconf,
     else {
         conf->keys_refresh = (int)v;
     }
-    err = lessons_touch(cmd, conf);
-    return err;
+    return lessons_touch(cmd, conf);
 }
 
 const char *lessons_set_string(cmd_parms *cmd, void *dconf,

@@ -345,35 +345,46 @@ static apr_status_t lessons_keys_let_go(void *data)
     return APR_SUCCESS;
 }
 
+/* Wait (lock held, at most one fetch's time limit) until the fetch in
+ * flight, or the next one, has ended.  A slow provider must not hold
+ * every thread: past LESSONS_KEYS_MAX_WAITERS, requests go on at once
+ * with what they have.
+ */
+static void lessons_keys_await(lessons_keys_src *src)
+{
+    apr_time_t deadline =
+        apr_time_now() + apr_time_from_msec(LESSONS_KEYS_TOTAL_MS);
+    unsigned long ended = src->ended;
+
+    if (src->waiters >= LESSONS_KEYS_MAX_WAITERS) {
+        return;
+    }
+    src->waiters++;
+    while (src->ended == ended && !src->stopping) {
+        apr_time_t now = apr_time_now();
+
+        if (now >= deadline) {
+            break;
+        }
+        apr_thread_cond_timedwait(src->done, src->lock, deadline - now);
+    }
+    src->waiters--;
+}
+
 /* The source's set for this request, held until the request ends; wait
  * (bounded) while the first fetch is in flight.  NULL when there is none.
  */
 static const lessons_keyset_t *lessons_keys_take(request_rec *r,
                                                  lessons_keys_src *src)
 {
-    apr_time_t deadline =
-        apr_time_now() + apr_time_from_msec(LESSONS_KEYS_TOTAL_MS);
     lessons_keys_hold *hold;
 
     if (!src->thread) {
         return NULL;
     }
     apr_thread_mutex_lock(src->lock);
-    /* A slow provider must not hold every thread: a few wait, the rest
-     * are answered at once.
-     */
-    if (!src->current && (src->fetching || src->ended == 0)
-        && src->waiters < LESSONS_KEYS_MAX_WAITERS) {
-        src->waiters++;
-        while (!src->current && (src->fetching || src->ended == 0)) {
-            apr_time_t now = apr_time_now();
-
-            if (now >= deadline) {
-                break;
-            }
-            apr_thread_cond_timedwait(src->done, src->lock, deadline - now);
-        }
-        src->waiters--;
+    if (!src->current && (src->fetching || src->ended == 0)) {
+        lessons_keys_await(src);    /* the first fetch */
     }
     if (!src->current) {
         apr_thread_mutex_unlock(src->lock);
@@ -429,8 +440,8 @@ int lessons_keys_policy(request_rec *r, const lessons_dir_conf *conf,
 int lessons_keys_refetch(request_rec *r, const lessons_dir_conf *conf)
 {
     lessons_keys_src *src = conf->keys_url;
-    apr_time_t now = apr_time_now(), deadline;
-    unsigned long installed, ended;
+    apr_time_t now = apr_time_now();
+    unsigned long installed;
     apr_interval_time_t min;
 
     (void)r;
@@ -438,10 +449,8 @@ int lessons_keys_refetch(request_rec *r, const lessons_dir_conf *conf)
         return 0;
     }
     min = apr_time_from_sec(lessons_keys_min_refresh(src));
-    deadline = now + apr_time_from_msec(LESSONS_KEYS_TOTAL_MS);
     apr_thread_mutex_lock(src->lock);
     installed = src->installed;
-    ended = src->ended;
     if (!src->fetching) {
         if (src->last_start && now < src->last_start + min) {
             apr_thread_mutex_unlock(src->lock);
@@ -450,23 +459,8 @@ int lessons_keys_refetch(request_rec *r, const lessons_dir_conf *conf)
         src->wanted = 1;
         apr_thread_cond_signal(src->wake);
     }
-    /* One fetch: the one in flight, or the one just asked for; a few
-     * requests wait for it, the rest judge the token with the set they
-     * have (a kid flood against a slow provider holds few threads).
-     */
-    if (src->waiters >= LESSONS_KEYS_MAX_WAITERS) {
-        apr_thread_mutex_unlock(src->lock);
-        return 0;
-    }
-    src->waiters++;
-    while (src->ended == ended && !src->stopping) {
-        now = apr_time_now();
-        if (now >= deadline) {
-            break;
-        }
-        apr_thread_cond_timedwait(src->done, src->lock, deadline - now);
-    }
-    src->waiters--;
+    /* One fetch: the one in flight, or the one just asked for. */
+    lessons_keys_await(src);
     installed = src->installed != installed;
     apr_thread_mutex_unlock(src->lock);
     return installed ? 1 : 0;
