@@ -99,6 +99,24 @@ if [ -n "$$pid" ]; then \
 fi
 endef
 
+# $(call npm_ci,DIR,DEST): the recipe that installs the npm packages
+# pinned in DIR/package.json and DIR/package-lock.json into DEST with
+# npm ci, then touches the target (the fragments' stamp files).
+define npm_ci
+@$(mine)
+@if ! command -v npm >/dev/null 2>&1; then \
+    echo "make: npm not found: 'make test-deps' (or t/tools/deps.sh test) installs it" >&2; \
+    exit 1; \
+fi
+@echo "  NPM   $(2)"
+@mkdir -p $(2)
+@cp $(1)/package.json $(1)/package-lock.json $(2)/
+@cd $(2) && npm ci --no-audit --no-fund --loglevel=error \
+    >npm.log 2>&1 || { cat npm.log >&2; exit 1; }
+@touch $@
+@$(give_back)
+endef
+
 # Fragments of the test tools, each owning its files: they add targets to
 # TEST_TOOLS (built before the suites) and scripts to PACKAGE_TESTS.
 .DEFAULT_GOAL := all

@@ -12,15 +12,4 @@ idp-deps: $(IDP_STAMP)
 TEST_TOOLS += idp-deps
 
 $(IDP_STAMP): t/idp/package.json t/idp/package-lock.json
-	@$(mine)
-	@if ! command -v npm >/dev/null 2>&1; then \
-	    echo "make: npm not found: 'make test-deps' (or t/tools/deps.sh test) installs it" >&2; \
-	    exit 1; \
-	fi
-	@echo "  NPM   $(IDP_DIR)"
-	@mkdir -p $(IDP_DIR)
-	@cp t/idp/package.json t/idp/package-lock.json $(IDP_DIR)/
-	@cd $(IDP_DIR) && npm ci --no-audit --no-fund --loglevel=error \
-	    >npm.log 2>&1 || { cat npm.log >&2; exit 1; }
-	@touch $@
-	@$(give_back)
+	$(call npm_ci,t/idp,$(IDP_DIR))

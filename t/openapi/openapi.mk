@@ -10,15 +10,4 @@ openapi-deps: $(OPENAPI_STAMP)
 TEST_TOOLS += openapi-deps
 
 $(OPENAPI_STAMP): t/openapi/package.json t/openapi/package-lock.json
-	@$(mine)
-	@if ! command -v npm >/dev/null 2>&1; then \
-	    echo "make: npm not found: 'make test-deps' (or t/tools/deps.sh test) installs it" >&2; \
-	    exit 1; \
-	fi
-	@echo "  NPM   $(OPENAPI_DIR)"
-	@mkdir -p $(OPENAPI_DIR)
-	@cp t/openapi/package.json t/openapi/package-lock.json $(OPENAPI_DIR)/
-	@cd $(OPENAPI_DIR) && npm ci --no-audit --no-fund --loglevel=error \
-	    >npm.log 2>&1 || { cat npm.log >&2; exit 1; }
-	@touch $@
-	@$(give_back)
+	$(call npm_ci,t/openapi,$(OPENAPI_DIR))
