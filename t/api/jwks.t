@@ -22,7 +22,6 @@ use Apache::Test qw(-withtestmore);
 use Digest::SHA qw(hmac_sha256);
 use File::Temp ();
 use HTTP::Request;
-use IO::Socket::INET;
 use JSON::PP ();
 use POSIX ();
 use Time::HiRes qw(time sleep);
@@ -38,32 +37,11 @@ chomp $node;
 BAIL_OUT('node not found: t/tools/deps.sh test installs it') unless $node;
 
 my $httpd  = $ENV{LESSONS_TEST_HTTPD} || '/usr/sbin/apache2';
-my $mods   = $ENV{LESSONS_TEST_HTTPD_MODULES} || '/usr/lib/apache2/modules';
-my $module = $ENV{LESSONS_TEST_MODULE}
-    || Apache::Test::vars('serverroot') . '/../modules/mod_lessons.so';
 my $dir    = File::Temp->newdir;
 my $JSON   = JSON::PP->new->utf8->canonical;
 my $REFRESH = 3;        # LessonsJWTKeysRefresh of /rotate (/api/lessons:
                         # 3600, so only tokens make it fetch)
 my $MIN     = 2;        # LessonsJWTKeysMinRefresh of both
-
-sub free_port {
-    my $s = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => 0,
-                                  Listen => 1, ReuseAddr => 1) or die $!;
-    my $port = $s->sockport;
-    close $s;
-    return $port;
-}
-
-sub wait_port {
-    my ($port) = @_;
-    for (1 .. 150) {
-        my $s = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port", Timeout => 1);
-        return 1 if $s;
-        sleep 0.1;
-    }
-    return 0;
-}
 
 # ---- a test CA, and the provider's certificate for 127.0.0.1
 sub run_quiet { system("@_ >>$dir/openssl.log 2>&1") == 0 or die "failed: @_" }
@@ -132,29 +110,14 @@ sub header_of { $JSON->decode(b64url_decode((split /\./, $_[0])[0])) }
 # ---- server B
 my $port = free_port();
 my $dead = free_port();         # nothing listens there
-my $conf = "$dir/httpd.conf";
-open my $fh, '>', $conf or die "$conf: $!";
-print $fh <<"EOF";
-ServerRoot "$dir"
-ServerName localhost
-Listen 127.0.0.1:$port
-PidFile "$dir/httpd.pid"
-ErrorLog "$dir/error_log"
+my $conf = httpd_conf($dir, $port, <<"EOF");
 LogLevel info
-DefaultRuntimeDir "$dir"
-LoadModule mpm_event_module  "$mods/mod_mpm_event.so"
-LoadModule authz_core_module "$mods/mod_authz_core.so"
-LoadModule dbd_module        "$mods/mod_dbd.so"
-LoadModule lessons_module    "$module"
 StartServers 1
 ServerLimit 1
 MinSpareThreads 1
 MaxSpareThreads 25
 ThreadsPerChild 25
 MaxRequestWorkers 25
-DBDriver $ENV{LESSONS_TEST_DRIVER}
-DBDParams "$ENV{LESSONS_TEST_DBPARAMS}"
-DBDInitSQL "$ENV{LESSONS_TEST_INITSQL}"
 <Location "/api/lessons">
     SetHandler lessons
     LessonsJWTAlgorithm RS256 ES256
@@ -195,13 +158,9 @@ DBDInitSQL "$ENV{LESSONS_TEST_INITSQL}"
     LessonsJWTKeysMinRefresh 30
 </Location>
 EOF
-close $fh;
 my $out = `'$httpd' -t -f '$conf' 2>&1`;
 like $out, qr/Syntax OK/, 'configtest passes with keys URLs' or diag $out;
-system($httpd, '-f', $conf, '-k', 'start') == 0
-    or BAIL_OUT("server B did not start: see $dir/error_log");
-END { system($httpd, '-f', $conf, '-k', 'stop') if $conf && -e "$dir/httpd.pid" }
-wait_port($port) or BAIL_OUT('server B does not listen');
+start_httpd($conf, $port);
 my $B = "http://127.0.0.1:$port";
 
 sub get {

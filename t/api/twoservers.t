@@ -15,55 +15,27 @@ use FindBin;
 use lib "$FindBin::Bin/../lib";
 use Apache::Test qw(-withtestmore);
 use File::Temp ();
-use IO::Socket::INET;
 use IO::Uncompress::Gunzip qw(gunzip $GunzipError);
 use JSON::PP ();
 use LessonsTest;
 
-my $httpd  = $ENV{LESSONS_TEST_HTTPD} || '/usr/sbin/apache2';
 my $mods   = $ENV{LESSONS_TEST_HTTPD_MODULES} || '/usr/lib/apache2/modules';
-my $module = $ENV{LESSONS_TEST_MODULE}
-    || Apache::Test::vars('serverroot') . '/../modules/mod_lessons.so';
 my $dir    = File::Temp->newdir;
 my $JSON   = JSON::PP->new->utf8->canonical;
 
-sub free_port {
-    my $s = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => 0,
-                                  Listen => 1, ReuseAddr => 1) or die $!;
-    my $port = $s->sockport;
-    close $s;
-    return $port;
-}
-
 # ---- server B
 my $port = free_port();
-my $initsql = $ENV{LESSONS_TEST_INITSQL};
 my $cache_size = 64 * 1024;
-my $conf = "$dir/httpd.conf";
-open my $fh, '>', $conf or die "$conf: $!";
-print $fh <<"EOF";
-ServerRoot "$dir"
-ServerName localhost
-Listen 127.0.0.1:$port
-PidFile "$dir/httpd.pid"
-ErrorLog "$dir/error_log"
+my $conf = httpd_conf($dir, $port, <<"EOF");
 LogLevel info lessons:trace1
-DefaultRuntimeDir "$dir"
-LoadModule mpm_event_module  "$mods/mod_mpm_event.so"
-LoadModule authz_core_module "$mods/mod_authz_core.so"
 LoadModule filter_module     "$mods/mod_filter.so"
 LoadModule deflate_module    "$mods/mod_deflate.so"
-LoadModule dbd_module        "$mods/mod_dbd.so"
-LoadModule lessons_module    "$module"
 StartServers 2
 MinSpareThreads 2
 MaxSpareThreads 10
 ServerLimit 2
 ThreadsPerChild 5
 MaxRequestWorkers 10
-DBDriver $ENV{LESSONS_TEST_DRIVER}
-DBDParams "$ENV{LESSONS_TEST_DBPARAMS}"
-DBDInitSQL "$initsql"
 AddOutputFilterByType DEFLATE application/json
 # Small, so that many distinct lessons overflow it.
 LessonsCacheSize $cache_size
@@ -72,19 +44,10 @@ LessonsCacheSize $cache_size
     LessonsJWTKey HS256 "$ENV{LESSONS_TEST_HS_KEY}"
 </Location>
 EOF
-close $fh;
-
-system($httpd, '-f', $conf, '-k', 'start') == 0
-    or BAIL_OUT("server B did not start: see $dir/error_log");
-END { system($httpd, '-f', $conf, '-k', 'stop') if $conf && -e "$dir/httpd.pid" }
+start_httpd($conf, $port);
 
 my $A = base_url();
 my $B = "http://127.0.0.1:$port";
-for (1 .. 100) {
-    my $s = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port", Timeout => 1);
-    last if $s;
-    select undef, undef, undef, 0.1;
-}
 
 # ---- what the database says each route holds (level names included)
 sub expected {

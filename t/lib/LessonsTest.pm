@@ -6,6 +6,7 @@ package LessonsTest;
 #   JSON       json_of($res), top_keys($text)
 #   checks     is_problem, is_validation, is_empty_404, is_json_lesson
 #   database   db_rows($sql), db_do($sql), db_lessons(), seed(@rows), sq()
+#   servers    free_port(), wait_port($port), httpd_conf(...), start_httpd(...)
 #
 # Every setting comes from the LESSONS_TEST_* environment that
 # t/tools/integration.sh exports.
@@ -16,6 +17,7 @@ use warnings;
 use Exporter 'import';
 use File::Temp ();
 use HTTP::Request ();
+use IO::Socket::INET ();
 use JSON::PP ();
 use Test::More ();
 use Apache::Test ();
@@ -30,6 +32,7 @@ our @EXPORT = qw(
     call base_url json_of top_keys object_keys lesson_keys
     is_problem is_validation is_empty_404 is_json_lesson is_unauthorized
     db_rows db_do db_lessons db_count seed sq lesson_row
+    free_port wait_port httpd_conf start_httpd
     LESSON_TYPE PROBLEM_TYPE VALIDATION_TITLE
 );
 
@@ -45,6 +48,99 @@ sub env {
     die "$name is not set: run the suite through t/tools/integration.sh\n"
         unless defined $v;
     return $v;
+}
+
+# ---------------------------------------------------------------- servers
+# For tests that need an httpd of their own beside the suite's.
+
+my @STARTED;    # [httpd pid, pid of the process that started it]
+
+sub httpd_bin { $ENV{LESSONS_TEST_HTTPD} || '/usr/sbin/apache2' }
+
+# A TCP port on 127.0.0.1 that nothing listens on now.
+sub free_port {
+    my $s = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => 0,
+                                  Listen => 1, ReuseAddr => 1) or die $!;
+    my $port = $s->sockport;
+    close $s;
+    return $port;
+}
+
+# 1 once something listens on 127.0.0.1:$port; 0 after 15 s.
+sub wait_port {
+    my ($port) = @_;
+    for (1 .. 150) {
+        return 1 if IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port",
+                                          Timeout => 1);
+        select undef, undef, undef, 0.1;
+    }
+    return 0;
+}
+
+# httpd_conf($dir, $port, $body): writes $dir/httpd.conf, an httpd on
+# 127.0.0.1:$port with its pid file, error_log and runtime files in $dir,
+# the event MPM, authz_core, mod_dbd, the module and the suite's
+# database; then $body (more modules, MPM sizes, locations).  Returns its
+# path.
+sub httpd_conf {
+    my ($dir, $port, $body) = @_;
+    my $mods = $ENV{LESSONS_TEST_HTTPD_MODULES} || '/usr/lib/apache2/modules';
+    my $module = $ENV{LESSONS_TEST_MODULE}
+        || Apache::Test::vars('serverroot') . '/../modules/mod_lessons.so';
+    my $conf = "$dir/httpd.conf";
+    open my $fh, '>', $conf or die "$conf: $!";
+    print $fh <<"EOF";
+ServerRoot "$dir"
+ServerName localhost
+Listen 127.0.0.1:$port
+PidFile "$dir/httpd.pid"
+ErrorLog "$dir/error_log"
+DefaultRuntimeDir "$dir"
+LoadModule mpm_event_module  "$mods/mod_mpm_event.so"
+LoadModule authz_core_module "$mods/mod_authz_core.so"
+LoadModule dbd_module        "$mods/mod_dbd.so"
+LoadModule lessons_module    "$module"
+DBDriver @{[ env('LESSONS_TEST_DRIVER') ]}
+DBDParams "@{[ env('LESSONS_TEST_DBPARAMS') ]}"
+DBDInitSQL "@{[ env('LESSONS_TEST_INITSQL') ]}"
+$body
+EOF
+    close $fh or die "$conf: $!";
+    return $conf;
+}
+
+# start_httpd($conf, $port): starts it and waits for its port (bails
+# out otherwise).  It is stopped when the test ends, by the process that
+# started it only (forked clients leave it alone), through its pid: the
+# test's temporary directory, pid file included, may be gone by then.
+sub start_httpd {
+    my ($conf, $port) = @_;
+    (my $pidfile = $conf) =~ s{[^/]*\z}{httpd.pid};
+    system(httpd_bin(), '-f', $conf, '-k', 'start') == 0
+        or Test::More::BAIL_OUT("httpd -f $conf did not start: see its error_log");
+    wait_port($port)
+        or Test::More::BAIL_OUT("httpd -f $conf does not listen on $port");
+    # It listens before it writes its pid file.
+    my $pid;
+    for (1 .. 100) {
+        if (open my $fh, '<', $pidfile) {
+            ($pid) = (<$fh> // '') =~ /(\d+)/;
+        }
+        last if $pid;
+        select undef, undef, undef, 0.1;
+    }
+    $pid or Test::More::BAIL_OUT("httpd -f $conf wrote no pid file");
+    push @STARTED, [ $pid, $$ ];
+}
+
+END {
+    for my $s (@STARTED) {
+        next unless $$ == $s->[1] && kill 'TERM', $s->[0];
+        for (1 .. 100) {            # its children end first
+            last unless kill 0, $s->[0];
+            select undef, undef, undef, 0.1;
+        }
+    }
 }
 
 # ---------------------------------------------------------------- tokens
