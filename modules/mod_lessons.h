@@ -314,6 +314,7 @@ int lessons_send_problem(request_rec *r, int status,
                          json_t *errors);
 int lessons_error_response(request_rec *r, int status,
                            const char *detail);
+const char *lessons_refused(request_rec *r, int status);
 void lessons_log_fault(request_rec *r, int level, const char *line);
 int lessons_read_body(request_rec *r, apr_off_t max,
                       const char **body, apr_size_t *len,

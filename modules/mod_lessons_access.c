@@ -139,15 +139,15 @@ int lessons_authenticate(request_rec *r, const lessons_dir_conf *conf)
          * client sends its token from the first request on.
          */
         ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00202)
-                      "%s %s refused (401): no bearer token", r->method,
-                      r->uri);
+                      "%s: no bearer token",
+                      lessons_refused(r, HTTP_UNAUTHORIZED));
         return st->status = lessons_challenge(r, HTTP_UNAUTHORIZED, NULL,
             "A bearer token is required.");
     case LESSONS_BEARER_MALFORMED:
         /* Never the header itself: it may hold a token. */
         ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00203)
-                      "%s %s refused (400): malformed Authorization header",
-                      r->method, r->uri);
+                      "%s: malformed Authorization header",
+                      lessons_refused(r, HTTP_BAD_REQUEST));
         return st->status = lessons_challenge(r, HTTP_BAD_REQUEST,
             "invalid_request", "The Authorization header must be "
             "'Bearer' followed by one token.");
@@ -187,7 +187,7 @@ int lessons_authenticate(request_rec *r, const lessons_dir_conf *conf)
          * lessons:info shows them).
          */
         ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00204)
-                      "%s %s refused (401): %s", r->method, r->uri,
+                      "%s: %s", lessons_refused(r, HTTP_UNAUTHORIZED),
                       lessons_token_describe(rc));
         return st->status = lessons_challenge(r, HTTP_UNAUTHORIZED,
             "invalid_token", lessons_token_describe(rc));

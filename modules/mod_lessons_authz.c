@@ -157,11 +157,8 @@ static void lessons_insert_error_filter(request_rec *r)
     st->forbidden_sent = 1;
     if (st->denied_claim) {
         ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00206)
-                      "%s %s refused (403)%s%s: the token lacks a "
-                      "required value of claim %s", r->method, r->uri,
-                      r->user && *r->user ? ", user " : "",
-                      r->user && *r->user ? r->user : "",
-                      st->denied_claim);
+                      "%s: the token lacks a required value of claim %s",
+                      lessons_refused(r, HTTP_FORBIDDEN), st->denied_claim);
     }
     ap_add_output_filter(LESSONS_FORBIDDEN_FILTER, NULL, r, r->connection);
 }

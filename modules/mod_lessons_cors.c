@@ -24,9 +24,9 @@ static int lessons_cors_preflight(request_rec *r,
     }
     if (!lessons_cors_allowed(conf->cors_origins, origin)) {
         ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00209)
-                      "%s %s refused (403): CORS preflight from origin "
-                      "%.200s, which LessonsCORSOrigins does not list",
-                      r->method, r->uri, origin);
+                      "%s: CORS preflight from origin %.200s, which "
+                      "LessonsCORSOrigins does not list",
+                      lessons_refused(r, HTTP_FORBIDDEN), origin);
         return lessons_error_response(r, HTTP_FORBIDDEN,
             "This origin may not call the API from a browser.");
     }
@@ -35,9 +35,10 @@ static int lessons_cors_preflight(request_rec *r,
         || !lessons_cors_headers_ok(apr_table_get(r->headers_in,
                 "Access-Control-Request-Headers"))) {
         ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00210)
-                      "%s %s refused (403): CORS preflight for method %.40s "
-                      "or for a header the API does not take", r->method,
-                      r->uri, method ? method : "(none)");
+                      "%s: CORS preflight for method %.40s or for a header "
+                      "the API does not take",
+                      lessons_refused(r, HTTP_FORBIDDEN),
+                      method ? method : "(none)");
         return lessons_error_response(r, HTTP_FORBIDDEN,
             apr_psprintf(r->pool, "A browser may send %s here, with the "
                          "headers " LESSONS_CORS_ALLOW_HEADERS ".",

@@ -6,20 +6,6 @@
 
 #include "mod_lessons.h"
 
-/* How a refusal's info line begins: what was refused (method, path) and
- * who asked (the user claim; httpd adds the client's address, and
- * escapes control characters).  Never the token, the body, or a claim
- * other than the user's.
- */
-static const char *lessons_refused(request_rec *r, int status)
-{
-    int user = r->user && *r->user;
-
-    return apr_psprintf(r->pool, "%s %s refused (%d)%s%s", r->method,
-                        r->uri, status, user ? ", user " : "",
-                        user ? r->user : "");
-}
-
 /* A lesson written: its document, with its tag, for 200 and 201. */
 static int lessons_send_lesson(lessons_ctx *c, int status,
                                const lessons_lesson_t *l)

@@ -24,8 +24,8 @@ int lessons_health_handler(request_rec *r)
     }
     if (r->method_number != M_GET) {        /* HEAD is M_GET too */
         ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00507)
-                      "%s %s refused (405): the health check takes GET and "
-                      "HEAD", r->method, r->uri);
+                      "%s: the health check takes GET and HEAD",
+                      lessons_refused(r, HTTP_METHOD_NOT_ALLOWED));
         apr_table_setn(r->headers_out, "Allow", "GET, HEAD");
         return lessons_send_problem(r, HTTP_METHOD_NOT_ALLOWED, NULL,
                                     "Allowed methods: GET, HEAD.", NULL);

@@ -66,6 +66,20 @@ int lessons_error_response(request_rec *r, int status,
     return rc == OK ? DONE : rc;
 }
 
+/* How a refusal's info line begins: what was refused (method, path) and
+ * who asked (the user claim; httpd adds the client's address, and
+ * escapes control characters).  Never the token, the body, or a claim
+ * other than the user's.
+ */
+const char *lessons_refused(request_rec *r, int status)
+{
+    int user = r->user && *r->user;
+
+    return apr_psprintf(r->pool, "%s %s refused (%d)%s%s", r->method,
+                        r->uri, status, user ? ", user " : "",
+                        user ? r->user : "");
+}
+
 /* Log a fault line (its tag included); an identical one at most once a
  * second per process, with the count of those left out.
  */
