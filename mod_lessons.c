@@ -2,8 +2,8 @@
  *
  * mod_lessons.c: the Lessons API (German-language lessons) as an httpd
  * handler.  This file holds the module record, the directive table and
- * the hooks in the order a request meets them; modules/mod_lessons.h
- * lists which file does what.
+ * every hook, provider and filter, registered in the order a request
+ * meets them; modules/mod_lessons.h lists which file does what.
  *
  *   LoadModule dbd_module     modules/mod_dbd.so
  *   LoadModule lessons_module modules/mod_lessons.so
@@ -99,9 +99,10 @@ static const command_rec lessons_cmds[] = {
 
 static void lessons_register_hooks(apr_pool_t *p)
 {
-    ap_hook_check_config(lessons_check_config, NULL, NULL, APR_HOOK_MIDDLE);
     static const char *const before_dbd[] = { "mod_dbd.c", NULL };
 
+    /* Process life: configuration, then each child. */
+    ap_hook_check_config(lessons_check_config, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_pre_config(lessons_pre_config, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_post_config(lessons_post_config, NULL, NULL, APR_HOOK_MIDDLE);
     /* The gates exist before mod_dbd's child_init connects. */
@@ -109,14 +110,41 @@ static void lessons_register_hooks(apr_pool_t *p)
                        APR_HOOK_MIDDLE);
     APR_OPTIONAL_HOOK(dbd, post_connect, lessons_dbd_connected, NULL, NULL,
                       APR_HOOK_MIDDLE);
+
+    /* A request, in the order it meets them.  API and health requests
+     * skip the filesystem walk (and TRACE's echo).
+     */
     ap_hook_translate_name(lessons_translate, NULL, NULL, APR_HOOK_FIRST);
     ap_hook_map_to_storage(lessons_map_to_storage, NULL, NULL,
                            APR_HOOK_FIRST);
-    ap_hook_access_checker(lessons_check_access, NULL, NULL,
-                           APR_HOOK_FIRST);
+    /* CORS preflights carry no token: answered before access control. */
+    ap_hook_header_parser(lessons_cors_header_parser, NULL, NULL,
+                          APR_HOOK_MIDDLE);
+    /* The token gate, per merged configuration (so httpd's subrequests
+     * and redirects under the same configuration take the parent's
+     * verdict, as for every other module's access control): the access
+     * checker, then access_checker_ex (which Satisfy Any reaches), then
+     * fixups (which every request reaches).  A refusal is a status:
+     * httpd runs nothing after it.
+     */
+    ap_hook_check_access(lessons_check_access, NULL, NULL, APR_HOOK_FIRST,
+                         AP_AUTH_INTERNAL_PER_CONF);
+    ap_hook_check_access_ex(lessons_check_access_ex, NULL, NULL,
+                            APR_HOOK_FIRST, AP_AUTH_INTERNAL_PER_CONF);
+    /* A verified token is the authentication Require valid-user asks. */
+    ap_hook_check_authn(lessons_check_user_id, NULL, NULL, APR_HOOK_FIRST,
+                        AP_AUTH_INTERNAL_PER_CONF);
+    ap_register_auth_provider(p, AUTHZ_PROVIDER_GROUP, "jwt-claim",
+                              AUTHZ_PROVIDER_VERSION,
+                              &lessons_authz_claim_provider,
+                              AP_AUTH_INTERNAL_PER_CONF);
+    ap_hook_fixups(lessons_check_fixups, NULL, NULL, APR_HOOK_REALLY_FIRST);
     ap_hook_handler(lessons_handler, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_handler(lessons_health_handler, NULL, NULL, APR_HOOK_MIDDLE);
-    lessons_authz_register(p);
+    /* Refusals, ours and httpd's 403s on the API, as problem+json. */
+    ap_hook_insert_error_filter(lessons_insert_error_filter, NULL, NULL,
+                                APR_HOOK_MIDDLE);
+    lessons_problem_filter_register();
 }
 
 /* Not AP_DECLARE_MODULE: mod_lessons.h already says APLOG_USE_MODULE. */

@@ -125,7 +125,7 @@ int lessons_claims_match(json_t *claims, const char *name,
     return 0;
 }
 
-/* One value's text before cleaning: strings raw (their length, NULs
+/* One value's text before the rule: strings raw (their length, NULs
  * included), null "", everything else compact JSON.  NULL on failure.
  */
 static const char *lessons_claims_raw(apr_pool_t *p, json_t *v,
@@ -142,18 +142,45 @@ static const char *lessons_claims_raw(apr_pool_t *p, json_t *v,
     return lessons_json_dump(p, v, len);
 }
 
-const char *lessons_claims_text(apr_pool_t *p, json_t *value,
-                                apr_size_t max)
+lessons_claim_text_e lessons_claims_text_check(const char *text,
+                                               apr_size_t len,
+                                               apr_size_t max)
+{
+    apr_size_t i;
+
+    if (!text) {
+        return LESSONS_CLAIM_TEXT_ABSENT;
+    }
+    for (i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)text[i];
+
+        /* C0 and DEL; C1 is U+0080-U+009F, in UTF-8 0xC2 0x80-0x9F. */
+        if (c < 0x20 || c == 0x7f
+            || (c == 0xc2 && i + 1 < len
+                && (unsigned char)text[i + 1] >= 0x80
+                && (unsigned char)text[i + 1] <= 0x9f)) {
+            return LESSONS_CLAIM_TEXT_CONTROL;
+        }
+    }
+    return len > max ? LESSONS_CLAIM_TEXT_TOO_LONG : LESSONS_CLAIM_TEXT_OK;
+}
+
+lessons_claim_text_e lessons_claims_text(apr_pool_t *p, json_t *value,
+                                         apr_size_t max, const char **text)
 {
     const char *raw;
     char *out;
-    apr_size_t len = 0, total, n, i;
+    apr_size_t len = 0, total, n;
+    lessons_claim_text_e rc;
     size_t k;
     json_t *m;
     int scalars = 1;
 
-    if (!p || !value) {
-        return NULL;
+    if (text) {
+        *text = NULL;
+    }
+    if (!p || !value || !text) {
+        return LESSONS_CLAIM_TEXT_ABSENT;
     }
     if (json_is_array(value)) {
         json_array_foreach(value, k, m) {
@@ -168,7 +195,7 @@ const char *lessons_claims_text(apr_pool_t *p, json_t *value,
         total = 0;
         json_array_foreach(value, k, m) {
             if (!lessons_claims_raw(p, m, &n)) {
-                return NULL;
+                return LESSONS_CLAIM_TEXT_NO_MEMORY;
             }
             total += n + 1;
         }
@@ -176,7 +203,7 @@ const char *lessons_claims_text(apr_pool_t *p, json_t *value,
         json_array_foreach(value, k, m) {
             raw = lessons_claims_raw(p, m, &n);
             if (!raw) {
-                return NULL;
+                return LESSONS_CLAIM_TEXT_NO_MEMORY;
             }
             if (k > 0) {
                 out[len++] = ',';
@@ -189,30 +216,46 @@ const char *lessons_claims_text(apr_pool_t *p, json_t *value,
     else {
         raw = lessons_claims_raw(p, value, &len);
         if (!raw) {
-            return NULL;
+            return LESSONS_CLAIM_TEXT_NO_MEMORY;
         }
         out = apr_pstrmemdup(p, raw, len);
     }
-
-    /* One byte for one: cutting before or after is the same. */
-    for (i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)out[i];
-
-        if (c < 0x20 || c == 0x7f) {
-            out[i] = ' ';
-        }
+    rc = lessons_claims_text_check(out, len, max);
+    if (rc == LESSONS_CLAIM_TEXT_OK) {
+        *text = out;
     }
-    if (len > max) {
-        len = max;
-        /* Back off over continuation bytes to a sequence's first byte:
-         * jansson only holds valid UTF-8, so this drops whole characters.
-         */
-        while (len > 0 && ((unsigned char)out[len] & 0xc0) == 0x80) {
-            len--;
-        }
-        out[len] = '\0';
+    return rc;
+}
+
+lessons_claim_text_e lessons_claims_user(apr_pool_t *p, json_t *value,
+                                         apr_size_t max, const char **text)
+{
+    if (text) {
+        *text = NULL;
     }
-    return out;
+    if (value && !json_is_string(value) && !json_is_integer(value)) {
+        return LESSONS_CLAIM_TEXT_NOT_NAME;
+    }
+    return lessons_claims_text(p, value, max, text);
+}
+
+const char *lessons_claims_text_describe(lessons_claim_text_e rc)
+{
+    switch (rc) {
+    case LESSONS_CLAIM_TEXT_OK:
+        return "usable";
+    case LESSONS_CLAIM_TEXT_ABSENT:
+        return "absent";
+    case LESSONS_CLAIM_TEXT_CONTROL:
+        return "holds a control character";
+    case LESSONS_CLAIM_TEXT_TOO_LONG:
+        return "is too long";
+    case LESSONS_CLAIM_TEXT_NOT_NAME:
+        return "is not a string or an integer";
+    case LESSONS_CLAIM_TEXT_NO_MEMORY:
+        break;
+    }
+    return "could not be read (out of memory?)";
 }
 
 const char *lessons_claims_env_name(apr_pool_t *p, const char *name)

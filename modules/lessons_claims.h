@@ -38,7 +38,31 @@ json_t *lessons_claims_get(json_t *claims, const char *dotted);
 int lessons_claims_match(json_t *claims, const char *name,
                          const char *const *values, int nvalues);
 
-/* The export form of a claim value, in p:
+/* Whether a value may be handed to httpd (r->user, an environment
+ * variable, a note, a log line): the one rule for every value the module
+ * takes from a token.  It may hold no control character (U+0000-U+001F,
+ * U+007F-U+009F: a NUL would end it early, a line break would start a
+ * new header or log line) and be at most max bytes.  Nothing is cleaned
+ * or cut: a value that breaks the rule is not handed over at all, so
+ * that who the user is, or what a claim says, never silently changes.
+ */
+typedef enum {
+    LESSONS_CLAIM_TEXT_OK = 0,
+    LESSONS_CLAIM_TEXT_ABSENT,      /* no such claim (or NULL arguments) */
+    LESSONS_CLAIM_TEXT_CONTROL,     /* holds a control character */
+    LESSONS_CLAIM_TEXT_TOO_LONG,    /* over max bytes */
+    LESSONS_CLAIM_TEXT_NOT_NAME,    /* a user name must be a string or an
+                                     * integer */
+    LESSONS_CLAIM_TEXT_NO_MEMORY
+} lessons_claim_text_e;
+
+/* The rule alone, on len bytes at text. */
+lessons_claim_text_e lessons_claims_text_check(const char *text,
+                                               apr_size_t len,
+                                               apr_size_t max);
+
+/* The export form of a claim value, in p, into *text when the rule
+ * holds (*text is NULL otherwise):
  *   string             as it is
  *   number, boolean    its JSON text ("42", "1.5", "true")
  *   null               ""
@@ -47,14 +71,20 @@ int lessons_claims_match(json_t *claims, const char *name,
  *   object, or array   compact JSON text (the whole array, when any
  *   with an object or  member is itself an object or array)
  *   array member
- * Then every control character (U+0000-U+001F, U+007F; a string may
- * hold an escaped NUL) is replaced by a space, so that a value can
- * neither end early nor carry a line break into a log or CGI header,
- * and the text is cut to at most max bytes without splitting a UTF-8
- * sequence.  NULL when value is NULL (or p is, or memory runs out).
  */
-const char *lessons_claims_text(apr_pool_t *p, json_t *value,
-                                apr_size_t max);
+lessons_claim_text_e lessons_claims_text(apr_pool_t *p, json_t *value,
+                                         apr_size_t max, const char **text);
+
+/* A user name from a claim: a string or an integer (its decimal text),
+ * under the same rule; anything else is LESSONS_CLAIM_TEXT_NOT_NAME.
+ */
+lessons_claim_text_e lessons_claims_user(apr_pool_t *p, json_t *value,
+                                         apr_size_t max, const char **text);
+
+/* Why a value was not handed over, for a log line or a 401's
+ * description ("holds a control character", ...).
+ */
+const char *lessons_claims_text_describe(lessons_claim_text_e rc);
 
 /* "JWT_CLAIM_" + name, every byte outside [A-Za-z0-9_] turned into '_'
  * ("realm_access.roles" -> "JWT_CLAIM_realm_access_roles"; each byte of

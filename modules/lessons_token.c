@@ -224,7 +224,10 @@ static lessons_token_e lessons_check_claims(apr_pool_t *p,
         return LESSONS_TOKEN_BAD_AUDIENCE;
     }
     sub = json_object_get(claims, "sub");
-    if (sub && !json_is_string(sub)) {
+    /* A NUL inside would cut the C string: another user, silently. */
+    if (sub && (!json_is_string(sub)
+                || strlen(json_string_value(sub))
+                   != json_string_length(sub))) {
         return LESSONS_TOKEN_BAD_CLAIMS;
     }
     *subject = sub ? apr_pstrdup(p, json_string_value(sub)) : NULL;

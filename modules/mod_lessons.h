@@ -47,6 +47,7 @@
 #include "apr_optional_hooks.h"
 #include "apr_dbd.h"
 #include "mod_dbd.h"
+#include "mod_auth.h"
 
 #include "lessons_cache.h"
 #include "lessons_claims.h"
@@ -172,14 +173,17 @@ typedef struct {
     int nofile;                     /* the API or the health check: no
                                      * filesystem walk, no TRACE echo */
     int checked;                    /* the token check has run */
-    int status;                     /* OK, or DONE once a refusal is sent */
+    int status;                     /* its verdict: OK, or the refusal's
+                                     * HTTP status */
     const char *token;              /* the bearer token, once verified */
     lessons_token_policy_t policy;  /* the policy it verified under (its
                                      * key set held for the request) */
     json_t *claims;                 /* its claims, decoded on first use */
     int claims_done;                /* claims has been asked for */
     const char *denied_claim;       /* a Require jwt-claim that refused */
-    int forbidden_sent;             /* our 403 body is on its way */
+    int problem_status;             /* a refusal of ours (lessons_refuse) */
+    const char *problem_detail;     /* ... and its problem+json detail */
+    int problem_sent;               /* our error body is on its way */
 } lessons_req_state;
 
 /* Everything an operation needs, gathered once by the handler. */
@@ -259,9 +263,12 @@ lessons_req_state *lessons_state(request_rec *r);
 int lessons_translate(request_rec *r);
 int lessons_map_to_storage(request_rec *r);
 
-/* mod_lessons_access.c */
-int lessons_authenticate(request_rec *r, const lessons_dir_conf *conf);
+/* mod_lessons_access.c: the token gate */
+int lessons_gate(request_rec *r);
+int lessons_gate_required(request_rec *r);
 int lessons_check_access(request_rec *r);
+int lessons_check_access_ex(request_rec *r);
+int lessons_check_fixups(request_rec *r);
 json_t *lessons_request_claims(request_rec *r);
 const char *lessons_challenge_value(request_rec *r, const char *error,
                                     const char *description);
@@ -278,10 +285,11 @@ int lessons_keys_policy(request_rec *r, const lessons_dir_conf *conf,
 int lessons_keys_refetch(request_rec *r, const lessons_dir_conf *conf);
 
 /* mod_lessons_cors.c */
-int lessons_cors(request_rec *r, const lessons_dir_conf *conf);
+int lessons_cors_header_parser(request_rec *r);
 
-/* mod_lessons_authz.c */
-void lessons_authz_register(apr_pool_t *p);
+/* mod_lessons_authz.c: Require jwt-claim */
+extern const authz_provider lessons_authz_claim_provider;
+int lessons_check_user_id(request_rec *r);
 
 /* mod_lessons_handler.c */
 int lessons_handler(request_rec *r);
@@ -312,8 +320,9 @@ int lessons_send_empty(request_rec *r, int status);
 int lessons_send_problem(request_rec *r, int status,
                          const char *title, const char *detail,
                          json_t *errors);
-int lessons_error_response(request_rec *r, int status,
-                           const char *detail);
+int lessons_refuse(request_rec *r, int status, const char *detail);
+void lessons_insert_error_filter(request_rec *r);
+void lessons_problem_filter_register(void);
 const char *lessons_refused(request_rec *r, int status);
 void lessons_log_fault(request_rec *r, int level, const char *line);
 int lessons_read_body(request_rec *r, apr_off_t max,

@@ -1,8 +1,13 @@
 /* Licensed under the Apache License, Version 2.0.
  *
- * mod_lessons_access.c: the bearer token, checked in the access checker
- * before any handler runs; the handler asks again, so the API fails
- * closed whatever the authz configuration says.
+ * mod_lessons_access.c: the token gate.  Wherever a key is in force, the
+ * request's bearer token is checked once, in the access checker, before
+ * any handler (the API's, CGI, proxy, static files, another module's).
+ * httpd's merge of Satisfy, Require and Order decides which access hooks
+ * run, so the gate is asked again where that merge cannot skip it:
+ * access_checker_ex (which Satisfy Any reaches) and fixups (which every
+ * request reaches).  A refusal is a status returned to httpd, so nothing
+ * after the gate runs, and the body comes from httpd's error path.
  */
 
 #include "mod_lessons.h"
@@ -38,30 +43,31 @@ static int lessons_challenge(request_rec *r, int status, const char *error,
 {
     apr_table_setn(r->err_headers_out, "WWW-Authenticate",
                    lessons_challenge_value(r, error, description));
-    return lessons_error_response(r, status, description);
+    return lessons_refuse(r, status, description);
 }
 
 /* Is a token policy in effect here at all (complete or not)? */
 static int lessons_configured(const lessons_dir_conf *conf)
 {
-    return conf->jwt_where != NULL;
+    return conf && conf->jwt_where != NULL;
 }
 
 /* The request fails closed with 500: the configuration in effect cannot
  * verify tokens.  Start-up refuses every such configuration it can see;
  * this is what holds for the ones only a merge produces.
  */
-static int lessons_misconfigured(request_rec *r, lessons_req_state *st,
-                                 const char *why)
+static int lessons_misconfigured(request_rec *r, const char *why)
 {
     lessons_log_fault(r, APLOG_ERR, apr_psprintf(r->pool, LESSONSLOG(00201)
                       "%s; refusing to serve %s", why, r->uri));
-    return st->status = lessons_error_response(r,
-        HTTP_INTERNAL_SERVER_ERROR, "The server is misconfigured.");
+    return lessons_refuse(r, HTTP_INTERNAL_SERVER_ERROR,
+                          "The server is misconfigured.");
 }
 
-/* LessonsJWTExportClaims: each claim the token has, as JWT_CLAIM_<name>
- * (capped, control characters gone); one it lacks is left unset.
+/* LessonsJWTExportClaims: each claim the token has, as JWT_CLAIM_<name>,
+ * when it keeps the rule of lessons_claims_text (no control character,
+ * at most LESSONS_CLAIM_MAX bytes); one it lacks is left unset, and so
+ * is one that breaks the rule, with an info line naming it.
  */
 static void lessons_export_claims(request_rec *r,
                                   const lessons_dir_conf *conf,
@@ -73,14 +79,21 @@ static void lessons_export_claims(request_rec *r,
                 && i < conf->export_claims->nelts; i++) {
         const char *name = APR_ARRAY_IDX(conf->export_claims, i,
                                          const char *);
-        const char *text = lessons_claims_text(r->pool,
-                                               lessons_claims_get(claims,
-                                                                  name),
-                                               LESSONS_CLAIM_MAX);
+        const char *text = NULL;
+        lessons_claim_text_e rc;
 
-        if (text) {
+        rc = lessons_claims_text(r->pool, lessons_claims_get(claims, name),
+                                 LESSONS_CLAIM_MAX, &text);
+        if (rc == LESSONS_CLAIM_TEXT_OK) {
             apr_table_setn(r->subprocess_env,
                            lessons_claims_env_name(r->pool, name), text);
+        }
+        else if (rc != LESSONS_CLAIM_TEXT_ABSENT) {
+            ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00216)
+                          "claim %s not exported: it %s (at most %d "
+                          "bytes, no control characters)", name,
+                          lessons_claims_text_describe(rc),
+                          LESSONS_CLAIM_MAX);
         }
     }
 }
@@ -102,29 +115,21 @@ static lessons_token_e lessons_verify(request_rec *r,
                                        subject, claims);
 }
 
-/* Verify the request's bearer token once; later calls return the first
- * answer.  OK sets r->user to the token's sub; DONE means the refusal
- * (401, 400 or 500) has been sent.
+/* Verify the request's bearer token.  OK sets r->user to the user
+ * claim; anything else is the refusal's status (401, 400, 500, 503),
+ * its body left to httpd's error path.
  */
-int lessons_authenticate(request_rec *r, const lessons_dir_conf *conf)
+static int lessons_authenticate(request_rec *r, const lessons_dir_conf *conf,
+                                lessons_req_state *st)
 {
-    lessons_req_state *st = lessons_state(r);
     lessons_token_policy_t policy;
-    const char *token = NULL, *subject = NULL;
+    const char *token = NULL, *subject = NULL, *user = NULL;
     json_t *claims = NULL;
-    int want_claims;
-    lessons_token_e rc;
+    int want_claims, rc;
+    lessons_claim_text_e urc;
 
-    if (st->checked) {
-        return st->status;
-    }
-    st->checked = 1;
-
-    if (!lessons_configured(conf)) {
-        return lessons_misconfigured(r, st, "no LessonsJWTKey in effect");
-    }
     if (!conf->algs || !(conf->keyset || conf->keys_url)) {
-        return lessons_misconfigured(r, st, apr_psprintf(r->pool,
+        return lessons_misconfigured(r, apr_psprintf(r->pool,
             "the section at %s sets %s without %s", conf->jwt_where,
             conf->algs ? "LessonsJWTAlgorithm" : "its key",
             conf->algs ? "a key" : "LessonsJWTAlgorithm"));
@@ -135,22 +140,22 @@ int lessons_authenticate(request_rec *r, const lessons_dir_conf *conf)
                                                "Authorization"), &token)) {
     case LESSONS_BEARER_NONE:
     case LESSONS_BEARER_OTHER_SCHEME:
-        /* A refusal like any other (decisions.md): info.  A bearer
-         * client sends its token from the first request on.
+        /* A refusal like any other: info.  A bearer client sends its
+         * token from the first request on.
          */
         ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00202)
                       "%s: no bearer token",
                       lessons_refused(r, HTTP_UNAUTHORIZED));
-        return st->status = lessons_challenge(r, HTTP_UNAUTHORIZED, NULL,
-            "A bearer token is required.");
+        return lessons_challenge(r, HTTP_UNAUTHORIZED, NULL,
+                                 "A bearer token is required.");
     case LESSONS_BEARER_MALFORMED:
         /* Never the header itself: it may hold a token. */
         ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00203)
                       "%s: malformed Authorization header",
                       lessons_refused(r, HTTP_BAD_REQUEST));
-        return st->status = lessons_challenge(r, HTTP_BAD_REQUEST,
-            "invalid_request", "The Authorization header must be "
-            "'Bearer' followed by one token.");
+        return lessons_challenge(r, HTTP_BAD_REQUEST, "invalid_request",
+                                 "The Authorization header must be "
+                                 "'Bearer' followed by one token.");
     case LESSONS_BEARER_OK:
         break;
     }
@@ -158,12 +163,12 @@ int lessons_authenticate(request_rec *r, const lessons_dir_conf *conf)
     /* A keys URL's set is held for the request: a refresh may swap it. */
     rc = lessons_keys_policy(r, conf, &policy);
     if (rc != OK) {
-        return st->status = rc;
+        return rc;
     }
     /* Each distinct token is verified once per process; exp and nbf
-     * are still checked against the clock on every request.
+     * are still checked against the clock on every request.  The claims
+     * are decoded only where a directive asks for them.
      */
-    /* The claims are decoded only where a directive asks for them. */
     want_claims = (conf->user_claim && strcmp(conf->user_claim, "sub"))
                   || (conf->export_claims && conf->export_claims->nelts);
     rc = lessons_verify(r, &policy, token, &subject,
@@ -177,29 +182,47 @@ int lessons_authenticate(request_rec *r, const lessons_dir_conf *conf)
                             want_claims ? &claims : NULL);
     }
     if (rc == LESSONS_TOKEN_KEY_MISFIT) {
-        return lessons_misconfigured(r, st, apr_psprintf(r->pool,
+        return lessons_misconfigured(r, apr_psprintf(r->pool,
             "the keys of %s (section at %s) allow none of the algorithms "
             "%s", conf->key_file ? conf->key_file : "the keys URL",
             conf->jwt_where, conf->alg_name));
     }
     if (rc != LESSONS_TOKEN_OK) {
-        /* The client's fault: info, as every refusal (LogLevel
-         * lessons:info shows them).
-         */
         ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00204)
                       "%s: %s", lessons_refused(r, HTTP_UNAUTHORIZED),
                       lessons_token_describe(rc));
-        return st->status = lessons_challenge(r, HTTP_UNAUTHORIZED,
-            "invalid_token", lessons_token_describe(rc));
+        return lessons_challenge(r, HTTP_UNAUTHORIZED, "invalid_token",
+                                 lessons_token_describe(rc));
     }
-    if (want_claims && conf->user_claim && strcmp(conf->user_claim, "sub")) {
-        subject = lessons_claims_text(r->pool,
-                                      lessons_claims_get(claims,
-                                                         conf->user_claim),
-                                      LESSONS_USER_MAX);
+    /* The user goes into logs, REMOTE_USER and headers an admin builds
+     * from it: a claim that cannot be one as it is refuses the token,
+     * rather than making it someone else by cleaning or cutting it.
+     */
+    if (conf->user_claim && strcmp(conf->user_claim, "sub")) {
+        urc = lessons_claims_user(r->pool,
+                                  lessons_claims_get(claims,
+                                                     conf->user_claim),
+                                  LESSONS_USER_MAX, &user);
     }
-    if (subject) {
-        r->user = apr_pstrdup(r->pool, subject);
+    else {
+        urc = subject ? lessons_claims_text_check(subject, strlen(subject),
+                                                  LESSONS_USER_MAX)
+                      : LESSONS_CLAIM_TEXT_ABSENT;
+        user = subject;
+    }
+    if (urc != LESSONS_CLAIM_TEXT_OK && urc != LESSONS_CLAIM_TEXT_ABSENT) {
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00217)
+                      "%s: the user claim %s %s (at most %d bytes, no "
+                      "control characters)",
+                      lessons_refused(r, HTTP_UNAUTHORIZED),
+                      conf->user_claim ? conf->user_claim : "sub",
+                      lessons_claims_text_describe(urc), LESSONS_USER_MAX);
+        return lessons_challenge(r, HTTP_UNAUTHORIZED, "invalid_token",
+                                 "The access token's user claim cannot "
+                                 "be used as a user name.");
+    }
+    if (urc == LESSONS_CLAIM_TEXT_OK) {
+        r->user = apr_pstrdup(r->pool, user);
     }
     lessons_export_claims(r, conf, claims);
     r->ap_auth_type = "Bearer";
@@ -209,7 +232,48 @@ int lessons_authenticate(request_rec *r, const lessons_dir_conf *conf)
         st->claims = claims;
         st->claims_done = 1;
     }
-    return st->status = OK;
+    return OK;
+}
+
+/* The gate's verdict for this request, worked out once: OK, or the
+ * refusal's status.  A subrequest or internal redirect under the same
+ * merged configuration takes its parent's verdict, as httpd itself
+ * skips their access checks (AP_AUTH_INTERNAL_PER_CONF); any other
+ * request is checked afresh.  DECLINED where no key is in force.
+ */
+int lessons_gate(request_rec *r)
+{
+    lessons_dir_conf *conf =
+        ap_get_module_config(r->per_dir_config, &lessons_module);
+    lessons_req_state *st = lessons_state(r), *from = NULL;
+
+    if (!lessons_configured(conf)) {
+        return DECLINED;
+    }
+    if (st->checked) {
+        return st->status;
+    }
+    st->checked = 1;
+    if (r->prev && r->prev->per_dir_config == r->per_dir_config) {
+        from = ap_get_module_config(r->prev->request_config,
+                                    &lessons_module);
+    }
+    else if (r->main && r->main->per_dir_config == r->per_dir_config) {
+        from = ap_get_module_config(r->main->request_config,
+                                    &lessons_module);
+    }
+    if (from && from->checked) {
+        st->status = from->status;
+        st->token = from->token;
+        st->policy = from->policy;
+        st->claims = from->claims;
+        st->claims_done = from->claims_done;
+        if (st->status != OK) {
+            lessons_refuse(r, from->problem_status, from->problem_detail);
+        }
+        return st->status;
+    }
+    return st->status = lessons_authenticate(r, conf, st);
 }
 
 /* The verified token's claims, for Require jwt-claim: decoded on first
@@ -234,27 +298,54 @@ json_t *lessons_request_claims(request_rec *r)
     return st->claims;
 }
 
-/* Runs for every request where an algorithm and a key are in effect,
- * before authn/authz and before any handler: a request without a valid
- * token stops here.
+/* The gate where a key must be in force (the API's handler): no key
+ * here is a misconfiguration, answered 500.
+ */
+int lessons_gate_required(request_rec *r)
+{
+    int rc = lessons_gate(r);
+
+    if (rc == DECLINED) {
+        return lessons_misconfigured(r, "no LessonsJWTKey in effect");
+    }
+    return rc;
+}
+
+/* access_checker: the gate, before authn, authz and any handler.  Under
+ * Satisfy Any httpd admits a request once every access checker says OK,
+ * and then runs no authz at all: a failing Require jwt-claim would count
+ * for nothing.  So there our OK is withheld (the token is good, but the
+ * Require lines have not spoken yet): httpd goes on to access_checker_ex
+ * and authz, where they decide, and mod_access_compat's Allow lines can
+ * no longer stand in for them.
  */
 int lessons_check_access(request_rec *r)
 {
-    lessons_dir_conf *conf =
-        ap_get_module_config(r->per_dir_config, &lessons_module);
+    int rc = lessons_gate(r);
 
-    int rc;
+    if (rc == OK && ap_satisfies(r) == SATISFY_ANY) {
+        return HTTP_UNAUTHORIZED;
+    }
+    return rc;
+}
 
-    if (!lessons_configured(conf)) {
-        return DECLINED;    /* no token policy here; the handler still
-                             * refuses to serve without one */
-    }
-    /* Before the token: a preflight carries none, and a refusal must
-     * carry the CORS headers for a browser to read it.
-     */
-    rc = lessons_cors(r, conf);
-    if (rc != DECLINED) {
-        return rc;
-    }
-    return lessons_authenticate(r, conf);
+/* access_checker_ex, which Satisfy Any reaches even when the access
+ * checkers refused: a refused token stays refused.  A good one leaves
+ * the decision to the Require lines (mod_authz_core, after us).
+ */
+int lessons_check_access_ex(request_rec *r)
+{
+    int rc = lessons_gate(r);
+
+    return rc == OK ? DECLINED : rc;
+}
+
+/* fixups, which every request reaches before its handler, whatever the
+ * access phases did: the last word for the gate.
+ */
+int lessons_check_fixups(request_rec *r)
+{
+    int rc = lessons_gate(r);
+
+    return rc == OK ? DECLINED : rc;
 }

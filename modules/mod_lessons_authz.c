@@ -4,15 +4,12 @@
  * provider of mod_authz_core, so claims compose with <RequireAll>,
  * <RequireAny>, <LimitExcept> and every other provider.  The token was
  * verified by the access checker (which runs first); this only reads
- * its claims.  A refusal leaves the status to mod_authz_core (403) and
- * only dresses httpd's error response: problem+json and RFC 6750's
- * insufficient_scope challenge.
+ * its claims.  A refusal leaves the status to mod_authz_core (403);
+ * lessons_insert_error_filter dresses httpd's error response with
+ * problem+json and RFC 6750's insufficient_scope challenge.
  */
 
 #include "mod_lessons.h"
-#include "mod_auth.h"
-
-#define LESSONS_FORBIDDEN_FILTER  "LESSONS_FORBIDDEN"
 
 /* One parsed Require line. */
 typedef struct {
@@ -57,20 +54,22 @@ static authz_status lessons_authz_check(request_rec *r,
     const lessons_claim_require_t *req = parsed;
     lessons_req_state *st = lessons_state(r);
     json_t *claims;
+    int rc;
 
     (void)require_line;
     if (!req) {
         return AUTHZ_GENERAL_ERROR;
     }
-    if (!st->checked) {
+    rc = lessons_gate(r);
+    if (rc == DECLINED) {
         /* No token policy here: nothing verified, nothing to read. */
         lessons_log_fault(r, APLOG_ERR, apr_psprintf(r->pool,
             LESSONSLOG(00207) "Require jwt-claim %s applies to %s, but no "
             "LessonsJWTKey is in effect there", req->name, r->uri));
         return AUTHZ_GENERAL_ERROR;
     }
-    if (st->status != OK) {
-        return AUTHZ_DENIED;        /* already refused (401/400/500) */
+    if (rc != OK) {
+        return AUTHZ_DENIED;        /* refused already (401/400/500) */
     }
     claims = lessons_request_claims(r);
     if (!claims) {
@@ -90,85 +89,17 @@ static authz_status lessons_authz_check(request_rec *r,
     return AUTHZ_DENIED;
 }
 
-static const authz_provider lessons_authz_claim_provider = {
+const authz_provider lessons_authz_claim_provider = {
     &lessons_authz_check,
     &lessons_authz_parse
 };
-
-/* Replaces the body of httpd's 403 page with problem+json, and adds the
- * insufficient_scope challenge when a claim refused; httpd has already
- * swapped err_headers_out into headers_out.
- */
-static apr_status_t lessons_forbidden_filter(ap_filter_t *f,
-                                             apr_bucket_brigade *bb)
-{
-    request_rec *r = f->r;
-    lessons_req_state *st = lessons_state(r);
-    apr_bucket *b, *next;
-
-    for (b = APR_BRIGADE_FIRST(bb); b != APR_BRIGADE_SENTINEL(bb);
-         b = next) {
-        next = APR_BUCKET_NEXT(b);
-        if (!APR_BUCKET_IS_METADATA(b)) {
-            apr_bucket_delete(b);
-        }
-    }
-    if (!f->ctx) {
-        const char *detail = st->denied_claim
-            ? "The access token lacks a claim this request requires."
-            : "The server's access rules refuse this request.";
-        apr_size_t len = 0;
-        const char *body = lessons_json_problem(r->pool, HTTP_FORBIDDEN,
-                                                NULL, detail, NULL, &len);
-
-        f->ctx = f;                 /* the body goes out once */
-        if (body) {
-            if (st->denied_claim) {
-                apr_table_setn(r->headers_out, "WWW-Authenticate",
-                               lessons_challenge_value(r,
-                                   "insufficient_scope", detail));
-            }
-            apr_table_setn(r->headers_out, "Cache-Control", "no-store");
-            apr_table_setn(r->headers_out, "X-Content-Type-Options",
-                           "nosniff");
-            ap_set_content_type(r, LESSONS_CT_PROBLEM);
-            ap_set_content_length(r, (apr_off_t)len);
-            if (!r->header_only) {
-                APR_BRIGADE_INSERT_HEAD(bb, apr_bucket_pool_create(
-                    body, len, r->pool, bb->bucket_alloc));
-            }
-        }
-    }
-    return ap_pass_brigade(f->next, bb);
-}
-
-/* httpd is about to send its error page: a 403 on the API, or one that a
- * Require jwt-claim line took part in, goes out as problem+json.
- */
-static void lessons_insert_error_filter(request_rec *r)
-{
-    lessons_req_state *st =
-        ap_get_module_config(r->request_config, &lessons_module);
-
-    if (!st || r->status != HTTP_FORBIDDEN || st->forbidden_sent
-        || !(st->denied_claim || st->api)) {
-        return;
-    }
-    st->forbidden_sent = 1;
-    if (st->denied_claim) {
-        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00206)
-                      "%s: the token lacks a required value of claim %s",
-                      lessons_refused(r, HTTP_FORBIDDEN), st->denied_claim);
-    }
-    ap_add_output_filter(LESSONS_FORBIDDEN_FILTER, NULL, r, r->connection);
-}
 
 /* A verified token is the authentication: mod_authz_core's second pass
  * (after a provider such as valid-user asked for a user) must not fall
  * to mod_authn_core, which knows no AuthType and would leave r->user
  * unset (a 500).  A token without a user claim is an anonymous caller.
  */
-static int lessons_check_user_id(request_rec *r)
+int lessons_check_user_id(request_rec *r)
 {
     lessons_req_state *st =
         ap_get_module_config(r->request_config, &lessons_module);
@@ -180,19 +111,4 @@ static int lessons_check_user_id(request_rec *r)
         r->user = "";
     }
     return OK;
-}
-
-void lessons_authz_register(apr_pool_t *p)
-{
-    ap_register_auth_provider(p, AUTHZ_PROVIDER_GROUP, "jwt-claim",
-                              AUTHZ_PROVIDER_VERSION,
-                              &lessons_authz_claim_provider,
-                              AP_AUTH_INTERNAL_PER_CONF);
-    ap_hook_check_authn(lessons_check_user_id, NULL, NULL, APR_HOOK_FIRST,
-                        AP_AUTH_INTERNAL_PER_CONF);
-    ap_hook_insert_error_filter(lessons_insert_error_filter, NULL, NULL,
-                                APR_HOOK_MIDDLE);
-    ap_register_output_filter(LESSONS_FORBIDDEN_FILTER,
-                              lessons_forbidden_filter, NULL,
-                              AP_FTYPE_CONTENT_SET);
 }

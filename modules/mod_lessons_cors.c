@@ -2,10 +2,11 @@
  *
  * mod_lessons_cors.c: browsers calling the API from another origin
  * (LessonsCORSOrigins; off unless configured).  A preflight names no
- * token, so it is answered here, before the token check, and only for
- * the listed origins; every other answer to a listed origin carries the
- * headers in err_headers_out, so 401, 403 and httpd's own error pages
- * can be read by the script too.
+ * token, so it is answered here, in header_parser: before access control
+ * and the token, and final (no access hook, Satisfy line or handler runs
+ * after it); only for the listed origins.  Every other answer to a
+ * listed origin carries the headers in err_headers_out, so 401, 403 and
+ * httpd's own error pages can be read by the script too.
  */
 
 #include "mod_lessons.h"
@@ -27,7 +28,7 @@ static int lessons_cors_preflight(request_rec *r,
                       "%s: CORS preflight from origin %.200s, which "
                       "LessonsCORSOrigins does not list",
                       lessons_refused(r, HTTP_FORBIDDEN), origin);
-        return lessons_error_response(r, HTTP_FORBIDDEN,
+        return lessons_refuse(r, HTTP_FORBIDDEN,
             "This origin may not call the API from a browser.");
     }
     method = apr_table_get(r->headers_in, "Access-Control-Request-Method");
@@ -39,7 +40,7 @@ static int lessons_cors_preflight(request_rec *r,
                       "the API does not take",
                       lessons_refused(r, HTTP_FORBIDDEN),
                       method ? method : "(none)");
-        return lessons_error_response(r, HTTP_FORBIDDEN,
+        return lessons_refuse(r, HTTP_FORBIDDEN,
             apr_psprintf(r->pool, "A browser may send %s here, with the "
                          "headers " LESSONS_CORS_ALLOW_HEADERS ".",
                          lessons_route_allow_header(route.route)));
@@ -54,15 +55,19 @@ static int lessons_cors_preflight(request_rec *r,
     return DONE;
 }
 
-/* DECLINED: go on to the token (with the CORS headers set when the
- * origin is listed); anything else: the preflight's answer, sent.
+/* header_parser: DECLINED goes on to the token (with the CORS headers
+ * set when the origin is listed); DONE is the preflight's answer, sent;
+ * 403 its refusal.  Only where a key is in force, as before the gate.
  */
-int lessons_cors(request_rec *r, const lessons_dir_conf *conf)
+int lessons_cors_header_parser(request_rec *r)
 {
+    lessons_dir_conf *conf =
+        ap_get_module_config(r->per_dir_config, &lessons_module);
     const char *origin;
     int listed;
 
-    if (!conf->cors_origins || conf->cors_origins->nelts == 0) {
+    if (!conf || !conf->jwt_where || !conf->cors_origins
+        || conf->cors_origins->nelts == 0) {
         return DECLINED;
     }
     /* Answers differ by Origin: caches must keep them apart. */

@@ -314,11 +314,10 @@ int lessons_handler(request_rec *r)
     c.r = r;
     c.conf = ap_get_module_config(r->per_dir_config, &lessons_module);
 
-    /* Fail closed: the access checker has normally answered this
-     * already, but "Satisfy Any" or a missing config must not open the
-     * API, so the handler insists on a verified token itself.
+    /* Fail closed: the gate has answered long before, but a handler
+     * set where no key is in force must not open the API.
      */
-    rc = lessons_authenticate(r, c.conf);
+    rc = lessons_gate_required(r);
     if (rc != OK) {
         return rc;
     }

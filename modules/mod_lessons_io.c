@@ -7,6 +7,8 @@
 
 #include "mod_lessons.h"
 
+#define LESSONS_PROBLEM_FILTER  "LESSONS_PROBLEM"
+
 /* Status and entity headers of every response the module writes. */
 void lessons_send_head(request_rec *r, int status, const char *type,
                        apr_size_t len)
@@ -54,16 +56,99 @@ int lessons_send_problem(request_rec *r, int status,
     return lessons_send(r, status, LESSONS_CT_PROBLEM, body, len);
 }
 
-/* Answer from the access checker: write the problem document ourselves
- * and return DONE, so the client gets problem+json rather than httpd's
- * HTML error page (an ErrorDocument body would be sent as text/html).
+/* A refusal answered through httpd's error path: the status goes back to
+ * httpd, which then runs no later hook nor any handler, whatever Satisfy
+ * or Require say; lessons_insert_error_filter dresses httpd's error
+ * response as problem+json with this detail.  Headers for the refusal
+ * (WWW-Authenticate, Retry-After) go in r->err_headers_out.
  */
-int lessons_error_response(request_rec *r, int status,
-                           const char *detail)
+int lessons_refuse(request_rec *r, int status, const char *detail)
 {
-    int rc = lessons_send_problem(r, status, NULL, detail, NULL);
+    lessons_req_state *st = lessons_state(r);
 
-    return rc == OK ? DONE : rc;
+    st->problem_status = status;
+    st->problem_detail = detail;
+    return status;
+}
+
+/* Replaces the body of httpd's error page with problem+json (f->ctx:
+ * the detail); httpd has already swapped err_headers_out into
+ * headers_out.  HEAD gets the headers alone.
+ */
+static apr_status_t lessons_problem_filter(ap_filter_t *f,
+                                           apr_bucket_brigade *bb)
+{
+    request_rec *r = f->r;
+    apr_bucket *b, *next;
+
+    for (b = APR_BRIGADE_FIRST(bb); b != APR_BRIGADE_SENTINEL(bb);
+         b = next) {
+        next = APR_BUCKET_NEXT(b);
+        if (!APR_BUCKET_IS_METADATA(b)) {
+            apr_bucket_delete(b);
+        }
+    }
+    if (f->ctx) {
+        apr_size_t len = 0;
+        const char *body = lessons_json_problem(r->pool, r->status, NULL,
+                                                f->ctx, NULL, &len);
+
+        f->ctx = NULL;              /* the body goes out once */
+        if (body) {
+            apr_table_setn(r->headers_out, "Cache-Control", "no-store");
+            apr_table_setn(r->headers_out, "X-Content-Type-Options",
+                           "nosniff");
+            ap_set_content_type(r, LESSONS_CT_PROBLEM);
+            ap_set_content_length(r, (apr_off_t)len);
+            if (!r->header_only) {
+                APR_BRIGADE_INSERT_HEAD(bb, apr_bucket_pool_create(
+                    body, len, r->pool, bb->bucket_alloc));
+            }
+        }
+    }
+    return ap_pass_brigade(f->next, bb);
+}
+
+/* httpd is about to send its error page.  Ours (lessons_refuse), a 403
+ * that a Require jwt-claim line took part in, and any 403 on the API go
+ * out as problem+json.
+ */
+void lessons_insert_error_filter(request_rec *r)
+{
+    lessons_req_state *st =
+        ap_get_module_config(r->request_config, &lessons_module);
+    const char *detail;
+
+    if (!st || st->problem_sent) {
+        return;
+    }
+    if (st->problem_detail && r->status == st->problem_status) {
+        detail = st->problem_detail;
+    }
+    else if (r->status == HTTP_FORBIDDEN && st->denied_claim) {
+        detail = "The access token lacks a claim this request requires.";
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00206)
+                      "%s: the token lacks a required value of claim %s",
+                      lessons_refused(r, HTTP_FORBIDDEN), st->denied_claim);
+        apr_table_setn(r->err_headers_out, "WWW-Authenticate",
+                       lessons_challenge_value(r, "insufficient_scope",
+                                               detail));
+    }
+    else if (r->status == HTTP_FORBIDDEN && st->api) {
+        detail = "The server's access rules refuse this request.";
+    }
+    else {
+        return;
+    }
+    st->problem_sent = 1;
+    ap_add_output_filter(LESSONS_PROBLEM_FILTER, (void *)detail, r,
+                         r->connection);
+}
+
+void lessons_problem_filter_register(void)
+{
+    ap_register_output_filter(LESSONS_PROBLEM_FILTER, lessons_problem_filter,
+                              NULL, AP_FTYPE_CONTENT_SET);
 }
 
 /* How a refusal's info line begins: what was refused (method, path) and

@@ -402,7 +402,7 @@ static const lessons_keyset_t *lessons_keys_take(request_rec *r,
 
 /* The token policy of a request: the section's, with the keys URL's
  * current set in place of the key file's (which serves until the first
- * fetch succeeds).  OK, or DONE with a 503 sent when there are no keys
+ * fetch succeeds).  OK, or 503 (lessons_refuse) when there are no keys
  * yet.
  */
 int lessons_keys_policy(request_rec *r, const lessons_dir_conf *conf,
@@ -429,7 +429,7 @@ int lessons_keys_policy(request_rec *r, const lessons_dir_conf *conf,
         "answering 503", conf->keys_url->url));
     apr_table_setn(r->err_headers_out, "Retry-After",
                    apr_itoa(r->pool, lessons_keys_min_refresh(conf->keys_url)));
-    return lessons_error_response(r, HTTP_SERVICE_UNAVAILABLE,
+    return lessons_refuse(r, HTTP_SERVICE_UNAVAILABLE,
         "The server cannot verify access tokens yet; try again later.");
 }
 

@@ -1,7 +1,9 @@
 # Claims for the rest of httpd (issue 9): LessonsJWTUserClaim sets
 # r->user (%u), LessonsJWTExportClaims puts claims in the environment as
 # JWT_CLAIM_<name>, read back here through mod_headers and a real log
-# line; on a cached token too.
+# line; on a cached token too.  A value that breaks the rule (a control
+# character, over the cap) is never cleaned or cut: an exported claim is
+# left unset, and a user claim refuses the token.
 use strict;
 use warnings FATAL => 'all';
 use utf8;
@@ -24,21 +26,36 @@ sub last_line {
 }
 
 my $token = good_token(claims => {
-    sub => 'u-123', profile => { login => 'anna' }, tenant => "schule\x{1}nord",
+    sub => 'u-123', profile => { login => 'anna' }, tenant => "schule nord",
     roles => [ 'editor', 'reader' ], realm_access => { roles => [ 'admin', 7 ] },
 });
 for my $try (1, 2) {        # the second is a token-cache hit
     my $res = call(GET => "/claims/api/lessons/level/$try", token => $token);
     is $res->code, 200, "try $try: 200";
     is $res->header('X-Tenant'), 'schule nord',
-        "try $try: mod_headers reads JWT_CLAIM_tenant (control character gone)";
+        "try $try: mod_headers reads JWT_CLAIM_tenant";
     is last_line(), "anna|schule nord|editor,reader|admin,7|/claims/api/lessons/level/$try\n",
         "try $try: the log line names the user claim and the exported claims";
 }
 
+# a control character: the claim is not exported at all (not cleaned)
+my $ctl = good_token(claims => {
+    sub => 'u-124', profile => { login => 'anna' }, tenant => "schule\x{1}nord",
+});
+my $res = call(GET => '/claims/api/lessons/level/3', token => $ctl);
+is $res->code, 200, 'a control character in an exported claim: still 200';
+ok !defined $res->header('X-Tenant'), '... and JWT_CLAIM_tenant is unset';
+
+# ... and in the user claim: the token is refused, not someone else's
+my $who = good_token(claims => { sub => 'u-125', profile => { login => "anna\nroot" } });
+$res = call(GET => '/claims/api/lessons', token => $who);
+is_unauthorized($res, 'a line break in the user claim', 'invalid_token');
+like $res->header('WWW-Authenticate') // '', qr/error="invalid_token", error_description="The access token's user claim cannot be used as a user name\."/,
+    '... invalid_token, saying why';
+
 # a token without those claims: %u falls back to nothing, nothing exported
 my $bare = good_token(claims => { sub => 'u-9' });
-my $res = call(GET => '/claims/api/lessons', token => $bare);
+$res = call(GET => '/claims/api/lessons', token => $bare);
 is $res->code, 200, 'a token without the claims: 200';
 ok !defined $res->header('X-Tenant'), '... nothing exported';
 

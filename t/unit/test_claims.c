@@ -269,12 +269,28 @@ static void test_match_never(void **state)
 
 static const char *text_of(json_t *c, const char *name, apr_size_t max)
 {
-    return lessons_claims_text(pool, lessons_claims_get(c, name), max);
+    const char *text = "unset";
+
+    lessons_claims_text(pool, lessons_claims_get(c, name), max, &text);
+    return text;
+}
+
+static lessons_claim_text_e rule_of(json_t *c, const char *name,
+                                    apr_size_t max)
+{
+    const char *text = "unset";
+    lessons_claim_text_e rc;
+
+    rc = lessons_claims_text(pool, lessons_claims_get(c, name), max, &text);
+    /* the text is handed over exactly when the rule holds */
+    assert_true((rc == LESSONS_CLAIM_TEXT_OK) == (text != NULL));
+    return rc;
 }
 
 static void test_text_scalars(void **state)
 {
     json_t *c = js(KC);
+    const char *t = "unset";
 
     (void)state;
     assert_string_equal(text_of(c, "sub", BIG), "alice");
@@ -286,9 +302,14 @@ static void test_text_scalars(void **state)
     assert_string_equal(text_of(c, "e", BIG), "");
     assert_string_equal(text_of(c, "uni", BIG),
                         "gr\xc3\xbc\xc3\x9f" "e \xe2\x82\xac\xf0\x9f\x98\x80");
-    assert_null(lessons_claims_text(pool, NULL, BIG));
+    assert_int_equal(rule_of(c, "missing", BIG), LESSONS_CLAIM_TEXT_ABSENT);
     assert_null(text_of(c, "missing", BIG));
-    assert_null(lessons_claims_text(NULL, lessons_claims_get(c, "sub"), BIG));
+    assert_int_equal(lessons_claims_text(NULL, lessons_claims_get(c, "sub"),
+                                         BIG, &t), LESSONS_CLAIM_TEXT_ABSENT);
+    assert_null(t);
+    assert_int_equal(lessons_claims_text(pool, lessons_claims_get(c, "sub"),
+                                         BIG, NULL),
+                     LESSONS_CLAIM_TEXT_ABSENT);
 }
 
 static void test_text_arrays(void **state)
@@ -323,70 +344,71 @@ static void test_text_objects(void **state)
                         "{\"k\":\"a\\nb\"}");
 }
 
+/* A control character anywhere: nothing handed over, never a cleaned
+ * value (which would be another user, or another claim).
+ */
 static void test_text_control_chars(void **state)
 {
     json_t *c = js(KC);
-    const char *t;
+    static const char *const bad[] = {
+        "{\"s\":\"mallory\\r\\nX-Admin: true\"}",
+        "{\"s\":\"a\\u0000b\"}",
+        "{\"s\":\"\\u001b[31m\"}",
+        "{\"s\":\"tab\\there\"}",
+        "{\"s\":\"del\\u007f\"}",
+        "{\"s\":\"c1\\u0085nel\"}",          /* NEL, C1 */
+        "{\"s\":\"c1\\u009f\"}",
+        "{\"s\":[\"ok\",\"x\\ny\"]}",        /* in a joined member */
+    };
     apr_size_t i;
 
     (void)state;
-    /* "a\nb\tc\0d\x7f" "e\x1f" "f": each one a space, NUL included */
-    t = text_of(c, "ctl", BIG);
-    assert_string_equal(t, "a b c d e f");
-    t = text_of(js("{\"r\":[\"x\\ny\",\"\\r\"]}"), "r", BIG);
-    assert_string_equal(t, "x y, ");
-    t = text_of(js("{\"s\":\"\\u0001\\u0002\\u0003\\u001b[31m\"}"), "s",
-                BIG);
-    assert_string_equal(t, "    [31m");
-    for (i = 0; t[i]; i++) {
-        assert_true((unsigned char)t[i] >= 0x20 && t[i] != 0x7f);
+    assert_int_equal(rule_of(c, "ctl", BIG), LESSONS_CLAIM_TEXT_CONTROL);
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_equal(rule_of(js(bad[i]), "s", BIG),
+                         LESSONS_CLAIM_TEXT_CONTROL);
+        assert_null(text_of(js(bad[i]), "s", BIG));
     }
-    /* U+0080 and above are not control characters here */
+    /* U+00A0 and above are not control characters; neither is a JSON
+     * escape inside an object's text
+     */
     assert_string_equal(text_of(js("{\"s\":\"\\u00a0\"}"), "s", BIG),
                         "\xc2\xa0");
+    assert_string_equal(text_of(js("{\"s\":\"\\u0100\"}"), "s", BIG),
+                        "\xc4\x80");
+    assert_string_equal(text_of(js("{\"o\":{\"k\":\"a\\nb\"}}"), "o", BIG),
+                        "{\"k\":\"a\\nb\"}");
+    /* the rule alone, on bytes */
+    assert_int_equal(lessons_claims_text_check("a\xc2", 2, BIG),
+                     LESSONS_CLAIM_TEXT_OK);
+    assert_int_equal(lessons_claims_text_check("a\xc2\x80", 3, BIG),
+                     LESSONS_CLAIM_TEXT_CONTROL);
+    assert_int_equal(lessons_claims_text_check(NULL, 0, BIG),
+                     LESSONS_CLAIM_TEXT_ABSENT);
 }
 
-static void test_text_cut_utf8(void **state)
+/* Over the cap: nothing handed over, never a cut value. */
+static void test_text_too_long(void **state)
 {
     json_t *c = js(KC);
     /* "gr" + U+00FC (2) + U+00DF (2) + "e " + U+20AC (3) + U+1F600 (4) */
     const char *full = "gr\xc3\xbc\xc3\x9f" "e \xe2\x82\xac\xf0\x9f\x98\x80";
     apr_size_t max;
-    const char *t;
 
     (void)state;
     assert_int_equal(strlen(full), 15);
     assert_string_equal(text_of(c, "uni", 15), full);
-    assert_string_equal(text_of(c, "uni", 14), "gr\xc3\xbc\xc3\x9f" "e "
-                                               "\xe2\x82\xac");
-    assert_string_equal(text_of(c, "uni", 11), "gr\xc3\xbc\xc3\x9f" "e "
-                                               "\xe2\x82\xac");
-    assert_string_equal(text_of(c, "uni", 10), "gr\xc3\xbc\xc3\x9f" "e ");
-    assert_string_equal(text_of(c, "uni", 8), "gr\xc3\xbc\xc3\x9f" "e ");
-    assert_string_equal(text_of(c, "uni", 5), "gr\xc3\xbc");
-    assert_string_equal(text_of(c, "uni", 3), "gr");
-    assert_string_equal(text_of(c, "uni", 2), "gr");
-    assert_string_equal(text_of(c, "uni", 1), "g");
-    assert_string_equal(text_of(c, "uni", 0), "");
-    /* every cut: within bound, a prefix, and never a partial sequence */
-    for (max = 0; max <= 16; max++) {
-        apr_size_t n;
-
-        t = text_of(c, "uni", max);
-        assert_non_null(t);
-        n = strlen(t);
-        assert_true(n <= max);
-        assert_memory_equal(t, full, n);
-        assert_true(full[n] == '\0'
-                    || ((unsigned char)full[n] & 0xc0) != 0x80);
+    for (max = 0; max < 15; max++) {
+        assert_int_equal(rule_of(c, "uni", max),
+                         LESSONS_CLAIM_TEXT_TOO_LONG);
     }
-    /* a character that alone exceeds the bound leaves nothing */
-    assert_string_equal(text_of(js("{\"s\":\"\\ud83d\\ude00\"}"), "s", 3),
-                        "");
-    /* ASCII and joined arrays are cut by bytes */
-    assert_string_equal(text_of(c, "sub", 3), "ali");
-    assert_string_equal(text_of(c, "realm_access.roles", 6), "admin,");
-    assert_string_equal(text_of(c, "realm_access.deep", 5), "{\"x\":");
+    assert_int_equal(rule_of(c, "sub", 5), LESSONS_CLAIM_TEXT_OK);
+    assert_int_equal(rule_of(c, "sub", 4), LESSONS_CLAIM_TEXT_TOO_LONG);
+    /* "admin,user" is 10 bytes */
+    assert_int_equal(rule_of(c, "realm_access.roles", 10),
+                     LESSONS_CLAIM_TEXT_OK);
+    assert_int_equal(rule_of(c, "realm_access.roles", 9),
+                     LESSONS_CLAIM_TEXT_TOO_LONG);
 }
 
 static void test_text_long(void **state)
@@ -394,7 +416,7 @@ static void test_text_long(void **state)
     apr_size_t n = 10000, i;
     char *s = apr_palloc(pool, n + 1);
     json_t *v;
-    const char *t;
+    const char *t = "unset";
 
     (void)state;
     for (i = 0; i < n; i++) {
@@ -403,11 +425,50 @@ static void test_text_long(void **state)
     s[n] = '\0';
     v = lessons_json_pool_own(pool, json_string(s));
     assert_non_null(v);
-    t = lessons_claims_text(pool, v, 4096);
-    assert_int_equal(strlen(t), 4096);
-    assert_memory_equal(t, s, 4096);
-    t = lessons_claims_text(pool, v, 20000);
+    assert_int_equal(lessons_claims_text(pool, v, 4096, &t),
+                     LESSONS_CLAIM_TEXT_TOO_LONG);
+    assert_null(t);
+    assert_int_equal(lessons_claims_text(pool, v, 20000, &t),
+                     LESSONS_CLAIM_TEXT_OK);
     assert_string_equal(t, s);
+}
+
+/* A user name is a string or an integer, under the same rule. */
+static void test_user(void **state)
+{
+    json_t *c = js("{\"s\":\"alice\",\"i\":42,\"f\":1.5,\"b\":true,"
+                   "\"n\":null,\"a\":[\"x\"],\"o\":{},\"nl\":\"a\\nb\","
+                   "\"big\":\"abcdefghij\"}");
+    const char *t = "unset";
+
+    (void)state;
+    assert_int_equal(lessons_claims_user(pool, lessons_claims_get(c, "s"),
+                                         BIG, &t), LESSONS_CLAIM_TEXT_OK);
+    assert_string_equal(t, "alice");
+    assert_int_equal(lessons_claims_user(pool, lessons_claims_get(c, "i"),
+                                         BIG, &t), LESSONS_CLAIM_TEXT_OK);
+    assert_string_equal(t, "42");
+    assert_int_equal(lessons_claims_user(pool, lessons_claims_get(c, "f"),
+                                         BIG, &t), LESSONS_CLAIM_TEXT_NOT_NAME);
+    assert_null(t);
+    assert_int_equal(lessons_claims_user(pool, lessons_claims_get(c, "b"),
+                                         BIG, &t), LESSONS_CLAIM_TEXT_NOT_NAME);
+    assert_int_equal(lessons_claims_user(pool, lessons_claims_get(c, "n"),
+                                         BIG, &t), LESSONS_CLAIM_TEXT_NOT_NAME);
+    assert_int_equal(lessons_claims_user(pool, lessons_claims_get(c, "a"),
+                                         BIG, &t), LESSONS_CLAIM_TEXT_NOT_NAME);
+    assert_int_equal(lessons_claims_user(pool, lessons_claims_get(c, "o"),
+                                         BIG, &t), LESSONS_CLAIM_TEXT_NOT_NAME);
+    assert_int_equal(lessons_claims_user(pool, lessons_claims_get(c, "nl"),
+                                         BIG, &t), LESSONS_CLAIM_TEXT_CONTROL);
+    assert_int_equal(lessons_claims_user(pool, lessons_claims_get(c, "big"),
+                                         9, &t), LESSONS_CLAIM_TEXT_TOO_LONG);
+    assert_null(t);
+    assert_int_equal(lessons_claims_user(pool, lessons_claims_get(c, "no"),
+                                         BIG, &t), LESSONS_CLAIM_TEXT_ABSENT);
+    assert_string_equal(lessons_claims_text_describe(
+                            LESSONS_CLAIM_TEXT_CONTROL),
+                        "holds a control character");
 }
 
 /* ---------------------------------------------------------- env name */
@@ -464,7 +525,8 @@ int main(void)
         cmocka_unit_test(test_text_arrays),
         cmocka_unit_test(test_text_objects),
         cmocka_unit_test(test_text_control_chars),
-        cmocka_unit_test(test_text_cut_utf8),
+        cmocka_unit_test(test_text_too_long),
+        cmocka_unit_test(test_user),
         cmocka_unit_test(test_text_long),
         cmocka_unit_test(test_env_name),
         cmocka_unit_test(test_env_name_collisions),

@@ -512,6 +512,25 @@ static void test_sub_object_bad_claims(void **state)
            LESSONS_TOKEN_BAD_CLAIMS);
 }
 
+/* A NUL inside sub would cut it to another user ("admin"): refused,
+ * whichever of libjwt (which may refuse NULs itself) or the claim
+ * check sees it first.
+ */
+static void test_sub_nul_refused(void **state)
+{
+    lessons_token_policy_t p = hs_policy(JWT_ALG_HS256);
+    const char *sub = SENTINEL;
+    lessons_token_e rc;
+
+    (void)state;
+    rc = lessons_token_verify(pool, &p, hs256_token(
+             "{\"alg\":\"HS256\",\"typ\":\"JWT\"}",
+             "{\"sub\":\"admin\\u0000x\",\"exp\":1700003600}"),
+             1700000000, &sub);
+    assert_int_not_equal(rc, LESSONS_TOKEN_OK);
+    assert_true(sub == SENTINEL || sub == NULL);
+}
+
 /* ------------------------------------------------------------- exp/nbf */
 
 static void test_exp_missing(void **state)
@@ -1534,6 +1553,7 @@ int main(void)
         cmocka_unit_test(test_no_sub_ok_null_subject),
         cmocka_unit_test(test_sub_number_bad_claims),
         cmocka_unit_test(test_sub_object_bad_claims),
+        cmocka_unit_test(test_sub_nul_refused),
         cmocka_unit_test(test_exp_missing),
         cmocka_unit_test(test_exp_string_bad_claims),
         cmocka_unit_test(test_exp_bool_bad_claims),
