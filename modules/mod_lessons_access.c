@@ -245,11 +245,12 @@ int lessons_gate(request_rec *r)
 {
     lessons_dir_conf *conf =
         ap_get_module_config(r->per_dir_config, &lessons_module);
-    lessons_req_state *st = lessons_state(r), *from = NULL;
+    lessons_req_state *st, *from = NULL;
 
     if (!lessons_configured(conf)) {
-        return DECLINED;
+        return DECLINED;            /* costs the rest of the server nothing */
     }
+    st = lessons_state(r);
     if (st->checked) {
         return st->status;
     }
