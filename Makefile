@@ -1,5 +1,5 @@
 # mod_lessons: build, run, test and install.
-#   make            build modules/mod_lessons.so with apxs
+#   make            build build/mod_lessons.so (every object goes under build/)
 #   make deps       install the Debian packages building and running need
 #                   (t/tools/deps.sh build); make test-deps adds the test
 #                   tools (t/tools/deps.sh test)
@@ -23,15 +23,33 @@ LIBS       = -ljansson -ljwt -lcrypto -lcurl -lpq -lsqlite3 -lz
 # libpq's header lives in its own directory on Debian.
 PQ_CFLAGS  = -I$(shell pg_config --includedir 2>/dev/null || echo /usr/include/postgresql)
 
-# The httpd-free units (unit tests link them) and the httpd-facing files
-# of the module itself (mod_lessons.c and modules/mod_lessons_*.c).
+# The httpd-free units and the httpd-facing files of the module itself
+# (mod_lessons.c and modules/mod_lessons_*.c).  The units are compiled
+# once, into build/liblessons.a, which the module and every unit test
+# link; they are compiled without httpd's include directory, so that a
+# unit that includes an httpd header fails to build.
 UNITS      = $(wildcard modules/lessons_*.c)
 HEADERS    = $(wildcard modules/lessons_*.h)
 ENGINE     = mod_lessons.c $(wildcard modules/mod_lessons_*.c)
 ENGINE_H   = modules/mod_lessons.h
-MODULE     = modules/mod_lessons.so
+OBJ        = build/obj
+UNIT_LIB   = build/liblessons.a
+UNIT_OBJS  = $(patsubst modules/%.c,$(OBJ)/%.o,$(UNITS))
+ENGINE_OBJS = $(patsubst %.c,$(OBJ)/%.o,$(notdir $(ENGINE)))
+MODULE     = build/mod_lessons.so
 
-# Unit tests link the units directly, with APR/apr-util from pkg-config.
+# httpd's compiler and flags, as apxs -c uses them (hardening included),
+# position-independent for the shared module.
+apxs_q      = $(shell $(APXS) -q $(1) 2>/dev/null)
+HTTPD_CC   := $(or $(call apxs_q,CC),cc)
+MOD_CFLAGS := $(call apxs_q,CFLAGS) $(call apxs_q,CPPFLAGS) \
+              $(call apxs_q,EXTRA_CPPFLAGS) -fPIC -std=gnu99 \
+              -I$(or $(call apxs_q,APR_INCLUDEDIR),/usr/include/apr-1.0) \
+              -I$(or $(call apxs_q,APU_INCLUDEDIR),/usr/include/apr-1.0)
+HTTPD_INC  := -I$(or $(call apxs_q,INCLUDEDIR),/usr/include/apache2)
+MOD_LDFLAGS = -shared -Wl,-z,relro -Wl,-z,now $(LDFLAGS)
+
+# Unit tests link build/liblessons.a, with APR/apr-util from pkg-config.
 APR_CFLAGS = $(shell pkg-config --cflags apr-util-1 2>/dev/null)
 APR_LIBS   = $(shell pkg-config --libs apr-util-1 2>/dev/null) \
              $(shell pkg-config --libs apr-1 2>/dev/null)
@@ -53,9 +71,9 @@ DEV_DB_DIR   = $(shell if [ "$$(id -u)" = 0 ] \
                       2>/dev/null; then echo $(DEV_DB_VAR); \
                  else echo $(CURDIR)/$(DEV_DB_LOCAL); fi)
 
-# What the build makes (build/ holds the dev key and database as well).
-BUILT      = .libs modules/.libs mod_lessons.la mod_lessons.lo mod_lessons.slo \
-             modules/*.lo modules/*.slo modules/*.o $(MODULE)
+# What the build makes: all of it under build/, which holds the dev key
+# and database as well (build/dev).
+BUILT      = $(OBJ) $(UNIT_LIB) $(MODULE) build/unit
 
 # Run as root (sudo make run) in a checkout that someone else owns, what
 # make made goes back to the checkout's owner, all but the dev database.
@@ -69,10 +87,10 @@ give_back  = if [ "$$(id -u)" = 0 ] && [ -n "$(OWNER)" ] && [ "$(OWNER)" != 0:0 
 # the command that fixes it rather than fail half-way.
 define mine
 if [ "$$(id -u)" != 0 ]; then \
-    for p in build $(DEV_DIR) build/unit .libs modules/.libs; do \
+    for p in build $(DEV_DIR) build/unit $(OBJ); do \
         if [ -e $$p ] && [ ! -w $$p ]; then \
             echo "make: $$p belongs to $$(stat -c %U $$p), from an earlier sudo make." >&2; \
-            echo "make: sudo chown -R $$(id -un) build .libs modules/.libs (or sudo make distclean) gives it back" >&2; \
+            echo "make: sudo chown -R $$(id -un) build (or sudo make distclean) gives it back" >&2; \
             exit 1; \
         fi; \
     done; \
@@ -83,6 +101,15 @@ endef
 missing_hint = t/tools/deps.sh $(1) --check >/dev/null 2>&1 || { \
                    t/tools/deps.sh $(1) --check; \
                    echo "make: run 'make $(2)' (or t/tools/deps.sh $(1)) to install them"; } >&2
+
+# apxs (apache2-dev) brings httpd's headers and flags.
+define need_apxs
+if [ ! -x "$(APXS)" ]; then \
+    echo "make: apxs not found: it comes with apache2-dev, which 'make deps'" \
+         "(or t/tools/deps.sh build) installs" >&2; \
+    t/tools/deps.sh build --check >&2; exit 1; \
+fi
+endef
 
 # A live httpd of another make run owns build/dev: refuse, and leave its
 # pid file alone.  A pid file no live httpd answers to is removed.
@@ -127,22 +154,34 @@ endef
 
 all: $(MODULE)
 
-# apxs/libtool echo every command; show their output only on failure.
-# The module is replaced, never rewritten in place, so that a running
-# make run keeps the copy it loaded.
-$(MODULE): $(ENGINE) $(ENGINE_H) $(UNITS) $(HEADERS)
+# Each source file is compiled once, with httpd's flags (and, for the
+# httpd-facing files, httpd's headers); the module is replaced, never
+# rewritten in place, so that a running make run keeps the copy it loaded.
+define compile
+@$(mine)
+@$(need_apxs)
+@mkdir -p $(OBJ)
+@echo "  CC    $@"
+@$(HTTPD_CC) $(MOD_CFLAGS) $(1) $(WARN) $(PQ_CFLAGS) -Imodules -c -o $@ $< \
+    || { $(call missing_hint,build,deps); exit 1; }
+endef
+
+$(OBJ)/%.o: modules/%.c $(HEADERS)
+	$(call compile,)
+$(OBJ)/mod_lessons_%.o: modules/mod_lessons_%.c $(HEADERS) $(ENGINE_H)
+	$(call compile,$(HTTPD_INC))
+$(OBJ)/mod_lessons.o: mod_lessons.c $(HEADERS) $(ENGINE_H)
+	$(call compile,$(HTTPD_INC))
+
+$(UNIT_LIB): $(UNIT_OBJS)
+	@echo "  AR    $@"
+	@rm -f $@ && ar rcs $@ $^
+
+$(MODULE): $(ENGINE_OBJS) $(UNIT_LIB)
 	@$(mine)
-	@if [ ! -x "$(APXS)" ]; then \
-	    echo "make: apxs not found: it comes with apache2-dev, which 'make deps'" \
-	         "(or t/tools/deps.sh build) installs" >&2; \
-	    t/tools/deps.sh build --check >&2; exit 1; \
-	fi
-	@echo "  APXS  $@"
-	@mkdir -p build
-	@$(APXS) -c -o mod_lessons.la -Wc,"$(WARN)" -Wc,-std=gnu99 -Imodules $(PQ_CFLAGS) \
-	    $(ENGINE) $(UNITS) $(LIBS) >build/apxs.log 2>&1 \
-	    || { cat build/apxs.log; $(call missing_hint,build,deps); exit 1; }
-	@cp .libs/mod_lessons.so $@.new && mv -f $@.new $@
+	@echo "  LD    $@"
+	@$(HTTPD_CC) $(MOD_LDFLAGS) -o $@.new $(ENGINE_OBJS) $(UNIT_LIB) $(LIBS) \
+	    && mv -f $@.new $@
 	@$(give_back)
 
 deps:
@@ -151,11 +190,11 @@ deps:
 test-deps:
 	@t/tools/deps.sh test
 
-build/unit/%: t/unit/%.c $(wildcard t/unit/*.h) $(UNITS) $(HEADERS)
+build/unit/%: t/unit/%.c $(wildcard t/unit/*.h) $(UNIT_LIB) $(HEADERS)
 	@$(mine)
 	@mkdir -p $(dir $@)
 	@echo "  CC    $@"
-	@$(CC) $(UNIT_CFLAGS) -o $@ $< $(UNITS) -lcmocka $(LIBS) $(APR_LIBS) \
+	@$(CC) $(UNIT_CFLAGS) -o $@ $< $(UNIT_LIB) -lcmocka $(LIBS) $(APR_LIBS) \
 	    || { $(call missing_hint,test,test-deps); exit 1; }
 	@$(give_back)
 

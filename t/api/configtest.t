@@ -15,7 +15,7 @@ use LessonsTest;
 my $httpd   = $ENV{LESSONS_TEST_HTTPD} || '/usr/sbin/apache2';
 my $mods    = $ENV{LESSONS_TEST_HTTPD_MODULES} || '/usr/lib/apache2/modules';
 my $module  = $ENV{LESSONS_TEST_MODULE}
-    || Apache::Test::vars('serverroot') . '/../modules/mod_lessons.so';
+    || Apache::Test::vars('serverroot') . '/../build/mod_lessons.so';
 my $dir     = File::Temp->newdir;
 
 sub write_file {

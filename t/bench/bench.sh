@@ -6,7 +6,7 @@
 #   t/bench/bench.sh            (make bench runs it after building)
 #
 # Environment:
-#   MODULE        the module to load (default modules/mod_lessons.so)
+#   MODULE        the module to load (default build/mod_lessons.so)
 #   HTTPD         httpd binary (default /usr/sbin/apache2)
 #   BENCH_QUICK=1 smoke run: 1 round of 1 s, 20 callgrind requests,
 #                 20,000 memory requests
@@ -27,7 +27,7 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BENCH_DIR=$ROOT/t/bench
-MODULE=${MODULE:-$ROOT/modules/mod_lessons.so}
+MODULE=${MODULE:-$ROOT/build/mod_lessons.so}
 HTTPD=${HTTPD:-/usr/sbin/apache2}
 HTTPD_MODULES=${HTTPD_MODULES:-/usr/lib/apache2/modules}
 PGBIN=${PGBIN:-$( (ls -d /usr/lib/postgresql/*/bin 2>/dev/null || true) | sort -V | tail -n 1)}

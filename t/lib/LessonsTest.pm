@@ -86,7 +86,7 @@ sub httpd_conf {
     my ($dir, $port, $body) = @_;
     my $mods = $ENV{LESSONS_TEST_HTTPD_MODULES} || '/usr/lib/apache2/modules';
     my $module = $ENV{LESSONS_TEST_MODULE}
-        || Apache::Test::vars('serverroot') . '/../modules/mod_lessons.so';
+        || Apache::Test::vars('serverroot') . '/../build/mod_lessons.so';
     my $conf = "$dir/httpd.conf";
     open my $fh, '>', $conf or die "$conf: $!";
     print $fh <<"EOF";

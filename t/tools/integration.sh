@@ -4,7 +4,7 @@
 #
 #   t/tools/integration.sh sqlite3|pgsql [t/TEST arguments, e.g. t/api/read.t]
 #
-# Needs modules/mod_lessons.so (run `make` first).  Everything the run makes
+# Needs build/mod_lessons.so (run `make` first).  Everything the run makes
 # (a copy of t/ and sql/, the module, keys, databases, a PostgreSQL cluster,
 # Apache::Test's logs) lives in one mktemp -d directory, so the work tree is
 # never touched and two runs can go side by side.  Apache::Test refuses to
@@ -27,7 +27,7 @@ case "$DRIVER" in
 esac
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-MODULE="$ROOT/modules/mod_lessons.so"
+MODULE="$ROOT/build/mod_lessons.so"
 HTTPD=${HTTPD:-/usr/sbin/apache2}
 APXS=${APXS:-$(command -v apxs 2>/dev/null || echo /usr/bin/apxs)}
 HTTPD_MODULES=${HTTPD_MODULES:-/usr/lib/apache2/modules}
@@ -103,7 +103,7 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-mkdir -p "$WORK/src/modules" "$WORK/keys" "$WORK/db"
+mkdir -p "$WORK/src/build" "$WORK/keys" "$WORK/db"
 # Only the sources: no logs or generated config of an earlier in-tree run.
 tar -C "$ROOT" -cf - \
     --exclude=t/logs --exclude=t/unit --exclude=t/htdocs \
@@ -111,7 +111,7 @@ tar -C "$ROOT" -cf - \
     --exclude=t/conf/apache_test_config.pm \
     --exclude=t/conf/modperl_inc.pl --exclude=t/conf/modperl_startup.pl \
     t sql conf/openapi.yaml | tar -C "$WORK/src" -xf -
-cp "$MODULE" "$WORK/src/modules/mod_lessons.so"
+cp "$MODULE" "$WORK/src/build/mod_lessons.so"
 # The test identity provider (t/idp/idp.js) with the modules make idp-deps
 # installed, copied next to it: the test user may not reach the checkout.
 # Tests find it in LESSONS_TEST_IDP (empty without make idp-deps).
@@ -357,7 +357,7 @@ setsid "${AS_USER[@]}" env \
     LESSONS_TEST_RSA_PUB="$K/rsa.pub" \
     LESSONS_TEST_EC_KEY="$K/ec.key" \
     LESSONS_TEST_EC_PUB="$K/ec.pub" \
-    LESSONS_TEST_MODULE="$WORK/src/modules/mod_lessons.so" \
+    LESSONS_TEST_MODULE="$WORK/src/build/mod_lessons.so" \
     LESSONS_TEST_HTTPD="$HTTPD" \
     LESSONS_TEST_HTTPD_MODULES="$HTTPD_MODULES" \
     "${PG_ENV[@]}" \
