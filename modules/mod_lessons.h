@@ -270,8 +270,6 @@ int lessons_check_access(request_rec *r);
 int lessons_check_access_ex(request_rec *r);
 int lessons_check_fixups(request_rec *r);
 json_t *lessons_request_claims(request_rec *r);
-const char *lessons_challenge_value(request_rec *r, const char *error,
-                                    const char *description);
 
 /* mod_lessons_keys.c: keys URLs, fetched per process by a thread */
 typedef struct lessons_keys_src lessons_keys_src;
@@ -320,6 +318,8 @@ int lessons_send_empty(request_rec *r, int status);
 int lessons_send_problem(request_rec *r, int status,
                          const char *title, const char *detail,
                          json_t *errors);
+const char *lessons_challenge_value(request_rec *r, const char *error,
+                                    const char *description);
 int lessons_refuse(request_rec *r, int status, const char *detail);
 void lessons_insert_error_filter(request_rec *r);
 void lessons_problem_filter_register(void);

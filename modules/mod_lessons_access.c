@@ -12,32 +12,6 @@
 
 #include "mod_lessons.h"
 
-static const char *lessons_realm(request_rec *r)
-{
-    const char *realm = ap_auth_name(r);
-
-    /* It goes inside a quoted-string: refuse anything needing escapes. */
-    if (!realm || !*realm || strpbrk(realm, "\"\\\r\n")) {
-        return LESSONS_DEFAULT_REALM;
-    }
-    return realm;
-}
-
-/* RFC 6750 3: the challenge, with an error code when there is one. */
-const char *lessons_challenge_value(request_rec *r, const char *error,
-                                    const char *description)
-{
-    const char *value = apr_psprintf(r->pool, "Bearer realm=\"%s\"",
-                                     lessons_realm(r));
-
-    if (error) {
-        value = apr_psprintf(r->pool, "%s, error=\"%s\", "
-                             "error_description=\"%s\"", value, error,
-                             description);
-    }
-    return value;
-}
-
 static int lessons_challenge(request_rec *r, int status, const char *error,
                              const char *description)
 {

@@ -1,7 +1,8 @@
 /* Licensed under the Apache License, Version 2.0.
  *
  * mod_lessons_io.c: what goes over the wire: responses (JSON and
- * problem+json), request bodies read within their limit, and fault lines
+ * problem+json), refusals through httpd's error path with their Bearer
+ * challenge, request bodies read within their limit, and fault lines
  * that repeat at most once a second.
  */
 
@@ -54,6 +55,32 @@ int lessons_send_problem(request_rec *r, int status,
     }
     apr_table_setn(r->headers_out, "Cache-Control", "no-store");
     return lessons_send(r, status, LESSONS_CT_PROBLEM, body, len);
+}
+
+static const char *lessons_realm(request_rec *r)
+{
+    const char *realm = ap_auth_name(r);
+
+    /* It goes inside a quoted-string: refuse anything needing escapes. */
+    if (!realm || !*realm || strpbrk(realm, "\"\\\r\n")) {
+        return LESSONS_DEFAULT_REALM;
+    }
+    return realm;
+}
+
+/* RFC 6750 3: the challenge, with an error code when there is one. */
+const char *lessons_challenge_value(request_rec *r, const char *error,
+                                    const char *description)
+{
+    const char *value = apr_psprintf(r->pool, "Bearer realm=\"%s\"",
+                                     lessons_realm(r));
+
+    if (error) {
+        value = apr_psprintf(r->pool, "%s, error=\"%s\", "
+                             "error_description=\"%s\"", value, error,
+                             description);
+    }
+    return value;
 }
 
 /* A refusal answered through httpd's error path: the status goes back to
