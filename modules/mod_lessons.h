@@ -4,22 +4,26 @@
  * module's private header, as mod_ssl.h is mod_ssl's).  The request
  * path, file by file:
  *
- *   mod_lessons.c          module record, directive table, hook order
+ *   mod_lessons.c          module record, directive table, every hook,
+ *                          provider and filter in request order
  *   mod_lessons_config.c   directives, merge, start-up checks, child init
  *   mod_lessons_map.c      translate_name/map_to_storage: is it the API's?
- *   mod_lessons_access.c   access checker: the bearer token, fail closed
+ *   mod_lessons_cors.c     LessonsCORSOrigins: preflights (header_parser),
+ *                          and the headers that let a browser read every
+ *                          answer
+ *   mod_lessons_access.c   the token gate: access checker, access_checker_ex
+ *                          and fixups ask one verdict, fail closed
  *   mod_lessons_keys.c     keys URLs: the fetcher thread of each process,
  *                          the last good set, refetch on an unknown kid
- *   mod_lessons_authz.c    Require jwt-claim (an authz provider) and its
- *                          403 answer
- *   mod_lessons_cors.c     LessonsCORSOrigins: preflights, and the headers
- *                          that let a browser read every answer
+ *   mod_lessons_authz.c    Require jwt-claim (an authz provider)
  *   mod_lessons_handler.c  the handler: route, method, the operations
  *   mod_lessons_cache.c    the read path: catalog version, the response
  *                          cache, ETags, 304 and gzip
+ *   mod_lessons_build.c    the document of each GET route, from the store
  *   mod_lessons_dbd.c      a pooled connection within the time bound, and
  *                          database faults answered as what they are
- *   mod_lessons_io.c       request bodies in, responses out, fault lines
+ *   mod_lessons_io.c       request bodies in, responses out, refusals
+ *                          through httpd's error path, fault lines
  *   mod_lessons_health.c   the lessons-health handler (no token)
  *
  * The work itself lives in modules/lessons_*.c, which need no httpd.
@@ -292,6 +296,7 @@ int lessons_check_user_id(request_rec *r);
 /* mod_lessons_handler.c */
 int lessons_handler(request_rec *r);
 
+/* mod_lessons_build.c */
 int lessons_build(lessons_ctx *c, const lessons_catalog_t *cat,
                   lessons_doc_t *doc);
 
