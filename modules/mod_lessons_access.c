@@ -135,6 +135,7 @@ static int lessons_authenticate(request_rec *r, const lessons_dir_conf *conf,
     }
 
     /* A keys URL's set is held for the request: a refresh may swap it. */
+    lessons_policy_of(conf, &policy);
     rc = lessons_keys_policy(r, conf, &policy);
     if (rc != OK) {
         return rc;
@@ -150,10 +151,12 @@ static int lessons_authenticate(request_rec *r, const lessons_dir_conf *conf,
     /* A kid the set lacks may be a rotation: one refetch (at most once
      * per LessonsJWTKeysMinRefresh), then judge it again.
      */
-    if (rc == LESSONS_TOKEN_UNKNOWN_KID && lessons_keys_refetch(r, conf)
-        && lessons_keys_policy(r, conf, &policy) == OK) {
-        rc = lessons_verify(r, &policy, token, &subject,
-                            want_claims ? &claims : NULL);
+    if (rc == LESSONS_TOKEN_UNKNOWN_KID && lessons_keys_refetch(r, conf)) {
+        lessons_policy_of(conf, &policy);
+        if (lessons_keys_policy(r, conf, &policy) == OK) {
+            rc = lessons_verify(r, &policy, token, &subject,
+                                want_claims ? &claims : NULL);
+        }
     }
     if (rc == LESSONS_TOKEN_KEY_MISFIT) {
         return lessons_misconfigured(r, apr_psprintf(r->pool,

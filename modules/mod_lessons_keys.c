@@ -400,17 +400,16 @@ static const lessons_keyset_t *lessons_keys_take(request_rec *r,
     return hold->ref->set;
 }
 
-/* The token policy of a request: the section's, with the keys URL's
- * current set in place of the key file's (which serves until the first
- * fetch succeeds).  OK, or 503 (lessons_refuse) when there are no keys
- * yet.
+/* The token policy of a request: policy holds the section's
+ * (lessons_policy_of); a keys URL's current set takes the key file's
+ * place (which serves until the first fetch succeeds).  OK, or 503
+ * (lessons_refuse) when there are no keys yet.
  */
 int lessons_keys_policy(request_rec *r, const lessons_dir_conf *conf,
                         lessons_token_policy_t *policy)
 {
     const lessons_keyset_t *set;
 
-    lessons_policy_of(conf, policy);
     if (!conf->keys_url) {
         return OK;
     }
