@@ -9,6 +9,8 @@
 #                   on a throw-away PostgreSQL cluster: one line per suite,
 #                   the details of failures, and "N passed, N failed"
 #   make unit, make integration   each half of make test alone
+#   make lint       the house checks (no circles between files, every config
+#                   field merged, directives documented), also in make test
 #   make install    put the module and a2enmod files where Debian looks
 #   make clean      remove what was built, not the dev key and database
 #   make distclean  remove the dev key and database too
@@ -149,7 +151,7 @@ endef
 .DEFAULT_GOAL := all
 -include t/idp/idp.mk t/openapi/openapi.mk t/package/package.mk
 
-.PHONY: all deps test-deps dev run token test unit integration install \
+.PHONY: all deps test-deps dev run token test unit lint integration install \
         clean distclean
 
 all: $(MODULE)
@@ -240,6 +242,23 @@ for t in $(UNIT_TESTS); do \
 done
 endef
 
+# The checks that keep the house standing (t/tools/house.pl): no circles
+# between the module's files, every config field merged, the directive
+# table and the reference in step.
+define run_house
+log=build/house.log; \
+t/tools/house.pl >$$log 2>&1; rc=$$?; \
+set -- $$(awk '/^[0-9]+ passed, [0-9]+ failed$$/ { print $$1, $$3 }' $$log); \
+p=$${1:-0}; f=$${2:-1}; [ $$rc -ne 0 ] && [ $$f -eq 0 ] && f=1; \
+echo "$$p $$f" >>$$counts; \
+if [ $$f -eq 0 ]; then \
+    printf $(SUITE_LINE) PASS "house" $$p ""; \
+else \
+    printf $(SUITE_LINE) FAIL "house" $$((p + f)) ", $$f failed"; \
+    grep -v '^ok \|passed, ' $$log | sed 's/^/    /'; \
+fi
+endef
+
 # integration.sh prints its line and details and appends its counts; one
 # that stopped before the suite ran (its error is above) counts as a failure.
 define run_integration
@@ -269,6 +288,10 @@ unit: $(UNIT_TESTS)
 	@$(mine)
 	@$(with_counts); $(run_units); $(summary)
 
+# make lint: the house checks alone (make test runs them too).
+lint: all
+	@$(with_counts); $(run_house); $(summary)
+
 # Each integration run makes its own database (a SQLite file, or a
 # PostgreSQL cluster in a temp dir) and removes it.
 integration: all test-tools
@@ -286,7 +309,7 @@ test-tools: $(TEST_TOOLS)
 test: test-deps
 	@$(MAKE) -s --no-print-directory all $(UNIT_TESTS) test-tools
 	@$(mine)
-	@$(with_counts); $(run_units); $(run_integration); $(run_package_tests); $(summary)
+	@$(with_counts); $(run_units); $(run_house); $(run_integration); $(run_package_tests); $(summary)
 
 # Debian layout, as the package has it: the module in apache2's module
 # dir, lessons.load (which pulls in mod_dbd) and lessons.conf for a2enmod,

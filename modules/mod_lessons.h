@@ -116,7 +116,8 @@ APLOG_USE_MODULE(lessons);
  * fail closed at request time.
  */
 typedef struct {
-    int registered;                 /* listed for the start-up check */
+    int registered;                 /* listed for the start-up check
+                                     * (not merged: one section's own) */
     const char *jwt_where;          /* section that set alg and/or key */
     lessons_algs_t algs;            /* LessonsJWTAlgorithm; 0: not set */
     const char *alg_name;           /* as written ("RS256 ES256") */
@@ -124,9 +125,12 @@ typedef struct {
     const lessons_keyset_t *keyset; /* from key_file: one key, or a JWKS */
     struct lessons_keys_src *keys_url;  /* LessonsJWTKeysURL; its keys
                                      * replace keyset's once fetched */
-    const char *keys_ca;            /* LessonsJWTKeysCA (this section) */
-    int keys_refresh;               /* seconds; 0: not set here */
-    int keys_min_refresh;
+    /* Not merged: these three configure the section's keys URL at
+     * start-up, where keys_url (which is merged) carries them. */
+    const char *keys_ca;            /* LessonsJWTKeysCA (not merged) */
+    int keys_refresh;               /* seconds; 0: not set here (not
+                                     * merged) */
+    int keys_min_refresh;           /* (not merged) */
     const char *location;           /* plain <Location> path of the section
                                      * that set the key: default base */
     const char *issuer;
@@ -139,7 +143,8 @@ typedef struct {
     apr_array_header_t *cors_origins;   /* LessonsCORSOrigins, normalised;
                                          * NULL: not set here; empty:
                                          * "none" */
-    int cors_none;
+    int cors_none;                  /* "none" was given (not merged: the
+                                     * directive's own bookkeeping) */
     int has_fp;                     /* fp is the token policy's fingerprint
                                      * for exactly these algs, keyset,
                                      * issuer, audience and leeway (never
@@ -154,17 +159,25 @@ typedef struct {
 typedef struct {
     apr_array_header_t *sections;   /* lessons_dir_conf *, this server's */
     int db_timeout;                 /* seconds; 0: not set here */
-    ap_dbd_t *(*acquire)(request_rec *r);
-    int threads;                    /* worker threads per process */
-    lessons_gate_t *gate;           /* NULL when one thread per process */
-    lessons_throttle_t *throttle;   /* repeated fault lines, per process */
+    /* Not merged: set for every server by post_config (acquire,
+     * writers, key_sources) or child_init (the rest), after the merge. */
+    ap_dbd_t *(*acquire)(request_rec *r);   /* (not merged) */
+    int threads;                    /* worker threads per process (not
+                                     * merged) */
+    lessons_gate_t *gate;           /* NULL when one thread per process
+                                     * (not merged) */
+    lessons_throttle_t *throttle;   /* repeated fault lines, per process
+                                     * (not merged) */
     apr_off_t cache_size;           /* LessonsCacheSize; -1: not set */
     lessons_cache_t *cache;         /* per process, shared by every vhost;
-                                     * NULL: LessonsCacheSize 0 */
-    lessons_tokencache_t *tokens;   /* verified tokens, per process */
-    apr_global_mutex_t *writers;    /* SQLite writers, one at a time */
+                                     * NULL: LessonsCacheSize 0 (not
+                                     * merged) */
+    lessons_tokencache_t *tokens;   /* verified tokens, per process (not
+                                     * merged) */
+    apr_global_mutex_t *writers;    /* SQLite writers, one at a time (not
+                                     * merged) */
     apr_array_header_t *key_sources;    /* main server: every keys URL's
-                                         * lessons_keys_src */
+                                         * lessons_keys_src (not merged) */
 } lessons_srv_conf;
 
 /* Per-request: whether the request is for the API (known from the

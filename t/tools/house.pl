@@ -1,0 +1,175 @@
+#!/usr/bin/perl
+# The checks that keep the house standing, run by make test:
+#
+#   circles     the call graph between the module's files (read from the
+#               objects' symbols with nm) has no circle; the module
+#               record (lessons_module), data every file reads, is not a
+#               call and does not count
+#   merge       every field of lessons_dir_conf and lessons_srv_conf is
+#               handled by its merge function, or says in its declaration
+#               why not ("not merged")
+#   directives  every directive of mod_lessons.c's command table has its
+#               entry in the reference (README.md, "**Name**"), and the
+#               reference names no directive the table lacks
+#
+#   t/tools/house.pl [ROOT [OBJDIR]]    (defaults: the checkout, build/obj)
+#
+# Prints one "ok"/"not ok" line per check with what is wrong, and last
+# "N passed, N failed"; exits 1 when a check fails.
+use strict;
+use warnings;
+use FindBin;
+
+my $root = $ARGV[0] // "$FindBin::Bin/../..";
+my $objdir = $ARGV[1] // "$root/build/obj";
+my ($passed, $failed) = (0, 0);
+
+sub slurp {
+    my ($path) = @_;
+    open my $fh, '<', $path or die "house: $path: $!\n";
+    local $/;
+    return scalar <$fh>;
+}
+
+sub report {
+    my ($name, @problems) = @_;
+    if (@problems) {
+        $failed++;
+        print "not ok - $name\n";
+        print "    $_\n" for @problems;
+    }
+    else {
+        $passed++;
+        print "ok - $name\n";
+    }
+}
+
+# ---- circles ------------------------------------------------------------
+sub circles {
+    my @objs = glob "$objdir/*.o";
+    return ("no objects in $objdir: run make first") unless @objs;
+    my (%def, %uses, %edge);
+    for my $o (@objs) {
+        (my $file = $o) =~ s{.*/}{};
+        $file =~ s/\.o\z/.c/;
+        open my $nm, '-|', 'nm', $o or die "house: nm $o: $!\n";
+        while (<$nm>) {
+            my ($type, $sym) = /^\s*(?:[0-9a-f]+\s+)?([A-Za-z])\s+(\S+)$/
+                or next;
+            if ($type eq 'U') { $uses{$file}{$sym} = 1 }
+            elsif ($type eq 'T') { $def{$sym} = $file }     # functions only
+        }
+        close $nm;
+    }
+    for my $f (keys %uses) {
+        for my $sym (keys %{ $uses{$f} }) {
+            my $g = $def{$sym};
+            next if !defined $g || $g eq $f;
+            $edge{$f}{$g}{$sym} = 1;
+        }
+    }
+    # Tarjan's strongly connected components: a circle is one of two or
+    # more files.
+    my ($index, @stack, %on, %idx, %low, @sccs) = (0);
+    my $visit;
+    $visit = sub {
+        my ($v) = @_;
+        $idx{$v} = $low{$v} = $index++;
+        push @stack, $v;
+        $on{$v} = 1;
+        for my $w (sort keys %{ $edge{$v} || {} }) {
+            if (!exists $idx{$w}) {
+                $visit->($w);
+                $low{$v} = $low{$w} if $low{$w} < $low{$v};
+            }
+            elsif ($on{$w} && $idx{$w} < $low{$v}) {
+                $low{$v} = $idx{$w};
+            }
+        }
+        if ($low{$v} == $idx{$v}) {
+            my @scc;
+            while (1) {
+                my $w = pop @stack;
+                $on{$w} = 0;
+                push @scc, $w;
+                last if $w eq $v;
+            }
+            push @sccs, [ sort @scc ] if @scc > 1;
+        }
+    };
+    my %files = map { $_ => 1 } keys %edge, map { keys %$_ } values %edge;
+    $visit->($_) for grep { !exists $idx{$_} } sort keys %files;
+    my @problems;
+    for my $scc (@sccs) {
+        my %in = map { $_ => 1 } @$scc;
+        my @calls;
+        for my $f (@$scc) {
+            for my $g (sort grep { $in{$_} } keys %{ $edge{$f} || {} }) {
+                push @calls, "$f -> $g (" . join(', ', sort keys %{ $edge{$f}{$g} }) . ')';
+            }
+        }
+        push @problems, 'circle: ' . join(' ', @$scc), map { "  $_" } @calls;
+    }
+    return @problems;
+}
+
+# ---- merge --------------------------------------------------------------
+sub fields_of {
+    my ($header, $type) = @_;
+    my ($body) = $header =~ /typedef struct \{\n((?:(?!typedef struct).)*?)\n\} \Q$type\E;/s
+        or die "house: no typedef of $type in mod_lessons.h\n";
+    my (@fields, $last);
+    for my $line (split /\n/, $body) {
+        if ($line =~ /^\s+[^\/\s*][^;]*?\(\*(\w+)\)\s*\([^;]*;(.*)$/
+            || $line =~ /^\s+[^\/\s*][^;]*?[\s*](\w+)(?:\[[^\]]*\])?;(.*)$/) {
+            $last = { name => $1, text => $2 };
+            push @fields, $last;
+        }
+        elsif ($last && $line =~ /^\s+\*\s*(.*)$/) {
+            $last->{text} .= " $1";     # the comment goes on
+        }
+    }
+    return @fields;
+}
+
+sub merge {
+    my $header = slurp("$root/modules/mod_lessons.h");
+    my $config = slurp("$root/modules/mod_lessons_config.c");
+    my @problems;
+    for my $pair ([ lessons_dir_conf => 'lessons_merge_dir_conf' ],
+                  [ lessons_srv_conf => 'lessons_merge_srv_conf' ]) {
+        my ($type, $fn) = @$pair;
+        my ($body) = $config =~ /^void \*\Q$fn\E\(.*?\n\{\n(.*?)\n\}\n/ms
+            or do { push @problems, "$fn not found in mod_lessons_config.c"; next };
+        for my $f (fields_of($header, $type)) {
+            next if $f->{text} =~ /not\s+merged/;
+            push @problems, "$type.$f->{name}: not in $fn (merge it, or say "
+                          . "\"not merged\" and why in its declaration)"
+                unless $body =~ /(?:->|\.)\Q$f->{name}\E\b/;
+        }
+    }
+    return @problems;
+}
+
+# ---- directives ---------------------------------------------------------
+sub directives {
+    my $table = slurp("$root/mod_lessons.c");
+    my $readme = slurp("$root/README.md");
+    my %cmd = map { $_ => 1 } $table =~ /AP_INIT_\w+\(\s*"(\w+)"/g;
+    # An entry's heading line: "**Name**", or several: "**A**, **B**".
+    my %ref = map { $_ => 1 } map { /\*\*(Lessons\w+)\*\*/g }
+        $readme =~ /^(\*\*Lessons\w+\*\*(?:,\s*\*\*Lessons\w+\*\*)*)\s*$/mg;
+    my @problems;
+    push @problems, "$_: in the command table, not in README's reference"
+        for grep { !$ref{$_} } sort keys %cmd;
+    push @problems, "$_: in README's reference, not in the command table"
+        for grep { !$cmd{$_} } sort keys %ref;
+    push @problems, 'no directive found in mod_lessons.c' unless %cmd;
+    return @problems;
+}
+
+report('no circles between the files of the module', circles());
+report('every config field is merged, or says why not', merge());
+report('the directive table and the reference agree', directives());
+print "$passed passed, $failed failed\n";
+exit($failed ? 1 : 0);
