@@ -159,20 +159,10 @@ char *lessons_json_problem(apr_pool_t *p, int status, const char *title,
     return lessons_json_dump(p, doc, len);
 }
 
-char *lessons_json_health(apr_pool_t *p, int pass, const char *version,
-                          apr_size_t *len)
+char *lessons_json_health(apr_pool_t *p, int pass, apr_size_t *len)
 {
-    const char *status = pass ? "pass" : "fail";
-    json_t *check = json_pack("{s:s, s:s}", "componentType", "datastore",
-                              "status", status);
-    json_t *doc;
+    json_t *doc = json_pack("{s:s}", "status", pass ? "pass" : "fail");
 
-    if (check && version) {
-        json_object_set_new(check, "observedValue", json_string(version));
-    }
-    doc = check ? json_pack("{s:s, s:{s:[o]}}", "status", status, "checks",
-                            "database:reachable", check)
-                : NULL;
     if (!doc) {
         return NULL;
     }

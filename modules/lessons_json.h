@@ -43,12 +43,10 @@ char *lessons_json_problem(apr_pool_t *p, int status, const char *title,
                            apr_size_t *len);
 
 /* A health document (application/health+json, the IETF draft's shape):
- * {"status":"pass"|"fail","checks":{"database:reachable":[{
- * "componentType":"datastore","status":...,"observedValue":version}]}}.
- * version (the catalog's) may be NULL; nothing else is said about the
- * database: the check answers without a token.
+ * {"status":"pass"} or {"status":"fail"}, and nothing else: the check
+ * answers without a token, so it says up or down, never what the
+ * database holds or how often it is written.
  */
-char *lessons_json_health(apr_pool_t *p, int pass, const char *version,
-                          apr_size_t *len);
+char *lessons_json_health(apr_pool_t *p, int pass, apr_size_t *len);
 
 #endif /* LESSONS_JSON_H */

@@ -70,7 +70,7 @@ lessons_store_e lessons_store_catalog(const lessons_db_t *db, apr_pool_t *p,
                                       const char **err);
 
 /* The catalog version as text ("<epoch>.<changes>"): what the response
- * cache compares, and what the health check shows.
+ * cache compares.
  */
 const char *lessons_store_catalog_text(apr_pool_t *p,
                                        const lessons_catalog_t *cat);

@@ -602,19 +602,17 @@ static void test_pool_own_null(void **state)
 static void test_health(void **state)
 {
     apr_size_t len = 0;
-    const char *pass = lessons_json_health(pool, 1, "C7.00ff", &len);
-    const char *fail = lessons_json_health(pool, 0, NULL, &len);
+    const char *pass = lessons_json_health(pool, 1, &len);
+    const char *fail;
 
     (void)state;
     assert_non_null(pass);
-    assert_string_equal(pass, "{\"status\":\"pass\",\"checks\":"
-        "{\"database:reachable\":[{\"componentType\":\"datastore\","
-        "\"status\":\"pass\",\"observedValue\":\"C7.00ff\"}]}}");
+    assert_int_equal(len, strlen(pass));
+    assert_string_equal(pass, "{\"status\":\"pass\"}");
+    fail = lessons_json_health(pool, 0, &len);
     assert_non_null(fail);
     assert_int_equal(len, strlen(fail));
-    assert_string_equal(fail, "{\"status\":\"fail\",\"checks\":"
-        "{\"database:reachable\":[{\"componentType\":\"datastore\","
-        "\"status\":\"fail\"}]}}");
+    assert_string_equal(fail, "{\"status\":\"fail\"}");
 }
 
 int main(void)
