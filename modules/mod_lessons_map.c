@@ -46,11 +46,25 @@ int lessons_translate(request_rec *r)
  * mod_http in this hook) away from them: it gets the 405 of any other
  * method (on the API after the token check), and never echoes the
  * Authorization header.
+ *
+ * core's translate_name has set r->filename to DocumentRoot plus the
+ * path, a file the API never reads, and httpd's own log lines name it
+ * (mod_authz_core's AH01630, %f).  Say what the request is instead, the
+ * way mod_proxy's "proxy:URL" does: "lessons:/api/lessons/7",
+ * "lessons-health:/health".  Nothing reads it as a path: the filesystem
+ * walk (the only code that would) is skipped, and mod_mime takes the
+ * same extension from it as from the old name.
  */
 int lessons_map_to_storage(request_rec *r)
 {
     lessons_req_state *st =
         ap_get_module_config(r->request_config, &lessons_module);
 
-    return st && st->nofile ? OK : DECLINED;
+    if (!st || !st->nofile) {
+        return DECLINED;
+    }
+    r->filename = apr_pstrcat(r->pool, st->api ? LESSONS_HANDLER
+                                               : LESSONS_HEALTH_HANDLER,
+                              ":", r->uri, NULL);
+    return OK;
 }

@@ -199,6 +199,30 @@ refusal_ok('a newline in the path', tag => '00202', status => 401,
         'database down: LESSONS00301 or 00304 at error';
 }
 
+# ---- httpd's own lines about the API name no file (issue 23): its
+# requests map to no file, and mod_authz_core's AH01630 names
+# r->filename, which must say what the request is ("lessons:PATH", as
+# mod_proxy's "proxy:URL"), not a path under DocumentRoot.  The caller
+# is a service: a client-credentials token, without sub.
+{
+    my $id = next_id();
+    my $service = good_token(claims => { sub => undef, azp => 'report-service',
+                                         role => 'reader' });
+    push @tokens, $service;
+    my $from = log_size();
+    my $res = call(PUT => "/authz/api/lessons/$id", token => $service,
+                   json => { title => 'x' });
+    is $res->code, 403, 'refused by Require, no sub: 403';
+    my $fence = 'fence' . next_id();
+    call(GET => "/api/lessons/$fence", token => undef);
+    my $text = log_until($from, qr/LESSONS00202: GET \/api\/lessons\/$fence /) // '';
+    my $docroot = Apache::Test::vars('documentroot');
+    like $text, qr/AH01630: client denied by server configuration: lessons:\/authz\/api\/lessons\/$id$/m,
+        'AH01630 names the request as lessons:PATH';
+    unlike $text, qr/\Q$docroot\E/, '... and no file under DocumentRoot'
+        or diag $text;
+}
+
 # ---- nothing secret in any log
 opendir my $dh, $logs or die "$logs: $!";
 my @files = grep { -f "$logs/$_" } readdir $dh;
