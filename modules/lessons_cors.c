@@ -90,7 +90,7 @@ int lessons_cors_allowed(const apr_array_header_t *origins,
     return 0;
 }
 
-int lessons_cors_headers_ok(const char *requested)
+const char *lessons_cors_header_refused(apr_pool_t *p, const char *requested)
 {
     static const char *const known[] = {
         "authorization", "content-type", "if-match", "if-none-match", NULL
@@ -124,8 +124,8 @@ int lessons_cors_headers_ok(const char *requested)
             }
         }
         if (!ok) {
-            return 0;
+            return apr_pstrmemdup(p, start, (apr_size_t)(end - start));
         }
     }
-    return 1;
+    return NULL;
 }

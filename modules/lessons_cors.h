@@ -32,11 +32,13 @@ const char *lessons_cors_origin_parse(apr_pool_t *p, const char *origin,
 int lessons_cors_allowed(const apr_array_header_t *origins,
                          const char *origin);
 
-/* 1 when every name of a preflight's Access-Control-Request-Headers
+/* NULL when every name of a preflight's Access-Control-Request-Headers
  * (comma separated, any case, spaces around) is one the API reads:
- * Authorization, Content-Type, If-Match, If-None-Match.  NULL or empty
- * is 1.
+ * Authorization, Content-Type, If-Match, If-None-Match (NULL or empty
+ * requested included); else the first name that is not, copied into p,
+ * so that the refusal can say which header it was.
  */
-int lessons_cors_headers_ok(const char *requested);
+const char *lessons_cors_header_refused(apr_pool_t *p,
+                                        const char *requested);
 
 #endif /* LESSONS_CORS_H */

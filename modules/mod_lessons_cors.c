@@ -16,7 +16,8 @@ static int lessons_cors_preflight(request_rec *r,
                                   const char *origin)
 {
     lessons_route_t route;
-    const char *method;
+    const char *method, *header, *why_method = "", *why_header = "";
+    int method_ok;
 
     route = lessons_route_match(lessons_base_path(conf), r->uri);
     if (route.route == LESSONS_ROUTE_NONE) {
@@ -32,14 +33,29 @@ static int lessons_cors_preflight(request_rec *r,
             "This origin may not call the API from a browser.");
     }
     method = apr_table_get(r->headers_in, "Access-Control-Request-Method");
-    if (!(lessons_route_method(method) & lessons_route_allowed(route.route))
-        || !lessons_cors_headers_ok(apr_table_get(r->headers_in,
-                "Access-Control-Request-Headers"))) {
+    method_ok = (lessons_route_method(method)
+                 & lessons_route_allowed(route.route)) != 0;
+    header = lessons_cors_header_refused(r->pool,
+        apr_table_get(r->headers_in, "Access-Control-Request-Headers"));
+    if (!method_ok || header) {
+        /* Name what was refused: the method, the header, or both. */
+        if (!method_ok) {
+            why_method = apr_psprintf(r->pool, "method %.40s, which this "
+                                      "resource does not take (Allow: %s)",
+                                      method ? method : "(none)",
+                                      lessons_route_allow_header(
+                                          route.route));
+        }
+        if (header) {
+            why_header = apr_psprintf(r->pool, "header %.40s, which the API "
+                                      "does not read (it reads "
+                                      LESSONS_CORS_ALLOW_HEADERS ")",
+                                      header);
+        }
         ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00210)
-                      "%s: CORS preflight for method %.40s or for a header "
-                      "the API does not take",
-                      lessons_refused(r, HTTP_FORBIDDEN),
-                      method ? method : "(none)");
+                      "%s: CORS preflight for %s%s%s",
+                      lessons_refused(r, HTTP_FORBIDDEN), why_method,
+                      !method_ok && header ? ", and for " : "", why_header);
         return lessons_refuse(r, HTTP_FORBIDDEN,
             apr_psprintf(r->pool, "A browser may send %s here, with the "
                          "headers " LESSONS_CORS_ALLOW_HEADERS ".",

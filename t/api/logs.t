@@ -165,6 +165,25 @@ refusal_ok('CORS preflight refused', tag => '00209', status => 403,
                               headers => [ Origin => 'https://evil.example.org',
                                            'Access-Control-Request-Method' => 'GET' ]) });
 
+# LESSONS00210 names what was refused: the header alone when the method
+# is fine, the method alone when the headers are.
+sub preflight_refused {
+    my ($name, $method, $headers, $why, $not) = @_;
+    my $id = next_id();
+    my $line = refusal_ok("CORS preflight, $name", tag => '00210', status => 403,
+           what => "OPTIONS /cors/api/lessons/$id", why => $why,
+           send => sub { call(OPTIONS => "/cors/api/lessons/$id", token => undef,
+                              headers => [ Origin => 'https://app.example.org',
+                                           'Access-Control-Request-Method' => $method,
+                                           'Access-Control-Request-Headers' => $headers ]) });
+    unlike $line, $not, "CORS preflight, $name: nothing else blamed";
+}
+preflight_refused('a header refused', PUT => 'Authorization, X-Trace-Id',
+                  qr/for header X-Trace-Id, which the API does not read/, qr/\bmethod\b/);
+preflight_refused('a method refused', POST => 'Authorization, Content-Type',
+                  qr/for method POST, which this resource does not take \(Allow: GET, HEAD, PUT, DELETE, OPTIONS\)/,
+                  qr/\bheader\b/);
+
 refusal_ok('health check, wrong method', tag => '00507', status => 405,
            what => 'POST /health', why => qr/GET and HEAD/,
            send => sub { call(POST => '/health', token => undef, body => '{}') });
