@@ -7,9 +7,11 @@
 #   names the missing key, then the missing database; make both as README
 #   says; configtest passes; the system Apache serves the API on a free
 #   loopback port (curl with a token: 401, 201 + Location, 200, list,
-#   204, 404, and the health handler); apt-get remove leaves the
-#   conffiles, the admin's key and database; apt-get purge removes the
-#   rest and still leaves the key and database.  Then the test removes
+#   204, 404, and the health handler); an upgrade (the same package
+#   repacked one version up) reloads the running Apache, which then runs
+#   the new mod_lessons.so, and leaves a stopped one stopped; apt-get
+#   remove leaves the conffiles, the admin's key and database; apt-get
+#   purge removes the rest and still leaves the key and database.  Then the test removes
 #   what it made and checks that the system Apache is as it found it:
 #   running or stopped, the same modules, confs and sites enabled.
 #
@@ -30,7 +32,8 @@
 # installed already, nor when /etc/lessons or /var/lib/lessons exist
 # (then it says so and counts nothing).  apt-get starts and restarts no
 # service meanwhile (a policy-rc.d); the test starts, reloads and stops
-# Apache itself.  No network: everything the package needs is installed
+# Apache itself, except in the upgrade checks, where the package's
+# postinst may act on apache2 (and nothing else).  No network: everything the package needs is installed
 # (make test-deps).
 set -uo pipefail
 
@@ -202,7 +205,10 @@ restore_policy() {
 }
 APT_LOG=""
 # apt_get ARGS...: apt-get under a policy-rc.d that forbids every service
-# action, holding deps.sh's lock so the two never swap policies.
+# action, holding deps.sh's lock so the two never swap policies.  With
+# APT_ALLOW=SERVICE, that service's actions are allowed (as on a machine
+# without a policy-rc.d): what the package's maintainer scripts do to
+# Apache then really happens.
 apt_get() {
     local rc
     (
@@ -210,10 +216,18 @@ apt_get() {
         flock -w 900 8 || { echo "package-test: t/tools/deps.sh's lock is held" >&2; exit 1; }
         restore_policy
         [ -e "$POLICY" ] && mv -f "$POLICY" "$POLICY_SAVED"
-        printf '#!/bin/sh\n# %s: no service starts\n# or restarts while it installs packages.\nexit 101\n' \
-            "$POLICY_MARK" >"$POLICY"
+        if [ -n "${APT_ALLOW:-}" ]; then
+            # policy-rc.d [--options] SERVICE ACTIONS [RUNLEVEL]
+            printf '#!/bin/sh\n# %s: only %s may start,\n# stop or reload while it installs packages.\nfor a; do\n    case $a in --*) ;; %s) exit 0 ;; *) exit 101 ;; esac\ndone\nexit 101\n' \
+                "$POLICY_MARK" "$APT_ALLOW" "$APT_ALLOW" >"$POLICY"
+        else
+            printf '#!/bin/sh\n# %s: no service starts\n# or restarts while it installs packages.\nexit 101\n' \
+                "$POLICY_MARK" >"$POLICY"
+        fi
         chmod 755 "$POLICY"
-        apt-get -y -o DPkg::Lock::Timeout=600 "$@" 9>&-
+        # Without the locks' descriptors: a server a maintainer script
+        # started would hold them for ever.
+        apt-get -y -o DPkg::Lock::Timeout=600 "$@" 8>&- 9>&-
         rc=$?
         restore_policy
         exit $rc
@@ -528,8 +542,77 @@ if [ -z "$SKIPPED_HTTP" ]; then
     check "health: status pass" grep -q '"status":"pass"' <<<"$BODY"
     [ $FAILED -eq 0 ] || { DETAILS+="  (what this run added to $ERROR_LOG:)"$'\n'; detail "$(error_log_tail)"; }
 fi
+# --- upgrade -----------------------------------------------------------------------
+# dpkg replaces mod_lessons.so with a new file; a server that has the
+# module enabled must load it (the postinst reloads Apache), or it keeps
+# running the old code until someone restarts it.  A stopped server stays
+# stopped.  apt-get runs with apache2's actions allowed, as on a machine
+# without a policy-rc.d, so whatever the postinst does to Apache happens.
+#
+# upgrade_deb N: the package one step up ($VERSION+upN), repacked from the
+# one built: the same files, which dpkg replaces all the same.
+upgrade_deb() {
+    local dir=$WORK/up$1 deb=$WORK/${PKG}_$VERSION+up${1}_$ARCH.deb
+    rm -rf "$dir"
+    dpkg-deb -R "$DEB" "$dir" || return 1
+    sed -i "s/^Version: .*/Version: $VERSION+up$1/" "$dir/DEBIAN/control" || return 1
+    dpkg-deb --root-owner-group -b "$dir" "$deb" >/dev/null || return 1
+    echo "$deb"
+}
+upgrade() {  # N
+    local deb
+    deb=$(upgrade_deb "$1") || return 1
+    APT_ALLOW=apache2 apt_get install "$deb" || return 1
+    test "$(dpkg-query -W -f='${Version}' "$PKG")" = "$VERSION+up$1"
+}
+# Which mod_lessons.so the system Apache's processes have mapped: "old"
+# when one of them still maps a replaced (deleted) file, "new" when they
+# map the installed one, "none" when none maps it.
+module_mapped() {
+    local master pid state=none
+    master=$(apache_pid) || { echo none; return 0; }
+    for pid in "$master" $(pgrep -P "$master"); do
+        if grep -qF "$MODULE_SO (deleted)" "/proc/$pid/maps" 2>/dev/null; then
+            echo old
+            return 0
+        fi
+        grep -q " $MODULE_SO\$" "/proc/$pid/maps" 2>/dev/null && state=new
+    done
+    echo "$state"
+}
+# Up to 30 s (a graceful reload replaces the children as they finish).
+runs_installed_module() {
+    local _ state
+    for _ in $(seq 1 60); do
+        state=$(module_mapped)
+        [ "$state" = new ] && return 0
+        sleep 0.5
+    done
+    echo "the system Apache (pid $(apache_pid)) maps: $state"
+    grep -h mod_lessons "/proc/$(apache_pid)/maps" 2>/dev/null | sort -u
+    return 1
+}
+apache_stays_stopped() {
+    sleep 1     # a server just started may not have written its pid file
+    ! apache_running || { echo "apache2 runs (pid $(apache_pid || apache_master))"; return 1; }
+}
+
+if [ -z "$SKIPPED_HTTP" ]; then
+    check "before the upgrade: the system Apache runs the installed module" runs_installed_module
+    pid_before=$(apache_pid)
+    check "upgrade to $VERSION+up1 with the module enabled and Apache running" upgrade 1
+    check "after the upgrade: the system Apache runs the new module, not the replaced one" \
+        runs_installed_module
+    check "after the upgrade: reloaded, not restarted (the same parent pid)" \
+        test "$(apache_pid)" = "$pid_before"
+    check "after the upgrade: the API answers" wait_for 401 /api/lessons
+fi
 if [ "$WAS_RUNNING" = stopped ]; then
     check "apache2 stops" apache_stop
+    # Only where the test started Apache itself: an admin's running
+    # server is never stopped for this.
+    check "upgrade to $VERSION+up2 with the module enabled and Apache stopped" upgrade 2
+    check "after the upgrade: Apache is still stopped" apache_stays_stopped
 fi
 
 # --- remove, then purge --------------------------------------------------------------
