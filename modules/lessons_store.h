@@ -23,8 +23,9 @@ typedef struct {
     apr_hash_t *prepared;
 } lessons_db_t;
 
-/* The statements, for ap_dbd_prepare at config time.  Read-only;
- * ends with a { NULL, NULL } entry.
+/* The statements, prepared on each connection when it is first used
+ * (lessons_db_ready), never at config time.  Read-only; ends with a
+ * { NULL, NULL } entry.
  */
 typedef struct {
     const char *label;

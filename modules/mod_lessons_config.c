@@ -110,9 +110,9 @@ apr_off_t lessons_max_body(const lessons_dir_conf *conf)
     return conf->max_body > 0 ? conf->max_body : LESSONS_DEFAULT_MAX_BODY;
 }
 
-/* Every Lessons directive lands here first: remember the section for
- * the start-up check, and register our statements with mod_dbd for
- * this server (once), at config time as mod_dbd requires.
+/* Every Lessons directive lands here first: mod_dbd must be loaded, and
+ * the section is remembered for the start-up check.  (Statements are
+ * prepared per connection at first use, not at config time.)
  */
 static const char *lessons_touch(cmd_parms *cmd, lessons_dir_conf *conf)
 {

@@ -1,6 +1,6 @@
-# Token edges (issue 6 item 4, decisions.md): typ absent or "JWT" (any
-# case) goes on; any other typ, at+jwt included, and any non-string typ
-# get 401 invalid_token "unsupported token type".  iat, if present, must
+# Token edges (issue 6 item 4; README, Authentication): typ absent or
+# "JWT" (any case) goes on; any other typ, at+jwt included, and any
+# non-string typ get 401 invalid_token "unsupported token type".  iat, if present, must
 # be a number and not in the future (beyond the leeway).
 use strict;
 use warnings FATAL => 'all';

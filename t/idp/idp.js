@@ -3,8 +3,9 @@
 //
 // idp.js: the identity provider of mod_lessons' JWKS URL tests (issue 8),
 // built on npm oauth2-mock-server (pinned in package.json and
-// package-lock.json; decisions.md, "Identity provider for issue 8's
-// tests").  Runs on Node 18.12 and later.
+// package-lock.json: it issues typ JWT tokens through a real
+// client-credentials grant, serves a JWKS and rotates keys while
+// running).  Runs on Node 18.12 and later.
 //
 //   node t/idp/idp.js --port P --control-port C --cert FILE --key FILE
 //
