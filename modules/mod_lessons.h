@@ -320,12 +320,12 @@ int lessons_read(lessons_ctx *c);
 int lessons_health_handler(request_rec *r);
 
 /* mod_lessons_dbd.c */
-int lessons_db_answer(lessons_ctx *c, lessons_db_fault_e fault,
+int lessons_dbd_answer(lessons_ctx *c, lessons_db_fault_e fault,
                       const char *err, int wrote);
-int lessons_db_open(lessons_ctx *c);
-int lessons_db_write_begin(lessons_ctx *c);
-void lessons_db_write_end(lessons_ctx *c);
-int lessons_db_failed(lessons_ctx *c, const char *err);
+int lessons_dbd_open(lessons_ctx *c);
+int lessons_dbd_write_begin(lessons_ctx *c);
+void lessons_dbd_write_end(lessons_ctx *c);
+int lessons_dbd_failed(lessons_ctx *c, const char *err);
 
 /* mod_lessons_io.c */
 void lessons_send_head(request_rec *r, int status, const char *type,

@@ -29,12 +29,12 @@ int lessons_build(lessons_ctx *c, const lessons_catalog_t *cat,
             return lessons_send_empty(c->r, HTTP_NOT_FOUND);
         }
         if (rc != LESSONS_STORE_OK) {
-            return lessons_db_failed(c, err);
+            return lessons_dbd_failed(c, err);
         }
         doc->body = lessons_json_lesson_text(c->r->pool, &l, &doc->len);
         doc->etag = lessons_etag_lesson(c->r->pool, &l);
         if (!doc->body) {
-            return lessons_db_failed(c, "a stored lesson could not be "
+            return lessons_dbd_failed(c, "a stored lesson could not be "
                                      "encoded");
         }
         return DECLINED;
@@ -57,12 +57,12 @@ int lessons_build(lessons_ctx *c, const lessons_catalog_t *cat,
         break;
     }
     if (rc != LESSONS_STORE_OK) {
-        return lessons_db_failed(c, err);
+        return lessons_dbd_failed(c, err);
     }
     doc->body = lessons_json_list_text(c->r->pool, list, &doc->len);
     doc->etag = lessons_etag_list(c->r->pool, cat);
     if (!doc->body) {
-        return lessons_db_failed(c, "stored lessons could not be encoded");
+        return lessons_dbd_failed(c, "stored lessons could not be encoded");
     }
     return DECLINED;
 }

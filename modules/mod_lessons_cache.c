@@ -120,14 +120,14 @@ int lessons_read(lessons_ctx *c)
     lessons_doc_t doc;
     const char *key = NULL, *version, *err = NULL;
     apr_size_t key_len = 0;
-    int gzip, rc = lessons_db_open(c);
+    int gzip, rc = lessons_dbd_open(c);
 
     if (rc != DECLINED) {
         return rc;
     }
     if (lessons_store_catalog(&c->db, r->pool, &cat, &err)
         != LESSONS_STORE_OK) {
-        return lessons_db_failed(c, err);
+        return lessons_dbd_failed(c, err);
     }
     version = lessons_store_catalog_text(r->pool, &cat);
     gzip = lessons_etag_accepts_gzip(apr_table_get(r->headers_in,

@@ -11,7 +11,7 @@
  * file moved), 500 when it cannot (no schema, anything else).  Logged
  * once, with the driver's message; waits that ran out are a warning.
  */
-int lessons_db_answer(lessons_ctx *c, lessons_db_fault_e fault,
+int lessons_dbd_answer(lessons_ctx *c, lessons_db_fault_e fault,
                       const char *err, int wrote)
 {
     request_rec *r = c->r;
@@ -70,7 +70,7 @@ int lessons_db_answer(lessons_ctx *c, lessons_db_fault_e fault,
 /* A 503 before any database work: the pool is exhausted or the wait for
  * it ran out.
  */
-static int lessons_db_shed(lessons_ctx *c, const char *why)
+static int lessons_dbd_shed(lessons_ctx *c, const char *why)
 {
     request_rec *r = c->r;
 
@@ -87,7 +87,7 @@ static int lessons_db_shed(lessons_ctx *c, const char *why)
 /* Get a pooled connection ready for this request, within the request's
  * time bound.  DECLINED means connected; anything else is the answer.
  */
-int lessons_db_open(lessons_ctx *c)
+int lessons_dbd_open(lessons_ctx *c)
 {
     request_rec *r = c->r;
     lessons_srv_conf *sconf =
@@ -102,11 +102,11 @@ int lessons_db_open(lessons_ctx *c)
     if (sconf->gate) {
         switch (lessons_gate_enter(sconf->gate, deadline)) {
         case LESSONS_GATE_FULL:
-            return lessons_db_shed(c, "every database connection of this "
+            return lessons_dbd_shed(c, "every database connection of this "
                                    "process is busy and enough requests "
                                    "wait for one");
         case LESSONS_GATE_TIMEOUT:
-            return lessons_db_shed(c, apr_psprintf(r->pool, "waited %d s "
+            return lessons_dbd_shed(c, apr_psprintf(r->pool, "waited %d s "
                                    "for a pooled database connection",
                                    lessons_db_timeout(sconf)));
         case LESSONS_GATE_OK:
@@ -148,33 +148,33 @@ int lessons_db_open(lessons_ctx *c)
     fault = lessons_db_ready(&c->db, c->db_pool,
                              (long)apr_time_as_msec(left), &err);
     if (fault != LESSONS_DB_OK) {
-        return lessons_db_answer(c, fault, err, 0);
+        return lessons_dbd_answer(c, fault, err, 0);
     }
     /* Writes into a deleted or replaced SQLite file would be acknowledged
      * and lost.
      */
     if (r->method_number != M_GET && lessons_db_moved(&c->db)) {
-        return lessons_db_answer(c, LESSONS_DB_MOVED,
+        return lessons_dbd_answer(c, LESSONS_DB_MOVED,
                                  "the database file has moved", 0);
     }
     return DECLINED;                /* connected: carry on */
 }
 
-int lessons_db_failed(lessons_ctx *c, const char *err)
+int lessons_dbd_failed(lessons_ctx *c, const char *err)
 {
     int wrote = c->r->method_number == M_POST
                 || c->r->method_number == M_PUT
                 || c->r->method_number == M_DELETE;
 
-    return lessons_db_answer(c, lessons_db_fault(&c->db, c->db_pool, err),
+    return lessons_dbd_answer(c, lessons_db_fault(&c->db, c->db_pool, err),
                              err, wrote);
 }
 
 /* SQLite writes of this server queue on one mutex, within the request's
  * time bound, instead of inside SQLite (see lessons_post_config).
- * DECLINED: go on (and call lessons_db_write_end); else the answer.
+ * DECLINED: go on (and call lessons_dbd_write_end); else the answer.
  */
-int lessons_db_write_begin(lessons_ctx *c)
+int lessons_dbd_write_begin(lessons_ctx *c)
 {
     lessons_srv_conf *sconf =
         ap_get_module_config(c->r->server->module_config, &lessons_module);
@@ -190,7 +190,7 @@ int lessons_db_write_begin(lessons_ctx *c)
         rv = apr_global_mutex_lock(sconf->writers);
     }
     if (rv != APR_SUCCESS) {
-        return lessons_db_shed(c, apr_psprintf(c->r->pool, "waited %d s "
+        return lessons_dbd_shed(c, apr_psprintf(c->r->pool, "waited %d s "
                                "for the other SQLite writers",
                                lessons_db_timeout(sconf)));
     }
@@ -198,7 +198,7 @@ int lessons_db_write_begin(lessons_ctx *c)
     return DECLINED;
 }
 
-void lessons_db_write_end(lessons_ctx *c)
+void lessons_dbd_write_end(lessons_ctx *c)
 {
     lessons_srv_conf *sconf =
         ap_get_module_config(c->r->server->module_config, &lessons_module);

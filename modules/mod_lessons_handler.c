@@ -15,7 +15,7 @@ static int lessons_send_lesson(lessons_ctx *c, int status,
     const char *body = lessons_json_lesson_text(c->r->pool, l, &len);
 
     if (!body) {
-        return lessons_db_failed(c, "a stored lesson could not be encoded");
+        return lessons_dbd_failed(c, "a stored lesson could not be encoded");
     }
     apr_table_setn(c->r->headers_out, "ETag",
                    lessons_etag_lesson(c->r->pool, l));
@@ -118,22 +118,22 @@ static int lessons_create(lessons_ctx *c)
     lessons_store_e rc;
     int done = lessons_decode_body(c, LESSONS_PAYLOAD_CREATE, &in);
 
-    if (done != DECLINED || (done = lessons_db_open(c)) != DECLINED) {
+    if (done != DECLINED || (done = lessons_dbd_open(c)) != DECLINED) {
         return done;
     }
-    if ((done = lessons_db_write_begin(c)) != DECLINED) {
+    if ((done = lessons_dbd_write_begin(c)) != DECLINED) {
         return done;
     }
     /* Insert and read-back are one transaction: OK means committed. */
     rc = lessons_store_create(&c->db, r->pool, &in, &l, &err);
-    lessons_db_write_end(c);
+    lessons_dbd_write_end(c);
     switch (rc) {
     case LESSONS_STORE_OK:
         break;
     case LESSONS_STORE_NO_LEVEL:
         return lessons_no_level(c, in.level_id);
     default:
-        return lessons_db_failed(c, err);
+        return lessons_dbd_failed(c, err);
     }
     apr_table_setn(r->headers_out, "Location",
                    apr_psprintf(r->pool, "%s/%" APR_INT64_T_FMT,
@@ -177,18 +177,18 @@ static int lessons_update(lessons_ctx *c)
     int done = lessons_decode_body(c, LESSONS_PAYLOAD_UPDATE, &in);
 
     if (done != DECLINED || (done = lessons_if_match(c, &im)) != DECLINED
-        || (done = lessons_db_open(c)) != DECLINED) {
+        || (done = lessons_dbd_open(c)) != DECLINED) {
         return done;
     }
     /* One UPDATE of the fields sent and the read-back (levelName and
      * levelCode follow a changed levelId), in one transaction.
      */
-    if ((done = lessons_db_write_begin(c)) != DECLINED) {
+    if ((done = lessons_dbd_write_begin(c)) != DECLINED) {
         return done;
     }
     rc = lessons_store_update(&c->db, r->pool, c->route.arg, &in, &im, &l,
                               &err);
-    lessons_db_write_end(c);
+    lessons_dbd_write_end(c);
     switch (rc) {
     case LESSONS_STORE_OK:
         return lessons_send_lesson(c, HTTP_OK, &l);
@@ -206,7 +206,7 @@ static int lessons_update(lessons_ctx *c)
     case LESSONS_STORE_NO_LEVEL:
         return lessons_no_level(c, in.level_id);
     default:
-        return lessons_db_failed(c, err);
+        return lessons_dbd_failed(c, err);
     }
 }
 
@@ -217,14 +217,14 @@ static int lessons_delete(lessons_ctx *c)
     lessons_store_e rc;
     int done = lessons_if_match(c, &im);
 
-    if (done != DECLINED || (done = lessons_db_open(c)) != DECLINED) {
+    if (done != DECLINED || (done = lessons_dbd_open(c)) != DECLINED) {
         return done;
     }
-    if ((done = lessons_db_write_begin(c)) != DECLINED) {
+    if ((done = lessons_dbd_write_begin(c)) != DECLINED) {
         return done;
     }
     rc = lessons_store_delete(&c->db, c->r->pool, c->route.arg, &im, &err);
-    lessons_db_write_end(c);
+    lessons_dbd_write_end(c);
     switch (rc) {
     case LESSONS_STORE_OK:
         return lessons_send_empty(c->r, HTTP_NO_CONTENT);
@@ -237,7 +237,7 @@ static int lessons_delete(lessons_ctx *c)
                       lessons_refused(c->r, HTTP_NOT_FOUND), c->route.arg);
         return lessons_send_empty(c->r, HTTP_NOT_FOUND);
     default:
-        return lessons_db_failed(c, err);
+        return lessons_dbd_failed(c, err);
     }
 }
 

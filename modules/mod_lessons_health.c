@@ -36,10 +36,10 @@ int lessons_health_handler(request_rec *r)
     c.r = r;
     c.conf = ap_get_module_config(r->per_dir_config, &lessons_module);
     c.quiet = 1;
-    pass = lessons_db_open(&c) == DECLINED;
+    pass = lessons_dbd_open(&c) == DECLINED;
     if (pass && lessons_store_catalog(&c.db, r->pool, &cat, &err)
                 != LESSONS_STORE_OK) {
-        lessons_db_answer(&c, lessons_db_fault(&c.db, c.db_pool, err), err,
+        lessons_dbd_answer(&c, lessons_db_fault(&c.db, c.db_pool, err), err,
                           0);
         pass = 0;
     }
