@@ -75,11 +75,12 @@ static inline const char *result_name(lessons_token_e r)
     return (unsigned)r < sizeof(names) / sizeof(names[0]) ? names[r] : "?";
 }
 
-/* A token made by libjwt: grants as JSON (or NULL), signed with alg and
- * key.
+/* A token made by libjwt: grants as JSON (or NULL) and a kid in its
+ * header (NULL: none), signed with alg and key.
  */
-static inline char *lj_token(jwt_alg_t alg, const void *key, size_t keylen,
-                      const char *grants)
+static inline char *lj_token_kid(jwt_alg_t alg, const void *key,
+                                 size_t keylen, const char *grants,
+                                 const char *kid)
 {
     jwt_t *jwt = NULL;
     char *s, *out;
@@ -87,6 +88,8 @@ static inline char *lj_token(jwt_alg_t alg, const void *key, size_t keylen,
     assert_int_equal(jwt_new(&jwt), 0);
     if (grants)
         assert_int_equal(jwt_add_grants_json(jwt, grants), 0);
+    if (kid)
+        assert_int_equal(jwt_add_header(jwt, "kid", kid), 0);
     assert_int_equal(jwt_set_alg(jwt, alg, key, (int)keylen), 0);
     s = jwt_encode_str(jwt);
     assert_non_null(s);
@@ -94,6 +97,13 @@ static inline char *lj_token(jwt_alg_t alg, const void *key, size_t keylen,
     free(s);
     jwt_free(jwt);
     return out;
+}
+
+/* The same without a kid. */
+static inline char *lj_token(jwt_alg_t alg, const void *key, size_t keylen,
+                             const char *grants)
+{
+    return lj_token_kid(alg, key, keylen, grants, NULL);
 }
 
 /* What a subject out-parameter holds before the call: it must change. */
