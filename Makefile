@@ -152,7 +152,7 @@ endef
 -include t/idp/idp.mk t/openapi/openapi.mk t/package/package.mk
 
 .PHONY: all deps test-deps dev run token test unit lint integration install \
-        clean distclean
+        clean clean-module distclean
 
 all: $(MODULE)
 
@@ -346,6 +346,13 @@ clean:
 	    [ -e $$f ] && echo "kept the dev database $$f (make distclean removes it)"; \
 	done; \
 	[ -e $(DEV_KEY) ] && echo "kept the dev key $(DEV_KEY) (make distclean removes it)"; true
+
+# What make all builds, and nothing else: the package build's clean
+# (debian/rules) uses it, so that dpkg-buildpackage in a checkout leaves
+# the test tools (build/idp, build/openapi) and the dev key and database
+# where they are.
+clean-module:
+	rm -rf $(OBJ) $(UNIT_LIB) $(MODULE)
 
 distclean:
 	@$(not_serving)
