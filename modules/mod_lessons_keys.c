@@ -443,7 +443,6 @@ int lessons_keys_refetch(request_rec *r, const lessons_dir_conf *conf)
     unsigned long installed;
     apr_interval_time_t min;
 
-    (void)r;
     if (!src || !src->thread) {
         return 0;
     }
@@ -452,8 +451,20 @@ int lessons_keys_refetch(request_rec *r, const lessons_dir_conf *conf)
     installed = src->installed;
     if (!src->fetching) {
         if (src->last_start && now < src->last_start + min) {
+            apr_time_t next = src->last_start + min;
+
             apr_thread_mutex_unlock(src->lock);
-            return 0;               /* fetched recently: not again */
+            /* Fetched recently: not again.  Say when, so that a rotation
+             * that outruns the interval can be told from a forged kid.
+             */
+            ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00218)
+                          "keys URL %s: the token's kid is not in the key "
+                          "set fetched %" APR_TIME_T_FMT " s ago; the next "
+                          "fetch may happen in %" APR_TIME_T_FMT " s "
+                          "(LessonsJWTKeysMinRefresh)", src->url,
+                          apr_time_sec(now - src->last_start),
+                          apr_time_sec(next - now) + 1);
+            return 0;
         }
         src->wanted = 1;
         apr_thread_cond_signal(src->wake);

@@ -297,6 +297,9 @@ ok $flood >= 1 && $flood <= $allowed,
 diag "kid flood: $sent requests, $flood fetches in " . sprintf('%.1f', $elapsed)
      . " s, LessonsJWTKeysMinRefresh $MIN";
 is get('/api/lessons', $second)->code, 200, 'good tokens still pass after the flood';
+my $waitlog = do { local (@ARGV, $/) = ("$dir/error_log"); <> };
+like $waitlog, qr/\[lessons:info\].*LESSONS00218: keys URL \Q$JWKS\E\S*: the token's kid is not in the key set fetched \d+ s ago; the next fetch may happen in \d+ s \(LessonsJWTKeysMinRefresh\)/,
+    'an unknown kid inside the minimum interval says when the next fetch may happen';
 
 # ---- a slow provider under a kid flood: few threads wait -------------
 # The fetch takes 4 s; of 20 requests with unknown kids at once, at most
