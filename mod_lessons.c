@@ -123,12 +123,15 @@ static void lessons_register_hooks(apr_pool_t *p)
     /* The token gate, per merged configuration (so httpd's subrequests
      * and redirects under the same configuration take the parent's
      * verdict, as for every other module's access control): the access
-     * checker, then access_checker_ex (which Satisfy Any reaches), then
-     * fixups (which every request reaches).  A refusal is a status:
-     * httpd runs nothing after it.
+     * checker (first to refuse; last, under Satisfy Any, to send httpd
+     * on to the Require lines), then access_checker_ex (which Satisfy
+     * Any reaches), then fixups (which every request reaches).  A
+     * refusal is a status: httpd runs nothing after it.
      */
     ap_hook_check_access(lessons_check_access, NULL, NULL, APR_HOOK_FIRST,
                          AP_AUTH_INTERNAL_PER_CONF);
+    ap_hook_check_access(lessons_check_access_any, NULL, NULL,
+                         APR_HOOK_REALLY_LAST, AP_AUTH_INTERNAL_PER_CONF);
     ap_hook_check_access_ex(lessons_check_access_ex, NULL, NULL,
                             APR_HOOK_FIRST, AP_AUTH_INTERNAL_PER_CONF);
     /* A verified token is the authentication Require valid-user asks. */

@@ -289,22 +289,29 @@ int lessons_gate_required(request_rec *r)
     return rc;
 }
 
-/* access_checker: the gate, before authn, authz and any handler.  Under
- * Satisfy Any httpd admits a request once every access checker says OK,
- * and then runs no authz at all: a failing Require jwt-claim would count
- * for nothing.  So there our OK is withheld (the token is good, but the
- * Require lines have not spoken yet): httpd goes on to access_checker_ex
- * and authz, where they decide, and mod_access_compat's Allow lines can
- * no longer stand in for them.
+/* access_checker, first: the gate, before authn, authz and any handler
+ * (and before the other access checkers, so that a missing token is a
+ * 401 rather than their 403).
  */
 int lessons_check_access(request_rec *r)
 {
-    int rc = lessons_gate(r);
+    return lessons_gate(r);
+}
 
-    if (rc == OK && ap_satisfies(r) == SATISFY_ANY) {
+/* access_checker, last: under Satisfy Any httpd admits a request once
+ * every access checker says OK, and then runs no authz at all, so a
+ * failing Require jwt-claim would count for nothing.  Once the others
+ * have run, our OK is withheld (the token is good, but the Require
+ * lines have not spoken yet): httpd goes on to access_checker_ex and
+ * authz, where they decide, and mod_access_compat's Allow lines cannot
+ * stand in for them.
+ */
+int lessons_check_access_any(request_rec *r)
+{
+    if (lessons_gate(r) == OK && ap_satisfies(r) == SATISFY_ANY) {
         return HTTP_UNAUTHORIZED;
     }
-    return rc;
+    return DECLINED;
 }
 
 /* access_checker_ex, which Satisfy Any reaches even when the access
