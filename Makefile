@@ -21,16 +21,23 @@
 APXS      ?= $(shell command -v apxs 2>/dev/null || echo /usr/bin/apxs)
 HTTPD     ?= /usr/sbin/apache2
 WARN       = -Wall -Wextra -Werror
-LIBS       = -ljansson -ljwt -lcrypto -lcurl -lpq -lsqlite3 -lz
+# The database engines built in (modules/lessons_engine_NAME.c each, NAME
+# as apr_dbd calls the driver), with what each links and includes.
+ENGINES   ?= sqlite3 pgsql
+ENGINE_LIBS_sqlite3   = -lsqlite3
+ENGINE_LIBS_pgsql     = -lpq
 # libpq's header lives in its own directory on Debian.
-PQ_CFLAGS  = -I$(shell pg_config --includedir 2>/dev/null || echo /usr/include/postgresql)
+ENGINE_CFLAGS_pgsql   = -I$(shell pg_config --includedir 2>/dev/null || echo /usr/include/postgresql)
+ENGINE_CFLAGS = $(foreach e,$(ENGINES),-DLESSONS_ENGINE_$(shell echo $(e) | tr a-z A-Z) $(ENGINE_CFLAGS_$(e)))
+LIBS       = -ljansson -ljwt -lcrypto -lcurl $(foreach e,$(ENGINES),$(ENGINE_LIBS_$(e))) -lz
 
 # The httpd-free units and the httpd-facing files of the module itself
 # (mod_lessons.c and modules/mod_lessons_*.c).  The units are compiled
 # once, into build/liblessons.a, which the module and every unit test
 # link; they are compiled without httpd's include directory, so that a
 # unit that includes an httpd header fails to build.
-UNITS      = $(wildcard modules/lessons_*.c)
+UNITS      = $(filter-out $(addprefix modules/lessons_engine_,$(addsuffix .c,$(filter-out $(ENGINES),$(patsubst modules/lessons_engine_%.c,%,$(wildcard modules/lessons_engine_*.c))))), \
+               $(wildcard modules/lessons_*.c))
 HEADERS    = $(wildcard modules/lessons_*.h)
 ENGINE     = mod_lessons.c $(wildcard modules/mod_lessons_*.c)
 ENGINE_H   = modules/mod_lessons.h
@@ -56,7 +63,7 @@ APR_CFLAGS = $(shell pkg-config --cflags apr-util-1 2>/dev/null)
 APR_LIBS   = $(shell pkg-config --libs apr-util-1 2>/dev/null) \
              $(shell pkg-config --libs apr-1 2>/dev/null)
 UNIT_TESTS = $(patsubst t/unit/%.c,build/unit/%,$(wildcard t/unit/test_*.c))
-UNIT_CFLAGS = -std=c99 -D_GNU_SOURCE -g -O1 $(WARN) -Imodules $(APR_CFLAGS) $(PQ_CFLAGS) \
+UNIT_CFLAGS = -std=c99 -D_GNU_SOURCE -g -O1 $(WARN) -Imodules $(APR_CFLAGS) $(ENGINE_CFLAGS) \
               -DLESSONS_SQL_DIR='"$(CURDIR)/sql"'
 
 # The dev key and database, made once and kept across runs and make clean.
@@ -164,7 +171,7 @@ define compile
 @$(need_apxs)
 @mkdir -p $(OBJ)
 @echo "  CC    $@"
-@$(HTTPD_CC) $(MOD_CFLAGS) $(1) $(WARN) $(PQ_CFLAGS) -Imodules -c -o $@ $< \
+@$(HTTPD_CC) $(MOD_CFLAGS) $(1) $(WARN) $(ENGINE_CFLAGS) -Imodules -c -o $@ $< \
     || { $(call missing_hint,build,deps); exit 1; }
 endef
 

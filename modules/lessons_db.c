@@ -1,16 +1,12 @@
 /* Licensed under the Apache License, Version 2.0.
  *
- * lessons_db.c: per-connection readiness and fault classification.
- * apr_dbd hides what went wrong behind a message, so the native handles
- * answer the questions it cannot: which PostgreSQL backend this is
- * (PQbackendPID changes when the driver reconnects underneath), whether
- * the connection is still up, and SQLite's extended error codes.
+ * lessons_db.c: per-connection readiness and fault classification, the
+ * same for every engine: the engine (lessons_engine.h) answers what
+ * apr_dbd cannot, through the native handle: which backend this is (it
+ * changes when the driver reconnects underneath), the session settings
+ * a new backend needs, and what a failed statement met.
  */
 #include <string.h>
-#include <unistd.h>
-
-#include <libpq-fe.h>
-#include <sqlite3.h>
 
 #include "apr_strings.h"
 
@@ -18,37 +14,19 @@
 
 #define LESSONS_CONN_KEY "lessons_db_conn"
 
-/* SQLite waits at most this long inside one step while holding
- * apr_dbd's process-wide mutex; the driver then retries with the mutex
- * free (16 times, 100 ms apart), so a locked database answers in about
- * two seconds and never stalls the process's other SQLite requests.
- */
-#define LESSONS_SQLITE_BUSY_MS 10
-
 /* One connection's state, in a pool as long-lived as the connection. */
 typedef struct {
-    long backend;               /* PostgreSQL backend PID (SQLite: 1);
-                                 * 0: nothing prepared yet */
+    long backend;               /* the engine's backend id; 0: nothing
+                                 * prepared yet */
     apr_pool_t *pool;           /* this backend's statements */
     apr_hash_t *prepared;       /* label -> apr_dbd_prepared_t * */
-    long timeout_ms;            /* statement timeout applied (pgsql) */
-    unsigned int generation;    /* makes every prepare's labels new */
+    long timeout_ms;            /* session bound applied (0: none yet) */
+    unsigned int generation;    /* makes every prepare's names new */
 } lessons_conn_t;
 
-static int lessons_db_is(const lessons_db_t *db, const char *name)
+static void *lessons_db_native(const lessons_db_t *db)
 {
-    return db && db->driver && strcmp(apr_dbd_name(db->driver), name) == 0;
-}
-
-static PGconn *lessons_db_pg(const lessons_db_t *db)
-{
-    return lessons_db_is(db, "pgsql")
-           ? apr_dbd_native_handle(db->driver, db->handle) : NULL;
-}
-
-static sqlite3 *lessons_db_sqlite(const lessons_db_t *db)
-{
-    return lessons_db_is(db, "sqlite3")
+    return db && db->driver && db->handle
            ? apr_dbd_native_handle(db->driver, db->handle) : NULL;
 }
 
@@ -75,24 +53,24 @@ static const char *lessons_db_message(const lessons_db_t *db, apr_pool_t *p,
                         msg ? msg : "unknown error", rv);
 }
 
-/* PostgreSQL: bound every statement and lock wait of this backend, so a
- * locked table answers within the bound and the statement, cancelled by
- * the server, can never commit after we have answered.
+/* The engine's session settings: every statement and lock wait of this
+ * backend bounded, so a locked table answers within the bound and the
+ * statement, cancelled by the server, can never commit after we have
+ * answered.
  */
-static lessons_db_fault_e lessons_db_set_timeout(lessons_db_t *db,
-                                                 lessons_conn_t *conn,
-                                                 apr_pool_t *p,
-                                                 long timeout_ms,
-                                                 const char **err)
+static lessons_db_fault_e lessons_db_session(lessons_db_t *db,
+                                             const lessons_engine_t *engine,
+                                             lessons_conn_t *conn,
+                                             apr_pool_t *p, long timeout_ms,
+                                             const char **err)
 {
     int nrows = 0;
     int rv = apr_dbd_query(db->driver, db->handle, &nrows,
-                           apr_psprintf(p, "SET statement_timeout = %ld; "
-                                        "SET lock_timeout = %ld",
-                                        timeout_ms, timeout_ms));
+                           engine->session_sql(p, timeout_ms));
 
     if (rv != 0) {
-        *err = lessons_db_message(db, p, rv, "setting statement_timeout");
+        *err = lessons_db_message(db, p, rv, "setting the session's "
+                                  "statement and lock timeouts");
         return lessons_db_fault(db, NULL, *err);
     }
     conn->timeout_ms = timeout_ms;
@@ -100,6 +78,7 @@ static lessons_db_fault_e lessons_db_set_timeout(lessons_db_t *db,
 }
 
 static lessons_db_fault_e lessons_db_prepare(lessons_db_t *db,
+                                             const lessons_engine_t *engine,
                                              lessons_conn_t *conn,
                                              apr_pool_t *conn_pool,
                                              const char **err)
@@ -119,7 +98,7 @@ static lessons_db_fault_e lessons_db_prepare(lessons_db_t *db,
      * backend may have left some of ours behind.
      */
     if (lessons_store_prepare(db, conn->pool,
-                              lessons_db_pg(db)
+                              engine->named_statements
                               ? apr_psprintf(conn->pool, "%u",
                                              conn->generation)
                               : NULL, err) != LESSONS_STORE_OK) {
@@ -136,18 +115,21 @@ static lessons_db_fault_e lessons_db_prepare(lessons_db_t *db,
 lessons_db_fault_e lessons_db_ready(lessons_db_t *db, apr_pool_t *conn_pool,
                                     long timeout_ms, const char **err)
 {
+    const lessons_engine_t *engine = lessons_engine_of(db->driver);
     lessons_conn_t *conn = lessons_db_conn(conn_pool);
-    PGconn *pg = lessons_db_pg(db);
-    sqlite3 *lite = lessons_db_sqlite(db);
-    long backend = 1;
+    void *native = lessons_db_native(db);
+    long backend;
     lessons_db_fault_e rc;
 
-    if (pg) {
-        if (PQstatus(pg) != CONNECTION_OK) {
-            *err = "the connection to PostgreSQL is down";
-            return LESSONS_DB_UNAVAILABLE;
-        }
-        backend = PQbackendPID(pg);
+    if (!engine) {
+        *err = apr_psprintf(conn_pool, "this build of mod_lessons has no "
+                            "engine for the apr_dbd driver %s",
+                            db->driver ? apr_dbd_name(db->driver) : "(none)");
+        return LESSONS_DB_ERROR;
+    }
+    backend = engine->backend(native, err);
+    if (!backend) {
+        return LESSONS_DB_UNAVAILABLE;
     }
     if (conn->backend != backend) {
         conn->backend = 0;
@@ -157,17 +139,17 @@ lessons_db_fault_e lessons_db_ready(lessons_db_t *db, apr_pool_t *conn_pool,
     /* The bound first: preparing takes locks too, and waits on a locked
      * table like any statement.
      */
-    if (pg && conn->timeout_ms != timeout_ms) {
-        rc = lessons_db_set_timeout(db, conn, conn_pool, timeout_ms, err);
+    if (engine->session_sql && conn->timeout_ms != timeout_ms) {
+        rc = lessons_db_session(db, engine, conn, conn_pool, timeout_ms, err);
         if (rc != LESSONS_DB_OK) {
             return rc;
         }
     }
     if (!conn->prepared) {
-        if (lite) {
-            sqlite3_busy_timeout(lite, LESSONS_SQLITE_BUSY_MS);
+        if (engine->tune) {
+            engine->tune(native);
         }
-        rc = lessons_db_prepare(db, conn, conn_pool, err);
+        rc = lessons_db_prepare(db, engine, conn, conn_pool, err);
         if (rc != LESSONS_DB_OK) {
             return rc;
         }
@@ -177,99 +159,19 @@ lessons_db_fault_e lessons_db_ready(lessons_db_t *db, apr_pool_t *conn_pool,
     return LESSONS_DB_OK;
 }
 
-static int lessons_has(const char *s, const char *part)
-{
-    return s && strstr(s, part) != NULL;
-}
-
-static lessons_db_fault_e lessons_db_pg_fault(PGconn *pg, const char *err)
-{
-    if (PQstatus(pg) != CONNECTION_OK
-        || lessons_has(err, "server closed the connection")
-        || lessons_has(err, "terminating connection")
-        || lessons_has(err, "no connection to the server")
-        || lessons_has(err, "the database system is")) {
-        return LESSONS_DB_UNAVAILABLE;
-    }
-    if (lessons_has(err, "statement timeout")
-        || lessons_has(err, "lock timeout")
-        || lessons_has(err, "canceling statement")) {
-        return LESSONS_DB_TIMEOUT;
-    }
-    if (lessons_has(err, "read-only transaction")) {
-        return LESSONS_DB_READONLY;
-    }
-    if (lessons_has(err, "No space left on device")
-        || lessons_has(err, "could not extend file")) {
-        return LESSONS_DB_FULL;
-    }
-    if ((lessons_has(err, "relation \"") || lessons_has(err, "column \""))
-        && lessons_has(err, "does not exist")) {
-        return LESSONS_DB_NO_SCHEMA;
-    }
-    return LESSONS_DB_ERROR;
-}
-
-static lessons_db_fault_e lessons_db_sqlite_fault(sqlite3 *lite,
-                                                  const char *err)
-{
-    int code = sqlite3_extended_errcode(lite);
-
-    if (code == SQLITE_READONLY_DBMOVED) {
-        return LESSONS_DB_MOVED;
-    }
-    switch (code & 0xff) {
-    case SQLITE_BUSY:
-    case SQLITE_LOCKED:
-        return LESSONS_DB_TIMEOUT;
-    case SQLITE_READONLY:
-        return LESSONS_DB_READONLY;
-    case SQLITE_FULL:
-        return LESSONS_DB_FULL;
-    case SQLITE_CANTOPEN:
-    case SQLITE_IOERR:
-        return LESSONS_DB_UNAVAILABLE;
-    default:
-        break;
-    }
-    /* A rollback after the failure has reset the handle's code: the
-     * message (SQLite's own, fixed texts) still says what it was.
-     */
-    if (lessons_has(err, "no such table") || lessons_has(err, "no such column")) {
-        return LESSONS_DB_NO_SCHEMA;
-    }
-    if (lessons_has(err, "database is locked")
-        || lessons_has(err, "database table is locked")) {
-        return LESSONS_DB_TIMEOUT;
-    }
-    if (lessons_has(err, "readonly database")) {
-        return LESSONS_DB_READONLY;
-    }
-    if (lessons_has(err, "database or disk is full")) {
-        return LESSONS_DB_FULL;
-    }
-    if (lessons_has(err, "unable to open database file")
-        || lessons_has(err, "disk I/O error")) {
-        return LESSONS_DB_UNAVAILABLE;
-    }
-    return LESSONS_DB_ERROR;
-}
-
 lessons_db_fault_e lessons_db_fault(const lessons_db_t *db,
                                     apr_pool_t *conn_pool, const char *err)
 {
-    PGconn *pg = lessons_db_pg(db);
-    sqlite3 *lite = lessons_db_sqlite(db);
-    lessons_db_fault_e fault = pg ? lessons_db_pg_fault(pg, err)
-                             : lite ? lessons_db_sqlite_fault(lite, err)
-                             : LESSONS_DB_ERROR;
+    const lessons_engine_t *engine = lessons_engine_of(db ? db->driver
+                                                          : NULL);
+    lessons_db_fault_e fault;
+    int stale = 0;
 
-    /* Statements the server no longer knows (or, in SQLite, that a schema
-     * change expired): prepare afresh on the next use.
-     */
-    if (conn_pool && (lessons_has(err, "prepared statement")
-                      || (lite && (sqlite3_errcode(lite) == SQLITE_SCHEMA
-                                   || fault == LESSONS_DB_NO_SCHEMA)))) {
+    if (!engine) {
+        return LESSONS_DB_ERROR;
+    }
+    fault = engine->fault(lessons_db_native(db), err, &stale);
+    if (conn_pool && stale) {
         lessons_db_conn(conn_pool)->backend = 0;
     }
     return fault;
@@ -277,85 +179,27 @@ lessons_db_fault_e lessons_db_fault(const lessons_db_t *db,
 
 int lessons_db_moved(const lessons_db_t *db)
 {
-    sqlite3 *lite = lessons_db_sqlite(db);
-    int moved = 0;
+    const lessons_engine_t *engine = lessons_engine_of(db ? db->driver
+                                                          : NULL);
 
-    if (!lite || sqlite3_file_control(lite, "main", SQLITE_FCNTL_HAS_MOVED,
-                                      &moved) != SQLITE_OK) {
-        return 0;
-    }
-    return moved;
+    return engine && engine->moved
+           ? engine->moved(lessons_db_native(db)) : 0;
 }
 
 const char *lessons_db_name(const lessons_db_t *db, apr_pool_t *p)
 {
-    PGconn *pg = lessons_db_pg(db);
-    sqlite3 *lite = lessons_db_sqlite(db);
-    const char *file;
+    const lessons_engine_t *engine = lessons_engine_of(db ? db->driver
+                                                          : NULL);
 
-    if (pg) {
-        return apr_psprintf(p, "PostgreSQL database %s on %s:%s",
-                            PQdb(pg) ? PQdb(pg) : "?",
-                            PQhost(pg) ? PQhost(pg) : "?",
-                            PQport(pg) ? PQport(pg) : "?");
-    }
-    if (lite) {
-        file = sqlite3_db_filename(lite, "main");
-        return apr_psprintf(p, "SQLite database %s",
-                            file && *file ? file : "(in memory)");
-    }
-    return "the database";
-}
-
-/* SQLite: which permission the server's user lacks on the file or its
- * directory (SQLite writes its journal beside the file), if any.
- */
-static const char *lessons_db_permission(apr_pool_t *p, const char *file)
-{
-    const char *slash = strrchr(file, '/');
-    const char *dir = slash ? (slash == file ? "/"
-                               : apr_pstrmemdup(p, file,
-                                                (apr_size_t)(slash - file)))
-                            : ".";
-
-    if (access(file, F_OK) != 0) {
-        return apr_psprintf(p, "the file %s does not exist (load the "
-                            "schema to create it)", file);
-    }
-    if (access(file, R_OK | W_OK) != 0) {
-        return apr_psprintf(p, "the server's user lacks read and write "
-                            "permission on the file %s", file);
-    }
-    if (access(dir, W_OK | X_OK) != 0) {
-        return apr_psprintf(p, "the server's user lacks write permission "
-                            "on the directory %s, where SQLite makes its "
-                            "journal", dir);
-    }
-    return NULL;
+    return engine ? engine->name(lessons_db_native(db), p) : "the database";
 }
 
 const char *lessons_db_advice(const lessons_db_t *db, apr_pool_t *p,
                               lessons_db_fault_e fault)
 {
-    sqlite3 *lite = lessons_db_sqlite(db);
-    const char *file = lite ? sqlite3_db_filename(lite, "main") : NULL;
+    const lessons_engine_t *engine = lessons_engine_of(db ? db->driver
+                                                          : NULL);
 
-    switch (fault) {
-    case LESSONS_DB_NO_SCHEMA:
-        /* A database from before ETags lacks lessons.version and the
-         * catalog tables: the same advice, and the upgrade file.
-         */
-        return lite ? "load sql/schema.sqlite.sql into it; one made "
-                      "before ETags needs sql/upgrade-etags.sqlite.sql "
-                      "first"
-                    : "load sql/schema.pgsql.sql into it";
-    case LESSONS_DB_MOVED:
-        return "the file was deleted or replaced while the server ran; "
-               "writes are refused until the server restarts";
-    case LESSONS_DB_READONLY:
-    case LESSONS_DB_UNAVAILABLE:
-        return file && *file ? lessons_db_permission(p, file) : NULL;
-    default:
-        return NULL;
-    }
+    return engine && engine->advice
+           ? engine->advice(lessons_db_native(db), p, fault) : NULL;
 }

@@ -16,25 +16,16 @@
 #define LESSONS_DB_H
 
 #include "apr_pools.h"
+#include "lessons_engine.h"
 #include "lessons_store.h"
-
-typedef enum {
-    LESSONS_DB_OK = 0,
-    LESSONS_DB_UNAVAILABLE,         /* down, unreachable, connection lost */
-    LESSONS_DB_TIMEOUT,             /* waited too long: a lock, a busy db */
-    LESSONS_DB_READONLY,            /* file, directory or server read-only */
-    LESSONS_DB_FULL,                /* disk full */
-    LESSONS_DB_MOVED,               /* SQLite file deleted or replaced */
-    LESSONS_DB_NO_SCHEMA,           /* our tables are missing */
-    LESSONS_DB_ERROR                /* anything else */
-} lessons_db_fault_e;
 
 /* Make db (driver and handle set) ready for a request.  On the
  * connection's first use, or when PostgreSQL has reconnected underneath
  * (a new backend), apply the session settings and prepare every
  * statement; db->prepared is set either way.  timeout_ms bounds each
- * statement (PostgreSQL statement_timeout and lock_timeout; SQLite's
- * own waits are short and bounded by the driver).  conn_pool must live
+ * statement where the engine has session settings for it (PostgreSQL's
+ * statement_timeout and lock_timeout; SQLite's own waits are short and
+ * bounded by the driver).  conn_pool must live
  * as long as the connection.  On failure *err says why.
  */
 lessons_db_fault_e lessons_db_ready(lessons_db_t *db, apr_pool_t *conn_pool,
@@ -47,9 +38,9 @@ lessons_db_fault_e lessons_db_ready(lessons_db_t *db, apr_pool_t *conn_pool,
 lessons_db_fault_e lessons_db_fault(const lessons_db_t *db,
                                     apr_pool_t *conn_pool, const char *err);
 
-/* SQLite: has the database file been deleted or replaced since it was
- * opened?  Writes into an unlinked file would be acknowledged and lost.
- * Always 0 for other drivers.
+/* Has the database file been deleted or replaced since it was opened
+ * (SQLite)?  Writes into an unlinked file would be acknowledged and
+ * lost.  0 for engines without a file.
  */
 int lessons_db_moved(const lessons_db_t *db);
 

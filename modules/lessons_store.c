@@ -3,8 +3,8 @@
  * lessons_store.c: the only place SQL lives.  Every statement is
  * prepared (apr_dbd %d/%lld/%s placeholders, rewritten to ? or $n by the
  * driver), none is ever built from input, and the same text runs on
- * sqlite3 and pgsql; only the transaction control is plain constant
- * text (BEGIN differs).  Create and update run their write and the
+ * every engine; only the transaction control is plain constant text
+ * (how a write transaction begins is the engine's).  Create and update run their write and the
  * read-back of the stored lesson in one transaction, so a write either
  * commits with the lesson it answers or leaves nothing behind.
  */
@@ -14,6 +14,7 @@
 
 #include "apr_strings.h"
 
+#include "lessons_engine.h"
 #include "lessons_store.h"
 
 #define LESSONS_COLUMNS \
@@ -292,8 +293,9 @@ lessons_store_e lessons_store_get(const lessons_db_t *db, apr_pool_t *p,
  * Not apr_dbd_transaction_start: apr_dbd_pgsql (apr-util 1.6.3)
  * dereferences a NULL transaction when BEGIN fails with a result, as it
  * does on a pooled connection whose backend went away, and that kills
- * the httpd child.  SQLite begins IMMEDIATE: the write lock is taken up
- * front, so a transaction never fails half-way for want of it.
+ * the httpd child.  The engine says how to begin (SQLite: IMMEDIATE, so
+ * the write lock is taken up front and a transaction never fails
+ * half-way for want of it).
  */
 static lessons_store_e lessons_txn_run(const lessons_db_t *db, apr_pool_t *p,
                                        const char *what, const char *sql,
@@ -313,10 +315,10 @@ static lessons_store_e lessons_txn_begin(const lessons_db_t *db,
                                          apr_pool_t *p, const char *what,
                                          const char **err)
 {
-    const char *name = apr_dbd_name(db->driver);
+    const lessons_engine_t *engine = lessons_engine_of(db->driver);
 
-    return lessons_txn_run(db, p, what, name && !strcmp(name, "sqlite3")
-                           ? "BEGIN IMMEDIATE" : "BEGIN", err);
+    return lessons_txn_run(db, p, what, engine ? engine->begin_sql : "BEGIN",
+                           err);
 }
 
 /* End what lessons_txn_begin began (or tried to): COMMIT when rc is OK,

@@ -178,11 +178,11 @@ int lessons_dbd_write_begin(lessons_ctx *c)
 {
     lessons_srv_conf *sconf =
         ap_get_module_config(c->r->server->module_config, &lessons_module);
-    const char *name = apr_dbd_name(c->db.driver);
+    const lessons_engine_t *engine = lessons_engine_of(c->db.driver);
     apr_interval_time_t left = c->deadline - apr_time_now();
     apr_status_t rv;
 
-    if (!sconf->writers || !name || strcmp(name, "sqlite3") != 0) {
+    if (!sconf->writers || !engine || !engine->one_writer) {
         return DECLINED;
     }
     rv = apr_global_mutex_timedlock(sconf->writers, left > 0 ? left : 0);

@@ -1,0 +1,93 @@
+/* Licensed under the Apache License, Version 2.0.
+ *
+ * lessons_engine.h: what the module must know of each database engine,
+ * in one table of traits that the store (lessons_store.c), the
+ * connection's readiness (lessons_db.c) and the pool's glue
+ * (mod_lessons_dbd.c) ask.  apr_dbd runs the statements; an engine says
+ * only what apr_dbd leaves to its native handle: which backend a pooled
+ * connection is, the session settings a new backend needs, how a write
+ * transaction begins, whether writers of every process take turns, and
+ * what fault a failed statement met.
+ *
+ * Adding an engine: a lessons_engine_NAME.c that defines
+ * lessons_engine_NAME, its row in lessons_engine.c, its tests in
+ * t/unit/test_engine.c, and its name in the Makefile's ENGINES.
+ */
+#ifndef LESSONS_ENGINE_H
+#define LESSONS_ENGINE_H
+
+#include "apr_pools.h"
+#include "apr_dbd.h"
+
+typedef enum {
+    LESSONS_DB_OK = 0,
+    LESSONS_DB_UNAVAILABLE,         /* down, unreachable, connection lost */
+    LESSONS_DB_TIMEOUT,             /* waited too long: a lock, a busy db */
+    LESSONS_DB_READONLY,            /* file, directory or server read-only */
+    LESSONS_DB_FULL,                /* disk full */
+    LESSONS_DB_MOVED,               /* SQLite file deleted or replaced */
+    LESSONS_DB_NO_SCHEMA,           /* our tables are missing */
+    LESSONS_DB_ERROR                /* anything else */
+} lessons_db_fault_e;
+
+/* Every function gets apr_dbd's native handle (apr_dbd_native_handle):
+ * a sqlite3 *, a PGconn *.
+ */
+typedef struct {
+    const char *driver;             /* apr_dbd's name: "sqlite3", "pgsql" */
+    const char *begin_sql;          /* how a write transaction begins */
+    int one_writer;                 /* writers of every process take turns
+                                     * (mod_lessons' writers' lock) */
+    int named_statements;           /* prepared statements have names on
+                                     * the server: each prepare of a
+                                     * backend needs names of its own */
+
+    /* Which backend the connection is now; another value than last time
+     * means the driver reconnected underneath, and statements and
+     * settings are gone.  0 when the connection is down (*err says so).
+     */
+    long (*backend)(void *native, const char **err);
+
+    /* Readiness of a new backend: session settings as one SQL text for
+     * a statement and lock bound of timeout_ms (NULL: none), and a tune
+     * of the handle itself (NULL: none).
+     */
+    const char *(*session_sql)(apr_pool_t *p, long timeout_ms);
+    void (*tune)(void *native);
+
+    /* What fault a failed statement met; err is the store's message,
+     * which carries the driver's.  *stale is set when the backend's
+     * prepared statements can no longer be used (prepare afresh).
+     */
+    lessons_db_fault_e (*fault)(void *native, const char *err, int *stale);
+
+    /* The file was deleted or replaced while open (NULL: never). */
+    int (*moved)(void *native);
+
+    /* The database, for log lines. */
+    const char *(*name)(void *native, apr_pool_t *p);
+
+    /* What an admin should read about a fault beyond the driver's words
+     * (the schema file to load, a permission missing), or NULL.
+     */
+    const char *(*advice)(void *native, apr_pool_t *p,
+                          lessons_db_fault_e fault);
+} lessons_engine_t;
+
+/* The engine of an apr_dbd driver name, or NULL when this build has
+ * none for it.
+ */
+const lessons_engine_t *lessons_engine_find(const char *driver);
+
+/* The engine of an apr_dbd driver, or NULL. */
+const lessons_engine_t *lessons_engine_of(const apr_dbd_driver_t *driver);
+
+/* Every engine of this build, ending with NULL (for messages). */
+extern const lessons_engine_t *const lessons_engines[];
+
+/* 1 when err (a driver's message) holds part: the one way left where
+ * apr_dbd keeps only the message.
+ */
+int lessons_engine_says(const char *err, const char *part);
+
+#endif /* LESSONS_ENGINE_H */

@@ -1,0 +1,105 @@
+/* Licensed under the Apache License, Version 2.0.
+ *
+ * lessons_engine_pgsql.c: PostgreSQL through apr_dbd_pgsql.  Its
+ * connection check reconnects a broken connection (PQreset) and reports
+ * success: the backend's PID tells that it happened.  Statements and
+ * lock waits are bounded by the session (statement_timeout,
+ * lock_timeout), so a statement we stopped waiting for never commits
+ * later.
+ *
+ * Faults: apr_dbd_pgsql frees the result before we see it, and with it
+ * the SQLSTATE, so the message is all there is.  lessons_pgsql_fault is
+ * the one place that reads PostgreSQL's message texts (the server's and
+ * libpq's English wording, which the C locale of httpd's children
+ * keeps).
+ */
+#include <libpq-fe.h>
+
+#include "apr_strings.h"
+
+#include "lessons_engine.h"
+
+static long lessons_pgsql_backend(void *native, const char **err)
+{
+    if (!native || PQstatus(native) != CONNECTION_OK) {
+        *err = "the connection to PostgreSQL is down";
+        return 0;
+    }
+    return PQbackendPID(native);
+}
+
+static const char *lessons_pgsql_session_sql(apr_pool_t *p, long timeout_ms)
+{
+    return apr_psprintf(p, "SET statement_timeout = %ld; "
+                        "SET lock_timeout = %ld", timeout_ms, timeout_ms);
+}
+
+static lessons_db_fault_e lessons_pgsql_fault(void *native, const char *err,
+                                              int *stale)
+{
+    lessons_db_fault_e fault = LESSONS_DB_ERROR;
+
+    if ((native && PQstatus(native) != CONNECTION_OK)
+        || lessons_engine_says(err, "server closed the connection")
+        || lessons_engine_says(err, "terminating connection")
+        || lessons_engine_says(err, "no connection to the server")
+        || lessons_engine_says(err, "the database system is")) {
+        fault = LESSONS_DB_UNAVAILABLE;
+    }
+    else if (lessons_engine_says(err, "statement timeout")
+             || lessons_engine_says(err, "lock timeout")
+             || lessons_engine_says(err, "canceling statement")) {
+        fault = LESSONS_DB_TIMEOUT;
+    }
+    else if (lessons_engine_says(err, "read-only transaction")) {
+        fault = LESSONS_DB_READONLY;
+    }
+    else if (lessons_engine_says(err, "No space left on device")
+             || lessons_engine_says(err, "could not extend file")) {
+        fault = LESSONS_DB_FULL;
+    }
+    else if ((lessons_engine_says(err, "relation \"")
+              || lessons_engine_says(err, "column \""))
+             && lessons_engine_says(err, "does not exist")) {
+        fault = LESSONS_DB_NO_SCHEMA;
+    }
+    /* Statements the server no longer knows: prepare afresh. */
+    if (stale) {
+        *stale = lessons_engine_says(err, "prepared statement");
+    }
+    return fault;
+}
+
+static const char *lessons_pgsql_name(void *native, apr_pool_t *p)
+{
+    if (!native) {
+        return "PostgreSQL database";
+    }
+    return apr_psprintf(p, "PostgreSQL database %s on %s:%s",
+                        PQdb(native) ? PQdb(native) : "?",
+                        PQhost(native) ? PQhost(native) : "?",
+                        PQport(native) ? PQport(native) : "?");
+}
+
+static const char *lessons_pgsql_advice(void *native, apr_pool_t *p,
+                                        lessons_db_fault_e fault)
+{
+    (void)native;
+    (void)p;
+    return fault == LESSONS_DB_NO_SCHEMA
+           ? "load sql/schema.pgsql.sql into it" : NULL;
+}
+
+const lessons_engine_t lessons_engine_pgsql = {
+    "pgsql",
+    "BEGIN",
+    0,                              /* row locks: writers run side by side */
+    1,                              /* server-side statement names */
+    lessons_pgsql_backend,
+    lessons_pgsql_session_sql,
+    NULL,
+    lessons_pgsql_fault,
+    NULL,
+    lessons_pgsql_name,
+    lessons_pgsql_advice
+};
