@@ -149,6 +149,8 @@ typedef struct {
     apr_pool_t *tmp;                /* scratch, gone when the set is made */
     int index;
     const char *kid;                /* in p, or NULL */
+    int public_only;                /* oct keys are skipped, not read */
+    int secrets;                    /* ... and counted here */
 } lessons_jwk_ctx_t;
 
 static const char *lessons_jwk_err(const lessons_jwk_ctx_t *c,
@@ -592,6 +594,16 @@ static const char *lessons_jwk_read(lessons_jwk_ctx_t *c, json_t *obj,
         return NULL;
     }
 
+    /* A secret that was published is no secret: a keys URL (which any
+     * client can read) gives public keys only.
+     */
+    if (c->public_only && strcmp(kty, "oct") == 0) {
+        c->secrets++;
+        *skip = "an \"oct\" key (a shared secret) from a keys URL, "
+                "which anyone can read, is no secret";
+        return NULL;
+    }
+
     /* RFC 7517 4.3: "verify" is what a key checking signatures does. */
     v = json_object_get(obj, "key_ops");
     if (v) {
@@ -679,7 +691,7 @@ static const char *lessons_keyset_digest(lessons_keyset_t *set)
 /* ---------------------------------------------------------------- sets */
 
 static const char *lessons_jwks_from_root(apr_pool_t *p, apr_pool_t *tmp,
-                                          json_t *root,
+                                          json_t *root, int flags,
                                           lessons_keyset_t **out)
 {
     json_t *keys;
@@ -710,8 +722,10 @@ static const char *lessons_jwks_from_root(apr_pool_t *p, apr_pool_t *tmp,
     }
     set = apr_pcalloc(p, sizeof(*set));
     list = apr_pcalloc(p, n * sizeof(*list));
+    memset(&c, 0, sizeof(c));
     c.p = p;
     c.tmp = tmp;
+    c.public_only = (flags & LESSONS_JWKS_PUBLIC_ONLY) != 0;
     for (i = 0; i < n; i++) {
         lessons_jwk_t *jwk = &list[set->nkeys];
 
@@ -740,6 +754,7 @@ static const char *lessons_jwks_from_root(apr_pool_t *p, apr_pool_t *tmp,
                             first_skip);
     }
     set->keys = list;
+    set->secrets_skipped = c.secrets;
     msg = lessons_keyset_digest(set);
     if (msg) {
         return msg;
@@ -750,7 +765,8 @@ static const char *lessons_jwks_from_root(apr_pool_t *p, apr_pool_t *tmp,
 
 /* Parse text already known to be within bounds. */
 static const char *lessons_jwks_load(apr_pool_t *p, const char *json,
-                                     apr_size_t len, lessons_keyset_t **set)
+                                     apr_size_t len, int flags,
+                                     lessons_keyset_t **set)
 {
     json_error_t err;
     json_t *root;
@@ -769,7 +785,7 @@ static const char *lessons_jwks_load(apr_pool_t *p, const char *json,
         json_decref(root);
         return "out of memory";
     }
-    msg = lessons_jwks_from_root(p, tmp, root, set);
+    msg = lessons_jwks_from_root(p, tmp, root, flags, set);
     json_decref(root);
     apr_pool_destroy(tmp);
     return msg;
@@ -778,6 +794,13 @@ static const char *lessons_jwks_load(apr_pool_t *p, const char *json,
 const char *lessons_keyset_parse_jwks(apr_pool_t *p, const char *json,
                                       apr_size_t len, lessons_keyset_t **set)
 {
+    return lessons_keyset_parse_jwks_ex(p, json, len, 0, set);
+}
+
+const char *lessons_keyset_parse_jwks_ex(apr_pool_t *p, const char *json,
+                                         apr_size_t len, int flags,
+                                         lessons_keyset_t **set)
+{
     if (!json || len == 0) {
         return "the JWKS is empty";
     }
@@ -785,7 +808,7 @@ const char *lessons_keyset_parse_jwks(apr_pool_t *p, const char *json,
         return apr_psprintf(p, "the JWKS is larger than %d bytes",
                             LESSONS_JWKS_MAX_BYTES);
     }
-    return lessons_jwks_load(p, json, len, set);
+    return lessons_jwks_load(p, json, len, flags, set);
 }
 
 const char *lessons_keyset_from_key(apr_pool_t *p, const lessons_key_t *key,
@@ -841,7 +864,7 @@ const char *lessons_keyset_make(apr_pool_t *p, const unsigned char *data,
         jwks = !root || json_object_get(root, "keys") != NULL;
         json_decref(root);
         if (jwks) {
-            return lessons_jwks_load(p, (const char *)data, len, set);
+            return lessons_jwks_load(p, (const char *)data, len, 0, set);
         }
     }
     msg = lessons_key_make(p, data, len, &key);

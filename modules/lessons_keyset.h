@@ -42,7 +42,10 @@ typedef struct {
     const lessons_jwk_t *keys;
     int skipped;                    /* JWKs left out as not for us: "use"
                                      * other than "sig", an encryption
-                                     * "alg", a kty libjwt cannot verify */
+                                     * "alg", a kty libjwt cannot verify;
+                                     * and secrets_skipped */
+    int secrets_skipped;            /* oct keys left out of a keys URL's
+                                     * set (LESSONS_JWKS_PUBLIC_ONLY) */
     unsigned char digest[LESSONS_KEYSET_DIGEST_LEN];
                                     /* SHA-256 over every key's kid, alg,
                                      * type and bytes, in order: two sets
@@ -79,6 +82,15 @@ const char *lessons_keyset_make(apr_pool_t *p, const unsigned char *data,
  */
 const char *lessons_keyset_parse_jwks(apr_pool_t *p, const char *json,
                                       apr_size_t len, lessons_keyset_t **set);
+
+/* The same with flags: LESSONS_JWKS_PUBLIC_ONLY skips "oct" keys (shared
+ * secrets) as well, counting them in secrets_skipped: for a keys URL,
+ * whose set anyone can read.  A set left with no key is refused.
+ */
+#define LESSONS_JWKS_PUBLIC_ONLY  1
+const char *lessons_keyset_parse_jwks_ex(apr_pool_t *p, const char *json,
+                                         apr_size_t len, int flags,
+                                         lessons_keyset_t **set);
 
 /* A set of exactly one key (no kid, no alg of its own). */
 const char *lessons_keyset_from_key(apr_pool_t *p, const lessons_key_t *key,

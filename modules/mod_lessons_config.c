@@ -637,6 +637,21 @@ int lessons_check_config(apr_pool_t *pconf, apr_pool_t *plog,
                                                      : "a section");
                 rc = !OK;
             }
+            /* A keys URL gives public keys only: a section that takes
+             * nothing but HMAC from one could verify no token.
+             */
+            if (c->keys_url && c->algs
+                && !(c->algs & ~(LESSONS_ALG_BIT(JWT_ALG_HS256)
+                                 | LESSONS_ALG_BIT(JWT_ALG_HS384)
+                                 | LESSONS_ALG_BIT(JWT_ALG_HS512)))) {
+                ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0,
+                             NULL, LESSONSLOG(00108) "%s: a keys URL gives "
+                             "public keys only (RSA, EC): %s can verify no "
+                             "token with it; a shared secret belongs in a "
+                             "key file (LessonsJWTKey HS256 FILE)",
+                             c->jwt_where, c->alg_name);
+                rc = !OK;
+            }
             if (c->keys_url) {
                 const char *err = lessons_keys_src_configure(ptemp,
                                                              c->keys_url, c);

@@ -166,7 +166,8 @@ static lessons_keys_ref *lessons_keys_fetch(lessons_keys_src *src,
         *err = "out of memory";
         return NULL;
     }
-    *err = lessons_keyset_parse_jwks(pool, body, len, &set);
+    *err = lessons_keyset_parse_jwks_ex(pool, body, len,
+                                        LESSONS_JWKS_PUBLIC_ONLY, &set);
     if (!*err) {
         *err = lessons_keyset_check(scratch, set, src->algs);
     }
@@ -250,6 +251,14 @@ static void *APR_THREAD_FUNC lessons_keys_thread(apr_thread_t *thread,
                              ref->set->nkeys,
                              lessons_keys_kids(scratch, ref->set),
                              ref->set->skipped);
+                if (ref->set->secrets_skipped) {
+                    ap_log_error(APLOG_MARK, APLOG_WARNING, 0, src->s,
+                                 LESSONSLOG(00219) "keys URL %s: %d \"oct\" "
+                                 "key(s) skipped: a shared secret published "
+                                 "at a URL is no secret (keys URLs give RSA "
+                                 "and EC keys; put secrets in a key file)",
+                                 src->url, ref->set->secrets_skipped);
+                }
                 lessons_keys_unref(src->current);
                 src->current = ref;
                 src->installed++;

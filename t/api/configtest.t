@@ -251,6 +251,15 @@ good_ok("LessonsJWTKey RS256 https://idp.example.org/realms/x/protocol/openid-co
 good_ok("LessonsJWTAlgorithm RS256\nLessonsJWTKeysURL https://idp.example.org/certs\n"
         . "LessonsJWTKeysCA $rsa_pub\nLessonsJWTKeysRefresh 600\nLessonsJWTKeysMinRefresh 30",
         'a keys URL with its CA and intervals');
+bad_ok("LessonsJWTKey HS256 https://idp.example.org/certs",
+       qr/LESSONS00108: .*a keys URL gives public keys only \(RSA, EC\): HS256 can verify no token/,
+       'HS256 alone from a keys URL');
+bad_ok("LessonsJWTAlgorithm HS256 HS512\nLessonsJWTKeyFile $hs_good\n"
+       . "LessonsJWTKeysURL https://idp.example.org/certs",
+       qr/a keys URL gives public keys only/,
+       'HS* alone with a keys URL, even beside a key file');
+good_ok("LessonsJWTKey RS256 HS256 https://idp.example.org/certs",
+        'HS256 beside RS256 from a keys URL (its oct keys are skipped)');
 bad_ok("LessonsJWTAlgorithm RS256\nLessonsJWTKeysURL http://idp.example.org/certs",
        qr/https/, 'a keys URL over plain http');
 bad_ok("LessonsJWTKeysURL https://idp.example.org/certs",

@@ -144,11 +144,18 @@ MaxRequestWorkers 25
 # The key file serves until the URL's first fetch succeeds.
 <Location "/fallback/api/lessons">
     SetHandler lessons
-    LessonsJWTAlgorithm HS256
-    LessonsJWTKeyFile "$ENV{LESSONS_TEST_HS_KEY}"
+    LessonsJWTAlgorithm RS256
+    LessonsJWTKeyFile "$ENV{LESSONS_TEST_RSA_PUB}"
     LessonsJWTKeysURL https://127.0.0.1:$dead/fallback-jwks
     LessonsJWTKeysCA "$dir/ca.crt"
     LessonsJWTKeysMinRefresh 30
+</Location>
+# HS256 beside RS256 and ES256 from a keys URL: its oct keys never count.
+<Location "/octurl/api/lessons">
+    SetHandler lessons
+    LessonsJWTKey RS256 ES256 HS256 $JWKS?oct
+    LessonsJWTKeysCA "$dir/ca.crt"
+    LessonsJWTKeysMinRefresh 1
 </Location>
 # The right host, a CA that did not sign its certificate.
 <Location "/untrusted/api/lessons">
@@ -237,6 +244,31 @@ is_unauthorized($res, 'typ at+jwt', 'invalid_token');
 like $res->header('WWW-Authenticate'), qr/unsupported token type/, '... named';
 control(POST => '/token-header', {});
 
+# ---- an oct key from a keys URL is skipped, never a secret -------------
+{
+    my $published = 'a-shared-secret-published-at-a-url-0123456789';
+    my $real = $JSON->decode(scalar `curl -sS --max-time 20 --cacert $dir/ca.crt '$JWKS'`);
+    my $set = { keys => [ @{ $real->{keys} },
+                          { kty => 'oct', kid => 'published', alg => 'HS256',
+                            k => b64url($published) } ] };
+    control(POST => '/jwks-fault', { body => $JSON->encode($set) });
+    select undef, undef, undef, 1.2;    # past the section's minimum interval
+    my $forged = jwt(alg => 'HS256', key => $published,
+                     header => { kid => 'published' });
+    is_unauthorized(get('/octurl/api/lessons', $forged),
+                    'HS256 signed with an oct key the keys URL published',
+                    'invalid_token');
+    my $ok = get('/octurl/api/lessons', idp_token());
+    is $ok->code, 200, '... while the same set\'s RSA key still verifies'
+        or diag $ok->header('WWW-Authenticate') // '', "\n",
+                join '', grep { /\?oct/ } split /^/,
+                do { local (@ARGV, $/) = ("$dir/error_log"); <> };
+    control(POST => '/jwks-fault', {});
+    my $octlog = do { local (@ARGV, $/) = ("$dir/error_log"); <> };
+    like $octlog, qr/\[lessons:warn\].*LESSONS00219: keys URL \Q$JWKS?oct\E: 1 "oct" key\(s\) skipped/,
+        'the skipped oct key is a warning';
+}
+
 # ---- no set yet: 503 with Retry-After; the key file meanwhile ----------
 $res = get('/dead/api/lessons', $second);
 is_problem($res, 503, 'a keys URL that never answered');
@@ -246,10 +278,10 @@ is $res->code, 503, 'a server whose certificate the CA file does not trust: 503'
 my $log = do { local (@ARGV, $/) = ("$dir/error_log"); <> };
 like $log, qr/\[lessons:error\].*LESSONS00211: keys URL \Q$ISS\E\/jwks\?untrusted: /,
     '... and an error line for it';
-is get('/fallback/api/lessons', good_token())->code, 200,
+is get('/fallback/api/lessons', token(alg => 'RS256'))->code, 200,
     'LessonsJWTKeyFile serves until the URL\'s first fetch succeeds';
-is_unauthorized(get('/fallback/api/lessons', $second), 'an RS256 token there',
-                'invalid_token');
+is_unauthorized(get('/fallback/api/lessons', $second),
+                'an RS256 token of another key there', 'invalid_token');
 
 # ---- a flood of random kids: at most one fetch per minimum interval ----
 sleep $MIN + 0.2;

@@ -274,6 +274,43 @@ static void test_oct_key(void **state)
     assert_int_equal(set->keys[0].alg, JWT_ALG_HS256);
 }
 
+/* From a keys URL (LESSONS_JWKS_PUBLIC_ONLY) an oct key is skipped and
+ * counted: a secret anyone can read is none.  A file's set keeps it.
+ */
+static void test_oct_key_from_url(void **state)
+{
+    const char *json = apr_psprintf(pool, "{\"keys\":[{%s,\"kid\":\"h\","
+                                    "\"alg\":\"HS256\"},{%s,\"kid\":\"r\"}]}",
+                                    oct_members(oct_k), rsa1.members);
+    const char *only = apr_psprintf(pool, "{\"keys\":[{%s,\"kid\":\"h\"}]}",
+                                    oct_members(oct_k));
+    lessons_keyset_t *set = NULL;
+    const char *msg;
+
+    (void)state;
+    msg = lessons_keyset_parse_jwks_ex(pool, json, strlen(json),
+                                       LESSONS_JWKS_PUBLIC_ONLY, &set);
+    assert_null(msg);
+    assert_int_equal(set->nkeys, 1);
+    assert_int_equal(set->keys[0].key.type, LESSONS_KEY_RSA);
+    assert_null(lessons_keyset_find(set, "h"));
+    assert_int_equal(set->secrets_skipped, 1);
+    assert_int_equal(set->skipped, 1);
+    /* nothing but a secret: no key left, refused */
+    set = NULL;
+    msg = lessons_keyset_parse_jwks_ex(pool, only, strlen(only),
+                                       LESSONS_JWKS_PUBLIC_ONLY, &set);
+    assert_non_null(msg);
+    assert_non_null(strstr(msg, "no key we can verify with"));
+    assert_non_null(strstr(msg, "no secret"));
+    assert_null(set);
+    /* a key file's JWKS keeps both */
+    set = (lessons_keyset_t *)parse_ok(json);
+    assert_int_equal(set->nkeys, 2);
+    assert_int_equal(set->secrets_skipped, 0);
+    assert_non_null(lessons_keyset_find(set, "h"));
+}
+
 /* Raw secret bytes that would look like PEM or JSON in a key file are
  * still a secret when a JWK says so.
  */
@@ -1004,6 +1041,7 @@ int main(void)
         cmocka_unit_test(test_rsa_key),
         cmocka_unit_test(test_ec_keys),
         cmocka_unit_test(test_oct_key),
+        cmocka_unit_test(test_oct_key_from_url),
         cmocka_unit_test(test_oct_key_that_looks_like_pem),
         cmocka_unit_test(test_mixed_set_and_find),
         cmocka_unit_test(test_keycloak_like_set),
