@@ -70,6 +70,59 @@ static const char *lessons_etag_next(const char *s, int *weak,
     return end ? end : s + strlen(s);
 }
 
+/* RFC 9110 8.8.3 and 13.1.1-2: the field is "*" alone, or a list of
+ * entity-tags ([W/] DQUOTE *etagc DQUOTE; etagc is %x21 / %x23-7E /
+ * obs-text), separated by commas and optional whitespace, empty members
+ * allowed.  1 when it is one of them (*star set for "*"), 0 when it is
+ * malformed: "*bogus", "*, \"a\"", an unquoted or unterminated tag.
+ */
+static int lessons_etag_field_ok(const char *s, int *star)
+{
+    int tags = 0;
+
+    *star = 0;
+    while (*s == ' ' || *s == '\t') {
+        s++;
+    }
+    if (*s == '*') {
+        for (s++; *s == ' ' || *s == '\t'; s++) {
+        }
+        *star = 1;
+        return *s == '\0';
+    }
+    for (;;) {
+        while (*s == ' ' || *s == '\t' || *s == ',') {
+            s++;
+        }
+        if (!*s) {
+            return tags > 0;
+        }
+        if (s[0] == 'W' && s[1] == '/') {
+            s += 2;
+        }
+        if (*s++ != '"') {
+            return 0;
+        }
+        while (*s && *s != '"') {
+            unsigned char c = (unsigned char)*s++;
+
+            if (c < 0x21 || c == 0x7f) {
+                return 0;
+            }
+        }
+        if (*s++ != '"') {
+            return 0;               /* unterminated */
+        }
+        tags++;
+        while (*s == ' ' || *s == '\t') {
+            s++;
+        }
+        if (*s && *s != ',') {
+            return 0;               /* something after a tag */
+        }
+    }
+}
+
 /* Is the opaque part a (inside its quotes) the tag etag, or etag with
  * suffix?
  */
@@ -90,13 +143,12 @@ int lessons_etag_none_match(const char *header, const char *etag)
     apr_size_t len = 0;
     int weak = 0;
 
-    if (!header || !etag) {
-        return 0;
+    int star = 0;
+
+    if (!header || !etag || !lessons_etag_field_ok(header, &star)) {
+        return 0;                   /* malformed: matches nothing */
     }
-    while (*s == ' ' || *s == '\t') {
-        s++;
-    }
-    if (s[0] == '*') {
+    if (star) {
         return 1;                   /* the resource exists: it is here */
     }
     while ((s = lessons_etag_next(s, &weak, &opaque, &len)) != NULL) {
@@ -152,17 +204,17 @@ void lessons_etag_if_match(apr_pool_t *p, const char *header,
     const char *s = header, *opaque = NULL, *epoch = NULL;
     apr_int64_t tag_id = 0, version = 0;
     apr_size_t len = 0;
-    int weak = 0;
+    int weak = 0, star = 0;
 
     memset(im, 0, sizeof(*im));
     if (!header) {
         return;
     }
     im->asked = 1;
-    while (*s == ' ' || *s == '\t') {
-        s++;
+    if (!lessons_etag_field_ok(header, &star)) {
+        return;                     /* malformed: matches nothing */
     }
-    if (s[0] == '*') {
+    if (star) {
         im->any = 1;
         return;
     }

@@ -23,7 +23,12 @@ const char *lessons_etag_lesson(apr_pool_t *p, const lessons_lesson_t *l);
 /* The tag of the gzip form of the body tagged etag. */
 const char *lessons_etag_gzip(apr_pool_t *p, const char *etag);
 
-/* Does If-None-Match (a list of tags, or "*") match the current tag?
+/* A field that is neither "*" alone nor a list of entity-tags (RFC 9110
+ * 13.1.1-2) is malformed and matches nothing: If-Match then fails (412,
+ * nothing written), If-None-Match never answers 304.  "*bogus" is not
+ * "*".
+ *
+ * Does If-None-Match (a list of tags, or "*") match the current tag?
  * Weak comparison, as RFC 9110 13.1.2 asks: W/ is ignored.  A tag that
  * mod_deflate changed (its "-gzip" suffix, httpd bug 45023) counts as
  * the tag it was made from.  NULL header: no.
@@ -32,7 +37,7 @@ int lessons_etag_none_match(const char *header, const char *etag);
 
 /* If-Match for a write to lesson id: fills *im from the header (NULL:
  * not asked).  Strong comparison: W/ tags never match.  Tags of other
- * lessons, lists and malformed ones are skipped; a tag naming the
+ * lessons and lists are skipped; a malformed field matches nothing; a tag naming the
  * lesson's gzip form counts as the lesson's.  Beyond
  * LESSONS_IF_MATCH_MAX versions, or tags from two databases, the rest
  * are skipped.

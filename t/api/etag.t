@@ -34,7 +34,12 @@ for my $case ([ $list_tag, 304, 'the current tag' ],
               [ '*', 304, '*' ],
               [ qq{"x", $list_tag}, 304, 'a list holding the tag' ],
               [ "W/$list_tag", 304, 'the weak form (weak comparison)' ],
-              [ '"nope"', 200, 'another tag' ]) {
+              [ '"nope"', 200, 'another tag' ],
+              # malformed (RFC 9110: "*" alone or a list of tags): matches
+              # nothing, so never a 304
+              [ '*2iDyz.pp', 200, 'a value that only begins with *' ],
+              [ qq{*, $list_tag}, 200, '* inside a list' ],
+              [ qq{$list_tag junk}, 200, 'a tag with junk after it' ]) {
     my ($inm, $code, $name) = @$case;
     $res = call(GET => '/api/lessons', headers => [ 'If-None-Match' => $inm ]);
     is $res->code, $code, "If-None-Match $name: $code";
@@ -78,6 +83,11 @@ is_problem($res, 412, 'If-Match with a foreign tag');
 $res = call(PUT => "/api/lessons/$ids[0]", json => { title => 'Nein' },
             headers => [ 'If-Match' => "W/$item_tag" ]);
 is_problem($res, 412, 'If-Match with a weak tag (strong comparison)');
+for my $bad ('*bogus', qq{*, $item_tag}, qq{$item_tag, *}, 'L1.1.0000') {
+    $res = call(PUT => "/api/lessons/$ids[0]", json => { title => 'Nein' },
+                headers => [ 'If-Match' => $bad ]);
+    is_problem($res, 412, "If-Match: $bad (malformed: matches nothing)");
+}
 is_deeply db_lessons(), $before, '412s changed nothing';
 
 $res = call(PUT => "/api/lessons/$ids[0]", json => { title => 'Hallo!' },
@@ -123,6 +133,9 @@ my $tag2 = call(GET => "/api/lessons/$ids[2]")->header('ETag');
 call(PUT => "/api/lessons/$ids[2]", json => { title => 'Noch einmal anders' });
 $res = call(DELETE => "/api/lessons/$ids[2]", headers => [ 'If-Match' => $tag2 ]);
 is_problem($res, 412, 'DELETE with a stale tag: 412');
+ok lesson_row($ids[2]), '... the lesson is still there';
+$res = call(DELETE => "/api/lessons/$ids[2]", headers => [ 'If-Match' => '*, "bogus"' ]);
+is_problem($res, 412, 'DELETE If-Match: *, "bogus" (malformed): 412');
 ok lesson_row($ids[2]), '... the lesson is still there';
 $tag2 = call(GET => "/api/lessons/$ids[2]")->header('ETag');
 $res = call(DELETE => "/api/lessons/$ids[2]", headers => [ 'If-Match' => $tag2 ]);

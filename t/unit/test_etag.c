@@ -76,6 +76,39 @@ static void test_none_match(void **state)
                                          lessons_etag_gzip(pool, tag)));
 }
 
+/* RFC 9110: "*" alone or a list of entity-tags.  Anything else is
+ * malformed and matches nothing: never "*", never 304, never a write.
+ */
+static void test_malformed_matches_nothing(void **state)
+{
+    static const char *const bad[] = {
+        "*bogus", "*2iDyz.pp", "**", "*, \"L7.3.00ff\"",
+        "\"L7.3.00ff\", *", "\"L7.3.00ff", "L7.3.00ff", "W/L7.3.00ff",
+        "\"L7.3.00ff\" x", "\"L7.3\x01.00ff\"", "\"a b\"", "w/\"L7.3.00ff\"",
+        "", " ", ",", " , ,",
+    };
+    const char *tag = "\"L7.3.00ff\"";
+    lessons_if_match_t im;
+    apr_size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_false(lessons_etag_none_match(bad[i], tag));
+        lessons_etag_if_match(pool, bad[i], 7, &im);
+        assert_true(im.asked);          /* asked, and nothing can match */
+        assert_false(im.any);
+        assert_int_equal(im.n, 0);
+    }
+    /* what is well formed still works: OWS, empty members, obs-text */
+    assert_true(lessons_etag_none_match(" * ", tag));
+    assert_true(lessons_etag_none_match("\t\"x\" ,, \"L7.3.00ff\" ", tag));
+    assert_false(lessons_etag_none_match("\"\xe4\", \"y\"", tag));
+    lessons_etag_if_match(pool, " * ", 7, &im);
+    assert_true(im.any);
+    lessons_etag_if_match(pool, ", \"L7.3.00ff\",", 7, &im);
+    assert_int_equal(im.n, 1);
+}
+
 static void test_if_match_absent_and_any(void **state)
 {
     lessons_if_match_t im;
@@ -159,6 +192,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tags_made),
         cmocka_unit_test(test_none_match),
+        cmocka_unit_test(test_malformed_matches_nothing),
         cmocka_unit_test(test_if_match_absent_and_any),
         cmocka_unit_test(test_if_match_versions),
         cmocka_unit_test(test_if_match_skips_what_cannot_match),
