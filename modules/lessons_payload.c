@@ -322,6 +322,98 @@ static int lessons_field_lookup(const char *key)
     return -1;
 }
 
+/* The key jansson refused as a repeat (JSON_REJECT_DUPLICATES): the
+ * string token that ends at pos, where its error points, decoded by
+ * jansson itself.  NULL if it cannot be found.
+ */
+static const char *lessons_repeated_key(apr_pool_t *p, const char *body,
+                                        apr_size_t len, size_t pos)
+{
+    apr_size_t open, slashes;
+    json_t *key;
+    const char *text = NULL;
+
+    if (!body || pos < 2 || pos > len || body[pos - 1] != '"') {
+        return NULL;
+    }
+    /* The opening quote: the nearest one before that no backslash
+     * escapes (an even run of backslashes before it).
+     */
+    for (open = pos - 1; open-- > 0;) {
+        if (body[open] != '"') {
+            continue;
+        }
+        for (slashes = 0; slashes < open && body[open - 1 - slashes] == '\\';
+             slashes++) {
+        }
+        if (slashes % 2 == 0) {
+            break;
+        }
+    }
+    if (open >= pos - 1) {
+        return NULL;
+    }
+    key = json_loadb(body + open, pos - open, JSON_DECODE_ANY | JSON_ALLOW_NUL,
+                     NULL);
+    if (json_is_string(key)) {
+        text = apr_pstrmemdup(p, json_string_value(key),
+                              json_string_length(key));
+    }
+    json_decref(key);
+    return text;
+}
+
+/* What a body jansson refused is, for the client: a field given twice
+ * is a field error like one given twice in another case; the limits of
+ * the parser are named as such, not as "not valid JSON".
+ */
+static lessons_payload_e lessons_refused_json(apr_pool_t *p, const char *body,
+                                              apr_size_t len,
+                                              const json_error_t *jerr,
+                                              json_t **errors,
+                                              const char **detail)
+{
+    const char *key;
+    int f;
+
+    switch (json_error_code(jerr)) {
+    case json_error_duplicate_key:
+        key = lessons_repeated_key(p, body, len, (size_t)jerr->position);
+        f = key ? lessons_field_lookup(key) : -1;
+        if (f >= 0) {
+            *errors = lessons_payload_error(p, lessons_fields[f].name,
+                apr_psprintf(p, "The %s field was given more than once.",
+                             lessons_fields[f].name));
+            return LESSONS_PAYLOAD_INVALID;
+        }
+        *detail = apr_psprintf(p, "The request body gives a property more "
+                               "than once (line %d, column %d); each "
+                               "property may appear once.", jerr->line,
+                               jerr->column);
+        return LESSONS_PAYLOAD_MALFORMED;
+    case json_error_numeric_overflow:
+        *detail = apr_psprintf(p, "The request body holds a number this "
+                               "server cannot read (line %d, column %d): "
+                               "integers must fit in 64 bits and other "
+                               "numbers in a double, even in properties "
+                               "the API ignores.", jerr->line,
+                               jerr->column);
+        return LESSONS_PAYLOAD_MALFORMED;
+    case json_error_null_byte_in_key:
+        *detail = apr_psprintf(p, "The request body holds a property name "
+                               "with a NUL character, \\u0000 (line %d, "
+                               "column %d), which this server cannot "
+                               "read, even in properties the API "
+                               "ignores.", jerr->line, jerr->column);
+        return LESSONS_PAYLOAD_MALFORMED;
+    default:
+        *detail = apr_psprintf(p, "The request body is not valid JSON "
+                               "(line %d, column %d).", jerr->line,
+                               jerr->column);
+        return LESSONS_PAYLOAD_MALFORMED;
+    }
+}
+
 lessons_payload_e lessons_payload_decode(apr_pool_t *p, const char *body,
                                          apr_size_t len,
                                          lessons_payload_mode_e mode,
@@ -343,10 +435,7 @@ lessons_payload_e lessons_payload_decode(apr_pool_t *p, const char *body,
     doc = json_loadb(body ? body : "", body ? len : 0,
                      JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
     if (!doc) {
-        *detail = apr_psprintf(p, "The request body is not valid JSON "
-                               "(line %d, column %d).", jerr.line,
-                               jerr.column);
-        return LESSONS_PAYLOAD_MALFORMED;
+        return lessons_refused_json(p, body, len, &jerr, errors, detail);
     }
     if (!json_is_object(doc)) {
         json_decref(doc);

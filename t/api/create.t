@@ -178,6 +178,26 @@ invalid({ %min, levelId => 7 }, ['levelId'], 'levelId 7');
 # ---- a property given twice, in any case mix, is ambiguous
 rejected(sub { is_problem($_[0], 400, $_[1]) }, 'duplicate property',
          body => '{"levelId":1,"title":"a","order":1,"TITLE":"b"}');
+# ... the very same name too: the same field error, never "not valid JSON"
+rejected(sub { is_validation($_[0], ['title'], $_[1]) }, 'a property given twice by name',
+         body => '{"levelId":1,"title":"a","order":1,"title":"b"}');
+
+# ---- what the JSON parser cannot hold is named as such
+for my $case (
+    [ 'a member the API ignores, given twice', '{"levelId":1,"title":"a","order":1,"x":1,"x":2}',
+      qr/more than once/ ],
+    [ 'an integer beyond 64 bits in an ignored member',
+      '{"levelId":1,"title":"a","order":1,"x":123456789012345678901234567890}', qr/64 bits/ ],
+    [ 'a number beyond a double', '{"levelId":1,"title":"a","order":1,"x":1e999}', qr/double/ ],
+    [ 'a NUL in a property name', '{"levelId":1,"title":"a","order":1,"a\\u0000b":1}', qr/NUL/ ],
+) {
+    my ($name, $body, $says) = @$case;
+    rejected(sub {
+        my $p = is_problem($_[0], 400, $_[1]);
+        like $p && $p->{detail} // '', $says, "$_[1]: the detail names the limit";
+        unlike $p && $p->{detail} // '', qr/not valid JSON/, "$_[1]: not \"not valid JSON\"";
+    }, $name, body => $body);
+}
 
 # ---- malformed bodies: 400 problem+json
 for my $case (

@@ -318,6 +318,10 @@ for my $tpl (sort keys %list_paths) {
     walk("$_ /api/lessons/{id}", "/api/lessons/$missing", 404, 'no such lesson')
         for qw(GET HEAD);
     walk('GET /api/lessons/{id}', '/api/lessons/-3', 404, 'a negative id');
+    walk("$_ /api/lessons/level/{level}", '/api/lessons/level/2147483648', 404,
+         'a level beyond 32 bits') for qw(GET HEAD OPTIONS);
+    walk('OPTIONS /api/lessons/{id}', '/api/lessons/abc', 404,
+         'an id that is not an integer');
 }
 
 # ---------------------------------------------------------------- writes

@@ -537,19 +537,55 @@ static void test_create_duplicate_case_mix(void **state)
                    "\"ORDER\":2}", CREATE, FIELDS("order"));
 }
 
+/* A field given twice by the very same name gets the same field error
+ * as one given twice in another case (never last-one-wins), on create
+ * and update, whatever the key's escapes.
+ */
 static void test_create_duplicate_exact(void **state)
 {
-    const char *body = "{\"levelId\":1,\"title\":\"a\",\"title\":\"b\","
-                       "\"order\":1}";
-    decoded_t d = decode(body, CREATE);
+    (void)state;
+    expect_invalid("{\"levelId\":1,\"title\":\"a\",\"title\":\"b\","
+                   "\"order\":1}", CREATE, FIELDS("title"));
+    expect_invalid("{\"order\":1,\"title\":\"a\",\n  \"order\" : 2}", UPDATE,
+                   FIELDS("order"));
+    expect_invalid("{\"levelId\":1,\"ti\\u0074le\":\"a\",\"title\":\"b\","
+                   "\"order\":1}", CREATE, FIELDS("title"));
+}
+
+/* What the parser cannot hold is refused with a message that says so,
+ * not "not valid JSON": a member the API ignores given twice, a number
+ * beyond 64-bit integers or doubles, a NUL in a property name.
+ */
+static void test_parser_limits_named(void **state)
+{
+    static const struct {
+        const char *body, *says;
+    } cases[] = {
+        { "{\"title\":\"a\",\"x\":1,\"x\":2}", "more than once" },
+        { "{\"title\":\"a\",\"a\\\"b\":1,\"a\\\"b\":2}", "more than once" },
+        { "{\"title\":\"a\",\"x\":123456789012345678901234567890}",
+          "64 bits" },
+        { "{\"title\":\"a\",\"x\":1e999}", "double" },
+        { "{\"levelId\":99999999999999999999}", "64 bits" },
+        { "{\"title\":\"a\",\"a\\u0000b\":1}", "NUL" },
+    };
+    apr_size_t i;
 
     (void)state;
-    /* "given twice is an error": as a field error or a malformed body,
-     * but never the silent last-one-wins of a default JSON parser */
-    if (d.r == LESSONS_PAYLOAD_INVALID)
-        check_errors_exact(d.errors, FIELDS("title"));
-    else
-        expect_result(&d, LESSONS_PAYLOAD_MALFORMED, body);
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        decoded_t d = decode(cases[i].body, UPDATE);
+
+        expect_result(&d, LESSONS_PAYLOAD_MALFORMED, cases[i].body);
+        if (!strstr(d.detail, cases[i].says))
+            print_error("%s: detail \"%s\" lacks \"%s\"\n", cases[i].body,
+                        d.detail, cases[i].says);
+        assert_non_null(strstr(d.detail, cases[i].says));
+        assert_null(strstr(d.detail, "not valid JSON"));
+    }
+    /* what is not JSON still says so */
+    expect_malformed("{\"title\":", UPDATE);
+    assert_non_null(strstr(decode("{\"title\":", UPDATE).detail,
+                           "not valid JSON"));
 }
 
 static void test_create_multiple_errors(void **state)
@@ -1307,6 +1343,7 @@ int main(void)
         cmocka_unit_test(test_create_description_length),
         cmocka_unit_test(test_create_duplicate_case_mix),
         cmocka_unit_test(test_create_duplicate_exact),
+        cmocka_unit_test(test_parser_limits_named),
         cmocka_unit_test(test_create_multiple_errors),
         cmocka_unit_test(test_create_error_keys_camel_case),
         cmocka_unit_test(test_create_invalid_utf8),
