@@ -1,9 +1,10 @@
 /* Licensed under the Apache License, Version 2.0.
  *
  * lessons_fetch.h: one bounded HTTPS GET of a JWKS with libcurl.  TLS is
- * verified (system CAs, or the admin's CA file), time and size are
- * capped, and a redirect is followed only to the same scheme, host and
- * port.  httpd-free: the caller decides when to fetch and what to keep.
+ * verified (the system's CAs, or exactly the admin's, held in memory),
+ * time and size are capped, no proxy from the environment is used, and
+ * a redirect is followed only to the same scheme, host and port.
+ * httpd-free: the caller decides when to fetch and what to keep.
  */
 #ifndef LESSONS_FETCH_H
 #define LESSONS_FETCH_H
@@ -13,8 +14,9 @@
 typedef struct {
     const char *url;                /* https:// (http:// only when
                                      * allow_http, for tests on loopback) */
-    const char *ca_file;            /* PEM bundle to trust, or NULL: the
-                                     * system's CAs */
+    const char *ca_pem;             /* the PEM certificates to trust, and
+                                     * nothing else; NULL: the system's */
+    apr_size_t ca_len;
     long connect_timeout_ms;        /* > 0 */
     long total_timeout_ms;          /* > 0, the whole fetch, redirects
                                      * included */
@@ -43,5 +45,12 @@ const char *lessons_fetch_check_url(apr_pool_t *p, const char *url,
  */
 const char *lessons_fetch_get(apr_pool_t *p, const lessons_fetch_opts_t *opts,
                               char **body, apr_size_t *len);
+
+/* Is pem (len bytes, a CA file's text) one or more PEM certificates?
+ * NULL with *count set, or why not ("it holds no certificate", or
+ * OpenSSL's words for one that cannot be read), for configtest.
+ */
+const char *lessons_fetch_ca_check(apr_pool_t *p, const char *pem,
+                                   apr_size_t len, int *count);
 
 #endif /* LESSONS_FETCH_H */

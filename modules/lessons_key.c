@@ -50,8 +50,9 @@ jwt_alg_t lessons_alg_parse(const char *name)
     return JWT_ALG_INVAL;
 }
 
-const char *lessons_key_read(apr_pool_t *p, const char *path,
-                             const unsigned char **key, apr_size_t *len)
+const char *lessons_file_read(apr_pool_t *p, const char *path,
+                              const char *what, apr_size_t max,
+                              const char **data, apr_size_t *len)
 {
     apr_file_t *f;
     apr_finfo_t fi;
@@ -63,26 +64,43 @@ const char *lessons_key_read(apr_pool_t *p, const char *path,
     rv = apr_file_open(&f, path, APR_FOPEN_READ | APR_FOPEN_BINARY,
                        APR_OS_DEFAULT, p);
     if (rv != APR_SUCCESS) {
-        return apr_psprintf(p, "cannot open key file %s: %s", path,
+        return apr_psprintf(p, "cannot open %s %s: %s", what, path,
                             apr_strerror(rv, err, sizeof(err)));
     }
     rv = apr_file_info_get(&fi, APR_FINFO_SIZE | APR_FINFO_TYPE, f);
     if (rv != APR_SUCCESS || fi.filetype != APR_REG) {
         apr_file_close(f);
-        return apr_psprintf(p, "key file %s is not a regular file", path);
+        return apr_psprintf(p, "%s %s is not a regular file", what, path);
     }
-    if (fi.size <= 0 || fi.size > LESSONS_KEY_FILE_MAX) {
+    if (fi.size <= 0 || (apr_size_t)fi.size > max) {
         apr_file_close(f);
-        return apr_psprintf(p, "key file %s is empty or larger than %d "
-                            "bytes", path, LESSONS_KEY_FILE_MAX);
+        return apr_psprintf(p, "%s %s is empty or larger than %lu bytes",
+                            what, path, (unsigned long)max);
     }
     n = (apr_size_t)fi.size;
     buf = apr_palloc(p, n + 1);
     rv = apr_file_read_full(f, buf, n, &n);
     apr_file_close(f);
     if (rv != APR_SUCCESS) {
-        return apr_psprintf(p, "cannot read key file %s: %s", path,
+        return apr_psprintf(p, "cannot read %s %s: %s", what, path,
                             apr_strerror(rv, err, sizeof(err)));
+    }
+    buf[n] = '\0';
+    *data = buf;
+    *len = n;
+    return NULL;
+}
+
+const char *lessons_key_read(apr_pool_t *p, const char *path,
+                             const unsigned char **key, apr_size_t *len)
+{
+    const char *buf, *msg;
+    apr_size_t n = 0;
+
+    msg = lessons_file_read(p, path, "key file", LESSONS_KEY_FILE_MAX, &buf,
+                            &n);
+    if (msg) {
+        return msg;
     }
     while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r')) {
         n--;
@@ -90,8 +108,7 @@ const char *lessons_key_read(apr_pool_t *p, const char *path,
     if (n == 0) {
         return apr_psprintf(p, "key file %s holds no key", path);
     }
-    buf[n] = '\0';
-    *key = (const unsigned char *)buf;
+    *key = (const unsigned char *)apr_pstrmemdup(p, buf, n);
     *len = n;
     return NULL;
 }

@@ -39,6 +39,14 @@ typedef struct {
  */
 jwt_alg_t lessons_alg_parse(const char *name);
 
+/* The whole of a file (what names it in messages: "key file", "CA
+ * file"), NUL-terminated, in p: at most max bytes, a regular file, not
+ * empty.  NULL, or why not with the path and the system's words.
+ */
+const char *lessons_file_read(apr_pool_t *p, const char *path,
+                              const char *what, apr_size_t max,
+                              const char **data, apr_size_t *len);
+
 /* Read a key file into pool memory.  Trailing CR/LF are dropped, so a
  * secret written by "openssl rand -hex 32 > file" is the 64 hex chars.
  * Returns NULL on success or an error message (unreadable, empty,

@@ -95,6 +95,7 @@ APLOG_USE_MODULE(lessons);
 #define LESSONS_TOKEN_CACHE      10000  /* verified tokens per process */
 #define LESSONS_WRITE_MUTEX      "lessons-sqlite-write"
 #define LESSONS_CLAIM_MAX        1024   /* bytes of one exported claim */
+#define LESSONS_CA_FILE_MAX      (1024 * 1024)  /* LessonsJWTKeysCA */
 #define LESSONS_USER_MAX         256    /* bytes of r->user from a claim */
 
 #define LESSONS_CT_JSON     "application/json; charset=utf-8"
@@ -128,6 +129,9 @@ typedef struct {
     /* Not merged: these three configure the section's keys URL at
      * start-up, where keys_url (which is merged) carries them. */
     const char *keys_ca;            /* LessonsJWTKeysCA (not merged) */
+    const char *keys_ca_pem;        /* its certificates, read with the
+                                     * configuration (not merged) */
+    apr_size_t keys_ca_len;         /* (not merged) */
     int keys_refresh;               /* seconds; 0: not set here (not
                                      * merged) */
     int keys_min_refresh;           /* (not merged) */

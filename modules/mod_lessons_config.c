@@ -339,14 +339,28 @@ const char *lessons_set_keys_ca(cmd_parms *cmd, void *dconf,
 {
     lessons_dir_conf *conf = dconf;
     const char *path = ap_server_root_relative(cmd->pool, arg);
-    apr_finfo_t finfo;
+    const char *pem = NULL, *err;
+    apr_size_t len = 0;
+    int certs = 0;
 
-    if (!path || apr_stat(&finfo, path, APR_FINFO_TYPE, cmd->temp_pool)
-                 != APR_SUCCESS || finfo.filetype != APR_REG) {
-        return apr_psprintf(cmd->pool, "%s: %s is not a readable file",
+    /* Read now, as root, like the key: the children fetch from memory,
+     * whatever the file's permissions are later.
+     */
+    if (!path) {
+        return apr_psprintf(cmd->pool, "%s: invalid path %s",
                             cmd->cmd->name, arg);
     }
+    err = lessons_file_read(cmd->pool, path, "CA file", LESSONS_CA_FILE_MAX,
+                            &pem, &len);
+    if (!err && (err = lessons_fetch_ca_check(cmd->pool, pem, len, &certs))) {
+        err = apr_psprintf(cmd->pool, "CA file %s: %s", path, err);
+    }
+    if (err) {
+        return apr_psprintf(cmd->pool, "%s: %s", cmd->cmd->name, err);
+    }
     conf->keys_ca = path;
+    conf->keys_ca_pem = pem;
+    conf->keys_ca_len = len;
     return lessons_touch(cmd, conf);
 }
 

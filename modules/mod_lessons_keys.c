@@ -34,7 +34,10 @@ typedef struct {
 
 struct lessons_keys_src {
     const char *url;
-    const char *ca;                 /* LessonsJWTKeysCA, or NULL */
+    const char *ca;                 /* LessonsJWTKeysCA's path, or NULL */
+    const char *ca_pem;             /* ... its certificates, read at
+                                     * start-up (as root) */
+    apr_size_t ca_len;
     lessons_algs_t algs;            /* what every key must fit (union of
                                      * the sections using the URL) */
     int refresh, min_refresh;       /* seconds */
@@ -103,6 +106,8 @@ const char *lessons_keys_src_configure(apr_pool_t *p, lessons_keys_src *src,
                                 conf->keys_ca, src->ca, src->url);
         }
         src->ca = conf->keys_ca;
+        src->ca_pem = conf->keys_ca_pem;
+        src->ca_len = conf->keys_ca_len;
     }
     if (conf->keys_refresh
         && (!src->refresh || conf->keys_refresh < src->refresh)) {
@@ -152,7 +157,8 @@ static lessons_keys_ref *lessons_keys_fetch(lessons_keys_src *src,
 
     memset(&opts, 0, sizeof(opts));
     opts.url = src->url;
-    opts.ca_file = src->ca;
+    opts.ca_pem = src->ca_pem;
+    opts.ca_len = src->ca_len;
     opts.connect_timeout_ms = LESSONS_KEYS_CONNECT_MS;
     opts.total_timeout_ms = LESSONS_KEYS_TOTAL_MS;
     opts.max_bytes = LESSONS_JWKS_MAX_BYTES;

@@ -45,6 +45,11 @@ my $rsa_1024 = "$dir/rsa1024.pub";
 my $missing  = "$dir/no-such-file.key";
 my $unreadable = write_file('unreadable.key', 'y' x 64);
 chmod 0000, $unreadable;
+openssl("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes "
+        . "-keyout $dir/ca.key -out $dir/ca.crt -subj /CN=configtest-ca -days 2");
+my $ca_good = "$dir/ca.crt";
+my $ca_unreadable = write_file('unreadable-ca.crt', do { local (@ARGV, $/) = ($ca_good); <> });
+chmod 0000, $ca_unreadable;
 
 my $n = 0;
 # configtest($inside, $after): $inside goes into <Location "/api/lessons">
@@ -249,8 +254,21 @@ bad_ok("LessonsJWTKey RS256 $none", qr/holds no key we can verify with .*"use" i
 good_ok("LessonsJWTKey RS256 https://idp.example.org/realms/x/protocol/openid-connect/certs",
         'LessonsJWTKey with a keys URL');
 good_ok("LessonsJWTAlgorithm RS256\nLessonsJWTKeysURL https://idp.example.org/certs\n"
-        . "LessonsJWTKeysCA $rsa_pub\nLessonsJWTKeysRefresh 600\nLessonsJWTKeysMinRefresh 30",
+        . "LessonsJWTKeysCA $ca_good\nLessonsJWTKeysRefresh 600\nLessonsJWTKeysMinRefresh 30",
         'a keys URL with its CA and intervals');
+# The CA file is read with the configuration: what cannot be, fails here.
+bad_ok("LessonsJWTKey RS256 https://idp.example.org/certs\nLessonsJWTKeysCA $missing",
+       qr/LessonsJWTKeysCA: cannot open CA file \Q$missing\E: No such file/,
+       'a CA file that does not exist');
+bad_ok("LessonsJWTKey RS256 https://idp.example.org/certs\nLessonsJWTKeysCA $ca_unreadable",
+       qr/LessonsJWTKeysCA: cannot open CA file \Q$ca_unreadable\E: Permission denied/,
+       'a CA file that cannot be read')
+    if $> != 0;
+bad_ok("LessonsJWTKey RS256 https://idp.example.org/certs\nLessonsJWTKeysCA $rsa_pub",
+       qr/LessonsJWTKeysCA: CA file \Q$rsa_pub\E: it holds no certificate/,
+       'a CA file that holds a public key, not a certificate');
+bad_ok("LessonsJWTKey RS256 https://idp.example.org/certs\nLessonsJWTKeysCA $empty",
+       qr/LessonsJWTKeysCA: CA file \Q$empty\E is empty/, 'an empty CA file');
 bad_ok("LessonsJWTKey HS256 https://idp.example.org/certs",
        qr/LESSONS00108: .*a keys URL gives public keys only \(RSA, EC\): HS256 can verify no token/,
        'HS256 alone from a keys URL');

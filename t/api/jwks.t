@@ -150,6 +150,13 @@ MaxRequestWorkers 25
     LessonsJWTKeysCA "$dir/ca.crt"
     LessonsJWTKeysMinRefresh 30
 </Location>
+# A CA file nobody can read once the server runs: it was read at start-up.
+<Location "/caperm/api/lessons">
+    SetHandler lessons
+    LessonsJWTKey RS256 ES256 $JWKS?caperm
+    LessonsJWTKeysCA "$dir/ca-copy.crt"
+    LessonsJWTKeysMinRefresh 1
+</Location>
 # HS256 beside RS256 and ES256 from a keys URL: its oct keys never count.
 <Location "/octurl/api/lessons">
     SetHandler lessons
@@ -165,6 +172,12 @@ MaxRequestWorkers 25
     LessonsJWTKeysMinRefresh 30
 </Location>
 EOF
+{
+    open my $in, '<', "$dir/ca.crt" or die "$dir/ca.crt: $!";
+    open my $out, '>', "$dir/ca-copy.crt" or die "$dir/ca-copy.crt: $!";
+    print $out do { local $/; <$in> };
+    close $out or die $!;
+}
 my $out = `'$httpd' -t -f '$conf' 2>&1`;
 like $out, qr/Syntax OK/, 'configtest passes with keys URLs' or diag $out;
 start_httpd($conf, $port);
@@ -211,6 +224,12 @@ my $after = fetches();
 ok $after - $before >= 1 && $after - $before <= 2,
     'one refetch for it (' . ($after - $before) . ')';
 is get('/api/lessons', $first)->code, 200, 'the old key still works while published';
+
+# ---- the CA file unreadable after start-up: its keys URL still fetches -
+chmod 0000, "$dir/ca-copy.crt";
+ok !open(my $unreadable, '<', "$dir/ca-copy.crt"), 'the CA file cannot be read now';
+is eventually(200, '/caperm/api/lessons', $second, 10)->code, 200,
+    'a new kid through a keys URL whose CA file is unreadable since start-up: 200';
 
 # ---- RS256 and ES256 in one set ----------------------------------------
 sleep $MIN + 0.2;

@@ -22,6 +22,8 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -33,6 +35,7 @@
 #include "apr_strings.h"
 
 #include "lessons_fetch.h"
+#include "lessons_key.h"
 
 #include "unit_pool.h"
 
@@ -340,7 +343,15 @@ static void tls_setup(void)
         "  printf 'subjectAltName=%%s\\n' $san > $n.ext && "
         "  openssl x509 -req -in $n.csr -CA ca.crt -CAkey ca.key "
         "    -CAcreateserial -days 2 -extfile $n.ext -out $n.crt || exit 1; "
-        "done", d);
+        "done && "
+        /* Another CA, which signed nothing the servers show, and a
+         * system CA directory that trusts the test CA (hash link and
+         * bundle, as Debian's /etc/ssl/certs). */
+        "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes "
+        "  -keyout other.key -out other.crt -subj /CN=other-ca -days 2 && "
+        "mkdir sys && cp ca.crt sys/test-ca.pem && "
+        "cp ca.crt sys/ca-certificates.crt && "
+        "ln -s test-ca.pem sys/$(openssl x509 -hash -noout -in ca.crt).0", d);
     if (sh(cmd) != 0)
         return;
     f = fopen(apr_psprintf(pool, "%s/jwks.json", d), "w");
@@ -698,34 +709,155 @@ static void test_redirect_other_scheme(void **state)
 
 /* ---------------------------------------------------------------- TLS */
 
+/* A file's bytes, for ca_pem. */
+static const char *slurp(const char *path, apr_size_t *len)
+{
+    const char *data = NULL;
+
+    *len = 0;
+    if (lessons_file_read(pool, path, "CA file", 1 << 20, &data, len))
+        return NULL;
+    return data;
+}
+
+static void test_ca_check(void **state)
+{
+    apr_size_t len = 0;
+    const char *pem;
+    int n = -1;
+
+    (void)state;
+    if (!tls_ok) {
+        skip();
+    }
+    pem = slurp(apr_psprintf(pool, "%s/ca.crt", tls_dir), &len);
+    assert_null(lessons_fetch_ca_check(pool, pem, len, &n));
+    assert_int_equal(n, 1);
+    /* two: a bundle */
+    pem = apr_pstrcat(pool, pem, slurp(apr_psprintf(pool, "%s/other.crt",
+                                                    tls_dir), &len), NULL);
+    assert_null(lessons_fetch_ca_check(pool, pem, strlen(pem), &n));
+    assert_int_equal(n, 2);
+    /* no certificate: a key, text, nothing */
+    pem = slurp(apr_psprintf(pool, "%s/ca.key", tls_dir), &len);
+    assert_has(lessons_fetch_ca_check(pool, pem, len, &n), "no certificate");
+    assert_int_equal(n, 0);
+    assert_has(lessons_fetch_ca_check(pool, "hello", 5, &n), "no certificate");
+    assert_non_null(lessons_fetch_ca_check(pool, "", 0, &n));
+    assert_non_null(lessons_fetch_ca_check(pool, NULL, 0, &n));
+    /* a damaged certificate */
+    assert_non_null(lessons_fetch_ca_check(pool,
+        "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n",
+        60, &n));
+}
+
+/* With a CA given, exactly that CA is trusted: not libcurl's built-in
+ * bundle and directory (/etc/ssl/certs, here made to trust the test CA
+ * in a private mount namespace of a child process, so nothing on the
+ * machine changes), not OpenSSL's SSL_CERT_FILE / SSL_CERT_DIR, and no
+ * proxy from the environment.  Needs root (for the mount): skipped
+ * otherwise.
+ */
+static void test_tls_only_the_named_ca(void **state)
+{
+    const char *url, *other, *good;
+    apr_size_t other_len = 0, good_len = 0;
+    pid_t pid;
+    int status = -1;
+
+    (void)state;
+    if (!tls_ok || geteuid() != 0) {
+        print_message("needs root and openssl s_server: skipped\n");
+        skip();
+    }
+    url = apr_psprintf(pool, "https://127.0.0.1:%d/jwks.json", tls_port[0]);
+    other = slurp(apr_psprintf(pool, "%s/other.crt", tls_dir), &other_len);
+    good = slurp(apr_psprintf(pool, "%s/ca.crt", tls_dir), &good_len);
+    assert_non_null(other);
+    assert_non_null(good);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        lessons_fetch_opts_t o = opts_for(url);
+        char *body = NULL;
+        apr_size_t len = 0;
+        int rc = 0;
+
+        if (unshare(CLONE_NEWNS) != 0
+            || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0
+            || mount(apr_psprintf(pool, "%s/sys", tls_dir), "/etc/ssl/certs",
+                     NULL, MS_BIND, NULL) != 0) {
+            _exit(3);
+        }
+        setenv("SSL_CERT_FILE", apr_psprintf(pool, "%s/ca.crt", tls_dir), 1);
+        setenv("SSL_CERT_DIR", apr_psprintf(pool, "%s/sys", tls_dir), 1);
+        setenv("CURL_CA_BUNDLE", apr_psprintf(pool, "%s/ca.crt", tls_dir), 1);
+        /* a proxy that would refuse the connection, were it used */
+        setenv("https_proxy", apr_psprintf(pool, "http://127.0.0.1:%d",
+                                           closed_port), 1);
+        o.allow_http = 0;
+        /* The system's store now trusts the test CA: without a CA given,
+         * the fetch succeeds (so the namespace works, and no proxy).
+         */
+        if (get(&o, &body, &len) != NULL)
+            rc |= 1;
+        /* With the other CA given, it must fail, whatever the system's
+         * store and the environment say.
+         */
+        o.ca_pem = other;
+        o.ca_len = other_len;
+        if (get(&o, &body, &len) == NULL)
+            rc |= 2;
+        /* ... and with the right one, succeed */
+        o.ca_pem = good;
+        o.ca_len = good_len;
+        if (get(&o, &body, &len) != NULL)
+            rc |= 4;
+        _exit(rc);
+    }
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    if (WEXITSTATUS(status) != 0)
+        print_error("child: %d (1: system store, 2: the other CA trusted, "
+                    "4: the right CA refused, 3: mount)\n",
+                    WEXITSTATUS(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 static void test_tls(void **state)
 {
     lessons_fetch_opts_t o;
     char *body = NULL;
     apr_size_t len = 0;
     const char *ca;
+    apr_size_t ca_len = 0;
 
     (void)state;
     if (!tls_ok) {
         print_message("openssl s_server could not be started: TLS skipped\n");
         skip();
     }
-    ca = apr_psprintf(pool, "%s/ca.crt", tls_dir);
+    ca = slurp(apr_psprintf(pool, "%s/ca.crt", tls_dir), &ca_len);
+    assert_non_null(ca);
     o = opts_for(apr_psprintf(pool, "https://127.0.0.1:%d/jwks.json",
                               tls_port[0]));
     o.allow_http = 0;
-    o.ca_file = ca;
+    o.ca_pem = ca;
+    o.ca_len = ca_len;
     assert_null(get(&o, &body, &len));
     assert_string_equal(body, OK_BODY);
     /* The system's CAs do not know the test CA. */
-    o.ca_file = NULL;
+    o.ca_pem = NULL;
+    o.ca_len = 0;
     assert_non_null(get(&o, &body, &len));
     assert_null(body);
-    /* A CA file that cannot be read. */
-    o.ca_file = apr_psprintf(pool, "%s/no-such-ca.crt", tls_dir);
+    /* Text that holds no certificate trusts nothing. */
+    o.ca_pem = "not a certificate";
+    o.ca_len = strlen(o.ca_pem);
     assert_non_null(get(&o, &body, &len));
     /* A valid chain for another name. */
-    o.ca_file = ca;
+    o.ca_pem = ca;
+    o.ca_len = ca_len;
     o.url = apr_psprintf(pool, "https://127.0.0.1:%d/jwks.json", tls_port[1]);
     assert_non_null(get(&o, &body, &len));
     assert_null(body);
@@ -752,6 +884,8 @@ int main(void)
         cmocka_unit_test(test_redirect_other_host),
         cmocka_unit_test(test_redirect_other_scheme),
         cmocka_unit_test(test_tls),
+        cmocka_unit_test(test_ca_check),
+        cmocka_unit_test(test_tls_only_the_named_ca),
     };
 
     return cmocka_run_group_tests(tests, group_setup, group_teardown_all);
