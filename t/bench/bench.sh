@@ -147,7 +147,9 @@ TOKEN_ES=$("$ROOT/t/tools/token" --key "$K/ec.key" --alg ES256 --sub bench --ttl
 PORT=""
 DRIVER=""
 DBPARAMS=""
+EXTRA_DEFINES=()     # e.g. (-D BENCH_NO_LESSONS) for the neighbour row
 httpd_defines() {
+    [ ${#EXTRA_DEFINES[@]} -eq 0 ] || printf '%s\n' "${EXTRA_DEFINES[@]}"
     printf '%s\n' -C "Define BENCH_PORT $PORT" -C "Define BENCH_WORK $WORK" \
         -C "Define BENCH_MODULE $WORK/mod_lessons.so" -C "Define BENCH_MODULES $HTTPD_MODULES" \
         -C "Define BENCH_DRIVER $DRIVER" -C "Define BENCH_DBPARAMS \"$DBPARAMS\""
@@ -502,6 +504,31 @@ SQL
     done
 }
 
+# --- the neighbour: the server's other locations, with and without us ------
+# A Basic-auth (bcrypt) directory listing beside the API, on the same
+# httpd with the module loaded and the API configured, and without both
+# (-D BENCH_NO_LESSONS): alternating rounds, as the routes' are.
+neighbour_phase() {
+    local round auth
+    mkdir -p "$WORK/neighbour"
+    for i in $(seq 1 20); do echo "file $i" >"$WORK/neighbour/file-$i.txt"; done
+    htpasswd -cbB "$WORK/keys/htpasswd" bench bench-secret >/dev/null 2>&1 \
+        || die "htpasswd failed (apache2-utils)"
+    [ "$(id -u)" -ne 0 ] || chmod a+r "$WORK/keys/htpasswd"
+    auth="Authorization: Basic $(printf 'bench:bench-secret' | base64)"
+    for round in $(seq 1 "$ROUNDS"); do
+        EXTRA_DEFINES=()
+        start_httpd
+        wrk_run neighbour listing with "$round" "$(url /neighbour/)" -H "$auth"
+        stop_httpd
+        EXTRA_DEFINES=(-D BENCH_NO_LESSONS)
+        start_httpd
+        wrk_run neighbour listing without "$round" "$(url /neighbour/)" -H "$auth"
+        stop_httpd
+        EXTRA_DEFINES=()
+    done
+}
+
 # --- run ----------------------------------------------------------------
 START=$(date +%s)
 log "work dir $WORK; module $MODULE; ${QUICK:+quick: }$ROUNDS round(s) of ${DUR}s, $CONNS connections"
@@ -522,6 +549,11 @@ for DRIVER in $DBS; do
     grep -aE ':(emerg|alert|crit|error)\]' "$ERROR_LOG" | tail -n 5 | sed 's/^/bench: error_log: /' >&2 || true
     meta "$DRIVER" errors "$(grep -acE ':(emerg|alert|crit|error)\]' "$ERROR_LOG" || true)"
     stop_httpd
+    # Once, on the first database: the API's database plays no part.
+    if [ "$DRIVER" = "${DBS%% *}" ]; then
+        log "neighbour: a Basic-auth listing with and without the module, $ROUNDS round(s)"
+        neighbour_phase
+    fi
     [ "$DRIVER" != pgsql ] || stop_pgsql
     meta "$DRIVER" seconds $(( $(date +%s) - DB_START ))
 done

@@ -170,6 +170,22 @@ PostgreSQL fsync and synchronous_commit on).
 
 EOF
 print join("\n", @table), "\n\n";
+
+# The rest of the server: a neighbour location, with and without us.
+{
+    my $w = stat_of('neighbour', 'listing', 'with');
+    my $wo = stat_of('neighbour', 'listing', 'without');
+    if ($w && $wo) {
+        my $r = $wo->{rps} ? $w->{rps} / $wo->{rps} : undef;
+        print "The rest of the server (not the API): a Basic-auth (bcrypt) directory\n",
+              "listing with Debian's DirectoryIndex list, on the same httpd with the\n",
+              "module loaded and the API configured, and without either:\n\n",
+              "| Neighbour | with mod_lessons req/s | without req/s | ratio | Target |\n",
+              "|---|---|---|---|---|\n";
+        printf "| GET /neighbour/ (Basic auth, listing) | %s | %s | %s | within noise (≥ 0.9x): %s |\n\n",
+            num($w->{rps}), num($wo->{rps}), x($r), defined $r ? verdict($r >= 0.9) : 'n/a';
+    }
+}
 print "Memory (httpd children, VmRSS, after a warm-up with every GET route):\n\n",
       join("\n", @memory), "\n\n" if @memory;
 printf "Targets: %d met, %d missed.\n", $met, $missed;
