@@ -17,6 +17,33 @@
 
 #include "mod_lessons.h"
 
+/* The numeric directives: what each counts, its bounds, where it goes. */
+static const lessons_number_t lessons_keys_refresh_n = {
+    LESSONS_NUMBER_SECONDS, 1, 604800, NULL, 0,
+    APR_OFFSETOF(lessons_dir_conf, keys_refresh), LESSONS_FIELD_INT
+};
+static const lessons_number_t lessons_keys_min_refresh_n = {
+    LESSONS_NUMBER_SECONDS, 1, 3600, NULL, 0,
+    APR_OFFSETOF(lessons_dir_conf, keys_min_refresh), LESSONS_FIELD_INT
+};
+static const lessons_number_t lessons_leeway_n = {
+    LESSONS_NUMBER_SECONDS, 0, LESSONS_MAX_LEEWAY, NULL, 0,
+    APR_OFFSETOF(lessons_dir_conf, leeway), LESSONS_FIELD_LONG
+};
+static const lessons_number_t lessons_db_timeout_n = {
+    LESSONS_NUMBER_SECONDS, 1, LESSONS_MAX_DB_TIMEOUT, NULL,
+    NOT_IN_DIR_LOC_FILE,
+    APR_OFFSETOF(lessons_srv_conf, db_timeout), LESSONS_FIELD_INT
+};
+static const lessons_number_t lessons_max_body_n = {
+    LESSONS_NUMBER_COUNT, 1, LESSONS_MAX_BODY_LIMIT, " bytes", 0,
+    APR_OFFSETOF(lessons_dir_conf, max_body), LESSONS_FIELD_OFF
+};
+static const lessons_number_t lessons_cache_size_n = {
+    LESSONS_NUMBER_BYTES, 0, LESSONS_MAX_CACHE, " (0: no cache)", GLOBAL_ONLY,
+    APR_OFFSETOF(lessons_srv_conf, cache_size), LESSONS_FIELD_OFF
+};
+
 static const command_rec lessons_cmds[] = {
     AP_INIT_TAKE_ARGV("LessonsJWTKey", lessons_set_key, NULL,
                       RSRC_CONF | ACCESS_CONF,
@@ -42,11 +69,12 @@ static const command_rec lessons_cmds[] = {
                   RSRC_CONF | ACCESS_CONF,
                   "PEM file of the CAs the keys URL's server must chain to "
                   "(default: the system's CAs)"),
-    AP_INIT_TAKE1("LessonsJWTKeysRefresh", lessons_set_keys_refresh, NULL,
+    AP_INIT_TAKE1("LessonsJWTKeysRefresh", lessons_set_number,
+                  (void *)&lessons_keys_refresh_n,
                   RSRC_CONF | ACCESS_CONF,
                   "Seconds between fetches of the keys URL (default 3600)"),
-    AP_INIT_TAKE1("LessonsJWTKeysMinRefresh", lessons_set_keys_refresh,
-                  (void *)1, RSRC_CONF | ACCESS_CONF,
+    AP_INIT_TAKE1("LessonsJWTKeysMinRefresh", lessons_set_number,
+                  (void *)&lessons_keys_min_refresh_n, RSRC_CONF | ACCESS_CONF,
                   "Fewest seconds between two fetches, whatever the "
                   "traffic: a token naming an unknown kid fetches again "
                   "at most this often (default 60)"),
@@ -60,19 +88,22 @@ static const command_rec lessons_cmds[] = {
                   RSRC_CONF | ACCESS_CONF,
                   "Value the token's aud claim (string or array) must "
                   "contain (default: not checked)"),
-    AP_INIT_TAKE1("LessonsJWTLeeway", lessons_set_leeway, NULL,
+    AP_INIT_TAKE1("LessonsJWTLeeway", lessons_set_number,
+                  (void *)&lessons_leeway_n,
                   RSRC_CONF | ACCESS_CONF,
                   "Seconds of clock skew allowed on exp and nbf (default 0)"),
     AP_INIT_TAKE1("LessonsBasePath", lessons_set_base_path, NULL,
                   RSRC_CONF | ACCESS_CONF,
                   "URL path the API answers under (default: the <Location> "
                   "that sets the key, else /api/lessons)"),
-    AP_INIT_TAKE1("LessonsDBTimeout", lessons_set_db_timeout, NULL,
+    AP_INIT_TAKE1("LessonsDBTimeout", lessons_set_number,
+                  (void *)&lessons_db_timeout_n,
                   RSRC_CONF,
                   "Seconds an API request may wait for the database, the "
                   "wait for a pooled connection included (default 10); "
                   "then it is answered 503"),
-    AP_INIT_TAKE1("LessonsMaxBodySize", lessons_set_max_body, NULL,
+    AP_INIT_TAKE1("LessonsMaxBodySize", lessons_set_number,
+                  (void *)&lessons_max_body_n,
                   RSRC_CONF | ACCESS_CONF,
                   "Largest request body accepted, in bytes (default 65536)"),
     AP_INIT_TAKE1("LessonsJWTUserClaim", lessons_set_string,
@@ -89,7 +120,8 @@ static const command_rec lessons_cmds[] = {
                     "Browser origins (https://app.example.org, or *) whose "
                     "scripts may call the API: preflights are answered "
                     "without a token (default: none)"),
-    AP_INIT_TAKE1("LessonsCacheSize", lessons_set_cache_size, NULL,
+    AP_INIT_TAKE1("LessonsCacheSize", lessons_set_number,
+                  (void *)&lessons_cache_size_n,
                   RSRC_CONF,
                   "Memory each Apache process may use for built responses, "
                   "in bytes (K, M or G may follow; default 16M; 0: no "

@@ -6,7 +6,9 @@
  *
  *   mod_lessons.c          module record, directive table, every hook,
  *                          provider and filter in request order
- *   mod_lessons_config.c   directives, merge, start-up checks, child init
+ *   mod_lessons_config.c   directives, their merge, the values in effect
+ *   mod_lessons_init.c     process life: start-up checks, post_config,
+ *                          child_init, each new database connection
  *   mod_lessons_map.c      translate_name/map_to_storage: is it the API's?
  *   mod_lessons_cors.c     LessonsCORSOrigins: preflights (header_parser),
  *                          and the headers that let a browser read every
@@ -227,6 +229,32 @@ typedef struct {
     const char *etag;
 } lessons_doc_t;
 
+/* A numeric directive, as the command table describes it (cmd_data):
+ * what it counts, its bounds, and where it is stored.
+ */
+typedef enum {
+    LESSONS_NUMBER_COUNT,           /* a whole number */
+    LESSONS_NUMBER_SECONDS,         /* a duration in whole seconds */
+    LESSONS_NUMBER_BYTES            /* a size: K, M or G may follow */
+} lessons_number_kind_e;
+
+typedef enum {
+    LESSONS_FIELD_INT,
+    LESSONS_FIELD_LONG,
+    LESSONS_FIELD_OFF
+} lessons_field_type_e;
+
+typedef struct {
+    lessons_number_kind_e kind;
+    apr_int64_t min, max;
+    const char *help;               /* appended to the error ("" or NULL) */
+    unsigned server;                /* 0: the section's lessons_dir_conf;
+                                     * else the server's lessons_srv_conf,
+                                     * with this ap_check_cmd_context */
+    apr_size_t offset;
+    lessons_field_type_e type;
+} lessons_number_t;
+
 /* mod_lessons_config.c: directives and their merge */
 void *lessons_create_dir_conf(apr_pool_t *p, char *dir);
 void *lessons_merge_dir_conf(apr_pool_t *p, void *basev, void *addv);
@@ -242,24 +270,15 @@ const char *lessons_set_key(cmd_parms *cmd, void *dconf,
                             int argc, char *const argv[]);
 const char *lessons_set_keys_ca(cmd_parms *cmd, void *dconf,
                                 const char *arg);
-const char *lessons_set_keys_refresh(cmd_parms *cmd, void *dconf,
-                                     const char *arg);
 const char *lessons_set_string(cmd_parms *cmd, void *dconf,
                                const char *arg);
+const char *lessons_set_number(cmd_parms *cmd, void *dconf, const char *arg);
 const char *lessons_set_base_path(cmd_parms *cmd, void *dconf,
                                   const char *arg);
-const char *lessons_set_leeway(cmd_parms *cmd, void *dconf,
-                               const char *arg);
-const char *lessons_set_db_timeout(cmd_parms *cmd, void *dconf,
-                                   const char *arg);
 const char *lessons_set_export_claim(cmd_parms *cmd, void *dconf,
                                      const char *arg);
 const char *lessons_set_cors_origin(cmd_parms *cmd, void *dconf,
                                     const char *arg);
-const char *lessons_set_cache_size(cmd_parms *cmd, void *dconf,
-                                   const char *arg);
-const char *lessons_set_max_body(cmd_parms *cmd, void *dconf,
-                                 const char *arg);
 
 /* mod_lessons_config.c: the values in effect, defaults applied */
 void lessons_policy_of(const lessons_dir_conf *conf,
@@ -268,7 +287,10 @@ int lessons_db_timeout(const lessons_srv_conf *sconf);
 const char *lessons_base_path(const lessons_dir_conf *conf);
 apr_off_t lessons_max_body(const lessons_dir_conf *conf);
 
-/* mod_lessons_config.c: start-up and child start */
+/* mod_lessons_config.c: a directive's first argument in the tree */
+const char *lessons_tree_arg(apr_pool_t *p, const ap_directive_t *d);
+
+/* mod_lessons_init.c: start-up and child start */
 int lessons_check_config(apr_pool_t *pconf, apr_pool_t *plog,
                          apr_pool_t *ptemp, server_rec *s);
 int lessons_pre_config(apr_pool_t *pconf, apr_pool_t *plog,

@@ -1,8 +1,9 @@
 /* Licensed under the Apache License, Version 2.0.
  *
  * mod_lessons_config.c: the directives' handlers, the per-directory and
- * per-server configs and their merge, the start-up checks (configtest
- * included), and the per-process state made at child start.
+ * per-server configs and their merge, and the values in effect with
+ * their defaults.  What happens at start-up and in each process is in
+ * mod_lessons_init.c.
  */
 
 #include "mod_lessons.h"
@@ -133,7 +134,7 @@ static const char *lessons_touch(cmd_parms *cmd, lessons_dir_conf *conf)
 /* The first argument of a directive, unquoted, without the '>' that a
  * section opener keeps in the parsed tree ("<Location /api>").
  */
-static const char *lessons_tree_arg(apr_pool_t *p, const ap_directive_t *d)
+const char *lessons_tree_arg(apr_pool_t *p, const ap_directive_t *d)
 {
     const char *args = d->args ? d->args : "";
     char *w = ap_getword_conf(p, &args);
@@ -364,31 +365,6 @@ const char *lessons_set_keys_ca(cmd_parms *cmd, void *dconf,
     return lessons_touch(cmd, conf);
 }
 
-/* LessonsJWTKeysRefresh / LessonsJWTKeysMinRefresh SECONDS. */
-const char *lessons_set_keys_refresh(cmd_parms *cmd, void *dconf,
-                                     const char *arg)
-{
-    lessons_dir_conf *conf = dconf;
-    int min = cmd->info != NULL;
-    char *end;
-    apr_int64_t v;
-
-    errno = 0;
-    v = apr_strtoi64(arg, &end, 10);
-    if (errno || end == arg || *end || v < 1 || v > (min ? 3600 : 604800)) {
-        return apr_psprintf(cmd->pool, "%s: a whole number of seconds "
-                            "from 1 to %d", cmd->cmd->name,
-                            min ? 3600 : 604800);
-    }
-    if (min) {
-        conf->keys_min_refresh = (int)v;
-    }
-    else {
-        conf->keys_refresh = (int)v;
-    }
-    return lessons_touch(cmd, conf);
-}
-
 const char *lessons_set_string(cmd_parms *cmd, void *dconf,
                                const char *arg)
 {
@@ -423,58 +399,75 @@ const char *lessons_set_base_path(cmd_parms *cmd, void *dconf,
     return lessons_touch(cmd, conf);
 }
 
-/* A whole decimal number in [min, max], or an error message. */
+/* The one parser of the numeric directives: a whole decimal number, a
+ * size with an optional K, M or G (bytes), within the bounds the command
+ * table gives (lessons_number_t, cmd->info).
+ */
 static const char *lessons_parse_number(cmd_parms *cmd, const char *arg,
-                                        apr_int64_t min, apr_int64_t max,
+                                        const lessons_number_t *n,
                                         apr_int64_t *out)
 {
     char *end;
-    apr_int64_t v;
+    apr_int64_t v, unit = 1;
 
     errno = 0;
     v = apr_strtoi64(arg, &end, 10);
-    if (errno || end == arg || *end || v < min || v > max) {
-        return apr_psprintf(cmd->pool, "%s takes a whole number from %"
-                            APR_INT64_T_FMT " to %" APR_INT64_T_FMT
-                            ", not '%s'", cmd->cmd->name, min, max, arg);
+    if (n->kind == LESSONS_NUMBER_BYTES && end != arg && *end && !end[1]) {
+        switch (apr_toupper(*end)) {
+        case 'K': unit = 1024; end++; break;
+        case 'M': unit = 1024 * 1024; end++; break;
+        case 'G': unit = 1024 * 1024 * 1024; end++; break;
+        default: break;
+        }
     }
-    *out = v;
+    if (errno || end == arg || *end || v < n->min / unit
+        || v > n->max / unit) {
+        return apr_psprintf(cmd->pool, "%s takes %s from %" APR_INT64_T_FMT
+                            " to %" APR_INT64_T_FMT "%s, not '%s'",
+                            cmd->cmd->name,
+                            n->kind == LESSONS_NUMBER_SECONDS
+                                ? "a whole number of seconds"
+                            : n->kind == LESSONS_NUMBER_BYTES
+                                ? "a size in bytes (K, M or G may follow)"
+                                : "a whole number",
+                            n->min, n->max,
+                            n->help ? n->help : "", arg);
+    }
+    *out = v * unit;
     return NULL;
 }
 
-const char *lessons_set_leeway(cmd_parms *cmd, void *dconf,
-                               const char *arg)
+/* Every numeric directive: parsed, checked against its bounds and
+ * context, and stored where its lessons_number_t says.
+ */
+const char *lessons_set_number(cmd_parms *cmd, void *dconf, const char *arg)
 {
-    lessons_dir_conf *conf = dconf;
-    apr_int64_t v;
-    const char *err = lessons_parse_number(cmd, arg, 0, LESSONS_MAX_LEEWAY,
-                                           &v);
-
-    if (err) {
-        return err;
-    }
-    conf->leeway = (long)v;
-    return lessons_touch(cmd, conf);
-}
-
-const char *lessons_set_db_timeout(cmd_parms *cmd, void *dconf,
-                                   const char *arg)
-{
+    const lessons_number_t *n = cmd->info;
     lessons_srv_conf *sconf =
         ap_get_module_config(cmd->server->module_config, &lessons_module);
-    const char *err = ap_check_cmd_context(cmd, NOT_IN_DIR_LOC_FILE);
-    apr_int64_t v;
+    const char *err = NULL;
+    apr_int64_t v = 0;
+    char *base;
 
-    (void)dconf;
-    if (err) {
+    if (n->server) {
+        err = ap_check_cmd_context(cmd, n->server);
+    }
+    if (err || (err = lessons_parse_number(cmd, arg, n, &v))) {
         return err;
     }
-    err = lessons_parse_number(cmd, arg, 1, LESSONS_MAX_DB_TIMEOUT, &v);
-    if (err) {
-        return err;
+    base = n->server ? (char *)sconf : (char *)dconf;
+    switch (n->type) {
+    case LESSONS_FIELD_INT:
+        *(int *)(base + n->offset) = (int)v;
+        break;
+    case LESSONS_FIELD_LONG:
+        *(long *)(base + n->offset) = (long)v;
+        break;
+    case LESSONS_FIELD_OFF:
+        *(apr_off_t *)(base + n->offset) = (apr_off_t)v;
+        break;
     }
-    sconf->db_timeout = (int)v;
-    return NULL;
+    return n->server ? NULL : lessons_touch(cmd, dconf);
 }
 
 /* LessonsJWTExportClaims NAME...: this section's list replaces an
@@ -546,330 +539,3 @@ const char *lessons_set_cors_origin(cmd_parms *cmd, void *dconf,
     return lessons_touch(cmd, conf);
 }
 
-/* LessonsCacheSize BYTES, with an optional K, M or G. */
-const char *lessons_set_cache_size(cmd_parms *cmd, void *dconf,
-                                   const char *arg)
-{
-    lessons_srv_conf *sconf =
-        ap_get_module_config(cmd->server->module_config, &lessons_module);
-    const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
-    char *end;
-    apr_int64_t v, unit = 1;
-
-    (void)dconf;
-    if (err) {
-        return err;
-    }
-    errno = 0;
-    v = apr_strtoi64(arg, &end, 10);
-    if (end != arg && *end && !end[1]) {
-        switch (apr_toupper(*end)) {
-        case 'K': unit = 1024; end++; break;
-        case 'M': unit = 1024 * 1024; end++; break;
-        case 'G': unit = 1024 * 1024 * 1024; end++; break;
-        default: break;
-        }
-    }
-    if (errno || end == arg || *end || v < 0 || v > LESSONS_MAX_CACHE / unit) {
-        return apr_psprintf(cmd->pool, "%s takes a size in bytes (K, M or G "
-                            "may follow) up to 4G, or 0 for no cache; not "
-                            "'%s'", cmd->cmd->name, arg);
-    }
-    sconf->cache_size = (apr_off_t)(v * unit);
-    return NULL;
-}
-
-const char *lessons_set_max_body(cmd_parms *cmd, void *dconf,
-                                 const char *arg)
-{
-    lessons_dir_conf *conf = dconf;
-    apr_int64_t v;
-    const char *err = lessons_parse_number(cmd, arg, 1,
-                                           LESSONS_MAX_BODY_LIMIT, &v);
-
-    if (err) {
-        return err;
-    }
-    conf->max_body = (apr_off_t)v;
-    return lessons_touch(cmd, conf);
-}
-
-
-/* Only what can be seen exactly is checked here: each section's own
- * directives, and whether the configuration holds a key at all.  Which
- * sections a request merges (regex sections, <If>, <Directory>) is
- * httpd's to decide and is not imitated; the request-time checks in
- * lessons_authenticate hold whatever the merge produces.
- */
-
-/* The first "SetHandler lessons" in the tree, or NULL. */
-static const ap_directive_t *lessons_find_handler(apr_pool_t *p,
-                                                  const ap_directive_t *d)
-{
-    const ap_directive_t *found;
-
-    for (; d; d = d->next) {
-        if (strcasecmp(d->directive, "SetHandler") == 0
-            && strcasecmp(lessons_tree_arg(p, d), LESSONS_HANDLER) == 0) {
-            return d;
-        }
-        if (d->first_child
-            && (found = lessons_find_handler(p, d->first_child))) {
-            return found;
-        }
-    }
-    return NULL;
-}
-
-int lessons_check_config(apr_pool_t *pconf, apr_pool_t *plog,
-                         apr_pool_t *ptemp, server_rec *s)
-{
-    const ap_directive_t *handler;
-    int rc = OK, keys = 0, i;
-
-    (void)pconf;
-    (void)plog;
-    for (; s; s = s->next) {
-        lessons_srv_conf *sconf =
-            ap_get_module_config(s->module_config, &lessons_module);
-
-        for (i = 0; i < sconf->sections->nelts; i++) {
-            const lessons_dir_conf *c =
-                APR_ARRAY_IDX(sconf->sections, i, lessons_dir_conf *);
-
-            /* Keys URL settings belong to the URL's own section; each
-             * URL's source takes its sections' settings (here, so that
-             * configtest sees a conflict).
-             */
-            if ((c->keys_ca || c->keys_refresh || c->keys_min_refresh)
-                && !c->keys_url) {
-                ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0,
-                             NULL, LESSONSLOG(00105) "%s: LessonsJWTKeysCA, "
-                             "LessonsJWTKeysRefresh and LessonsJWTKeysMin"
-                             "Refresh need LessonsJWTKeysURL in the same "
-                             "section", c->jwt_where ? c->jwt_where
-                                                     : "a section");
-                rc = !OK;
-            }
-            /* A keys URL gives public keys only: a section that takes
-             * nothing but HMAC from one could verify no token.
-             */
-            if (c->keys_url && c->algs
-                && !(c->algs & ~(LESSONS_ALG_BIT(JWT_ALG_HS256)
-                                 | LESSONS_ALG_BIT(JWT_ALG_HS384)
-                                 | LESSONS_ALG_BIT(JWT_ALG_HS512)))) {
-                ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0,
-                             NULL, LESSONSLOG(00108) "%s: a keys URL gives "
-                             "public keys only (RSA, EC): %s can verify no "
-                             "token with it; a shared secret belongs in a "
-                             "key file (LessonsJWTKey HS256 FILE)",
-                             c->jwt_where, c->alg_name);
-                rc = !OK;
-            }
-            if (c->keys_url) {
-                const char *err = lessons_keys_src_configure(ptemp,
-                                                             c->keys_url, c);
-
-                if (err) {
-                    ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0,
-                                 NULL, LESSONSLOG(00106) "%s", err);
-                    rc = !OK;
-                }
-            }
-            if (!c->jwt_where) {
-                continue;
-            }
-            if (c->algs && (c->keyset || c->keys_url)) {
-                keys++;
-                continue;
-            }
-            ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0, NULL,
-                         LESSONSLOG(00102) "%s: this section sets %s but "
-                         "not %s; algorithm and key are one setting: give "
-                         "both in the same section, or use LessonsJWTKey "
-                         "ALG FILE", c->jwt_where,
-                         c->algs ? "LessonsJWTAlgorithm"
-                                 : c->keys_url ? "LessonsJWTKeysURL"
-                                               : "LessonsJWTKeyFile",
-                         c->algs ? "LessonsJWTKeyFile or LessonsJWTKeysURL"
-                                 : "LessonsJWTAlgorithm");
-            rc = !OK;
-        }
-    }
-    handler = lessons_find_handler(ptemp, ap_conftree);
-    if (handler && keys == 0) {
-        ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0, NULL,
-                     LESSONSLOG(00103) "%s:%d: SetHandler lessons, but no "
-                     "LessonsJWTKey is configured anywhere; the lessons API "
-                     "never runs without token checks", handler->filename,
-                     handler->line_num);
-        rc = !OK;
-    }
-    return rc;
-}
-
-/* The mutex that takes SQLite writers of this server one at a time
- * (the Mutex directive can choose its mechanism and lock file).
- */
-int lessons_pre_config(apr_pool_t *pconf, apr_pool_t *plog,
-                       apr_pool_t *ptemp)
-{
-    (void)plog;
-    (void)ptemp;
-    return ap_mutex_register(pconf, LESSONS_WRITE_MUTEX, NULL,
-                             APR_LOCK_DEFAULT, 0) == APR_SUCCESS
-           ? OK : !OK;
-}
-
-int lessons_post_config(apr_pool_t *pconf, apr_pool_t *plog,
-                        apr_pool_t *ptemp, server_rec *s)
-{
-    lessons_token_policy_t policy;
-    apr_global_mutex_t *writers = NULL;
-    apr_status_t rv;
-    ap_dbd_t *(*acquire)(request_rec *) =
-        APR_RETRIEVE_OPTIONAL_FN(ap_dbd_acquire);
-
-    lessons_srv_conf *mconf =
-        ap_get_module_config(s->module_config, &lessons_module);
-    char *set = NULL;
-
-    (void)plog;
-    /* SQLite lets one writer in at a time and makes the others wait
-     * inside apr_dbd's process-wide lock (then sleep 100 ms): writers
-     * that queue here instead, across the server's processes, never
-     * meet a busy database of ours.
-     */
-    if (ap_state_query(AP_SQ_MAIN_STATE) != AP_SQ_MS_CREATE_PRE_CONFIG) {
-        rv = ap_global_mutex_create(&writers, NULL, LESSONS_WRITE_MUTEX, NULL,
-                                    s, pconf, 0);
-        if (rv != APR_SUCCESS) {
-            return HTTP_INTERNAL_SERVER_ERROR;
-        }
-    }
-    /* libpq's connect has no limit of its own: bound it (and PQreset's)
-     * unless the admin already did, before any thread starts.  Other
-     * modules' PostgreSQL connections in this server get it too.
-     */
-    if (apr_env_get(&set, "PGCONNECT_TIMEOUT", ptemp) != APR_SUCCESS
-        || !set || !*set) {
-        apr_env_set("PGCONNECT_TIMEOUT",
-                    apr_itoa(ptemp, lessons_db_timeout(mconf)), ptemp);
-    }
-    for (; s; s = s->next) {
-        lessons_srv_conf *sconf =
-            ap_get_module_config(s->module_config, &lessons_module);
-        int i;
-
-        /* Each section's token policy fingerprint, once (the token
-         * cache's key); merges keep it only where nothing changed.
-         */
-        for (i = 0; i < sconf->sections->nelts; i++) {
-            lessons_dir_conf *c =
-                APR_ARRAY_IDX(sconf->sections, i, lessons_dir_conf *);
-
-            lessons_policy_of(c, &policy);
-            c->has_fp = c->algs && c->keyset && !c->keys_url
-                        && lessons_token_policy_fingerprint(&policy, c->fp)
-                           == 0;
-        }
-        sconf->acquire = acquire;
-        sconf->writers = writers;
-    }
-    /* Keys URLs: curl's global state, once, before any thread. */
-    mconf->key_sources = lessons_keys_sources(pconf);
-    if (mconf->key_sources->nelts) {
-        const char *err = lessons_fetch_global_init();
-
-        if (err) {
-            ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0, NULL,
-                         LESSONSLOG(00107) "keys URLs: %s", err);
-            return HTTP_INTERNAL_SERVER_ERROR;
-        }
-    }
-    return OK;
-}
-
-/* How many requests of a process may hold a database connection, and
- * how many may wait for one: never more holders than mod_dbd has
- * connections (DBDMax), and holders and waiters together leave a
- * quarter of the threads free for the rest of the server.
- */
-static void lessons_gate_size(int threads, int dbd_max, int *slots,
-                              int *waiting)
-{
-    int limit = threads * 3 / 4 > 1 ? threads * 3 / 4 : 1;
-
-    *slots = dbd_max < limit ? dbd_max : limit;
-    *waiting = limit - *slots < *slots ? limit - *slots : *slots;
-}
-
-void lessons_child_init(apr_pool_t *pchild, server_rec *s)
-{
-    server_rec *main = s;
-    lessons_cache_t *cache = NULL;
-    lessons_tokencache_t *tokens = NULL;
-    apr_global_mutex_t *writers = NULL;
-    int threads = 1, slots, waiting;
-
-    ap_mpm_query(AP_MPMQ_MAX_THREADS, &threads);
-    for (; s; s = s->next) {
-        lessons_srv_conf *sconf =
-            ap_get_module_config(s->module_config, &lessons_module);
-
-        sconf->threads = threads;
-        sconf->throttle = lessons_throttle_make(pchild);
-        /* One response cache and one token cache per process, shared by
-         * every virtual host (their keys say whose each entry is).
-         */
-        if (s == main) {
-            apr_off_t size = sconf->cache_size >= 0
-                             ? sconf->cache_size : LESSONS_DEFAULT_CACHE;
-
-            cache = size > 0 ? lessons_cache_make(pchild, (apr_size_t)size,
-                                                  LESSONS_GZIP_MIN)
-                             : NULL;
-            tokens = lessons_tokencache_make(pchild, LESSONS_TOKEN_CACHE);
-        }
-        sconf->cache = cache;
-        sconf->tokens = tokens;
-        /* One writers' mutex for the server, opened once per child. */
-        if (s == main && sconf->writers
-            && apr_global_mutex_child_init(&sconf->writers,
-                   apr_global_mutex_lockfile(sconf->writers), pchild)
-               != APR_SUCCESS) {
-            ap_log_error(APLOG_MARK, APLOG_ERR, 0, s, LESSONSLOG(00104)
-                         "cannot open the SQLite writers' mutex in this "
-                         "process: writes queue in SQLite instead");
-            sconf->writers = NULL;
-        }
-        if (s == main) {
-            writers = sconf->writers;
-        }
-        sconf->writers = writers;
-        if (threads > 1) {
-            lessons_gate_size(threads, LESSONS_DBD_DEFAULT_MAX, &slots,
-                              &waiting);
-            sconf->gate = lessons_gate_make(pchild, slots, waiting);
-        }
-    }
-    lessons_keys_child_init(pchild, main);
-}
-
-/* mod_dbd made a connection: now we know its DBDMax. */
-apr_status_t lessons_dbd_connected(apr_pool_t *p, dbd_cfg_t *cfg,
-                                   ap_dbd_t *dbd)
-{
-    lessons_srv_conf *sconf = cfg && cfg->server
-        ? ap_get_module_config(cfg->server->module_config, &lessons_module)
-        : NULL;
-    int slots, waiting;
-
-    (void)p;
-    (void)dbd;
-    if (sconf && sconf->gate && cfg->nmax > 0) {
-        lessons_gate_size(sconf->threads, cfg->nmax, &slots, &waiting);
-        lessons_gate_resize(sconf->gate, slots, waiting);
-    }
-    return APR_SUCCESS;
-}

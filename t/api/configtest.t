@@ -153,6 +153,22 @@ bad_ok("LessonsJWTAlgorithm RS256\nLessonsJWTKeyFile $hs_good",
 # ---- other directive values
 bad_ok("LessonsJWTAlgorithm HS256\nLessonsJWTKeyFile $hs_good\nLessonsJWTLeeway abc",
        qr/LessonsJWTLeeway|leeway/i, 'leeway not a number');
+# The numeric directives share one parser; each keeps its bounds and
+# its context.
+for my $case ([ "LessonsDBTimeout 0", qr/LessonsDBTimeout takes a whole number of seconds from 1 to 300, not '0'/ ],
+              [ "LessonsDBTimeout 301", qr/from 1 to 300/ ],
+              [ "LessonsCacheSize 5G", qr/LessonsCacheSize takes a size in bytes \(K, M or G may follow\) from 0 to 4294967296 \(0: no cache\), not '5G'/ ],
+              [ "LessonsCacheSize 16Q", qr/not '16Q'/ ],
+              [ "LessonsCacheSize -1", qr/not '-1'/ ]) {
+    bad_ok("LessonsJWTKey HS256 $hs_good", $case->[1], "$case->[0] at server level",
+           $case->[0]);
+}
+good_ok("LessonsJWTKey HS256 $hs_good", 'LessonsCacheSize 16M and LessonsDBTimeout 300',
+        "LessonsCacheSize 16M\nLessonsDBTimeout 300");
+bad_ok("LessonsJWTKey HS256 $hs_good\nLessonsCacheSize 1M", qr/LessonsCacheSize not allowed in <Location> context/,
+       'LessonsCacheSize inside a section');
+bad_ok("LessonsJWTKey HS256 $hs_good\nLessonsJWTLeeway 3601", qr/LessonsJWTLeeway takes a whole number of seconds from 0 to 3600/,
+       'a leeway over an hour');
 bad_ok("LessonsJWTAlgorithm HS256\nLessonsJWTKeyFile $hs_good\nLessonsMaxBodySize abc",
        qr/LessonsMaxBodySize|size/i, 'body size not a number');
 bad_ok("LessonsJWTAlgorithm HS256\nLessonsJWTKeyFile $hs_good\nLessonsBasePath api",

@@ -1,0 +1,289 @@
+/* Licensed under the Apache License, Version 2.0.
+ *
+ * mod_lessons_init.c: process life.  The start-up checks (configtest
+ * included) over every section the directives recorded, the writers'
+ * mutex, post_config's per-server setup, and in each child the
+ * per-process state (caches, the connection gate, the keys fetchers)
+ * and the pool's size once mod_dbd connects.
+ */
+
+#include "mod_lessons.h"
+
+/* Only what can be seen exactly is checked here: each section's own
+ * directives, and whether the configuration holds a key at all.  Which
+ * sections a request merges (regex sections, <If>, <Directory>) is
+ * httpd's to decide and is not imitated; the request-time checks in
+ * lessons_authenticate hold whatever the merge produces.
+ */
+
+/* The first "SetHandler lessons" in the tree, or NULL. */
+static const ap_directive_t *lessons_find_handler(apr_pool_t *p,
+                                                  const ap_directive_t *d)
+{
+    const ap_directive_t *found;
+
+    for (; d; d = d->next) {
+        if (strcasecmp(d->directive, "SetHandler") == 0
+            && strcasecmp(lessons_tree_arg(p, d), LESSONS_HANDLER) == 0) {
+            return d;
+        }
+        if (d->first_child
+            && (found = lessons_find_handler(p, d->first_child))) {
+            return found;
+        }
+    }
+    return NULL;
+}
+
+int lessons_check_config(apr_pool_t *pconf, apr_pool_t *plog,
+                         apr_pool_t *ptemp, server_rec *s)
+{
+    const ap_directive_t *handler;
+    int rc = OK, keys = 0, i;
+
+    (void)pconf;
+    (void)plog;
+    for (; s; s = s->next) {
+        lessons_srv_conf *sconf =
+            ap_get_module_config(s->module_config, &lessons_module);
+
+        for (i = 0; i < sconf->sections->nelts; i++) {
+            const lessons_dir_conf *c =
+                APR_ARRAY_IDX(sconf->sections, i, lessons_dir_conf *);
+
+            /* Keys URL settings belong to the URL's own section; each
+             * URL's source takes its sections' settings (here, so that
+             * configtest sees a conflict).
+             */
+            if ((c->keys_ca || c->keys_refresh || c->keys_min_refresh)
+                && !c->keys_url) {
+                ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0,
+                             NULL, LESSONSLOG(00105) "%s: LessonsJWTKeysCA, "
+                             "LessonsJWTKeysRefresh and LessonsJWTKeysMin"
+                             "Refresh need LessonsJWTKeysURL in the same "
+                             "section", c->jwt_where ? c->jwt_where
+                                                     : "a section");
+                rc = !OK;
+            }
+            /* A keys URL gives public keys only: a section that takes
+             * nothing but HMAC from one could verify no token.
+             */
+            if (c->keys_url && c->algs
+                && !(c->algs & ~(LESSONS_ALG_BIT(JWT_ALG_HS256)
+                                 | LESSONS_ALG_BIT(JWT_ALG_HS384)
+                                 | LESSONS_ALG_BIT(JWT_ALG_HS512)))) {
+                ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0,
+                             NULL, LESSONSLOG(00108) "%s: a keys URL gives "
+                             "public keys only (RSA, EC): %s can verify no "
+                             "token with it; a shared secret belongs in a "
+                             "key file (LessonsJWTKey HS256 FILE)",
+                             c->jwt_where, c->alg_name);
+                rc = !OK;
+            }
+            if (c->keys_url) {
+                const char *err = lessons_keys_src_configure(ptemp,
+                                                             c->keys_url, c);
+
+                if (err) {
+                    ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0,
+                                 NULL, LESSONSLOG(00106) "%s", err);
+                    rc = !OK;
+                }
+            }
+            if (!c->jwt_where) {
+                continue;
+            }
+            if (c->algs && (c->keyset || c->keys_url)) {
+                keys++;
+                continue;
+            }
+            ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0, NULL,
+                         LESSONSLOG(00102) "%s: this section sets %s but "
+                         "not %s; algorithm and key are one setting: give "
+                         "both in the same section, or use LessonsJWTKey "
+                         "ALG FILE", c->jwt_where,
+                         c->algs ? "LessonsJWTAlgorithm"
+                                 : c->keys_url ? "LessonsJWTKeysURL"
+                                               : "LessonsJWTKeyFile",
+                         c->algs ? "LessonsJWTKeyFile or LessonsJWTKeysURL"
+                                 : "LessonsJWTAlgorithm");
+            rc = !OK;
+        }
+    }
+    handler = lessons_find_handler(ptemp, ap_conftree);
+    if (handler && keys == 0) {
+        ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0, NULL,
+                     LESSONSLOG(00103) "%s:%d: SetHandler lessons, but no "
+                     "LessonsJWTKey is configured anywhere; the lessons API "
+                     "never runs without token checks", handler->filename,
+                     handler->line_num);
+        rc = !OK;
+    }
+    return rc;
+}
+
+/* The mutex that takes SQLite writers of this server one at a time
+ * (the Mutex directive can choose its mechanism and lock file).
+ */
+int lessons_pre_config(apr_pool_t *pconf, apr_pool_t *plog,
+                       apr_pool_t *ptemp)
+{
+    (void)plog;
+    (void)ptemp;
+    return ap_mutex_register(pconf, LESSONS_WRITE_MUTEX, NULL,
+                             APR_LOCK_DEFAULT, 0) == APR_SUCCESS
+           ? OK : !OK;
+}
+
+int lessons_post_config(apr_pool_t *pconf, apr_pool_t *plog,
+                        apr_pool_t *ptemp, server_rec *s)
+{
+    lessons_token_policy_t policy;
+    apr_global_mutex_t *writers = NULL;
+    apr_status_t rv;
+    ap_dbd_t *(*acquire)(request_rec *) =
+        APR_RETRIEVE_OPTIONAL_FN(ap_dbd_acquire);
+
+    lessons_srv_conf *mconf =
+        ap_get_module_config(s->module_config, &lessons_module);
+    char *set = NULL;
+
+    (void)plog;
+    /* SQLite lets one writer in at a time and makes the others wait
+     * inside apr_dbd's process-wide lock (then sleep 100 ms): writers
+     * that queue here instead, across the server's processes, never
+     * meet a busy database of ours.
+     */
+    if (ap_state_query(AP_SQ_MAIN_STATE) != AP_SQ_MS_CREATE_PRE_CONFIG) {
+        rv = ap_global_mutex_create(&writers, NULL, LESSONS_WRITE_MUTEX, NULL,
+                                    s, pconf, 0);
+        if (rv != APR_SUCCESS) {
+            return HTTP_INTERNAL_SERVER_ERROR;
+        }
+    }
+    /* libpq's connect has no limit of its own: bound it (and PQreset's)
+     * unless the admin already did, before any thread starts.  Other
+     * modules' PostgreSQL connections in this server get it too.
+     */
+    if (apr_env_get(&set, "PGCONNECT_TIMEOUT", ptemp) != APR_SUCCESS
+        || !set || !*set) {
+        apr_env_set("PGCONNECT_TIMEOUT",
+                    apr_itoa(ptemp, lessons_db_timeout(mconf)), ptemp);
+    }
+    for (; s; s = s->next) {
+        lessons_srv_conf *sconf =
+            ap_get_module_config(s->module_config, &lessons_module);
+        int i;
+
+        /* Each section's token policy fingerprint, once (the token
+         * cache's key); merges keep it only where nothing changed.
+         */
+        for (i = 0; i < sconf->sections->nelts; i++) {
+            lessons_dir_conf *c =
+                APR_ARRAY_IDX(sconf->sections, i, lessons_dir_conf *);
+
+            lessons_policy_of(c, &policy);
+            c->has_fp = c->algs && c->keyset && !c->keys_url
+                        && lessons_token_policy_fingerprint(&policy, c->fp)
+                           == 0;
+        }
+        sconf->acquire = acquire;
+        sconf->writers = writers;
+    }
+    /* Keys URLs: curl's global state, once, before any thread. */
+    mconf->key_sources = lessons_keys_sources(pconf);
+    if (mconf->key_sources->nelts) {
+        const char *err = lessons_fetch_global_init();
+
+        if (err) {
+            ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0, NULL,
+                         LESSONSLOG(00107) "keys URLs: %s", err);
+            return HTTP_INTERNAL_SERVER_ERROR;
+        }
+    }
+    return OK;
+}
+
+/* How many requests of a process may hold a database connection, and
+ * how many may wait for one: never more holders than mod_dbd has
+ * connections (DBDMax), and holders and waiters together leave a
+ * quarter of the threads free for the rest of the server.
+ */
+static void lessons_gate_size(int threads, int dbd_max, int *slots,
+                              int *waiting)
+{
+    int limit = threads * 3 / 4 > 1 ? threads * 3 / 4 : 1;
+
+    *slots = dbd_max < limit ? dbd_max : limit;
+    *waiting = limit - *slots < *slots ? limit - *slots : *slots;
+}
+
+void lessons_child_init(apr_pool_t *pchild, server_rec *s)
+{
+    server_rec *main = s;
+    lessons_cache_t *cache = NULL;
+    lessons_tokencache_t *tokens = NULL;
+    apr_global_mutex_t *writers = NULL;
+    int threads = 1, slots, waiting;
+
+    ap_mpm_query(AP_MPMQ_MAX_THREADS, &threads);
+    for (; s; s = s->next) {
+        lessons_srv_conf *sconf =
+            ap_get_module_config(s->module_config, &lessons_module);
+
+        sconf->threads = threads;
+        sconf->throttle = lessons_throttle_make(pchild);
+        /* One response cache and one token cache per process, shared by
+         * every virtual host (their keys say whose each entry is).
+         */
+        if (s == main) {
+            apr_off_t size = sconf->cache_size >= 0
+                             ? sconf->cache_size : LESSONS_DEFAULT_CACHE;
+
+            cache = size > 0 ? lessons_cache_make(pchild, (apr_size_t)size,
+                                                  LESSONS_GZIP_MIN)
+                             : NULL;
+            tokens = lessons_tokencache_make(pchild, LESSONS_TOKEN_CACHE);
+        }
+        sconf->cache = cache;
+        sconf->tokens = tokens;
+        /* One writers' mutex for the server, opened once per child. */
+        if (s == main && sconf->writers
+            && apr_global_mutex_child_init(&sconf->writers,
+                   apr_global_mutex_lockfile(sconf->writers), pchild)
+               != APR_SUCCESS) {
+            ap_log_error(APLOG_MARK, APLOG_ERR, 0, s, LESSONSLOG(00104)
+                         "cannot open the SQLite writers' mutex in this "
+                         "process: writes queue in SQLite instead");
+            sconf->writers = NULL;
+        }
+        if (s == main) {
+            writers = sconf->writers;
+        }
+        sconf->writers = writers;
+        if (threads > 1) {
+            lessons_gate_size(threads, LESSONS_DBD_DEFAULT_MAX, &slots,
+                              &waiting);
+            sconf->gate = lessons_gate_make(pchild, slots, waiting);
+        }
+    }
+    lessons_keys_child_init(pchild, main);
+}
+
+/* mod_dbd made a connection: now we know its DBDMax. */
+apr_status_t lessons_dbd_connected(apr_pool_t *p, dbd_cfg_t *cfg,
+                                   ap_dbd_t *dbd)
+{
+    lessons_srv_conf *sconf = cfg && cfg->server
+        ? ap_get_module_config(cfg->server->module_config, &lessons_module)
+        : NULL;
+    int slots, waiting;
+
+    (void)p;
+    (void)dbd;
+    if (sconf && sconf->gate && cfg->nmax > 0) {
+        lessons_gate_size(sconf->threads, cfg->nmax, &slots, &waiting);
+        lessons_gate_resize(sconf->gate, slots, waiting);
+    }
+    return APR_SUCCESS;
+}
