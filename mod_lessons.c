@@ -164,7 +164,7 @@ static void lessons_register_hooks(apr_pool_t *p)
                          AP_AUTH_INTERNAL_PER_CONF);
     ap_hook_check_access(lessons_check_access_any, NULL, NULL,
                          APR_HOOK_REALLY_LAST, AP_AUTH_INTERNAL_PER_CONF);
-    ap_hook_check_access_ex(lessons_check_access_ex, NULL, NULL,
+    ap_hook_check_access_ex(lessons_check_gate_again, NULL, NULL,
                             APR_HOOK_FIRST, AP_AUTH_INTERNAL_PER_CONF);
     /* A verified token is the authentication Require valid-user asks. */
     ap_hook_check_authn(lessons_check_user_id, NULL, NULL, APR_HOOK_FIRST,
@@ -173,7 +173,8 @@ static void lessons_register_hooks(apr_pool_t *p)
                               AUTHZ_PROVIDER_VERSION,
                               &lessons_authz_claim_provider,
                               AP_AUTH_INTERNAL_PER_CONF);
-    ap_hook_fixups(lessons_check_fixups, NULL, NULL, APR_HOOK_REALLY_FIRST);
+    ap_hook_fixups(lessons_check_gate_again, NULL, NULL,
+                   APR_HOOK_REALLY_FIRST);
     ap_hook_handler(lessons_handler, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_handler(lessons_health_handler, NULL, NULL, APR_HOOK_MIDDLE);
     /* Refusals, ours and httpd's 403s on the API, as problem+json. */

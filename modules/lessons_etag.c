@@ -39,9 +39,9 @@ const char *lessons_etag_gzip(apr_pool_t *p, const char *etag)
                         etag);
 }
 
-/* One entity-tag of a list: sets *weak, *opaque (inside the quotes) and
- * *len, and returns where the next one starts, or NULL at the end.  A
- * malformed member is skipped up to the next comma, its *len 0.
+/* One entity-tag of a list that lessons_etag_field_ok has passed: sets
+ * *weak, *opaque (inside the quotes) and *len, and returns where the
+ * next one starts, or NULL at the end.
  */
 static const char *lessons_etag_next(const char *s, int *weak,
                                      const char **opaque, apr_size_t *len)
@@ -61,13 +61,10 @@ static const char *lessons_etag_next(const char *s, int *weak,
         *weak = 1;
         s += 2;
     }
-    if (*s == '"' && (end = strchr(s + 1, '"')) != NULL) {
-        *opaque = s + 1;
-        *len = (apr_size_t)(end - s - 1);
-        return end + 1;
-    }
-    end = strchr(s, ',');
-    return end ? end : s + strlen(s);
+    end = strchr(s + 1, '"');       /* s is at the opening quote */
+    *opaque = s + 1;
+    *len = (apr_size_t)(end - s - 1);
+    return end + 1;
 }
 
 /* RFC 9110 8.8.3 and 13.1.1-2: the field is "*" alone, or a list of

@@ -311,8 +311,7 @@ int lessons_gate(request_rec *r);
 int lessons_gate_required(request_rec *r);
 int lessons_check_access(request_rec *r);
 int lessons_check_access_any(request_rec *r);
-int lessons_check_access_ex(request_rec *r);
-int lessons_check_fixups(request_rec *r);
+int lessons_check_gate_again(request_rec *r);
 json_t *lessons_request_claims(request_rec *r);
 
 /* mod_lessons_keys.c: keys URLs, fetched per process by a thread */

@@ -315,20 +315,12 @@ int lessons_check_access_any(request_rec *r)
 }
 
 /* access_checker_ex, which Satisfy Any reaches even when the access
- * checkers refused: a refused token stays refused.  A good one leaves
- * the decision to the Require lines (mod_authz_core, after us).
+ * checkers refused, and fixups, which every request reaches before its
+ * handler whatever the access phases did: a refused token stays refused;
+ * a good one leaves the decision to the Require lines (mod_authz_core,
+ * after us) and to the handler.
  */
-int lessons_check_access_ex(request_rec *r)
-{
-    int rc = lessons_gate(r);
-
-    return rc == OK ? DECLINED : rc;
-}
-
-/* fixups, which every request reaches before its handler, whatever the
- * access phases did: the last word for the gate.
- */
-int lessons_check_fixups(request_rec *r)
+int lessons_check_gate_again(request_rec *r)
 {
     int rc = lessons_gate(r);
 
