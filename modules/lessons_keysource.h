@@ -1,0 +1,127 @@
+/* Licensed under the Apache License, Version 2.0.
+ *
+ * lessons_keysource.h: a key set that changes while the server runs
+ * (LessonsJWTKeysURL).  A source keeps the last good set and one fetcher
+ * thread, so that no request waits on the network but the first ones
+ * (before any set) and a token naming a kid the set lacks; the latter
+ * wake the fetcher at most once per min_refresh whatever the traffic.
+ * Sets are refcounted: a request holds the one it verified with while
+ * the fetcher swaps in the next, and the last holder frees it.
+ *
+ * What a fetch does is the caller's (lessons_keysource_fetch_url for a
+ * keys URL; a test gives its own), and so is what a report is logged as:
+ * this unit knows threads, times and sets, not httpd.
+ *
+ * A key file's set (lessons_keyset_make) needs none of this: it is read
+ * once at start-up and never changes.
+ */
+#ifndef LESSONS_KEYSOURCE_H
+#define LESSONS_KEYSOURCE_H
+
+#include "apr_pools.h"
+#include "apr_time.h"
+#include "lessons_keyset.h"
+
+typedef struct lessons_keysource lessons_keysource_t;
+
+/* Make a set in set_pool (which the source owns and frees with the set);
+ * NULL, or why there is none.  Called by the fetcher thread, without the
+ * source's lock: it may take as long as its own time limit.
+ */
+typedef const char *(*lessons_keysource_fetch_fn)(void *baton,
+                                                  apr_pool_t *set_pool,
+                                                  apr_pool_t *scratch,
+                                                  const lessons_keyset_t **set);
+
+/* What the fetcher did, for the log: set is a set taken into use (it
+ * differs from the one before); or err says why a fetch failed, and
+ * serving whether a last good set still serves.  A fetch that gave the
+ * same set again is not reported.  Called by the fetcher thread, with
+ * the source's lock held: it must not call back into the source.
+ */
+typedef void (*lessons_keysource_report_fn)(void *baton,
+                                            const lessons_keyset_t *set,
+                                            const char *err, int serving,
+                                            apr_pool_t *scratch);
+
+typedef struct {
+    apr_interval_time_t refresh;    /* fetch anyway this often */
+    apr_interval_time_t min_refresh;/* never fetch more often than this
+                                     * (capped at refresh); also the wait
+                                     * after a failed fetch */
+    apr_interval_time_t wait;       /* the longest a request waits for a
+                                     * fetch (the fetch's own limit) */
+    int max_waiters;                /* requests that may wait at once; the
+                                     * rest go on with what there is */
+    lessons_keysource_fetch_fn fetch;
+    void *fetch_baton;
+    lessons_keysource_report_fn report;     /* may be NULL */
+    void *report_baton;
+} lessons_keysource_opts_t;
+
+/* Start a source: its fetcher thread fetches at once.  opts is copied.
+ * The source stops (the thread is joined, a fetch in flight ends within
+ * its own limit, the set is let go) when p is cleared or destroyed.
+ */
+apr_status_t lessons_keysource_start(lessons_keysource_t **src,
+                                     const lessons_keysource_opts_t *opts,
+                                     apr_pool_t *p);
+
+/* The current set, held until holder is cleared or destroyed; while the
+ * first fetch has not ended, wait for it (bounded by opts.wait).  NULL
+ * when there is no set yet.
+ */
+const lessons_keyset_t *lessons_keysource_take(lessons_keysource_t *src,
+                                               apr_pool_t *holder);
+
+typedef enum {
+    LESSONS_KEYSOURCE_NEW = 0,      /* a new set is in use since the
+                                     * caller took its own: take again */
+    LESSONS_KEYSOURCE_SAME,         /* fetched (or waited for a fetch in
+                                     * flight); the set did not change */
+    LESSONS_KEYSOURCE_TOO_SOON      /* the last fetch began less than
+                                     * min_refresh ago: not again */
+} lessons_keysource_refetch_e;
+
+/* A token named a kid the set lacks: wake the fetcher unless it began a
+ * fetch less than min_refresh ago, and wait (bounded) for the fetch.
+ * With TOO_SOON, *since and *until (when not NULL) say how long ago the
+ * last fetch began and how long until the next may.
+ */
+lessons_keysource_refetch_e
+lessons_keysource_refetch(lessons_keysource_t *src,
+                          apr_interval_time_t *since,
+                          apr_interval_time_t *until);
+
+/* What the source has done so far (for tests and the log). */
+typedef struct {
+    unsigned long fetches;          /* fetches ended, good or not */
+    unsigned long installed;        /* sets taken into use */
+    int holds;                      /* holds on the current set, its own
+                                     * included; 0 when there is none */
+    int waiters;                    /* requests waiting now */
+} lessons_keysource_stats_t;
+
+void lessons_keysource_stats(lessons_keysource_t *src,
+                             lessons_keysource_stats_t *stats);
+
+/* A keys URL, as lessons_keysource_fetch_url fetches it. */
+typedef struct {
+    const char *url;
+    const char *ca_pem;             /* the only CAs to trust, or NULL for
+                                     * the system's */
+    apr_size_t ca_len;
+    lessons_algs_t algs;            /* every key must fit one of these */
+    long connect_timeout_ms, total_timeout_ms;
+    int max_redirects;
+} lessons_keysource_url_t;
+
+/* fetch for a keys URL (baton: a lessons_keysource_url_t): GET it
+ * (lessons_fetch_get), parse the JWKS with public keys only, and check
+ * every key against algs, as a key file's set is checked.
+ */
+const char *lessons_keysource_fetch_url(void *baton, apr_pool_t *set_pool,
+                                        apr_pool_t *scratch,
+                                        const lessons_keyset_t **set);
+
+#endif /* LESSONS_KEYSOURCE_H */
