@@ -41,6 +41,17 @@ const lessons_engine_t *lessons_engine_of(const apr_dbd_driver_t *driver)
     return driver ? lessons_engine_find(apr_dbd_name(driver)) : NULL;
 }
 
+void lessons_engines_process_init(apr_pool_t *p, long timeout_ms)
+{
+    int i;
+
+    for (i = 0; lessons_engines[i]; i++) {
+        if (lessons_engines[i]->process_init) {
+            lessons_engines[i]->process_init(p, timeout_ms);
+        }
+    }
+}
+
 int lessons_engine_says(const char *err, const char *part)
 {
     return err && part && strstr(err, part) != NULL;

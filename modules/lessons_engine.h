@@ -6,8 +6,9 @@
  * (mod_lessons_dbd.c) ask.  apr_dbd runs the statements; an engine says
  * only what apr_dbd leaves to its native handle: which backend a pooled
  * connection is, the session settings a new backend needs, how a write
- * transaction begins, whether writers of every process take turns, and
- * what fault a failed statement met.
+ * transaction begins, whether writers of every process take turns, what
+ * fault a failed statement met, and what the process must set before
+ * any connection.
  *
  * Adding an engine: a lessons_engine_NAME.c that defines
  * lessons_engine_NAME, its row in lessons_engine.c, its tests in
@@ -41,6 +42,12 @@ typedef struct {
     int named_statements;           /* prepared statements have names on
                                      * the server: each prepare of a
                                      * backend needs names of its own */
+
+    /* Once at start-up, before any thread or connection: bound what the
+     * driver leaves unbounded (connecting) by timeout_ms, unless the
+     * admin already did (NULL: nothing to do).
+     */
+    void (*process_init)(apr_pool_t *p, long timeout_ms);
 
     /* Which backend the connection is now; another value than last time
      * means the driver reconnected underneath, and statements and
@@ -84,6 +91,9 @@ const lessons_engine_t *lessons_engine_of(const apr_dbd_driver_t *driver);
 
 /* Every engine of this build, ending with NULL (for messages). */
 extern const lessons_engine_t *const lessons_engines[];
+
+/* Every engine's process_init, in the order of lessons_engines. */
+void lessons_engines_process_init(apr_pool_t *p, long timeout_ms);
 
 /* 1 when err (a driver's message) holds part: the one way left where
  * apr_dbd keeps only the message.

@@ -15,9 +15,27 @@
  */
 #include <libpq-fe.h>
 
+#include "apr_env.h"
 #include "apr_strings.h"
 
 #include "lessons_engine.h"
+
+/* libpq's connect has no limit of its own: bound it (and PQreset's)
+ * through PGCONNECT_TIMEOUT (whole seconds, at least 1), unless the
+ * admin set it.  Other modules' PostgreSQL connections in this server
+ * get it too.
+ */
+static void lessons_pgsql_process_init(apr_pool_t *p, long timeout_ms)
+{
+    char *set = NULL;
+
+    if (apr_env_get(&set, "PGCONNECT_TIMEOUT", p) != APR_SUCCESS
+        || !set || !*set) {
+        apr_env_set("PGCONNECT_TIMEOUT",
+                    apr_ltoa(p, timeout_ms > 1000 ? (timeout_ms + 999) / 1000
+                                                  : 1), p);
+    }
+}
 
 static long lessons_pgsql_backend(void *native, const char **err)
 {
@@ -95,6 +113,7 @@ const lessons_engine_t lessons_engine_pgsql = {
     "BEGIN",
     0,                              /* row locks: writers run side by side */
     1,                              /* server-side statement names */
+    lessons_pgsql_process_init,
     lessons_pgsql_backend,
     lessons_pgsql_session_sql,
     NULL,

@@ -173,6 +173,7 @@ const lessons_engine_t lessons_engine_sqlite3 = {
     "BEGIN IMMEDIATE",              /* the write lock up front */
     1,                              /* one writer: the file's lock */
     0,
+    NULL,
     lessons_sqlite_backend,
     NULL,
     lessons_sqlite_tune,

@@ -146,7 +146,6 @@ int lessons_post_config(apr_pool_t *pconf, apr_pool_t *plog,
 
     lessons_srv_conf *mconf =
         ap_get_module_config(s->module_config, &lessons_module);
-    char *set = NULL;
 
     (void)plog;
     /* SQLite lets one writer in at a time and makes the others wait
@@ -161,15 +160,9 @@ int lessons_post_config(apr_pool_t *pconf, apr_pool_t *plog,
             return HTTP_INTERNAL_SERVER_ERROR;
         }
     }
-    /* libpq's connect has no limit of its own: bound it (and PQreset's)
-     * unless the admin already did, before any thread starts.  Other
-     * modules' PostgreSQL connections in this server get it too.
-     */
-    if (apr_env_get(&set, "PGCONNECT_TIMEOUT", ptemp) != APR_SUCCESS
-        || !set || !*set) {
-        apr_env_set("PGCONNECT_TIMEOUT",
-                    apr_itoa(ptemp, lessons_db_timeout(mconf)), ptemp);
-    }
+    /* What each engine's driver leaves unbounded, before any thread. */
+    lessons_engines_process_init(ptemp,
+                                 1000L * lessons_db_timeout(mconf));
     for (; s; s = s->next) {
         lessons_srv_conf *sconf =
             ap_get_module_config(s->module_config, &lessons_module);

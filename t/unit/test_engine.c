@@ -15,6 +15,7 @@
 #include <sqlite3.h>
 
 #include "apr_dbd.h"
+#include "apr_env.h"
 
 #include "lessons_engine.h"
 
@@ -184,6 +185,37 @@ static void test_pgsql_faults(void **state)
     assert_false(lessons_engine_says("abc", NULL));
 }
 
+/* Start-up: libpq's connect gets a bound (whole seconds, at least one)
+ * unless the admin set one; SQLite needs none.
+ */
+static void test_process_init(void **state)
+{
+    const lessons_engine_t *pg = lessons_engine_find("pgsql");
+    char *v = NULL;
+
+    (void)state;
+    assert_null(lessons_engine_find("sqlite3")->process_init);
+    assert_non_null(pg->process_init);
+    apr_env_delete("PGCONNECT_TIMEOUT", pool);
+    pg->process_init(pool, 5000);
+    assert_int_equal(apr_env_get(&v, "PGCONNECT_TIMEOUT", pool), APR_SUCCESS);
+    assert_string_equal(v, "5");
+    apr_env_set("PGCONNECT_TIMEOUT", "", pool);
+    pg->process_init(pool, 1500);   /* empty is unset: rounded up */
+    apr_env_get(&v, "PGCONNECT_TIMEOUT", pool);
+    assert_string_equal(v, "2");
+    apr_env_delete("PGCONNECT_TIMEOUT", pool);
+    lessons_engines_process_init(pool, 100);
+    apr_env_get(&v, "PGCONNECT_TIMEOUT", pool);
+    assert_string_equal(v, "1");
+    /* the admin's own value stays */
+    apr_env_set("PGCONNECT_TIMEOUT", "17", pool);
+    lessons_engines_process_init(pool, 5000);
+    apr_env_get(&v, "PGCONNECT_TIMEOUT", pool);
+    assert_string_equal(v, "17");
+    apr_env_delete("PGCONNECT_TIMEOUT", pool);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -191,6 +223,7 @@ int main(void)
         cmocka_unit_test(test_traits),
         cmocka_unit_test(test_sqlite_faults),
         cmocka_unit_test(test_pgsql_faults),
+        cmocka_unit_test(test_process_init),
     };
 
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
