@@ -9,8 +9,10 @@
 #               handled by its merge function, or says in its declaration
 #               why not ("not merged")
 #   directives  every directive of mod_lessons.c's command table has its
-#               entry in the reference (README.md, "**Name**"), and the
-#               reference names no directive the table lacks
+#               entry in the reference (DIRECTIVES.md, "## Name Directive")
+#               with the table's context, the reference names no
+#               directive the table lacks, and README's summary table
+#               lists the same directives
 #
 #   t/tools/house.pl [ROOT [OBJDIR]]    (defaults: the checkout, build/obj)
 #
@@ -152,18 +154,52 @@ sub merge {
 }
 
 # ---- directives ---------------------------------------------------------
+# The context a reference entry must give for the table's flags.
+sub context_of {
+    my ($flags, $global_only) = @_;
+    return 'server config' if $global_only;
+    return 'server config, virtual host, directory' if $flags =~ /ACCESS_CONF/;
+    return 'server config, virtual host';
+}
+
 sub directives {
     my $table = slurp("$root/mod_lessons.c");
+    my $ref = slurp("$root/DIRECTIVES.md");
     my $readme = slurp("$root/README.md");
-    my %cmd = map { $_ => 1 } $table =~ /AP_INIT_\w+\(\s*"(\w+)"/g;
-    # An entry's heading line: "**Name**", or several: "**A**, **B**".
-    my %ref = map { $_ => 1 } map { /\*\*(Lessons\w+)\*\*/g }
-        $readme =~ /^(\*\*Lessons\w+\*\*(?:,\s*\*\*Lessons\w+\*\*)*)\s*$/mg;
-    my @problems;
-    push @problems, "$_: in the command table, not in README's reference"
-        for grep { !$ref{$_} } sort keys %cmd;
-    push @problems, "$_: in README's reference, not in the command table"
-        for grep { !$cmd{$_} } sort keys %ref;
+    my (%cmd, @problems);
+
+    # AP_INIT_xxx("Name", handler, data, FLAGS, "help"): the flags are
+    # the first RSRC_CONF/ACCESS_CONF expression after the name.
+    while ($table =~ /AP_INIT_\w+\(\s*"(\w+)"(.*?)\b((?:RSRC_CONF|ACCESS_CONF)(?:\s*\|\s*(?:RSRC_CONF|ACCESS_CONF))*)/gs) {
+        my ($name, $between, $flags) = ($1, $2, $3);
+        # A number's spec says GLOBAL_ONLY when the directive is main
+        # server only: look it up by the spec's name.
+        my ($spec) = $between =~ /&(\w+_n)\b/;
+        my $global = $spec && $table =~ /\b\Q$spec\E = \{[^}]*GLOBAL_ONLY/s;
+        $cmd{$name} = context_of($flags, $global);
+    }
+    my %ref;
+    while ($ref =~ /^## (\w+) Directive\n(.*?)(?=^## |\z)/msg) {
+        my ($name, $body) = ($1, $2);
+        my ($context) = $body =~ /^\| Context: \| (.*?) \|$/m;
+        $ref{$name} = $context // '';
+        push @problems, "$name: DIRECTIVES.md's entry has no $_ row"
+            for grep { $body !~ /^\| $_: \|/m } qw(Description Syntax Context);
+    }
+    push @problems, "$_: in the command table, not in DIRECTIVES.md"
+        for grep { !exists $ref{$_} } sort keys %cmd;
+    push @problems, "$_: in DIRECTIVES.md, not in the command table"
+        for grep { !exists $cmd{$_} } sort keys %ref;
+    push @problems, "$_: DIRECTIVES.md gives context \"$ref{$_}\", the "
+                  . "command table \"$cmd{$_}\""
+        for grep { exists $ref{$_} && $ref{$_} ne '' && $ref{$_} ne $cmd{$_} }
+            sort keys %cmd;
+    my %summary = map { $_ => 1 }
+        $readme =~ /^\| \[`(Lessons\w+)`\]\(DIRECTIVES\.md#/mg;
+    push @problems, "$_: in the command table, not in README's summary"
+        for grep { !$summary{$_} } sort keys %cmd;
+    push @problems, "$_: in README's summary, not in the command table"
+        for grep { !$cmd{$_} } sort keys %summary;
     push @problems, 'no directive found in mod_lessons.c' unless %cmd;
     return @problems;
 }
