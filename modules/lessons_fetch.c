@@ -248,44 +248,14 @@ static const char *curl_failure(apr_pool_t *p, CURLcode rc,
     return apr_psprintf(p, "%s", words);
 }
 
-const char *lessons_fetch_get(apr_pool_t *p, const lessons_fetch_opts_t *opts,
-                              char **body, apr_size_t *len)
+/* Everything that stays the same for every hop: TLS verified against
+ * the given CAs only, no proxy, the protocols, the caps, the headers and
+ * where the body goes.
+ */
+static void fetch_setup(CURL *h, const lessons_fetch_opts_t *opts,
+                        struct curl_slist *hdrs, lessons_body_t *b,
+                        char *errbuf)
 {
-    CURL *h;
-    struct curl_slist *hdrs = NULL;
-    lessons_origin_t origin, next;
-    lessons_body_t b;
-    char errbuf[CURL_ERROR_SIZE];
-    const char *err = NULL;
-    const char *url;
-    apr_time_t deadline;
-    int hops = 0;
-
-    *body = NULL;
-    *len = 0;
-    if (opts == NULL || opts->connect_timeout_ms <= 0
-        || opts->total_timeout_ms <= 0 || opts->max_bytes == 0
-        || opts->max_redirects < 0) {
-        return "fetch options out of range";
-    }
-    err = url_parse(p, opts->url, opts->allow_http, &origin);
-    if (err != NULL) {
-        return err;
-    }
-    h = curl_easy_init();
-    if (h == NULL) {
-        return "cannot make a libcurl handle";
-    }
-    hdrs = curl_slist_append(NULL, LESSONS_FETCH_ACCEPT);
-    if (hdrs == NULL) {
-        curl_easy_cleanup(h);
-        return "out of memory";
-    }
-
-    /* What stays the same for every hop. */
-    memset(&b, 0, sizeof(b));
-    b.p = p;
-    b.max = opts->max_bytes;
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_NOPROGRESS, 1L);
     curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
@@ -323,15 +293,97 @@ const char *lessons_fetch_get(apr_pool_t *p, const lessons_fetch_opts_t *opts,
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
     curl_easy_setopt(h, CURLOPT_USERAGENT, LESSONS_FETCH_UA);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, body_write);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, b);
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+}
+
+/* A hop answered status, not 200: NULL with *url set to the redirect's
+ * target when it may be followed (a redirect status with a Location of
+ * the same origin, within max_redirects), else why not.
+ */
+static const char *fetch_follow(apr_pool_t *p, CURL *h, long status,
+                                const lessons_fetch_opts_t *opts,
+                                const lessons_origin_t *origin, int hops,
+                                const char **url)
+{
+    lessons_origin_t next;
+    char *location = NULL;
+    const char *err;
+
+    if (status < 300 || status > 399
+        || status == 304 || status == 305 || status == 306) {
+        return apr_psprintf(p, "HTTP status %ld, not 200%s", status,
+                            hops ? apr_psprintf(p, " (after %d redirect%s)",
+                                                hops, hops == 1 ? "" : "s")
+                                 : "");
+    }
+    /* curl resolves Location against the URL it used. */
+    curl_easy_getinfo(h, CURLINFO_REDIRECT_URL, &location);
+    if (location == NULL) {
+        return apr_psprintf(p, "HTTP status %ld without a usable Location",
+                            status);
+    }
+    if (hops >= opts->max_redirects) {
+        return apr_psprintf(p, "more than %d redirect%s (HTTP status %ld)",
+                            opts->max_redirects,
+                            opts->max_redirects == 1 ? "" : "s", status);
+    }
+    err = url_parse(p, location, opts->allow_http, &next);
+    if (err != NULL) {
+        return apr_psprintf(p, "redirect refused: %s", err);
+    }
+    if (!same_origin(origin, &next)) {
+        return apr_psprintf(p, "redirect to another origin refused: %s "
+                            "(from %s)", origin_text(p, &next),
+                            origin_text(p, origin));
+    }
+    *url = apr_pstrdup(p, location);        /* location is the handle's */
+    return NULL;
+}
+
+const char *lessons_fetch_get(apr_pool_t *p, const lessons_fetch_opts_t *opts,
+                              char **body, apr_size_t *len)
+{
+    CURL *h;
+    struct curl_slist *hdrs = NULL;
+    lessons_origin_t origin;
+    lessons_body_t b;
+    char errbuf[CURL_ERROR_SIZE];
+    const char *err = NULL;
+    const char *url;
+    apr_time_t deadline;
+    int hops = 0;
+
+    *body = NULL;
+    *len = 0;
+    if (opts == NULL || opts->connect_timeout_ms <= 0
+        || opts->total_timeout_ms <= 0 || opts->max_bytes == 0
+        || opts->max_redirects < 0) {
+        return "fetch options out of range";
+    }
+    err = url_parse(p, opts->url, opts->allow_http, &origin);
+    if (err != NULL) {
+        return err;
+    }
+    h = curl_easy_init();
+    if (h == NULL) {
+        return "cannot make a libcurl handle";
+    }
+    hdrs = curl_slist_append(NULL, LESSONS_FETCH_ACCEPT);
+    if (hdrs == NULL) {
+        curl_easy_cleanup(h);
+        return "out of memory";
+    }
+    memset(&b, 0, sizeof(b));
+    b.p = p;
+    b.max = opts->max_bytes;
+    fetch_setup(h, opts, hdrs, &b, errbuf);
 
     deadline = apr_time_now() + apr_time_from_msec(opts->total_timeout_ms);
     url = opts->url;
     for (;;) {
         CURLcode rc;
         long status = 0, left, connect;
-        char *location = NULL;
 
         /* One deadline for all hops. */
         left = (long)apr_time_as_msec(deadline - apr_time_now());
@@ -367,39 +419,10 @@ const char *lessons_fetch_get(apr_pool_t *p, const lessons_fetch_opts_t *opts,
             *len = b.len;
             break;
         }
-        if (status < 300 || status > 399
-            || status == 304 || status == 305 || status == 306) {
-            err = apr_psprintf(p, "HTTP status %ld, not 200%s", status,
-                               hops ? apr_psprintf(p, " (after %d redirect%s)",
-                                                   hops, hops == 1 ? "" : "s")
-                                    : "");
-            break;
-        }
-        /* A redirect: curl resolves Location against the URL it used. */
-        curl_easy_getinfo(h, CURLINFO_REDIRECT_URL, &location);
-        if (location == NULL) {
-            err = apr_psprintf(p, "HTTP status %ld without a usable Location",
-                               status);
-            break;
-        }
-        if (hops >= opts->max_redirects) {
-            err = apr_psprintf(p, "more than %d redirect%s (HTTP status %ld)",
-                               opts->max_redirects,
-                               opts->max_redirects == 1 ? "" : "s", status);
-            break;
-        }
-        err = url_parse(p, location, opts->allow_http, &next);
+        err = fetch_follow(p, h, status, opts, &origin, hops, &url);
         if (err != NULL) {
-            err = apr_psprintf(p, "redirect refused: %s", err);
             break;
         }
-        if (!same_origin(&origin, &next)) {
-            err = apr_psprintf(p, "redirect to another origin refused: %s "
-                               "(from %s)", origin_text(p, &next),
-                               origin_text(p, &origin));
-            break;
-        }
-        url = apr_pstrdup(p, location);     /* location is the handle's */
         hops++;
     }
 
