@@ -496,6 +496,128 @@ static const char *const lessons_private_members[] = {
     "d", "p", "q", "dp", "dq", "qi", "oth"
 };
 
+/* The JWK's "kid", when it has one, into c->kid: a string of
+ * 1..LESSONS_KID_MAX_LEN printable ASCII characters.  NULL, or why not.
+ */
+static const char *lessons_jwk_kid(lessons_jwk_ctx_t *c, json_t *obj)
+{
+    const char *kid;
+    size_t i, n;
+    int r = lessons_jwk_string(obj, "kid", &kid);
+
+    if (r < 0) {
+        return lessons_jwk_err(c, "\"kid\" is not a string");
+    }
+    if (r == 0) {
+        return NULL;
+    }
+    n = json_string_length(json_object_get(obj, "kid"));
+    if (n == 0) {
+        return lessons_jwk_err(c, "\"kid\" is empty");
+    }
+    if (n > LESSONS_KID_MAX_LEN) {
+        return lessons_jwk_err(c, "\"kid\" is longer than %d characters",
+                               LESSONS_KID_MAX_LEN);
+    }
+    for (i = 0; i < n; i++) {
+        if ((unsigned char)kid[i] < 0x20 || (unsigned char)kid[i] > 0x7e) {
+            return lessons_jwk_err(c, "\"kid\" holds characters other "
+                                   "than printable ASCII");
+        }
+    }
+    c->kid = apr_pstrmemdup(c->p, kid, n);
+    return NULL;
+}
+
+/* A published private key is refused whatever it is for: its owner has
+ * a leak to fix, and it must not look like a working set.
+ */
+static const char *lessons_jwk_no_private(lessons_jwk_ctx_t *c, json_t *obj,
+                                          const char *kty)
+{
+    size_t i, n = strcmp(kty, "RSA") == 0
+                  ? sizeof(lessons_private_members)
+                    / sizeof(lessons_private_members[0]) : 1;
+
+    for (i = 0; i < n; i++) {
+        if (json_object_get(obj, lessons_private_members[i])) {
+            return lessons_jwk_err(c, "holds private key material (\"%s\"); "
+                                   "publish only the public key",
+                                   lessons_private_members[i]);
+        }
+    }
+    return NULL;
+}
+
+/* Why a well-formed JWK is not for us (another use, an algorithm or
+ * type we do not verify, a secret from a keys URL), or NULL; sets
+ * jwk->alg from its "alg".
+ */
+static const char *lessons_jwk_not_ours(lessons_jwk_ctx_t *c,
+                                        const char *use, const char *alg,
+                                        const char *kty, lessons_jwk_t *jwk)
+{
+    size_t i;
+
+    if (use && strcmp(use, "sig") != 0) {
+        return apr_psprintf(c->tmp, "\"use\" is \"%s\"",
+                            lessons_printable(c->tmp, use, LESSONS_SHOW_MAX));
+    }
+    jwk->alg = JWT_ALG_NONE;
+    if (alg) {
+        for (i = 0; i < LESSONS_NJWS; i++) {
+            if (strcmp(alg, lessons_jws_algs[i].name) == 0) {
+                jwk->alg = lessons_jws_algs[i].alg;
+            }
+        }
+        if (jwk->alg == JWT_ALG_NONE) {
+            return apr_psprintf(c->tmp, "\"alg\" \"%s\" is not one we "
+                                "verify", lessons_printable(c->tmp, alg,
+                                                            LESSONS_SHOW_MAX));
+        }
+    }
+    if (strcmp(kty, "RSA") != 0 && strcmp(kty, "EC") != 0
+        && strcmp(kty, "oct") != 0) {
+        return apr_psprintf(c->tmp, "\"kty\" \"%s\" is not one we verify",
+                            lessons_printable(c->tmp, kty, LESSONS_SHOW_MAX));
+    }
+    /* A secret that was published is no secret: a keys URL (which any
+     * client can read) gives public keys only.
+     */
+    if (c->public_only && strcmp(kty, "oct") == 0) {
+        c->secrets++;
+        return "an \"oct\" key (a shared secret) from a keys URL, "
+               "which anyone can read, is no secret";
+    }
+    return NULL;
+}
+
+/* RFC 7517 4.3: a "key_ops", when present, must hold "verify", which is
+ * what a key checking signatures does.
+ */
+static const char *lessons_jwk_key_ops(lessons_jwk_ctx_t *c, json_t *obj)
+{
+    json_t *v = json_object_get(obj, "key_ops"), *op;
+    size_t i;
+    int verify = 0;
+
+    if (!v) {
+        return NULL;
+    }
+    if (!json_is_array(v)) {
+        return lessons_jwk_err(c, "\"key_ops\" is not an array");
+    }
+    json_array_foreach(v, i, op) {
+        if (!json_is_string(op)) {
+            return lessons_jwk_err(c, "\"key_ops\" holds a value that is "
+                                   "not a string");
+        }
+        verify |= strcmp(json_string_value(op), "verify") == 0;
+    }
+    return verify ? NULL
+                  : lessons_jwk_err(c, "\"key_ops\" does not hold \"verify\"");
+}
+
 /* Read one JWK.  Returns NULL and *skip (a reason, in c->tmp) for a key
  * that is not for us, NULL and *jwk filled for a usable one, or a
  * message that refuses the whole set.
@@ -503,37 +625,17 @@ static const char *const lessons_private_members[] = {
 static const char *lessons_jwk_read(lessons_jwk_ctx_t *c, json_t *obj,
                                     lessons_jwk_t *jwk, const char **skip)
 {
-    const char *kid, *kty, *use, *alg;
-    json_t *v, *op;
-    size_t i, n;
-    int r, verify = 0;
+    const char *kty, *use, *alg;
     const char *msg;
+    int r;
 
     *skip = NULL;
     c->kid = NULL;
     if (!json_is_object(obj)) {
         return lessons_jwk_err(c, "not a JSON object");
     }
-    r = lessons_jwk_string(obj, "kid", &kid);
-    if (r < 0) {
-        return lessons_jwk_err(c, "\"kid\" is not a string");
-    }
-    if (r > 0) {
-        n = json_string_length(json_object_get(obj, "kid"));
-        if (n == 0) {
-            return lessons_jwk_err(c, "\"kid\" is empty");
-        }
-        if (n > LESSONS_KID_MAX_LEN) {
-            return lessons_jwk_err(c, "\"kid\" is longer than %d "
-                                   "characters", LESSONS_KID_MAX_LEN);
-        }
-        for (i = 0; i < n; i++) {
-            if ((unsigned char)kid[i] < 0x20 || (unsigned char)kid[i] > 0x7e) {
-                return lessons_jwk_err(c, "\"kid\" holds characters other "
-                                       "than printable ASCII");
-            }
-        }
-        c->kid = apr_pstrmemdup(c->p, kid, n);
+    if ((msg = lessons_jwk_kid(c, obj)) != NULL) {
+        return msg;
     }
     r = lessons_jwk_string(obj, "kty", &kty);
     if (r == 0) {
@@ -542,17 +644,8 @@ static const char *lessons_jwk_read(lessons_jwk_ctx_t *c, json_t *obj,
     if (r < 0) {
         return lessons_jwk_err(c, "\"kty\" is not a string");
     }
-    /* A published private key is refused whatever it is for: its owner
-     * has a leak to fix, and it must not look like a working set.
-     */
-    n = strcmp(kty, "RSA") == 0 ? sizeof(lessons_private_members)
-                                  / sizeof(lessons_private_members[0]) : 1;
-    for (i = 0; i < n; i++) {
-        if (json_object_get(obj, lessons_private_members[i])) {
-            return lessons_jwk_err(c, "holds private key material (\"%s\"); "
-                                   "publish only the public key",
-                                   lessons_private_members[i]);
-        }
+    if ((msg = lessons_jwk_no_private(c, obj, kty)) != NULL) {
+        return msg;
     }
     if (lessons_jwk_string(obj, "use", &use) < 0) {
         return lessons_jwk_err(c, "\"use\" is not a string");
@@ -564,63 +657,11 @@ static const char *lessons_jwk_read(lessons_jwk_ctx_t *c, json_t *obj,
         return lessons_jwk_err(c, "\"alg\" is \"%s\"",
                                lessons_printable(c->tmp, alg, 4));
     }
-
-    /* Not for us: another use, another algorithm family, another type. */
-    if (use && strcmp(use, "sig") != 0) {
-        *skip = apr_psprintf(c->tmp, "\"use\" is \"%s\"",
-                             lessons_printable(c->tmp, use,
-                                               LESSONS_SHOW_MAX));
+    if ((*skip = lessons_jwk_not_ours(c, use, alg, kty, jwk)) != NULL) {
         return NULL;
     }
-    jwk->alg = JWT_ALG_NONE;
-    if (alg) {
-        for (i = 0; i < LESSONS_NJWS; i++) {
-            if (strcmp(alg, lessons_jws_algs[i].name) == 0) {
-                jwk->alg = lessons_jws_algs[i].alg;
-            }
-        }
-        if (jwk->alg == JWT_ALG_NONE) {
-            *skip = apr_psprintf(c->tmp, "\"alg\" \"%s\" is not one we "
-                                 "verify", lessons_printable(c->tmp, alg,
-                                                             LESSONS_SHOW_MAX));
-            return NULL;
-        }
-    }
-    if (strcmp(kty, "RSA") != 0 && strcmp(kty, "EC") != 0
-        && strcmp(kty, "oct") != 0) {
-        *skip = apr_psprintf(c->tmp, "\"kty\" \"%s\" is not one we verify",
-                             lessons_printable(c->tmp, kty,
-                                               LESSONS_SHOW_MAX));
-        return NULL;
-    }
-
-    /* A secret that was published is no secret: a keys URL (which any
-     * client can read) gives public keys only.
-     */
-    if (c->public_only && strcmp(kty, "oct") == 0) {
-        c->secrets++;
-        *skip = "an \"oct\" key (a shared secret) from a keys URL, "
-                "which anyone can read, is no secret";
-        return NULL;
-    }
-
-    /* RFC 7517 4.3: "verify" is what a key checking signatures does. */
-    v = json_object_get(obj, "key_ops");
-    if (v) {
-        if (!json_is_array(v)) {
-            return lessons_jwk_err(c, "\"key_ops\" is not an array");
-        }
-        json_array_foreach(v, i, op) {
-            if (!json_is_string(op)) {
-                return lessons_jwk_err(c, "\"key_ops\" holds a value that "
-                                       "is not a string");
-            }
-            verify |= strcmp(json_string_value(op), "verify") == 0;
-        }
-        if (!verify) {
-            return lessons_jwk_err(c, "\"key_ops\" does not hold "
-                                   "\"verify\"");
-        }
+    if ((msg = lessons_jwk_key_ops(c, obj)) != NULL) {
+        return msg;
     }
 
     jwk->kid = c->kid;
