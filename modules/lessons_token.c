@@ -313,34 +313,15 @@ static lessons_token_e lessons_pick_keys(const lessons_token_policy_t *pol,
     return LESSONS_TOKEN_OK;
 }
 
-/* lessons_token_verify, also giving what a cache entry keeps and, when
- * out is not NULL, on OK the claims object itself, owned by p.
+/* A token's shape: 1..LESSONS_TOKEN_MAX_LEN characters of base64url in
+ * three non-empty segments; dot[] gets the two dots.
  */
-static lessons_token_e lessons_verify_full(apr_pool_t *p,
-                                           const lessons_token_policy_t *pol,
-                                           const char *token, apr_int64_t now,
-                                           const char **subject,
-                                           lessons_tokencache_claims_t *found,
-                                           json_t **out)
+static lessons_token_e lessons_token_shape(const char *token,
+                                           const char *dot[2])
 {
-    const char *dot[2] = { NULL, NULL };
     apr_size_t len, i;
     int ndots = 0;
-    json_t *header = NULL, *claims = NULL, *alg, *typ, *kid;
-    jwt_t *jwt = NULL;
-    const lessons_key_t *tries[LESSONS_TOKEN_MAX_TRIES];
-    int ntries = 0;
-    jwt_alg_t talg;
-    lessons_token_e rc;
 
-    *subject = NULL;
-    /* The key decides which algorithms may use it, whatever the
-     * configuration merge paired it with: never decode keyless, and
-     * never let a public key act as an HMAC secret.
-     */
-    if (!lessons_policy_usable(pol)) {
-        return LESSONS_TOKEN_KEY_MISFIT;
-    }
     if (!token) {
         return LESSONS_TOKEN_MALFORMED;
     }
@@ -363,23 +344,28 @@ static lessons_token_e lessons_verify_full(apr_pool_t *p,
         || dot[1] == token + len - 1) {
         return LESSONS_TOKEN_MALFORMED;
     }
+    return LESSONS_TOKEN_OK;
+}
 
-    header = lessons_segment_object(p, token, (apr_size_t)(dot[0] - token),
-                                    NULL, NULL);
-    if (!header) {
-        return LESSONS_TOKEN_MALFORMED;
-    }
-    alg = json_object_get(header, "alg");
-    talg = json_is_string(alg) ? lessons_alg_parse(json_string_value(alg))
-                               : JWT_ALG_INVAL;
-    if (talg == JWT_ALG_INVAL
-        || !(lessons_policy_algs(pol) & LESSONS_ALG_BIT(talg))) {
-        rc = LESSONS_TOKEN_BAD_ALG;
-        goto done;
+/* What the header may say, before any key is tried: an algorithm of the
+ * policy (*talg), no "crit", a "typ" of JWT if any, a string "kid" if
+ * any (*kid, or NULL).
+ */
+static lessons_token_e lessons_header_check(const lessons_token_policy_t *pol,
+                                            json_t *header, jwt_alg_t *talg,
+                                            const char **kid)
+{
+    json_t *alg = json_object_get(header, "alg");
+    json_t *typ, *k;
+
+    *talg = json_is_string(alg) ? lessons_alg_parse(json_string_value(alg))
+                                : JWT_ALG_INVAL;
+    if (*talg == JWT_ALG_INVAL
+        || !(lessons_policy_algs(pol) & LESSONS_ALG_BIT(*talg))) {
+        return LESSONS_TOKEN_BAD_ALG;
     }
     if (json_object_get(header, "crit")) {
-        rc = LESSONS_TOKEN_CRIT;                /* RFC 7515 4.1.11 */
-        goto done;
+        return LESSONS_TOKEN_CRIT;              /* RFC 7515 4.1.11 */
     }
     /* libjwt 1.10 takes only "JWT" (any case), so RFC 9068's "at+jwt"
      * cannot be verified: refuse every other value, and non-strings,
@@ -388,32 +374,85 @@ static lessons_token_e lessons_verify_full(apr_pool_t *p,
     typ = json_object_get(header, "typ");
     if (typ && (!json_is_string(typ)
                 || strcasecmp(json_string_value(typ), "JWT") != 0)) {
-        rc = LESSONS_TOKEN_BAD_TYPE;
-        goto done;
+        return LESSONS_TOKEN_BAD_TYPE;
     }
-    kid = json_object_get(header, "kid");
-    if (kid && !json_is_string(kid)) {
-        rc = LESSONS_TOKEN_MALFORMED;
-        goto done;
+    k = json_object_get(header, "kid");
+    if (k && !json_is_string(k)) {
+        return LESSONS_TOKEN_MALFORMED;
     }
-    rc = lessons_pick_keys(pol, talg, kid ? json_string_value(kid) : NULL,
-                           tries, &ntries);
-    if (rc != LESSONS_TOKEN_OK) {
-        goto done;
-    }
-    rc = LESSONS_TOKEN_BAD_SIGNATURE;
-    for (i = 0; i < (apr_size_t)ntries && !jwt; i++) {
+    *kid = k ? json_string_value(k) : NULL;
+    return LESSONS_TOKEN_OK;
+}
+
+/* libjwt checks the signature with each key in turn; the first that
+ * verifies gives *jwt, whose algorithm must be the header's.
+ */
+static lessons_token_e lessons_signature_check(const char *token,
+                                               const lessons_key_t *const *tries,
+                                               int ntries, jwt_alg_t talg,
+                                               jwt_t **jwt)
+{
+    int i;
+
+    *jwt = NULL;
+    for (i = 0; i < ntries && !*jwt; i++) {
         if (tries[i]->len > (apr_size_t)INT_MAX
-            || jwt_decode(&jwt, token, tries[i]->data,
+            || jwt_decode(jwt, token, tries[i]->data,
                           (int)tries[i]->len) != 0) {
-            jwt = NULL;
+            *jwt = NULL;
         }
     }
-    if (!jwt) {
-        goto done;
+    if (!*jwt) {
+        return LESSONS_TOKEN_BAD_SIGNATURE;
     }
-    if (jwt_get_alg(jwt) != talg) {
-        rc = LESSONS_TOKEN_BAD_ALG;
+    return jwt_get_alg(*jwt) == talg ? LESSONS_TOKEN_OK
+                                     : LESSONS_TOKEN_BAD_ALG;
+}
+
+/* lessons_token_verify, also giving what a cache entry keeps and, when
+ * out is not NULL, on OK the claims object itself, owned by p.
+ */
+static lessons_token_e lessons_verify_full(apr_pool_t *p,
+                                           const lessons_token_policy_t *pol,
+                                           const char *token, apr_int64_t now,
+                                           const char **subject,
+                                           lessons_tokencache_claims_t *found,
+                                           json_t **out)
+{
+    const char *dot[2] = { NULL, NULL };
+    const char *kid = NULL;
+    json_t *header = NULL, *claims = NULL;
+    jwt_t *jwt = NULL;
+    const lessons_key_t *tries[LESSONS_TOKEN_MAX_TRIES];
+    int ntries = 0;
+    jwt_alg_t talg;
+    lessons_token_e rc;
+
+    *subject = NULL;
+    /* The key decides which algorithms may use it, whatever the
+     * configuration merge paired it with: never decode keyless, and
+     * never let a public key act as an HMAC secret.
+     */
+    if (!lessons_policy_usable(pol)) {
+        return LESSONS_TOKEN_KEY_MISFIT;
+    }
+    rc = lessons_token_shape(token, dot);
+    if (rc != LESSONS_TOKEN_OK) {
+        return rc;
+    }
+    header = lessons_segment_object(p, token, (apr_size_t)(dot[0] - token),
+                                    NULL, NULL);
+    if (!header) {
+        return LESSONS_TOKEN_MALFORMED;
+    }
+    rc = lessons_header_check(pol, header, &talg, &kid);
+    if (rc == LESSONS_TOKEN_OK) {
+        rc = lessons_pick_keys(pol, talg, kid, tries, &ntries);
+    }
+    if (rc == LESSONS_TOKEN_OK) {
+        rc = lessons_signature_check(token, tries, ntries, talg, &jwt);
+    }
+    if (rc != LESSONS_TOKEN_OK) {
         goto done;
     }
 
