@@ -89,29 +89,14 @@ static lessons_token_e lessons_verify(request_rec *r,
                                        subject, claims);
 }
 
-/* Verify the request's bearer token.  OK sets r->user to the user
- * claim; anything else is the refusal's status (401, 400, 500, 503),
- * its body left to httpd's error path.
+/* The request's bearer token into *token: OK, or the refusal (401
+ * without one, 400 for a malformed Authorization header).
  */
-static int lessons_authenticate(request_rec *r, const lessons_dir_conf *conf,
-                                lessons_req_state *st)
+static int lessons_bearer_of(request_rec *r, const char **token)
 {
-    lessons_token_policy_t policy;
-    const char *token = NULL, *subject = NULL, *user = NULL;
-    json_t *claims = NULL;
-    int want_claims, rc;
-    lessons_claim_text_e urc;
-
-    if (!conf->algs || !(conf->keyset || conf->keys_url)) {
-        return lessons_misconfigured(r, apr_psprintf(r->pool,
-            "the section at %s sets %s without %s", conf->jwt_where,
-            conf->algs ? "LessonsJWTAlgorithm" : "its key",
-            conf->algs ? "a key" : "LessonsJWTAlgorithm"));
-    }
-
     switch (lessons_bearer_parse(r->pool,
                                  apr_table_get(r->headers_in,
-                                               "Authorization"), &token)) {
+                                               "Authorization"), token)) {
     case LESSONS_BEARER_NONE:
     case LESSONS_BEARER_OTHER_SCHEME:
         /* A refusal like any other: info.  A bearer client sends its
@@ -132,6 +117,73 @@ static int lessons_authenticate(request_rec *r, const lessons_dir_conf *conf,
                                  "'Bearer' followed by one token.");
     case LESSONS_BEARER_OK:
         break;
+    }
+    return OK;
+}
+
+/* r->user from the verified token's user claim (subject when it is sub,
+ * else from claims).  The user goes into logs, REMOTE_USER and headers
+ * an admin builds from it: a claim that cannot be one as it is refuses
+ * the token (401), rather than making it someone else by cleaning or
+ * cutting it.  A token without the claim leaves the user unset.
+ */
+static int lessons_set_user(request_rec *r, const lessons_dir_conf *conf,
+                            const char *subject, json_t *claims)
+{
+    const char *user = NULL;
+    lessons_claim_text_e urc;
+
+    if (conf->user_claim && strcmp(conf->user_claim, "sub")) {
+        urc = lessons_claims_user(r->pool,
+                                  lessons_claims_get(claims,
+                                                     conf->user_claim),
+                                  LESSONS_USER_MAX, &user);
+    }
+    else {
+        urc = subject ? lessons_claims_text_check(subject, strlen(subject),
+                                                  LESSONS_USER_MAX)
+                      : LESSONS_CLAIM_TEXT_ABSENT;
+        user = subject;
+    }
+    if (urc != LESSONS_CLAIM_TEXT_OK && urc != LESSONS_CLAIM_TEXT_ABSENT) {
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00217)
+                      "%s: the user claim %s %s (at most %d bytes, no "
+                      "control characters)",
+                      lessons_refused(r, HTTP_UNAUTHORIZED),
+                      conf->user_claim ? conf->user_claim : "sub",
+                      lessons_claims_text_describe(urc), LESSONS_USER_MAX);
+        return lessons_challenge(r, HTTP_UNAUTHORIZED, "invalid_token",
+                                 "The access token's user claim cannot "
+                                 "be used as a user name.");
+    }
+    if (urc == LESSONS_CLAIM_TEXT_OK) {
+        r->user = apr_pstrdup(r->pool, user);
+    }
+    return OK;
+}
+
+/* Verify the request's bearer token.  OK sets r->user to the user
+ * claim; anything else is the refusal's status (401, 400, 500, 503),
+ * its body left to httpd's error path.
+ */
+static int lessons_authenticate(request_rec *r, const lessons_dir_conf *conf,
+                                lessons_req_state *st)
+{
+    lessons_token_policy_t policy;
+    const char *token = NULL, *subject = NULL;
+    json_t *claims = NULL;
+    int want_claims, rc;
+
+    if (!conf->algs || !(conf->keyset || conf->keys_url)) {
+        return lessons_misconfigured(r, apr_psprintf(r->pool,
+            "the section at %s sets %s without %s", conf->jwt_where,
+            conf->algs ? "LessonsJWTAlgorithm" : "its key",
+            conf->algs ? "a key" : "LessonsJWTAlgorithm"));
+    }
+
+    rc = lessons_bearer_of(r, &token);
+    if (rc != OK) {
+        return rc;
     }
 
     /* A keys URL's set is held for the request: a refresh may swap it. */
@@ -171,35 +223,9 @@ static int lessons_authenticate(request_rec *r, const lessons_dir_conf *conf,
         return lessons_challenge(r, HTTP_UNAUTHORIZED, "invalid_token",
                                  lessons_token_describe(rc));
     }
-    /* The user goes into logs, REMOTE_USER and headers an admin builds
-     * from it: a claim that cannot be one as it is refuses the token,
-     * rather than making it someone else by cleaning or cutting it.
-     */
-    if (conf->user_claim && strcmp(conf->user_claim, "sub")) {
-        urc = lessons_claims_user(r->pool,
-                                  lessons_claims_get(claims,
-                                                     conf->user_claim),
-                                  LESSONS_USER_MAX, &user);
-    }
-    else {
-        urc = subject ? lessons_claims_text_check(subject, strlen(subject),
-                                                  LESSONS_USER_MAX)
-                      : LESSONS_CLAIM_TEXT_ABSENT;
-        user = subject;
-    }
-    if (urc != LESSONS_CLAIM_TEXT_OK && urc != LESSONS_CLAIM_TEXT_ABSENT) {
-        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00217)
-                      "%s: the user claim %s %s (at most %d bytes, no "
-                      "control characters)",
-                      lessons_refused(r, HTTP_UNAUTHORIZED),
-                      conf->user_claim ? conf->user_claim : "sub",
-                      lessons_claims_text_describe(urc), LESSONS_USER_MAX);
-        return lessons_challenge(r, HTTP_UNAUTHORIZED, "invalid_token",
-                                 "The access token's user claim cannot "
-                                 "be used as a user name.");
-    }
-    if (urc == LESSONS_CLAIM_TEXT_OK) {
-        r->user = apr_pstrdup(r->pool, user);
+    rc = lessons_set_user(r, conf, subject, claims);
+    if (rc != OK) {
+        return rc;
     }
     lessons_export_claims(r, conf, claims);
     r->ap_auth_type = "Bearer";
