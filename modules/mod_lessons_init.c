@@ -35,6 +35,74 @@ static const ap_directive_t *lessons_find_handler(apr_pool_t *p,
     return NULL;
 }
 
+/* One section's start-up checks: keys URL settings beside their URL, a
+ * keys URL not asked for HMAC alone, algorithm and key together.  OK,
+ * or !OK after an emerg line; *keys counts the sections with both.
+ */
+static int lessons_check_section(apr_pool_t *ptemp,
+                                 const lessons_dir_conf *c, int *keys)
+{
+    int rc = OK;
+
+    /* Keys URL settings belong to the URL's own section; each
+     * URL's source takes its sections' settings (here, so that
+     * configtest sees a conflict).
+     */
+    if ((c->keys_ca || c->keys_refresh || c->keys_min_refresh)
+        && !c->keys_url) {
+        ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0,
+                     NULL, LESSONSLOG(00105) "%s: LessonsJWTKeysCA, "
+                     "LessonsJWTKeysRefresh and LessonsJWTKeysMin"
+                     "Refresh need LessonsJWTKeysURL in the same "
+                     "section", c->jwt_where ? c->jwt_where
+                                             : "a section");
+        rc = !OK;
+    }
+    /* A keys URL gives public keys only: a section that takes
+     * nothing but HMAC from one could verify no token.
+     */
+    if (c->keys_url && c->algs
+        && !(c->algs & ~(LESSONS_ALG_BIT(JWT_ALG_HS256)
+                         | LESSONS_ALG_BIT(JWT_ALG_HS384)
+                         | LESSONS_ALG_BIT(JWT_ALG_HS512)))) {
+        ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0,
+                     NULL, LESSONSLOG(00108) "%s: a keys URL gives "
+                     "public keys only (RSA, EC): %s can verify no "
+                     "token with it; a shared secret belongs in a "
+                     "key file (LessonsJWTKey HS256 FILE)",
+                     c->jwt_where, c->alg_name);
+        rc = !OK;
+    }
+    if (c->keys_url) {
+        const char *err = lessons_keys_src_configure(ptemp,
+                                                     c->keys_url, c);
+
+        if (err) {
+            ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0,
+                         NULL, LESSONSLOG(00106) "%s", err);
+            rc = !OK;
+        }
+    }
+    if (!c->jwt_where) {
+        return rc;
+    }
+    if (c->algs && (c->keyset || c->keys_url)) {
+        (*keys)++;
+        return rc;
+    }
+    ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0, NULL,
+                 LESSONSLOG(00102) "%s: this section sets %s but "
+                 "not %s; algorithm and key are one setting: give "
+                 "both in the same section, or use LessonsJWTKey "
+                 "ALG FILE", c->jwt_where,
+                 c->algs ? "LessonsJWTAlgorithm"
+                         : c->keys_url ? "LessonsJWTKeysURL"
+                                       : "LessonsJWTKeyFile",
+                 c->algs ? "LessonsJWTKeyFile or LessonsJWTKeysURL"
+                         : "LessonsJWTAlgorithm");
+    return !OK;
+}
+
 int lessons_check_config(apr_pool_t *pconf, apr_pool_t *plog,
                          apr_pool_t *ptemp, server_rec *s)
 {
@@ -48,66 +116,12 @@ int lessons_check_config(apr_pool_t *pconf, apr_pool_t *plog,
             ap_get_module_config(s->module_config, &lessons_module);
 
         for (i = 0; i < sconf->sections->nelts; i++) {
-            const lessons_dir_conf *c =
-                APR_ARRAY_IDX(sconf->sections, i, lessons_dir_conf *);
-
-            /* Keys URL settings belong to the URL's own section; each
-             * URL's source takes its sections' settings (here, so that
-             * configtest sees a conflict).
-             */
-            if ((c->keys_ca || c->keys_refresh || c->keys_min_refresh)
-                && !c->keys_url) {
-                ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0,
-                             NULL, LESSONSLOG(00105) "%s: LessonsJWTKeysCA, "
-                             "LessonsJWTKeysRefresh and LessonsJWTKeysMin"
-                             "Refresh need LessonsJWTKeysURL in the same "
-                             "section", c->jwt_where ? c->jwt_where
-                                                     : "a section");
+            if (lessons_check_section(ptemp,
+                                      APR_ARRAY_IDX(sconf->sections, i,
+                                                    lessons_dir_conf *),
+                                      &keys) != OK) {
                 rc = !OK;
             }
-            /* A keys URL gives public keys only: a section that takes
-             * nothing but HMAC from one could verify no token.
-             */
-            if (c->keys_url && c->algs
-                && !(c->algs & ~(LESSONS_ALG_BIT(JWT_ALG_HS256)
-                                 | LESSONS_ALG_BIT(JWT_ALG_HS384)
-                                 | LESSONS_ALG_BIT(JWT_ALG_HS512)))) {
-                ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0,
-                             NULL, LESSONSLOG(00108) "%s: a keys URL gives "
-                             "public keys only (RSA, EC): %s can verify no "
-                             "token with it; a shared secret belongs in a "
-                             "key file (LessonsJWTKey HS256 FILE)",
-                             c->jwt_where, c->alg_name);
-                rc = !OK;
-            }
-            if (c->keys_url) {
-                const char *err = lessons_keys_src_configure(ptemp,
-                                                             c->keys_url, c);
-
-                if (err) {
-                    ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0,
-                                 NULL, LESSONSLOG(00106) "%s", err);
-                    rc = !OK;
-                }
-            }
-            if (!c->jwt_where) {
-                continue;
-            }
-            if (c->algs && (c->keyset || c->keys_url)) {
-                keys++;
-                continue;
-            }
-            ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0, NULL,
-                         LESSONSLOG(00102) "%s: this section sets %s but "
-                         "not %s; algorithm and key are one setting: give "
-                         "both in the same section, or use LessonsJWTKey "
-                         "ALG FILE", c->jwt_where,
-                         c->algs ? "LessonsJWTAlgorithm"
-                                 : c->keys_url ? "LessonsJWTKeysURL"
-                                               : "LessonsJWTKeyFile",
-                         c->algs ? "LessonsJWTKeyFile or LessonsJWTKeysURL"
-                                 : "LessonsJWTAlgorithm");
-            rc = !OK;
         }
     }
     handler = lessons_find_handler(ptemp, ap_conftree);
