@@ -14,7 +14,10 @@
 #               directive the table lacks, and README's summary table
 #               lists the same directives
 #
-#   t/tools/house.pl [ROOT [OBJDIR]]    (defaults: the checkout, build/obj)
+#   t/tools/house.pl [--layers] [ROOT [OBJDIR]]
+#                                       (defaults: the checkout, build/obj)
+#   --layers also prints the call graph between files as layers: each file
+#   calls only files of lower layers (layer 0 calls none of ours).
 #
 # Prints one "ok"/"not ok" line per check with what is wrong, and last
 # "N passed, N failed"; exits 1 when a check fails.
@@ -22,6 +25,7 @@ use strict;
 use warnings;
 use FindBin;
 
+my $layers = @ARGV && $ARGV[0] eq '--layers' ? shift @ARGV : undef;
 my $root = $ARGV[0] // "$FindBin::Bin/../..";
 my $objdir = $ARGV[1] // "$root/build/obj";
 my ($passed, $failed) = (0, 0);
@@ -102,6 +106,7 @@ sub circles {
     my %files = map { $_ => 1 } keys %edge, map { keys %$_ } values %edge;
     $visit->($_) for grep { !exists $idx{$_} } sort keys %files;
     my @problems;
+    print_layers(\%files, \%edge) if $layers && !@sccs;
     for my $scc (@sccs) {
         my %in = map { $_ => 1 } @$scc;
         my @calls;
@@ -113,6 +118,30 @@ sub circles {
         push @problems, 'circle: ' . join(' ', @$scc), map { "  $_" } @calls;
     }
     return @problems;
+}
+
+# A file's layer: one above the highest it calls (no circles, so each
+# is reached once per path).
+sub print_layers {
+    my ($files, $edge) = @_;
+    my %layer;
+    my $of;
+    $of = sub {
+        my ($f) = @_;
+        return $layer{$f} if exists $layer{$f};
+        my $l = 0;
+        for my $g (keys %{ $edge->{$f} || {} }) {
+            my $lg = $of->($g) + 1;
+            $l = $lg if $lg > $l;
+        }
+        return $layer{$f} = $l;
+    };
+    $of->($_) for sort keys %$files;
+    my %by;
+    push @{ $by{ $layer{$_} } }, $_ for sort keys %layer;
+    for my $l (sort { $b <=> $a } keys %by) {
+        print "    layer $l: ", join(' ', @{ $by{$l} }), "\n";
+    }
 }
 
 # ---- merge --------------------------------------------------------------
