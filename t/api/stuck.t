@@ -16,57 +16,12 @@ use IO::Handle ();
 use Time::HiRes qw(time sleep);
 use LessonsTest;
 use LessonsTest::Parallel qw(start collect parallel);
+use LessonsTest::Lock qw(hold_lock release);
 
 my $pg = $ENV{LESSONS_TEST_DRIVER} eq 'pgsql';
 my $BOUND = 2;
 
 seed({ level_id => 1, title => 'Vor der Sperre', sort_order => 1 });
-
-# Hold the lock in a database client of our own until release().
-sub hold_lock {
-    my @cmd = LessonsTest::sql_cmd();
-    open my $fh, '|-', @cmd or die "cannot start @cmd: $!";
-    $fh->autoflush(1);
-    if ($pg) {
-        print $fh "BEGIN;\nLOCK TABLE lessons IN ACCESS EXCLUSIVE MODE;\n";
-    }
-    else {
-        print $fh ".timeout 20000\nBEGIN IMMEDIATE;\n"
-            . "UPDATE lessons SET sort_order = sort_order;\n";
-    }
-    # Wait until the lock is really held (a busy machine starts slowly).
-    for (1 .. 200) {
-        return $fh if locked();
-        sleep 0.1;
-    }
-    die "the lock was never taken\n";
-}
-
-sub locked {
-    if ($pg) {
-        my $rows = db_rows("SELECT count(*) AS n FROM pg_locks l JOIN pg_class c"
-            . " ON c.oid = l.relation WHERE c.relname = 'lessons'"
-            . " AND l.mode = 'AccessExclusiveLock' AND l.granted");
-        return $rows->[0]{n} > 0;
-    }
-    # A second writer that does not wait fails while the lock is held.
-    my @cmd = LessonsTest::sql_cmd();
-    my $pid = open(my $out, '-|') // die "fork: $!";
-    if (!$pid) {
-        open STDERR, '>&', \*STDOUT;
-        exec @cmd, '.timeout 0', 'BEGIN IMMEDIATE;', 'ROLLBACK;' or exit 99;
-    }
-    local $/;
-    my $text = <$out> // '';
-    close $out;
-    return $text =~ /locked|busy/i;
-}
-
-sub release {
-    my ($fh) = @_;
-    print $fh "ROLLBACK;\n";
-    close $fh;
-}
 
 my $n = 0;
 sub post_job {
@@ -114,7 +69,8 @@ cmp_ok $refused, '>', 0, 'locked: writes were refused while locked';
     my @posts = start(map { post_job('lessons_stuck_long') } 1 .. 40);
     if ($pg) {
         # Wait until every thread the server lets wait is stuck on the
-        # lock: all 30 without the gate, 3 processes x 7 with it.
+        # lock: all 30 without the gate; with it, 7 a process plus those
+        # that wait until the gate counts the database as stalled.
         my $t0 = time;
         while (time - $t0 < 6) {
             last if db_rows("SELECT count(*) AS n FROM pg_stat_activity"

@@ -8,6 +8,8 @@ package LessonsTest::Parallel;
 #   my @kids = start([tag, METHOD, vhost, path, json => {...}], ...);
 #   my @res  = collect(@kids);   # [{ tag, code, secs, retry, type }]
 #   my @res  = parallel(@jobs);  # both
+#   my ($go, @kids) = start_held(@jobs);  # connected, not yet sent
+#   $go->();                     # every request is sent at once
 
 use strict;
 use warnings;
@@ -17,7 +19,7 @@ use IO::Socket::INET ();
 use Time::HiRes qw(time);
 use LessonsTest qw(base_url good_token json_text);
 
-our @EXPORT_OK = qw(start collect parallel raw_request);
+our @EXPORT_OK = qw(start start_held collect parallel raw_request);
 
 my (%hostport, $token);
 
@@ -31,14 +33,16 @@ sub hostport {
     return $hostport{$key};
 }
 
-# One exchange; returns "code retry-after content-type".
+# One exchange; returns "code retry-after content-type".  $ready, when
+# given, is called between connecting and sending.
 sub raw_request {
-    my ($m, $vhost, $path, $json) = @_;
+    my ($m, $vhost, $path, $json, $ready) = @_;
     my $hp = hostport($vhost);
     my $body = defined $json ? json_text($json) : '';
     $token ||= good_token(claims => { exp => time + 3600 });
     my $sock = IO::Socket::INET->new(PeerAddr => $hp, Timeout => 120)
         or return "0 - -";
+    $ready->() if $ready;
     print $sock "$m $path HTTP/1.0\r\nHost: $hp\r\n"
         . "Authorization: Bearer $token\r\n"
         . (length $body ? "Content-Type: application/json\r\n"
@@ -52,20 +56,26 @@ sub raw_request {
     return join ' ', $code // 0, $retry // '-', $type // '-';
 }
 
-sub start {
+sub start { return start_jobs(undef, @_) }
+
+# Fork every job, each connected and waiting on $gate (a pipe's read
+# end) before it sends, when $gate is given.
+sub start_jobs {
+    my ($gate, @jobs) = @_;
     my @kids;
     # Resolve addresses (and the token) once, before forking.
-    for my $job (@_) { hostport($job->[2]) }
+    for my $job (@jobs) { hostport($job->[2]) }
     $token ||= good_token(claims => { exp => time + 3600 });
-    for my $job (@_) {
+    for my $job (@jobs) {
         my ($tag, $m, $vhost, $path, %o) = @$job;
         pipe(my $r, my $w) or die "pipe: $!";
         my $pid = fork // die "fork: $!";
         if (!$pid) {
             close $r;
+            my $ready = $gate && sub { sysread $gate, my $byte, 1 };
             my $t0 = time;
             my ($code, $retry, $type) =
-                split ' ', raw_request($m, $vhost, $path, $o{json});
+                split ' ', raw_request($m, $vhost, $path, $o{json}, $ready);
             printf $w "%d %.3f %s %s\n", $code, time - $t0, $retry, $type;
             close $w;
             POSIX::_exit(0);
@@ -87,6 +97,20 @@ sub collect {
                      type => $type, tag => $tag };
     }
     return @out;
+}
+
+# Every job connected first, then sent at once by $go->(): the server
+# sees them together, however slowly this machine forks.
+sub start_held {
+    my @jobs = @_;
+    pipe(my $gate, my $open) or die "pipe: $!";
+    my @kids = start_jobs($gate, @jobs);
+    close $gate;
+    my $go = sub {
+        syswrite $open, 'x' x scalar @jobs;
+        close $open;
+    };
+    return ($go, @kids);
 }
 
 sub parallel { collect(start(@_)) }
