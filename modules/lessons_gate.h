@@ -5,8 +5,15 @@
  * any limit, so with a stuck database every worker thread of a process
  * would pile up there and the whole server would stop answering.  The
  * gate lets at most as many requests through as there are connections
- * (so mod_dbd never makes anybody wait), lets a bounded number wait
- * until a deadline, and turns everybody else away at once.
+ * (so mod_dbd never makes anybody wait) and lets the others wait until
+ * their deadline.
+ *
+ * It turns requests away at once only when the database is not
+ * answering: every slot is held and none has been given back for the
+ * stall bound.  Then at most max_waiting requests keep waiting (the
+ * others leave at once, those already waiting included), so the
+ * process keeps threads for the rest of the server.  A database that
+ * answers, however busy, sheds nobody: its requests wait their turn.
  */
 #ifndef LESSONS_GATE_H
 #define LESSONS_GATE_H
@@ -19,13 +26,16 @@ typedef struct lessons_gate_t lessons_gate_t;
 typedef enum {
     LESSONS_GATE_OK = 0,            /* a slot is held: call leave */
     LESSONS_GATE_TIMEOUT,           /* no slot before the deadline */
-    LESSONS_GATE_FULL               /* too many waiting already: shed */
+    LESSONS_GATE_FULL               /* the database is not answering and
+                                     * enough wait already: shed */
 } lessons_gate_e;
 
-/* A gate with slots places and room for max_waiting waiters, living in
- * p (a child's pool).  Returns NULL if the locks cannot be made.
+/* A gate with slots places, room for max_waiting waiters while stalled,
+ * and the stall bound, living in p (a child's pool).  Returns NULL if
+ * the locks cannot be made.
  */
-lessons_gate_t *lessons_gate_make(apr_pool_t *p, int slots, int max_waiting);
+lessons_gate_t *lessons_gate_make(apr_pool_t *p, int slots, int max_waiting,
+                                  apr_interval_time_t stall);
 
 /* Change the number of slots (mod_dbd reports DBDMax once it connects). */
 void lessons_gate_resize(lessons_gate_t *gate, int slots, int max_waiting);

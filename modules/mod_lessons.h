@@ -91,6 +91,13 @@ APLOG_USE_MODULE(lessons);
 #define LESSONS_MAX_DB_TIMEOUT   300
 #define LESSONS_DBD_DEFAULT_MAX  10     /* mod_dbd's DBDMax default */
 #define LESSONS_RETRY_AFTER      "5"
+/* No pooled connection given back for this long while every one is
+ * held: the database is not answering (lessons_gate.h).  A healthy one
+ * gives a connection back within milliseconds even at MaxRequestWorkers
+ * clients (make bench); one second is far above that and still sheds
+ * long before LessonsDBTimeout's default.
+ */
+#define LESSONS_GATE_STALL       apr_time_from_sec(1)
 #define LESSONS_DEFAULT_CACHE    (16 * 1024 * 1024)  /* bytes per process */
 #define LESSONS_MAX_CACHE        (APR_INT64_C(4) * 1024 * 1024 * 1024)
 #define LESSONS_GZIP_MIN         1024   /* smaller bodies stay as they are */

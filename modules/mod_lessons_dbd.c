@@ -102,8 +102,10 @@ int lessons_dbd_open(lessons_ctx *c)
     if (sconf->gate) {
         switch (lessons_gate_enter(sconf->gate, deadline)) {
         case LESSONS_GATE_FULL:
-            return lessons_dbd_shed(c, "every database connection of this "
-                                   "process is busy and enough requests "
+            return lessons_dbd_shed(c, "the database is not answering: "
+                                   "every connection of this process has "
+                                   "been held with none given back for "
+                                   "the stall bound, and enough requests "
                                    "wait for one");
         case LESSONS_GATE_TIMEOUT:
             return lessons_dbd_shed(c, apr_psprintf(r->pool, "waited %d s "

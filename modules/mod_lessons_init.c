@@ -212,9 +212,10 @@ int lessons_post_config(apr_pool_t *pconf, apr_pool_t *plog,
 }
 
 /* How many requests of a process may hold a database connection, and
- * how many may wait for one: never more holders than mod_dbd has
- * connections (DBDMax), and holders and waiters together leave a
- * quarter of the threads free for the rest of the server.
+ * how many may wait for one once the database stops answering: never
+ * more holders than mod_dbd has connections (DBDMax), and holders and
+ * those waiters together leave a quarter of the threads free for the
+ * rest of the server.  While the database answers, everybody may wait.
  */
 static void lessons_gate_size(int threads, int dbd_max, int *slots,
                               int *waiting)
@@ -223,6 +224,18 @@ static void lessons_gate_size(int threads, int dbd_max, int *slots,
 
     *slots = dbd_max < limit ? dbd_max : limit;
     *waiting = limit - *slots < *slots ? limit - *slots : *slots;
+}
+
+/* How long every connection of a process may be held with none given
+ * back before the database counts as not answering: LESSONS_GATE_STALL,
+ * or half of LessonsDBTimeout when that is shorter, so that a stalled
+ * gate sheds well before its waiters' deadline.
+ */
+static apr_interval_time_t lessons_gate_stall(const lessons_srv_conf *sconf)
+{
+    apr_interval_time_t half = apr_time_from_sec(lessons_db_timeout(sconf)) / 2;
+
+    return half < LESSONS_GATE_STALL ? half : LESSONS_GATE_STALL;
 }
 
 void lessons_child_init(apr_pool_t *pchild, server_rec *s)
@@ -271,7 +284,8 @@ void lessons_child_init(apr_pool_t *pchild, server_rec *s)
         if (threads > 1) {
             lessons_gate_size(threads, LESSONS_DBD_DEFAULT_MAX, &slots,
                               &waiting);
-            sconf->gate = lessons_gate_make(pchild, slots, waiting);
+            sconf->gate = lessons_gate_make(pchild, slots, waiting,
+                                            lessons_gate_stall(sconf));
         }
     }
     lessons_keys_child_init(pchild, main);

@@ -1,12 +1,14 @@
 /* Licensed under the Apache License, Version 2.0.
  *
- * test_gate.c: lessons_gate -- slots, a bounded number of waiters, the
- * deadline, and a waiter woken when a slot is given back.
+ * test_gate.c: lessons_gate -- slots, the deadline, nobody shed while
+ * slots come back, and shedding once none has come back for the stall
+ * bound.
  */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <setjmp.h>
+#include <string.h>
 #include <cmocka.h>
 
 #include "apr_thread_proc.h"
@@ -24,9 +26,11 @@ static int group_setup(void **state)
 
 #define SOON(ms) (apr_time_now() + apr_time_from_msec(ms))
 
+#define MS(n) apr_time_from_msec(n)
+
 static void test_slots_then_timeout(void **state)
 {
-    lessons_gate_t *gate = lessons_gate_make(pool, 2, 1);
+    lessons_gate_t *gate = lessons_gate_make(pool, 2, 1, MS(60000));
     apr_time_t t0;
 
     (void)state;
@@ -37,7 +41,7 @@ static void test_slots_then_timeout(void **state)
     assert_int_equal(lessons_gate_enter(gate, SOON(100)),
                      LESSONS_GATE_TIMEOUT);
     /* it waited for the deadline, and not much past it */
-    assert_true(apr_time_now() - t0 >= apr_time_from_msec(90));
+    assert_true(apr_time_now() - t0 >= MS(90));
     lessons_gate_leave(gate);
     assert_int_equal(lessons_gate_enter(gate, SOON(0)), LESSONS_GATE_OK);
     lessons_gate_leave(gate);
@@ -46,57 +50,155 @@ static void test_slots_then_timeout(void **state)
 
 typedef struct {
     lessons_gate_t *gate;
-    lessons_gate_e rc;
-} waiter_t;
+    apr_interval_time_t deadline, hold;
+    int rounds;
+    int ok, full, timeout;
+    apr_interval_time_t took;       /* of the last enter */
+    apr_time_t end;                 /* when the last enter returned */
+} client_t;
 
-static void *APR_THREAD_FUNC wait_for_slot(apr_thread_t *t, void *data)
+/* A request: enter, hold the slot a while, leave; rounds times. */
+static void *APR_THREAD_FUNC client(apr_thread_t *t, void *data)
 {
-    waiter_t *w = data;
+    client_t *c = data;
+    int i;
 
-    w->rc = lessons_gate_enter(w->gate, SOON(5000));
+    for (i = 0; i < c->rounds; i++) {
+        apr_time_t t0 = apr_time_now();
+        lessons_gate_e rc = lessons_gate_enter(c->gate,
+                                               apr_time_now() + c->deadline);
+
+        c->end = apr_time_now();
+        c->took = c->end - t0;
+        if (rc == LESSONS_GATE_OK) {
+            c->ok++;
+            apr_sleep(c->hold);
+            lessons_gate_leave(c->gate);
+        }
+        else if (rc == LESSONS_GATE_FULL) {
+            c->full++;
+        }
+        else {
+            c->timeout++;
+        }
+    }
     apr_thread_exit(t, APR_SUCCESS);
     return NULL;
 }
 
-static void test_full_when_enough_wait_and_leave_wakes(void **state)
+static void run_clients(client_t *c, int n)
 {
-    lessons_gate_t *gate = lessons_gate_make(pool, 1, 1);
-    waiter_t w = { NULL, LESSONS_GATE_FULL };
-    apr_thread_t *thread;
-    apr_status_t trv;
+    apr_thread_t *threads[32];
+    apr_status_t rv;
     int i;
 
-    (void)state;
-    w.gate = gate;
-    assert_int_equal(lessons_gate_enter(gate, SOON(0)), LESSONS_GATE_OK);
-    assert_int_equal(apr_thread_create(&thread, NULL, wait_for_slot, &w,
-                                       pool), APR_SUCCESS);
-    /* once the other thread waits, a third request is turned away at
-     * once, whatever its deadline
-     */
-    for (i = 0; i < 500; i++) {
-        if (lessons_gate_enter(gate, SOON(0)) == LESSONS_GATE_FULL)
-            break;
-        apr_sleep(apr_time_from_msec(2));
+    assert_true(n <= 32);
+    for (i = 0; i < n; i++) {
+        assert_int_equal(apr_thread_create(&threads[i], NULL, client, &c[i],
+                                           pool), APR_SUCCESS);
     }
-    assert_true(i < 500);
-    assert_int_equal(lessons_gate_enter(gate, SOON(60000)),
-                     LESSONS_GATE_FULL);
-    lessons_gate_leave(gate);           /* wakes the waiter */
-    apr_thread_join(&trv, thread);
-    assert_int_equal(w.rc, LESSONS_GATE_OK);
-    lessons_gate_leave(gate);
+    for (i = 0; i < n; i++) {
+        apr_thread_join(&rv, threads[i]);
+    }
 }
 
-static void test_no_waiting_room_sheds_at_once(void **state)
+/* A database that answers sheds nobody, however many wait: 24 clients
+ * on 2 slots with no waiting room, each holding 2 ms, all get in.
+ */
+static void test_answering_database_sheds_nobody(void **state)
 {
-    lessons_gate_t *gate = lessons_gate_make(pool, 1, 0);
+    lessons_gate_t *gate = lessons_gate_make(pool, 2, 0, MS(1000));
+    client_t c[24];
+    int i, ok = 0;
+
+    (void)state;
+    memset(c, 0, sizeof(c));
+    for (i = 0; i < 24; i++) {
+        c[i].gate = gate;
+        c[i].deadline = MS(30000);
+        c[i].hold = MS(2);
+        c[i].rounds = 20;
+    }
+    run_clients(c, 24);
+    for (i = 0; i < 24; i++) {
+        assert_int_equal(c[i].full, 0);
+        assert_int_equal(c[i].timeout, 0);
+        ok += c[i].ok;
+    }
+    assert_int_equal(ok, 24 * 20);
+}
+
+/* A database that stops answering: once no slot has come back for the
+ * stall bound, waiters past the room leave with FULL (not at their
+ * deadline), those within it keep waiting, and newcomers are shed at
+ * once; a slot given back lets a waiter in.
+ */
+static void test_stalled_database_sheds(void **state)
+{
+    lessons_gate_t *gate = lessons_gate_make(pool, 1, 1, MS(150));
+    client_t c[3];
+    apr_thread_t *threads[3];
+    apr_status_t rv;
+    apr_time_t t0, filled = apr_time_now();
+    int i, full = 0, ok = 0;
+
+    (void)state;
+    memset(c, 0, sizeof(c));
+    assert_int_equal(lessons_gate_enter(gate, SOON(0)), LESSONS_GATE_OK);
+    for (i = 0; i < 3; i++) {
+        c[i].gate = gate;
+        c[i].deadline = MS(20000);
+        c[i].hold = 0;
+        c[i].rounds = 1;
+        assert_int_equal(apr_thread_create(&threads[i], NULL, client, &c[i],
+                                           pool), APR_SUCCESS);
+    }
+    /* Two of the three leave with FULL after the stall bound. */
+    t0 = apr_time_now();
+    while (apr_time_now() - t0 < MS(10000)) {
+        full = c[0].full + c[1].full + c[2].full;
+        if (full == 2) {
+            break;
+        }
+        apr_sleep(MS(5));
+    }
+    assert_int_equal(full, 2);
+    for (i = 0; i < 3; i++) {
+        if (c[i].full) {
+            assert_true(c[i].end - filled >= MS(150));
+            assert_true(c[i].took < MS(10000));
+        }
+    }
+    /* A newcomer is turned away at once, whatever its deadline. */
+    t0 = apr_time_now();
+    assert_int_equal(lessons_gate_enter(gate, SOON(60000)),
+                     LESSONS_GATE_FULL);
+    assert_true(apr_time_now() - t0 < MS(1000));
+    /* The slot comes back: the one waiter within the room gets it. */
+    lessons_gate_leave(gate);
+    for (i = 0; i < 3; i++) {
+        apr_thread_join(&rv, threads[i]);
+        ok += c[i].ok;
+    }
+    assert_int_equal(ok, 1);
+}
+
+/* Without waiting room, a request waits for the stall bound, not for
+ * its deadline; a resize (DBDMax learnt later) makes room.
+ */
+static void test_no_waiting_room_sheds_at_stall(void **state)
+{
+    lessons_gate_t *gate = lessons_gate_make(pool, 1, 0, MS(100));
+    apr_time_t t0;
 
     (void)state;
     assert_int_equal(lessons_gate_enter(gate, SOON(0)), LESSONS_GATE_OK);
+    t0 = apr_time_now();
     assert_int_equal(lessons_gate_enter(gate, SOON(60000)),
                      LESSONS_GATE_FULL);
-    lessons_gate_resize(gate, 2, 0);    /* DBDMax learnt later */
+    assert_true(apr_time_now() - t0 >= MS(90));
+    assert_true(apr_time_now() - t0 < MS(10000));
+    lessons_gate_resize(gate, 2, 0);
     assert_int_equal(lessons_gate_enter(gate, SOON(0)), LESSONS_GATE_OK);
     lessons_gate_leave(gate);
     lessons_gate_leave(gate);
@@ -106,8 +208,9 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_slots_then_timeout),
-        cmocka_unit_test(test_full_when_enough_wait_and_leave_wakes),
-        cmocka_unit_test(test_no_waiting_room_sheds_at_once),
+        cmocka_unit_test(test_answering_database_sheds_nobody),
+        cmocka_unit_test(test_stalled_database_sheds),
+        cmocka_unit_test(test_no_waiting_room_sheds_at_stall),
     };
 
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
