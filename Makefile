@@ -154,9 +154,9 @@ fi
 endef
 
 # Fragments of the test tools, each owning its files: they add targets to
-# TEST_TOOLS (built before the suites) and scripts to PACKAGE_TESTS.
+# TEST_TOOLS (built before the suites) and scripts to FRAGMENT_SUITES.
 .DEFAULT_GOAL := all
--include t/idp/idp.mk t/openapi/openapi.mk t/package/package.mk
+-include t/idp/idp.mk t/openapi/openapi.mk t/package/package.mk t/fuzz/fuzz.mk
 
 .PHONY: all deps test-deps dev run token test unit lint integration install \
         clean clean-module distclean
@@ -279,9 +279,10 @@ for d in sqlite3 pgsql; do \
 done
 endef
 
-# Each fragment's package test appends its counts like integration.sh.
-define run_package_tests
-for pt in $(PACKAGE_TESTS); do \
+# Each fragment's suite (the package test, the fuzzers) appends its
+# counts like integration.sh.
+define run_fragment_suites
+for pt in $(FRAGMENT_SUITES); do \
     n=$$(wc -l <$$counts); \
     INTEGRATION_COUNTS=$$counts $$pt; \
     if [ "$$(wc -l <$$counts)" -eq "$$n" ]; then \
@@ -307,7 +308,7 @@ integration: all test-tools
 # What the suites need from npm (the test identity provider, the OpenAPI
 # validator) and the package test: targets in the included fragments.
 TEST_TOOLS    ?=
-PACKAGE_TESTS ?=
+FRAGMENT_SUITES ?=
 test-tools: $(TEST_TOOLS)
 .PHONY: test-tools
 
@@ -316,7 +317,7 @@ test-tools: $(TEST_TOOLS)
 test: test-deps
 	@$(MAKE) -s --no-print-directory all $(UNIT_TESTS) test-tools
 	@$(mine)
-	@$(with_counts); $(run_units); $(run_house); $(run_integration); $(run_package_tests); $(summary)
+	@$(with_counts); $(run_units); $(run_house); $(run_integration); $(run_fragment_suites); $(summary)
 
 # Debian layout, as the package has it: the module in apache2's module
 # dir, lessons.load (which pulls in mod_dbd) and lessons.conf for a2enmod,

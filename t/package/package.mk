@@ -3,7 +3,7 @@
 # it, purges it and leaves the system Apache as it was found.  make test
 # runs it after the integration suites; make package-test runs it alone.
 # As root, or through sudo.
-PACKAGE_TESTS += t/package/package-test.sh
+FRAGMENT_SUITES += t/package/package-test.sh
 
 .PHONY: package-test
 package-test: test-deps

@@ -1,0 +1,60 @@
+/* Licensed under the Apache License, Version 2.0.
+ *
+ * fuzz_jwks.c: the bytes of a key file or a fetched key set: a JWKS
+ * parsed as a file's and as a keys URL's (public keys only), each JWK
+ * checked and turned into PEM (OpenSSL), a secret or a PEM public key
+ * (lessons_keyset_make), then the set checked against every algorithm
+ * and looked up by kid.
+ */
+#include "fuzz.h"
+
+#include "lessons_keyset.h"
+
+static void fuzz_setup(apr_pool_t *p)
+{
+    (void)p;
+}
+
+static void use_set(apr_pool_t *p, const lessons_keyset_t *set)
+{
+    lessons_algs_t all = 0;
+    int i;
+
+    for (i = JWT_ALG_HS256; i <= JWT_ALG_ES512; i++) {
+        all |= LESSONS_ALG_BIT(i);
+    }
+    lessons_keyset_check(p, set, all);
+    lessons_keyset_check(p, set, LESSONS_ALG_BIT(JWT_ALG_RS256));
+    for (i = 0; i < set->nkeys; i++) {
+        lessons_jwk_allows(&set->keys[i], JWT_ALG_ES256);
+        if (set->keys[i].kid) {
+            lessons_keyset_find(set, set->keys[i].kid);
+        }
+    }
+    lessons_keyset_find(set, "rs");
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    apr_pool_t *p;
+    lessons_keyset_t *set;
+    char *text;
+
+    apr_pool_create(&p, fuzz_root);
+    text = fuzz_string(p, data, size);
+    set = NULL;
+    if (!lessons_keyset_parse_jwks(p, text, size, &set) && set) {
+        use_set(p, set);
+    }
+    set = NULL;
+    if (!lessons_keyset_parse_jwks_ex(p, text, size, LESSONS_JWKS_PUBLIC_ONLY,
+                                      &set) && set) {
+        use_set(p, set);
+    }
+    set = NULL;
+    if (!lessons_keyset_make(p, data, size, &set) && set) {
+        use_set(p, set);
+    }
+    apr_pool_destroy(p);
+    return 0;
+}
