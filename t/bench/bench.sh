@@ -421,7 +421,8 @@ rss_phase() {
     set -- $(printf '%s\n' "$out" | parse_wrk)
     meta "$db" rss_requests "$4"
     meta "$db" rss_rps "$1"
-    meta "$db" rss_bad "$(( $5 + $6 ))"
+    meta "$db" rss_non2xx "$5"
+    meta "$db" rss_sockerr "$6"
     # Summed over the children alive at both points.
     set -- $(perl -e '
         my (%b, %a);
