@@ -158,7 +158,7 @@ endef
 .DEFAULT_GOAL := all
 -include t/idp/idp.mk t/openapi/openapi.mk t/package/package.mk t/fuzz/fuzz.mk
 
-.PHONY: all deps test-deps dev run token test unit lint integration install \
+.PHONY: all deps test-deps dev run token test unit lint integration asan-test install \
         clean clean-module distclean
 
 all: $(MODULE)
@@ -181,6 +181,26 @@ $(OBJ)/mod_lessons_%.o: modules/mod_lessons_%.c $(HEADERS) $(ENGINE_H)
 	$(call compile,$(HTTPD_INC))
 $(OBJ)/mod_lessons.o: mod_lessons.c $(HEADERS) $(ENGINE_H)
 	$(call compile,$(HTTPD_INC))
+
+# The module again with AddressSanitizer and UBSan (gcc's), for the
+# integration suite's sanitizer runs (make asan-test; make test runs them).
+ASAN_OBJ    = build/asan/obj
+ASAN_MODULE = build/asan/mod_lessons.so
+ASAN_FLAGS  = -fsanitize=address,undefined -fno-omit-frame-pointer -g -O1
+define compile_asan
+@mkdir -p $(ASAN_OBJ)
+@echo "  CC    $@"
+@$(HTTPD_CC) $(MOD_CFLAGS) $(ASAN_FLAGS) $(1) $(WARN) $(ENGINE_CFLAGS) -Imodules -c -o $@ $<
+endef
+$(ASAN_OBJ)/%.o: modules/%.c $(HEADERS)
+	$(call compile_asan,)
+$(ASAN_OBJ)/mod_lessons_%.o: modules/mod_lessons_%.c $(HEADERS) $(ENGINE_H)
+	$(call compile_asan,$(HTTPD_INC))
+$(ASAN_OBJ)/mod_lessons.o: mod_lessons.c $(HEADERS) $(ENGINE_H)
+	$(call compile_asan,$(HTTPD_INC))
+$(ASAN_MODULE): $(addprefix $(ASAN_OBJ)/,$(notdir $(ENGINE_OBJS) $(UNIT_OBJS)))
+	@echo "  LD    $@"
+	@$(HTTPD_CC) $(MOD_LDFLAGS) $(ASAN_FLAGS) -o $@ $^ $(LIBS)
 
 $(UNIT_LIB): $(UNIT_OBJS)
 	@echo "  AR    $@"
@@ -268,13 +288,14 @@ endef
 
 # integration.sh prints its line and details and appends its counts; one
 # that stopped before the suite ran (its error is above) counts as a failure.
+# $(1): empty, or LESSONS_SANITIZE=1 for the runs against the ASan build.
 define run_integration
 for d in sqlite3 pgsql; do \
     n=$$(wc -l <$$counts); \
-    INTEGRATION_COUNTS=$$counts t/tools/integration.sh $$d; \
+    $(1) INTEGRATION_COUNTS=$$counts t/tools/integration.sh $$d; \
     if [ "$$(wc -l <$$counts)" -eq "$$n" ]; then \
         echo "0 1" >>$$counts; \
-        printf $(SUITE_LINE) FAIL "integration $$d" 0 " (it did not run: see above)"; \
+        printf $(SUITE_LINE) FAIL "integration $$d$(if $(1), asan)" 0 " (it did not run: see above)"; \
     fi; \
 done
 endef
@@ -303,7 +324,11 @@ lint: all
 # Each integration run makes its own database (a SQLite file, or a
 # PostgreSQL cluster in a temp dir) and removes it.
 integration: all test-tools
-	@$(with_counts); $(run_integration); $(summary)
+	@$(with_counts); $(call run_integration,); $(summary)
+
+# The integration suite on both databases against the ASan/UBSan build.
+asan-test: $(ASAN_MODULE) test-tools
+	@$(with_counts); $(call run_integration,LESSONS_SANITIZE=1); $(summary)
 
 # What the suites need from npm (the test identity provider, the OpenAPI
 # validator) and the package test: targets in the included fragments.
@@ -315,9 +340,10 @@ test-tools: $(TEST_TOOLS)
 # Sub-make, so that flags from pkg-config are read after test-deps has
 # installed the packages.
 test: test-deps
-	@$(MAKE) -s --no-print-directory all $(UNIT_TESTS) test-tools
+	@$(MAKE) -s --no-print-directory all $(UNIT_TESTS) $(ASAN_MODULE) test-tools
 	@$(mine)
-	@$(with_counts); $(run_units); $(run_house); $(run_integration); $(run_fragment_suites); $(summary)
+	@$(with_counts); $(run_units); $(run_house); $(call run_integration,); \
+	    $(call run_integration,LESSONS_SANITIZE=1); $(run_fragment_suites); $(summary)
 
 # Debian layout, as the package has it: the module in apache2's module
 # dir, lessons.load (which pulls in mod_dbd) and lessons.conf for a2enmod,

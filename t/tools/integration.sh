@@ -18,6 +18,12 @@
 # appends "passed failed" (assertions) to FILE, for make test's total.
 #
 # Set LESSONS_TEST_KEEP=1 to keep the directory for a post-mortem.
+#
+# LESSONS_SANITIZE=1 runs the suite against build/asan/mod_lessons.so (make
+# asan: the module built with AddressSanitizer and UBSan), with httpd
+# started with the sanitizers' runtimes preloaded; every report they write
+# lands in sanitizer/ in that directory, and a report with a frame of the
+# module's own code fails the run.
 set -euo pipefail
 
 DRIVER=${1:-}
@@ -27,7 +33,14 @@ case "$DRIVER" in
 esac
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-MODULE="$ROOT/build/mod_lessons.so"
+SANITIZE=${LESSONS_SANITIZE:-}
+if [ -n "$SANITIZE" ]; then
+    MODULE="$ROOT/build/asan/mod_lessons.so"
+    LABEL="integration $DRIVER asan"
+else
+    MODULE="$ROOT/build/mod_lessons.so"
+    LABEL="integration $DRIVER"
+fi
 HTTPD=${HTTPD:-/usr/sbin/apache2}
 APXS=${APXS:-$(command -v apxs 2>/dev/null || echo /usr/bin/apxs)}
 HTTPD_MODULES=${HTTPD_MODULES:-/usr/lib/apache2/modules}
@@ -112,6 +125,26 @@ tar -C "$ROOT" -cf - \
     --exclude=t/conf/modperl_inc.pl --exclude=t/conf/modperl_startup.pl \
     t sql conf/openapi.yaml | tar -C "$WORK/src" -xf -
 cp "$MODULE" "$WORK/src/build/mod_lessons.so"
+
+# --- sanitizers: httpd through a wrapper that preloads their runtimes ---
+if [ -n "$SANITIZE" ]; then
+    ASAN_LIB=$(gcc -print-file-name=libasan.so)
+    UBSAN_LIB=$(gcc -print-file-name=libubsan.so)
+    [ -f "$ASAN_LIB" ] && [ -f "$UBSAN_LIB" ] \
+        || die "the sanitizers' runtimes (libasan, libubsan) not found: install gcc"
+    mkdir -p "$WORK/sanitizer"
+    cat >"$WORK/apache2-asan" <<WRAP
+#!/bin/sh
+# httpd with AddressSanitizer and UBSan loaded first (the module needs
+# them; httpd itself is not instrumented).  Leaks are not checked: httpd
+# leaves its pools to the process's end.
+ASAN_OPTIONS=detect_leaks=0:log_path=$WORK/sanitizer/asan:abort_on_error=0:handle_abort=1 \\
+UBSAN_OPTIONS=print_stacktrace=1:log_path=$WORK/sanitizer/ubsan \\
+LD_PRELOAD="$ASAN_LIB $UBSAN_LIB" exec $HTTPD "\$@"
+WRAP
+    chmod 755 "$WORK/apache2-asan"
+    HTTPD=$WORK/apache2-asan
+fi
 # The test identity provider (t/idp/idp.js) with the modules make idp-deps
 # installed, copied next to it: the test user may not reach the checkout.
 # Tests find it in LESSONS_TEST_IDP (empty without make idp-deps).
@@ -387,21 +420,48 @@ read -r ran files tests failed_asserts failed < <(perl -ne '
 passed=$((${tests:-0} - ${failed_asserts:-0}))
 [ "${ran:-0}" -eq 1 ] || failed=1
 [ $rc -ne 0 ] && [ "$failed" -eq 0 ] && failed=1
+# Sanitizer reports: one file per process that wrote any.  A report
+# with a frame in the module's code (its sources are modules/ and
+# mod_lessons.c) counts against the run; others (httpd, APR, a library)
+# are shown but are not the module's.
+SAN_NOTE=""
+if [ -n "$SANITIZE" ]; then
+    reports=0 ours=0
+    for f in "$WORK"/sanitizer/*; do
+        [ -f "$f" ] || continue
+        n=$(grep -cE '^(==[0-9]+==ERROR: |.*runtime error: )' "$f" || true)
+        reports=$((reports + n))
+        if grep -qE 'modules/(lessons|mod_lessons)_[a-z0-9_]+\.c|mod_lessons\.c' "$f"; then
+            ours=$((ours + n))
+        fi
+    done
+    SAN_NOTE=", sanitizers: $reports report(s), $ours in module code"
+    if [ "$ours" -gt 0 ]; then
+        failed=$((failed + 1))
+        SAN_FAIL=1
+    fi
+fi
+
 if [ -n "${INTEGRATION_COUNTS:-}" ]; then
     echo "$passed $failed" >> "$INTEGRATION_COUNTS"
 fi
 
 if [ "$failed" -eq 0 ]; then
-    printf '%-4s  %-24s %5d tests%s\n' PASS "integration $DRIVER" "$tests" \
-        " ($files file$([ "$files" -eq 1 ] || echo s), ${SECONDS} s)"
+    printf '%-4s  %-24s %5d tests%s\n' PASS "$LABEL" "$tests" \
+        " ($files file$([ "$files" -eq 1 ] || echo s), ${SECONDS} s$SAN_NOTE)"
     exit 0
+fi
+if [ -n "${SAN_FAIL:-}" ]; then
+    echo "    sanitizer reports in module code (files in $WORK/sanitizer):"
+    grep -hE '^(==[0-9]+==ERROR: |.*runtime error: |    #[0-9]+ )' "$WORK"/sanitizer/* \
+        | head -n 60 | sed 's/^/      /'
 fi
 
 if [ "${ran:-0}" -eq 1 ]; then
-    printf '%-4s  %-24s %5d tests%s\n' FAIL "integration $DRIVER" $((passed + failed)) \
-        ", $failed failed (exit $rc; ${SECONDS} s)"
+    printf '%-4s  %-24s %5d tests%s\n' FAIL "$LABEL" $((passed + failed)) \
+        ", $failed failed (exit $rc; ${SECONDS} s$SAN_NOTE)"
 else
-    printf '%-4s  %-24s %5d tests%s\n' FAIL "integration $DRIVER" 0 \
+    printf '%-4s  %-24s %5d tests%s\n' FAIL "$LABEL" 0 \
         ": the suite did not run (exit $rc; ${SECONDS} s)"
 fi
 # For each failing file, its "not ok" lines, then what else it printed
