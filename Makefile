@@ -156,7 +156,8 @@ endef
 # Fragments of the test tools, each owning its files: they add targets to
 # TEST_TOOLS (built before the suites) and scripts to FRAGMENT_SUITES.
 .DEFAULT_GOAL := all
--include t/idp/idp.mk t/openapi/openapi.mk t/package/package.mk t/fuzz/fuzz.mk
+-include t/idp/idp.mk t/openapi/openapi.mk t/package/package.mk t/fuzz/fuzz.mk \
+         t/layouts/layouts.mk t/soak/soak.mk t/failover/failover.mk
 
 .PHONY: all deps test-deps dev run token test unit lint integration asan-test install \
         clean clean-module distclean
