@@ -145,6 +145,8 @@ typedef struct {
     int keys_refresh;               /* seconds; 0: not set here (not
                                      * merged) */
     int keys_min_refresh;           /* (not merged) */
+    const char *keys_where;         /* file:line of the first of those
+                                     * three (not merged) */
     const char *location;           /* plain <Location> path of the section
                                      * that set the key: default base */
     const char *issuer;

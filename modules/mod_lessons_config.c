@@ -128,6 +128,15 @@ static const char *lessons_touch(cmd_parms *cmd, lessons_dir_conf *conf)
         conf->registered = 1;
         APR_ARRAY_PUSH(sconf->sections, lessons_dir_conf *) = conf;
     }
+    /* Where a keys URL setting first appeared, so that start-up can name
+     * it when the section lacks its URL.
+     */
+    if (!conf->keys_where
+        && (conf->keys_ca || conf->keys_refresh || conf->keys_min_refresh)) {
+        conf->keys_where = apr_psprintf(cmd->pool, "%s:%d",
+                                        cmd->directive->filename,
+                                        cmd->directive->line_num);
+    }
     return NULL;
 }
 

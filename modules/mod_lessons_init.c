@@ -54,8 +54,8 @@ static int lessons_check_section(apr_pool_t *ptemp,
                      NULL, LESSONSLOG(00105) "%s: LessonsJWTKeysCA, "
                      "LessonsJWTKeysRefresh and LessonsJWTKeysMin"
                      "Refresh need LessonsJWTKeysURL in the same "
-                     "section", c->jwt_where ? c->jwt_where
-                                             : "a section");
+                     "section", c->keys_where ? c->keys_where
+                                              : "a section");
         rc = !OK;
     }
     /* A keys URL gives public keys only: a section that takes

@@ -298,8 +298,15 @@ bad_ok("LessonsJWTAlgorithm RS256\nLessonsJWTKeysURL http://idp.example.org/cert
        qr/https/, 'a keys URL over plain http');
 bad_ok("LessonsJWTKeysURL https://idp.example.org/certs",
        qr/sets LessonsJWTKeysURL but not LessonsJWTAlgorithm/, 'a keys URL without an algorithm');
+# Named by file and line (the section's first LessonsJWTKeys* setting),
+# also in a section that sets nothing else (the layouts suite found
+# "a section:" there).  The <Location>'s directives start at line 15.
 bad_ok("LessonsJWTKey HS256 $hs_good\nLessonsJWTKeysRefresh 60",
-       qr/need LessonsJWTKeysURL in the same section/, 'LessonsJWTKeysRefresh without a URL');
+       qr/httpd-\d+\.conf:16: LessonsJWTKeysCA, LessonsJWTKeysRefresh and LessonsJWTKeysMinRefresh need LessonsJWTKeysURL in the same section/,
+       'LessonsJWTKeysRefresh without a URL');
+bad_ok("LessonsJWTKeysMinRefresh 30\nLessonsJWTKeysRefresh 60",
+       qr/httpd-\d+\.conf:15: LessonsJWTKeysCA, LessonsJWTKeysRefresh and LessonsJWTKeysMinRefresh need LessonsJWTKeysURL/,
+       'keys URL settings alone in a section');
 bad_ok("LessonsJWTAlgorithm RS256\nLessonsJWTKeysURL https://idp.example.org/certs\n"
        . "LessonsJWTKeysMinRefresh 0", qr/from 1 to 3600/, 'LessonsJWTKeysMinRefresh 0');
 
