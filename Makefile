@@ -164,41 +164,39 @@ endef
 
 all: $(MODULE)
 
-# Each source file is compiled once, with httpd's flags (and, for the
-# httpd-facing files, httpd's headers); the module is replaced, never
+# Each source file is compiled once per build, with httpd's flags (and, for
+# the httpd-facing files, httpd's headers); the module is replaced, never
 # rewritten in place, so that a running make run keeps the copy it loaded.
+# $(1): the build's own flags (the sanitizers' for the ASan build).
 define compile
 @$(mine)
 @$(need_apxs)
-@mkdir -p $(OBJ)
+@mkdir -p $(@D)
 @echo "  CC    $@"
 @$(HTTPD_CC) $(MOD_CFLAGS) $(1) $(WARN) $(ENGINE_CFLAGS) -Imodules -c -o $@ $< \
     || { $(call missing_hint,build,deps); exit 1; }
 endef
-
-$(OBJ)/%.o: modules/%.c $(HEADERS)
-	$(call compile,)
-$(OBJ)/mod_lessons_%.o: modules/mod_lessons_%.c $(HEADERS) $(ENGINE_H)
-	$(call compile,$(HTTPD_INC))
-$(OBJ)/mod_lessons.o: mod_lessons.c $(HEADERS) $(ENGINE_H)
-	$(call compile,$(HTTPD_INC))
 
 # The module again with AddressSanitizer and UBSan (gcc's), for the
 # integration suite's sanitizer runs (make asan-test; make test runs them).
 ASAN_OBJ    = build/asan/obj
 ASAN_MODULE = build/asan/mod_lessons.so
 ASAN_FLAGS  = -fsanitize=address,undefined -fno-omit-frame-pointer -g -O1
-define compile_asan
-@mkdir -p $(ASAN_OBJ)
-@echo "  CC    $@"
-@$(HTTPD_CC) $(MOD_CFLAGS) $(ASAN_FLAGS) $(1) $(WARN) $(ENGINE_CFLAGS) -Imodules -c -o $@ $<
+
+OBJ_FLAGS   =
+
+# The object rules of one build: $(1) its directory, $(2) the name of its
+# flags' variable (a name: the flags hold commas, which $(call) splits).
+define object_rules
+$(1)/%.o: modules/%.c $$(HEADERS)
+	$$(call compile,$$($(2)))
+$(1)/mod_lessons_%.o: modules/mod_lessons_%.c $$(HEADERS) $$(ENGINE_H)
+	$$(call compile,$$($(2)) $$(HTTPD_INC))
+$(1)/mod_lessons.o: mod_lessons.c $$(HEADERS) $$(ENGINE_H)
+	$$(call compile,$$($(2)) $$(HTTPD_INC))
 endef
-$(ASAN_OBJ)/%.o: modules/%.c $(HEADERS)
-	$(call compile_asan,)
-$(ASAN_OBJ)/mod_lessons_%.o: modules/mod_lessons_%.c $(HEADERS) $(ENGINE_H)
-	$(call compile_asan,$(HTTPD_INC))
-$(ASAN_OBJ)/mod_lessons.o: mod_lessons.c $(HEADERS) $(ENGINE_H)
-	$(call compile_asan,$(HTTPD_INC))
+$(eval $(call object_rules,$(OBJ),OBJ_FLAGS))
+$(eval $(call object_rules,$(ASAN_OBJ),ASAN_FLAGS))
 $(ASAN_MODULE): $(addprefix $(ASAN_OBJ)/,$(notdir $(ENGINE_OBJS) $(UNIT_OBJS)))
 	@echo "  LD    $@"
 	@$(HTTPD_CC) $(MOD_LDFLAGS) $(ASAN_FLAGS) -o $@ $^ $(LIBS)
