@@ -183,6 +183,12 @@ static apr_status_t keysource_stop(void *data)
     return APR_SUCCESS;
 }
 
+apr_interval_time_t lessons_keysource_min_refresh(apr_interval_time_t refresh,
+                                                  apr_interval_time_t min_refresh)
+{
+    return min_refresh < refresh ? min_refresh : refresh;
+}
+
 apr_status_t lessons_keysource_start(lessons_keysource_t **srcp,
                                      const lessons_keysource_opts_t *opts,
                                      apr_pool_t *p)
@@ -195,9 +201,8 @@ apr_status_t lessons_keysource_start(lessons_keysource_t **srcp,
         return APR_EINVAL;
     }
     src->opts = *opts;
-    if (src->opts.min_refresh > src->opts.refresh) {
-        src->opts.min_refresh = src->opts.refresh;
-    }
+    src->opts.min_refresh = lessons_keysource_min_refresh(opts->refresh,
+                                                          opts->min_refresh);
     if ((rv = apr_thread_mutex_create(&src->lock, APR_THREAD_MUTEX_DEFAULT,
                                       p)) != APR_SUCCESS
         || (rv = apr_thread_cond_create(&src->wake, p)) != APR_SUCCESS

@@ -59,6 +59,12 @@ typedef struct {
     void *report_baton;
 } lessons_keysource_opts_t;
 
+/* The min_refresh a source keeps: the one given, never above refresh
+ * (a source fetches at least every refresh, whatever else).
+ */
+apr_interval_time_t lessons_keysource_min_refresh(apr_interval_time_t refresh,
+                                                  apr_interval_time_t min_refresh);
+
 /* Start a source: its fetcher thread fetches at once.  opts is copied.
  * The source stops (the thread is joined, a fetch in flight ends within
  * its own limit, the set is let go) when p is cleared or destroyed.

@@ -106,11 +106,14 @@ static int lessons_keys_refresh(const lessons_keys_src *src)
     return src->refresh ? src->refresh : LESSONS_KEYS_REFRESH;
 }
 
+/* In seconds, as the source keeps it (at most the refresh). */
 static int lessons_keys_min_refresh(const lessons_keys_src *src)
 {
     int min = src->min_refresh ? src->min_refresh : LESSONS_KEYS_MIN_REFRESH;
 
-    return min < lessons_keys_refresh(src) ? min : lessons_keys_refresh(src);
+    return (int)apr_time_sec(lessons_keysource_min_refresh(
+        apr_time_from_sec(lessons_keys_refresh(src)),
+        apr_time_from_sec(min)));
 }
 
 /* The kids of a set, for the log. */
