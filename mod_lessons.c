@@ -147,10 +147,8 @@ static void lessons_register_hooks(apr_pool_t *p)
      * skip the filesystem walk (and TRACE's echo).
      */
     ap_hook_translate_name(lessons_translate, NULL, NULL, APR_HOOK_FIRST);
-    ap_hook_translate_name(lessons_translate_nofile, NULL, NULL,
-                           APR_HOOK_LAST);
-    ap_hook_map_to_storage(lessons_map_to_storage, NULL, NULL,
-                           APR_HOOK_FIRST);
+    ap_hook_translate_name(lessons_map_nofile, NULL, NULL, APR_HOOK_LAST);
+    ap_hook_map_to_storage(lessons_map_nofile, NULL, NULL, APR_HOOK_FIRST);
     /* CORS preflights carry no token: answered before access control. */
     ap_hook_header_parser(lessons_cors_header_parser, NULL, NULL,
                           APR_HOOK_MIDDLE);

@@ -314,8 +314,7 @@ apr_status_t lessons_dbd_connected(apr_pool_t *p, dbd_cfg_t *cfg,
 /* mod_lessons_map.c */
 lessons_req_state *lessons_state(request_rec *r);
 int lessons_translate(request_rec *r);
-int lessons_translate_nofile(request_rec *r);
-int lessons_map_to_storage(request_rec *r);
+int lessons_map_nofile(request_rec *r);
 
 /* mod_lessons_access.c: the token gate */
 int lessons_gate(request_rec *r);

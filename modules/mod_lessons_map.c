@@ -41,54 +41,36 @@ int lessons_translate(request_rec *r)
     return DECLINED;
 }
 
-/* What the request is, in r->filename, the way mod_proxy's "proxy:URL"
- * names a proxied one.
+/* The API and the health check map to no file.  One function for two
+ * hooks:
+ *
+ * translate_name, last before core's: core never maps them to a file
+ * (for a long path it would fail, and log AH00127 "Cannot map ... to
+ * file").  An Alias or a rewrite, which run earlier, still take the
+ * request as before.
+ *
+ * map_to_storage: skip httpd's filesystem walk for them, as mod_proxy
+ * does.  That also keeps TRACE (answered by mod_http in this hook) away
+ * from them: it gets the 405 of any other method (on the API after the
+ * token check), and never echoes the Authorization header.
+ *
+ * In both, r->filename says what the request is, the way mod_proxy's
+ * "proxy:URL" does: "lessons:/api/lessons/7", "lessons-health:/health"
+ * (httpd's own log lines name it: mod_authz_core's AH01630, %f), not a
+ * file the API never reads.  Nothing reads it as a path: the filesystem
+ * walk (the only code that would) is skipped, and mod_mime takes the
+ * same extension from it as from a file name.
  */
-static void lessons_name_request(request_rec *r, const lessons_req_state *st)
+int lessons_map_nofile(request_rec *r)
 {
+    lessons_req_state *st =
+        ap_get_module_config(r->request_config, &lessons_module);
+
+    if (!st || !st->nofile) {
+        return DECLINED;
+    }
     r->filename = apr_pstrcat(r->pool, st->api ? LESSONS_HANDLER
                                                : LESSONS_HEALTH_HANDLER,
                               ":", r->uri, NULL);
-}
-
-/* translate_name, last before core's: the API and the health check map
- * to no file, so core never maps them to one (for a long path it would
- * fail, and log AH00127 "Cannot map ... to file").  An Alias or a
- * rewrite, which run earlier, still take the request as before.
- */
-int lessons_translate_nofile(request_rec *r)
-{
-    lessons_req_state *st =
-        ap_get_module_config(r->request_config, &lessons_module);
-
-    if (!st || !st->nofile) {
-        return DECLINED;
-    }
-    lessons_name_request(r, st);
-    return OK;
-}
-
-/* The API and the health check map to no file: skip httpd's filesystem
- * walk for them, as mod_proxy does.  That also keeps TRACE (answered by
- * mod_http in this hook) away from them: it gets the 405 of any other
- * method (on the API after the token check), and never echoes the
- * Authorization header.
- *
- * Where an Alias or a rewrite translated the request, r->filename is a
- * file the API never reads, and httpd's own log lines name it
- * (mod_authz_core's AH01630, %f).  Say what the request is instead:
- * "lessons:/api/lessons/7", "lessons-health:/health".  Nothing reads it as a path: the filesystem
- * walk (the only code that would) is skipped, and mod_mime takes the
- * same extension from it as from the old name.
- */
-int lessons_map_to_storage(request_rec *r)
-{
-    lessons_req_state *st =
-        ap_get_module_config(r->request_config, &lessons_module);
-
-    if (!st || !st->nofile) {
-        return DECLINED;
-    }
-    lessons_name_request(r, st);
     return OK;
 }
