@@ -159,7 +159,7 @@ endef
 -include t/idp/idp.mk t/openapi/openapi.mk t/package/package.mk t/fuzz/fuzz.mk \
          t/layouts/layouts.mk t/soak/soak.mk t/failover/failover.mk
 
-.PHONY: all deps test-deps dev run token test unit lint integration asan-test install \
+.PHONY: all deps test-deps dev run token test check unit lint integration asan-test install \
         clean clean-module distclean
 
 all: $(MODULE)
@@ -287,9 +287,10 @@ endef
 
 # integration.sh prints its line and details and appends its counts; one
 # that stopped before the suite ran (its error is above) counts as a failure.
-# $(1): empty, or LESSONS_SANITIZE=1 for the runs against the ASan build.
+# $(1): empty, or LESSONS_SANITIZE=1 for the runs against the ASan build;
+# $(2): the drivers (default both).
 define run_integration
-for d in sqlite3 pgsql; do \
+for d in $(or $(2),sqlite3 pgsql); do \
     n=$$(wc -l <$$counts); \
     $(1) INTEGRATION_COUNTS=$$counts t/tools/integration.sh $$d; \
     if [ "$$(wc -l <$$counts)" -eq "$$n" ]; then \
@@ -343,6 +344,14 @@ test: test-deps
 	@$(mine)
 	@$(with_counts); $(run_units); $(run_house); $(call run_integration,); \
 	    $(call run_integration,LESSONS_SANITIZE=1); $(run_fragment_suites); $(summary)
+
+# The day-to-day subset (a few minutes): unit tests, the house checks and
+# the integration suite on SQLite.  make test (what CI runs) runs it all.
+check: test-deps
+	@$(MAKE) -s --no-print-directory all $(UNIT_TESTS) test-tools
+	@$(mine)
+	@$(with_counts); $(run_units); $(run_house); \
+	    $(call run_integration,,sqlite3); $(summary)
 
 # Debian layout, as the package has it: the module in apache2's module
 # dir, lessons.load (which pulls in mod_dbd) and lessons.conf for a2enmod,
