@@ -8,11 +8,15 @@
  */
 #include <string.h>
 
+#include "apr_lib.h"
 #include "apr_strings.h"
 
 #include "lessons_db.h"
 
 #define LESSONS_CONN_KEY "lessons_db_conn"
+
+/* An engine's identity: at most this many hex digits. */
+#define LESSONS_IDENTITY_MAX 32
 
 /* One connection's state, in a pool as long-lived as the connection. */
 typedef struct {
@@ -22,6 +26,7 @@ typedef struct {
     apr_hash_t *prepared;       /* label -> apr_dbd_prepared_t * */
     long timeout_ms;            /* session bound applied (0: none yet) */
     unsigned int generation;    /* makes every prepare's names new */
+    const char *identity;       /* this backend's history (identity_sql) */
 } lessons_conn_t;
 
 static void *lessons_db_native(const lessons_db_t *db)
@@ -112,6 +117,50 @@ static lessons_db_fault_e lessons_db_prepare(lessons_db_t *db,
     return LESSONS_DB_OK;
 }
 
+/* The history of the server this backend belongs to, read once per
+ * backend: a new backend may be another server (a promoted standby).
+ */
+static lessons_db_fault_e lessons_db_identity(lessons_db_t *db,
+                                              const lessons_engine_t *engine,
+                                              lessons_conn_t *conn,
+                                              const char **err)
+{
+    apr_dbd_results_t *res = NULL;
+    apr_dbd_row_t *row = NULL;
+    const char *v = NULL;
+    char *id;
+    apr_size_t i, n = 0;
+    int rv;
+
+    conn->identity = NULL;
+    rv = apr_dbd_select(db->driver, conn->pool, db->handle, &res,
+                        engine->identity_sql, 1);
+    if (rv != 0) {
+        *err = lessons_db_message(db, conn->pool, rv, "reading the "
+                                  "server's identity");
+        return lessons_db_fault(db, NULL, *err);
+    }
+    if (apr_dbd_get_row(db->driver, conn->pool, res, &row, 1) == 0 && row) {
+        v = apr_dbd_get_entry(db->driver, row, 0);
+    }
+    for (; v && v[n] && n <= LESSONS_IDENTITY_MAX; n++) {
+        if (!apr_isxdigit(v[n])) {
+            break;
+        }
+    }
+    if (!v || n == 0 || n > LESSONS_IDENTITY_MAX || v[n]) {
+        *err = "reading the server's identity: not one value of at most "
+               "32 hex digits";
+        return LESSONS_DB_ERROR;
+    }
+    id = apr_pstrmemdup(conn->pool, v, n);
+    for (i = 0; i < n; i++) {
+        id[i] = apr_tolower(id[i]);
+    }
+    conn->identity = id;
+    return LESSONS_DB_OK;
+}
+
 lessons_db_fault_e lessons_db_ready(lessons_db_t *db, apr_pool_t *conn_pool,
                                     long timeout_ms, const char **err)
 {
@@ -150,12 +199,18 @@ lessons_db_fault_e lessons_db_ready(lessons_db_t *db, apr_pool_t *conn_pool,
             engine->tune(native);
         }
         rc = lessons_db_prepare(db, engine, conn, conn_pool, err);
+        if (rc == LESSONS_DB_OK && engine->identity_sql) {
+            rc = lessons_db_identity(db, engine, conn, err);
+        }
         if (rc != LESSONS_DB_OK) {
+            conn->prepared = NULL;
+            db->prepared = NULL;
             return rc;
         }
         conn->backend = backend;
     }
     db->prepared = conn->prepared;
+    db->identity = conn->identity;
     return LESSONS_DB_OK;
 }
 

@@ -62,6 +62,15 @@ typedef struct {
     const char *(*session_sql)(apr_pool_t *p, long timeout_ms);
     void (*tune)(void *native);
 
+    /* Once per backend: one row, one column of hex digits that changes
+     * when the server's history does (a promoted standby, a database
+     * re-created from a dump), though the lessons_database row, copied
+     * along, does not.  It is appended to the epoch of every ETag and
+     * catalog version read on that backend (NULL: nothing beyond the
+     * epoch row).
+     */
+    const char *identity_sql;
+
     /* What fault a failed statement met; err is the store's message,
      * which carries the driver's.  *stale is set when the backend's
      * prepared statements can no longer be used (prepare afresh).

@@ -108,6 +108,20 @@ static const char *lessons_pgsql_advice(void *native, apr_pool_t *p,
            ? "load sql/schema.pgsql.sql into it" : NULL;
 }
 
+/* The database's OID (a database dropped and restored from a dump gets a
+ * new one) and the server's current timeline (a promoted standby starts
+ * a new one; asynchronous replication may have lost the last commits, so
+ * the counters of lessons_catalog can repeat with other content).  The
+ * timeline of the WAL file now being written is the promotion's at once,
+ * where pg_control_checkpoint() waits for the next checkpoint.  Every
+ * role may call these.
+ */
+#define LESSONS_PGSQL_IDENTITY_SQL \
+    "SELECT lpad(to_hex(d.oid::bigint), 8, '0') || CASE WHEN " \
+    "pg_is_in_recovery() THEN '00000000' ELSE " \
+    "substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8) END " \
+    "FROM pg_database d WHERE d.datname = current_database()"
+
 const lessons_engine_t lessons_engine_pgsql = {
     "pgsql",
     "BEGIN",
@@ -117,6 +131,7 @@ const lessons_engine_t lessons_engine_pgsql = {
     lessons_pgsql_backend,
     lessons_pgsql_session_sql,
     NULL,
+    LESSONS_PGSQL_IDENTITY_SQL,
     lessons_pgsql_fault,
     NULL,
     lessons_pgsql_name,

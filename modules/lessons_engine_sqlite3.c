@@ -177,6 +177,7 @@ const lessons_engine_t lessons_engine_sqlite3 = {
     lessons_sqlite_backend,
     NULL,
     lessons_sqlite_tune,
+    NULL,                           /* one file, one history */
     lessons_sqlite_fault,
     lessons_sqlite_moved,
     lessons_sqlite_name,

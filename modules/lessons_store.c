@@ -167,6 +167,16 @@ static int lessons_parse_int(const char *s, int *out)
     return 1;
 }
 
+/* The epoch a tag and a catalog version carry: the lessons_database
+ * row's, then the server's history where the engine has one.
+ */
+static const char *lessons_store_epoch(const lessons_db_t *db,
+                                       apr_pool_t *p, const char *stored)
+{
+    return db->identity ? apr_pstrcat(p, stored, db->identity, NULL)
+                        : apr_pstrdup(p, stored);
+}
+
 /* One joined row into a lesson.  Every column is checked: a NULL or a
  * non-integer where an integer belongs means the row is not ours.
  */
@@ -189,7 +199,7 @@ static int lessons_row_lesson(const lessons_db_t *db, apr_pool_t *p,
         || !lessons_parse_i64(c[9], &l->version)) {
         return 0;
     }
-    l->epoch = apr_pstrdup(p, c[10]);
+    l->epoch = lessons_store_epoch(db, p, c[10]);
     l->level_name = apr_pstrdup(p, c[2]);
     l->level_code = apr_pstrdup(p, c[3]);
     l->title = apr_pstrdup(p, c[4]);
@@ -469,13 +479,25 @@ typedef struct {
     const char *epoch;
 } lessons_match_args_t;
 
-static void lessons_match_args(const lessons_if_match_t *im,
+static void lessons_match_args(const lessons_db_t *db, apr_pool_t *p,
+                               const lessons_if_match_t *im,
                                lessons_match_args_t *a)
 {
+    apr_size_t n, k;
     int i;
 
     a->check = im && im->asked && !im->any ? 1 : 0;
     a->epoch = a->check && im->epoch ? im->epoch : "";
+    /* The statement compares the lessons_database row's epoch: a tag
+     * from this server's history gives it without the history's digits;
+     * one from another history gives what no epoch is.
+     */
+    if (a->check && db->identity) {
+        n = strlen(a->epoch);
+        k = strlen(db->identity);
+        a->epoch = n > k && strcmp(a->epoch + n - k, db->identity) == 0
+                   ? apr_pstrmemdup(p, a->epoch, n - k) : "-";
+    }
     for (i = 0; i < LESSONS_IF_MATCH_MAX; i++) {
         a->v[i] = a->check && i < im->n ? im->versions[i] : -1;
     }
@@ -555,7 +577,7 @@ lessons_store_e lessons_store_update(const lessons_db_t *db, apr_pool_t *p,
     int nrows = 0;
     lessons_store_e rc;
 
-    lessons_match_args(im, &m);
+    lessons_match_args(db, p, im, &m);
     rc = lessons_txn_begin(db, p, what, err);
     if (rc == LESSONS_STORE_OK) {
         rc = lessons_store_patch(db, p, id, in, &m, &nrows, err);
@@ -588,7 +610,7 @@ lessons_store_e lessons_store_delete(const lessons_db_t *db, apr_pool_t *p,
                            &m.v[3], NULL };
     int rv, nrows = 0;
 
-    lessons_match_args(im, &m);
+    lessons_match_args(db, p, im, &m);
     args[6] = m.epoch;
 
     if (!stmt) {
@@ -621,7 +643,7 @@ lessons_store_e lessons_store_catalog(const lessons_db_t *db, apr_pool_t *p,
                             "load the schema again", rows);
         return LESSONS_STORE_ERROR;
     }
-    out->epoch = cols[0];
+    out->epoch = lessons_store_epoch(db, p, cols[0]);
     return LESSONS_STORE_OK;
 }
 

@@ -21,6 +21,9 @@ typedef struct {
     const apr_dbd_driver_t *driver;
     apr_dbd_t *handle;
     apr_hash_t *prepared;
+    const char *identity;       /* hex digits the server's history adds to
+                                 * the epoch (lessons_engine_t's
+                                 * identity_sql), or NULL */
 } lessons_db_t;
 
 /* The statements, prepared on each connection when it is first used

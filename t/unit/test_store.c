@@ -1464,6 +1464,56 @@ static void test_update_if_match(void **state)
                                       &err), LESSONS_STORE_NO_LEVEL, err);
 }
 
+/* A server's history (a promoted standby, a database restored from a
+ * dump) is part of every epoch: the same lessons_database row and the
+ * same version counters on another history never match a tag from the
+ * first, in a read or in a write's If-Match.
+ */
+static void test_history_in_every_epoch(void **state)
+{
+    fixture_t *fx = *state;
+    apr_int64_t id = create(fx, 1, "Eins", 1);
+    lessons_lesson_t l = get(fx, id), now, out;
+    lessons_catalog_t before = catalog(fx), after;
+    lessons_input_t in = nothing_sent();
+    lessons_if_match_t im;
+    const char *history = "00004001000000ab", *text, *err = NULL;
+
+    fx->db.identity = history;
+    after = catalog(fx);
+    assert_string_equal(after.epoch,
+                        apr_pstrcat(fx->p, before.epoch, history, NULL));
+    assert_true(after.changes == before.changes);
+    now = get(fx, id);
+    assert_string_equal(now.epoch, apr_pstrcat(fx->p, l.epoch, history,
+                                               NULL));
+    assert_true(now.version == l.version);
+
+    /* the tag of the other history: refused, nothing written */
+    in.has_title = 1;
+    in.title = "Zwei";
+    text = table_text(fx);
+    im = if_match(&l, l.version);
+    expect_store(lessons_store_update(&fx->db, fx->p, id, &in, &im, &out,
+                                      &err), LESSONS_STORE_PRECONDITION, err);
+    /* (a delete deletes no row: the handler tells 412 from 404) */
+    expect_store(lessons_store_delete(&fx->db, fx->p, id, &im, &err),
+                 LESSONS_STORE_NOT_FOUND, err);
+    /* the history's digits alone are no epoch */
+    im.epoch = history;
+    expect_store(lessons_store_update(&fx->db, fx->p, id, &in, &im, &out,
+                                      &err), LESSONS_STORE_PRECONDITION, err);
+    assert_string_equal(table_text(fx), text);
+
+    /* this history's tag: written */
+    im = if_match(&now, now.version);
+    expect_store(lessons_store_update(&fx->db, fx->p, id, &in, &im, &out,
+                                      &err), LESSONS_STORE_OK, err);
+    assert_string_equal(get(fx, id).title, "Zwei");
+    assert_string_equal(out.epoch, now.epoch);
+    fx->db.identity = NULL;
+}
+
 static void test_delete_if_match(void **state)
 {
     fixture_t *fx = *state;
@@ -1519,6 +1569,7 @@ int main(void)
         T(test_database_error),
         T(test_catalog_version_moves),
         T(test_lesson_version_moves),
+        T(test_history_in_every_epoch),
         T(test_update_if_match),
         T(test_delete_if_match),
     };
