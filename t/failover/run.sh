@@ -1,0 +1,219 @@
+#!/bin/bash
+# Failover without serving the past as current (issue 18): a PostgreSQL
+# primary and a streaming standby (two throw-away clusters), the module
+# with libpq's multi-host DBDParams (host=a,b target_session_attrs=
+# read-write).  The standby misses the primary's last commit (it is
+# stopped before it, as asynchronous replication can lose it); the
+# primary dies and the standby is promoted while clients keep asking.
+#   - the module recovers without an Apache restart: only 503s with
+#     Retry-After in between; prints the recovery time;
+#   - the promoted server's history differs (its counters reach the same
+#     versions with other content): no body or ETag from before is served
+#     as current: GET gives the promoted server's lesson, If-None-Match
+#     with the old tag is no 304, If-Match with it a 412, and the list's
+#     old tag no 304 either.
+# make test runs it (t/failover/failover.mk); make failover alone.
+# With INTEGRATION_COUNTS=FILE, appends "passed failed" to FILE.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+MODULE=${MODULE:-$ROOT/build/mod_lessons.so}
+HTTPD=${HTTPD:-/usr/sbin/apache2}
+HTTPD_MODULES=${HTTPD_MODULES:-/usr/lib/apache2/modules}
+PGBIN=${PGBIN:-$( (ls -d /usr/lib/postgresql/*/bin 2>/dev/null || true) | sort -V | tail -n 1)}
+PG_USER_SYS=lessons-test
+LINE='%-4s  %-24s %5d tests%s\n'
+
+die() { echo "failover: $*" >&2; exit 1; }
+[ -f "$MODULE" ] || die "$MODULE not found: run make first"
+[ -x "$HTTPD" ] || die "$HTTPD not found: run t/tools/deps.sh test"
+[ -x "$PGBIN/pg_basebackup" ] || die "PostgreSQL binaries not found: run t/tools/deps.sh test"
+. "$ROOT/t/tools/ports.sh"
+
+if [ "$(id -u)" -eq 0 ]; then
+    id -u "$PG_USER_SYS" >/dev/null 2>&1 || useradd --system --user-group \
+        --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin "$PG_USER_SYS"
+    AS_PG=(runuser -u "$PG_USER_SYS" --)
+else
+    AS_PG=()
+fi
+
+WORK=$(mktemp -d /tmp/lessons-failover.XXXXXX)
+chmod 755 "$WORK"
+HTTPD_PID=""
+cleanup() {
+    set +e
+    if [ -n "$HTTPD_PID" ]; then
+        kill -TERM "$HTTPD_PID" 2>/dev/null
+        for _ in $(seq 1 50); do kill -0 "$HTTPD_PID" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL -- "-$HTTPD_PID" 2>/dev/null
+    fi
+    for c in primary standby; do
+        [ -f "$WORK/$c/postmaster.pid" ] && \
+            "${AS_PG[@]}" "$PGBIN/pg_ctl" -D "$WORK/$c" -m immediate -w stop >/dev/null 2>&1
+    done
+    [ -n "${LESSONS_TEST_KEEP:-}" ] && echo "failover: kept $WORK" >&2 || rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+pg() { "${AS_PG[@]}" "$PGBIN/$@"; }
+psql_at() {     # psql_at PORT SQL: one value
+    pg psql -X -q -At -h 127.0.0.1 -p "$1" -U postgres -d lessons -v ON_ERROR_STOP=1 -c "$2"
+}
+start_pg() {    # start_pg NAME PORT
+    pg pg_ctl -D "$WORK/$1" -l "$WORK/$1.log" -w -t 60 \
+        -o "-c listen_addresses=127.0.0.1 -p $2 -c unix_socket_directories=$WORK" \
+        start >/dev/null
+}
+
+# --- the primary, the database, the standby --------------------------------
+[ "$(id -u)" -ne 0 ] || chown "$PG_USER_SYS:" "$WORK"
+pg initdb -D "$WORK/primary" -U postgres -A trust -E UTF8 --no-locale \
+    >"$WORK/initdb.log" 2>&1 || { cat "$WORK/initdb.log" >&2; die "initdb failed"; }
+P1=$(pick_port); P2=$(pick_port "$P1")
+start_pg primary "$P1"
+pg psql -X -q -h 127.0.0.1 -p "$P1" -U postgres -d postgres \
+    -c "CREATE ROLE app LOGIN" -c "CREATE DATABASE lessons OWNER app" >/dev/null
+for f in schema.pgsql.sql sample-lessons.sql; do
+    PGOPTIONS="-c client_min_messages=warning" pg psql -X -q -h 127.0.0.1 -p "$P1" \
+        -U app -d lessons -v ON_ERROR_STOP=1 -f "$ROOT/sql/$f" >/dev/null
+done
+pg pg_basebackup -h 127.0.0.1 -p "$P1" -U postgres -D "$WORK/standby" -R -X stream -c fast \
+    >/dev/null 2>&1 || die "pg_basebackup failed"
+start_pg standby "$P2"
+ID=$(psql_at "$P1" "SELECT min(id) FROM lessons")
+
+# --- httpd ---------------------------------------------------------------
+KEY="$WORK/hs256.key"
+openssl rand -hex 32 | tr -d '\n' >"$KEY"
+TOKEN=$("$ROOT/t/tools/token" --key "$KEY" --alg HS256 --sub failover --ttl 3600)
+PORT=$(pick_port)
+mkdir -p "$WORK/logs" "$WORK/run"
+[ "$(id -u)" -ne 0 ] || chown -R www-data: "$WORK/logs" "$WORK/run"
+cat >"$WORK/httpd.conf" <<EOF
+ServerName 127.0.0.1
+Listen 127.0.0.1:$PORT
+PidFile $WORK/run/httpd.pid
+DefaultRuntimeDir $WORK/run
+User www-data
+Group www-data
+LoadModule mpm_event_module  $HTTPD_MODULES/mod_mpm_event.so
+LoadModule authz_core_module $HTTPD_MODULES/mod_authz_core.so
+LoadModule dbd_module        $HTTPD_MODULES/mod_dbd.so
+LoadModule lessons_module    $MODULE
+ErrorLog $WORK/logs/error.log
+LogLevel warn
+DBDriver pgsql
+DBDParams "host=127.0.0.1,127.0.0.1 port=$P1,$P2 dbname=lessons user=app target_session_attrs=read-write connect_timeout=2"
+DBDMin 0
+DBDKeep 4
+DBDMax 8
+LessonsDBTimeout 5
+<Location "/api/lessons">
+    SetHandler lessons
+    LessonsJWTKey HS256 $KEY
+</Location>
+EOF
+setsid "$HTTPD" -DFOREGROUND -d "$WORK" -f "$WORK/httpd.conf" </dev/null >>"$WORK/httpd.out" 2>&1 &
+HTTPD_PID=$!
+URL="http://127.0.0.1:$PORT/api/lessons"
+# api METHOD PATH [curl args]: "status etag" and the body in $WORK/body
+api() {
+    local m=$1 p=$2; shift 2
+    curl -s -o "$WORK/body" -D "$WORK/head" -X "$m" -H "Authorization: Bearer $TOKEN" \
+        --max-time 20 "$@" "$URL$p" >/dev/null || true
+    local st etag
+    st=$(awk 'NR == 1 { print $2 }' "$WORK/head" 2>/dev/null)
+    etag=$(tr -d '\r' <"$WORK/head" | awk 'tolower($1) == "etag:" { print $2 }')
+    echo "${st:-000} ${etag:--}"
+}
+for _ in $(seq 1 100); do
+    [ "$(api GET "" | cut -d' ' -f1)" = 200 ] && break
+    kill -0 "$HTTPD_PID" 2>/dev/null || { cat "$WORK/httpd.out" >&2; die "httpd did not start"; }
+    sleep 0.2
+done
+
+passed=0 failed=0
+check() {       # check NAME COND...
+    local name=$1; shift
+    if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "    not ok: $name" >&2; fi
+}
+body_has() { grep -q "$1" "$WORK/body"; }
+
+# --- before: a lesson and the list cached on the primary's history ---------
+read -r st e0 <<<"$(api GET "/$ID")"
+check "GET the lesson before: 200" [ "$st" = 200 ]
+# The standby stops (it will miss what follows), then the primary commits.
+pg pg_ctl -D "$WORK/standby" -m fast -w stop >/dev/null
+read -r st e1 <<<"$(api PUT "/$ID" -H "If-Match: $e0" -H 'Content-Type: application/json' \
+    --data '{"title":"Auf dem Primärserver"}')"
+check "PUT on the primary: 200" [ "$st" = 200 ]
+read -r st e1g <<<"$(api GET "/$ID")"
+check "GET after the PUT: the primary's title, tag $e1" \
+    eval '[ "$st" = 200 ] && [ "$e1g" = "$e1" ] && body_has "Auf dem Primärserver"'
+read -r st list1 <<<"$(api GET "")"
+check "GET the list on the primary: 200" [ "$st" = 200 ]
+
+# --- the failover, with clients asking all along ----------------------------
+: >"$WORK/during"
+(
+    while [ ! -f "$WORK/stop" ]; do
+        curl -s -o /dev/null -D - -H "Authorization: Bearer $TOKEN" --max-time 20 "$URL" \
+            | tr -d '\r' | awk -v t="$(date +%s.%N)" 'NR == 1 { s = $2 }
+                tolower($1) == "retry-after:" { r = 1 }
+                END { print t, s, (r ? "retry-after" : "-") }' >>"$WORK/during"
+        sleep 0.05
+    done
+) &
+LOAD=$!
+sleep 1
+t0=$(date +%s.%N)
+pg pg_ctl -D "$WORK/primary" -m immediate -w stop >/dev/null
+start_pg standby "$P2"
+pg pg_ctl -D "$WORK/standby" -w -t 60 promote >/dev/null
+# The first good write after the promotion: the recovery time.
+recovered=""
+for _ in $(seq 1 300); do
+    read -r st _e <<<"$(api GET "/$ID")"
+    if [ "$st" = 200 ]; then recovered=$(date +%s.%N); break; fi
+    sleep 0.1
+done
+sleep 1
+touch "$WORK/stop"
+wait "$LOAD" || true
+check "the module recovered without a restart" [ -n "$recovered" ]
+recovery=$(awk -v a="$t0" -v b="${recovered:-$t0}" 'BEGIN { printf "%.1f", b - a }')
+others=$(awk '$2 != 200 && !($2 == 503 && $3 == "retry-after")' "$WORK/during" | wc -l)
+n503=$(awk '$2 == 503' "$WORK/during" | wc -l)
+total=$(wc -l <"$WORK/during")
+check "during the failover only 200 or 503 with Retry-After ($others others of $total)" [ "$others" -eq 0 ]
+
+# --- after: the promoted server's history ----------------------------------
+read -r st e2 <<<"$(api GET "/$ID")"
+check "GET on the promoted server: its own lesson, not the primary's lost commit" \
+    eval '[ "$st" = 200 ] && ! body_has "Auf dem Primärserver"'
+read -r st e3 <<<"$(api PUT "/$ID" -H "If-Match: $e2" -H 'Content-Type: application/json' \
+    --data '{"title":"Auf dem Standby"}')"
+check "PUT on the promoted server: 200" [ "$st" = 200 ]
+check "the same version number, another history: another tag ($e1 / $e3)" [ "$e3" != "$e1" ]
+read -r st _e <<<"$(api GET "/$ID")"
+check "GET: the promoted server's new title" eval '[ "$st" = 200 ] && body_has "Auf dem Standby"'
+read -r st _e <<<"$(api GET "/$ID" -H "If-None-Match: $e1")"
+check "If-None-Match with the tag from before: no 304 ($st)" [ "$st" = 200 ]
+read -r st _e <<<"$(api GET "" -H "If-None-Match: $list1")"
+check "the list's tag from before: no 304 ($st)" [ "$st" = 200 ]
+read -r st _e <<<"$(api PUT "/$ID" -H "If-Match: $e1" -H 'Content-Type: application/json' \
+    --data '{"title":"Veraltet"}')"
+check "If-Match with the tag from before: 412 ($st)" [ "$st" = 412 ]
+title=$(psql_at "$P2" "SELECT title FROM lessons WHERE id = $ID")
+check "the stored title is the promoted server's ($title)" [ "$title" = "Auf dem Standby" ]
+
+echo "failover: recovered in ${recovery} s after the primary stopped; during it $total requests: $((total - n503)) 200, $n503 503 with Retry-After, $others other"
+[ -z "${INTEGRATION_COUNTS:-}" ] || echo "$passed $failed" >>"$INTEGRATION_COUNTS"
+if [ "$failed" -eq 0 ]; then
+    printf "$LINE" PASS failover "$passed" " (recovery ${recovery} s)"
+else
+    printf "$LINE" FAIL failover "$((passed + failed))" ", $failed failed (error_log: $WORK/logs/error.log with LESSONS_TEST_KEEP=1)"
+    exit 1
+fi
