@@ -63,6 +63,13 @@ int lessons_dbd_answer(lessons_ctx *c, lessons_db_fault_e fault,
             "error.", NULL);
     }
     apr_table_setn(r->headers_out, "Retry-After", LESSONS_RETRY_AFTER);
+    if (wrote && fault == LESSONS_DB_UNAVAILABLE) {
+        /* The client must not take this 503 for "nothing happened". */
+        return lessons_send_problem(r, HTTP_SERVICE_UNAVAILABLE, NULL,
+            "The connection to the lessons database was lost while the "
+            "change was being committed: it may have been stored. Read "
+            "it before trying again.", NULL);
+    }
     return lessons_send_problem(r, HTTP_SERVICE_UNAVAILABLE, NULL,
         "The lessons database is unavailable. Try again later.", NULL);
 }
