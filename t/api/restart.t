@@ -14,19 +14,13 @@ use lib "$FindBin::Bin/../lib";
 use Apache::Test qw(-withtestmore);
 use Time::HiRes qw(time sleep);
 use LessonsTest;
-use LessonsTest::Parallel qw(start collect parallel);
+use LessonsTest::Parallel qw(start collect parallel settle);
 
 plan skip_all => 'PostgreSQL only' unless $ENV{LESSONS_TEST_DRIVER} eq 'pgsql';
 
 my $BOUND = 2;                  # LessonsDBTimeout of lessons_stuck
 my $VHOST = 'lessons_stuck';
 
-sub pg_ctl {
-    my $args = join ' ', @_;
-    system("'$ENV{LESSONS_TEST_PG_CTL}' -D '$ENV{LESSONS_TEST_PGDATA}'"
-           . " -w -t 60 $args >/dev/null 2>&1") == 0
-        or die "pg_ctl $args failed\n";
-}
 
 seed({ level_id => 1, title => 'Neustart', sort_order => 1 });
 
@@ -65,14 +59,7 @@ sub tally {
 # all answer 200; returns the seconds it took.
 sub recovered {
     my ($phase) = @_;
-    my $t0 = time;
-    while (time - $t0 < 30) {
-        my @res = burst(12, 0);
-        tally("$phase (recovering)", @res);
-        return time - $t0 unless grep { $_->{code} != 200 } @res;
-        sleep 0.25;
-    }
-    return;
+    return settle($VHOST, 12, sub { tally("$phase (recovering)", @_) });
 }
 
 # ---- warm every pooled connection
@@ -98,8 +85,7 @@ pg_ctl('stop', '-m', 'fast');
 }
 
 # ---- started again: recovery without an Apache restart
-pg_ctl('start', '-o', "'-c listen_addresses=127.0.0.1 -p $ENV{PGPORT} -c "
-       . "unix_socket_directories=$ENV{LESSONS_TEST_PGDATA}/.. -c fsync=off'");
+pg_start();
 {
     my $secs = recovered('after start');
     ok defined $secs, 'after start: every pooled connection answers 200 again';

@@ -32,7 +32,7 @@ our @EXPORT = qw(
     call base_url json_of top_keys object_keys lesson_keys
     is_problem is_validation is_empty_404 is_json_lesson is_unauthorized
     db_rows db_do db_lessons db_count seed sq lesson_row
-    free_port wait_port httpd_conf start_httpd
+    free_port wait_port httpd_conf start_httpd pg_ctl pg_start
     LESSON_TYPE PROBLEM_TYPE VALIDATION_TITLE
 );
 
@@ -77,13 +77,14 @@ sub wait_port {
     return 0;
 }
 
-# httpd_conf($dir, $port, $body): writes $dir/httpd.conf, an httpd on
-# 127.0.0.1:$port with its pid file, error_log and runtime files in $dir,
-# the event MPM, authz_core, mod_dbd, the module and the suite's
-# database; then $body (more modules, MPM sizes, locations).  Returns its
-# path.
+# httpd_conf($dir, $port, $body, mpm => 'prefork'): writes
+# $dir/httpd.conf, an httpd on 127.0.0.1:$port with its pid file,
+# error_log and runtime files in $dir, the MPM (event unless named),
+# authz_core, mod_dbd, the module and the suite's database; then $body
+# (more modules, MPM sizes, locations).  Returns its path.
 sub httpd_conf {
-    my ($dir, $port, $body) = @_;
+    my ($dir, $port, $body, %opt) = @_;
+    my $mpm = $opt{mpm} || 'event';
     my $mods = $ENV{LESSONS_TEST_HTTPD_MODULES} || '/usr/lib/apache2/modules';
     my $module = $ENV{LESSONS_TEST_MODULE}
         || Apache::Test::vars('serverroot') . '/../build/mod_lessons.so';
@@ -96,7 +97,7 @@ Listen 127.0.0.1:$port
 PidFile "$dir/httpd.pid"
 ErrorLog "$dir/error_log"
 DefaultRuntimeDir "$dir"
-LoadModule mpm_event_module  "$mods/mod_mpm_event.so"
+LoadModule mpm_${mpm}_module  "$mods/mod_mpm_$mpm.so"
 LoadModule authz_core_module "$mods/mod_authz_core.so"
 LoadModule dbd_module        "$mods/mod_dbd.so"
 LoadModule lessons_module    "$module"
@@ -440,6 +441,21 @@ sub sql_cmd {
     }
     return ($ENV{LESSONS_TEST_PSQL} || 'psql', '-X', '-q', '-A', '-t',
             '-v', 'ON_ERROR_STOP=1', @extra, '-d', db_name($which));
+}
+
+# The suite's PostgreSQL cluster, stopped and started by a test:
+# pg_ctl('restart', '-m', 'fast'), pg_ctl('stop', '-m', 'fast'), and
+# pg_start() with the options t/tools/integration.sh started it with.
+sub pg_ctl {
+    my $args = join ' ', @_;
+    system("'@{[ env('LESSONS_TEST_PG_CTL') ]}' -D '@{[ env('LESSONS_TEST_PGDATA') ]}'"
+           . " -w -t 60 $args >/dev/null 2>&1") == 0
+        or die "pg_ctl $args failed\n";
+}
+
+sub pg_start {
+    pg_ctl('start', '-o', "'-c listen_addresses=127.0.0.1 -p @{[ env('PGPORT') ]} -c "
+           . "unix_socket_directories=@{[ env('LESSONS_TEST_PGDATA') ]}/.. -c fsync=off'");
 }
 
 # Rows of a query (or an INSERT ... RETURNING) as hashrefs.

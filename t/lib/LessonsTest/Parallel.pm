@@ -19,7 +19,7 @@ use IO::Socket::INET ();
 use Time::HiRes qw(time);
 use LessonsTest qw(base_url good_token json_text);
 
-our @EXPORT_OK = qw(start start_held collect parallel raw_request);
+our @EXPORT_OK = qw(start start_held collect parallel raw_request settle);
 
 my (%hostport, $token);
 
@@ -115,6 +115,23 @@ sub start_held {
 
 sub parallel { collect(start(@_)) }
 
+# After the database went away and came back: bursts of $n parallel GETs
+# of $vhost's list (spread over its processes' pooled connections) until
+# one burst answers 200 throughout; the seconds that took, or undef after
+# 30 s.  $each, if given, sees every burst's results.
+sub settle {
+    my ($vhost, $n, $each) = @_;
+    my $t0 = Time::HiRes::time();
+    while (Time::HiRes::time() - $t0 < 30) {
+        my @res = parallel(map { [ 'get', GET => $vhost, '/api/lessons' ] } 1 .. $n);
+        $each->(@res) if $each;
+        return Time::HiRes::time() - $t0 unless grep { $_->{code} != 200 } @res;
+        Time::HiRes::sleep(0.25);
+    }
+    return;
+}
+
 use POSIX ();
+use Time::HiRes ();
 
 1;
