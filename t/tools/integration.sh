@@ -82,6 +82,7 @@ fi
 WORK=$(mktemp -d "$TMPBASE/lessons-it.XXXXXX")
 PG_STARTED=""
 SUITE_PID=""
+SMALLFS=""
 cleanup() {
     rc=$?
     trap - EXIT INT TERM
@@ -104,6 +105,9 @@ cleanup() {
     if [ -n "$PG_STARTED" ]; then
         as_user "$PGBIN/pg_ctl" -D "$WORK/pg/data" -m immediate -w stop \
             >/dev/null 2>&1 || true
+    fi
+    if [ -n "$SMALLFS" ]; then
+        umount "$SMALLFS" 2>/dev/null || umount -l "$SMALLFS" 2>/dev/null || true
     fi
     if [ -n "${LESSONS_TEST_KEEP:-}" ]; then
         echo "integration: kept $WORK"
@@ -359,6 +363,13 @@ EOF
 # (bash runs traps only between foreground commands), and in a session of
 # its own, so that cleanup can stop all of it.
 cd "$WORK/src"
+# A small file system the soak (t/api/soak.t) can fill, to see a disk
+# really full; only root can mount one (the soak skips that fault else).
+if [ "$(id -u)" -eq 0 ] && mkdir -p "$WORK/smallfs" \
+    && mount -t tmpfs -o "size=32m,mode=0700,uid=$(id -u "$RUN_USER")" \
+        tmpfs "$WORK/smallfs" 2>/dev/null; then
+    SMALLFS=$WORK/smallfs
+fi
 setsid "${AS_USER[@]}" env \
     HOME="$WORK" \
     PATH="$PATH" \
@@ -382,6 +393,8 @@ setsid "${AS_USER[@]}" env \
     LESSONS_TEST_MOVED_DBPARAMS="$MOVED_DBPARAMS" \
     LESSONS_TEST_MISSING_DBPARAMS="$MISSING_DBPARAMS" \
     LESSONS_TEST_WORK="$WORK" \
+    LESSONS_TEST_SMALLFS="$SMALLFS" \
+    LESSONS_TEST_SANITIZE="$SANITIZE" \
     LESSONS_TEST_IDP="$IDP_DIR" \
     LESSONS_TEST_INITSQL="$INITSQL" \
     LESSONS_TEST_KEY_DIR="$K" \

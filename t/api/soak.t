@@ -1,0 +1,381 @@
+# Soak with faults (issue 18): 64 clients of a server of the test's own,
+# under the event MPM and then prefork, mixed reads and writes (creates,
+# updates with and without If-Match, deletes; every write a title of its
+# own), for a bounded time, while faults come one after another:
+#   both:       a graceful restart, and a reload of a changed config;
+#   SQLite:     the write lock held from outside; the disk full (a small
+#               tmpfs that t/tools/integration.sh mounts when it runs as
+#               root: LESSONS_TEST_SMALLFS; skipped with a reason else);
+#   PostgreSQL: a restart; the server stopped for 10 s; the table locked.
+# Each client writes only lessons it created, one request at a time, so
+# what each of its ids must hold is known from its own log.  Afterwards:
+#   - every 5xx is a 503 with Retry-After, inside a fault's window (the
+#     fault, then up to GRACE s of recovery);
+#   - every id a 2xx create made holds its last 2xx write unless a 2xx
+#     delete removed it; a write answered non-2xx changed nothing;
+#   - a client reading its own lesson reads its last 2xx write
+#     (read-your-writes); the seeded lessons nobody writes stay as seeded;
+#   - the row count is the arithmetic.
+# Per MPM and fault: requests, outcomes and the recovery time (end of
+# the fault to the first 2xx write after it), as diagnostics.
+# LESSONS_SOAK_CALM (seconds between faults, default 5) lengthens it.
+use strict;
+use warnings FATAL => 'all';
+
+use FindBin;
+use lib "$FindBin::Bin/../lib";
+use Apache::Test qw(-withtestmore);
+use File::Temp qw(tempdir);
+use HTTP::Tiny;
+use JSON::PP;
+use POSIX qw(WNOHANG _exit);
+use Time::HiRes qw(time sleep);
+use LessonsTest;
+use LessonsTest::Lock qw(hold_lock release);
+use LessonsTest::Parallel qw(settle);
+
+my $CLIENTS = 64;
+my $CALM    = $ENV{LESSONS_SOAK_CALM} || 5;
+my $GRACE   = 15;                   # recovery a fault's window allows
+my $DRIVER  = LessonsTest::db_driver();
+my $JSON    = JSON::PP->new->utf8->canonical;
+my $TOKEN   = good_token(claims => { exp => time + 7200 });
+
+my $tmp = tempdir(DIR => $ENV{LESSONS_TEST_TMPDIR} || '/tmp', CLEANUP => 1);
+
+# SQLite: the soak's own database, on the small file system when there is
+# one (so that it can fill up); PostgreSQL: the suite's.
+my ($dbparams, $smallfs) = ($ENV{LESSONS_TEST_DBPARAMS}, $ENV{LESSONS_TEST_SMALLFS});
+if ($DRIVER eq 'sqlite3') {
+    my $dir = $smallfs && -d $smallfs && -w $smallfs ? $smallfs : $tmp;
+    $dbparams = "$dir/soak.db";
+    system("sqlite3 '$dbparams' < '$ENV{LESSONS_TEST_WORK}/src/sql/schema.sqlite.sql'"
+           . " >/dev/null") == 0 or BAIL_OUT('cannot make the soak database');
+    $ENV{LESSONS_TEST_DB} = $ENV{LESSONS_TEST_DBPARAMS} = $dbparams;
+}
+
+my @SEEDED = map { { level_id => 1 + $_ % 5, title => "Gesät $_", sort_order => $_ } } 1 .. 5;
+seed(@SEEDED);
+my %seeded = map { $_->{id} => $_->{title} } @{ db_rows('SELECT id, title FROM lessons') };
+
+# ---- the server -----------------------------------------------------------
+my %MPM = (
+    event   => "StartServers 2\nServerLimit 2\nThreadsPerChild 40\n"
+             . "MaxRequestWorkers 80\nThreadLimit 40\n",
+    prefork => "StartServers 16\nServerLimit 64\nMaxRequestWorkers 64\n"
+             . "MinSpareServers 8\nMaxSpareServers 64\n",
+);
+
+sub write_conf {
+    my ($dir, $port, $mpm, $extra) = @_;
+    return httpd_conf($dir, $port, <<"EOF", mpm => $mpm);
+KeepAlive On
+MaxKeepAliveRequests 0
+$MPM{$mpm}
+LessonsDBTimeout 5
+LogLevel warn
+<Location "/api/lessons">
+    SetHandler lessons
+    LessonsJWTKey HS256 "$ENV{LESSONS_TEST_HS_KEY}"
+</Location>
+$extra
+EOF
+}
+
+sub httpd_pid {
+    my ($dir) = @_;
+    open my $fh, '<', "$dir/httpd.pid" or return;
+    my ($pid) = (<$fh> // '') =~ /(\d+)/;
+    return $pid;
+}
+
+sub stop_server {
+    my ($dir) = @_;
+    my $pid = httpd_pid($dir) or return;
+    kill 'TERM', $pid;
+    for (1 .. 300) { last unless kill 0, $pid; sleep 0.1 }
+}
+
+# ---- the clients -----------------------------------------------------------
+# Each logs one line per request: start end op id status retry-after
+# title (the title sent, or the title read).
+sub client {
+    my ($n, $port, $log, $stop) = @_;
+    srand($$ ^ time);
+    my $http = HTTP::Tiny->new(timeout => 30, keep_alive => 1);
+    my $base = "http://127.0.0.1:$port/api/lessons";
+    my %h = (Authorization => "Bearer $TOKEN");
+    my (@mine, %etag);
+    my @sample = sort keys %seeded;
+    my $w = 0;
+    open my $out, '>', $log or die "$log: $!";
+    $out->autoflush(1);
+    until (-e $stop) {
+        my $r = rand;
+        my ($op, $id, $title, $res, $url, %opt) = ('', 0, '-');
+        if ($r < 0.18 || !@mine) {
+            $op = 'create';
+            $title = "soak-$n-" . ++$w;
+            $url = $base;
+            %opt = (method => 'POST', content => $JSON->encode({
+                levelId => 1 + int rand 5, title => $title, order => $w }));
+        }
+        elsif ($r < 0.30) {
+            $op = 'update-if-match';
+            $id = $mine[rand @mine];
+            $title = "soak-$n-" . ++$w;
+            $url = "$base/$id";
+            %opt = (method => 'PUT', content => $JSON->encode({ title => $title }),
+                    if_match => $etag{$id} // '"none"');
+        }
+        elsif ($r < 0.40) {
+            $op = 'update';
+            $id = $mine[rand @mine];
+            $title = "soak-$n-" . ++$w;
+            $url = "$base/$id";
+            %opt = (method => 'PUT', content => $JSON->encode({ title => $title }));
+        }
+        elsif ($r < 0.48) {
+            $op = 'delete';
+            $id = $mine[rand @mine];
+            $url = "$base/$id";
+            %opt = (method => 'DELETE');
+        }
+        elsif ($r < 0.70) {
+            $op = 'read-mine';
+            $id = $mine[rand @mine];
+            $url = "$base/$id";
+        }
+        elsif ($r < 0.80) {
+            $op = 'read-seeded';
+            $id = $sample[rand @sample];
+            $url = "$base/$id";
+        }
+        else {
+            $op = 'read-list';
+            $url = rand() < 0.5 ? $base : "$base/level/" . (1 + int rand 5);
+        }
+        my %hdr = %h;
+        $hdr{'Content-Type'} = 'application/json' if defined $opt{content};
+        $hdr{'If-Match'} = $opt{if_match} if $opt{if_match};
+        my $t0 = time;
+        $res = $http->request($opt{method} || 'GET', $url,
+                              { headers => \%hdr,
+                                defined $opt{content} ? (content => $opt{content}) : () });
+        my $t1 = time;
+        my $st = $res->{status};
+        my $ra = $res->{headers}{'retry-after'} ? 'ra' : '-';
+        # A write whose commit lost its connection: its outcome is unknown.
+        $ra .= '-u' if $st == 503 && ($res->{content} // '') =~ /may have been stored/;
+        my $unknown = $st == 599 || $ra =~ /-u$/;
+        my $body = $st =~ /^2/ && ($res->{content} // '') =~ /^\{/
+                 ? eval { $JSON->decode($res->{content}) } : undef;
+        if ($op eq 'create' && $st == 201 && $body && $body->{id}) {
+            $id = $body->{id};
+            push @mine, $id;
+        }
+        if ($op =~ /^read-(mine|seeded)$/) {
+            $title = $st == 200 && $body ? $body->{title} // '?' : '-';
+        }
+        $etag{$id} = $res->{headers}{etag} if $id && $res->{headers}{etag};
+        $etag{$id} = '"stale"' if $op eq 'update-if-match' && $st == 412;
+        if ($op eq 'delete' && ($st == 204 || $unknown)) {
+            @mine = grep { $_ != $id } @mine;
+        }
+        printf $out "%.3f\t%.3f\t%s\t%s\t%s\t%s\t%s\n", $t0, $t1, $op, $id, $st, $ra, $title;
+    }
+    close $out;
+}
+
+# ---- one soak: an MPM, the faults, the checks ------------------------------
+sub fill_disk {
+    my ($dir) = @_;
+    system("dd if=/dev/zero of='$dir/filler' bs=64k >/dev/null 2>&1");
+    return -s "$dir/filler";
+}
+
+sub soak {
+    my ($mpm) = @_;
+    my $dir = tempdir(DIR => $tmp, CLEANUP => 1);
+    my $port = free_port();
+    my $conf = write_conf($dir, $port, $mpm, '');
+    start_httpd($conf, $port);
+    my $stop = "$dir/stop";
+    my @kids;
+    for my $n (1 .. $CLIENTS) {
+        my $pid = fork // die "fork: $!";
+        if (!$pid) { client($n, $port, "$dir/client-$n.log", $stop); _exit(0) }
+        push @kids, $pid;
+    }
+    my @faults;
+    my $fault = sub {
+        my ($name, $start, $end) = @_;
+        my $t0 = time;
+        my $info = $start->() // '';
+        my $t1 = time;
+        $end->() if $end;
+        push @faults, { name => $name, start => $t0, end => time, info => $info };
+        sleep $CALM;
+    };
+    sleep $CALM;
+    $fault->('graceful restart', sub {
+        system(LessonsTest::httpd_bin(), '-f', $conf, '-k', 'graceful') == 0 or die "graceful failed\n";
+        sleep 1; '' });
+    $fault->('reload, changed config', sub {
+        write_conf($dir, $port, $mpm, "# reloaded at @{[ time ]}\nLessonsMaxBodySize 32768");
+        system(LessonsTest::httpd_bin(), '-f', $conf, '-k', 'graceful') == 0 or die "reload failed\n";
+        sleep 1; '' });
+    my $lock;
+    $fault->('table locked from outside, 3 s', sub { $lock = hold_lock(); sleep 3; '' },
+             sub { release($lock) });
+    if ($DRIVER eq 'sqlite3') {
+        if ($smallfs && index($dbparams, $smallfs) == 0) {
+            $fault->('disk full, 3 s', sub {
+                my $size = fill_disk($smallfs);
+                sleep 3;
+                "filler of $size bytes" }, sub { unlink "$smallfs/filler" });
+        }
+    }
+    else {
+        $fault->('PostgreSQL restarted', sub { pg_ctl('restart', '-m', 'fast'); '' });
+        $fault->('PostgreSQL stopped for 10 s', sub {
+            pg_ctl('stop', '-m', 'fast'); sleep 10; '' }, sub { pg_start() });
+    }
+    open my $s, '>', $stop or die "$stop: $!";
+    close $s;
+    waitpid $_, 0 for @kids;
+    stop_server($dir);
+    check($mpm, $dir, \@faults);
+}
+
+# ---- the checks ---------------------------------------------------------------
+sub check {
+    my ($mpm, $dir, $faults) = @_;
+    my (@all, %clients);
+    for my $n (1 .. $CLIENTS) {
+        open my $fh, '<', "$dir/client-$n.log" or die "client $n: $!";
+        while (my $line = <$fh>) {
+            chomp $line;
+            my %r;
+            @r{qw(t0 t1 op id st ra title)} = split /\t/, $line;
+            $r{client} = $n;
+            push @all, \%r;
+            push @{ $clients{$n} }, \%r;
+        }
+    }
+    my %status;
+    $status{ $_->{st} }++ for @all;
+    diag sprintf "%s/%s: %d requests: %s", $DRIVER, $mpm, scalar @all,
+        join(', ', map { "$_: $status{$_}" } sort keys %status);
+    ok @all > 1000, "$mpm: the clients made requests (" . scalar(@all) . ')';
+
+    my $in_window = sub {
+        my ($r) = @_;
+        grep { $r->{t1} >= $_->{start} && $r->{t0} <= $_->{end} + $GRACE } @$faults;
+    };
+    my @bad5xx = grep { $_->{st} >= 500 && $_->{st} != 599
+                        && !($_->{st} == 503 && $_->{ra} =~ /^ra/ && $in_window->($_)) } @all;
+    is scalar @bad5xx, 0, "$mpm: every 5xx is a 503 with Retry-After inside a fault's window"
+        or diag join "\n", map { "$_->{op} $_->{id} $_->{st} $_->{ra} at $_->{t0}" } @bad5xx[0 .. 9];
+    my @lost = grep { $_->{st} == 599 } @all;
+    my @lost_out = grep { !$in_window->($_) } @lost;
+    is scalar @lost_out, 0, "$mpm: no request without an answer outside a fault ("
+        . scalar(@lost) . ' inside)';
+    my @other = grep { $_->{st} !~ /^(200|201|204|412|503|599)$/ } @all;
+    is scalar @other, 0, "$mpm: no other answer (4xx but 412)"
+        or diag join "\n", map { "$_->{op} $_->{id} $_->{st}" } @other[0 .. 9];
+
+    # What each id must hold, from its owner's log.
+    my (%want, %maybe);
+    my ($creates, $deletes, $unknown) = (0, 0, 0);
+    my ($ryw_bad, $ryw_n, $seed_bad) = (0, 0, 0);
+    for my $n (sort keys %clients) {
+        for my $r (@{ $clients{$n} }) {
+            my ($op, $id, $st) = @$r{qw(op id st)};
+            if ($op eq 'read-mine' && $st == 200) {
+                $ryw_n++;
+                my $w = $want{$id};
+                $ryw_bad++ unless defined $w && ($w eq $r->{title}
+                                                 || ($maybe{$id} // '') eq $r->{title});
+            }
+            elsif ($op eq 'read-seeded' && $st == 200) {
+                $seed_bad++ unless ($seeded{$id} // '') eq $r->{title};
+            }
+            elsif ($op eq 'create' && $st == 201) {
+                $want{$id} = $r->{title};
+                $creates++;
+            }
+            elsif ($op =~ /^update/ && $st == 200) {
+                $want{$id} = $r->{title};
+                delete $maybe{$id};
+            }
+            elsif ($op eq 'delete' && $st == 204) {
+                $want{$id} = undef;
+                $deletes++;
+            }
+            elsif ($st == 599 || $r->{ra} =~ /-u$/) {   # outcome unknown
+                $maybe{$id} = $r->{title} if $op =~ /^update/;
+                if ($op eq 'delete') { $maybe{$id} = $want{$id}; $want{$id} = undef }
+                $unknown++ if $op =~ /^(create|update|delete)/;
+            }
+        }
+    }
+    is $ryw_bad, 0, "$mpm: each of $ryw_n reads of a client's own lesson saw its last write";
+    is $seed_bad, 0, "$mpm: the seeded lessons read as seeded";
+
+    my $rows = db_rows("SELECT id, title FROM lessons WHERE title LIKE 'soak-%'");
+    my %have = map { $_->{id} => $_->{title} } @$rows;
+    my @wrong;
+    for my $id (sort { $a <=> $b } keys %want) {
+        my $w = $want{$id};
+        my $h = $have{$id};
+        my $m = $maybe{$id};
+        next if defined $w ? defined $h && ($h eq $w || (defined $m && $m eq $h))
+                           : !defined $h || (defined $m && $m eq $h);
+        push @wrong, "id $id: want " . ($w // 'deleted') . ', have ' . ($h // 'nothing');
+    }
+    is scalar @wrong, 0, "$mpm: every created id holds its last 2xx write, or is deleted ("
+        . scalar(keys %want) . ' ids)' or diag join "\n", @wrong[0 .. 9];
+    my @stray = grep { !exists $want{$_} } keys %have;
+    ok @stray <= $unknown, "$mpm: rows from writes answered non-2xx: " . scalar(@stray)
+        . " (at most the $unknown without an answer)";
+    my $count = db_count();
+    my $expect = scalar(keys %seeded) + $creates - $deletes;
+    ok $unknown ? abs($count - $expect) <= $unknown : $count == $expect,
+        "$mpm: row count $count = seeded + $creates created - $deletes deleted"
+        . ($unknown ? " (give or take the $unknown writes of unknown outcome)" : '');
+
+    for my $f (@$faults) {
+        my @in = grep { $_->{t1} >= $f->{start} && $_->{t0} <= $f->{end} } @all;
+        my %o;
+        $o{ $_->{st} }++ for @in;
+        my ($first) = sort { $a->{t1} <=> $b->{t1} }
+                      grep { $_->{op} =~ /create|update|delete/ && $_->{st} =~ /^2/
+                             && $_->{t0} >= $f->{end} } @all;
+        my $rec = $first ? sprintf('%.2f s', $first->{t1} - $f->{end}) : 'never';
+        diag sprintf "%s/%s: %s (%.1f s%s): %d requests during it: %s; recovered in %s",
+            $DRIVER, $mpm, $f->{name}, $f->{end} - $f->{start},
+            $f->{info} ? ", $f->{info}" : '', scalar @in,
+            join(', ', map { "$_: $o{$_}" } sort keys %o) || 'none', $rec;
+        ok $first, "$mpm: writes succeed again after: $f->{name}";
+    }
+    db_do("DELETE FROM lessons WHERE title LIKE 'soak-%'");
+}
+
+if ($DRIVER eq 'sqlite3' && !($smallfs && index($dbparams, $smallfs) == 0)) {
+    SKIP: { skip 'disk full: no small file system (LESSONS_TEST_SMALLFS, '
+                 . 'which t/tools/integration.sh mounts when it runs as root)', 1 }
+}
+for my $mpm (qw(event prefork)) { soak($mpm) }
+# The suite's own server met the same database restarts: a pooled
+# connection that was idle then fails its next request (503).  A graceful
+# restart gives the next test files fresh children and connections.
+if ($DRIVER eq 'pgsql') {
+    my $pidfile = Apache::Test::vars('t_logs') . '/httpd.pid';
+    my ($pid) = do { open my $fh, '<', $pidfile or die "$pidfile: $!"; <$fh> =~ /(\d+)/ };
+    ok kill('USR1', $pid), "the suite's server restarts gracefully";
+    sleep 2;
+    ok defined settle(undef, 12), "the suite's server answers again";
+}
+
+done_testing;
