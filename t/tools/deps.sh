@@ -37,12 +37,13 @@ libaprutil1-dbd-pgsql sqlite3 openssl pkg-config zlib1g-dev
 libcurl4-openssl-dev"
 # The test tools: cmocka, Apache::Test, the package build (dh_apache2
 # comes with apache2-dev) and lintian, clang with libFuzzer and the
-# sanitizers' runtimes (libclang-rt-dev) and llvm-symbolizer (llvm).  Node.js for the test identity
+# sanitizers' runtimes (libclang-rt-dev) and llvm-symbolizer (llvm), wrk for
+# the RSS check (t/api/rss.t).  Node.js for the test identity
 # provider and the OpenAPI validator is checked apart (node_ok): a
 # machine may have it from elsewhere.
 TEST_PACKAGES="libcmocka-dev libapache2-mod-perl2 libwww-perl curl
 libjson-validator-perl libyaml-libyaml-perl
-dpkg-dev debhelper fakeroot lintian clang libclang-rt-dev llvm"
+dpkg-dev debhelper fakeroot lintian clang libclang-rt-dev llvm wrk"
 BENCH_PACKAGES="wrk valgrind curl"
 
 PACKAGES=$BUILD_PACKAGES
