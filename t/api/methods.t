@@ -60,6 +60,33 @@ for my $path (sort keys %routes) {
     }
 }
 
+# Every method on every route without a token: the gate answers first
+# (401 with its challenge), whatever the method, known to httpd or not;
+# with a token, TRACE (httpd would echo the request, Authorization
+# included) and an unknown method get the route's 405.
+for my $path (sort keys %routes) {
+    my $allow = $routes{$path};
+    for my $m (qw(GET HEAD POST PUT DELETE PATCH OPTIONS TRACE PROPFIND FOO)) {
+        my $r = call($m => $path, token => undef,
+                     $m =~ /^(POST|PUT|PATCH)$/ ? (json => $valid) : ());
+        if ($m eq 'HEAD') {
+            is $r->code, 401, "HEAD $path without a token: 401";
+        }
+        else {
+            is_unauthorized($r, "$m $path without a token");
+        }
+    }
+    for my $m (qw(TRACE FOO)) {
+        my $r = call($m => $path);
+        is_problem($r, 405, "$m $path");
+        is allow_set($r->header('Allow')), allow_set($allow),
+            "$m $path: Allow $allow";
+        unlike $r->content, qr/Authorization|Bearer/i,
+            "$m $path: the request is not echoed";
+    }
+}
+is_deeply db_lessons(), $before, 'no method without a token changed anything';
+
 # The exact header value, as the contract spells it.
 is call(PATCH => '/api/lessons')->header('Allow'), $COLLECTION,
     'collection Allow value';
