@@ -203,6 +203,21 @@ one_response(
     status  => 413,
     problem => 1);
 
+one_response(
+    name    => 'one-byte chunks over LessonsMaxBodySize',
+    head    => "POST /small/api/lessons HTTP/1.1\r\n"
+             . "Transfer-Encoding: chunked",
+    body    => chunked(body_of(1500), 1),
+    status  => 413,
+    problem => 1);
+# A chunk size no body could have (beyond 64 bits): httpd's own 413
+# before anything is read into memory.
+one_response(
+    name   => 'a chunk size of 20 hex digits',
+    head   => "POST /api/lessons HTTP/1.1\r\nTransfer-Encoding: chunked",
+    body   => "FFFFFFFFFFFFFFFFFFFF\r\n" . body_of(100) . "\r\n0\r\n\r\n",
+    status => 413);
+
 # The same connection style still works for a good body.
 {
     my $sub = 'body-' . $run . '-ok';
