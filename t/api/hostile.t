@@ -68,6 +68,31 @@ sub clean_4xx {
     clean_4xx($res, 'two Authorization headers');
 }
 
+# ---- a slow body: eight pieces, a quarter second apart --------------------
+{
+    (my $hp = base_url()) =~ s{\Ahttp://}{};
+    my $sock = IO::Socket::INET->new(PeerAddr => $hp, Timeout => 30)
+        or die "connect $hp: $!";
+    $sock->autoflush(1);
+    my $body = '{"levelId":2,"title":"Langsam geschickt","order":7}';
+    print $sock "POST /api/lessons HTTP/1.1\r\nHost: $hp\r\n"
+        . 'Authorization: Bearer ' . good_token() . "\r\n"
+        . "Content-Type: application/json\r\nContent-Length: "
+        . length($body) . "\r\nConnection: close\r\n\r\n";
+    my $piece = int(length($body) / 8) + 1;
+    for my $part (unpack "(a$piece)*", $body) {
+        select undef, undef, undef, 0.25;
+        print $sock $part;
+    }
+    local $/;
+    my $answer = <$sock> // '';
+    my ($code) = $answer =~ m{\AHTTP/1\.\d (\d{3})};
+    is $code, 201, 'a body sent slowly in eight pieces: 201';
+    my $rows = db_rows("SELECT id FROM lessons WHERE title = 'Langsam geschickt'");
+    is scalar @$rows, 1, 'a body sent slowly: stored once';
+    db_do("DELETE FROM lessons WHERE title = 'Langsam geschickt'");
+}
+
 # ---- a body shorter than its Content-Length ------------------------------
 {
     (my $hp = base_url()) =~ s{\Ahttp://}{};
