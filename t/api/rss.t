@@ -53,9 +53,8 @@ LogLevel crit
     LessonsCORSOrigins https://app.example.org
 </Location>
 EOF
-start_httpd($conf, $port);
+my $ppid = start_httpd($conf, $port);
 
-my $ppid = do { open my $fh, '<', "$dir/httpd.pid" or die $!; <$fh> =~ /(\d+)/; $1 };
 sub parent_of {
     open my $fh, '<', "/proc/$_[0]/stat" or return 0;
     my $stat = <$fh> // '';

@@ -82,16 +82,8 @@ $extra
 EOF
 }
 
-sub httpd_pid {
-    my ($dir) = @_;
-    open my $fh, '<', "$dir/httpd.pid" or return;
-    my ($pid) = (<$fh> // '') =~ /(\d+)/;
-    return $pid;
-}
-
 sub stop_server {
-    my ($dir) = @_;
-    my $pid = httpd_pid($dir) or return;
+    my ($pid) = @_;
     kill 'TERM', $pid;
     for (1 .. 300) { last unless kill 0, $pid; sleep 0.1 }
 }
@@ -207,7 +199,7 @@ sub soak {
     my $dir = tempdir(DIR => $tmp, CLEANUP => 1);
     my $port = free_port();
     my $conf = write_conf($dir, $port, $mpm, '');
-    start_httpd($conf, $port);
+    my $httpd = start_httpd($conf, $port);
     my $stop = "$dir/stop";
     my @kids;
     for my $n (1 .. $CLIENTS) {
@@ -252,7 +244,7 @@ sub soak {
     open my $s, '>', $stop or die "$stop: $!";
     close $s;
     waitpid $_, 0 for @kids;
-    stop_server($dir);
+    stop_server($httpd);
     check($mpm, $dir, \@faults);
 }
 

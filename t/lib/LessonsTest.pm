@@ -110,9 +110,10 @@ EOF
     return $conf;
 }
 
-# start_httpd($conf, $port): starts it and waits for its port (bails
-# out otherwise).  It is stopped when the test ends, by the process that
-# started it only (forked clients leave it alone), through its pid: the
+# start_httpd($conf, $port): starts it, waits for its port (bails out
+# otherwise) and returns its pid.  It is stopped when the test ends, by
+# the process that started it only (forked clients leave it alone),
+# through its pid: the
 # test's temporary directory, pid file included, may be gone by then.
 sub start_httpd {
     my ($conf, $port) = @_;
@@ -132,6 +133,7 @@ sub start_httpd {
     }
     $pid or Test::More::BAIL_OUT("httpd -f $conf wrote no pid file");
     push @STARTED, [ $pid, $$ ];
+    return $pid;
 }
 
 END {
