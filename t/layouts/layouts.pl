@@ -38,8 +38,8 @@ use File::Path qw(make_path remove_tree);
 use File::Temp qw(tempdir);
 use Getopt::Long;
 use LWP::UserAgent;
-use IO::Socket::INET;
 use POSIX qw(setsid WNOHANG);
+use LessonsTest ();
 use LessonsTest::JWT qw(jwt read_secret);
 
 my $ROOT = "$FindBin::Bin/../..";
@@ -507,16 +507,6 @@ sub stop_httpd {
 END { stop_httpd() }
 $SIG{INT} = $SIG{TERM} = sub { stop_httpd(); exit 130 };
 
-sub free_port {
-    for (1 .. 200) {
-        my $p = 20000 + int rand 30000;
-        my $s = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => $p,
-                                      Listen => 1, ReuseAddr => 1);
-        return $p if $s;
-    }
-    die "layouts: no free port\n";
-}
-
 sub start_httpd {
     my ($file, $port) = @_;
     my $t = `$HTTPD -t -d $W -f $file 2>&1`;
@@ -589,7 +579,7 @@ while (my @b = splice @vh, 0, $BATCH) { push @batches, [0, @b] }
 my $requests = 0;
 for my $b (@batches) {
     my ($main, @ls) = @$b;
-    my $port = free_port();
+    my $port = LessonsTest::free_port();
     my $file = "$W/conf/" . ($main ? "main-$ls[0]{n}" : "batch-$ls[0]{n}") . '.conf';
     write_conf($file, $port, $main, @ls);
     if (my $err = start_httpd($file, $port)) {
