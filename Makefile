@@ -157,7 +157,7 @@ endef
 # TEST_TOOLS (built before the suites) and scripts to FRAGMENT_SUITES.
 .DEFAULT_GOAL := all
 -include t/idp/idp.mk t/openapi/openapi.mk t/package/package.mk t/fuzz/fuzz.mk \
-         t/layouts/layouts.mk t/soak/soak.mk t/failover/failover.mk
+         t/layouts/layouts.mk t/failover/failover.mk
 
 .PHONY: all deps test-deps dev run token test check unit lint integration asan-test install \
         clean clean-module distclean
