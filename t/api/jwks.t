@@ -21,20 +21,12 @@ use lib "$FindBin::Bin/../lib";
 use Apache::Test qw(-withtestmore);
 use Digest::SHA qw(hmac_sha256);
 use File::Temp ();
-use HTTP::Request;
 use JSON::PP ();
 use POSIX ();
 use Time::HiRes qw(time sleep);
 use LessonsTest;
 use LessonsTest::JWT qw(b64url b64url_decode);
-
-# Not a skip: make test installs the provider (make idp-deps) and Node.
-my $idp_dir = $ENV{LESSONS_TEST_IDP};
-BAIL_OUT('no test identity provider: run make idp-deps (make test does)')
-    unless $idp_dir && -f "$idp_dir/idp.js";
-my $node = `sh -c 'command -v node'`;
-chomp $node;
-BAIL_OUT('node not found: t/tools/deps.sh test installs it') unless $node;
+use LessonsTest::IdP qw(start_idp idp_control test_ca);
 
 my $httpd  = $ENV{LESSONS_TEST_HTTPD} || '/usr/sbin/apache2';
 my $dir    = File::Temp->newdir;
@@ -43,68 +35,17 @@ my $REFRESH = 3;        # LessonsJWTKeysRefresh of /rotate (/api/lessons:
                         # 3600, so only tokens make it fetch)
 my $MIN     = 2;        # LessonsJWTKeysMinRefresh of both
 
-# ---- a test CA, and the provider's certificate for 127.0.0.1
-sub run_quiet { system("@_ >>$dir/openssl.log 2>&1") == 0 or die "failed: @_" }
-run_quiet("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes"
-          . " -keyout $dir/ca.key -out $dir/ca.crt -subj /CN=lessons-test-ca -days 2");
-run_quiet("openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes"
-          . " -keyout $dir/idp.key -out $dir/idp.csr -subj /CN=127.0.0.1");
-open my $ext, '>', "$dir/idp.ext" or die $!;
-print $ext "subjectAltName=IP:127.0.0.1,DNS:localhost\n";
-close $ext;
-run_quiet("openssl x509 -req -in $dir/idp.csr -CA $dir/ca.crt -CAkey $dir/ca.key"
-          . " -CAcreateserial -days 2 -extfile $dir/idp.ext -out $dir/idp.crt");
-# a CA that did not sign it
-run_quiet("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes"
-          . " -keyout $dir/other.key -out $dir/other.crt -subj /CN=other-ca -days 2");
+# ---- the provider, with its test CA; a CA that did not sign it
+my $idp  = start_idp("$dir");
+test_ca("$dir", 'other');
+my $ISS  = $idp->{iss};
+my $JWKS = $idp->{jwks};
 
-# ---- the provider
-my $P = free_port();
-my $C = free_port();
-my $idp_pid = fork // die "fork: $!";
-if (!$idp_pid) {
-    open STDOUT, '>', "$dir/idp.out";
-    open STDERR, '>', "$dir/idp.err";
-    exec $node, "$idp_dir/idp.js", '--port', $P, '--control-port', $C,
-        '--cert', "$dir/idp.crt", '--key', "$dir/idp.key";
-    exit 127;
-}
-END { if ($idp_pid) { kill 'TERM', $idp_pid; waitpid $idp_pid, 0 } }
-my $ready = 0;
-for (1 .. 200) {
-    if (open my $fh, '<', "$dir/idp.out") {
-        $ready = 1 if grep { /^idp ready / } <$fh>;
-    }
-    last if $ready;
-    sleep 0.1;
-}
-$ready or BAIL_OUT('the identity provider did not start: '
-                   . do { local (@ARGV, $/) = ("$dir/idp.err"); <> // '' });
-my $ISS  = "https://127.0.0.1:$P";
-my $JWKS = "$ISS/jwks";
-my $CTL  = "http://127.0.0.1:$C";
-
-sub control {
-    my ($method, $path, $body) = @_;
-    my $req = HTTP::Request->new($method => "$CTL$path");
-    if ($body) {
-        $req->header('Content-Type' => 'application/json');
-        $req->content($JSON->encode($body));
-    }
-    my $res = LessonsTest::ua()->request($req);
-    die "control $path: " . $res->status_line . "\n" unless $res->is_success;
-    return $JSON->decode($res->content);
-}
+sub control { idp_control($idp, @_) }
 # Fetches of /api/lessons' keys URL (the others add a query string).
 sub fetches { control(GET => '/state')->{jwks_requests_by_query}{''} // 0 }
-
-# A token through the provider's client-credentials grant.
-sub idp_token {
-    my $out = `curl -sS --max-time 20 --cacert $dir/ca.crt -d grant_type=client_credentials -d aud=lessons -d scope=lessons $ISS/token 2>&1`;
-    my $t = eval { $JSON->decode($out)->{access_token} };
-    die "no token from the provider: $out\n" unless $t;
-    return $t;
-}
+sub idp_token { LessonsTest::IdP::idp_token($idp) }
+chomp(my $node = `sh -c 'command -v node'`);     # start_idp found it
 sub header_of { $JSON->decode(b64url_decode((split /\./, $_[0])[0])) }
 
 # ---- server B

@@ -1,0 +1,116 @@
+package LessonsTest::IdP;
+
+# The test identity provider (t/idp/idp.js, npm oauth2-mock-server) over
+# TLS with a test CA of its own, for the tests that fetch keys from a
+# keys URL (jwks.t, soak.t).
+#
+#   my $idp = start_idp($dir);      # { iss, jwks, ca, ctl, pid }
+#   idp_control($idp, POST => '/keys', { alg => 'RS256' });
+#   my $token = idp_token($idp);    # a client-credentials grant
+#   test_ca($dir, 'other');         # another CA: "$dir/other.crt"
+#
+# The provider is stopped when the process that started it ends.
+
+use strict;
+use warnings;
+
+use Exporter 'import';
+use HTTP::Request ();
+use JSON::PP ();
+use Time::HiRes qw(sleep);
+use LessonsTest ();
+
+our @EXPORT_OK = qw(start_idp idp_control idp_token test_ca);
+
+my $JSON = JSON::PP->new->utf8->canonical;
+my @RUNNING;    # [provider pid, pid of the process that started it]
+
+END {
+    for my $p (@RUNNING) {
+        next unless $p->[1] == $$;
+        kill 'TERM', $p->[0];
+        waitpid $p->[0], 0;
+    }
+}
+
+sub openssl_quiet {
+    my ($dir, $cmd) = @_;
+    system("openssl $cmd >>$dir/openssl.log 2>&1") == 0 or die "failed: openssl $cmd\n";
+}
+
+# A self-signed P-256 CA: "$dir/$name.crt" and "$dir/$name.key".
+sub test_ca {
+    my ($dir, $name) = @_;
+    openssl_quiet($dir, "req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes"
+                  . " -keyout $dir/$name.key -out $dir/$name.crt -subj /CN=lessons-test-$name -days 2");
+    return "$dir/$name.crt";
+}
+
+# The provider on a free port with a certificate for 127.0.0.1 signed by
+# "$dir/ca.crt"; BAIL_OUT when it cannot start (make test installs it).
+sub start_idp {
+    my ($dir) = @_;
+    my $idp_dir = $ENV{LESSONS_TEST_IDP};
+    Test::More::BAIL_OUT('no test identity provider: run make idp-deps (make test does)')
+        unless $idp_dir && -f "$idp_dir/idp.js";
+    my $node = `sh -c 'command -v node'`;
+    chomp $node;
+    Test::More::BAIL_OUT('node not found: t/tools/deps.sh test installs it') unless $node;
+
+    my $ca = test_ca($dir, 'ca');
+    openssl_quiet($dir, "req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes"
+                  . " -keyout $dir/idp.key -out $dir/idp.csr -subj /CN=127.0.0.1");
+    open my $ext, '>', "$dir/idp.ext" or die "$dir/idp.ext: $!";
+    print $ext "subjectAltName=IP:127.0.0.1,DNS:localhost\n";
+    close $ext or die "$dir/idp.ext: $!";
+    openssl_quiet($dir, "x509 -req -in $dir/idp.csr -CA $ca -CAkey $dir/ca.key"
+                  . " -CAcreateserial -days 2 -extfile $dir/idp.ext -out $dir/idp.crt");
+
+    my ($port, $ctl) = (LessonsTest::free_port(), LessonsTest::free_port());
+    my $pid = fork // die "fork: $!";
+    if (!$pid) {
+        open STDOUT, '>', "$dir/idp.out";
+        open STDERR, '>', "$dir/idp.err";
+        exec $node, "$idp_dir/idp.js", '--port', $port, '--control-port', $ctl,
+            '--cert', "$dir/idp.crt", '--key', "$dir/idp.key";
+        exit 127;
+    }
+    push @RUNNING, [ $pid, $$ ];
+    my $ready = 0;
+    for (1 .. 200) {
+        if (open my $fh, '<', "$dir/idp.out") {
+            $ready = 1 if grep { /^idp ready / } <$fh>;
+        }
+        last if $ready;
+        sleep 0.1;
+    }
+    $ready or Test::More::BAIL_OUT('the identity provider did not start: '
+                                   . do { local (@ARGV, $/) = ("$dir/idp.err"); <> // '' });
+    my $iss = "https://127.0.0.1:$port";
+    return { iss => $iss, jwks => "$iss/jwks", ca => $ca,
+             ctl => "http://127.0.0.1:$ctl", pid => $pid };
+}
+
+# A call to the provider's control port; its JSON answer.
+sub idp_control {
+    my ($idp, $method, $path, $body) = @_;
+    my $req = HTTP::Request->new($method => "$idp->{ctl}$path");
+    if ($body) {
+        $req->header('Content-Type' => 'application/json');
+        $req->content($JSON->encode($body));
+    }
+    my $res = LessonsTest::ua()->request($req);
+    die "control $path: " . $res->status_line . "\n" unless $res->is_success;
+    return $JSON->decode($res->content);
+}
+
+# A token through the provider's client-credentials grant.
+sub idp_token {
+    my ($idp) = @_;
+    my $out = `curl -sS --max-time 20 --cacert $idp->{ca} -d grant_type=client_credentials -d aud=lessons -d scope=lessons $idp->{iss}/token 2>&1`;
+    my $t = eval { $JSON->decode($out)->{access_token} };
+    die "no token from the provider: $out\n" unless $t;
+    return $t;
+}
+
+1;
