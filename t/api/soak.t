@@ -3,6 +3,10 @@
 # updates with and without If-Match, deletes; every write a title of its
 # own), for a bounded time, while faults come one after another:
 #   both:       a graceful restart, and a reload of a changed config;
+#               a key rotation at the keys URL with the provider down
+#               for 5 s (reads of /idp/api/lessons carry the provider's
+#               tokens: the old key's must pass throughout, the new
+#               key's may get 401 only until the provider is back);
 #   SQLite:     the write lock held from outside; the disk full (a small
 #               tmpfs that t/tools/integration.sh mounts when it runs as
 #               root: LESSONS_TEST_SMALLFS; skipped with a reason else);
@@ -31,6 +35,7 @@ use JSON::PP;
 use POSIX qw(WNOHANG _exit);
 use Time::HiRes qw(time sleep);
 use LessonsTest;
+use LessonsTest::IdP qw(start_idp idp_control idp_token);
 use LessonsTest::Lock qw(hold_lock release);
 use LessonsTest::Parallel qw(settle);
 
@@ -42,6 +47,23 @@ my $JSON    = JSON::PP->new->utf8->canonical;
 my $TOKEN   = good_token(claims => { exp => time + 7200 });
 
 my $tmp = tempdir(DIR => $ENV{LESSONS_TEST_TMPDIR} || '/tmp', CLEANUP => 1);
+
+# The identity provider whose keys URL /idp/api/lessons trusts.  Clients
+# read its current token from $TOKENS ("generation<TAB>token", replaced
+# by rename when a rotation publishes a new one).
+my $IDP    = start_idp($tmp);
+my $TOKENS = "$tmp/idp-token";
+my $GEN    = 0;
+sub publish_token {
+    my ($token) = @_;
+    $GEN++;
+    open my $fh, '>', "$TOKENS.new" or die "$TOKENS.new: $!";
+    print $fh "$GEN\t$token\n";
+    close $fh or die "$TOKENS.new: $!";
+    rename "$TOKENS.new", $TOKENS or die "$TOKENS: $!";
+    return $GEN;
+}
+publish_token(idp_token($IDP));
 
 # SQLite: the soak's own database, on the small file system when there is
 # one (so that it can fill up); PostgreSQL: the suite's.
@@ -78,6 +100,13 @@ LogLevel warn
     SetHandler lessons
     LessonsJWTKey HS256 "$ENV{LESSONS_TEST_HS_KEY}"
 </Location>
+<Location "/idp/api/lessons">
+    SetHandler lessons
+    LessonsJWTKey RS256 $IDP->{jwks}
+    LessonsJWTKeysCA "$IDP->{ca}"
+    LessonsJWTKeysRefresh 5
+    LessonsJWTKeysMinRefresh 1
+</Location>
 $extra
 EOF
 }
@@ -105,6 +134,7 @@ sub client {
     my (@mine, %etag);
     my @sample = sort keys %seeded;
     my $w = 0;
+    my ($idp_ino, $idp_gen, $idp_token) = (0, 0, '');
     open my $out, '>', $log or die "$log: $!";
     $out->autoflush(1);
     until (-e $stop) {
@@ -148,11 +178,23 @@ sub client {
             $id = $sample[rand @sample];
             $url = "$base/$id";
         }
+        elsif ($r < 0.88) {
+            $op = 'read-idp';
+            my $ino = (stat $TOKENS)[1] // 0;
+            if ($ino != $idp_ino && open my $fh, '<', $TOKENS) {
+                ($idp_gen, $idp_token) = split /\t/, scalar(<$fh>) // '';
+                chomp $idp_token if defined $idp_token;
+                $idp_ino = $ino;
+            }
+            $id = $sample[rand @sample];
+            $url = "http://127.0.0.1:$port/idp/api/lessons/$id";
+            $title = "gen $idp_gen";
+        }
         else {
             $op = 'read-list';
             $url = rand() < 0.5 ? $base : "$base/level/" . (1 + int rand 5);
         }
-        my %hdr = %h;
+        my %hdr = $op eq 'read-idp' ? (Authorization => "Bearer $idp_token") : %h;
         $hdr{'Content-Type'} = 'application/json' if defined $opt{content};
         $hdr{'If-Match'} = $opt{if_match} if $opt{if_match};
         my $t0 = time;
@@ -212,9 +254,9 @@ sub soak {
         my ($name, $start, $end) = @_;
         my $t0 = time;
         my $info = $start->() // '';
-        my $t1 = time;
         $end->() if $end;
-        push @faults, { name => $name, start => $t0, end => time, info => $info };
+        push @faults, { name => $name, start => $t0, end => time, info => $info,
+                        $name =~ /^key rotation/ ? (gen => $GEN) : () };
         sleep $CALM;
     };
     sleep $CALM;
@@ -225,6 +267,15 @@ sub soak {
         write_conf($dir, $port, $mpm, "# reloaded at @{[ time ]}\nLessonsMaxBodySize 32768");
         system(LessonsTest::httpd_bin(), '-f', $conf, '-k', 'graceful') == 0 or die "reload failed\n";
         sleep 1; '' });
+    # A new key signs, the provider goes down before any client has its
+    # token, then comes back: the fault ends when it listens again.
+    $fault->('key rotation, keys URL down 5 s', sub {
+        my $kid = idp_control($IDP, POST => '/keys', { alg => 'RS256' })->{kid};
+        my $token = idp_token($IDP);
+        idp_control($IDP, POST => '/stop');
+        publish_token($token);
+        sleep 5;
+        "new kid $kid" }, sub { idp_control($IDP, POST => '/start') });
     my $lock;
     $fault->('table locked from outside, 3 s', sub { $lock = hold_lock(); sleep 3; '' },
              sub { release($lock) });
@@ -284,8 +335,17 @@ sub check {
         or diag join "\n", map { "$_->{op} $_->{id} at $_->{t0}-$_->{t1}: $_->{title}" } @lost_out;
     diag 'faults: ', join ', ', map { sprintf '%s %.3f-%.3f', $_->{name}, $_->{start}, $_->{end} } @$faults
         if @lost_out;
-    my @other = grep { $_->{st} !~ /^(200|201|204|412|503|599)$/ } @all;
-    is scalar @other, 0, "$mpm: no other answer (4xx but 412)"
+    # A 401 only for the newest key's token, until the provider is back
+    # (and the fault's grace after).
+    my ($rotation) = grep { $_->{gen} } @$faults;
+    my $new_key_401 = sub {
+        my ($r) = @_;
+        $rotation && $r->{op} eq 'read-idp' && $r->{st} == 401
+            && $r->{title} eq "gen $rotation->{gen}" && $r->{t0} <= $rotation->{end} + $GRACE;
+    };
+    my @other = grep { $_->{st} !~ /^(200|201|204|412|503|599)$/ && !$new_key_401->($_) } @all;
+    is scalar @other, 0, "$mpm: no other answer (4xx but 412, and 401 for the new key's token"
+        . ' until the provider is back)'
         or diag join "\n", map { "$_->{op} $_->{id} $_->{st}" } @other[0 .. 9];
 
     # What each id must hold, from its owner's log.
@@ -361,6 +421,21 @@ sub check {
             $f->{info} ? ", $f->{info}" : '', scalar @in,
             join(', ', map { "$_: $o{$_}" } sort keys %o) || 'none', $rec;
         ok $first, "$mpm: writes succeed again after: $f->{name}";
+    }
+    if ($rotation) {
+        my @new = grep { $_->{op} eq 'read-idp' && $_->{title} eq "gen $rotation->{gen}" } @all;
+        my @refused = grep { $_->{st} == 401 } @new;
+        my ($last) = sort { $b->{t1} <=> $a->{t1} } @refused;
+        my @after = grep { $_->{st} == 200 && $_->{t0} > $rotation->{end} } @new;
+        diag sprintf "%s/%s: new key: %d reads, %d refused (401) while the provider was down"
+            . " or until each process refetched; the last refusal %s after it was back",
+            $DRIVER, $mpm, scalar @new, scalar @refused,
+            $last ? sprintf('%.2f s', $last->{t1} - $rotation->{end}) : 'never';
+        ok @after > 0, "$mpm: the new key's token passes after the provider is back ("
+            . scalar(@after) . ' reads)';
+        my @old = grep { $_->{op} eq 'read-idp' && $_->{title} ne "gen $rotation->{gen}" } @all;
+        ok @old > 0 && !grep({ $_->{st} == 401 } @old),
+            "$mpm: the old key's token never got 401 (" . scalar(@old) . ' reads)';
     }
     db_do("DELETE FROM lessons WHERE title LIKE 'soak-%'");
 }
