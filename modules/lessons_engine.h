@@ -28,6 +28,10 @@ typedef enum {
     LESSONS_DB_FULL,                /* disk full */
     LESSONS_DB_MOVED,               /* SQLite file deleted or replaced */
     LESSONS_DB_NO_SCHEMA,           /* our tables are missing */
+    LESSONS_DB_STALE,               /* the schema changed under the
+                                     * connection's statements (a restore,
+                                     * a migration): prepared afresh for
+                                     * the next request */
     LESSONS_DB_ERROR                /* anything else */
 } lessons_db_fault_e;
 

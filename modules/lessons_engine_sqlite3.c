@@ -47,6 +47,9 @@ static lessons_db_fault_e lessons_sqlite_fault(void *native, const char *err,
     }
     else {
         switch (code & 0xff) {
+        case SQLITE_SCHEMA:
+            fault = LESSONS_DB_STALE;
+            break;
         case SQLITE_BUSY:
         case SQLITE_LOCKED:
             fault = LESSONS_DB_TIMEOUT;
@@ -66,7 +69,10 @@ static lessons_db_fault_e lessons_sqlite_fault(void *native, const char *err,
              * the message (SQLite's own fixed texts) still says what it
              * was.
              */
-            if (lessons_engine_says(err, "no such table")
+            if (lessons_engine_says(err, "database schema has changed")) {
+                fault = LESSONS_DB_STALE;
+            }
+            else if (lessons_engine_says(err, "no such table")
                 || lessons_engine_says(err, "no such column")) {
                 fault = LESSONS_DB_NO_SCHEMA;
             }
@@ -91,8 +97,7 @@ static lessons_db_fault_e lessons_sqlite_fault(void *native, const char *err,
      * there: prepare afresh on the next use.
      */
     if (stale) {
-        *stale = (lite && sqlite3_errcode(lite) == SQLITE_SCHEMA)
-                 || fault == LESSONS_DB_NO_SCHEMA
+        *stale = fault == LESSONS_DB_STALE || fault == LESSONS_DB_NO_SCHEMA
                  || lessons_engine_says(err, "prepared statement");
     }
     return fault;

@@ -8,7 +8,7 @@
 
 /* Answer a database fault as what it is: 503 with Retry-After when
  * trying again later can help (down, busy, locked, read-only, full, the
- * file moved), 500 when it cannot (no schema, anything else).  Logged
+ * file moved, the schema changed), 500 when it cannot (no schema, anything else).  Logged
  * once, with the driver's message; waits that ran out are a warning.
  */
 int lessons_dbd_answer(lessons_ctx *c, lessons_db_fault_e fault,
@@ -43,6 +43,16 @@ int lessons_dbd_answer(lessons_ctx *c, lessons_db_fault_e fault,
             LESSONSLOG(00304) "%s cannot serve this request%s%s%s: %s",
             name, advice ? " (" : "", advice ? advice : "",
             advice ? ")" : "", err));
+        break;
+    case LESSONS_DB_STALE:
+        /* Once per pooled connection: apr_dbd_sqlite3 prepares with the
+         * legacy interface, which never prepares again by itself.
+         */
+        ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r, LESSONSLOG(00308)
+                      "%s: its schema changed under this connection's "
+                      "statements (a restore or a migration); they are "
+                      "prepared again for the next request, answered 503: "
+                      "%s", name, err);
         break;
     case LESSONS_DB_NO_SCHEMA:
         lessons_log_fault(r, APLOG_ERR, apr_psprintf(r->pool,

@@ -125,6 +125,14 @@ static void test_sqlite_faults(void **state)
     assert_int_equal(lite->fault(NULL, "attempt to write a readonly "
                                  "database", NULL), LESSONS_DB_READONLY);
     assert_int_equal(lite->fault(NULL, NULL, NULL), LESSONS_DB_ERROR);
+    /* a restore or a migration expired the statements: 503 and prepare
+     * afresh, never a 500
+     */
+    stale = 0;
+    assert_int_equal(lite->fault(NULL, "lessons_update: database schema has "
+                                 "changed (driver code 1)", &stale),
+                     LESSONS_DB_STALE);
+    assert_true(stale);
     assert_int_equal(lite->moved(db), 0);
     assert_string_equal(lite->name(db, pool), "SQLite database (in memory)");
     assert_non_null(strstr(lite->advice(db, pool, LESSONS_DB_NO_SCHEMA),
