@@ -75,6 +75,14 @@ typedef struct {
      */
     const char *identity_sql;
 
+    /* The database's epoch, read on every statement that carries one:
+     * an SQL expression over lessons_database's one row that gives hex
+     * digits, its epoch column and what a restore in place changes (the
+     * row and the counters come back from the backup as they were, so
+     * the counters could reach the same numbers with other content).
+     */
+    const char *epoch_sql;
+
     /* What fault a failed statement met; err is the store's message,
      * which carries the driver's.  *stale is set when the backend's
      * prepared statements can no longer be used (prepare afresh).

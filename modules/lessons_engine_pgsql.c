@@ -122,6 +122,13 @@ static const char *lessons_pgsql_advice(void *native, apr_pool_t *p,
     "substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8) END " \
     "FROM pg_database d WHERE d.datname = current_database()"
 
+/* The row's xmin: the transaction that wrote it, which only a restore
+ * does (pg_restore, psql of a dump, a copy of the table's data): its
+ * transaction id is newer than any before it, so the epoch is too.
+ */
+#define LESSONS_PGSQL_EPOCH_SQL \
+    "epoch || lpad(to_hex(xmin::text::bigint), 8, '0')"
+
 const lessons_engine_t lessons_engine_pgsql = {
     "pgsql",
     "BEGIN",
@@ -132,6 +139,7 @@ const lessons_engine_t lessons_engine_pgsql = {
     lessons_pgsql_session_sql,
     NULL,
     LESSONS_PGSQL_IDENTITY_SQL,
+    LESSONS_PGSQL_EPOCH_SQL,
     lessons_pgsql_fault,
     NULL,
     lessons_pgsql_name,

@@ -183,6 +183,10 @@ const lessons_engine_t lessons_engine_sqlite3 = {
     NULL,
     lessons_sqlite_tune,
     NULL,                           /* one file, one history */
+    /* The schema cookie: sqlite3's .restore (the backup API) sets it one
+     * past the database's own, whatever the backup's was.
+     */
+    "epoch || hex((SELECT schema_version FROM pragma_schema_version))",
     lessons_sqlite_fault,
     lessons_sqlite_moved,
     lessons_sqlite_name,

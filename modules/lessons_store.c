@@ -17,10 +17,15 @@
 #include "lessons_engine.h"
 #include "lessons_store.h"
 
+/* Where a statement reads the database's epoch: the engine's epoch_sql
+ * takes its place when the statement is prepared.
+ */
+#define LESSONS_EPOCH "{epoch}"
+
 #define LESSONS_COLUMNS \
     "SELECT l.id, l.level_id, v.name, v.code, l.title, l.sort_order, " \
     "l.topic, l.description, CASE WHEN l.is_active THEN 1 ELSE 0 END, " \
-    "l.version, (SELECT epoch FROM lessons_database) " \
+    "l.version, (SELECT " LESSONS_EPOCH " FROM lessons_database) " \
     "FROM lessons l JOIN levels v ON v.id = l.level_id "
 
 #define LESSONS_NCOLUMNS 11
@@ -30,7 +35,7 @@
  */
 #define LESSONS_IF_MATCH \
     "(%d = 0 OR (version IN (%lld, %lld, %lld, %lld) " \
-    "AND (SELECT epoch FROM lessons_database) = %s))"
+    "AND (SELECT " LESSONS_EPOCH " FROM lessons_database) = %s))"
 
 /* Ask for the whole result at once (apr_dbd "random access").  In
  * sequential mode apr_dbd_pgsql only meets a server error while fetching,
@@ -79,8 +84,8 @@ const lessons_statement_t lessons_statements[] = {
      * striped counters that every change of lessons or levels bumps.
      */
     { "lessons_catalog",
-      "SELECT d.epoch, (SELECT sum(c.changes) FROM lessons_catalog c) "
-      "FROM lessons_database d" },
+      "SELECT " LESSONS_EPOCH ", "
+      "(SELECT sum(c.changes) FROM lessons_catalog c) FROM lessons_database" },
     { NULL, NULL }
 };
 
@@ -113,9 +118,27 @@ static apr_dbd_prepared_t *lessons_store_stmt(const lessons_db_t *db,
     return stmt;
 }
 
+/* A statement's text with epoch_sql wherever it reads the epoch. */
+static const char *lessons_store_sql(apr_pool_t *p, const char *sql,
+                                     const char *epoch_sql)
+{
+    const apr_size_t n = sizeof(LESSONS_EPOCH) - 1;
+    const char *at, *out = "";
+
+    while ((at = strstr(sql, LESSONS_EPOCH)) != NULL) {
+        out = apr_pstrcat(p, out, apr_pstrmemdup(p, sql, at - sql),
+                          epoch_sql, NULL);
+        sql = at + n;
+    }
+    return apr_pstrcat(p, out, sql, NULL);
+}
+
 lessons_store_e lessons_store_prepare(lessons_db_t *db, apr_pool_t *p,
                                       const char *suffix, const char **err)
 {
+    const lessons_engine_t *engine = lessons_engine_of(db->driver);
+    const char *epoch_sql = engine && engine->epoch_sql ? engine->epoch_sql
+                                                        : "epoch";
     const lessons_statement_t *s;
     apr_dbd_prepared_t *stmt;
     int rv;
@@ -129,7 +152,9 @@ lessons_store_e lessons_store_prepare(lessons_db_t *db, apr_pool_t *p,
                                   : s->label;
 
         stmt = NULL;
-        rv = apr_dbd_prepare(db->driver, p, db->handle, s->sql, name, &stmt);
+        rv = apr_dbd_prepare(db->driver, p, db->handle,
+                             lessons_store_sql(p, s->sql, epoch_sql), name,
+                             &stmt);
         if (rv != 0 || !stmt) {
             return lessons_store_fail(db, p, rv, s->label, err);
         }
