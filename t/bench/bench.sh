@@ -48,6 +48,10 @@ COMMAND=${BENCH_COMMAND:-"t/bench/bench.sh${QUICK:+ (BENCH_QUICK=1)}"}
 
 log() { printf 'bench: %s\n' "$*" >&2; }
 die() { printf 'bench: %s\n' "$*" >&2; exit 1; }
+# The "at MaxRequestWorkers" rows: as many clients as the server has
+# workers (t/bench/httpd.conf), where a shedding gate would show.
+MAXCLIENTS=$(awk '$1 == "MaxRequestWorkers" { print $2 }' "$BENCH_DIR/httpd.conf")
+[ -n "$MAXCLIENTS" ] || die "no MaxRequestWorkers in $BENCH_DIR/httpd.conf"
 
 # --- checks -------------------------------------------------------------
 [ -f "$MODULE" ] || die "$MODULE not found: run make first"
@@ -219,9 +223,10 @@ parse_wrk() {
 }
 # wrk_run DB ROUTE KIND ROUND URL [wrk args]: one run, one line in RESULTS.
 wrk_run() {
-    local db=$1 route=$2 kind=$3 round=$4 u=$5 out
+    local db=$1 route=$2 kind=$3 round=$4 u=$5 out conns=$CONNS
     shift 5
-    out=$(wrk -t1 -c$CONNS -d${DUR}s --latency "$@" "$u" 2>&1) \
+    [ "$route" != idmax ] || conns=$MAXCLIENTS
+    out=$(wrk -t1 -c$conns -d${DUR}s --latency "$@" "$u" 2>&1) \
         || { printf '%s\n' "$out" >&2; die "wrk failed on $u"; }
     printf '== %s %s %s round %s\n%s\n' "$db" "$route" "$kind" "$round" "$out" >>"$WORK/out/wrk.log"
     printf '%s\t%s\t%s\t%s\t%s\n' "$db" "$route" "$kind" "$round" \
@@ -296,6 +301,7 @@ route_args() {
         gzip:twin)    printf '%s\n' "/static/$GZ_TWIN" -H "$auth" -H "Accept-Encoding: gzip" ;;
         id_rs:mod)    printf '%s\n' "/rs256$API/$LESSON_ID" -H "Authorization: Bearer $TOKEN_RS" ;;
         id_es:mod)    printf '%s\n' "/es256$API/$LESSON_ID" -H "Authorization: Bearer $TOKEN_ES" ;;
+        idmax:*)      route_args id "$2" ;;
         *) die "route_args $1 $2" ;;
     esac
 }
@@ -366,13 +372,13 @@ have_route() {    # route measured on this server?
 get_rounds() {
     local db=$1 round r kind args=()
     # Warm-up, not counted: pools, caches, the first children.
-    for r in $GET_ROUTES id_rs id_es; do
+    for r in $GET_ROUTES id_rs id_es idmax; do
         have_route "$r" || continue
         mapfile -t args < <(route_args "$r" mod)
         wrk -t1 -c$CONNS -d1s "${args[@]:1}" "$(url "${args[0]}")" >/dev/null 2>&1 || true
     done
     for round in $(seq 1 "$ROUNDS"); do
-        for r in $GET_ROUTES id_rs id_es; do
+        for r in $GET_ROUTES id_rs id_es idmax; do
             have_route "$r" || continue
             for kind in mod twin; do
                 case "$r:$kind" in id_rs:twin|id_es:twin) continue ;; esac
@@ -570,7 +576,7 @@ BENCH_MACHINE="$(nproc) CPUs ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cp
 BENCH_SOFTWARE="$("$HTTPD" -v | sed -n 's/^Server version: //p'), event MPM; SQLite $(sqlite3 --version | cut -d' ' -f1)$( [[ " $DBS " != *" pgsql "* ]] || echo "; PostgreSQL $("$PGBIN/postgres" --version | awk '{ print $3 }')"); wrk $(wrk -v 2>&1 | awk 'NR == 1 { print $2 }'); valgrind $(valgrind --version | sed 's/valgrind-//')" \
 BENCH_REV="$rev (mod_lessons.so sha256 $MODULE_SUM…)" BENCH_COMMAND=$COMMAND BENCH_SECONDS=$(( $(date +%s) - START )) \
 BENCH_ROUNDS=$ROUNDS BENCH_DUR=$DUR BENCH_CONNS=$CONNS BENCH_CG_N=$CG_N BENCH_CG_WARM=$CG_WARM \
-BENCH_RSS_N=$RSS_N BENCH_RSS_WARM=$RSS_WARM BENCH_QUICK=$QUICK BENCH_LESSON_ID=$LESSON_ID \
+BENCH_RSS_N=$RSS_N BENCH_RSS_WARM=$RSS_WARM BENCH_QUICK=$QUICK BENCH_LESSON_ID=$LESSON_ID BENCH_MAXCLIENTS=$MAXCLIENTS \
     perl "$BENCH_DIR/report.pl" "$RESULTS" "$CGRES" "$META" "$DBS" >"$WORK/out/BENCHMARKS.md"
 cp "$WORK/out/BENCHMARKS.md" "$OUT"
 cat "$OUT"

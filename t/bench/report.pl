@@ -12,7 +12,7 @@ binmode STDOUT, ':encoding(UTF-8)';
 my ($results, $cgfile, $metafile, $dbs) = @ARGV;
 my @dbs = split ' ', $dbs;
 my %E = map { $_ => $ENV{"BENCH_$_"} // '' } qw(DATE MACHINE SOFTWARE REV COMMAND
-    SECONDS ROUNDS DUR CONNS CG_N CG_WARM RSS_N RSS_WARM QUICK LESSON_ID);
+    SECONDS ROUNDS DUR CONNS CG_N CG_WARM RSS_N RSS_WARM QUICK LESSON_ID MAXCLIENTS);
 utf8::decode($_) for values %E;
 
 my (%runs, %cg, %meta);
@@ -60,11 +60,12 @@ my %label = (
     gzip     => 'GET all, gzip',
     id_rs    => 'GET by id, RS256',
     id_es    => 'GET by id, ES256',
+    idmax    => "GET by id, $E{MAXCLIENTS} clients (MaxRequestWorkers)",
     create   => 'POST create',
     update   => 'PUT update',
 );
 my %twin_of = (id_rs => 'id', id_es => 'id');
-my @order = qw(all id beginner level3 r304 gzip id_rs id_es create update);
+my @order = qw(all id beginner level3 r304 gzip id_rs id_es idmax create update);
 my %min_ratio = (sqlite3 => 1.0, pgsql => 0.8);
 my %min_writes = (sqlite3 => 2000, pgsql => 3000);
 my %dbname = (sqlite3 => 'SQLite', pgsql => 'PostgreSQL');
@@ -167,7 +168,8 @@ Each route is measured against its **static twin**: the exact bytes of the
 response, saved as a file and served by the same httpd (event MPM,
 t/bench/httpd.conf) in the same run. Figures are medians of $E{ROUNDS}
 alternating round(s) of `wrk -t1 -c$E{CONNS} -d$E{DUR}s --latency` with
-keep-alive and a bearer token; req/s counts 2xx/3xx responses only (any
+keep-alive and a bearer token (`-c$E{MAXCLIENTS}`, the server's
+MaxRequestWorkers, for the row that says so); req/s counts 2xx/3xx responses only (any
 other answer counts against a target of its row; requests wrk got no
 answer for are listed under Notes); "vs static" is req/s over the twin's
 req/s.
