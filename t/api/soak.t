@@ -37,7 +37,7 @@ use Time::HiRes qw(time sleep);
 use LessonsTest;
 use LessonsTest::IdP qw(start_idp idp_control idp_token);
 use LessonsTest::Lock qw(hold_lock release);
-use LessonsTest::Parallel qw(settle);
+use LessonsTest::Parallel qw(renew_suite_server);
 
 my $CLIENTS = 64;
 my $CALM    = $ENV{LESSONS_SOAK_CALM} || 5;
@@ -449,11 +449,7 @@ for my $mpm (qw(event prefork)) { soak($mpm) }
 # connection that was idle then fails its next request (503).  A graceful
 # restart gives the next test files fresh children and connections.
 if ($DRIVER eq 'pgsql') {
-    my $pidfile = Apache::Test::vars('t_logs') . '/httpd.pid';
-    my ($pid) = do { open my $fh, '<', $pidfile or die "$pidfile: $!"; <$fh> =~ /(\d+)/ };
-    ok kill('USR1', $pid), "the suite's server restarts gracefully";
-    sleep 2;
-    ok defined settle(undef, 12), "the suite's server answers again";
+    ok defined renew_suite_server(), "the suite's server, restarted gracefully, answers again";
 }
 
 done_testing;

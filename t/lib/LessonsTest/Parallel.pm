@@ -19,7 +19,8 @@ use IO::Socket::INET ();
 use Time::HiRes qw(time);
 use LessonsTest qw(base_url good_token json_text);
 
-our @EXPORT_OK = qw(start start_held collect parallel raw_request settle);
+our @EXPORT_OK = qw(start start_held collect parallel raw_request settle
+                    renew_suite_server);
 
 my (%hostport, $token);
 
@@ -129,6 +130,18 @@ sub settle {
         Time::HiRes::sleep(0.25);
     }
     return;
+}
+
+# After a test met the suite's own server with what leaves its pooled
+# connections spent (a database restarted, a SQLite file restored): a
+# graceful restart gives the next test files fresh children and
+# connections.  The seconds until it answers again, or undef.
+sub renew_suite_server {
+    my $pidfile = Apache::Test::vars('t_logs') . '/httpd.pid';
+    my ($pid) = do { open my $fh, '<', $pidfile or die "$pidfile: $!"; <$fh> =~ /(\d+)/ };
+    kill('USR1', $pid) or die "cannot signal the suite's server ($pid): $!\n";
+    Time::HiRes::sleep(2);
+    return settle(undef, 12);
 }
 
 use POSIX ();
