@@ -88,6 +88,11 @@ static const command_rec lessons_cmds[] = {
                   RSRC_CONF | ACCESS_CONF,
                   "Value the token's aud claim (string or array) must "
                   "contain (default: not checked)"),
+    AP_INIT_TAKE1("LessonsJWTTokenType", lessons_set_token_type, NULL,
+                  RSRC_CONF | ACCESS_CONF,
+                  "any (default: typ JWT, or RFC 9068's at+jwt where the "
+                  "libjwt in use verifies it) or at+jwt (access tokens "
+                  "only, never an ID token)"),
     AP_INIT_TAKE1("LessonsJWTLeeway", lessons_set_number,
                   (void *)&lessons_leeway_n,
                   RSRC_CONF | ACCESS_CONF,

@@ -24,6 +24,7 @@
 #include <openssl/evp.h>
 
 #include "lessons_json.h"
+#include "lessons_jwtcaps.h"
 #include "lessons_token.h"
 
 /* RFC 6750 b64token: 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" /
@@ -193,9 +194,27 @@ static int lessons_audience_ok(json_t *aud, const char *want)
 }
 
 /* On OK, *found holds what a cache hit must check again. */
+/* RFC 9068 2.2: what an at+jwt must carry beyond exp, which every token
+ * must (its types are checked where each is used, or here: a time).
+ */
+static int lessons_at_claims_ok(json_t *claims, const lessons_times_t *t)
+{
+    static const char *const required[] = { "iss", "aud", "sub",
+                                            "client_id", "jti" };
+    size_t i;
+
+    for (i = 0; i < sizeof(required) / sizeof(required[0]); i++) {
+        if (!json_object_get(claims, required[i])) {
+            return 0;
+        }
+    }
+    return t->has_iat > 0;
+}
+
 static lessons_token_e lessons_check_claims(apr_pool_t *p,
                                             const lessons_token_policy_t *pol,
-                                            json_t *claims, apr_int64_t now,
+                                            json_t *claims, int at,
+                                            apr_int64_t now,
                                             const char **subject,
                                             lessons_tokencache_claims_t *found)
 {
@@ -210,6 +229,9 @@ static lessons_token_e lessons_check_claims(apr_pool_t *p,
     rc = lessons_check_times(pol, &t, now);
     if (rc != LESSONS_TOKEN_OK) {
         return rc;
+    }
+    if (at && !lessons_at_claims_ok(claims, &t)) {
+        return LESSONS_TOKEN_AT_CLAIMS;
     }
     if (pol->issuer) {
         iss = json_object_get(claims, "iss");
@@ -347,16 +369,41 @@ static lessons_token_e lessons_token_shape(const char *token,
     return LESSONS_TOKEN_OK;
 }
 
+/* The header's "typ": 0 for none or JWT, 1 for RFC 9068's at+jwt
+ * (media types compare case-insensitively, "application/" may be left
+ * out: RFC 7515 4.1.9), -1 for anything else.
+ */
+static int lessons_typ_kind(json_t *typ)
+{
+    const char *s;
+
+    if (!typ) {
+        return 0;
+    }
+    if (!json_is_string(typ)) {
+        return -1;
+    }
+    s = json_string_value(typ);
+    if (strcasecmp(s, "JWT") == 0) {
+        return 0;
+    }
+    if (strcasecmp(s, "at+jwt") == 0
+        || strcasecmp(s, "application/at+jwt") == 0) {
+        return 1;
+    }
+    return -1;
+}
+
 /* What the header may say, before any key is tried: an algorithm of the
- * policy (*talg), no "crit", a "typ" of JWT if any, a string "kid" if
- * any (*kid, or NULL).
+ * policy (*talg), no "crit", a "typ" the policy and libjwt take (*at: 1
+ * for at+jwt), a string "kid" if any (*kid, or NULL).
  */
 static lessons_token_e lessons_header_check(const lessons_token_policy_t *pol,
                                             json_t *header, jwt_alg_t *talg,
-                                            const char **kid)
+                                            int *at, const char **kid)
 {
     json_t *alg = json_object_get(header, "alg");
-    json_t *typ, *k;
+    json_t *k;
 
     *talg = json_is_string(alg) ? lessons_alg_parse(json_string_value(alg))
                                 : JWT_ALG_INVAL;
@@ -367,14 +414,16 @@ static lessons_token_e lessons_header_check(const lessons_token_policy_t *pol,
     if (json_object_get(header, "crit")) {
         return LESSONS_TOKEN_CRIT;              /* RFC 7515 4.1.11 */
     }
-    /* libjwt 1.10 takes only "JWT" (any case), so RFC 9068's "at+jwt"
-     * cannot be verified: refuse every other value, and non-strings,
-     * here with a reason rather than as a bad signature.
+    /* libjwt 1.10 takes only "JWT" (any case) inside jwt_decode, so
+     * there RFC 9068's "at+jwt" cannot be verified: refuse it, and any
+     * other value, here with a reason rather than as a bad signature.
      */
-    typ = json_object_get(header, "typ");
-    if (typ && (!json_is_string(typ)
-                || strcasecmp(json_string_value(typ), "JWT") != 0)) {
+    *at = lessons_typ_kind(json_object_get(header, "typ"));
+    if (*at < 0 || (*at && !(pol->caps & LESSONS_JWTCAP_TYPED))) {
         return LESSONS_TOKEN_BAD_TYPE;
+    }
+    if (pol->require_at_jwt && !*at) {
+        return LESSONS_TOKEN_NOT_AT_JWT;
     }
     k = json_object_get(header, "kid");
     if (k && !json_is_string(k)) {
@@ -426,6 +475,7 @@ static lessons_token_e lessons_verify_full(apr_pool_t *p,
     const lessons_key_t *tries[LESSONS_TOKEN_MAX_TRIES];
     int ntries = 0;
     jwt_alg_t talg;
+    int at = 0;
     lessons_token_e rc;
 
     *subject = NULL;
@@ -445,7 +495,7 @@ static lessons_token_e lessons_verify_full(apr_pool_t *p,
     if (!header) {
         return LESSONS_TOKEN_MALFORMED;
     }
-    rc = lessons_header_check(pol, header, &talg, &kid);
+    rc = lessons_header_check(pol, header, &talg, &at, &kid);
     if (rc == LESSONS_TOKEN_OK) {
         rc = lessons_pick_keys(pol, talg, kid, tries, &ntries);
     }
@@ -468,7 +518,7 @@ static lessons_token_e lessons_verify_full(apr_pool_t *p,
         rc = LESSONS_TOKEN_BAD_CLAIMS;
         goto done;
     }
-    rc = lessons_check_claims(p, pol, claims, now, subject, found);
+    rc = lessons_check_claims(p, pol, claims, at, now, subject, found);
     if (rc == LESSONS_TOKEN_OK && out) {
         /* A miss hands out what it parsed: no second decode. */
         *out = lessons_json_pool_own(p, claims);
@@ -567,6 +617,8 @@ int lessons_token_policy_fingerprint(const lessons_token_policy_t *pol,
          && lessons_fp_string(ctx, pol->issuer)
          && lessons_fp_string(ctx, pol->audience)
          && lessons_fp_number(ctx, (apr_int64_t)pol->leeway)
+         && lessons_fp_number(ctx, (apr_int64_t)pol->caps)
+         && lessons_fp_number(ctx, (apr_int64_t)pol->require_at_jwt)
          && EVP_DigestFinal_ex(ctx, fp, &n) == 1
          && n == LESSONS_TOKEN_FP_LEN;
     EVP_MD_CTX_free(ctx);
@@ -718,6 +770,11 @@ const char *lessons_token_describe(lessons_token_e result)
         return "The server cannot verify access tokens";
     case LESSONS_TOKEN_BAD_TYPE:
         return "unsupported token type";
+    case LESSONS_TOKEN_NOT_AT_JWT:
+        return "The access token type must be at+jwt";
+    case LESSONS_TOKEN_AT_CLAIMS:
+        return "The access token lacks a claim an at+jwt token must have "
+               "(iss, exp, aud, sub, client_id, iat, jti)";
     case LESSONS_TOKEN_BAD_IAT:
         return "The access token issue time is invalid";
     case LESSONS_TOKEN_UNKNOWN_KID:

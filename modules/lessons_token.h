@@ -36,6 +36,11 @@ typedef struct {
     const char *issuer;             /* required iss, or NULL */
     const char *audience;           /* required aud member, or NULL */
     long leeway;                    /* clock skew allowed, seconds */
+    unsigned caps;                  /* what the libjwt in use verifies
+                                     * (lessons_jwtcaps_probe) */
+    int require_at_jwt;             /* only "typ": "at+jwt" (RFC 9068
+                                     * 4), never a JWT that may be an
+                                     * ID token */
     const unsigned char *fp;        /* its fingerprint, when the caller
                                      * made it once for these very values
                                      * (LESSONS_TOKEN_FP_LEN bytes); NULL:
@@ -71,7 +76,11 @@ typedef enum {
     LESSONS_TOKEN_BAD_AUDIENCE,
     LESSONS_TOKEN_KEY_MISFIT,       /* the server's key does not allow the
                                      * policy's alg: a server fault, 500 */
-    LESSONS_TOKEN_BAD_TYPE,         /* typ neither absent nor "JWT" */
+    LESSONS_TOKEN_BAD_TYPE,         /* typ neither absent nor "JWT", nor
+                                     * "at+jwt" where libjwt lets it by */
+    LESSONS_TOKEN_NOT_AT_JWT,       /* the policy requires typ at+jwt */
+    LESSONS_TOKEN_AT_CLAIMS,        /* an at+jwt without a claim RFC 9068
+                                     * 2.2 requires */
     LESSONS_TOKEN_BAD_IAT,          /* iat not a number, or in the future */
     LESSONS_TOKEN_UNKNOWN_KID       /* a kid the key set does not have (a
                                      * keys URL may fetch the set again) */

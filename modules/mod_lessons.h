@@ -65,6 +65,7 @@
 #include "lessons_throttle.h"
 
 #include "lessons_json.h"
+#include "lessons_jwtcaps.h"
 #include "lessons_key.h"
 #include "lessons_keyset.h"
 #include "lessons_payload.h"
@@ -152,6 +153,8 @@ typedef struct {
     const char *issuer;
     const char *audience;
     long leeway;
+    int token_type;                 /* LessonsJWTTokenType: 0 not set,
+                                     * LESSONS_TYPE_ANY, _AT_JWT */
     const char *base_path;
     apr_off_t max_body;
     const char *user_claim;         /* LessonsJWTUserClaim; NULL: sub */
@@ -163,8 +166,8 @@ typedef struct {
                                      * directive's own bookkeeping) */
     int has_fp;                     /* fp is the token policy's fingerprint
                                      * for exactly these algs, keyset,
-                                     * issuer, audience and leeway (never
-                                     * with a keys URL) */
+                                     * issuer, audience, leeway and token
+                                     * type (never with a keys URL) */
     unsigned char fp[LESSONS_TOKEN_FP_LEN];
 } lessons_dir_conf;
 
@@ -194,7 +197,13 @@ typedef struct {
                                      * merged) */
     apr_array_header_t *key_sources;    /* main server: every keys URL's
                                          * lessons_keys_src (not merged) */
+    unsigned jwt_caps;              /* what the libjwt in use verifies,
+                                     * probed by post_config (not merged) */
 } lessons_srv_conf;
+
+/* LessonsJWTTokenType. */
+#define LESSONS_TYPE_ANY     1      /* JWT, or at+jwt where libjwt can */
+#define LESSONS_TYPE_AT_JWT  2      /* at+jwt only (RFC 9068 4) */
 
 /* Per-request: whether the request is for the API (known from the
  * location walk before translate_name), and the outcome of the token
@@ -283,6 +292,8 @@ const char *lessons_set_keys_ca(cmd_parms *cmd, void *dconf,
 const char *lessons_set_string(cmd_parms *cmd, void *dconf,
                                const char *arg);
 const char *lessons_set_number(cmd_parms *cmd, void *dconf, const char *arg);
+const char *lessons_set_token_type(cmd_parms *cmd, void *dconf,
+                                   const char *arg);
 const char *lessons_set_base_path(cmd_parms *cmd, void *dconf,
                                   const char *arg);
 const char *lessons_set_export_claim(cmd_parms *cmd, void *dconf,
@@ -291,7 +302,7 @@ const char *lessons_set_cors_origin(cmd_parms *cmd, void *dconf,
                                     const char *arg);
 
 /* mod_lessons_config.c: the values in effect, defaults applied */
-void lessons_policy_of(const lessons_dir_conf *conf,
+void lessons_policy_of(const lessons_dir_conf *conf, unsigned jwt_caps,
                        lessons_token_policy_t *policy);
 int lessons_db_timeout(const lessons_srv_conf *sconf);
 const char *lessons_base_path(const lessons_dir_conf *conf);

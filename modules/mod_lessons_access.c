@@ -169,6 +169,8 @@ static int lessons_set_user(request_rec *r, const lessons_dir_conf *conf,
 static int lessons_authenticate(request_rec *r, const lessons_dir_conf *conf,
                                 lessons_req_state *st)
 {
+    const lessons_srv_conf *sconf =
+        ap_get_module_config(r->server->module_config, &lessons_module);
     lessons_token_policy_t policy;
     const char *token = NULL, *subject = NULL;
     json_t *claims = NULL;
@@ -187,7 +189,7 @@ static int lessons_authenticate(request_rec *r, const lessons_dir_conf *conf,
     }
 
     /* A keys URL's set is held for the request: a refresh may swap it. */
-    lessons_policy_of(conf, &policy);
+    lessons_policy_of(conf, sconf->jwt_caps, &policy);
     rc = lessons_keys_policy(r, conf, &policy);
     if (rc != OK) {
         return rc;
@@ -204,7 +206,7 @@ static int lessons_authenticate(request_rec *r, const lessons_dir_conf *conf,
      * per LessonsJWTKeysMinRefresh), then judge it again.
      */
     if (rc == LESSONS_TOKEN_UNKNOWN_KID && lessons_keys_refetch(r, conf)) {
-        lessons_policy_of(conf, &policy);
+        lessons_policy_of(conf, sconf->jwt_caps, &policy);
         if (lessons_keys_policy(r, conf, &policy) == OK) {
             rc = lessons_verify(r, &policy, token, &subject,
                                 want_claims ? &claims : NULL);

@@ -38,6 +38,7 @@ void *lessons_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     conf->issuer = add->issuer ? add->issuer : base->issuer;
     conf->audience = add->audience ? add->audience : base->audience;
     conf->leeway = add->leeway >= 0 ? add->leeway : base->leeway;
+    conf->token_type = add->token_type ? add->token_type : base->token_type;
     conf->base_path = add->base_path ? add->base_path : base->base_path;
     conf->max_body = add->max_body >= 0 ? add->max_body : base->max_body;
     conf->user_claim = add->user_claim ? add->user_claim : base->user_claim;
@@ -51,7 +52,8 @@ void *lessons_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     if (jwt->has_fp && conf->algs == jwt->algs
         && conf->keyset == jwt->keyset && !conf->keys_url
         && conf->issuer == jwt->issuer && conf->audience == jwt->audience
-        && conf->leeway == jwt->leeway) {
+        && conf->leeway == jwt->leeway
+        && conf->token_type == jwt->token_type) {
         conf->has_fp = 1;
         memcpy(conf->fp, jwt->fp, sizeof(conf->fp));
     }
@@ -84,11 +86,15 @@ int lessons_db_timeout(const lessons_srv_conf *sconf)
     return sconf->db_timeout ? sconf->db_timeout : LESSONS_DEFAULT_DB_TIMEOUT;
 }
 
-/* The token policy a config holds (its fingerprint, if made). */
-void lessons_policy_of(const lessons_dir_conf *conf,
+/* The token policy a config holds (its fingerprint, if made), for a
+ * process whose libjwt verifies jwt_caps.
+ */
+void lessons_policy_of(const lessons_dir_conf *conf, unsigned jwt_caps,
                        lessons_token_policy_t *policy)
 {
     memset(policy, 0, sizeof(*policy));
+    policy->caps = jwt_caps;
+    policy->require_at_jwt = conf->token_type == LESSONS_TYPE_AT_JWT;
     policy->algs = conf->algs;
     policy->keys = conf->keyset;
     policy->issuer = conf->issuer;
@@ -386,6 +392,37 @@ const char *lessons_set_string(cmd_parms *cmd, void *dconf,
     if (!*arg) {
         return apr_psprintf(cmd->pool, "%s must not be empty",
                             cmd->cmd->name);
+    }
+    return lessons_touch(cmd, conf);
+}
+
+/* any (JWT, or at+jwt where libjwt lets it through) or at+jwt; at+jwt
+ * is refused where libjwt can verify no such token (1.10: its typ check
+ * inside jwt_decode), as configtest says.
+ */
+const char *lessons_set_token_type(cmd_parms *cmd, void *dconf,
+                                   const char *arg)
+{
+    lessons_dir_conf *conf = dconf;
+
+    if (strcasecmp(arg, "any") == 0) {
+        conf->token_type = LESSONS_TYPE_ANY;
+    }
+    else if (strcasecmp(arg, "at+jwt") == 0) {
+        if (!(lessons_jwtcaps_probe() & LESSONS_JWTCAP_TYPED)) {
+            return apr_psprintf(cmd->pool, "LessonsJWTTokenType at+jwt: "
+                                "the libjwt in use (built against %s) "
+                                "refuses every token whose typ is not JWT "
+                                "(it refused a known at+jwt token), so no "
+                                "at+jwt token can be verified here; libjwt "
+                                "1.12 and later can (Debian 13)",
+                                lessons_jwtcaps_built_with());
+        }
+        conf->token_type = LESSONS_TYPE_AT_JWT;
+    }
+    else {
+        return apr_psprintf(cmd->pool, "LessonsJWTTokenType takes any or "
+                            "at+jwt, not \"%s\"", arg);
     }
     return lessons_touch(cmd, conf);
 }

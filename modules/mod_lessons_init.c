@@ -174,6 +174,10 @@ int lessons_post_config(apr_pool_t *pconf, apr_pool_t *plog,
             return HTTP_INTERNAL_SERVER_ERROR;
         }
     }
+    unsigned jwt_caps = lessons_jwtcaps_probe();
+
+    ap_log_error(APLOG_MARK, APLOG_INFO, 0, s, LESSONSLOG(00109) "%s",
+                 lessons_jwtcaps_describe(ptemp, jwt_caps));
     /* What each engine's driver leaves unbounded, before any thread. */
     lessons_engines_process_init(ptemp,
                                  1000L * lessons_db_timeout(mconf));
@@ -189,13 +193,14 @@ int lessons_post_config(apr_pool_t *pconf, apr_pool_t *plog,
             lessons_dir_conf *c =
                 APR_ARRAY_IDX(sconf->sections, i, lessons_dir_conf *);
 
-            lessons_policy_of(c, &policy);
+            lessons_policy_of(c, jwt_caps, &policy);
             c->has_fp = c->algs && c->keyset && !c->keys_url
                         && lessons_token_policy_fingerprint(&policy, c->fp)
                            == 0;
         }
         sconf->acquire = acquire;
         sconf->writers = writers;
+        sconf->jwt_caps = jwt_caps;
     }
     /* Keys URLs: curl's global state, once, before any thread. */
     mconf->key_sources = lessons_keys_sources(pconf);

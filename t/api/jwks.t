@@ -9,7 +9,8 @@
 #   - before any set: 503 with Retry-After, or the key file's keys;
 #   - a flood of tokens with random kids: at most one fetch per
 #     LessonsJWTKeysMinRefresh (the provider counts its requests);
-#   - HS256 signed with the RSA key's public PEM, and typ at+jwt: 401.
+#   - HS256 signed with the RSA key's public PEM: 401;
+#   - typ at+jwt: 200 where the libjwt in use verifies it, else 401.
 #
 # Server B is started here: one process, so that fetches are counted
 # exactly, on the suite's database.
@@ -197,11 +198,23 @@ for my $variant ([ 'with kid' => { alg => 'HS256', typ => 'JWT', kid => $kid2 } 
     }
 }
 
-# ---- typ at+jwt: refused ----------------------------------------------
+# ---- typ at+jwt (RFC 9068) from the provider: 200 where the libjwt in
+# use verifies it (Debian 13), 401 "unsupported token type" where not --
 control(POST => '/token-header', { typ => 'at+jwt' });
-$res = get('/api/lessons', idp_token());
-is_unauthorized($res, 'typ at+jwt', 'invalid_token');
-like $res->header('WWW-Authenticate'), qr/unsupported token type/, '... named';
+control(POST => '/token-claims', { sub => 'svc-1', client_id => 'lessons-app',
+                                   jti => 'at-' . time });
+my $at = idp_token();
+is header_of($at)->{typ}, 'at+jwt', 'the provider stamps typ at+jwt';
+$res = get('/api/lessons', $at);
+if (jwt_caps()->{at_jwt}) {
+    is $res->code, 200, 'an at+jwt token from the provider: 200 (libjwt verifies at+jwt)'
+        or diag $res->header('WWW-Authenticate') // '';
+}
+else {
+    is_unauthorized($res, 'typ at+jwt (libjwt 1.10)', 'invalid_token');
+    like $res->header('WWW-Authenticate'), qr/unsupported token type/, '... named';
+}
+control(POST => '/token-claims', {});
 control(POST => '/token-header', {});
 
 # ---- an oct key from a keys URL is skipped, never a secret -------------

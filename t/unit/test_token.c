@@ -26,6 +26,7 @@
 #include "apr_pools.h"
 #include "apr_strings.h"
 
+#include "lessons_jwtcaps.h"
 #include "lessons_token.h"
 
 #define NOW        ((apr_int64_t)1700000000)
@@ -762,7 +763,9 @@ static void test_alg_lowercase(void **state)
                                 STD_CLAIMS);
 
     (void)state;
-    libjwt_accepts(t, secret, SECRET_LEN);       /* trap 4 */
+    /* libjwt 1.10 takes "hs256" as HS256 (trap 4); 1.17 refuses it
+     * itself.  Ours refuses it with either, before any key.
+     */
     verify(&p, t, LESSONS_TOKEN_BAD_ALG);
     verify(&p, hs256_token("{\"alg\":\"Hs256\"}", STD_CLAIMS),
            LESSONS_TOKEN_BAD_ALG);
@@ -874,8 +877,9 @@ static void test_key_decides_short_secret_and_no_key(void **state)
            LESSONS_TOKEN_KEY_MISFIT);
 }
 
-/* typ: absent or "JWT" in any case (what libjwt 1.10 takes); RFC 9068's
- * at+jwt and every other value, or a non-string, is refused by name.
+/* typ, where libjwt takes only JWT (caps 0, as 1.10): absent or "JWT"
+ * in any case; RFC 9068's at+jwt and every other value, or a
+ * non-string, is refused by name.
  */
 static void test_typ(void **state)
 {
@@ -905,6 +909,103 @@ static void test_typ(void **state)
         verify(&p, hs256_token(bad[i], STD_CLAIMS), LESSONS_TOKEN_BAD_TYPE);
     assert_string_equal(lessons_token_describe(LESSONS_TOKEN_BAD_TYPE),
                         "unsupported token type");
+}
+
+/* RFC 9068 2.2's claims, exp as STD_CLAIMS has it. */
+#define AT_CLAIMS_ALL "{\"iss\":\"https://idp\",\"exp\":1700003600," \
+    "\"aud\":\"lessons\",\"sub\":\"alice\",\"client_id\":\"app\"," \
+    "\"iat\":1699999000,\"jti\":\"j1\"}"
+
+/* LessonsJWTTokenType at+jwt: a JWT-typed (or untyped) token is refused
+ * before its signature, whatever libjwt can do.
+ */
+static void test_require_at_jwt_refuses_jwt(void **state)
+{
+    lessons_token_policy_t p = hs_policy(JWT_ALG_HS256);
+    unsigned char fp_any[LESSONS_TOKEN_FP_LEN], fp_at[LESSONS_TOKEN_FP_LEN];
+
+    (void)state;
+    p.caps = lessons_jwtcaps_probe();
+    assert_int_equal(lessons_token_policy_fingerprint(&p, fp_any), 0);
+    p.require_at_jwt = 1;
+    assert_int_equal(lessons_token_policy_fingerprint(&p, fp_at), 0);
+    /* a token verified under one never counts under the other */
+    assert_memory_not_equal(fp_any, fp_at, LESSONS_TOKEN_FP_LEN);
+    verify(&p, hs256_token(HS256_HEADER, AT_CLAIMS_ALL),
+           LESSONS_TOKEN_NOT_AT_JWT);
+    verify(&p, hs256_token("{\"alg\":\"HS256\"}", AT_CLAIMS_ALL),
+           LESSONS_TOKEN_NOT_AT_JWT);
+    assert_non_null(strstr(lessons_token_describe(LESSONS_TOKEN_NOT_AT_JWT),
+                           "at+jwt"));
+}
+
+/* Where the libjwt in use refuses typed tokens (1.10, Debian 12): at+jwt
+ * is "unsupported token type", as it always was.
+ */
+static void test_at_jwt_where_libjwt_refuses_it(void **state)
+{
+    lessons_token_policy_t p = hs_policy(JWT_ALG_HS256);
+
+    (void)state;
+    p.caps = lessons_jwtcaps_probe();
+    if (p.caps & LESSONS_JWTCAP_TYPED) {
+        skip();         /* libjwt 1.12 and later: the test below */
+    }
+    verify(&p, hs256_token("{\"alg\":\"HS256\",\"typ\":\"at+jwt\"}",
+                           AT_CLAIMS_ALL), LESSONS_TOKEN_BAD_TYPE);
+}
+
+/* Where it lets them through (1.12 and later, Debian 13): at+jwt and
+ * application/at+jwt in any case, with every claim RFC 9068 2.2 asks
+ * for; one missing, or iat not a number, is refused with that reason.
+ */
+static void test_at_jwt_where_libjwt_takes_it(void **state)
+{
+    static const char *const typs[] = { "at+jwt", "AT+JWT",
+                                        "application/at+jwt" };
+    static const char *const missing[] = {
+        "{\"exp\":1700003600,\"aud\":\"lessons\",\"sub\":\"alice\","
+        "\"client_id\":\"app\",\"iat\":1699999000,\"jti\":\"j1\"}",
+        "{\"iss\":\"https://idp\",\"exp\":1700003600,\"sub\":\"alice\","
+        "\"client_id\":\"app\",\"iat\":1699999000,\"jti\":\"j1\"}",
+        "{\"iss\":\"https://idp\",\"exp\":1700003600,\"aud\":\"lessons\","
+        "\"client_id\":\"app\",\"iat\":1699999000,\"jti\":\"j1\"}",
+        "{\"iss\":\"https://idp\",\"exp\":1700003600,\"aud\":\"lessons\","
+        "\"sub\":\"alice\",\"iat\":1699999000,\"jti\":\"j1\"}",
+        "{\"iss\":\"https://idp\",\"exp\":1700003600,\"aud\":\"lessons\","
+        "\"sub\":\"alice\",\"client_id\":\"app\",\"jti\":\"j1\"}",
+        "{\"iss\":\"https://idp\",\"exp\":1700003600,\"aud\":\"lessons\","
+        "\"sub\":\"alice\",\"client_id\":\"app\",\"iat\":1699999000}",
+    };
+    lessons_token_policy_t p = hs_policy(JWT_ALG_HS256);
+    const char *sub;
+    size_t i;
+
+    (void)state;
+    p.caps = lessons_jwtcaps_probe();
+    if (!(p.caps & LESSONS_JWTCAP_TYPED)) {
+        skip();         /* libjwt 1.10: the test above */
+    }
+    for (i = 0; i < sizeof(typs) / sizeof(typs[0]); i++) {
+        const char *h = apr_psprintf(pool, "{\"alg\":\"HS256\","
+                                     "\"typ\":\"%s\"}", typs[i]);
+
+        p.require_at_jwt = 0;
+        sub = verify(&p, hs256_token(h, AT_CLAIMS_ALL), LESSONS_TOKEN_OK);
+        assert_string_equal(sub, "alice");
+        p.require_at_jwt = 1;
+        verify(&p, hs256_token(h, AT_CLAIMS_ALL), LESSONS_TOKEN_OK);
+    }
+    p.require_at_jwt = 0;
+    for (i = 0; i < sizeof(missing) / sizeof(missing[0]); i++) {
+        verify(&p, hs256_token("{\"alg\":\"HS256\",\"typ\":\"at+jwt\"}",
+                               missing[i]), LESSONS_TOKEN_AT_CLAIMS);
+    }
+    /* a JWT-typed token needs none of them */
+    verify(&p, hs256_token(HS256_HEADER, STD_CLAIMS), LESSONS_TOKEN_OK);
+    /* other types stay refused */
+    verify(&p, hs256_token("{\"alg\":\"HS256\",\"typ\":\"dpop+jwt\"}",
+                           AT_CLAIMS_ALL), LESSONS_TOKEN_BAD_TYPE);
 }
 
 /* iat: optional; a number no later than now (plus leeway). */
@@ -1494,6 +1595,9 @@ int main(void)
         cmocka_unit_test(test_key_decides_family_and_curve),
         cmocka_unit_test(test_key_decides_short_secret_and_no_key),
         cmocka_unit_test(test_typ),
+        cmocka_unit_test(test_require_at_jwt_refuses_jwt),
+        cmocka_unit_test(test_at_jwt_where_libjwt_refuses_it),
+        cmocka_unit_test(test_at_jwt_where_libjwt_takes_it),
         cmocka_unit_test(test_iat),
         cmocka_unit_test(test_rs_header_with_hmac_signature),
         cmocka_unit_test(test_wrong_hmac_key),
