@@ -482,8 +482,17 @@ sub db_rows {
     $sql =~ s/;\s*\z//;
     my $text;
     if (db_driver() eq 'sqlite3') {
-        $text = run_with_input(".timeout 20000\n.mode json\n$sql;\n",
-                               sql_cmd($which));
+        # Through DBD::SQLite, not the sqlite3 shell's .mode json: the
+        # shell of SQLite 3.46 (Debian 13) writes a control character as
+        # "u0007", its backslash lost.
+        require DBI;
+        my $dbh = DBI->connect('dbi:SQLite:dbname=' . db_name($which), '', '',
+                               { RaiseError => 1, PrintError => 0,
+                                 sqlite_unicode => 1 });
+        $dbh->sqlite_busy_timeout(20000);
+        my $rows = $dbh->selectall_arrayref($sql, { Slice => {} });
+        $dbh->disconnect;
+        return $rows;
     }
     else {
         local $ENV{PGCLIENTENCODING} = 'UTF8';
