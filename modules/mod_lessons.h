@@ -226,6 +226,8 @@ typedef struct {
     int problem_status;             /* a refusal of ours (lessons_refuse) */
     const char *problem_detail;     /* ... and its problem+json detail */
     int problem_sent;               /* our error body is on its way */
+    int body_read;                  /* the request body has been read (or
+                                     * its reading has failed) */
 } lessons_req_state;
 
 /* Everything an operation needs, gathered once by the handler. */

@@ -111,8 +111,19 @@ $r = h2(GET => '/api/lessons', token => undef);
 is $r->{status}, 401, 'no token over h2: 401';
 is $r->{headers}{'www-authenticate'}, 'Bearer realm="lessons"', 'no token over h2: the challenge';
 like $r->{headers}{'content-type'} // '', qr{^application/problem\+json}, 'no token over h2: a problem';
-$r = h2(POST => '/api/lessons', token => undef, json => { levelId => 1, title => 'Ohne', order => 1 });
-is $r->{status}, 401, 'POST without a token over h2: 401';
+# Refused before its body is read: the module reads a small body first,
+# else mod_http2 resets the stream after the answer (RFC 9113 8.1) and
+# curl 7.88 loses the answer (about one time in four): asked 20 times.
+my @no401 = grep { $_ != 401 }
+            map { h2(POST => '/api/lessons', token => undef,
+                     json => { levelId => 1, title => 'Ohne', order => 1 })->{status} } 1 .. 20;
+is scalar @no401, 0, 'POST without a token over h2: 401, 20 times out of 20'
+    or diag "answers: @no401";
+# The same, its body held back for 100 Continue: without the read first,
+# every one of these lost its answer.
+$r = h2(POST => '/api/lessons', token => undef, json => { levelId => 1, title => 'Ohne', order => 1 },
+        headers => [[ Expect => '100-continue' ]]);
+is $r->{status}, 401, 'POST without a token over h2, its body awaiting 100 Continue: 401';
 $r = h2(POST => '/api/lessons', json => '{"levelId": 1, "title": ');
 is $r->{status}, 400, 'a broken body over h2: 400';
 like $r->{headers}{'content-type'} // '', qr{^application/problem\+json}, 'a broken body over h2: a problem';
