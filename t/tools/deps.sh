@@ -6,6 +6,9 @@
 #                                  module needs (make, make run, make install)
 #   t/tools/deps.sh test           that, plus the test tools (make test);
 #                                  the default
+#   t/tools/deps.sh release        the test tools but the fuzzers' and
+#                                  sanitizers' (make test-release, what
+#                                  the other Debian release's root runs)
 #   t/tools/deps.sh bench          the build packages, plus what make bench
 #                                  needs (wrk, valgrind, curl, the
 #                                  PostgreSQL server binaries and pgbench)
@@ -25,9 +28,9 @@ MODE="test"
 CHECK=""
 for arg in "$@"; do
     case "$arg" in
-        build|test|bench) MODE=$arg ;;
+        build|test|release|bench) MODE=$arg ;;
         --check) CHECK=1 ;;
-        *) echo "usage: $0 [build|test|bench] [--check]" >&2; exit 2 ;;
+        *) echo "usage: $0 [build|test|release|bench] [--check]" >&2; exit 2 ;;
     esac
 done
 
@@ -42,12 +45,17 @@ libcurl4-openssl-dev"
 # provider and the OpenAPI validator is checked apart (node_ok): a
 # machine may have it from elsewhere.
 TEST_PACKAGES="libcmocka-dev libapache2-mod-perl2 libwww-perl curl
-libjson-validator-perl libyaml-libyaml-perl
-dpkg-dev debhelper fakeroot lintian clang libclang-rt-dev llvm wrk"
+libjson-validator-perl libyaml-libyaml-perl libdbd-sqlite3-perl build-essential
+dpkg-dev debhelper fakeroot lintian wrk"
+# What only make test on the machine itself needs, not the other
+# release's root (make test-release): the fuzzers' and sanitizers' clang,
+# and debootstrap, which makes that root.
+HOST_PACKAGES="clang libclang-rt-dev llvm debootstrap"
 BENCH_PACKAGES="wrk valgrind curl"
 
 PACKAGES=$BUILD_PACKAGES
-[ "$MODE" = test ] && PACKAGES="$PACKAGES $TEST_PACKAGES"
+[ "$MODE" = test ] && PACKAGES="$PACKAGES $TEST_PACKAGES $HOST_PACKAGES"
+[ "$MODE" = release ] && PACKAGES="$PACKAGES $TEST_PACKAGES"
 [ "$MODE" = bench ] && PACKAGES="$PACKAGES $BENCH_PACKAGES"
 
 # The PostgreSQL server binaries, in the newest version directory (the one
@@ -84,7 +92,7 @@ find_missing() {
     if [ "$MODE" != build ] && ! pg_binaries_ok; then
         need_pg=1
     fi
-    if [ "$MODE" = test ] && ! node_ok; then
+    if { [ "$MODE" = test ] || [ "$MODE" = release ]; } && ! node_ok; then
         missing="${missing:+$missing }nodejs npm"
     fi
 }
@@ -92,6 +100,7 @@ find_missing() {
 find_missing
 case "$MODE" in
     test) WHAT="build and test packages" ;;
+    release) WHAT="build and test packages (no fuzzers)" ;;
     bench) WHAT="build and benchmark packages" ;;
     *) WHAT="build packages" ;;
 esac
