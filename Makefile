@@ -322,12 +322,14 @@ endef
 run_fragment_suites = $(call run_fragment_suites_of,$(FRAGMENT_SUITES))
 
 # The other release's suite in the background: its output in a file,
-# shown (and its counts checked) by finish_release.
+# shown (and its counts checked) by finish_release.  Meanwhile the
+# fuzzers take one CPU, the other release's run the other.
 RELEASE_SUITE ?=
 start_release = rel_out=$$(mktemp) && rel_counts=$$(mktemp) || exit 1; rel_pid=""; \
     if [ -n "$(RELEASE_SUITE)" ]; then \
         INTEGRATION_COUNTS=$$rel_counts $(RELEASE_SUITE) >$$rel_out 2>&1 </dev/null & \
         rel_pid=$$!; \
+        export FUZZ_JOBS=$${FUZZ_JOBS:-1}; \
     fi
 finish_release = if [ -n "$$rel_pid" ]; then \
         wait $$rel_pid; cat $$rel_out; \
