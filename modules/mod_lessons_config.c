@@ -239,6 +239,29 @@ static const char *lessons_jwt_part(cmd_parms *cmd, lessons_dir_conf *conf)
 /* LessonsJWTAlgorithm ALG...: one or more, each exactly as RFC 7518
  * spells it.
  */
+/* PS256/384/512 (RSASSA-PSS): refused with what the libjwt in use can
+ * do, found by verifying a known PS256 token.  Neither Debian release's
+ * libjwt verifies them (1.10 knows no PS*; 1.17's OpenSSL build leaves
+ * them out of its verification, fixed upstream in 1.18.1); where one
+ * does, this module does not take them yet either, and says so.
+ */
+static const char *lessons_pss_refused(cmd_parms *cmd, const char *name)
+{
+    if (!(lessons_jwtcaps_probe() & LESSONS_JWTCAP_PSS)) {
+        return apr_psprintf(cmd->pool, "%s: %s: the libjwt in use (built "
+                            "against %s) verifies no PS256/384/512 token "
+                            "(it refused a known PS256 token); libjwt 1.16 "
+                            "and later built with GnuTLS, or 1.18.1 and "
+                            "later with OpenSSL, do. Use RS256/384/512 with "
+                            "the same RSA key", cmd->cmd->name, name,
+                            lessons_jwtcaps_built_with());
+    }
+    return apr_psprintf(cmd->pool, "%s: %s: the libjwt in use verifies "
+                        "PS256/384/512, but this release of mod_lessons does "
+                        "not take them yet; use RS256/384/512 with the same "
+                        "RSA key", cmd->cmd->name, name);
+}
+
 const char *lessons_set_alg(cmd_parms *cmd, void *dconf,
                             int argc, char *const argv[])
 {
@@ -258,6 +281,11 @@ const char *lessons_set_alg(cmd_parms *cmd, void *dconf,
     for (i = 0; i < argc; i++) {
         jwt_alg_t alg = lessons_alg_parse(argv[i]);
 
+        if (alg == JWT_ALG_INVAL && strncmp(argv[i], "PS", 2) == 0
+            && (!strcmp(argv[i] + 2, "256") || !strcmp(argv[i] + 2, "384")
+                || !strcmp(argv[i] + 2, "512"))) {
+            return lessons_pss_refused(cmd, argv[i]);
+        }
         if (alg == JWT_ALG_INVAL) {
             return apr_psprintf(cmd->pool, "%s: unknown or unsupported "
                                 "algorithm '%s'; use one of HS256, HS384, "
