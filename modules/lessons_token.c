@@ -193,7 +193,6 @@ static int lessons_audience_ok(json_t *aud, const char *want)
     return 0;
 }
 
-/* On OK, *found holds what a cache hit must check again. */
 /* RFC 9068 2.2: what an at+jwt must carry beyond exp, which every token
  * must (its types are checked where each is used, or here: a time).
  */
@@ -211,6 +210,7 @@ static int lessons_at_claims_ok(json_t *claims, const lessons_times_t *t)
     return t->has_iat > 0;
 }
 
+/* On OK, *found holds what a cache hit must check again. */
 static lessons_token_e lessons_check_claims(apr_pool_t *p,
                                             const lessons_token_policy_t *pol,
                                             json_t *claims, int at,

@@ -24,11 +24,10 @@
 static void lessons_drain_small_body(request_rec *r)
 {
     const char *cl = apr_table_get(r->headers_in, "Content-Length");
-    const lessons_dir_conf *conf;
     const char *body;
     apr_size_t n;
     apr_status_t rv;
-    apr_off_t len;
+    apr_off_t len, max;
     char *end;
 
     if (r->proto_num < 2000 || r->main || lessons_state(r)->body_read || !cl
@@ -36,9 +35,10 @@ static void lessons_drain_small_body(request_rec *r)
         || len <= 0) {
         return;
     }
-    conf = ap_get_module_config(r->per_dir_config, &lessons_module);
-    if (len <= lessons_max_body(conf)) {
-        (void)lessons_read_body(r, lessons_max_body(conf), &body, &n, &rv);
+    max = lessons_max_body(ap_get_module_config(r->per_dir_config,
+                                                &lessons_module));
+    if (len <= max) {
+        (void)lessons_read_body(r, max, &body, &n, &rv);
     }
 }
 

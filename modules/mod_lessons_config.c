@@ -236,32 +236,44 @@ static const char *lessons_jwt_part(cmd_parms *cmd, lessons_dir_conf *conf)
     return lessons_touch(cmd, conf);
 }
 
-/* LessonsJWTAlgorithm ALG...: one or more, each exactly as RFC 7518
- * spells it.
+/* A setting the libjwt in use cannot serve, found by a known token it
+ * refused (lessons_jwtcaps): what, why, and what to do instead.
  */
-/* PS256/384/512 (RSASSA-PSS): refused with what the libjwt in use can
- * do, found by verifying a known PS256 token.  Neither Debian release's
- * libjwt verifies them (1.10 knows no PS*; 1.17's OpenSSL build leaves
- * them out of its verification, fixed upstream in 1.18.1); where one
- * does, this module does not take them yet either, and says so.
+static const char *lessons_libjwt_cannot(cmd_parms *cmd, const char *what,
+                                         const char *why, const char *known,
+                                         const char *instead)
+{
+    return apr_psprintf(cmd->pool, "%s: the libjwt in use (built against "
+                        "%s) %s (it refused a known %s token); %s", what,
+                        lessons_jwtcaps_built_with(), why, known, instead);
+}
+
+/* PS256/384/512 (RSASSA-PSS): neither Debian release's libjwt verifies
+ * them (1.10 knows no PS*; 1.17's OpenSSL build leaves them out of its
+ * verification, fixed upstream in 1.18.1); where one does, this module
+ * does not take them yet either, and says so.
  */
 static const char *lessons_pss_refused(cmd_parms *cmd, const char *name)
 {
+    const char *what = apr_psprintf(cmd->pool, "%s: %s", cmd->cmd->name,
+                                    name);
+
     if (!(lessons_jwtcaps_probe() & LESSONS_JWTCAP_PSS)) {
-        return apr_psprintf(cmd->pool, "%s: %s: the libjwt in use (built "
-                            "against %s) verifies no PS256/384/512 token "
-                            "(it refused a known PS256 token); libjwt 1.16 "
-                            "and later built with GnuTLS, or 1.18.1 and "
-                            "later with OpenSSL, do. Use RS256/384/512 with "
-                            "the same RSA key", cmd->cmd->name, name,
-                            lessons_jwtcaps_built_with());
+        return lessons_libjwt_cannot(cmd, what, "verifies no PS256/384/512 "
+                                     "token", "PS256", "libjwt 1.16 and "
+                                     "later built with GnuTLS, or 1.18.1 "
+                                     "and later with OpenSSL, do. Use "
+                                     "RS256/384/512 with the same RSA key");
     }
-    return apr_psprintf(cmd->pool, "%s: %s: the libjwt in use verifies "
+    return apr_psprintf(cmd->pool, "%s: the libjwt in use verifies "
                         "PS256/384/512, but this release of mod_lessons does "
                         "not take them yet; use RS256/384/512 with the same "
-                        "RSA key", cmd->cmd->name, name);
+                        "RSA key", what);
 }
 
+/* LessonsJWTAlgorithm ALG...: one or more, each exactly as RFC 7518
+ * spells it.
+ */
 const char *lessons_set_alg(cmd_parms *cmd, void *dconf,
                             int argc, char *const argv[])
 {
@@ -438,13 +450,11 @@ const char *lessons_set_token_type(cmd_parms *cmd, void *dconf,
     }
     else if (strcasecmp(arg, "at+jwt") == 0) {
         if (!(lessons_jwtcaps_probe() & LESSONS_JWTCAP_TYPED)) {
-            return apr_psprintf(cmd->pool, "LessonsJWTTokenType at+jwt: "
-                                "the libjwt in use (built against %s) "
-                                "refuses every token whose typ is not JWT "
-                                "(it refused a known at+jwt token), so no "
-                                "at+jwt token can be verified here; libjwt "
-                                "1.12 and later can (Debian 13)",
-                                lessons_jwtcaps_built_with());
+            return lessons_libjwt_cannot(cmd, "LessonsJWTTokenType at+jwt",
+                                         "refuses every token whose typ is "
+                                         "not JWT, so it verifies no at+jwt "
+                                         "token", "at+jwt", "libjwt 1.12 and "
+                                         "later can (Debian 13)");
         }
         conf->token_type = LESSONS_TYPE_AT_JWT;
     }

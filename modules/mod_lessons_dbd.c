@@ -8,8 +8,9 @@
 
 /* Answer a database fault as what it is: 503 with Retry-After when
  * trying again later can help (down, busy, locked, read-only, full, the
- * file moved, the schema changed), 500 when it cannot (no schema, anything else).  Logged
- * once, with the driver's message; waits that ran out are a warning.
+ * file moved, the schema changed), 500 when it cannot (no schema,
+ * anything else).  Logged once, with the driver's message; waits that
+ * ran out are a warning.
  */
 int lessons_dbd_answer(lessons_ctx *c, lessons_db_fault_e fault,
                       const char *err, int wrote)

@@ -153,6 +153,7 @@ int lessons_post_config(apr_pool_t *pconf, apr_pool_t *plog,
                         apr_pool_t *ptemp, server_rec *s)
 {
     lessons_token_policy_t policy;
+    unsigned jwt_caps;
     apr_global_mutex_t *writers = NULL;
     apr_status_t rv;
     ap_dbd_t *(*acquire)(request_rec *) =
@@ -174,8 +175,7 @@ int lessons_post_config(apr_pool_t *pconf, apr_pool_t *plog,
             return HTTP_INTERNAL_SERVER_ERROR;
         }
     }
-    unsigned jwt_caps = lessons_jwtcaps_probe();
-
+    jwt_caps = lessons_jwtcaps_probe();
     ap_log_error(APLOG_MARK, APLOG_INFO, 0, s, LESSONSLOG(00109) "%s",
                  lessons_jwtcaps_describe(ptemp, jwt_caps));
     /* What each engine's driver leaves unbounded, before any thread. */
