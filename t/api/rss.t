@@ -60,7 +60,13 @@ sub parent_of {
     my $stat = <$fh> // '';
     return $stat =~ /\)\s+\S+\s+(\d+)/ ? $1 : 0;
 }
-my @kids = grep { parent_of($_) == $ppid } map { m{/proc/(\d+)$} ? $1 : () } glob '/proc/[0-9]*';
+# The parent listens before it forks: wait (bounded) for its child.
+my @kids;
+for (1 .. 100) {
+    @kids = grep { parent_of($_) == $ppid } map { m{/proc/(\d+)$} ? $1 : () } glob '/proc/[0-9]*';
+    last if @kids;
+    sleep 0.1;
+}
 is scalar @kids, 1, 'one child process';
 my $child = $kids[0];
 

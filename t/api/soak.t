@@ -236,6 +236,19 @@ sub fill_disk {
     return -s "$dir/filler";
 }
 
+# Has some client's write that started after $t succeeded?
+sub write_ok_after {
+    my ($dir, $t) = @_;
+    for my $n (1 .. $CLIENTS) {
+        open my $fh, '<', "$dir/client-$n.log" or next;
+        while (my $line = <$fh>) {
+            my ($t0, undef, $op, undef, $st) = split /\t/, $line;
+            return 1 if $t0 >= $t && $op =~ /^(create|update|delete)/ && $st =~ /^2/;
+        }
+    }
+    return 0;
+}
+
 sub soak {
     my ($mpm) = @_;
     my $dir = tempdir(DIR => $tmp, CLEANUP => 1);
@@ -292,6 +305,10 @@ sub soak {
         $fault->('PostgreSQL stopped for 10 s', sub {
             pg_ctl('stop', '-m', 'fast'); sleep 10; '' }, sub { pg_start() });
     }
+    # The last fault's recovery is judged like the others' (up to GRACE
+    # s): the clients go on until a write after it succeeds, or that long.
+    my $until = time + $GRACE;
+    sleep 0.5 while time < $until && !write_ok_after($dir, $faults[-1]{end});
     open my $s, '>', $stop or die "$stop: $!";
     close $s;
     waitpid $_, 0 for @kids;
