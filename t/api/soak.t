@@ -119,7 +119,8 @@ sub stop_server {
 
 # ---- the clients -----------------------------------------------------------
 # Each logs one line per request: start end op id status retry-after
-# title (the title sent, or the title read).
+# title (the title sent, or the title read), and why a request got no
+# answer (HTTP::Tiny's message; '-' else).
 sub client {
     my ($n, $port, $log, $stop) = @_;
     srand($$ ^ time);
@@ -216,15 +217,17 @@ sub client {
         if ($op =~ /^read-(mine|seeded)$/) {
             $title = $st == 200 && $body ? $body->{title} // '?' : '-';
         }
+        my $why = '-';
         if ($st == 599) {           # HTTP::Tiny's own failure: why
-            ($title = $res->{content} // '') =~ s/\s+/ /g;
+            ($why = $res->{content} // '') =~ s/\s+/ /g;
         }
         $etag{$id} = $res->{headers}{etag} if $id && $res->{headers}{etag};
         $etag{$id} = '"stale"' if $op eq 'update-if-match' && $st == 412;
         if ($op eq 'delete' && ($st == 204 || $unknown)) {
             @mine = grep { $_ != $id } @mine;
         }
-        printf $out "%.3f\t%.3f\t%s\t%s\t%s\t%s\t%s\n", $t0, $t1, $op, $id, $st, $ra, $title;
+        printf $out "%.3f\t%.3f\t%s\t%s\t%s\t%s\t%s\t%s\n", $t0, $t1, $op, $id, $st, $ra,
+            $title, $why;
     }
     close $out;
 }
@@ -325,7 +328,7 @@ sub check {
         while (my $line = <$fh>) {
             chomp $line;
             my %r;
-            @r{qw(t0 t1 op id st ra title)} = split /\t/, $line;
+            @r{qw(t0 t1 op id st ra title why)} = split /\t/, $line;
             $r{client} = $n;
             push @all, \%r;
             push @{ $clients{$n} }, \%r;
@@ -349,7 +352,7 @@ sub check {
     my @lost_out = grep { !$in_window->($_) } @lost;
     is scalar @lost_out, 0, "$mpm: no request without an answer outside a fault ("
         . scalar(@lost) . ' inside)'
-        or diag join "\n", map { "$_->{op} $_->{id} at $_->{t0}-$_->{t1}: $_->{title}" } @lost_out;
+        or diag join "\n", map { "$_->{op} $_->{id} at $_->{t0}-$_->{t1}: $_->{why}" } @lost_out;
     diag 'faults: ', join ', ', map { sprintf '%s %.3f-%.3f', $_->{name}, $_->{start}, $_->{end} } @$faults
         if @lost_out;
     # A 401 only for the newest key's token, until the provider is back
@@ -365,18 +368,29 @@ sub check {
         . ' until the provider is back)'
         or diag join "\n", map { "$_->{op} $_->{id} $_->{st}" } @other[0 .. 9];
 
-    # What each id must hold, from its owner's log.
-    my (%want, %maybe);
+    # What each id must hold, from its owner's log.  %maybe holds, per
+    # id, the titles of the writes since its last known one whose outcome
+    # is unknown (any of them may have been stored; a delete's as undef).
+    # An update the client gave up on (599: no answer within its timeout)
+    # may still wait in the server's socket and be stored after the
+    # client's later writes: %late keeps such titles for good.
+    my (%want, %maybe, %late, %history);
     my ($creates, $deletes, $unknown) = (0, 0, 0);
-    my ($ryw_bad, $ryw_n, $seed_bad) = (0, 0, 0);
+    my ($ryw_n, $seed_bad, @ryw_bad) = (0, 0);
+    my $may_hold = sub {
+        my ($id, $title) = @_;
+        my $w = $want{$id};
+        return 1 if defined $w && $w eq $title;
+        return scalar grep { defined && $_ eq $title }
+                           @{ $maybe{$id} || [] }, @{ $late{$id} || [] };
+    };
     for my $n (sort keys %clients) {
         for my $r (@{ $clients{$n} }) {
             my ($op, $id, $st) = @$r{qw(op id st)};
+            push @{ $history{$id} }, $r if $id && $op !~ /^read-(seeded|idp|list)$/;
             if ($op eq 'read-mine' && $st == 200) {
                 $ryw_n++;
-                my $w = $want{$id};
-                $ryw_bad++ unless defined $w && ($w eq $r->{title}
-                                                 || ($maybe{$id} // '') eq $r->{title});
+                push @ryw_bad, $r unless $may_hold->($id, $r->{title});
             }
             elsif ($op eq 'read-seeded' && $st == 200) {
                 $seed_bad++ unless ($seeded{$id} // '') eq $r->{title};
@@ -391,16 +405,23 @@ sub check {
             }
             elsif ($op eq 'delete' && $st == 204) {
                 $want{$id} = undef;
+                delete $maybe{$id};
                 $deletes++;
             }
             elsif ($st == 599 || $r->{ra} =~ /-u$/) {   # outcome unknown
-                $maybe{$id} = $r->{title} if $op =~ /^update/;
-                if ($op eq 'delete') { $maybe{$id} = $want{$id}; $want{$id} = undef }
+                push @{ $maybe{$id} }, $r->{title} if $op =~ /^update/;
+                push @{ $late{$id} }, $r->{title} if $op eq 'update' && $st == 599;
+                if ($op eq 'delete') { push @{ $maybe{$id} }, $want{$id}; $want{$id} = undef }
                 $unknown++ if $op =~ /^(create|update|delete)/;
             }
         }
     }
-    is $ryw_bad, 0, "$mpm: each of $ryw_n reads of a client's own lesson saw its last write";
+    is scalar @ryw_bad, 0, "$mpm: each of $ryw_n reads of a client's own lesson saw its last write"
+        or diag join "\n", map {
+            my $bad = $_;
+            "read of $bad->{id} at $bad->{t0}-$bad->{t1} saw $bad->{title}; its requests:\n"
+            . join "\n", map { "  $_->{t0}-$_->{t1} $_->{op} $_->{st} $_->{ra} $_->{title} $_->{why}" }
+                          @{ $history{ $bad->{id} } } } @ryw_bad[0 .. ($#ryw_bad < 4 ? $#ryw_bad : 4)];
     is $seed_bad, 0, "$mpm: the seeded lessons read as seeded";
 
     my $rows = db_rows("SELECT id, title FROM lessons WHERE title LIKE 'soak-%'");
@@ -409,9 +430,8 @@ sub check {
     for my $id (sort { $a <=> $b } keys %want) {
         my $w = $want{$id};
         my $h = $have{$id};
-        my $m = $maybe{$id};
-        next if defined $w ? defined $h && ($h eq $w || (defined $m && $m eq $h))
-                           : !defined $h || (defined $m && $m eq $h);
+        next if defined $h ? $may_hold->($id, $h)
+                           : !defined $w || grep { !defined } @{ $maybe{$id} || [] };
         push @wrong, "id $id: want " . ($w // 'deleted') . ', have ' . ($h // 'nothing');
     }
     is scalar @wrong, 0, "$mpm: every created id holds its last 2xx write, or is deleted ("
