@@ -46,6 +46,9 @@ typedef struct {
     int named_statements;           /* prepared statements have names on
                                      * the server: each prepare of a
                                      * backend needs names of its own */
+    int share_reads;                /* a read is a round trip to a server:
+                                     * the threads of a process share the
+                                     * catalog version's (lessons_flight) */
 
     /* Once at start-up, before any thread or connection: bound what the
      * driver leaves unbounded (connecting) by timeout_ms, unless the

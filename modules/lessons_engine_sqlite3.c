@@ -178,6 +178,8 @@ const lessons_engine_t lessons_engine_sqlite3 = {
     "BEGIN IMMEDIATE",              /* the write lock up front */
     1,                              /* one writer: the file's lock */
     0,
+    0,                              /* a read in this process: cheaper
+                                     * than waiting for another's */
     NULL,
     lessons_sqlite_backend,
     NULL,

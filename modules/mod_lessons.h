@@ -45,6 +45,7 @@
 #include "util_cfgtree.h"
 #include "ap_mpm.h"
 #include "util_mutex.h"
+#include "apr_atomic.h"
 #include "apr_global_mutex.h"
 #include "apr_env.h"
 #include "apr_lib.h"
@@ -61,6 +62,7 @@
 #include "lessons_db.h"
 #include "lessons_etag.h"
 #include "lessons_fetch.h"
+#include "lessons_flight.h"
 #include "lessons_gate.h"
 #include "lessons_throttle.h"
 
@@ -187,6 +189,11 @@ typedef struct {
                                      * (not merged) */
     lessons_throttle_t *throttle;   /* repeated fault lines, per process
                                      * (not merged) */
+    lessons_flight_t *flight;       /* shared catalog version reads, per
+                                     * process; NULL when one thread per
+                                     * process (not merged) */
+    apr_uint32_t flight_on;         /* a connection showed an engine whose
+                                     * reads are shared (not merged) */
     apr_off_t cache_size;           /* LessonsCacheSize; -1: not set */
     lessons_cache_t *cache;         /* per process, shared by every vhost;
                                      * NULL: LessonsCacheSize 0 (not

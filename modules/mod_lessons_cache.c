@@ -1,9 +1,11 @@
 /* Licensed under the Apache License, Version 2.0.
  *
  * mod_lessons_cache.c: the read path.  Every GET asks the database for
- * the catalog version (one small prepared statement), then serves the
- * bytes this process built at that version if it has them, else builds
- * them and keeps them.  The version moves in the same transaction as
+ * the catalog version (one small prepared statement, which on a server
+ * the threads of a process share when they ask together, each taking
+ * only a read sent after it asked), then serves the bytes this process
+ * built at that version if it has them, else builds them and keeps
+ * them.  The version moves in the same transaction as
  * any change of lessons or levels, from any server or psql, so a write
  * anywhere is seen by the very next read here.  Then the conditional
  * request (If-None-Match: 304) and the encoding (gzip, compressed once
@@ -109,6 +111,85 @@ static int lessons_send_doc(request_rec *r, const lessons_doc_t *doc)
     return lessons_send(r, HTTP_OK, LESSONS_CT_JSON, doc->body, doc->len);
 }
 
+/* A catalog version as lessons_flight shares it: the count, then the
+ * epoch's text with its NUL.  0 when the epoch does not fit.
+ */
+static apr_size_t lessons_catalog_pack(const lessons_catalog_t *cat,
+                                       unsigned char *buf)
+{
+    apr_size_t n = cat->epoch ? strlen(cat->epoch) + 1 : 0;
+
+    if (n == 0 || sizeof(cat->changes) + n > LESSONS_FLIGHT_MAX) {
+        return 0;
+    }
+    memcpy(buf, &cat->changes, sizeof(cat->changes));
+    memcpy(buf + sizeof(cat->changes), cat->epoch, n);
+    return sizeof(cat->changes) + n;
+}
+
+static int lessons_catalog_unpack(apr_pool_t *p, const unsigned char *buf,
+                                  apr_size_t len, lessons_catalog_t *cat)
+{
+    if (len <= sizeof(cat->changes) || buf[len - 1] != '\0') {
+        return 0;
+    }
+    memcpy(&cat->changes, buf, sizeof(cat->changes));
+    cat->epoch = apr_pstrmemdup(p, (const char *)buf + sizeof(cat->changes),
+                                len - sizeof(cat->changes) - 1);
+    return 1;
+}
+
+/* The catalog version from a read sent after this request began: one
+ * this process's threads share (lessons_flight), where the engine's
+ * reads are round trips, or one of its own.  *opened says whether the
+ * request holds a connection now.  DECLINED, or the answer.
+ */
+static int lessons_read_catalog(lessons_ctx *c, lessons_srv_conf *sconf,
+                                lessons_catalog_t *cat, int *opened)
+{
+    request_rec *r = c->r;
+    unsigned char buf[LESSONS_FLIGHT_MAX];
+    apr_size_t len = 0;
+    lessons_flight_e how = LESSONS_FLIGHT_ALONE;
+    const lessons_engine_t *engine;
+    const char *err = NULL;
+    lessons_store_e st;
+    int rc;
+
+    if (sconf->flight && apr_atomic_read32(&sconf->flight_on)) {
+        how = lessons_flight_join(sconf->flight, apr_time_now()
+                                  + apr_time_from_sec(lessons_db_timeout(sconf)),
+                                  buf, &len);
+        if (how == LESSONS_FLIGHT_SHARED
+            && lessons_catalog_unpack(r->pool, buf, len, cat)) {
+            *opened = 0;
+            return DECLINED;
+        }
+    }
+    rc = lessons_dbd_open(c);
+    *opened = rc == DECLINED;
+    if (rc != DECLINED) {
+        if (how == LESSONS_FLIGHT_LEAD) {
+            lessons_flight_land(sconf->flight, NULL, 0);
+        }
+        return rc;
+    }
+    st = lessons_store_catalog(&c->db, r->pool, cat, &err);
+    if (how == LESSONS_FLIGHT_LEAD) {
+        len = st == LESSONS_STORE_OK ? lessons_catalog_pack(cat, buf) : 0;
+        lessons_flight_land(sconf->flight, len ? buf : NULL, len);
+    }
+    if (st != LESSONS_STORE_OK) {
+        return lessons_dbd_failed(c, err);
+    }
+    engine = lessons_engine_of(c->db.driver);
+    if (sconf->flight && engine && engine->share_reads
+        && !apr_atomic_read32(&sconf->flight_on)) {
+        apr_atomic_set32(&sconf->flight_on, 1);
+    }
+    return DECLINED;
+}
+
 int lessons_read(lessons_ctx *c)
 {
     request_rec *r = c->r;
@@ -118,16 +199,12 @@ int lessons_read(lessons_ctx *c)
     lessons_cache_entry_t *e = NULL;
     lessons_catalog_t cat;
     lessons_doc_t doc;
-    const char *key = NULL, *version, *err = NULL;
+    const char *key = NULL, *version;
     apr_size_t key_len = 0;
-    int gzip, rc = lessons_dbd_open(c);
+    int gzip, opened = 0, rc = lessons_read_catalog(c, sconf, &cat, &opened);
 
     if (rc != DECLINED) {
         return rc;
-    }
-    if (lessons_store_catalog(&c->db, r->pool, &cat, &err)
-        != LESSONS_STORE_OK) {
-        return lessons_dbd_failed(c, err);
     }
     version = lessons_store_catalog_text(r->pool, &cat);
     gzip = lessons_etag_accepts_gzip(apr_table_get(r->headers_in,
@@ -137,6 +214,10 @@ int lessons_read(lessons_ctx *c)
         e = lessons_cache_get(cache, key, key_len, version, strlen(version));
     }
     if (!e) {
+        /* A shared version, and nothing built at it here yet. */
+        if (!opened && (rc = lessons_dbd_open(c)) != DECLINED) {
+            return rc;
+        }
         memset(&doc, 0, sizeof(doc));
         rc = lessons_build(c, &cat, &doc);
         if (rc != DECLINED) {

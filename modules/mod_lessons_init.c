@@ -291,6 +291,7 @@ void lessons_child_init(apr_pool_t *pchild, server_rec *s)
                               &waiting);
             sconf->gate = lessons_gate_make(pchild, slots, waiting,
                                             lessons_gate_stall(sconf));
+            sconf->flight = lessons_flight_make(pchild);
         }
     }
     lessons_keys_child_init(pchild, main);

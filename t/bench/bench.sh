@@ -125,7 +125,7 @@ ERROR_LOG=$WORK/logs/error.log
 cp "$MODULE" "$WORK/mod_lessons.so"
 cp "$BENCH_DIR/httpd.conf" "$WORK/httpd.conf"
 MODULE_SUM=$(sha256sum "$WORK/mod_lessons.so" | cut -c1-12)
-RESULTS=$WORK/out/results.tsv     # db route kind round rps p50 p99 requests non2xx sockerr
+RESULTS=$WORK/out/results.tsv     # db route kind round rps p50 p99 requests non2xx sockerr statements
 CGRES=$WORK/out/callgrind.tsv     # db route kind instructions-per-request
 META=$WORK/out/meta.tsv           # db key value
 : >"$RESULTS"; : >"$CGRES"; : >"$META"
@@ -221,18 +221,30 @@ parse_wrk() {
         END { $rps *= ($n - $bad) / $n if $n && $bad;
               print join("\t", $rps // 0, $p50 // 0, $p99 // 0, $n // 0, $bad // 0, $err // 0), "\n" }'
 }
-# wrk_run DB ROUTE KIND ROUND URL [wrk args]: one run, one line in RESULTS.
+# Statements PostgreSQL ran for the module (pg_stat_statements, which
+# counts each as it ends), and the counter's reset.
+pg_statements() {
+    pg_run -d lessons -At -c "SELECT coalesce(sum(calls), 0) FROM pg_stat_statements
+        WHERE query NOT ILIKE '%pg_stat_statements%'"
+}
+pg_statements_reset() { pg_run -d lessons -At -c 'SELECT pg_stat_statements_reset()' >/dev/null; }
+
+# wrk_run DB ROUTE KIND ROUND URL [wrk args]: one run, one line in RESULTS
+# (the statements PostgreSQL ran for it last, for the module's runs).
 wrk_run() {
-    local db=$1 route=$2 kind=$3 round=$4 u=$5 out conns=$CONNS
+    local db=$1 route=$2 kind=$3 round=$4 u=$5 out conns=$CONNS stmts=-
     shift 5
     [ "$route" != idmax ] || conns=$MAXCLIENTS
+    [ "$db:$kind" != pgsql:mod ] || pg_statements_reset
     out=$(wrk -t1 -c$conns -d${DUR}s --latency "$@" "$u" 2>&1) \
         || { printf '%s\n' "$out" >&2; die "wrk failed on $u"; }
+    [ "$db:$kind" != pgsql:mod ] || stmts=$(pg_statements)
     printf '== %s %s %s round %s\n%s\n' "$db" "$route" "$kind" "$round" "$out" >>"$WORK/out/wrk.log"
-    printf '%s\t%s\t%s\t%s\t%s\n' "$db" "$route" "$kind" "$round" \
-        "$(printf '%s\n' "$out" | parse_wrk)" >>"$RESULTS"
-    tail -n 1 "$RESULTS" | awk -F'\t' '{ printf "bench:   %-7s %-9s %-6s r%s %8.0f req/s  p50 %7.2f ms  p99 %7.2f ms%s\n",
-        $1, $2, $3, $4, $5, $6, $7, ($9 + $10 > 0 ? "  (" $9 " non-2xx/3xx, " $10 " socket errors)" : "") }' >&2
+    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$db" "$route" "$kind" "$round" \
+        "$(printf '%s\n' "$out" | parse_wrk)" "$stmts" >>"$RESULTS"
+    tail -n 1 "$RESULTS" | awk -F'\t' '{ printf "bench:   %-7s %-9s %-6s r%s %8.0f req/s  p50 %7.2f ms  p99 %7.2f ms%s%s\n",
+        $1, $2, $3, $4, $5, $6, $7, ($11 != "-" && $8 > 0 ? sprintf("  %.3f statements/req", $11 / $8) : ""),
+        ($9 + $10 > 0 ? "  (" $9 " non-2xx/3xx, " $10 " socket errors)" : "") }' >&2
 }
 
 # --- the databases --------------------------------------------------------
@@ -261,7 +273,8 @@ setup_pgsql() {
         # room for every pooled connection plus pgbench's 32.
         if "${AS_PG[@]}" "$PGBIN/pg_ctl" -D "$WORK/pg/data" -l "$WORK/pg/server.log" \
             -w -t 60 -o "-c listen_addresses=127.0.0.1 -p $PGPORT \
-                -c unix_socket_directories=$WORK/pg -c max_connections=300" \
+                -c unix_socket_directories=$WORK/pg -c max_connections=300 \
+                -c shared_preload_libraries=pg_stat_statements" \
             start >/dev/null 2>&1; then
             PG_STARTED=1
             break
@@ -270,6 +283,7 @@ setup_pgsql() {
     [ -n "$PG_STARTED" ] || { tail -n 20 "$WORK/pg/server.log" >&2; die "PostgreSQL did not start"; }
     "$PGBIN/createdb" -h 127.0.0.1 -p "$PGPORT" -U lessons lessons
     PGOPTIONS="-c client_min_messages=warning" pg_run -d lessons -f "$ROOT/sql/schema.pgsql.sql" >/dev/null
+    pg_run -d lessons -c 'CREATE EXTENSION pg_stat_statements' >/dev/null
     pg_run -d lessons -f "$BENCH_DIR/bench-lessons.sql" >/dev/null
     DBPARAMS="host=127.0.0.1 port=$PGPORT dbname=lessons user=lessons connect_timeout=5"
 }

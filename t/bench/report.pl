@@ -2,6 +2,7 @@
 # BENCHMARKS.md from make bench's measurements (t/bench/bench.sh).
 #   report.pl RESULTS CALLGRIND META "DBS"
 # RESULTS: db route kind round rps p50-ms p99-ms requests non2xx sockerr
+#          statements (PostgreSQL's, for the module's runs; else - or none)
 # CALLGRIND: db route kind instructions-per-request
 # META: db key value.  The rest comes from BENCH_* environment variables.
 use strict;
@@ -18,9 +19,11 @@ utf8::decode($_) for values %E;
 my (%runs, %cg, %meta);
 sub rows { my ($f) = @_; open my $fh, '<', $f or die "$f: $!"; map { chomp; [split /\t/] } <$fh> }
 for (rows($results)) {
-    my ($db, $route, $kind, $round, $rps, $p50, $p99, $n, $bad, $err) = @$_;
+    my ($db, $route, $kind, $round, $rps, $p50, $p99, $n, $bad, $err, $stmts) = @$_;
     push @{ $runs{$db}{$route}{$kind} }, { rps => $rps, p50 => $p50, p99 => $p99,
-                                            n => $n, bad => $bad, err => $err };
+                                            n => $n, bad => $bad, err => $err,
+                                            spr => defined $stmts && $stmts =~ /^\d+$/ && $n
+                                                   ? $stmts / $n : undef };
 }
 $cg{$_->[0]}{$_->[1]}{$_->[2]} = $_->[3] for rows($cgfile);
 $meta{$_->[0]}{$_->[1]} = $_->[2] for rows($metafile);
@@ -38,6 +41,8 @@ sub stat_of {
     $s{non2xx} += $_->{bad} for @$r;     # answers other than 2xx/3xx
     $s{sockerr} += $_->{err} for @$r;   # wrk: no answer (reset, closed)
     $s{rounds} = @$r;
+    my @spr = grep { defined } map { $_->{spr} } @$r;
+    $s{spr} = median(@spr) if @spr;     # statements per request
     return \%s;
 }
 sub num { my ($v) = @_; defined $v ? sprintf('%.0f', $v) =~ s/(\d)(?=(\d{3})+$)/$1,/gr : 'n/a' }
@@ -117,6 +122,12 @@ for my $db (@dbs) {
                 my $r = $hs && $hs->{rps} ? $s->{rps} / $hs->{rps} : undef;
                 push @t, sprintf('within 10%% of HS256 (%s): %s', x($r), defined $r ? verdict($r >= 0.9) : 'n/a');
             }
+        }
+        # What one PostgreSQL primary carries per GET (issue 19): the
+        # threads of a process share the catalog version's reads.
+        if (defined $s->{spr} && $route ne 'create' && $route ne 'update') {
+            push @t, sprintf('statements/req ≤ 0.25 (%.3f): %s', $s->{spr},
+                             verdict($s->{spr} <= 0.25));
         }
         push @t, sprintf('answers not 2xx/3xx: %d (target 0): %s', $s->{non2xx},
                          verdict($s->{non2xx} == 0));

@@ -1,0 +1,105 @@
+/* Licensed under the Apache License, Version 2.0.
+ *
+ * lessons_flight.c: shared reads (APR mutex and condition variable), one
+ * flight per server per process.  Reads are numbered as they are sent;
+ * a thread that asks when `sent` reads have been sent may take only the
+ * answer of read sent + 1 or later, whether one is on its way or not:
+ * the one on its way, if any, was sent before it asked.
+ */
+#include <string.h>
+
+#include "apr_thread_cond.h"
+#include "apr_thread_mutex.h"
+
+#include "lessons_flight.h"
+
+struct lessons_flight_t {
+    apr_thread_mutex_t *mutex;
+    apr_thread_cond_t *cond;
+    apr_uint64_t sent;              /* reads sent so far (the number of
+                                     * the newest) */
+    apr_uint64_t landed;            /* the number of the newest landed */
+    int flying;                     /* read `sent` is on its way */
+    int ok;                         /* the landed read answered */
+    apr_size_t len;
+    unsigned char value[LESSONS_FLIGHT_MAX];
+    apr_uint64_t shared;            /* answers taken from another's read */
+    int waiting;
+};
+
+lessons_flight_t *lessons_flight_make(apr_pool_t *p)
+{
+    lessons_flight_t *f = apr_pcalloc(p, sizeof(*f));
+
+    if (apr_thread_mutex_create(&f->mutex, APR_THREAD_MUTEX_DEFAULT, p)
+        != APR_SUCCESS
+        || apr_thread_cond_create(&f->cond, p) != APR_SUCCESS) {
+        return NULL;
+    }
+    return f;
+}
+
+lessons_flight_e lessons_flight_join(lessons_flight_t *f,
+                                     apr_time_t deadline, void *value,
+                                     apr_size_t *len)
+{
+    lessons_flight_e rc;
+    apr_uint64_t need;
+
+    apr_thread_mutex_lock(f->mutex);
+    need = f->sent + 1;
+    for (;;) {
+        apr_time_t now;
+
+        if (f->landed >= need) {
+            /* Sent after this call began: its answer, or read alone. */
+            rc = f->ok ? LESSONS_FLIGHT_SHARED : LESSONS_FLIGHT_ALONE;
+            if (f->ok) {
+                memcpy(value, f->value, f->len);
+                *len = f->len;
+                f->shared++;
+            }
+            break;
+        }
+        if (!f->flying) {
+            f->sent++;                  /* >= need: sent after the call */
+            f->flying = 1;
+            rc = LESSONS_FLIGHT_LEAD;
+            break;
+        }
+        now = apr_time_now();
+        if (now >= deadline) {
+            rc = LESSONS_FLIGHT_ALONE;
+            break;
+        }
+        f->waiting++;
+        apr_thread_cond_timedwait(f->cond, f->mutex, deadline - now);
+        f->waiting--;
+    }
+    apr_thread_mutex_unlock(f->mutex);
+    return rc;
+}
+
+void lessons_flight_land(lessons_flight_t *f, const void *value,
+                         apr_size_t len)
+{
+    apr_thread_mutex_lock(f->mutex);
+    f->ok = value != NULL && len <= LESSONS_FLIGHT_MAX;
+    f->len = f->ok ? len : 0;
+    if (f->ok && len) {
+        memcpy(f->value, value, len);
+    }
+    f->landed = f->sent;
+    f->flying = 0;
+    apr_thread_cond_broadcast(f->cond);
+    apr_thread_mutex_unlock(f->mutex);
+}
+
+void lessons_flight_stats(lessons_flight_t *f, lessons_flight_stats_t *st)
+{
+    apr_thread_mutex_lock(f->mutex);
+    st->reads = f->sent;
+    st->shared = f->shared;
+    st->waiting = f->waiting;
+    apr_thread_mutex_unlock(f->mutex);
+}

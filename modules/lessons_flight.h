@@ -1,0 +1,57 @@
+/* Licensed under the Apache License, Version 2.0.
+ *
+ * lessons_flight.h: one read of a small value (the catalog version)
+ * shared by the threads of a process that ask for it together.  Every
+ * GET must see each write that committed before it arrived, on any
+ * server; so a thread may take the answer of a read only if that read
+ * was sent after the thread asked.  Threads that ask while a read is on
+ * its way wait for it to land and share the next one; of those, the
+ * first to wake sends it.  With 32 clients on one database, most GETs
+ * then wait for a read instead of making one.
+ */
+#ifndef LESSONS_FLIGHT_H
+#define LESSONS_FLIGHT_H
+
+#include "apr_pools.h"
+#include "apr_time.h"
+
+#define LESSONS_FLIGHT_MAX  128     /* bytes of a shared answer */
+
+typedef struct lessons_flight_t lessons_flight_t;
+
+typedef enum {
+    LESSONS_FLIGHT_SHARED = 0,      /* *value holds a read sent after the
+                                     * call began */
+    LESSONS_FLIGHT_LEAD,            /* make the read, then land it */
+    LESSONS_FLIGHT_ALONE            /* read alone, without landing: the
+                                     * read this waited for failed, or the
+                                     * deadline came first */
+} lessons_flight_e;
+
+/* A flight in p (a child's pool); NULL if its lock cannot be made. */
+lessons_flight_t *lessons_flight_make(apr_pool_t *p);
+
+/* Ask for the value, waiting until deadline at most.  SHARED copies it
+ * into value (room for LESSONS_FLIGHT_MAX bytes) and sets *len.  After
+ * LEAD the caller must call lessons_flight_land, whatever happens.
+ */
+lessons_flight_e lessons_flight_join(lessons_flight_t *f,
+                                     apr_time_t deadline, void *value,
+                                     apr_size_t *len);
+
+/* The leader's answer: the value read (len at most LESSONS_FLIGHT_MAX),
+ * or NULL when the read failed (those waiting then read alone).
+ */
+void lessons_flight_land(lessons_flight_t *f, const void *value,
+                         apr_size_t len);
+
+/* What the flight has done so far (for tests and the log). */
+typedef struct {
+    apr_uint64_t reads;             /* reads sent */
+    apr_uint64_t shared;            /* answers taken from another's read */
+    int waiting;                    /* threads waiting now */
+} lessons_flight_stats_t;
+
+void lessons_flight_stats(lessons_flight_t *f, lessons_flight_stats_t *st);
+
+#endif /* LESSONS_FLIGHT_H */

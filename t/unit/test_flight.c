@@ -1,0 +1,250 @@
+/* Licensed under the Apache License, Version 2.0.
+ *
+ * test_flight.c: lessons_flight -- a thread takes only the answer of a
+ * read sent after it asked (never one on its way, never one that
+ * landed before); those that ask together share one; a failed read
+ * sends its waiters to read alone; the deadline holds.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "apr_thread_proc.h"
+#include "apr_time.h"
+
+#include "lessons_flight.h"
+
+#include "unit_pool.h"
+
+static int group_setup(void **state)
+{
+    (void)state;
+    return unit_pool_open();
+}
+
+#define SOON(ms) (apr_time_now() + apr_time_from_msec(ms))
+
+/* A thread that asks once and says what it got. */
+typedef struct {
+    lessons_flight_t *f;
+    apr_time_t deadline;
+    lessons_flight_e how;
+    char value[LESSONS_FLIGHT_MAX];
+    apr_size_t len;
+    int lead_lands;                 /* if it leads: 1 land "lead", 2 land
+                                     * a failure, 3 land too much */
+} asker_t;
+
+static void *APR_THREAD_FUNC ask(apr_thread_t *t, void *data)
+{
+    asker_t *a = data;
+
+    a->how = lessons_flight_join(a->f, a->deadline, a->value, &a->len);
+    static const char big[LESSONS_FLIGHT_MAX + 1];
+
+    if (a->how == LESSONS_FLIGHT_LEAD && a->lead_lands == 1) {
+        lessons_flight_land(a->f, "lead", 5);
+    }
+    else if (a->how == LESSONS_FLIGHT_LEAD && a->lead_lands == 2) {
+        lessons_flight_land(a->f, NULL, 0);
+    }
+    else if (a->how == LESSONS_FLIGHT_LEAD && a->lead_lands == 3) {
+        lessons_flight_land(a->f, big, sizeof(big));
+    }
+    apr_thread_exit(t, APR_SUCCESS);
+    return NULL;
+}
+
+static apr_thread_t *start(asker_t *a)
+{
+    apr_thread_t *t = NULL;
+
+    assert_int_equal(apr_thread_create(&t, NULL, ask, a, pool), APR_SUCCESS);
+    return t;
+}
+
+static void join_thread(apr_thread_t *t)
+{
+    apr_status_t rv;
+
+    assert_int_equal(apr_thread_join(&rv, t), APR_SUCCESS);
+}
+
+/* Until n threads wait in the flight (at most 5 s). */
+static void until_waiting(lessons_flight_t *f, int n)
+{
+    lessons_flight_stats_t st;
+    int i;
+
+    for (i = 0; i < 5000; i++) {
+        lessons_flight_stats(f, &st);
+        if (st.waiting >= n) {
+            return;
+        }
+        apr_sleep(apr_time_from_msec(1));
+    }
+    fail_msg("%d threads never waited", n);
+}
+
+/* Alone, every ask leads: an answer that landed before is never
+ * taken, however recent.
+ */
+static void test_alone_every_ask_reads(void **state)
+{
+    lessons_flight_t *f = lessons_flight_make(pool);
+    lessons_flight_stats_t st;
+    char v[LESSONS_FLIGHT_MAX];
+    apr_size_t len = 0;
+    int i;
+
+    (void)state;
+    assert_non_null(f);
+    for (i = 0; i < 3; i++) {
+        assert_int_equal(lessons_flight_join(f, SOON(1000), v, &len),
+                         LESSONS_FLIGHT_LEAD);
+        lessons_flight_land(f, "x", 2);
+    }
+    lessons_flight_stats(f, &st);
+    assert_int_equal(st.reads, 3);
+    assert_int_equal(st.shared, 0);
+}
+
+/* B asks while A's read is on its way: it must not take A's answer,
+ * and reads itself once A's has landed.
+ */
+static void test_never_a_read_sent_before(void **state)
+{
+    lessons_flight_t *f = lessons_flight_make(pool);
+    asker_t b;
+    apr_thread_t *t;
+    char v[LESSONS_FLIGHT_MAX];
+    apr_size_t len = 0;
+
+    (void)state;
+    assert_int_equal(lessons_flight_join(f, SOON(1000), v, &len),
+                     LESSONS_FLIGHT_LEAD);
+    memset(&b, 0, sizeof(b));
+    b.f = f;
+    b.deadline = SOON(5000);
+    t = start(&b);
+    until_waiting(f, 1);
+    lessons_flight_land(f, "old", 4);
+    join_thread(t);
+    assert_int_equal(b.how, LESSONS_FLIGHT_LEAD);
+    lessons_flight_land(f, "new", 4);
+}
+
+/* Read 1 is on its way (this thread leads it) when b and c ask, each
+ * landing its own read as lands says if it leads; then read 1 lands and
+ * both are done.
+ */
+static lessons_flight_t *two_ask_during_read_one(int lands, asker_t *b,
+                                                 asker_t *c)
+{
+    lessons_flight_t *f = lessons_flight_make(pool);
+    apr_thread_t *tb, *tc;
+    char v[LESSONS_FLIGHT_MAX];
+    apr_size_t len = 0;
+
+    assert_int_equal(lessons_flight_join(f, SOON(1000), v, &len),
+                     LESSONS_FLIGHT_LEAD);
+    memset(b, 0, sizeof(*b));
+    b->f = f;
+    b->deadline = SOON(5000);
+    b->lead_lands = lands;
+    *c = *b;
+    tb = start(b);
+    tc = start(c);
+    until_waiting(f, 2);
+    lessons_flight_land(f, "old", 4);
+    join_thread(tb);
+    join_thread(tc);
+    return f;
+}
+
+/* B and C ask while A's read is on its way: after it lands, one of
+ * them reads and the other takes that read's answer.
+ */
+static void test_those_who_ask_together_share(void **state)
+{
+    lessons_flight_stats_t st;
+    asker_t b, c, *shared;
+    lessons_flight_t *f = two_ask_during_read_one(1, &b, &c);
+
+    (void)state;
+    assert_true((b.how == LESSONS_FLIGHT_LEAD && c.how == LESSONS_FLIGHT_SHARED)
+                || (c.how == LESSONS_FLIGHT_LEAD
+                    && b.how == LESSONS_FLIGHT_SHARED));
+    shared = b.how == LESSONS_FLIGHT_SHARED ? &b : &c;
+    assert_int_equal(shared->len, 5);
+    assert_string_equal(shared->value, "lead");
+    lessons_flight_stats(f, &st);
+    assert_int_equal(st.reads, 2);
+    assert_int_equal(st.shared, 1);
+}
+
+/* Two ask while read 1 is on its way; one of them sends read 2, which
+ * fails (lands = 2) or answers more than can be shared (lands = 3):
+ * the other, which waited for it, reads alone.  The next ask leads.
+ */
+static void one_fails(int lands)
+{
+    asker_t b, c;
+    lessons_flight_t *f = two_ask_during_read_one(lands, &b, &c);
+    char v[LESSONS_FLIGHT_MAX];
+    apr_size_t len = 0;
+
+    assert_true((b.how == LESSONS_FLIGHT_LEAD && c.how == LESSONS_FLIGHT_ALONE)
+                || (c.how == LESSONS_FLIGHT_LEAD
+                    && b.how == LESSONS_FLIGHT_ALONE));
+    assert_int_equal(lessons_flight_join(f, SOON(1000), v, &len),
+                     LESSONS_FLIGHT_LEAD);
+    lessons_flight_land(f, "x", 2);
+}
+
+static void test_failed_read_sends_waiters_alone(void **state)
+{
+    (void)state;
+    one_fails(2);
+}
+
+static void test_too_large_is_not_shared(void **state)
+{
+    (void)state;
+    one_fails(3);
+}
+
+/* A read that never lands: the waiter leaves at its deadline, alone. */
+static void test_deadline(void **state)
+{
+    lessons_flight_t *f = lessons_flight_make(pool);
+    char v[LESSONS_FLIGHT_MAX];
+    apr_size_t len = 0;
+    apr_time_t t0;
+
+    (void)state;
+    assert_int_equal(lessons_flight_join(f, SOON(1000), v, &len),
+                     LESSONS_FLIGHT_LEAD);
+    t0 = apr_time_now();
+    assert_int_equal(lessons_flight_join(f, SOON(100), v, &len),
+                     LESSONS_FLIGHT_ALONE);
+    assert_true(apr_time_now() - t0 >= apr_time_from_msec(90));
+    lessons_flight_land(f, "x", 2);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_alone_every_ask_reads),
+        cmocka_unit_test(test_never_a_read_sent_before),
+        cmocka_unit_test(test_those_who_ask_together_share),
+        cmocka_unit_test(test_failed_read_sends_waiters_alone),
+        cmocka_unit_test(test_deadline),
+        cmocka_unit_test(test_too_large_is_not_shared),
+    };
+
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
