@@ -244,7 +244,9 @@ typedef struct {
     lessons_db_t db;
     apr_pool_t *db_pool;            /* lives as long as the connection */
     lessons_route_t route;
-    apr_time_t deadline;            /* LessonsDBTimeout, from db_open */
+    apr_time_t deadline;            /* LessonsDBTimeout, from the first
+                                     * wait for the database (0: none
+                                     * yet) */
     int writing;                    /* holds the SQLite writers' mutex */
     int quiet;                      /* database faults are logged, not
                                      * answered: the caller answers */

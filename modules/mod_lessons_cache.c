@@ -157,9 +157,10 @@ static int lessons_read_catalog(lessons_ctx *c, lessons_srv_conf *sconf,
     int rc;
 
     if (sconf->flight && apr_atomic_read32(&sconf->flight_on)) {
-        how = lessons_flight_join(sconf->flight, apr_time_now()
-                                  + apr_time_from_sec(lessons_db_timeout(sconf)),
-                                  buf, &len);
+        /* One bound for the wait here and the connection's after it. */
+        c->deadline = apr_time_now()
+                      + apr_time_from_sec(lessons_db_timeout(sconf));
+        how = lessons_flight_join(sconf->flight, c->deadline, buf, &len);
         if (how == LESSONS_FLIGHT_SHARED
             && lessons_catalog_unpack(r->pool, buf, len, cat)) {
             *opened = 0;

@@ -111,7 +111,11 @@ int lessons_dbd_open(lessons_ctx *c)
     lessons_srv_conf *sconf =
         ap_get_module_config(r->server->module_config, &lessons_module);
     apr_interval_time_t bound = apr_time_from_sec(lessons_db_timeout(sconf));
-    apr_time_t deadline = c->deadline = apr_time_now() + bound;
+    /* The request's bound, from its first wait (the shared version
+     * read's, if it waited for one) on.
+     */
+    apr_time_t deadline = c->deadline ? c->deadline
+                                      : (c->deadline = apr_time_now() + bound);
     apr_interval_time_t left;
     lessons_db_fault_e fault;
     const char *err = NULL;
