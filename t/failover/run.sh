@@ -75,9 +75,11 @@ P1=$(pick_port); P2=$(pick_port "$P1")
 start_pg primary "$P1"
 pg psql -X -q -h 127.0.0.1 -p "$P1" -U postgres -d postgres \
     -c "CREATE ROLE app LOGIN" -c "CREATE DATABASE lessons OWNER app" >/dev/null
+# Read by this shell, not by psql as the PostgreSQL user: the tree may
+# sit where only its owner can read (a clone in a mktemp -d directory).
 for f in schema.pgsql.sql sample-lessons.sql; do
     PGOPTIONS="-c client_min_messages=warning" pg psql -X -q -h 127.0.0.1 -p "$P1" \
-        -U app -d lessons -v ON_ERROR_STOP=1 -f "$ROOT/sql/$f" >/dev/null
+        -U app -d lessons -v ON_ERROR_STOP=1 -f - <"$ROOT/sql/$f" >/dev/null
 done
 pg pg_basebackup -h 127.0.0.1 -p "$P1" -U postgres -D "$WORK/standby" -R -X stream -c fast \
     >/dev/null 2>&1 || die "pg_basebackup failed"
