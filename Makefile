@@ -32,7 +32,10 @@ ENGINE_CFLAGS = $(foreach e,$(ENGINES),-DLESSONS_ENGINE_$(shell echo $(e) | tr a
 # The libjwt built against, by its own word (what it can verify is asked
 # of it at start-up: modules/lessons_jwtcaps.c).
 LIBJWT_VERSION := $(shell pkg-config --modversion libjwt 2>/dev/null)
-LIBJWT_CFLAGS   = $(if $(LIBJWT_VERSION),-DLESSONS_LIBJWT_VERSION='"$(LIBJWT_VERSION)"')
+# 1.16 and later name PS256/384/512 (whether they verify them is asked too).
+LIBJWT_PS_NAMES := $(shell pkg-config --atleast-version=1.16 libjwt 2>/dev/null && echo 1)
+LIBJWT_CFLAGS   = $(if $(LIBJWT_VERSION),-DLESSONS_LIBJWT_VERSION='"$(LIBJWT_VERSION)"') \
+                  $(if $(LIBJWT_PS_NAMES),-DLESSONS_LIBJWT_PS_NAMES=1)
 LIBS       = -ljansson -ljwt -lcrypto -lcurl $(foreach e,$(ENGINES),$(ENGINE_LIBS_$(e))) -lz
 
 # The httpd-free units and the httpd-facing files of the module itself
@@ -382,7 +385,7 @@ test-release:
 	@$(MAKE) -s --no-print-directory all $(UNIT_TESTS) test-tools
 	@$(mine)
 	@$(with_counts); $(run_units); $(run_house); $(call run_integration,); \
-	    $(call run_fragment_suites_of,t/package/package-test.sh); $(summary)
+	    $(call run_fragment_suites_of,t/package/package-test.sh $(JWT_FLAVOR_SUITE)); $(summary)
 
 # The day-to-day subset (a few minutes): unit tests, the house checks and
 # the integration suite on SQLite.  make test (what CI runs) runs it all.

@@ -48,7 +48,8 @@ static const command_rec lessons_cmds[] = {
     AP_INIT_TAKE_ARGV("LessonsJWTKey", lessons_set_key, NULL,
                       RSRC_CONF | ACCESS_CONF,
                       "One or more JWT algorithms (HS256, HS384, HS512, "
-                      "RS256, RS384, RS512, ES256, ES384, ES512), then the "
+                      "RS256, RS384, RS512, ES256, ES384, ES512; PS256, PS384, "
+                      "PS512 where the libjwt in use verifies them), then the "
                       "key file (a shared secret, a PEM public key or a "
                       "JWKS) or an https:// JWKS URL that verifies tokens"),
     AP_INIT_TAKE_ARGV("LessonsJWTAlgorithm", lessons_set_alg, NULL,

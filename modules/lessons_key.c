@@ -34,6 +34,14 @@ static const struct {
     { "ES256", JWT_ALG_ES256, "prime256v1" },
     { "ES384", JWT_ALG_ES384, "secp384r1" },
     { "ES512", JWT_ALG_ES512, "secp521r1" },
+#ifdef LESSONS_LIBJWT_PS_NAMES
+    /* Named here where libjwt's headers name them; taken only where the
+     * libjwt in use verifies them (lessons_jwtcaps).
+     */
+    { "PS256", JWT_ALG_PS256, NULL },
+    { "PS384", JWT_ALG_PS384, NULL },
+    { "PS512", JWT_ALG_PS512, NULL },
+#endif
 };
 
 #define LESSONS_NALGS (sizeof(lessons_algs) / sizeof(lessons_algs[0]))
@@ -48,6 +56,17 @@ jwt_alg_t lessons_alg_parse(const char *name)
         }
     }
     return JWT_ALG_INVAL;
+}
+
+int lessons_alg_is_pss(jwt_alg_t alg)
+{
+#ifdef LESSONS_LIBJWT_PS_NAMES
+    return alg == JWT_ALG_PS256 || alg == JWT_ALG_PS384
+           || alg == JWT_ALG_PS512;
+#else
+    (void)alg;
+    return 0;
+#endif
 }
 
 const char *lessons_file_read(apr_pool_t *p, const char *path,
@@ -247,6 +266,11 @@ int lessons_key_allows(const lessons_key_t *key, jwt_alg_t alg)
     case JWT_ALG_RS256:
     case JWT_ALG_RS384:
     case JWT_ALG_RS512:
+#ifdef LESSONS_LIBJWT_PS_NAMES
+    case JWT_ALG_PS256:
+    case JWT_ALG_PS384:
+    case JWT_ALG_PS512:
+#endif
         return key->type == LESSONS_KEY_RSA
                && key->bits >= LESSONS_RSA_MIN_BITS;
     case JWT_ALG_ES256:
@@ -288,7 +312,7 @@ const char *lessons_key_misfit(apr_pool_t *p, const lessons_key_t *key,
                             "(\"-----BEGIN PUBLIC KEY-----\"); this is not "
                             "one", name);
     }
-    if (name[0] == 'R') {
+    if (name[0] == 'R' || name[0] == 'P') {
         if (key->type != LESSONS_KEY_RSA) {
             return apr_psprintf(p, "%s needs an RSA public key", name);
         }

@@ -34,10 +34,16 @@ typedef struct {
 } lessons_key_t;
 
 /* Parse an algorithm as the admin writes it: exactly one of HS256,
- * HS384, HS512, RS256, RS384, RS512, ES256, ES384, ES512 (upper case).
- * Returns JWT_ALG_INVAL for anything else, "none" included.
+ * HS384, HS512, RS256, RS384, RS512, ES256, ES384, ES512, and PS256,
+ * PS384, PS512 where libjwt's headers name them (1.16 and later), upper
+ * case.  Returns JWT_ALG_INVAL for anything else, "none" included.
  */
 jwt_alg_t lessons_alg_parse(const char *name);
+
+/* Is alg one of PS256/384/512 (which only some builds of libjwt
+ * verify: lessons_jwtcaps)?
+ */
+int lessons_alg_is_pss(jwt_alg_t alg);
 
 /* The whole of a file (what names it in messages: "key file", "CA
  * file"), NUL-terminated, in p: at most max bytes, a regular file, not
@@ -66,7 +72,8 @@ const char *lessons_key_make(apr_pool_t *p, const unsigned char *data,
 
 /* Does the key allow this algorithm?  The key decides: a secret of at
  * least LESSONS_HMAC_MIN_BYTES only HS*, an RSA key of at least
- * LESSONS_RSA_MIN_BITS only RS*, an EC key only the ES* of its curve.
+ * LESSONS_RSA_MIN_BITS only RS* (and PS*), an EC key only the ES* of
+ * its curve.
  * Cheap: called wherever a key meets a token.
  */
 int lessons_key_allows(const lessons_key_t *key, jwt_alg_t alg);

@@ -37,6 +37,10 @@ static const struct {
     { "RS384", JWT_ALG_RS384 }, { "RS512", JWT_ALG_RS512 },
     { "ES256", JWT_ALG_ES256 }, { "ES384", JWT_ALG_ES384 },
     { "ES512", JWT_ALG_ES512 },
+#ifdef LESSONS_LIBJWT_PS_NAMES
+    { "PS256", JWT_ALG_PS256 }, { "PS384", JWT_ALG_PS384 },
+    { "PS512", JWT_ALG_PS512 },     /* read with LESSONS_JWKS_PSS only */
+#endif
 };
 
 #define LESSONS_NJWS (sizeof(lessons_jws_algs) / sizeof(lessons_jws_algs[0]))
@@ -150,6 +154,7 @@ typedef struct {
     int index;
     const char *kid;                /* in p, or NULL */
     int public_only;                /* oct keys are skipped, not read */
+    int pss;                        /* PS* keys are read, not skipped */
     int secrets;                    /* ... and counted here */
 } lessons_jwk_ctx_t;
 
@@ -570,7 +575,9 @@ static const char *lessons_jwk_not_ours(lessons_jwk_ctx_t *c,
                 jwk->alg = lessons_jws_algs[i].alg;
             }
         }
-        if (jwk->alg == JWT_ALG_NONE) {
+        if (jwk->alg == JWT_ALG_NONE
+            || (lessons_alg_is_pss(jwk->alg) && !c->pss)) {
+            jwk->alg = JWT_ALG_NONE;
             return apr_psprintf(c->tmp, "\"alg\" \"%s\" is not one we "
                                 "verify", lessons_printable(c->tmp, alg,
                                                             LESSONS_SHOW_MAX));
@@ -767,6 +774,7 @@ static const char *lessons_jwks_from_root(apr_pool_t *p, apr_pool_t *tmp,
     c.p = p;
     c.tmp = tmp;
     c.public_only = (flags & LESSONS_JWKS_PUBLIC_ONLY) != 0;
+    c.pss = (flags & LESSONS_JWKS_PSS) != 0;
     for (i = 0; i < n; i++) {
         lessons_jwk_t *jwk = &list[set->nkeys];
 
@@ -880,6 +888,13 @@ const char *lessons_keyset_from_key(apr_pool_t *p, const lessons_key_t *key,
 const char *lessons_keyset_make(apr_pool_t *p, const unsigned char *data,
                                 apr_size_t len, lessons_keyset_t **set)
 {
+    return lessons_keyset_make_ex(p, data, len, 0, set);
+}
+
+const char *lessons_keyset_make_ex(apr_pool_t *p, const unsigned char *data,
+                                   apr_size_t len, int flags,
+                                   lessons_keyset_t **set)
+{
     lessons_key_t *key = NULL;
     json_t *root;
     apr_size_t i = 0;
@@ -895,7 +910,8 @@ const char *lessons_keyset_make(apr_pool_t *p, const unsigned char *data,
     }
     if (i < len && data[i] == '{') {
         if (len > LESSONS_JWKS_MAX_BYTES) {
-            return lessons_keyset_parse_jwks(p, (const char *)data, len, set);
+            return lessons_keyset_parse_jwks_ex(p, (const char *)data, len,
+                                                flags, set);
         }
         /* A JWKS by its "keys"; JSON that fails to parse gets the
          * parser's words.  Any other JSON (a lone JWK) is refused by
@@ -905,7 +921,8 @@ const char *lessons_keyset_make(apr_pool_t *p, const unsigned char *data,
         jwks = !root || json_object_get(root, "keys") != NULL;
         json_decref(root);
         if (jwks) {
-            return lessons_jwks_load(p, (const char *)data, len, 0, set);
+            return lessons_jwks_load(p, (const char *)data, len, flags,
+                                     set);
         }
     }
     msg = lessons_key_make(p, data, len, &key);
@@ -916,6 +933,19 @@ const char *lessons_keyset_make(apr_pool_t *p, const unsigned char *data,
 }
 
 /* ------------------------------------------------------------- lookups */
+
+int lessons_algs_name_pss(lessons_algs_t algs)
+{
+    size_t a;
+
+    for (a = 0; a < LESSONS_NJWS; a++) {
+        if ((algs & LESSONS_ALG_BIT(lessons_jws_algs[a].alg))
+            && lessons_alg_is_pss(lessons_jws_algs[a].alg)) {
+            return 1;
+        }
+    }
+    return 0;
+}
 
 int lessons_jwk_allows(const lessons_jwk_t *jwk, jwt_alg_t alg)
 {

@@ -62,6 +62,11 @@ typedef struct {
 const char *lessons_keyset_make(apr_pool_t *p, const unsigned char *data,
                                 apr_size_t len, lessons_keyset_t **set);
 
+/* The same with lessons_keyset_parse_jwks_ex's flags for a JWKS. */
+const char *lessons_keyset_make_ex(apr_pool_t *p, const unsigned char *data,
+                                   apr_size_t len, int flags,
+                                   lessons_keyset_t **set);
+
 /* Parse a JWKS document (a file's, or one fetched from a URL) into a
  * set in p.  Refused, with a message: not a JSON object with a "keys"
  * array; more than LESSONS_JWKS_MAX_BYTES or LESSONS_JWKS_MAX_KEYS;
@@ -77,20 +82,26 @@ const char *lessons_keyset_make(apr_pool_t *p, const unsigned char *data,
  * not fit the key's type and curve; a "use" that is not a string;
  * "key_ops" without "verify".  Skipped (counted in skipped, not an
  * error): "use" other than "sig", an "alg" that is not a JWS algorithm
- * libjwt verifies (RSA-OAEP, PS256, EdDSA...), a kty other than RSA, EC
- * and oct.
+ * libjwt verifies (RSA-OAEP, EdDSA...; PS256/384/512 without
+ * LESSONS_JWKS_PSS), a kty other than RSA, EC and oct.
  */
 const char *lessons_keyset_parse_jwks(apr_pool_t *p, const char *json,
                                       apr_size_t len, lessons_keyset_t **set);
 
 /* The same with flags: LESSONS_JWKS_PUBLIC_ONLY skips "oct" keys (shared
  * secrets) as well, counting them in secrets_skipped: for a keys URL,
- * whose set anyone can read.  A set left with no key is refused.
+ * whose set anyone can read.  LESSONS_JWKS_PSS reads keys whose "alg" is
+ * PS256/384/512, for a libjwt that verifies them (lessons_jwtcaps).  A
+ * set left with no key is refused.
  */
 #define LESSONS_JWKS_PUBLIC_ONLY  1
+#define LESSONS_JWKS_PSS          2
 const char *lessons_keyset_parse_jwks_ex(apr_pool_t *p, const char *json,
                                          apr_size_t len, int flags,
                                          lessons_keyset_t **set);
+
+/* Does algs hold PS256, PS384 or PS512? */
+int lessons_algs_name_pss(lessons_algs_t algs);
 
 /* A set of exactly one key (no kid, no alg of its own). */
 const char *lessons_keyset_from_key(apr_pool_t *p, const lessons_key_t *key,

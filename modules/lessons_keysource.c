@@ -346,7 +346,8 @@ const char *lessons_keysource_fetch_url(void *baton, apr_pool_t *set_pool,
         return err;
     }
     err = lessons_keyset_parse_jwks_ex(set_pool, body, len,
-                                       LESSONS_JWKS_PUBLIC_ONLY, &made);
+                                       LESSONS_JWKS_PUBLIC_ONLY
+                                       | url->jwks_flags, &made);
     if (!err) {
         err = lessons_keyset_check(scratch, made, url->algs);
     }

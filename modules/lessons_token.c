@@ -407,8 +407,10 @@ static lessons_token_e lessons_header_check(const lessons_token_policy_t *pol,
 
     *talg = json_is_string(alg) ? lessons_alg_parse(json_string_value(alg))
                                 : JWT_ALG_INVAL;
+    /* PS* only where libjwt verifies them, whatever a merge gave. */
     if (*talg == JWT_ALG_INVAL
-        || !(lessons_policy_algs(pol) & LESSONS_ALG_BIT(*talg))) {
+        || !(lessons_policy_algs(pol) & LESSONS_ALG_BIT(*talg))
+        || (lessons_alg_is_pss(*talg) && !(pol->caps & LESSONS_JWTCAP_PSS))) {
         return LESSONS_TOKEN_BAD_ALG;
     }
     if (json_object_get(header, "crit")) {

@@ -312,6 +312,11 @@ const char *lessons_set_export_claim(cmd_parms *cmd, void *dconf,
 const char *lessons_set_cors_origin(cmd_parms *cmd, void *dconf,
                                     const char *arg);
 
+/* mod_lessons_config.c: the lessons_keyset_parse_jwks_ex flags that the
+ * libjwt in use can serve (LESSONS_JWKS_PSS where it verifies PS*).
+ */
+int lessons_jwks_flags(void);
+
 /* mod_lessons_config.c: the values in effect, defaults applied */
 void lessons_policy_of(const lessons_dir_conf *conf, unsigned jwt_caps,
                        lessons_token_policy_t *policy);

@@ -248,27 +248,32 @@ static const char *lessons_libjwt_cannot(cmd_parms *cmd, const char *what,
                         lessons_jwtcaps_built_with(), why, known, instead);
 }
 
-/* PS256/384/512 (RSASSA-PSS): neither Debian release's libjwt verifies
- * them (1.10 knows no PS*; 1.17's OpenSSL build leaves them out of its
- * verification, fixed upstream in 1.18.1); where one does, this module
- * does not take them yet either, and says so.
+/* PS256/384/512 (RSASSA-PSS) are taken where the libjwt in use verifies
+ * them, found out by a known token (neither Debian release's libjwt-dev
+ * does: 1.10 knows no PS*; 1.17's OpenSSL build leaves them out of its
+ * verification, fixed upstream in 1.18.1; its GnuTLS build verifies
+ * them).  NULL, or why not.
  */
 static const char *lessons_pss_refused(cmd_parms *cmd, const char *name)
 {
-    const char *what = apr_psprintf(cmd->pool, "%s: %s", cmd->cmd->name,
-                                    name);
-
-    if (!(lessons_jwtcaps_probe() & LESSONS_JWTCAP_PSS)) {
-        return lessons_libjwt_cannot(cmd, what, "verifies no PS256/384/512 "
-                                     "token", "PS256", "libjwt 1.16 and "
-                                     "later built with GnuTLS, or 1.18.1 "
-                                     "and later with OpenSSL, do. Use "
-                                     "RS256/384/512 with the same RSA key");
+    if (lessons_jwtcaps_probe() & LESSONS_JWTCAP_PSS) {
+        return NULL;
     }
-    return apr_psprintf(cmd->pool, "%s: the libjwt in use verifies "
-                        "PS256/384/512, but this release of mod_lessons does "
-                        "not take them yet; use RS256/384/512 with the same "
-                        "RSA key", what);
+    return lessons_libjwt_cannot(cmd, apr_psprintf(cmd->pool, "%s: %s",
+                                                   cmd->cmd->name, name),
+                                 "verifies no PS256/384/512 token", "PS256",
+                                 "libjwt 1.16 and later built with GnuTLS, "
+                                 "or 1.18.1 and later with OpenSSL, do. Use "
+                                 "RS256/384/512 with the same RSA key");
+}
+
+/* The JWKS flags for this process's libjwt: PS* keys are read where it
+ * verifies them, skipped with the others it cannot verify elsewhere.
+ */
+int lessons_jwks_flags(void)
+{
+    return lessons_jwtcaps_probe() & LESSONS_JWTCAP_PSS ? LESSONS_JWKS_PSS
+                                                        : 0;
 }
 
 /* LessonsJWTAlgorithm ALG...: one or more, each exactly as RFC 7518
@@ -279,6 +284,7 @@ const char *lessons_set_alg(cmd_parms *cmd, void *dconf,
 {
     lessons_dir_conf *conf = dconf;
     lessons_algs_t algs = 0;
+    const char *err;
     int i;
 
     if (conf->algs) {
@@ -293,16 +299,21 @@ const char *lessons_set_alg(cmd_parms *cmd, void *dconf,
     for (i = 0; i < argc; i++) {
         jwt_alg_t alg = lessons_alg_parse(argv[i]);
 
-        if (alg == JWT_ALG_INVAL && strncmp(argv[i], "PS", 2) == 0
+        /* PS* by name too: libjwt's headers before 1.16 know none. */
+        if ((alg == JWT_ALG_INVAL || lessons_alg_is_pss(alg))
+            && strncmp(argv[i], "PS", 2) == 0
             && (!strcmp(argv[i] + 2, "256") || !strcmp(argv[i] + 2, "384")
-                || !strcmp(argv[i] + 2, "512"))) {
-            return lessons_pss_refused(cmd, argv[i]);
+                || !strcmp(argv[i] + 2, "512"))
+            && (err = lessons_pss_refused(cmd, argv[i])) != NULL) {
+            return err;
         }
         if (alg == JWT_ALG_INVAL) {
             return apr_psprintf(cmd->pool, "%s: unknown or unsupported "
                                 "algorithm '%s'; use one of HS256, HS384, "
                                 "HS512, RS256, RS384, RS512, ES256, ES384, "
-                                "ES512", cmd->cmd->name, argv[i]);
+                                "ES512%s", cmd->cmd->name, argv[i],
+                                lessons_jwks_flags() & LESSONS_JWKS_PSS
+                                ? ", PS256, PS384, PS512" : "");
         }
         algs |= LESSONS_ALG_BIT(alg);
         conf->alg_name = i ? apr_pstrcat(cmd->pool, conf->alg_name, " ",
@@ -333,7 +344,8 @@ const char *lessons_set_key_file(cmd_parms *cmd, void *dconf,
     }
     err = lessons_key_read(cmd->pool, path, &data, &len);
     if (!err) {
-        err = lessons_keyset_make(cmd->pool, data, len, &set);
+        err = lessons_keyset_make_ex(cmd->pool, data, len,
+                                     lessons_jwks_flags(), &set);
     }
     if (err) {
         return apr_psprintf(cmd->pool, "%s %s: %s", cmd->cmd->name, path,

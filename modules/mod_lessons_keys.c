@@ -175,6 +175,13 @@ void lessons_keys_child_init(apr_pool_t *pchild, server_rec *s)
         src->fetch.ca_pem = src->ca_pem;
         src->fetch.ca_len = src->ca_len;
         src->fetch.algs = src->algs;
+        /* A provider's PS* keys are read only for sections that name
+         * PS*, which start-up allows only where libjwt verifies them;
+         * for the others they are skipped, as keys of an algorithm we do
+         * not verify, rather than refusing the provider's whole set.
+         */
+        src->fetch.jwks_flags = lessons_algs_name_pss(src->algs)
+                                ? LESSONS_JWKS_PSS : 0;
         src->fetch.connect_timeout_ms = LESSONS_KEYS_CONNECT_MS;
         src->fetch.total_timeout_ms = LESSONS_KEYS_TOTAL_MS;
         src->fetch.max_redirects = LESSONS_KEYS_REDIRECTS;

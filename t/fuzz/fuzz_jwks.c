@@ -1,7 +1,8 @@
 /* Licensed under the Apache License, Version 2.0.
  *
  * fuzz_jwks.c: the bytes of a key file or a fetched key set: a JWKS
- * parsed as a file's and as a keys URL's (public keys only), each JWK
+ * parsed as a file's and as a keys URL's (public keys only, PS* keys
+ * read as where libjwt verifies them), each JWK
  * checked and turned into PEM (OpenSSL), a secret or a PEM public key
  * (lessons_keyset_make), then the set checked against every algorithm
  * and looked up by kid.
@@ -20,7 +21,7 @@ static void use_set(apr_pool_t *p, const lessons_keyset_t *set)
     lessons_algs_t all = 0;
     int i;
 
-    for (i = JWT_ALG_HS256; i <= JWT_ALG_ES512; i++) {
+    for (i = JWT_ALG_HS256; i < JWT_ALG_TERM; i++) {     /* PS* too */
         all |= LESSONS_ALG_BIT(i);
     }
     lessons_keyset_check(p, set, all);
@@ -47,8 +48,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         use_set(p, set);
     }
     set = NULL;
-    if (!lessons_keyset_parse_jwks_ex(p, text, size, LESSONS_JWKS_PUBLIC_ONLY,
-                                      &set) && set) {
+    if (!lessons_keyset_parse_jwks_ex(p, text, size, LESSONS_JWKS_PUBLIC_ONLY
+                                      | LESSONS_JWKS_PSS, &set) && set) {
         use_set(p, set);
     }
     set = NULL;

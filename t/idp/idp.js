@@ -79,7 +79,7 @@ const { OAuth2Server } = require('oauth2-mock-server');
 const jose = require('jose');
 
 const HOST = '127.0.0.1';
-const ALGS = ['RS256', 'RS384', 'RS512', 'ES256', 'ES384', 'ES512'];
+const ALGS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512'];
 const JWKS_PATH = '/jwks';
 const DISCOVERY_PATH = '/.well-known/openid-configuration';
 const TOKEN_PATH = '/token';

@@ -158,7 +158,7 @@ sub rsa_public_pem {
 }
 
 # token(%opt): jwt() with the test keys filled in by algorithm: HS* the
-# shared secret, RS* the RSA private key, ES* the EC private key.
+# shared secret, RS* and PS* the RSA private key, ES* the EC private key.
 sub token {
     my %o = @_;
     my $alg = exists $o{sign_alg} ? $o{sign_alg}
@@ -166,7 +166,7 @@ sub token {
             : 'HS256';
     if (!exists $o{key} && defined $alg) {
         $o{key} = $alg =~ /\AHS/i ? hs_secret()
-                : $alg =~ /\ARS/i ? env('LESSONS_TEST_RSA_KEY')
+                : $alg =~ /\A[RP]S/i ? env('LESSONS_TEST_RSA_KEY')
                 : $alg =~ /\AES/i ? env('LESSONS_TEST_EC_KEY')
                 : undef;
     }

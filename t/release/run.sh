@@ -19,6 +19,8 @@
 # LESSONS_RELEASE_ROOTS   where roots are kept (default
 #                         /var/cache/mod-lessons/roots)
 # LESSONS_RELEASE_FRESH=1 make the root again from nothing
+# LESSONS_RELEASE_TARGET  the make target run in the root (default
+#                         test-release; e.g. jwt-flavor-test)
 set -uo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -26,7 +28,7 @@ SRC=$(cd "$HERE/../.." && pwd)
 START=$(date +%s)
 
 if [ "$(id -u)" -ne 0 ]; then
-    exec sudo --preserve-env=INTEGRATION_COUNTS,LESSONS_RELEASE_ROOTS,LESSONS_RELEASE_FRESH,CI \
+    exec sudo --preserve-env=INTEGRATION_COUNTS,LESSONS_RELEASE_ROOTS,LESSONS_RELEASE_FRESH,LESSONS_RELEASE_TARGET,CI \
         "$0" "$@"
 fi
 
@@ -150,7 +152,7 @@ chroot "$ROOT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
     NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt \
     /bin/bash -c 'cd /src && update-ca-certificates >/dev/null 2>&1;
         apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get -y -q upgrade >/dev/null
-        make -s test-release; echo $? >/src/.rc' \
+        make -s "$0"; echo $? >/src/.rc' "${LESSONS_RELEASE_TARGET:-test-release}" \
     2>&1 | tee "$OUT" | sed -u "s/^/$OTHER: /" &
 wait $!
 RUNNING=""

@@ -153,11 +153,12 @@ static const char *oct_members(const char *k)
     return apr_psprintf(pool, "\"kty\":\"oct\",\"k\":\"%s\"", k);
 }
 
-static const lessons_keyset_t *parse_ok(const char *json)
+/* A set parsed with flags (lessons_keyset_parse_jwks_ex), or fail. */
+static lessons_keyset_t *parse_ok_ex(const char *json, int flags)
 {
     lessons_keyset_t *set = NULL;
-    const char *msg = lessons_keyset_parse_jwks(pool, json, strlen(json),
-                                                &set);
+    const char *msg = lessons_keyset_parse_jwks_ex(pool, json, strlen(json),
+                                                   flags, &set);
 
     if (msg)
         print_error("unexpected message: %s\n", msg);
@@ -165,6 +166,11 @@ static const lessons_keyset_t *parse_ok(const char *json)
     assert_non_null(set);
     assert_true(set->nkeys >= 1);
     return set;
+}
+
+static const lessons_keyset_t *parse_ok(const char *json)
+{
+    return parse_ok_ex(json, 0);
 }
 
 /* NULL when json is refused with a message holding want; else why not. */
@@ -284,13 +290,11 @@ static void test_oct_key_from_url(void **state)
                                     oct_members(oct_k), rsa1.members);
     const char *only = apr_psprintf(pool, "{\"keys\":[{%s,\"kid\":\"h\"}]}",
                                     oct_members(oct_k));
-    lessons_keyset_t *set = NULL;
+    lessons_keyset_t *set;
     const char *msg;
 
     (void)state;
-    msg = lessons_keyset_parse_jwks_ex(pool, json, strlen(json),
-                                       LESSONS_JWKS_PUBLIC_ONLY, &set);
-    assert_null(msg);
+    set = parse_ok_ex(json, LESSONS_JWKS_PUBLIC_ONLY);
     assert_int_equal(set->nkeys, 1);
     assert_int_equal(set->keys[0].key.type, LESSONS_KEY_RSA);
     assert_null(lessons_keyset_find(set, "h"));
@@ -387,6 +391,55 @@ static void test_keycloak_like_set(void **state)
     assert_string_equal(set->keys[0].kid, "sig-kid");
     same_pem(&set->keys[0], rsa1.pub);
     assert_null(lessons_keyset_find(set, "enc-kid"));
+}
+
+/* A PS256 key is read only with LESSONS_JWKS_PSS (a libjwt that
+ * verifies PS*), and only where libjwt's headers name PS* at all; it is
+ * an RSA key like any other, and its "alg" must fit its type.
+ */
+static void test_pss_key_with_the_flag(void **state)
+{
+    const char *json = apr_psprintf(pool, "{\"keys\":[{\"kid\":\"ps\",%s,"
+                                    "\"alg\":\"PS256\"},{\"kid\":\"rs\",%s}]}",
+                                    rsa2.members, rsa1.members);
+    const char *ec = apr_psprintf(pool, "{\"keys\":[{\"kid\":\"ps\",%s,"
+                                  "\"alg\":\"PS384\"}]}", p256.members);
+    lessons_keyset_t *set;
+
+    (void)state;
+    set = parse_ok_ex(json, LESSONS_JWKS_PUBLIC_ONLY);
+    assert_int_equal(set->nkeys, 1);                /* without: skipped */
+    assert_int_equal(set->skipped, 1);
+    assert_null(lessons_keyset_find(set, "ps"));
+    set = parse_ok_ex(json, LESSONS_JWKS_PUBLIC_ONLY | LESSONS_JWKS_PSS);
+#ifdef LESSONS_LIBJWT_PS_NAMES
+    assert_int_equal(set->nkeys, 2);
+    assert_int_equal(set->skipped, 0);
+    assert_non_null(lessons_keyset_find(set, "ps"));
+    assert_int_equal(lessons_keyset_find(set, "ps")->alg, JWT_ALG_PS256);
+    assert_true(lessons_jwk_allows(lessons_keyset_find(set, "ps"),
+                                   JWT_ALG_PS256));
+    assert_false(lessons_jwk_allows(lessons_keyset_find(set, "ps"),
+                                    JWT_ALG_RS256));
+    assert_true(lessons_jwk_allows(lessons_keyset_find(set, "rs"),
+                                   JWT_ALG_PS512));
+    same_pem(lessons_keyset_find(set, "ps"), rsa2.pub);
+    /* a PS* "alg" on an EC key is refused, as RS256 on one would be */
+    set = NULL;
+    assert_non_null(lessons_keyset_parse_jwks_ex(pool, ec, strlen(ec),
+                                                 LESSONS_JWKS_PSS, &set));
+    assert_null(set);
+    assert_true(lessons_algs_name_pss(LESSONS_ALG_BIT(JWT_ALG_RS256)
+                                      | LESSONS_ALG_BIT(JWT_ALG_PS384)));
+#else
+    (void)ec;
+    assert_int_equal(set->nkeys, 1);                /* 1.10: no PS* */
+    assert_int_equal(set->skipped, 1);
+#endif
+    assert_false(lessons_algs_name_pss(0));
+    assert_false(lessons_algs_name_pss(LESSONS_ALG_BIT(JWT_ALG_RS256)
+                                       | LESSONS_ALG_BIT(JWT_ALG_ES512)
+                                       | LESSONS_ALG_BIT(JWT_ALG_HS256)));
 }
 
 static void test_from_key(void **state)
@@ -1051,6 +1104,7 @@ int main(void)
         cmocka_unit_test(test_jwk_allows),
         cmocka_unit_test(test_check),
         cmocka_unit_test(test_hostile_sets),
+        cmocka_unit_test(test_pss_key_with_the_flag),
         cmocka_unit_test(test_one_bad_key_refuses_the_set),
         cmocka_unit_test(test_tokens_verify_with_jwk_keys),
     };

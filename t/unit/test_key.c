@@ -134,11 +134,33 @@ static void test_alg_parse_names(void **state)
     assert_int_equal(lessons_alg_parse("ES512"), JWT_ALG_ES512);
 }
 
+/* PS256/384/512: named where libjwt's headers name them (1.16 and
+ * later); whether they are taken is lessons_jwtcaps' to say.
+ */
+static void test_alg_parse_pss(void **state)
+{
+    (void)state;
+#ifdef LESSONS_LIBJWT_PS_NAMES
+    assert_int_equal(lessons_alg_parse("PS256"), JWT_ALG_PS256);
+    assert_int_equal(lessons_alg_parse("PS384"), JWT_ALG_PS384);
+    assert_int_equal(lessons_alg_parse("PS512"), JWT_ALG_PS512);
+    assert_true(lessons_alg_is_pss(JWT_ALG_PS256));
+    assert_true(lessons_alg_is_pss(JWT_ALG_PS512));
+#else
+    assert_int_equal(lessons_alg_parse("PS256"), JWT_ALG_INVAL);
+    assert_int_equal(lessons_alg_parse("PS512"), JWT_ALG_INVAL);
+#endif
+    assert_false(lessons_alg_is_pss(JWT_ALG_RS256));
+    assert_false(lessons_alg_is_pss(JWT_ALG_INVAL));
+    assert_int_equal(lessons_alg_parse("ps256"), JWT_ALG_INVAL);
+    assert_int_equal(lessons_alg_parse("PS1024"), JWT_ALG_INVAL);
+}
+
 static void test_alg_parse_rejects(void **state)
 {
     static const char *const bad[] = {
         "none", "None", "NONE", "hs256", "Hs256", "rs256", "es256", "HS257",
-        "HS", "HS2560", "RS1024", "PS256", "EdDSA", "", "RS256 ", " RS256",
+        "HS", "HS2560", "RS1024", "EdDSA", "", "RS256 ", " RS256",
         "RS256\n"
     };
     size_t i;
@@ -497,7 +519,10 @@ static void allows_exactly(const lessons_key_t *key, const jwt_alg_t *want,
     static const jwt_alg_t all[] = {
         JWT_ALG_NONE, JWT_ALG_HS256, JWT_ALG_HS384, JWT_ALG_HS512,
         JWT_ALG_RS256, JWT_ALG_RS384, JWT_ALG_RS512, JWT_ALG_ES256,
-        JWT_ALG_ES384, JWT_ALG_ES512, JWT_ALG_INVAL
+        JWT_ALG_ES384, JWT_ALG_ES512, JWT_ALG_INVAL,
+#ifdef LESSONS_LIBJWT_PS_NAMES
+        JWT_ALG_PS256, JWT_ALG_PS384, JWT_ALG_PS512,
+#endif
     };
     size_t i, j;
 
@@ -532,7 +557,12 @@ static void test_make_secret_allows_only_hmac(void **state)
 static void test_make_rsa_allows_only_rs(void **state)
 {
     static const jwt_alg_t rs[] = { JWT_ALG_RS256, JWT_ALG_RS384,
-                                    JWT_ALG_RS512 };
+                                    JWT_ALG_RS512,
+#ifdef LESSONS_LIBJWT_PS_NAMES
+                                    JWT_ALG_PS256, JWT_ALG_PS384,
+                                    JWT_ALG_PS512,
+#endif
+                                    };
     const lessons_key_t *key = made(rsa2048_pub, strlen(rsa2048_pub) - 1);
 
     (void)state;
@@ -600,6 +630,7 @@ int main(void)
         cmocka_unit_test(test_make_refuses_json),
         cmocka_unit_test(test_allows_null_key),
         cmocka_unit_test(test_alg_parse_names),
+        cmocka_unit_test(test_alg_parse_pss),
         cmocka_unit_test(test_alg_parse_rejects),
         cmocka_unit_test(test_key_read_plain),
         cmocka_unit_test(test_key_read_strips_lf),

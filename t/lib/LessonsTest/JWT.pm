@@ -40,7 +40,7 @@ sub read_secret {
 #   alg         header alg, default HS256 (undef: no alg in the header)
 #   sign_alg    algorithm actually used to sign, default alg; 'none' (any
 #               case) gives an empty signature
-#   key         HS*: the secret itself (bytes); RS*/ES*: a private key PEM
+#   key         HS*: the secret itself (bytes); RS*/PS*/ES*: a private key PEM
 #               file (required)
 #   header      hashref merged into {alg, typ => 'JWT'}; a value of undef
 #               removes that member
@@ -89,7 +89,7 @@ sub jwt_sign {
     my ($alg, $key, $input) = @_;
     die "jwt_sign: no algorithm\n" unless defined $alg;
     return '' if lc $alg eq 'none';
-    my ($family, $bits) = $alg =~ /\A([HRE]S)(256|384|512)\z/i
+    my ($family, $bits) = $alg =~ /\A([HREP]S)(256|384|512)\z/i
         or die "jwt_sign: unsupported algorithm $alg\n";
     $family = uc $family;
     die "jwt_sign: no key for $alg\n" unless defined $key && length $key;
@@ -97,8 +97,11 @@ sub jwt_sign {
         my $f = Digest::SHA->can("hmac_sha$bits");
         return $f->($input, $key);
     }
-    my $der = openssl_sign($bits, $key, $input);
-    return $der if $family eq 'RS';
+    # PS: RSASSA-PSS, MGF1 with the same hash, a salt as long as the hash
+    # (RFC 7518 3.5).
+    my $der = openssl_sign($bits, $key, $input, $family eq 'PS'
+        ? ('-sigopt', 'rsa_padding_mode:pss', '-sigopt', 'rsa_pss_saltlen:digest') : ());
+    return $der if $family eq 'RS' || $family eq 'PS';
     # ES: openssl gives DER (SEQUENCE of two INTEGERs); JWS wants R || S,
     # each left-padded to the curve's size.
     my $size = { 256 => 32, 384 => 48, 512 => 66 }->{$bits};
@@ -106,7 +109,7 @@ sub jwt_sign {
 }
 
 sub openssl_sign {
-    my ($bits, $keyfile, $input) = @_;
+    my ($bits, $keyfile, $input, @opts) = @_;
     die "jwt_sign: key file $keyfile not readable\n" unless -r $keyfile;
     my $in = File::Temp->new;
     binmode $in;
@@ -114,7 +117,7 @@ sub openssl_sign {
     close $in;
     my $out = File::Temp->new;
     close $out;
-    my @cmd = ('openssl', 'dgst', "-sha$bits", '-sign', $keyfile,
+    my @cmd = ('openssl', 'dgst', "-sha$bits", '-sign', $keyfile, @opts,
                '-out', $out->filename, $in->filename);
     system(@cmd) == 0 or die "jwt_sign: @cmd failed\n";
     open my $fh, '<:raw', $out->filename or die "jwt_sign: $!\n";
