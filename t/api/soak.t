@@ -81,6 +81,7 @@ seed(@SEEDED);
 my %seeded = map { $_->{id} => $_->{title} } @{ db_rows('SELECT id, title FROM lessons') };
 
 # ---- the server -----------------------------------------------------------
+my %CHILDREN = (event => 2, prefork => 64);     # StartServers below
 my %MPM = (
     event   => "StartServers 2\nServerLimit 2\nThreadsPerChild 40\n"
              . "MaxRequestWorkers 80\nThreadLimit 40\n",
@@ -99,7 +100,7 @@ KeepAlive On
 MaxKeepAliveRequests 0
 $MPM{$mpm}
 LessonsDBTimeout 5
-LogLevel warn
+LogLevel warn lessons:info
 <Location "/api/lessons">
     SetHandler lessons
     LessonsJWTKey HS256 "$ENV{LESSONS_TEST_HS_KEY}"
@@ -243,6 +244,28 @@ sub fill_disk {
     return -s "$dir/filler";
 }
 
+# A server starts with no key set for the keys URL: each process fetches
+# its own, and answers 503 meanwhile (README; jwks.t tests it).  The soak
+# is about faults in a running server, so its clients start once every
+# process has its set (LESSONS00213, one per process's first set), or
+# after 60 s, when the checks say what happened.
+sub warm_keys {
+    my ($dir, $mpm) = @_;
+    my $t0 = time;
+    my %pids;
+    while (time - $t0 < 60) {
+        if (open my $fh, '<', "$dir/error_log") {
+            while (<$fh>) {
+                $pids{$1} = 1 if /\[pid (\d+)[^\]]*\].*LESSONS00213: keys URL \Q$IDP->{jwks}\E:/;
+            }
+        }
+        last if keys %pids >= $CHILDREN{$mpm};
+        sleep 0.2;
+    }
+    diag sprintf '%s: %d of %d processes had their key set %.1f s after the start',
+        $mpm, scalar(keys %pids), $CHILDREN{$mpm}, time - $t0;
+}
+
 # Has some client's write that started after $t succeeded?
 sub write_ok_after {
     my ($dir, $t) = @_;
@@ -262,6 +285,7 @@ sub soak {
     my $port = free_port();
     my $conf = write_conf($dir, $port, $mpm, '');
     my $httpd = start_httpd($conf, $port);
+    warm_keys($dir, $mpm);
     my $stop = "$dir/stop";
     my @kids;
     for my $n (1 .. $CLIENTS) {
