@@ -299,9 +299,8 @@ const char *lessons_set_alg(cmd_parms *cmd, void *dconf,
     for (i = 0; i < argc; i++) {
         jwt_alg_t alg = lessons_alg_parse(argv[i]);
 
-        /* PS* by name too: libjwt's headers before 1.16 know none. */
-        if ((alg == JWT_ALG_INVAL || lessons_alg_is_pss(alg))
-            && strncmp(argv[i], "PS", 2) == 0
+        /* PS* by name: libjwt's headers before 1.16 know none. */
+        if (strncmp(argv[i], "PS", 2) == 0
             && (!strcmp(argv[i] + 2, "256") || !strcmp(argv[i] + 2, "384")
                 || !strcmp(argv[i] + 2, "512"))
             && (err = lessons_pss_refused(cmd, argv[i])) != NULL) {
@@ -312,7 +311,7 @@ const char *lessons_set_alg(cmd_parms *cmd, void *dconf,
                                 "algorithm '%s'; use one of HS256, HS384, "
                                 "HS512, RS256, RS384, RS512, ES256, ES384, "
                                 "ES512%s", cmd->cmd->name, argv[i],
-                                lessons_jwks_flags() & LESSONS_JWKS_PSS
+                                lessons_jwtcaps_probe() & LESSONS_JWTCAP_PSS
                                 ? ", PS256, PS384, PS512" : "");
         }
         algs |= LESSONS_ALG_BIT(alg);

@@ -40,10 +40,7 @@ ServerLimit 2
 ThreadsPerChild 16
 ThreadLimit 16
 MaxRequestWorkers 32
-<Location "/api/lessons">
-    SetHandler lessons
-    LessonsJWTKey HS256 "$ENV{LESSONS_TEST_HS_KEY}"
-</Location>
+@{[ api_location() ]}
 EOF
 start_httpd($conf, $port);
 my $base = "http://127.0.0.1:$port/api/lessons";

@@ -39,10 +39,7 @@ MaxRequestWorkers 10
 AddOutputFilterByType DEFLATE application/json
 # Small, so that many distinct lessons overflow it.
 LessonsCacheSize $cache_size
-<Location "/api/lessons">
-    SetHandler lessons
-    LessonsJWTKey HS256 "$ENV{LESSONS_TEST_HS_KEY}"
-</Location>
+@{[ api_location() ]}
 EOF
 start_httpd($conf, $port);
 

@@ -32,7 +32,7 @@ our @EXPORT = qw(
     call base_url json_of top_keys object_keys lesson_keys
     is_problem is_validation is_empty_404 is_json_lesson is_unauthorized
     db_rows db_do db_lessons db_count seed sq lesson_row
-    free_port wait_port httpd_conf start_httpd pg_ctl pg_start jwt_caps
+    free_port wait_port httpd_conf start_httpd pg_ctl pg_start jwt_caps api_location
     LESSON_TYPE PROBLEM_TYPE VALIDATION_TITLE
 );
 
@@ -171,6 +171,15 @@ sub token {
                 : undef;
     }
     return jwt(%o);
+}
+
+# The API's section as a server of a test's own serves it: path (default
+# /api/lessons) with the suite's HS256 key.
+sub api_location {
+    my ($path) = @_;
+    $path //= '/api/lessons';
+    return qq{<Location "$path">\n    SetHandler lessons\n}
+         . qq{    LessonsJWTKey HS256 "$ENV{LESSONS_TEST_HS_KEY}"\n</Location>\n};
 }
 
 # A valid HS256 token for the /api/lessons locations.
