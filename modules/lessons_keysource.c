@@ -218,15 +218,15 @@ apr_status_t lessons_keysource_start(lessons_keysource_t **srcp,
 
 /* Wait (lock held, at most opts.wait) until the fetch in flight, or the
  * next one, has ended.  A slow provider must not hold every thread:
- * past max_waiters, callers go on at once with what there is.
+ * past max_waiters, callers go on at once with what there is (0).
  */
-static void keysource_await(lessons_keysource_t *src)
+static int keysource_await(lessons_keysource_t *src)
 {
     apr_time_t deadline = apr_time_now() + src->opts.wait;
     unsigned long ended = src->ended;
 
     if (src->waiters >= src->opts.max_waiters) {
-        return;
+        return 0;
     }
     src->waiters++;
     while (src->ended == ended && !src->stopping) {
@@ -238,6 +238,7 @@ static void keysource_await(lessons_keysource_t *src)
         apr_thread_cond_timedwait(src->done, src->lock, deadline - now);
     }
     src->waiters--;
+    return 1;
 }
 
 /* A holder's hold on a set, let go with the holder's pool. */
@@ -286,6 +287,7 @@ lessons_keysource_refetch(lessons_keysource_t *src,
 {
     apr_time_t now = apr_time_now();
     unsigned long installed;
+    int waited;
 
     apr_thread_mutex_lock(src->lock);
     installed = src->installed;
@@ -305,10 +307,13 @@ lessons_keysource_refetch(lessons_keysource_t *src,
         apr_thread_cond_signal(src->wake);
     }
     /* One fetch: the one in flight, or the one just asked for. */
-    keysource_await(src);
+    waited = keysource_await(src);
     installed = src->installed != installed;
     apr_thread_mutex_unlock(src->lock);
-    return installed ? LESSONS_KEYSOURCE_NEW : LESSONS_KEYSOURCE_SAME;
+    if (installed) {
+        return LESSONS_KEYSOURCE_NEW;
+    }
+    return waited ? LESSONS_KEYSOURCE_SAME : LESSONS_KEYSOURCE_BUSY;
 }
 
 void lessons_keysource_stats(lessons_keysource_t *src,

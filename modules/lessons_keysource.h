@@ -85,8 +85,10 @@ typedef enum {
                                      * caller took its own: take again */
     LESSONS_KEYSOURCE_SAME,         /* fetched (or waited for a fetch in
                                      * flight); the set did not change */
-    LESSONS_KEYSOURCE_TOO_SOON      /* the last fetch began less than
+    LESSONS_KEYSOURCE_TOO_SOON,     /* the last fetch began less than
                                      * min_refresh ago: not again */
+    LESSONS_KEYSOURCE_BUSY          /* max_waiters wait already: the
+                                     * caller went on without waiting */
 } lessons_keysource_refetch_e;
 
 /* A token named a kid the set lacks: wake the fetcher unless it began a

@@ -264,6 +264,15 @@ int lessons_keys_refetch(request_rec *r, const lessons_dir_conf *conf)
                       "(LessonsJWTKeysMinRefresh)", src->url,
                       apr_time_sec(since), apr_time_sec(until) + 1);
         return 0;
+    case LESSONS_KEYSOURCE_BUSY:
+        /* A kid flood at a slow provider: say that this one did not
+         * wait, so that the bound can be seen at work.
+         */
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00220)
+                      "keys URL %s: the token's kid is not in the key set "
+                      "and enough requests wait for the fetch already; "
+                      "this one did not wait", src->url);
+        return 0;
     default:
         return 0;
     }

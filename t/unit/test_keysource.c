@@ -522,7 +522,7 @@ static void test_waiters_are_bounded(void **state)
     racer_t racers[6];
     apr_pool_t *req;
     apr_time_t end;
-    int i, waited = 0;
+    int i, waited = 0, busy = 0, late = 0;
 
     o.max_waiters = 2;
     assert_int_equal(lessons_keysource_start(&src, &o, *state),
@@ -535,9 +535,16 @@ static void test_waiters_are_bounded(void **state)
     run_racers(src, racers, 6);
     for (i = 0; i < 6; i++) {
         waited += racers[i].got == LESSONS_KEYSOURCE_NEW;
+        busy += racers[i].got == LESSONS_KEYSOURCE_BUSY;
+        /* one that came after the slow fetch ended waits for its own */
+        late += racers[i].got == LESSONS_KEYSOURCE_SAME;
     }
-    /* Only those that waited saw the new set. */
+    /* Only those that waited saw the new set; the others say they did
+     * not wait.
+     */
     assert_true(waited >= 1 && waited <= 2);
+    assert_int_equal(waited + busy + late, 6);
+    assert_true(busy >= 4 - late);
     assert_int_equal(stats_of(src).waiters, 0);
     end = apr_time_now() + DEADLINE;
     while (stats_of(src).installed < 2 && apr_time_now() < end) {
