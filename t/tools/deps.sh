@@ -45,7 +45,8 @@ libcurl4-openssl-dev"
 # provider and the OpenAPI validator is checked apart (node_ok): a
 # machine may have it from elsewhere.
 TEST_PACKAGES="libcmocka-dev libapache2-mod-perl2 libwww-perl curl
-libjson-validator-perl libyaml-libyaml-perl libdbd-sqlite3-perl build-essential
+libjson-validator-perl libyaml-libyaml-perl libdbd-sqlite3-perl libdbd-pg-perl
+build-essential
 dpkg-dev debhelper fakeroot lintian wrk"
 # What only make test on the machine itself needs, not the other
 # release's root (make test-release): the fuzzers' and sanitizers' clang,
