@@ -324,15 +324,30 @@ endef
 
 run_fragment_suites = $(call run_fragment_suites_of,$(FRAGMENT_SUITES))
 
+# Suites that need one CPU and no server (the fuzzers): in the
+# background while the integration suite runs, which leaves a third of
+# the machine idle waiting on its servers; their lines are held back
+# and shown, counts checked, by finish_background.
+BACKGROUND_SUITES ?=
+start_background = bg_out=$$(mktemp) && bg_counts=$$(mktemp) || exit 1; bg_pid=""; \
+    if [ -n "$(strip $(BACKGROUND_SUITES))" ]; then \
+        (counts=$$bg_counts; export FUZZ_JOBS=$${FUZZ_JOBS:-1}; \
+         $(call run_fragment_suites_of,$(BACKGROUND_SUITES))) \
+            >$$bg_out 2>&1 </dev/null & \
+        bg_pid=$$!; \
+    fi
+finish_background = if [ -n "$$bg_pid" ]; then \
+        wait $$bg_pid; cat $$bg_out; \
+        if [ -s $$bg_counts ]; then cat $$bg_counts >>$$counts; else echo "0 1" >>$$counts; fi; \
+    fi; rm -f $$bg_out $$bg_counts
+
 # The other release's suite in the background: its output in a file,
-# shown (and its counts checked) by finish_release.  Meanwhile the
-# fuzzers take one CPU, the other release's run the other.
+# shown (and its counts checked) by finish_release.
 RELEASE_SUITE ?=
 start_release = rel_out=$$(mktemp) && rel_counts=$$(mktemp) || exit 1; rel_pid=""; \
     if [ -n "$(RELEASE_SUITE)" ]; then \
         INTEGRATION_COUNTS=$$rel_counts $(RELEASE_SUITE) >$$rel_out 2>&1 </dev/null & \
         rel_pid=$$!; \
-        export FUZZ_JOBS=$${FUZZ_JOBS:-1}; \
     fi
 finish_release = if [ -n "$$rel_pid" ]; then \
         wait $$rel_pid; cat $$rel_out; \
@@ -365,17 +380,19 @@ test-tools: $(TEST_TOOLS)
 
 # Sub-make, so that flags from pkg-config are read after test-deps has
 # installed the packages.
-# The other release's run (RELEASE_SUITE, t/release/release.mk) goes
-# beside the sanitizer runs and the fragments, its lines held back until
-# they are done: it spends much of its time installing and waiting, and
-# make test stays within CI's time.
+# The fuzzers (BACKGROUND_SUITES) go beside the integration suite; the
+# other release's run (RELEASE_SUITE, t/release/release.mk) beside the
+# sanitizer runs and the fragments.  Their lines are held back until the
+# rest is done: make test stays within CI's time.
+TEST_BUILDS ?=
 test: test-deps
-	@$(MAKE) -s --no-print-directory all $(UNIT_TESTS) $(ASAN_MODULE) test-tools
+	@$(MAKE) -s --no-print-directory all $(UNIT_TESTS) $(ASAN_MODULE) test-tools $(TEST_BUILDS)
 	@$(mine)
-	@$(with_counts); $(run_units); $(run_house); $(call run_integration,); \
+	@$(with_counts); $(run_units); $(run_house); \
+	    $(start_background); $(call run_integration,); \
 	    $(start_release); \
 	    $(call run_integration,LESSONS_SANITIZE=1); $(run_fragment_suites); \
-	    $(finish_release); $(summary)
+	    $(finish_background); $(finish_release); $(summary)
 
 # What make test runs again inside a root of the other Debian release
 # (t/release/run.sh): unit tests, the house checks, the integration suite

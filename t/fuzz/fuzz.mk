@@ -38,4 +38,7 @@ fuzz: test-deps
 	@$(MAKE) -s --no-print-directory fuzz-build
 	@t/fuzz/run.sh $(FUZZ)
 
-FRAGMENT_SUITES += t/fuzz/run.sh
+# In make test, beside the integration suite (one CPU: FUZZ_JOBS=1),
+# built with the rest beforehand.
+BACKGROUND_SUITES += t/fuzz/run.sh
+TEST_BUILDS += fuzz-build
