@@ -23,6 +23,7 @@ use Apache::Test qw(-withtestmore);
 use Digest::SHA qw(hmac_sha256);
 use File::Temp ();
 use JSON::PP ();
+use IO::Socket::INET;
 use POSIX ();
 use Time::HiRes qw(time sleep);
 use LessonsTest;
@@ -316,23 +317,41 @@ control(POST => '/jwks-fault', { delay_ms => 4000 });
 sleep $MIN + 0.2;
 $before = fetches();
 my $logpos = -s "$dir/error_log";
+# "At once": each client connects first and says so, then all send when
+# the test lets go (one close wakes them all); on a loaded machine,
+# forks that each connected in their own time spread past the 4 s fetch
+# and met a second one.
 pipe my $rd2, my $wr2 or die "pipe: $!";
+pipe my $ready_r, my $ready_w or die "pipe: $!";
+pipe my $go_r, my $go_w or die "pipe: $!";
 @pids = ();
 for my $w (1 .. 20) {
     my $pid = fork // die "fork: $!";
     if (!$pid) {
-        close $rd2;
-        my $t = time;
+        close $_ for $rd2, $ready_r, $go_w;
         my $h = b64url($JSON->encode({ alg => 'RS256', typ => 'JWT',
                                        kid => "slow-$w-" . int(rand(1e9)) }));
-        my $r = get('/api/lessons', "$h.$payload.$sig");
-        printf $wr2 "%d %.3f\n", $r->code, time - $t;
+        my $sock = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
+                                         PeerPort => $port, Proto => 'tcp')
+            or POSIX::_exit(1);
+        syswrite $ready_w, 'r';
+        close $ready_w;
+        sysread $go_r, my $nothing, 1;     # end of file: go
+        my $t = time;
+        print {$sock} "GET /api/lessons HTTP/1.1\r\nHost: 127.0.0.1:$port\r\n"
+            . "Authorization: Bearer $h.$payload.$sig\r\nConnection: close\r\n\r\n";
+        my ($code) = (<$sock> // '') =~ m{^HTTP/1\.1 (\d{3}) };
+        printf $wr2 "%d %.3f\n", $code // 0, time - $t;
         close $wr2;
         POSIX::_exit(0);
     }
     push @pids, $pid;
 }
-close $wr2;
+close $_ for $wr2, $ready_w, $go_r;
+my ($ready, $byte) = (0, '');
+$ready++ while $ready < 20 && sysread $ready_r, $byte, 1;
+is $ready, 20, 'the 20 clients connected before they send';
+close $go_w;
 my @answers = map { [ split ' ' ] } <$rd2>;
 waitpid $_, 0 for @pids;
 is scalar(@answers), 20, '20 answers during a slow fetch';
