@@ -49,6 +49,10 @@ typedef struct {
     int share_reads;                /* a read is a round trip to a server:
                                      * the threads of a process share the
                                      * catalog version's (lessons_flight) */
+    int write_returns;              /* a round trip too: a write and the
+                                     * lesson it stored come back from one
+                                     * statement, its own transaction
+                                     * (lessons_statements_returning) */
 
     /* Once at start-up, before any thread or connection: bound what the
      * driver leaves unbounded (connecting) by timeout_ms, unless the

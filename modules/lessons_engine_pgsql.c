@@ -135,6 +135,7 @@ const lessons_engine_t lessons_engine_pgsql = {
     0,                              /* row locks: writers run side by side */
     1,                              /* server-side statement names */
     1,                              /* every read a round trip */
+    1,                              /* and every write: one statement */
     lessons_pgsql_process_init,
     lessons_pgsql_backend,
     lessons_pgsql_session_sql,

@@ -180,6 +180,8 @@ const lessons_engine_t lessons_engine_sqlite3 = {
     0,
     0,                              /* a read in this process: cheaper
                                      * than waiting for another's */
+    0,                              /* no data-modifying WITH; a write's
+                                     * read-back is in-process too */
     NULL,
     lessons_sqlite_backend,
     NULL,

@@ -6,7 +6,9 @@
  * every engine; only the transaction control is plain constant text
  * (how a write transaction begins is the engine's).  Create and update run their write and the
  * read-back of the stored lesson in one transaction, so a write either
- * commits with the lesson it answers or leaves nothing behind.
+ * commits with the lesson it answers or leaves nothing behind.  Where a
+ * statement is a round trip (PostgreSQL), both are one statement, which
+ * is its own transaction: a data-modifying WITH and the same read.
  */
 #include <errno.h>
 #include <limits.h>
@@ -44,6 +46,37 @@
  */
 #define LESSONS_FETCH_ALL 1
 
+/* Selecting from levels makes a missing level insert nothing. */
+#define LESSONS_INSERT \
+    "INSERT INTO lessons (level_id, title, sort_order, topic, " \
+    "description, is_active) " \
+    "SELECT v.id, %s, %d, %s, %s, (%d = 1) FROM levels v WHERE v.id = %d "
+
+/* Writes only the fields sent (each flag 1: take the value, 0: keep the
+ * column), so concurrent updates of different fields both land; the
+ * level is checked only when it is sent.
+ */
+#define LESSONS_UPDATE \
+    "UPDATE lessons SET " \
+    "level_id = CASE WHEN %d = 1 THEN %d ELSE level_id END, " \
+    "title = CASE WHEN %d = 1 THEN %s ELSE title END, " \
+    "sort_order = CASE WHEN %d = 1 THEN %d ELSE sort_order END, " \
+    "topic = CASE WHEN %d = 1 THEN %s ELSE topic END, " \
+    "description = CASE WHEN %d = 1 THEN %s ELSE description END, " \
+    "is_active = CASE WHEN %d = 1 THEN (%d = 1) ELSE is_active END " \
+    "WHERE id = %lld AND " LESSONS_IF_MATCH " " \
+    "AND (%d = 0 OR EXISTS (SELECT 1 FROM levels WHERE id = %d)) "
+
+/* The row a write stored (w), as LESSONS_COLUMNS gives a lesson: the
+ * version its trigger set, the epoch read in the same statement.
+ */
+#define LESSONS_WRITTEN \
+    "RETURNING *) " \
+    "SELECT w.id, w.level_id, v.name, v.code, w.title, w.sort_order, " \
+    "w.topic, w.description, CASE WHEN w.is_active THEN 1 ELSE 0 END, " \
+    "w.version, (SELECT " LESSONS_EPOCH " FROM lessons_database) " \
+    "FROM w JOIN levels v ON v.id = w.level_id"
+
 /* "(%d = 1)" turns the 0/1 flag into a boolean on PostgreSQL and stays
  * 0/1 on SQLite, so one statement text serves both.  Ids are %lld
  * (apr_int64_t, bigint on PostgreSQL); levels, orders and flags are %d.
@@ -58,26 +91,8 @@ const lessons_statement_t lessons_statements[] = {
       "ORDER BY l.level_id, l.sort_order, l.id" },
     { "lessons_get",
       LESSONS_COLUMNS "WHERE l.id = %lld" },
-    /* Selecting from levels makes a missing level insert nothing. */
-    { "lessons_create",
-      "INSERT INTO lessons (level_id, title, sort_order, topic, "
-      "description, is_active) "
-      "SELECT v.id, %s, %d, %s, %s, (%d = 1) FROM levels v WHERE v.id = %d "
-      "RETURNING id" },
-    /* Writes only the fields sent (each flag 1: take the value, 0: keep
-     * the column), so concurrent updates of different fields both land;
-     * the level is checked only when it is sent.
-     */
-    { "lessons_update",
-      "UPDATE lessons SET "
-      "level_id = CASE WHEN %d = 1 THEN %d ELSE level_id END, "
-      "title = CASE WHEN %d = 1 THEN %s ELSE title END, "
-      "sort_order = CASE WHEN %d = 1 THEN %d ELSE sort_order END, "
-      "topic = CASE WHEN %d = 1 THEN %s ELSE topic END, "
-      "description = CASE WHEN %d = 1 THEN %s ELSE description END, "
-      "is_active = CASE WHEN %d = 1 THEN (%d = 1) ELSE is_active END "
-      "WHERE id = %lld AND " LESSONS_IF_MATCH " "
-      "AND (%d = 0 OR EXISTS (SELECT 1 FROM levels WHERE id = %d))" },
+    { "lessons_create", LESSONS_INSERT "RETURNING id" },
+    { "lessons_update", LESSONS_UPDATE },
     { "lessons_delete",
       "DELETE FROM lessons WHERE id = %lld AND " LESSONS_IF_MATCH },
     /* The catalog version: the database's identity and the sum of the
@@ -86,6 +101,16 @@ const lessons_statement_t lessons_statements[] = {
     { "lessons_catalog",
       "SELECT " LESSONS_EPOCH ", "
       "(SELECT sum(c.changes) FROM lessons_catalog c) FROM lessons_database" },
+    { NULL, NULL }
+};
+
+/* The same writes with their read-back, one statement each, for engines
+ * that write_returns (a data-modifying WITH; not SQLite's dialect).
+ * Arguments as lessons_create's and lessons_update's.
+ */
+const lessons_statement_t lessons_statements_returning[] = {
+    { "lessons_create_returning", "WITH w AS (" LESSONS_INSERT LESSONS_WRITTEN },
+    { "lessons_update_returning", "WITH w AS (" LESSONS_UPDATE LESSONS_WRITTEN },
     { NULL, NULL }
 };
 
@@ -133,20 +158,18 @@ static const char *lessons_store_sql(apr_pool_t *p, const char *sql,
     return apr_pstrcat(p, out, sql, NULL);
 }
 
-lessons_store_e lessons_store_prepare(lessons_db_t *db, apr_pool_t *p,
-                                      const char *suffix, const char **err)
+/* Prepare one table of statements on the connection, each under its
+ * label (and on the server under the label and suffix).
+ */
+static lessons_store_e lessons_store_prepare_table(
+    lessons_db_t *db, apr_pool_t *p, const lessons_statement_t *table,
+    const char *suffix, const char *epoch_sql, const char **err)
 {
-    const lessons_engine_t *engine = lessons_engine_of(db->driver);
-    const char *epoch_sql = engine && engine->epoch_sql ? engine->epoch_sql
-                                                        : "epoch";
     const lessons_statement_t *s;
     apr_dbd_prepared_t *stmt;
     int rv;
 
-    if (!db->prepared) {
-        db->prepared = apr_hash_make(p);
-    }
-    for (s = lessons_statements; s->label; s++) {
+    for (s = table; s->label; s++) {
         const char *name = suffix ? apr_pstrcat(p, s->label, "_", suffix,
                                                 NULL)
                                   : s->label;
@@ -161,6 +184,26 @@ lessons_store_e lessons_store_prepare(lessons_db_t *db, apr_pool_t *p,
         apr_hash_set(db->prepared, s->label, APR_HASH_KEY_STRING, stmt);
     }
     return LESSONS_STORE_OK;
+}
+
+lessons_store_e lessons_store_prepare(lessons_db_t *db, apr_pool_t *p,
+                                      const char *suffix, const char **err)
+{
+    const lessons_engine_t *engine = lessons_engine_of(db->driver);
+    const char *epoch_sql = engine && engine->epoch_sql ? engine->epoch_sql
+                                                        : "epoch";
+    lessons_store_e rc;
+
+    if (!db->prepared) {
+        db->prepared = apr_hash_make(p);
+    }
+    rc = lessons_store_prepare_table(db, p, lessons_statements, suffix,
+                                     epoch_sql, err);
+    if (rc == LESSONS_STORE_OK && engine && engine->write_returns) {
+        rc = lessons_store_prepare_table(db, p, lessons_statements_returning,
+                                         suffix, epoch_sql, err);
+    }
+    return rc;
 }
 
 /* A whole decimal column value as a 64-bit integer. */
@@ -472,6 +515,61 @@ static lessons_store_e lessons_store_insert(const lessons_db_t *db,
     return LESSONS_STORE_OK;
 }
 
+/* Does this connection write and read back in one statement? */
+static int lessons_store_write_returns(const lessons_db_t *db)
+{
+    const lessons_engine_t *engine = lessons_engine_of(db->driver);
+
+    return engine && engine->write_returns;
+}
+
+/* A write that returns the lesson it stored (lessons_statements_
+ * returning): at most one row, copied to *out; *rows says how many.
+ */
+static lessons_store_e lessons_store_written(const lessons_db_t *db,
+                                             apr_pool_t *p,
+                                             const char *label,
+                                             const void **args,
+                                             lessons_lesson_t *out,
+                                             int *rows, const char **err)
+{
+    apr_array_header_t *list = NULL;
+    lessons_store_e rc = lessons_store_rows(db, p, label, args, &list, err);
+
+    *rows = 0;
+    if (rc != LESSONS_STORE_OK) {
+        return rc;
+    }
+    if (list->nelts > 1) {
+        *err = apr_psprintf(p, "%s: %d rows written, one expected", label,
+                            list->nelts);
+        return LESSONS_STORE_ERROR;
+    }
+    if (list->nelts == 1) {
+        *out = APR_ARRAY_IDX(list, 0, lessons_lesson_t);
+        *rows = 1;
+    }
+    return LESSONS_STORE_OK;
+}
+
+/* Create in one statement: no row back means no such level. */
+static lessons_store_e lessons_store_create_returning(
+    const lessons_db_t *db, apr_pool_t *p, const lessons_input_t *in,
+    lessons_lesson_t *out, const char **err)
+{
+    int active = in->is_active ? 1 : 0, rows = 0;
+    const void *args[] = { in->title, &in->order, in->topic,
+                           in->description, &active, &in->level_id };
+    lessons_store_e rc = lessons_store_written(db, p,
+                                               "lessons_create_returning",
+                                               args, out, &rows, err);
+
+    if (rc == LESSONS_STORE_OK && rows == 0) {
+        return LESSONS_STORE_NO_LEVEL;
+    }
+    return rc;
+}
+
 lessons_store_e lessons_store_create(const lessons_db_t *db, apr_pool_t *p,
                                      const lessons_input_t *in,
                                      lessons_lesson_t *out,
@@ -484,6 +582,9 @@ lessons_store_e lessons_store_create(const lessons_db_t *db, apr_pool_t *p,
     if (!in->title || !in->topic || !in->description) {
         *err = "lessons_create: incomplete input";
         return LESSONS_STORE_ERROR;
+    }
+    if (lessons_store_write_returns(db)) {
+        return lessons_store_create_returning(db, p, in, out, err);
     }
     rc = lessons_txn_begin(db, p, what, err);
     if (rc == LESSONS_STORE_OK) {
@@ -548,6 +649,61 @@ static int lessons_match_ok(const lessons_if_match_t *im,
     return 0;
 }
 
+/* The arguments of lessons_update (and lessons_update_returning): the
+ * values it points at live here, with the caller's id and If-Match.
+ */
+typedef struct {
+    int has_level, level, has_title, has_order, order, has_topic;
+    int has_descr, has_active, active;
+    const void *args[21];
+} lessons_update_args_t;
+
+static int lessons_update_args(lessons_update_args_t *u,
+                               const apr_int64_t *id,
+                               const lessons_input_t *in,
+                               const lessons_match_args_t *m,
+                               const char **err)
+{
+    const void **a = u->args;
+
+    if ((in->has_title && !in->title) || (in->has_topic && !in->topic)
+        || (in->has_description && !in->description)) {
+        *err = "lessons_update: incomplete input";
+        return 0;
+    }
+    u->has_level = in->has_level_id;
+    u->level = u->has_level ? in->level_id : 0;
+    u->has_title = in->has_title;
+    u->has_order = in->has_order;
+    u->order = u->has_order ? in->order : 0;
+    u->has_topic = in->has_topic;
+    u->has_descr = in->has_description;
+    u->has_active = in->has_is_active;
+    u->active = u->has_active && in->is_active ? 1 : 0;
+    *a++ = &u->has_level;
+    *a++ = &u->level;
+    *a++ = &u->has_title;
+    *a++ = u->has_title ? in->title : "";
+    *a++ = &u->has_order;
+    *a++ = &u->order;
+    *a++ = &u->has_topic;
+    *a++ = u->has_topic ? in->topic : "";
+    *a++ = &u->has_descr;
+    *a++ = u->has_descr ? in->description : "";
+    *a++ = &u->has_active;
+    *a++ = &u->active;
+    *a++ = id;
+    *a++ = &m->check;
+    *a++ = &m->v[0];
+    *a++ = &m->v[1];
+    *a++ = &m->v[2];
+    *a++ = &m->v[3];
+    *a++ = m->epoch;
+    *a++ = &u->has_level;
+    *a++ = &u->level;
+    return 1;
+}
+
 /* The UPDATE of the fields sent; *nrows 0 means no such lesson, not in
  * the version If-Match asks, or a levelId that names no level.
  */
@@ -559,35 +715,37 @@ static lessons_store_e lessons_store_patch(const lessons_db_t *db,
 {
     const char *label = "lessons_update";
     apr_dbd_prepared_t *stmt = lessons_store_stmt(db, p, label, err);
-    int has_level = in->has_level_id, has_title = in->has_title;
-    int has_order = in->has_order, has_topic = in->has_topic;
-    int has_descr = in->has_description, has_active = in->has_is_active;
-    int level = has_level ? in->level_id : 0;
-    int order = has_order ? in->order : 0;
-    int active = has_active && in->is_active ? 1 : 0;
-    const void *args[] = { &has_level, &level, &has_title,
-                           has_title ? in->title : "", &has_order, &order,
-                           &has_topic, has_topic ? in->topic : "",
-                           &has_descr, has_descr ? in->description : "",
-                           &has_active, &active, &id,
-                           &m->check, &m->v[0], &m->v[1], &m->v[2],
-                           &m->v[3], m->epoch, &has_level, &level };
+    lessons_update_args_t u;
     int rv;
 
-    if (!stmt) {
-        return LESSONS_STORE_ERROR;
-    }
-    if ((has_title && !in->title) || (has_topic && !in->topic)
-        || (has_descr && !in->description)) {
-        *err = "lessons_update: incomplete input";
+    if (!stmt || !lessons_update_args(&u, &id, in, m, err)) {
         return LESSONS_STORE_ERROR;
     }
     *nrows = 0;
-    rv = apr_dbd_pbquery(db->driver, p, db->handle, nrows, stmt, args);
+    rv = apr_dbd_pbquery(db->driver, p, db->handle, nrows, stmt, u.args);
     if (rv != 0) {
         return lessons_store_fail(db, p, rv, label, err);
     }
     return LESSONS_STORE_OK;
+}
+
+/* Why an update changed nothing, from the lesson as it is now: missing,
+ * in another version than If-Match asks, or else the level is.
+ */
+static lessons_store_e lessons_store_unchanged(const lessons_db_t *db,
+                                               apr_pool_t *p,
+                                               apr_int64_t id,
+                                               const lessons_if_match_t *im,
+                                               lessons_lesson_t *out,
+                                               const char **err)
+{
+    lessons_store_e rc = lessons_store_get(db, p, id, out, err);
+
+    if (rc == LESSONS_STORE_OK) {
+        rc = lessons_match_ok(im, out) ? LESSONS_STORE_NO_LEVEL
+                                       : LESSONS_STORE_PRECONDITION;
+    }
+    return rc;
 }
 
 lessons_store_e lessons_store_update(const lessons_db_t *db, apr_pool_t *p,
@@ -599,10 +757,26 @@ lessons_store_e lessons_store_update(const lessons_db_t *db, apr_pool_t *p,
 {
     const char *what = "lessons_update";
     lessons_match_args_t m;
+    lessons_update_args_t u;
     int nrows = 0;
     lessons_store_e rc;
 
     lessons_match_args(db, p, im, &m);
+    if (lessons_store_write_returns(db)) {
+        /* One statement; when it wrote nothing, the lesson read after
+         * it says why, as the read in the transaction would (each
+         * statement of a READ COMMITTED transaction sees anew).
+         */
+        if (!lessons_update_args(&u, &id, in, &m, err)) {
+            return LESSONS_STORE_ERROR;
+        }
+        rc = lessons_store_written(db, p, "lessons_update_returning",
+                                   u.args, out, &nrows, err);
+        if (rc == LESSONS_STORE_OK && nrows == 0) {
+            rc = lessons_store_unchanged(db, p, id, im, out, err);
+        }
+        return rc;
+    }
     rc = lessons_txn_begin(db, p, what, err);
     if (rc == LESSONS_STORE_OK) {
         rc = lessons_store_patch(db, p, id, in, &m, &nrows, err);
@@ -611,14 +785,7 @@ lessons_store_e lessons_store_update(const lessons_db_t *db, apr_pool_t *p,
         rc = lessons_store_read_back(db, p, what, id, out, err);
     }
     else if (rc == LESSONS_STORE_OK) {
-        /* Nothing changed: the lesson is missing, in another version,
-         * or else the level is.
-         */
-        rc = lessons_store_get(db, p, id, out, err);
-        if (rc == LESSONS_STORE_OK) {
-            rc = lessons_match_ok(im, out) ? LESSONS_STORE_NO_LEVEL
-                                           : LESSONS_STORE_PRECONDITION;
-        }
+        rc = lessons_store_unchanged(db, p, id, im, out, err);
     }
     return lessons_txn_end(db, p, what, rc, err);
 }

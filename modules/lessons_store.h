@@ -37,6 +37,11 @@ typedef struct {
 
 extern const lessons_statement_t lessons_statements[];
 
+/* Create and update with their read-back in one statement, prepared too
+ * where the engine write_returns.
+ */
+extern const lessons_statement_t lessons_statements_returning[];
+
 typedef enum {
     LESSONS_STORE_OK = 0,
     LESSONS_STORE_NOT_FOUND,        /* no lesson with that id */

@@ -555,6 +555,44 @@ static void test_statements_table(void **state)
     assert_int_equal(apr_hash_count(fx->db.prepared), (unsigned)n);
 }
 
+/* The one-statement writes (PostgreSQL's; SQLite has no data-modifying
+ * WITH, so they are not prepared here): create and update, each the
+ * plain write with RETURNING into the lesson read.
+ */
+static void test_statements_returning(void **state)
+{
+    fixture_t *fx = *state;
+    const char *plain[] = { "lessons_create", "lessons_update" };
+    int n;
+
+    for (n = 0; lessons_statements_returning[n].label; n++) {
+        const lessons_statement_t *s = &lessons_statements_returning[n];
+        const lessons_statement_t *w = NULL;
+        const char *ret;
+        int i;
+
+        assert_true(n < 2);
+        assert_string_equal(s->label,
+                            apr_pstrcat(fx->p, plain[n], "_returning", NULL));
+        for (i = 0; lessons_statements[i].label; i++) {
+            if (strcmp(lessons_statements[i].label, plain[n]) == 0) {
+                w = &lessons_statements[i];
+            }
+        }
+        assert_non_null(w);
+        /* the plain write's text, up to its own RETURNING if it has one */
+        ret = strstr(w->sql, "RETURNING");
+        assert_true(strncmp(s->sql, "WITH w AS (", 11) == 0);
+        assert_true(strncmp(s->sql + 11, w->sql,
+                            ret ? (size_t)(ret - w->sql)
+                                : strlen(w->sql)) == 0);
+        assert_non_null(strstr(s->sql, "RETURNING *) SELECT w.id, "));
+        assert_null(apr_hash_get(fx->db.prepared, s->label,
+                                 APR_HASH_KEY_STRING));
+    }
+    assert_int_equal(n, 2);
+}
+
 static void test_empty_lists(void **state)
 {
     fixture_t *fx = *state;
@@ -1538,6 +1576,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(test_schema_idempotent),
         T(test_statements_table),
+        T(test_statements_returning),
         T(test_empty_lists),
         T(test_create_and_get),
         T(test_get_not_found),
