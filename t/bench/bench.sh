@@ -124,6 +124,7 @@ ERROR_LOG=$WORK/logs/error.log
 # the module while the bench runs.
 cp "$MODULE" "$WORK/mod_lessons.so"
 cp "$BENCH_DIR/httpd.conf" "$WORK/httpd.conf"
+cp "$BENCH_DIR/minimal.conf" "$WORK/minimal.conf"
 MODULE_SUM=$(sha256sum "$WORK/mod_lessons.so" | cut -c1-12)
 RESULTS=$WORK/out/results.tsv     # db route kind round rps p50 p99 requests non2xx sockerr statements
 CGRES=$WORK/out/callgrind.tsv     # db route kind instructions-per-request
@@ -152,6 +153,7 @@ PORT=""
 DRIVER=""
 DBPARAMS=""
 EXTRA_DEFINES=()     # e.g. (-D BENCH_NO_LESSONS) for the neighbour row
+CONF=httpd.conf      # minimal.conf for the sanity row
 httpd_defines() {
     [ ${#EXTRA_DEFINES[@]} -eq 0 ] || printf '%s\n' "${EXTRA_DEFINES[@]}"
     printf '%s\n' -C "Define BENCH_PORT $PORT" -C "Define BENCH_WORK $WORK" \
@@ -170,11 +172,11 @@ start_httpd() {
     if [ $# -gt 0 ]; then
         # setpriv execs (runuser would fork): $! is valgrind's pid.
         [ "$(id -u)" -ne 0 ] || chown -R "$HTTPD_USER:" "$WORK/run" "$WORK/logs" "$WORK/cg"
-        setsid "${AS_HTTPD[@]}" "$@" "$HTTPD" -X -d "$WORK" -f "$WORK/httpd.conf" "${defs[@]}" \
+        setsid "${AS_HTTPD[@]}" "$@" "$HTTPD" -X -d "$WORK" -f "$WORK/$CONF" "${defs[@]}" \
             </dev/null >>"$WORK/httpd.out" 2>&1 &
         limit=180
     else
-        setsid "$HTTPD" -DFOREGROUND -d "$WORK" -f "$WORK/httpd.conf" "${defs[@]}" \
+        setsid "$HTTPD" -DFOREGROUND -d "$WORK" -f "$WORK/$CONF" "${defs[@]}" \
             </dev/null >>"$WORK/httpd.out" 2>&1 &
     fi
     HTTPD_PID=$!
@@ -550,6 +552,26 @@ neighbour_phase() {
     done
 }
 
+# --- the sanity row: the bench server's twin against a minimal httpd -----
+# The same file (GET all's twin), the same wrk and header, on the bench
+# server (module, API, logs and all) and on t/bench/minimal.conf:
+# alternating rounds.  A twin well below the minimal one means the
+# bench's static path is slowed, and every "vs static" overstated.
+sanity_phase() {
+    local round
+    for round in $(seq 1 "$ROUNDS"); do
+        CONF=httpd.conf
+        start_httpd
+        wrk_run sanity all bench "$round" "$(url /static/all)" -H "Authorization: Bearer $TOKEN"
+        stop_httpd
+        CONF=minimal.conf
+        start_httpd
+        wrk_run sanity all minimal "$round" "$(url /static/all)" -H "Authorization: Bearer $TOKEN"
+        stop_httpd
+        CONF=httpd.conf
+    done
+}
+
 # --- run ----------------------------------------------------------------
 START=$(date +%s)
 log "work dir $WORK; module $MODULE; ${QUICK:+quick: }$ROUNDS round(s) of ${DUR}s, $CONNS connections"
@@ -574,6 +596,8 @@ for DRIVER in $DBS; do
     if [ "$DRIVER" = "${DBS%% *}" ]; then
         log "neighbour: a Basic-auth listing with and without the module, $ROUNDS round(s)"
         neighbour_phase
+        log "sanity: the static twin of GET all, bench server against a minimal httpd, $ROUNDS round(s)"
+        sanity_phase
     fi
     [ "$DRIVER" != pgsql ] || stop_pgsql
     meta "$DRIVER" seconds $(( $(date +%s) - DB_START ))

@@ -193,21 +193,34 @@ PostgreSQL fsync and synchronous_commit on).
 EOF
 print join("\n", @table), "\n\n";
 
-# The rest of the server: a neighbour location, with and without us.
-{
-    my $w = stat_of('neighbour', 'listing', 'with');
-    my $wo = stat_of('neighbour', 'listing', 'without');
-    if ($w && $wo) {
-        my $r = $wo->{rps} ? $w->{rps} / $wo->{rps} : undef;
-        print "The rest of the server (not the API): a Basic-auth (bcrypt) directory\n",
-              "listing with Debian's DirectoryIndex list, on the same httpd with the\n",
-              "module loaded and the API configured, and without either:\n\n",
-              "| Neighbour | with mod_lessons req/s | without req/s | ratio | Target |\n",
-              "|---|---|---|---|---|\n";
-        printf "| GET /neighbour/ (Basic auth, listing) | %s | %s | %s | within noise (≥ 0.9x): %s |\n\n",
-            num($w->{rps}), num($wo->{rps}), x($r), defined $r ? verdict($r >= 0.9) : 'n/a';
-    }
+# A side-by-side table of two runs of one request, "within noise" of
+# each other (>= 0.9x): its intro, its column names, the row's label.
+sub pair_table {
+    my ($intro, $cols, $label, $a, $b) = @_;
+    return unless $a && $b;
+    my $r = $b->{rps} ? $a->{rps} / $b->{rps} : undef;
+    print $intro, "\n\n| $cols | ratio | Target |\n|---|---|---|---|---|\n";
+    printf "| %s | %s | %s | %s | within noise (≥ 0.9x): %s |\n\n", $label,
+        num($a->{rps}), num($b->{rps}), x($r), defined $r ? verdict($r >= 0.9) : 'n/a';
 }
+
+# The rest of the server: a neighbour location, with and without us.
+pair_table("The rest of the server (not the API): a Basic-auth (bcrypt) directory\n"
+           . "listing with Debian's DirectoryIndex list, on the same httpd with the\n"
+           . "module loaded and the API configured, and without either:",
+           'Neighbour | with mod_lessons req/s | without req/s',
+           'GET /neighbour/ (Basic auth, listing)',
+           stat_of('neighbour', 'listing', 'with'),
+           stat_of('neighbour', 'listing', 'without'));
+# The static path itself: the bench server's twin against a minimal
+# httpd serving the same file (t/bench/minimal.conf).
+pair_table("The static twin itself: GET all's twin on the bench server against a\n"
+           . "minimal httpd serving the same file (t/bench/minimal.conf: the same MPM\n"
+           . "and file settings, nothing else), same wrk and header; both with\n"
+           . "EnableSendfile On and EnableMMAP Off (t/bench/httpd.conf says why):",
+           'Static twin | bench server req/s | minimal httpd req/s',
+           'GET /static/all',
+           stat_of('sanity', 'all', 'bench'), stat_of('sanity', 'all', 'minimal'));
 print "Memory (httpd children, VmRSS, after a warm-up with every GET route):\n\n",
       join("\n", @memory), "\n\n" if @memory;
 printf "Targets: %d met, %d missed.\n", $met, $missed;
