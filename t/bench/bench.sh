@@ -503,27 +503,52 @@ callgrind_phase() {
 }
 
 # --- writes -----------------------------------------------------------------
+# pgbench runs the statements the module runs for a create and an update
+# on PostgreSQL (lessons_statements_returning in modules/lessons_store.c:
+# the write, its read-back joined to the level, the epoch), with the
+# bodies wrk-write.lua sends, on as many clients: the database's own
+# speed for the same work, without HTTP, tokens or JSON.
+pgbench_run() {
+    local db=$1 route=$2 round=$3 script=$4 out
+    out=$(PGOPTIONS="-c client_min_messages=warning" "$PGBIN/pgbench" -n -h 127.0.0.1 -p "$PGPORT" -U lessons \
+          -c $CONNS -j 2 -T "$DUR" -M prepared -f "$script" lessons 2>&1) \
+        || { printf '%s\n' "$out" >&2; die "pgbench failed"; }
+    printf '== %s pgbench %s round %s\n%s\n' "$db" "$route" "$round" "$out" >>"$WORK/out/wrk.log"
+    printf '%s\t%s\tpgbench\t%s\t%s\t0\t0\t0\t0\t0\n' "$db" "$route" "$round" \
+        "$(printf '%s\n' "$out" | sed -n 's/^tps = \([0-9.]*\).*/\1/p' | tail -n 1)" >>"$RESULTS"
+    tail -n 1 "$RESULTS" | awk -F'\t' '{ printf "bench:   %-7s %-9s %-6s r%s %8.0f tps (pgbench, the same statement)\n", $1, $2, $3, $4, $5 }' >&2
+}
 write_rounds() {
-    local db=$1 round out
-    cat >"$WORK/insert.sql" <<'SQL'
-INSERT INTO lessons (level_id, title, sort_order, topic, description, is_active)
-VALUES (3, 'Ein Tag in Hamburg – A day in Hamburg', 18, 'Travel', 'Planning a day in the city with the Präteritum and time expressions. Example: „Zuerst fuhren wir mit der Fähre über die Elbe, danach aßen wir Fischbrötchen am Hafen.“', true)
-RETURNING id;
+    local db=$1 round
+    local written="RETURNING *) SELECT w.id, w.level_id, v.name, v.code, w.title, w.sort_order,
+  w.topic, w.description, CASE WHEN w.is_active THEN 1 ELSE 0 END, w.version,
+  (SELECT epoch || lpad(to_hex(xmin::text::bigint), 8, '0') FROM lessons_database)
+FROM w JOIN levels v ON v.id = w.level_id;"
+    cat >"$WORK/insert.sql" <<SQL
+WITH w AS (INSERT INTO lessons (level_id, title, sort_order, topic, description, is_active)
+SELECT v.id, 'Ein Tag in Hamburg – A day in Hamburg', 18, 'Travel', 'Planning a day in the city with the Präteritum and time expressions. Example: „Zuerst fuhren wir mit der Fähre über die Elbe, danach aßen wir Fischbrötchen am Hafen.“', (1 = 1)
+FROM levels v WHERE v.id = 3
+$written
+SQL
+    cat >"$WORK/update.sql" <<SQL
+\\set id random(1, $NIDS)
+WITH w AS (UPDATE lessons SET level_id = CASE WHEN 0 = 1 THEN 0 ELSE level_id END,
+  title = CASE WHEN 0 = 1 THEN '' ELSE title END,
+  sort_order = CASE WHEN 0 = 1 THEN 0 ELSE sort_order END,
+  topic = CASE WHEN 0 = 1 THEN '' ELSE topic END,
+  description = CASE WHEN 1 = 1 THEN (CASE WHEN description LIKE 'Reviewed:%' THEN 'Reviewed again: the Präteritum in written narratives. Example: „Eines Tages ging die jüngste in den Wald.“' ELSE 'Reviewed: the Präteritum in written narratives. Example: „Es war einmal ein König, der hatte drei Töchter.“' END) ELSE description END,
+  is_active = CASE WHEN 0 = 1 THEN (0 = 1) ELSE is_active END
+WHERE id = :id AND (0 = 0 OR (version IN (-1, -1, -1, -1) AND (SELECT epoch FROM lessons_database) = ''))
+  AND (0 = 0 OR EXISTS (SELECT 1 FROM levels WHERE id = 0))
+$written
 SQL
     for round in $(seq 1 "$ROUNDS"); do
         BENCH_WRITE=create BENCH_TOKEN=$TOKEN BENCH_BASE=$API \
             wrk_run "$db" create mod "$round" "$(url "$API")" -s "$BENCH_DIR/wrk-write.lua"
-        if [ "$db" = pgsql ]; then
-            out=$(PGOPTIONS="-c client_min_messages=warning" "$PGBIN/pgbench" -n -h 127.0.0.1 -p "$PGPORT" -U lessons \
-                  -c $CONNS -j 2 -T "$DUR" -M prepared -f "$WORK/insert.sql" lessons 2>&1) \
-                || { printf '%s\n' "$out" >&2; die "pgbench failed"; }
-            printf '== %s pgbench round %s\n%s\n' "$db" "$round" "$out" >>"$WORK/out/wrk.log"
-            printf '%s\tcreate\tpgbench\t%s\t%s\t0\t0\t0\t0\t0\n' "$db" "$round" \
-                "$(printf '%s\n' "$out" | sed -n 's/^tps = \([0-9.]*\).*/\1/p' | tail -n 1)" >>"$RESULTS"
-            tail -n 1 "$RESULTS" | awk -F'\t' '{ printf "bench:   %-7s %-9s %-6s r%s %8.0f tps (pgbench INSERT)\n", $1, $2, $3, $4, $5 }' >&2
-        fi
+        [ "$db" != pgsql ] || pgbench_run "$db" create "$round" "$WORK/insert.sql"
         BENCH_WRITE=update BENCH_TOKEN=$TOKEN BENCH_BASE=$API BENCH_IDS=$NIDS \
             wrk_run "$db" update mod "$round" "$(url "$API")" -s "$BENCH_DIR/wrk-write.lua"
+        [ "$db" != pgsql ] || pgbench_run "$db" update "$round" "$WORK/update.sql"
     done
 }
 
