@@ -24,11 +24,14 @@
  */
 #define LESSONS_EPOCH "{epoch}"
 
-#define LESSONS_COLUMNS \
+/* A lesson's columns, from l (a lesson row) and v (its level). */
+#define LESSONS_SELECT \
     "SELECT l.id, l.level_id, v.name, v.code, l.title, l.sort_order, " \
     "l.topic, l.description, CASE WHEN l.is_active THEN 1 ELSE 0 END, " \
-    "l.version, (SELECT " LESSONS_EPOCH " FROM lessons_database) " \
-    "FROM lessons l JOIN levels v ON v.id = l.level_id "
+    "l.version, (SELECT " LESSONS_EPOCH " FROM lessons_database) "
+
+#define LESSONS_COLUMNS \
+    LESSONS_SELECT "FROM lessons l JOIN levels v ON v.id = l.level_id "
 
 #define LESSONS_NCOLUMNS 11
 
@@ -67,15 +70,12 @@
     "WHERE id = %lld AND " LESSONS_IF_MATCH " " \
     "AND (%d = 0 OR EXISTS (SELECT 1 FROM levels WHERE id = %d)) "
 
-/* The row a write stored (w), as LESSONS_COLUMNS gives a lesson: the
- * version its trigger set, the epoch read in the same statement.
+/* The row a write stored (the WITH's l), as LESSONS_COLUMNS gives a
+ * lesson: the version its trigger set, the epoch read in the same
+ * statement.
  */
 #define LESSONS_WRITTEN \
-    "RETURNING *) " \
-    "SELECT w.id, w.level_id, v.name, v.code, w.title, w.sort_order, " \
-    "w.topic, w.description, CASE WHEN w.is_active THEN 1 ELSE 0 END, " \
-    "w.version, (SELECT " LESSONS_EPOCH " FROM lessons_database) " \
-    "FROM w JOIN levels v ON v.id = w.level_id"
+    "RETURNING *) " LESSONS_SELECT "FROM l JOIN levels v ON v.id = l.level_id"
 
 /* "(%d = 1)" turns the 0/1 flag into a boolean on PostgreSQL and stays
  * 0/1 on SQLite, so one statement text serves both.  Ids are %lld
@@ -109,8 +109,8 @@ const lessons_statement_t lessons_statements[] = {
  * Arguments as lessons_create's and lessons_update's.
  */
 const lessons_statement_t lessons_statements_returning[] = {
-    { "lessons_create_returning", "WITH w AS (" LESSONS_INSERT LESSONS_WRITTEN },
-    { "lessons_update_returning", "WITH w AS (" LESSONS_UPDATE LESSONS_WRITTEN },
+    { "lessons_create_returning", "WITH l AS (" LESSONS_INSERT LESSONS_WRITTEN },
+    { "lessons_update_returning", "WITH l AS (" LESSONS_UPDATE LESSONS_WRITTEN },
     { NULL, NULL }
 };
 

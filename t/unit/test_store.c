@@ -582,11 +582,11 @@ static void test_statements_returning(void **state)
         assert_non_null(w);
         /* the plain write's text, up to its own RETURNING if it has one */
         ret = strstr(w->sql, "RETURNING");
-        assert_true(strncmp(s->sql, "WITH w AS (", 11) == 0);
+        assert_true(strncmp(s->sql, "WITH l AS (", 11) == 0);
         assert_true(strncmp(s->sql + 11, w->sql,
                             ret ? (size_t)(ret - w->sql)
                                 : strlen(w->sql)) == 0);
-        assert_non_null(strstr(s->sql, "RETURNING *) SELECT w.id, "));
+        assert_non_null(strstr(s->sql, "RETURNING *) SELECT l.id, "));
         assert_null(apr_hash_get(fx->db.prepared, s->label,
                                  APR_HASH_KEY_STRING));
     }
