@@ -35,6 +35,11 @@ static const lessons_number_t lessons_db_timeout_n = {
     NOT_IN_DIR_LOC_FILE,
     APR_OFFSETOF(lessons_srv_conf, db_timeout), LESSONS_FIELD_INT
 };
+static const lessons_number_t lessons_share_window_n = {
+    LESSONS_NUMBER_MICROSECONDS, 0, LESSONS_MAX_SHARE_WINDOW, NULL,
+    NOT_IN_DIR_LOC_FILE,
+    APR_OFFSETOF(lessons_srv_conf, share_window), LESSONS_FIELD_LONG
+};
 static const lessons_number_t lessons_max_body_n = {
     LESSONS_NUMBER_COUNT, 1, LESSONS_MAX_BODY_LIMIT, " bytes", 0,
     APR_OFFSETOF(lessons_dir_conf, max_body), LESSONS_FIELD_OFF
@@ -108,6 +113,13 @@ static const command_rec lessons_cmds[] = {
                   "Seconds an API request may wait for the database, the "
                   "wait for a pooled connection included (default 10); "
                   "then it is answered 503"),
+    AP_INIT_TAKE1("LessonsDBShareWindow", lessons_set_number,
+                  (void *)&lessons_share_window_n,
+                  RSRC_CONF,
+                  "Microseconds from one catalogue version read of an Apache "
+                  "process to its next, on PostgreSQL: requests that arrive "
+                  "meanwhile share the next read (default 2000; 0: the next "
+                  "as soon as one returns)"),
     AP_INIT_TAKE1("LessonsMaxBodySize", lessons_set_number,
                   (void *)&lessons_max_body_n,
                   RSRC_CONF | ACCESS_CONF,

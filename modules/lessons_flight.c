@@ -4,7 +4,10 @@
  * flight per server per process.  Reads are numbered as they are sent;
  * a thread that asks when `sent` reads have been sent may take only the
  * answer of read sent + 1 or later, whether one is on its way or not:
- * the one on its way, if any, was sent before it asked.
+ * the one on its way, if any, was sent before it asked.  A thread that
+ * would send a read sooner than the window after the last one, when
+ * others waited as that one landed, holds the lead until then ("leading"); those who ask meanwhile have
+ * not been counted into `sent`, so the read it then sends is theirs too.
  */
 #include <string.h>
 
@@ -20,6 +23,12 @@ struct lessons_flight_t {
                                      * the newest) */
     apr_uint64_t landed;            /* the number of the newest landed */
     int flying;                     /* read `sent` is on its way */
+    int leading;                    /* a thread waits out the window to
+                                     * send the next read */
+    apr_interval_time_t window;
+    apr_time_t last_sent;
+    int contended;                  /* others waited when the last read
+                                     * landed: the next will be shared */
     int ok;                         /* the landed read answered */
     apr_size_t len;
     unsigned char value[LESSONS_FLIGHT_MAX];
@@ -27,10 +36,12 @@ struct lessons_flight_t {
     int waiting;
 };
 
-lessons_flight_t *lessons_flight_make(apr_pool_t *p)
+lessons_flight_t *lessons_flight_make(apr_pool_t *p,
+                                      apr_interval_time_t window)
 {
     lessons_flight_t *f = apr_pcalloc(p, sizeof(*f));
 
+    f->window = window > 0 ? window : 0;
     if (apr_thread_mutex_create(&f->mutex, APR_THREAD_MUTEX_DEFAULT, p)
         != APR_SUCCESS
         || apr_thread_cond_create(&f->cond, p) != APR_SUCCESS) {
@@ -61,13 +72,30 @@ lessons_flight_e lessons_flight_join(lessons_flight_t *f,
             }
             break;
         }
-        if (!f->flying) {
+        now = apr_time_now();
+        if (!f->flying && !f->leading) {
+            apr_time_t at = f->contended ? f->last_sent + f->window : now;
+
+            if (at > deadline) {
+                at = deadline;
+            }
+            /* Hold the lead until the window is over (woken meanwhile
+             * only by the broadcasts of reads that landed before).
+             */
+            f->leading = 1;
+            f->waiting++;
+            while (now < at) {
+                apr_thread_cond_timedwait(f->cond, f->mutex, at - now);
+                now = apr_time_now();
+            }
+            f->waiting--;
+            f->leading = 0;
             f->sent++;                  /* >= need: sent after the call */
             f->flying = 1;
+            f->last_sent = now;
             rc = LESSONS_FLIGHT_LEAD;
             break;
         }
-        now = apr_time_now();
         if (now >= deadline) {
             rc = LESSONS_FLIGHT_ALONE;
             break;
@@ -91,6 +119,7 @@ void lessons_flight_land(lessons_flight_t *f, const void *value,
     }
     f->landed = f->sent;
     f->flying = 0;
+    f->contended = f->waiting > 0;
     apr_thread_cond_broadcast(f->cond);
     apr_thread_mutex_unlock(f->mutex);
 }

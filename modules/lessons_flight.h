@@ -8,6 +8,13 @@
  * its way wait for it to land and share the next one; of those, the
  * first to wake sends it.  With 32 clients on one database, most GETs
  * then wait for a read instead of making one.
+ *
+ * A window spaces the reads while threads queue for them: when others
+ * waited as a read landed, the next is sent no sooner than the window
+ * after it, and whoever asks meanwhile shares it.  That bounds a busy
+ * process's reads at one per window, for at most a window more latency,
+ * and keeps the rule (the read is still sent after they asked).  With no
+ * one waiting (one client at a time) the next read goes at once.
  */
 #ifndef LESSONS_FLIGHT_H
 #define LESSONS_FLIGHT_H
@@ -28,8 +35,12 @@ typedef enum {
                                      * deadline came first */
 } lessons_flight_e;
 
-/* A flight in p (a child's pool); NULL if its lock cannot be made. */
-lessons_flight_t *lessons_flight_make(apr_pool_t *p);
+/* A flight in p (a child's pool), its reads at least window apart (0:
+ * each sent as soon as the one before it lands); NULL if its lock
+ * cannot be made.
+ */
+lessons_flight_t *lessons_flight_make(apr_pool_t *p,
+                                      apr_interval_time_t window);
 
 /* Ask for the value, waiting until deadline at most.  SHARED copies it
  * into value (room for LESSONS_FLIGHT_MAX bytes) and sets *len.  After

@@ -92,6 +92,8 @@ APLOG_USE_MODULE(lessons);
 #define LESSONS_MAX_LEEWAY       3600
 #define LESSONS_DEFAULT_DB_TIMEOUT 10   /* seconds */
 #define LESSONS_MAX_DB_TIMEOUT   300
+#define LESSONS_DEFAULT_SHARE_WINDOW 2000   /* microseconds */
+#define LESSONS_MAX_SHARE_WINDOW 100000
 #define LESSONS_DBD_DEFAULT_MAX  10     /* mod_dbd's DBDMax default */
 #define LESSONS_RETRY_AFTER      "5"
 /* No pooled connection given back for this long while every one is
@@ -180,6 +182,8 @@ typedef struct {
 typedef struct {
     apr_array_header_t *sections;   /* lessons_dir_conf *, this server's */
     int db_timeout;                 /* seconds; 0: not set here */
+    long share_window;              /* LessonsDBShareWindow, microseconds;
+                                     * -1: not set here */
     /* Not merged: set for every server by post_config (acquire,
      * writers, key_sources) or child_init (the rest), after the merge. */
     ap_dbd_t *(*acquire)(request_rec *r);   /* (not merged) */
@@ -265,6 +269,7 @@ typedef struct {
 typedef enum {
     LESSONS_NUMBER_COUNT,           /* a whole number */
     LESSONS_NUMBER_SECONDS,         /* a duration in whole seconds */
+    LESSONS_NUMBER_MICROSECONDS,    /* a duration in whole microseconds */
     LESSONS_NUMBER_BYTES            /* a size: K, M or G may follow */
 } lessons_number_kind_e;
 
@@ -321,6 +326,7 @@ int lessons_jwks_flags(void);
 void lessons_policy_of(const lessons_dir_conf *conf, unsigned jwt_caps,
                        lessons_token_policy_t *policy);
 int lessons_db_timeout(const lessons_srv_conf *sconf);
+apr_interval_time_t lessons_share_window(const lessons_srv_conf *sconf);
 const char *lessons_base_path(const lessons_dir_conf *conf);
 apr_off_t lessons_max_body(const lessons_dir_conf *conf);
 

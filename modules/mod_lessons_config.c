@@ -67,6 +67,7 @@ void *lessons_create_srv_conf(apr_pool_t *p, server_rec *s)
     (void)s;
     sconf->sections = apr_array_make(p, 4, sizeof(lessons_dir_conf *));
     sconf->cache_size = -1;
+    sconf->share_window = -1;
     return sconf;
 }
 
@@ -77,6 +78,8 @@ void *lessons_merge_srv_conf(apr_pool_t *p, void *basev, void *addv)
 
     sconf->sections = add->sections;
     sconf->db_timeout = add->db_timeout ? add->db_timeout : base->db_timeout;
+    sconf->share_window = add->share_window >= 0 ? add->share_window
+                                                 : base->share_window;
     sconf->cache_size = base->cache_size;   /* global: the main server's */
     return sconf;
 }
@@ -84,6 +87,12 @@ void *lessons_merge_srv_conf(apr_pool_t *p, void *basev, void *addv)
 int lessons_db_timeout(const lessons_srv_conf *sconf)
 {
     return sconf->db_timeout ? sconf->db_timeout : LESSONS_DEFAULT_DB_TIMEOUT;
+}
+
+apr_interval_time_t lessons_share_window(const lessons_srv_conf *sconf)
+{
+    return sconf->share_window >= 0 ? sconf->share_window
+                                    : LESSONS_DEFAULT_SHARE_WINDOW;
 }
 
 /* The token policy a config holds (its fingerprint, if made), for a
@@ -522,6 +531,8 @@ static const char *lessons_parse_number(cmd_parms *cmd, const char *arg,
                             cmd->cmd->name,
                             n->kind == LESSONS_NUMBER_SECONDS
                                 ? "a whole number of seconds"
+                            : n->kind == LESSONS_NUMBER_MICROSECONDS
+                                ? "a whole number of microseconds"
                             : n->kind == LESSONS_NUMBER_BYTES
                                 ? "a size in bytes (K, M or G may follow)"
                                 : "a whole number",

@@ -291,7 +291,8 @@ void lessons_child_init(apr_pool_t *pchild, server_rec *s)
                               &waiting);
             sconf->gate = lessons_gate_make(pchild, slots, waiting,
                                             lessons_gate_stall(sconf));
-            sconf->flight = lessons_flight_make(pchild);
+            sconf->flight = lessons_flight_make(pchild,
+                                                lessons_share_window(sconf));
         }
     }
     lessons_keys_child_init(pchild, main);

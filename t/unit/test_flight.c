@@ -3,7 +3,8 @@
  * test_flight.c: lessons_flight -- a thread takes only the answer of a
  * read sent after it asked (never one on its way, never one that
  * landed before); those that ask together share one; a failed read
- * sends its waiters to read alone; the deadline holds.
+ * sends its waiters to read alone; the deadline holds; a window spaces
+ * contended reads and spares a lone client.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -36,6 +37,7 @@ typedef struct {
     apr_size_t len;
     int lead_lands;                 /* if it leads: 1 land "lead", 2 land
                                      * a failure, 3 land too much */
+    apr_time_t at;                  /* when the join returned */
 } asker_t;
 
 static void *APR_THREAD_FUNC ask(apr_thread_t *t, void *data)
@@ -43,6 +45,7 @@ static void *APR_THREAD_FUNC ask(apr_thread_t *t, void *data)
     asker_t *a = data;
 
     a->how = lessons_flight_join(a->f, a->deadline, a->value, &a->len);
+    a->at = apr_time_now();
     static const char big[LESSONS_FLIGHT_MAX + 1];
 
     if (a->how == LESSONS_FLIGHT_LEAD && a->lead_lands == 1) {
@@ -94,7 +97,7 @@ static void until_waiting(lessons_flight_t *f, int n)
  */
 static void test_alone_every_ask_reads(void **state)
 {
-    lessons_flight_t *f = lessons_flight_make(pool);
+    lessons_flight_t *f = lessons_flight_make(pool, 0);
     lessons_flight_stats_t st;
     char v[LESSONS_FLIGHT_MAX];
     apr_size_t len = 0;
@@ -117,7 +120,7 @@ static void test_alone_every_ask_reads(void **state)
  */
 static void test_never_a_read_sent_before(void **state)
 {
-    lessons_flight_t *f = lessons_flight_make(pool);
+    lessons_flight_t *f = lessons_flight_make(pool, 0);
     asker_t b;
     apr_thread_t *t;
     char v[LESSONS_FLIGHT_MAX];
@@ -144,7 +147,7 @@ static void test_never_a_read_sent_before(void **state)
 static lessons_flight_t *two_ask_during_read_one(int lands, asker_t *b,
                                                  asker_t *c)
 {
-    lessons_flight_t *f = lessons_flight_make(pool);
+    lessons_flight_t *f = lessons_flight_make(pool, 0);
     apr_thread_t *tb, *tc;
     char v[LESSONS_FLIGHT_MAX];
     apr_size_t len = 0;
@@ -220,7 +223,7 @@ static void test_too_large_is_not_shared(void **state)
 /* A read that never lands: the waiter leaves at its deadline, alone. */
 static void test_deadline(void **state)
 {
-    lessons_flight_t *f = lessons_flight_make(pool);
+    lessons_flight_t *f = lessons_flight_make(pool, 0);
     char v[LESSONS_FLIGHT_MAX];
     apr_size_t len = 0;
     apr_time_t t0;
@@ -235,6 +238,95 @@ static void test_deadline(void **state)
     lessons_flight_land(f, "x", 2);
 }
 
+/* Read 1, led here, lands while a (landing "lead" if it leads) waits:
+ * the flight is contended.  Returns a's thread, which then leads read 2.
+ */
+static apr_thread_t *contended(lessons_flight_t *f, asker_t *a,
+                               apr_time_t deadline)
+{
+    apr_thread_t *t;
+    char v[LESSONS_FLIGHT_MAX];
+    apr_size_t len = 0;
+
+    assert_int_equal(lessons_flight_join(f, SOON(5000), v, &len),
+                     LESSONS_FLIGHT_LEAD);
+    memset(a, 0, sizeof(*a));
+    a->f = f;
+    a->deadline = deadline;
+    a->lead_lands = 1;
+    t = start(a);
+    until_waiting(f, 1);
+    lessons_flight_land(f, "old", 4);
+    return t;
+}
+
+/* With a window, when others waited as a read landed, the next is sent
+ * no sooner than the window after it: a holds the lead until then, and
+ * b, asking meanwhile, takes the answer of a's read (sent after b
+ * asked).
+ */
+static void test_window_spaces_contended_reads(void **state)
+{
+    apr_interval_time_t w = apr_time_from_sec(1);
+    lessons_flight_t *f = lessons_flight_make(pool, w);
+    lessons_flight_stats_t st;
+    apr_time_t before = apr_time_now();
+    asker_t a, b;
+    apr_thread_t *ta = contended(f, &a, SOON(10000)), *tb;
+
+    (void)state;
+    memset(&b, 0, sizeof(b));
+    b.f = f;
+    b.deadline = SOON(10000);
+    tb = start(&b);
+    join_thread(ta);
+    join_thread(tb);
+    assert_int_equal(a.how, LESSONS_FLIGHT_LEAD);
+    assert_true(a.at - before >= w);
+    assert_int_equal(b.how, LESSONS_FLIGHT_SHARED);
+    assert_string_equal(b.value, "lead");
+    lessons_flight_stats(f, &st);
+    assert_int_equal(st.reads, 2);
+    assert_int_equal(st.shared, 1);
+}
+
+/* A window longer than the asker's deadline: it leads at the deadline,
+ * not later.
+ */
+static void test_window_ends_at_the_deadline(void **state)
+{
+    lessons_flight_t *f = lessons_flight_make(pool, apr_time_from_sec(60));
+    asker_t a;
+    apr_time_t deadline = SOON(300);
+    apr_thread_t *t = contended(f, &a, deadline);
+
+    (void)state;
+    join_thread(t);
+    assert_int_equal(a.how, LESSONS_FLIGHT_LEAD);
+    assert_true(a.at >= deadline);
+}
+
+/* No one waited as the read landed (one client at a time): the next
+ * read goes at once, however long the window.
+ */
+static void test_window_spares_a_lone_client(void **state)
+{
+    lessons_flight_t *f = lessons_flight_make(pool, apr_time_from_sec(60));
+    char v[LESSONS_FLIGHT_MAX];
+    apr_size_t len = 0;
+    apr_time_t deadline;
+
+    (void)state;
+    assert_int_equal(lessons_flight_join(f, SOON(5000), v, &len),
+                     LESSONS_FLIGHT_LEAD);
+    lessons_flight_land(f, "x", 2);
+    deadline = SOON(5000);
+    assert_int_equal(lessons_flight_join(f, deadline, v, &len),
+                     LESSONS_FLIGHT_LEAD);
+    assert_true(apr_time_now() < deadline);
+    lessons_flight_land(f, "y", 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -243,6 +335,9 @@ int main(void)
         cmocka_unit_test(test_those_who_ask_together_share),
         cmocka_unit_test(test_failed_read_sends_waiters_alone),
         cmocka_unit_test(test_deadline),
+        cmocka_unit_test(test_window_spaces_contended_reads),
+        cmocka_unit_test(test_window_ends_at_the_deadline),
+        cmocka_unit_test(test_window_spares_a_lone_client),
         cmocka_unit_test(test_too_large_is_not_shared),
     };
 
