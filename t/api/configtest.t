@@ -169,12 +169,19 @@ for my $case ([ "LessonsDBTimeout 0", qr/LessonsDBTimeout takes a whole number o
               [ "LessonsDBTimeout 301", qr/from 1 to 300/ ],
               [ "LessonsCacheSize 5G", qr/LessonsCacheSize takes a size in bytes \(K, M or G may follow\) from 0 to 4294967296 \(0: no cache\), not '5G'/ ],
               [ "LessonsCacheSize 16Q", qr/not '16Q'/ ],
-              [ "LessonsCacheSize -1", qr/not '-1'/ ]) {
+              [ "LessonsCacheSize -1", qr/not '-1'/ ],
+              [ "LessonsDBShareWindow -1", qr/LessonsDBShareWindow takes a whole number of microseconds from 0 to 100000, not '-1'/ ],
+              [ "LessonsDBShareWindow 100001", qr/from 0 to 100000, not '100001'/ ],
+              [ "LessonsDBShareWindow 2ms", qr/not '2ms'/ ]) {
     bad_ok("LessonsJWTKey HS256 $hs_good", $case->[1], "$case->[0] at server level",
            $case->[0]);
 }
 good_ok("LessonsJWTKey HS256 $hs_good", 'LessonsCacheSize 16M and LessonsDBTimeout 300',
         "LessonsCacheSize 16M\nLessonsDBTimeout 300");
+good_ok("LessonsJWTKey HS256 $hs_good", 'LessonsDBShareWindow 0 and 100000',
+        "LessonsDBShareWindow 0\n<VirtualHost *:80>\nLessonsDBShareWindow 100000\n</VirtualHost>");
+bad_ok("LessonsJWTKey HS256 $hs_good\nLessonsDBShareWindow 500", qr/LessonsDBShareWindow not allowed in <Location> context/,
+       'LessonsDBShareWindow inside a section');
 bad_ok("LessonsJWTKey HS256 $hs_good\nLessonsCacheSize 1M", qr/LessonsCacheSize not allowed in <Location> context/,
        'LessonsCacheSize inside a section');
 bad_ok("LessonsJWTKey HS256 $hs_good\nLessonsJWTLeeway 3601", qr/LessonsJWTLeeway takes a whole number of seconds from 0 to 3600/,
