@@ -596,6 +596,41 @@ lessons_store_e lessons_store_create(const lessons_db_t *db, apr_pool_t *p,
     return lessons_txn_end(db, p, what, rc, err);
 }
 
+lessons_store_e lessons_store_create_many(const lessons_db_t *db,
+                                          apr_pool_t *p,
+                                          lessons_store_create_job_t **jobs,
+                                          int n, const char **err)
+{
+    const char *what = "lessons_create (group commit)";
+    lessons_store_e rc;
+    int i;
+
+    for (i = 0; i < n; i++) {
+        const lessons_input_t *in = jobs[i]->in;
+
+        if (!in->title || !in->topic || !in->description) {
+            *err = "lessons_create: incomplete input";
+            return LESSONS_STORE_ERROR;
+        }
+    }
+    rc = lessons_txn_begin(db, p, what, err);
+    for (i = 0; i < n && rc == LESSONS_STORE_OK; i++) {
+        lessons_store_create_job_t *job = jobs[i];
+        apr_int64_t id = 0;
+
+        job->rc = lessons_store_insert(db, job->pool, job->in, &id, err);
+        if (job->rc == LESSONS_STORE_OK) {
+            job->rc = lessons_store_read_back(db, job->pool, what, id,
+                                              &job->out, err);
+        }
+        if (job->rc != LESSONS_STORE_OK && job->rc != LESSONS_STORE_NO_LEVEL) {
+            *err = apr_pstrdup(p, *err);    /* job->pool is not ours */
+            rc = job->rc;
+        }
+    }
+    return lessons_txn_end(db, p, what, rc, err);
+}
+
 /* The If-Match part of a write's arguments: the flag, four versions
  * (unused ones -1, which no row has) and the epoch.
  */

@@ -128,6 +128,28 @@ lessons_store_e lessons_store_create(const lessons_db_t *db, apr_pool_t *p,
                                      lessons_lesson_t *out,
                                      const char **err);
 
+/* One create of a group commit (lessons_group): its input, and the pool
+ * its answer is copied into (the job's own: the thread that runs it is
+ * not the one that asked).
+ */
+typedef struct {
+    const lessons_input_t *in;
+    apr_pool_t *pool;
+    lessons_store_e rc;             /* OK or NO_LEVEL once run */
+    lessons_lesson_t out;
+} lessons_store_create_job_t;
+
+/* Run n creates (complete inputs) in one transaction: one commit, and on
+ * SQLite one fsync, for all of them.  OK: committed, each job's rc and
+ * out say what it did.  Else nothing of any job was kept (*err says
+ * why): a failed statement may end SQLite's transaction, so no job is
+ * kept apart from the others.
+ */
+lessons_store_e lessons_store_create_many(const lessons_db_t *db,
+                                          apr_pool_t *p,
+                                          lessons_store_create_job_t **jobs,
+                                          int n, const char **err);
+
 /* Write only the fields sent (has_*) to lesson id, in one statement,
  * so concurrent updates of different fields never undo each other; the
  * level is checked only when levelId is sent, If-Match (im, may be NULL)

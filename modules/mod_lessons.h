@@ -63,6 +63,7 @@
 #include "lessons_etag.h"
 #include "lessons_fetch.h"
 #include "lessons_flight.h"
+#include "lessons_group.h"
 #include "lessons_gate.h"
 #include "lessons_throttle.h"
 
@@ -198,6 +199,12 @@ typedef struct {
                                      * process (not merged) */
     apr_uint32_t flight_on;         /* a connection showed an engine whose
                                      * reads are shared (not merged) */
+    lessons_group_t *group;         /* SQLite creates in one transaction,
+                                     * per process; NULL when one thread
+                                     * per process (not merged) */
+    apr_uint32_t group_off;         /* a connection showed an engine that
+                                     * takes many writers: creates need
+                                     * no group (not merged) */
     apr_off_t cache_size;           /* LessonsCacheSize; -1: not set */
     lessons_cache_t *cache;         /* per process, shared by every vhost;
                                      * NULL: LessonsCacheSize 0 (not
@@ -393,6 +400,7 @@ int lessons_dbd_answer(lessons_ctx *c, lessons_db_fault_e fault,
                       const char *err, int wrote);
 int lessons_dbd_open(lessons_ctx *c);
 int lessons_dbd_write_begin(lessons_ctx *c);
+int lessons_dbd_writers_shed(lessons_ctx *c);
 void lessons_dbd_write_end(lessons_ctx *c);
 int lessons_dbd_failed(lessons_ctx *c, const char *err);
 

@@ -102,6 +102,17 @@ static int lessons_dbd_shed(lessons_ctx *c, const char *why)
         "The lessons database is busy. Try again later.", NULL);
 }
 
+/* No turn to write within the request's bound: 503. */
+int lessons_dbd_writers_shed(lessons_ctx *c)
+{
+    lessons_srv_conf *sconf =
+        ap_get_module_config(c->r->server->module_config, &lessons_module);
+
+    return lessons_dbd_shed(c, apr_psprintf(c->r->pool, "waited %d s for "
+                            "the other SQLite writers",
+                            lessons_db_timeout(sconf)));
+}
+
 /* Get a pooled connection ready for this request, within the request's
  * time bound.  DECLINED means connected; anything else is the answer.
  */
@@ -214,9 +225,7 @@ int lessons_dbd_write_begin(lessons_ctx *c)
         rv = apr_global_mutex_lock(sconf->writers);
     }
     if (rv != APR_SUCCESS) {
-        return lessons_dbd_shed(c, apr_psprintf(c->r->pool, "waited %d s "
-                               "for the other SQLite writers",
-                               lessons_db_timeout(sconf)));
+        return lessons_dbd_writers_shed(c);
     }
     c->writing = 1;
     return DECLINED;

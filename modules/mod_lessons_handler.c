@@ -109,36 +109,177 @@ static int lessons_no_level(lessons_ctx *c, int level)
             apr_psprintf(c->r->pool, "Level %d does not exist.", level)));
 }
 
-static int lessons_create(lessons_ctx *c)
+/* A create's answer from what the store did: 201 with the lesson and
+ * its Location, 400 for a level that does not exist, else the fault.
+ */
+static int lessons_created(lessons_ctx *c, lessons_store_e rc,
+                           const lessons_input_t *in,
+                           const lessons_lesson_t *l, const char *err)
 {
     request_rec *r = c->r;
-    lessons_input_t in;
-    lessons_lesson_t l;
-    const char *err = NULL;
-    lessons_store_e rc;
-    int done = lessons_decode_body(c, LESSONS_PAYLOAD_CREATE, &in);
 
-    if (done != DECLINED || (done = lessons_dbd_open(c)) != DECLINED) {
-        return done;
-    }
-    if ((done = lessons_dbd_write_begin(c)) != DECLINED) {
-        return done;
-    }
-    /* Insert and read-back are one transaction: OK means committed. */
-    rc = lessons_store_create(&c->db, r->pool, &in, &l, &err);
-    lessons_dbd_write_end(c);
     switch (rc) {
     case LESSONS_STORE_OK:
         break;
     case LESSONS_STORE_NO_LEVEL:
-        return lessons_no_level(c, in.level_id);
+        return lessons_no_level(c, in->level_id);
     default:
         return lessons_dbd_failed(c, err);
     }
     apr_table_setn(r->headers_out, "Location",
                    apr_psprintf(r->pool, "%s/%" APR_INT64_T_FMT,
-                                lessons_base_path(c->conf), l.id));
-    return lessons_send_lesson(c, HTTP_CREATED, &l);
+                                lessons_base_path(c->conf), l->id));
+    return lessons_send_lesson(c, HTTP_CREATED, l);
+}
+
+/* A create in a transaction of its own, on this request's connection
+ * (opened here unless it is already).
+ */
+static int lessons_create_alone(lessons_ctx *c, lessons_srv_conf *sconf,
+                                const lessons_input_t *in)
+{
+    const lessons_engine_t *engine;
+    lessons_lesson_t l;
+    const char *err = NULL;
+    lessons_store_e rc;
+    int done;
+
+    if (!c->db.driver && (done = lessons_dbd_open(c)) != DECLINED) {
+        return done;
+    }
+    engine = lessons_engine_of(c->db.driver);
+    if (engine && !engine->one_writer) {
+        apr_atomic_set32(&sconf->group_off, 1);
+    }
+    if ((done = lessons_dbd_write_begin(c)) != DECLINED) {
+        return done;
+    }
+    /* Insert and read-back are one transaction: OK means committed. */
+    rc = lessons_store_create(&c->db, c->r->pool, in, &l, &err);
+    lessons_dbd_write_end(c);
+    return lessons_created(c, rc, in, &l, err);
+}
+
+/* Lead a group commit: run the jobs of run in one transaction on this
+ * request's connection, under the writers' mutex.  A job left as it was
+ * (rc ERROR) is made alone by its own request, as without the group.
+ * DECLINED, or this request's answer when it has no connection or no
+ * turn to write.
+ */
+static int lessons_create_lead(lessons_ctx *c, lessons_srv_conf *sconf,
+                               lessons_group_item_t *run)
+{
+    request_rec *r = c->r;
+    lessons_store_create_job_t **jobs;
+    lessons_group_item_t *item;
+    const lessons_engine_t *engine;
+    const char *err = NULL;
+    int n = 0, done;
+
+    for (item = run; item; item = item->next) {
+        n++;
+    }
+    jobs = apr_palloc(r->pool, n * sizeof(*jobs));
+    n = 0;
+    for (item = run; item; item = item->next) {
+        jobs[n++] = item->job;
+    }
+    done = lessons_dbd_open(c);
+    engine = lessons_engine_of(c->db.driver);
+    if (engine && !engine->one_writer) {
+        apr_atomic_set32(&sconf->group_off, 1);
+    }
+    if (done == DECLINED && engine && engine->one_writer
+        && (done = lessons_dbd_write_begin(c)) == DECLINED) {
+        lessons_store_e st = lessons_store_create_many(&c->db, r->pool, jobs,
+                                                       n, &err);
+
+        lessons_dbd_write_end(c);
+        if (st == LESSONS_STORE_OK) {
+            ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, LESSONSLOG(00309)
+                          "%d create(s) in one transaction", n);
+        }
+        else {
+            /* Nothing kept: each request makes its own alone. */
+            ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, LESSONSLOG(00310)
+                          "a group commit of %d create(s) failed, each is "
+                          "made alone: %s", n, err ? err : "unknown error");
+            while (n > 0) {
+                jobs[--n]->rc = LESSONS_STORE_ERROR;
+            }
+        }
+    }
+    lessons_group_done(sconf->group, run);
+    return done;
+}
+
+static apr_status_t lessons_job_pool_destroy(void *pool)
+{
+    apr_pool_destroy(pool);
+    return APR_SUCCESS;
+}
+
+/* On SQLite (one writer), the creates of this process that arrive
+ * together share one transaction and one fsync (lessons_group); each is
+ * answered after the commit that holds it.  Until a connection shows the
+ * engine, creates go through the group: a leader that finds another
+ * engine sends each back to make its own alone.  The job's answer is copied
+ * into a pool of its own, since another request's thread writes it.
+ */
+static int lessons_create_grouped(lessons_ctx *c, lessons_srv_conf *sconf,
+                                  const lessons_input_t *in)
+{
+    request_rec *r = c->r;
+    lessons_store_create_job_t job;
+    lessons_group_item_t item, *run = NULL;
+    int done = DECLINED;
+
+    memset(&job, 0, sizeof(job));
+    job.in = in;
+    job.rc = LESSONS_STORE_ERROR;
+    if (apr_pool_create_unmanaged_ex(&job.pool, NULL, NULL) != APR_SUCCESS) {
+        return lessons_create_alone(c, sconf, in);
+    }
+    apr_pool_cleanup_register(r->pool, job.pool, lessons_job_pool_destroy,
+                              apr_pool_cleanup_null);
+    memset(&item, 0, sizeof(item));
+    item.job = &job;
+    if (!c->deadline) {
+        c->deadline = apr_time_now()
+                      + apr_time_from_sec(lessons_db_timeout(sconf));
+    }
+    switch (lessons_group_join(sconf->group, &item, c->deadline, &run)) {
+    case LESSONS_GROUP_TIMEOUT:
+        return lessons_dbd_writers_shed(c);
+    case LESSONS_GROUP_LEAD:
+        done = lessons_create_lead(c, sconf, run);
+        break;
+    case LESSONS_GROUP_DONE:
+        break;
+    }
+    if (done != DECLINED) {
+        return done;
+    }
+    if (job.rc == LESSONS_STORE_OK || job.rc == LESSONS_STORE_NO_LEVEL) {
+        return lessons_created(c, job.rc, in, &job.out, NULL);
+    }
+    return lessons_create_alone(c, sconf, in);
+}
+
+static int lessons_create(lessons_ctx *c)
+{
+    lessons_srv_conf *sconf =
+        ap_get_module_config(c->r->server->module_config, &lessons_module);
+    lessons_input_t in;
+    int done = lessons_decode_body(c, LESSONS_PAYLOAD_CREATE, &in);
+
+    if (done != DECLINED) {
+        return done;
+    }
+    if (sconf->group && !apr_atomic_read32(&sconf->group_off)) {
+        return lessons_create_grouped(c, sconf, &in);
+    }
+    return lessons_create_alone(c, sconf, &in);
 }
 
 /* If-Match did not hold: nothing was written. */

@@ -293,6 +293,7 @@ void lessons_child_init(apr_pool_t *pchild, server_rec *s)
                                             lessons_gate_stall(sconf));
             sconf->flight = lessons_flight_make(pchild,
                                                 lessons_share_window(sconf));
+            sconf->group = lessons_group_make(pchild, threads);
         }
     }
     lessons_keys_child_init(pchild, main);

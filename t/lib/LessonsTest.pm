@@ -33,6 +33,7 @@ our @EXPORT = qw(
     is_problem is_validation is_empty_404 is_json_lesson is_unauthorized
     db_rows db_do db_lessons db_count seed sq lesson_row
     free_port wait_port httpd_conf start_httpd pg_ctl pg_start jwt_caps api_location
+    suite_log_size suite_log_since
     LESSON_TYPE PROBLEM_TYPE VALIDATION_TITLE
 );
 
@@ -458,6 +459,18 @@ sub jwt_caps {
     return { at_jwt => $line =~ /at\+jwt tokens verified/ ? 1 : 0,
              pss    => $line =~ m{PS256/384/512 verified} ? 1 : 0,
              line   => $line };
+}
+
+# The suite's error log: its size now, and what it gained since a size.
+sub suite_log_size { -s Apache::Test::vars('t_logs') . '/error_log' || 0 }
+
+sub suite_log_since {
+    my ($from) = @_;
+    my $log = Apache::Test::vars('t_logs') . '/error_log';
+    open my $fh, '<:raw', $log or die "$log: $!";
+    seek $fh, $from, 0;
+    local $/;
+    return <$fh> // '';
 }
 
 sub sql_cmd {

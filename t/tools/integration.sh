@@ -228,6 +228,7 @@ if [ "$DRIVER" = sqlite3 ]; then
     sqlite3 -bail "$FAULT_DB" >/dev/null <<EOF
 $FAULT_SQL_SEED
 CREATE TRIGGER simulated_fault_insert BEFORE INSERT ON lessons
+WHEN NEW.title NOT LIKE 'Passes the fault %'
 BEGIN SELECT RAISE(ABORT, 'simulated fault'); END;
 CREATE TRIGGER simulated_fault_update BEFORE UPDATE ON lessons
 BEGIN SELECT RAISE(ABORT, 'simulated fault'); END;
@@ -320,7 +321,12 @@ if [ "$DRIVER" = pgsql ]; then
     psql_run -d "$FAULT_DB" >/dev/null <<EOF
 $FAULT_SQL_SEED
 CREATE FUNCTION simulated_fault() RETURNS trigger LANGUAGE plpgsql AS
-\$\$ BEGIN RAISE EXCEPTION 'simulated fault'; END \$\$;
+\$\$ BEGIN
+    IF TG_OP = 'INSERT' AND NEW.title LIKE 'Passes the fault %' THEN
+        RETURN NEW;
+    END IF;
+    RAISE EXCEPTION 'simulated fault';
+END \$\$;
 CREATE TRIGGER simulated_fault BEFORE INSERT OR UPDATE OR DELETE ON lessons
     FOR EACH ROW EXECUTE FUNCTION simulated_fault();
 EOF

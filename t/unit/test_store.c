@@ -835,6 +835,73 @@ static void test_create_answers_stored_lesson(void **state)
     assert_int_equal(scalar(fx, "SELECT MAX(id) FROM lessons"), l.id);
 }
 
+/* A group commit: three creates in one transaction, one of them for a
+ * level that does not exist.  The others are stored with what they
+ * answer, each answer in its job's own pool.
+ */
+static void test_create_many(void **state)
+{
+    fixture_t *fx = *state;
+    lessons_input_t in[3] = {
+        input(1, "Erste", 1, "t", "d", 1),
+        input(99, "Nirgends", 2, "t", "d", 1),
+        input(6, "Dritte", 3, "t", "d", 0),
+    };
+    lessons_store_create_job_t job[3], *jobs[3];
+    const char *err = NULL;
+    lessons_lesson_t g;
+    int i;
+
+    for (i = 0; i < 3; i++) {
+        memset(&job[i], 0, sizeof(job[i]));
+        job[i].in = &in[i];
+        job[i].rc = LESSONS_STORE_ERROR;
+        assert_int_equal(apr_pool_create(&job[i].pool, fx->p), APR_SUCCESS);
+        jobs[i] = &job[i];
+    }
+    expect_store(lessons_store_create_many(&fx->db, fx->p, jobs, 3, &err),
+                 LESSONS_STORE_OK, err);
+    expect_store(job[0].rc, LESSONS_STORE_OK, NULL);
+    expect_store(job[1].rc, LESSONS_STORE_NO_LEVEL, NULL);
+    expect_store(job[2].rc, LESSONS_STORE_OK, NULL);
+    assert_true(job[2].out.id > job[0].out.id);
+    assert_string_equal(job[2].out.level_code, "C2");
+    assert_int_equal(job[2].out.is_active, 0);
+    assert_int_equal(lesson_count(fx), 2);
+    for (i = 0; i < 3; i += 2) {
+        g = get(fx, job[i].out.id);
+        assert_same_lesson(&job[i].out, &g);
+        apr_pool_destroy(job[i].pool);
+    }
+    apr_pool_destroy(job[1].pool);
+}
+
+/* One create of a group fails (the database refuses it): nothing of the
+ * group is kept, and the connection is outside any transaction.
+ */
+static void test_create_many_all_or_nothing(void **state)
+{
+    fixture_t *fx = *state;
+    lessons_input_t ok = input(1, "Gut", 1, "t", "d", 1);
+    lessons_input_t bad = input(2, "Schlecht", 2, "t", "d", 1);
+    lessons_store_create_job_t job[2], *jobs[2] = { &job[0], &job[1] };
+    const char *err = NULL;
+
+    ddl_ok(fx, "CREATE TRIGGER refuse BEFORE INSERT ON lessons "
+               "WHEN NEW.title = 'Schlecht' "
+               "BEGIN SELECT RAISE(ABORT, 'simulated fault'); END");
+    memset(job, 0, sizeof(job));
+    job[0].in = &ok;
+    job[1].in = &bad;
+    job[0].pool = job[1].pool = fx->p;
+    expect_store(lessons_store_create_many(&fx->db, fx->p, jobs, 2, &err),
+                 LESSONS_STORE_ERROR, err);
+    assert_non_null(strstr(err, "simulated fault"));
+    assert_int_equal(lesson_count(fx), 0);
+    create(fx, 1, "Danach", 1);
+    assert_int_equal(lesson_count(fx), 1);
+}
+
 static void test_update_all_fields(void **state)
 {
     fixture_t *fx = *state;
@@ -1587,6 +1654,8 @@ int main(void)
         T(test_list_levels_sorted_by_level_not_argument),
         T(test_create_no_level),
         T(test_create_answers_stored_lesson),
+        T(test_create_many),
+        T(test_create_many_all_or_nothing),
         T(test_update_all_fields),
         T(test_update_unchanged_values_ok),
         T(test_update_one_field_keeps_the_others),

@@ -5,6 +5,8 @@ package LessonsTest::Lock;
 # ACCESS EXCLUSIVE, on SQLite the write lock (BEGIN IMMEDIATE).
 #
 #   my $lock = hold_lock();     # returns once the lock is really held
+#   my $lock = hold_lock('fault');  # on the fault database (which
+#                               # refuses updates: the lock alone)
 #   release($lock);
 
 use strict;
@@ -19,7 +21,8 @@ our @EXPORT_OK = qw(hold_lock locked release);
 
 # Hold the lock in a database client of our own until release().
 sub hold_lock {
-    my @cmd = LessonsTest::sql_cmd();
+    my ($which) = @_;
+    my @cmd = LessonsTest::sql_cmd($which);
     open my $fh, '|-', @cmd or die "cannot start @cmd: $!";
     $fh->autoflush(1);
     if (LessonsTest::db_driver() eq 'pgsql') {
@@ -27,25 +30,26 @@ sub hold_lock {
     }
     else {
         print $fh ".timeout 20000\nBEGIN IMMEDIATE;\n"
-            . "UPDATE lessons SET sort_order = sort_order;\n";
+            . ($which ? '' : "UPDATE lessons SET sort_order = sort_order;\n");
     }
     # Wait until the lock is really held (a busy machine starts slowly).
     for (1 .. 200) {
-        return $fh if locked();
+        return $fh if locked($which);
         sleep 0.1;
     }
     die "the lock was never taken\n";
 }
 
 sub locked {
+    my ($which) = @_;
     if (LessonsTest::db_driver() eq 'pgsql') {
         my $rows = db_rows("SELECT count(*) AS n FROM pg_locks l JOIN pg_class c"
             . " ON c.oid = l.relation WHERE c.relname = 'lessons'"
-            . " AND l.mode = 'AccessExclusiveLock' AND l.granted");
+            . " AND l.mode = 'AccessExclusiveLock' AND l.granted", $which);
         return $rows->[0]{n} > 0;
     }
     # A second writer that does not wait fails while the lock is held.
-    my @cmd = LessonsTest::sql_cmd();
+    my @cmd = LessonsTest::sql_cmd($which);
     my $pid = open(my $out, '-|') // die "fork: $!";
     if (!$pid) {
         open STDERR, '>&', \*STDOUT;

@@ -1,0 +1,291 @@
+/* Licensed under the Apache License, Version 2.0.
+ *
+ * test_group.c: lessons_group -- a job queued while a run is under way
+ * goes in the next run, led by the oldest, which takes its own job
+ * first and then the others in queue order; a run takes at most max; a queued job leaves at its
+ * deadline and is never run after; a taken job's thread waits for the
+ * run past its deadline.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "apr_thread_proc.h"
+#include "apr_time.h"
+
+#include "lessons_group.h"
+
+#include "unit_pool.h"
+
+static int group_setup(void **state)
+{
+    (void)state;
+    return unit_pool_open();
+}
+
+#define SOON(ms) (apr_time_now() + apr_time_from_msec(ms))
+
+/* A job: who ran it, and in a run of how many. */
+typedef struct {
+    int name;
+    int ran_by;                     /* the leader's name; 0: not run */
+    int run_size;
+} job_t;
+
+/* A thread that joins with its job, and runs the run if it leads. */
+typedef struct {
+    lessons_group_t *g;
+    apr_time_t deadline;
+    job_t job;
+    lessons_group_item_t item;
+    lessons_group_e how;
+    int order[8];                   /* if it led: the names it ran */
+    int n;
+    apr_interval_time_t hold;       /* if it leads: its run's length */
+} joiner_t;
+
+static void run_all(joiner_t *j, lessons_group_item_t *run)
+{
+    lessons_group_item_t *i;
+    int n = 0;
+
+    for (i = run; i; i = i->next) {
+        n++;
+    }
+    for (i = run; i; i = i->next) {
+        job_t *job = i->job;
+
+        job->ran_by = j->job.name;
+        job->run_size = n;
+        if (j->n < 8) {
+            j->order[j->n++] = job->name;
+        }
+    }
+    if (j->hold) {
+        apr_sleep(j->hold);
+    }
+    lessons_group_done(j->g, run);
+}
+
+static void *APR_THREAD_FUNC joiner(apr_thread_t *t, void *data)
+{
+    joiner_t *j = data;
+    lessons_group_item_t *run = NULL;
+
+    j->item.job = &j->job;
+    j->how = lessons_group_join(j->g, &j->item, j->deadline, &run);
+    if (j->how == LESSONS_GROUP_LEAD) {
+        run_all(j, run);
+    }
+    apr_thread_exit(t, APR_SUCCESS);
+    return NULL;
+}
+
+static apr_thread_t *start(joiner_t *j, lessons_group_t *g, int name,
+                           apr_time_t deadline)
+{
+    apr_thread_t *t = NULL;
+
+    memset(j, 0, sizeof(*j));
+    j->g = g;
+    j->job.name = name;
+    j->deadline = deadline;
+    assert_int_equal(apr_thread_create(&t, NULL, joiner, j, pool),
+                     APR_SUCCESS);
+    return t;
+}
+
+static void join_thread(apr_thread_t *t)
+{
+    apr_status_t rv;
+
+    assert_int_equal(apr_thread_join(&rv, t), APR_SUCCESS);
+}
+
+/* Until n threads wait in the group (at most 5 s). */
+static void until_waiting(lessons_group_t *g, int n)
+{
+    lessons_group_stats_t st;
+    int i;
+
+    for (i = 0; i < 5000; i++) {
+        lessons_group_stats(g, &st);
+        if (st.waiting >= n) {
+            return;
+        }
+        apr_sleep(apr_time_from_msec(1));
+    }
+    fail_msg("%d threads never waited", n);
+}
+
+static void expect_stats(lessons_group_t *g, int runs, int jobs,
+                         int largest)
+{
+    lessons_group_stats_t st;
+
+    lessons_group_stats(g, &st);
+    assert_int_equal(st.runs, runs);
+    assert_int_equal(st.jobs, jobs);
+    assert_int_equal(st.largest, largest);
+}
+
+/* This thread leads a run of its own job (name 1): it holds the group
+ * until it calls lessons_group_done on *run.
+ */
+static void lead_alone(lessons_group_t *g, joiner_t *me,
+                       lessons_group_item_t **run)
+{
+    memset(me, 0, sizeof(*me));
+    me->g = g;
+    me->job.name = 1;
+    me->item.job = &me->job;
+    assert_int_equal(lessons_group_join(g, &me->item, SOON(5000), run),
+                     LESSONS_GROUP_LEAD);
+    assert_ptr_equal(*run, &me->item);
+    assert_null((*run)->next);
+}
+
+static void test_alone_leads(void **state)
+{
+    lessons_group_t *g = lessons_group_make(pool, 4);
+    lessons_group_item_t *run;
+    joiner_t me;
+
+    (void)state;
+    assert_non_null(g);
+    lead_alone(g, &me, &run);
+    run_all(&me, run);
+    assert_int_equal(me.job.ran_by, 1);
+    lead_alone(g, &me, &run);
+    run_all(&me, run);
+    expect_stats(g, 2, 2, 1);
+}
+
+/* Jobs 2, 3 and 4 queue, in that order, while run 1 (this thread's) is
+ * under way; then run 1 ends and they run as the group lets them.
+ */
+static void three_queue_behind_run_one(lessons_group_t *g, joiner_t j[3])
+{
+    lessons_group_item_t *run;
+    joiner_t me;
+    apr_thread_t *t[3];
+    int i;
+
+    lead_alone(g, &me, &run);
+    for (i = 0; i < 3; i++) {
+        t[i] = start(&j[i], g, i + 2, SOON(5000));
+        until_waiting(g, i + 1);
+    }
+    run_all(&me, run);
+    for (i = 0; i < 3; i++) {
+        join_thread(t[i]);
+    }
+}
+
+/* 2, the oldest, leads the next run, which holds all three in the order
+ * they queued; 3 and 4 are told DONE.
+ */
+static void test_those_who_queue_meanwhile_share_a_run(void **state)
+{
+    lessons_group_t *g = lessons_group_make(pool, 8);
+    joiner_t j[3];
+    int i;
+
+    (void)state;
+    three_queue_behind_run_one(g, j);
+    for (i = 0; i < 3; i++) {
+        assert_int_equal(j[i].job.run_size, 3);
+        assert_int_equal(j[i].job.ran_by, 2);
+        assert_int_equal(j[i].how, i == 0 ? LESSONS_GROUP_LEAD
+                                          : LESSONS_GROUP_DONE);
+    }
+    assert_int_equal(j[0].n, 3);
+    assert_int_equal(j[0].order[0], 2);
+    assert_int_equal(j[0].order[1], 3);
+    assert_int_equal(j[0].order[2], 4);
+    expect_stats(g, 2, 4, 3);
+}
+
+/* max 2: the next run takes 2 and 3, the oldest; 4 then runs alone. */
+static void test_a_run_takes_at_most_max(void **state)
+{
+    lessons_group_t *g = lessons_group_make(pool, 2);
+    joiner_t j[3];
+
+    (void)state;
+    three_queue_behind_run_one(g, j);
+    assert_int_equal(j[0].job.run_size, 2);
+    assert_int_equal(j[0].job.ran_by, 2);
+    assert_int_equal(j[1].job.run_size, 2);
+    assert_int_equal(j[1].job.ran_by, 2);
+    assert_int_equal(j[2].job.run_size, 1);
+    assert_int_equal(j[2].job.ran_by, 4);
+    assert_int_equal(j[2].how, LESSONS_GROUP_LEAD);
+    expect_stats(g, 3, 4, 2);
+}
+
+/* A job still queued at its deadline leaves, and no later run takes it. */
+static void test_queued_job_leaves_at_its_deadline(void **state)
+{
+    lessons_group_t *g = lessons_group_make(pool, 8);
+    lessons_group_item_t *run;
+    joiner_t me, j;
+    apr_thread_t *t;
+
+    (void)state;
+    lead_alone(g, &me, &run);
+    t = start(&j, g, 2, SOON(100));
+    join_thread(t);
+    assert_int_equal(j.how, LESSONS_GROUP_TIMEOUT);
+    assert_int_equal(j.job.ran_by, 0);
+    run_all(&me, run);
+    lead_alone(g, &me, &run);       /* asserts a run of its own job only */
+    run_all(&me, run);
+    assert_int_equal(j.job.ran_by, 0);
+}
+
+/* A taken job's thread waits for its run, however long past its
+ * deadline: the leader writes into the job until it is done.  Job 2
+ * leads a run of 2.5 s that takes job 3, whose deadline is 1.5 s away
+ * (room for a busy machine to let the run begin first).
+ */
+static void test_taken_job_waits_past_its_deadline(void **state)
+{
+    lessons_group_t *g = lessons_group_make(pool, 8);
+    lessons_group_item_t *run;
+    joiner_t me, leader, late;
+    apr_thread_t *tl, *tj;
+    apr_time_t t0;
+
+    (void)state;
+    lead_alone(g, &me, &run);
+    tl = start(&leader, g, 2, SOON(5000));
+    leader.hold = apr_time_from_msec(2500);
+    until_waiting(g, 1);
+    t0 = apr_time_now();
+    tj = start(&late, g, 3, SOON(1500));
+    until_waiting(g, 2);
+    run_all(&me, run);
+    join_thread(tj);
+    assert_true(apr_time_now() - t0 >= apr_time_from_msec(2500));
+    join_thread(tl);
+    assert_int_equal(leader.how, LESSONS_GROUP_LEAD);
+    assert_int_equal(late.how, LESSONS_GROUP_DONE);
+    assert_int_equal(late.job.ran_by, 2);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_alone_leads),
+        cmocka_unit_test(test_those_who_queue_meanwhile_share_a_run),
+        cmocka_unit_test(test_a_run_takes_at_most_max),
+        cmocka_unit_test(test_queued_job_leaves_at_its_deadline),
+        cmocka_unit_test(test_taken_job_waits_past_its_deadline),
+    };
+
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
