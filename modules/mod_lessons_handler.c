@@ -199,6 +199,13 @@ static int lessons_create_lead(lessons_ctx *c, lessons_srv_conf *sconf,
             ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, LESSONSLOG(00309)
                           "%d create(s) in one transaction", n);
         }
+        else if (n == 1) {
+            /* The leader's own create alone: its failure is this
+             * request's answer, as without the group (made again, it
+             * would be written twice and logged twice).
+             */
+            done = lessons_dbd_failed(c, err);
+        }
         else {
             /* Nothing kept: each request makes its own alone. */
             ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, LESSONSLOG(00310)
