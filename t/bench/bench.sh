@@ -94,12 +94,14 @@ fi
 WORK=$(mktemp -d /tmp/lessons-bench.XXXXXX)
 chmod 755 "$WORK"
 HTTPD_PID=""
+SERVER_PIDS=()    # the many-servers row's httpds (servers_phase)
 PG_STARTED=""
 cleanup() {
     rc=$?
     trap - EXIT INT TERM
     set +e
     stop_httpd
+    stop_servers
     if [ -n "$PG_STARTED" ]; then
         "${AS_PG[@]}" "$PGBIN/pg_ctl" -D "$WORK/pg/data" -m immediate -w stop >/dev/null 2>&1
     fi
@@ -119,7 +121,8 @@ mkdir -p "$WORK/keys" "$WORK/static" "$WORK/run" "$WORK/logs" "$WORK/cg" "$WORK/
 # callgrind run starts as that user (valgrind's gdbserver, which
 # callgrind_control talks to, cannot follow httpd's switch from root).
 [ "$(id -u)" -ne 0 ] || chown "$HTTPD_USER:" "$WORK/run" "$WORK/logs" "$WORK/cg"
-ERROR_LOG=$WORK/logs/error.log
+RUN_ROOT=$WORK                    # where the server's run/ and logs/ are
+ERROR_LOG=$RUN_ROOT/logs/error.log
 # The module and config this run loads, copied once: others may rebuild
 # the module while the bench runs.
 cp "$MODULE" "$WORK/mod_lessons.so"
@@ -157,7 +160,7 @@ CONF=httpd.conf      # minimal.conf for the sanity row
 httpd_defines() {
     [ ${#EXTRA_DEFINES[@]} -eq 0 ] || printf '%s\n' "${EXTRA_DEFINES[@]}"
     printf '%s\n' -C "Define BENCH_PORT $PORT" -C "Define BENCH_WORK $WORK" \
-        -C "Define BENCH_MODULE $WORK/mod_lessons.so" -C "Define BENCH_MODULES $HTTPD_MODULES" \
+        -C "Define BENCH_RUN $RUN_ROOT" -C "Define BENCH_MODULE $WORK/mod_lessons.so" -C "Define BENCH_MODULES $HTTPD_MODULES" \
         -C "Define BENCH_DRIVER $DRIVER" -C "Define BENCH_DBPARAMS \"$DBPARAMS\""
 }
 # start_httpd [valgrind args...]: event MPM as a daemon-like foreground
@@ -167,8 +170,9 @@ start_httpd() {
     local defs=() limit=30
     PORT=$(pick_port)
     mapfile -t defs < <(httpd_defines)
+    ERROR_LOG=$RUN_ROOT/logs/error.log
     : >"$ERROR_LOG"
-    rm -f "$WORK/run/httpd.pid"
+    rm -f "$RUN_ROOT/run/httpd.pid"
     if [ $# -gt 0 ]; then
         # setpriv execs (runuser would fork): $! is valgrind's pid.
         [ "$(id -u)" -ne 0 ] || chown -R "$HTTPD_USER:" "$WORK/run" "$WORK/logs" "$WORK/cg"
@@ -518,6 +522,35 @@ pgbench_run() {
         "$(printf '%s\n' "$out" | sed -n 's/^tps = \([0-9.]*\).*/\1/p' | tail -n 1)" >>"$RESULTS"
     tail -n 1 "$RESULTS" | awk -F'\t' '{ printf "bench:   %-7s %-9s %-6s r%s %8.0f tps (pgbench, the same statement)\n", $1, $2, $3, $4, $5 }' >&2
 }
+# SQLite's creates against the disk's own speed (issue 19): a bare loop
+# of one-row INSERT transactions -- the module's create statement, each
+# its own transaction and so its own fsync -- on the same database file
+# with the same durability (WAL, synchronous FULL), in the sqlite3 shell
+# as the user httpd serves as.  What one writer gets without sharing a
+# commit: the module's group commit is measured against it.
+sqlite_loop_run() {
+    local db=$1 round=$2 n t0 t1 rps file=$WORK/db/sqlite/lessons.db
+    cat >"$WORK/loop-insert.sql" <<'SQL'
+INSERT INTO lessons (level_id, title, sort_order, topic, description, is_active) SELECT v.id, 'Ein Tag in Hamburg – A day in Hamburg', 18, 'Travel', 'Planning a day in the city with the Präteritum and time expressions. Example: „Zuerst fuhren wir mit der Fähre über die Elbe, danach aßen wir Fischbrötchen am Hafen.“', (1 = 1) FROM levels v WHERE v.id = 3 RETURNING id;
+SQL
+    # n: about DUR seconds' worth, from a first batch of 100.
+    for n in 100 0; do
+        if [ "$n" -eq 0 ]; then
+            n=$(perl -e 'my $n = int($ARGV[0] * $ARGV[1]); print $n < 100 ? 100 : $n' "$rps" "$DUR")
+        fi
+        { printf '.timeout 5000\nPRAGMA synchronous = FULL;\n'
+          perl -e 'my $s = do { local $/; <STDIN> }; print $s x $ARGV[0]' "$n" <"$WORK/loop-insert.sql"
+        } >"$WORK/loop.sql"
+        t0=$(date +%s.%N)
+        "${AS_HTTPD[@]}" sqlite3 -bail "$file" <"$WORK/loop.sql" >/dev/null \
+            || die "the sqlite3 INSERT loop failed"
+        t1=$(date +%s.%N)
+        rps=$(perl -e 'printf "%.1f", $ARGV[0] / ($ARGV[2] - $ARGV[1])' "$n" "$t0" "$t1")
+    done
+    printf '%s\tcreate\tloop\t%s\t%s\t0\t0\t%s\t0\t0\n' "$db" "$round" "$rps" "$n" >>"$RESULTS"
+    printf 'bench:   %-7s create    loop   r%s %8.0f tps (sqlite3, one-row INSERT transactions, %d)\n' \
+        "$db" "$round" "$rps" "$n" >&2
+}
 write_rounds() {
     local db=$1 round
     local written="RETURNING *) SELECT w.id, w.level_id, v.name, v.code, w.title, w.sort_order,
@@ -546,6 +579,7 @@ SQL
         BENCH_WRITE=create BENCH_TOKEN=$TOKEN BENCH_BASE=$API \
             wrk_run "$db" create mod "$round" "$(url "$API")" -s "$BENCH_DIR/wrk-write.lua"
         [ "$db" != pgsql ] || pgbench_run "$db" create "$round" "$WORK/insert.sql"
+        [ "$db" != sqlite3 ] || sqlite_loop_run "$db" "$round"
         BENCH_WRITE=update BENCH_TOKEN=$TOKEN BENCH_BASE=$API BENCH_IDS=$NIDS \
             wrk_run "$db" update mod "$round" "$(url "$API")" -s "$BENCH_DIR/wrk-write.lua"
         [ "$db" != pgsql ] || pgbench_run "$db" update "$round" "$WORK/update.sql"
@@ -597,6 +631,96 @@ sanity_phase() {
     done
 }
 
+# --- many Apache servers, one PostgreSQL (issue 19, SCALING.md) ----------
+# SERVERS separate httpds (bench.sh's server, each with its own run/ and
+# logs/) on the one database, each driven by its own wrk at CONNS clients
+# on GET by id, all at once: GETs a second in all, PostgreSQL's
+# statements per GET, its share of the machine's CPU time (postmaster and
+# backends, from /proc), and the httpd processes serving, for SCALING.md's
+# prediction (a process sends at most one version read per window).
+SERVERS=4
+stop_servers() {
+    local p
+    for p in "${SERVER_PIDS[@]}"; do
+        HTTPD_PID=$p
+        stop_httpd
+    done
+    SERVER_PIDS=()
+}
+cpu_ticks_total() { awk '/^cpu / { s = 0; for (i = 2; i <= NF; i++) s += $i; print s }' /proc/stat; }
+# CPU ticks (user + system) of the PostgreSQL cluster's processes, a
+# "pid ticks" line each.
+pg_ticks() {
+    local pm p
+    pm=$(head -n 1 "$WORK/pg/data/postmaster.pid")
+    for p in "$pm" $(ps -o pid= --ppid "$pm"); do
+        awk -v p="$p" '{ sub(/^.*\) /, ""); print p, $12 + $13 }' "/proc/$p/stat" 2>/dev/null || true
+    done
+}
+servers_phase() {
+    local db=$1 round i ports=() wrks=() before after t0 t1 stmts procs dir w
+    for i in $(seq 1 "$SERVERS"); do
+        dir=$WORK/server-$i
+        mkdir -p "$dir/run" "$dir/logs"
+        [ "$(id -u)" -ne 0 ] || chown "$HTTPD_USER:" "$dir/run" "$dir/logs"
+        RUN_ROOT=$dir
+        start_httpd
+        SERVER_PIDS+=("$HTTPD_PID")
+        ports+=("$PORT")
+        HTTPD_PID=""
+        # Warm-up, not counted: pools and caches of every process.
+        wrk -t1 -c$CONNS -d1s -H "Authorization: Bearer $TOKEN" \
+            "http://127.0.0.1:$PORT$API/$LESSON_ID" >/dev/null 2>&1 || true
+    done
+    RUN_ROOT=$WORK
+    for round in $(seq 1 "$ROUNDS"); do
+        pg_statements_reset
+        before=$(pg_ticks); t0=$(cpu_ticks_total)
+        wrks=()
+        for i in $(seq 0 $((SERVERS - 1))); do
+            wrk -t1 -c$CONNS -d${DUR}s --latency -H "Authorization: Bearer $TOKEN" \
+                "http://127.0.0.1:${ports[$i]}$API/$LESSON_ID" >"$WORK/out/servers-$i.out" 2>&1 &
+            wrks+=($!)
+        done
+        # The wrks only: the httpds are this shell's children too.
+        wait "${wrks[@]}"
+        after=$(pg_ticks); t1=$(cpu_ticks_total)
+        stmts=$(pg_statements)
+        procs=0
+        for i in "${SERVER_PIDS[@]}"; do
+            procs=$((procs + $(ps -o pid= --ppid "$i" | wc -l)))
+        done
+        # Each server's "rps p50 p99 requests non2xx sockerr", then the
+        # whole: summed rates and counts, the worst p50 and p99.
+        for i in $(seq 0 $((SERVERS - 1))); do
+            printf '== %s servers %s round %s\n' "$db" "$i" "$round" >>"$WORK/out/wrk.log"
+            cat "$WORK/out/servers-$i.out" >>"$WORK/out/wrk.log"
+            parse_wrk <"$WORK/out/servers-$i.out"
+        done | awk -F'\t' -v db="$db" -v round="$round" -v st="$stmts" '
+            { r += $1; if ($2 > p50) p50 = $2; if ($3 > p99) p99 = $3; n += $4; b += $5; e += $6 }
+            END { printf "%s\tservers\tmod\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", db, round, r, p50, p99, n, b, e, st }' >>"$RESULTS"
+        # The PostgreSQL share of all CPU time (every CPU) in the window.
+        perl -e '
+            my (%b, %a);
+            for (split /\n/, $ARGV[0]) { my ($p, $t) = split; $b{$p} = $t if $p }
+            for (split /\n/, $ARGV[1]) { my ($p, $t) = split; $a{$p} = $t if $p }
+            my $pg = 0;
+            $pg += $a{$_} - ($b{$_} // 0) for keys %a;
+            printf "%s\tservers_pgcpu_%s\t%.4f\n%s\tservers_procs_%s\t%d\n",
+                $ARGV[2], $ARGV[3], $ARGV[5] > $ARGV[4] ? $pg / ($ARGV[5] - $ARGV[4]) : 0,
+                $ARGV[2], $ARGV[3], $ARGV[6];
+        ' "$before" "$after" "$db" "$round" "$t0" "$t1" "$procs" >>"$META"
+        tail -n 1 "$RESULTS" | awk -F'\t' -v s="$SERVERS" '{ printf "bench:   %-7s %d servers r%s %8.0f req/s  p99 %7.2f ms  %.3f statements/req%s\n",
+            $1, s, $4, $5, $7, ($8 > 0 ? $11 / $8 : 0), ($9 + $10 > 0 ? "  (" $9 " non-2xx/3xx, " $10 " socket errors)" : "") }' >&2
+    done
+    meta "$db" servers "$SERVERS"
+    # The window the servers ran with: httpd.conf's, else the module's
+    # default (2 ms, DIRECTIVES.md).
+    w=$(awk '$1 == "LessonsDBShareWindow" { print $2 }' "$WORK/httpd.conf")
+    meta "$db" servers_window_us "${w:-2000}"
+    stop_servers
+}
+
 # --- run ----------------------------------------------------------------
 START=$(date +%s)
 log "work dir $WORK; module $MODULE; ${QUICK:+quick: }$ROUNDS round(s) of ${DUR}s, $CONNS connections"
@@ -617,6 +741,10 @@ for DRIVER in $DBS; do
     grep -aE ':(emerg|alert|crit|error)\]' "$ERROR_LOG" | tail -n 5 | sed 's/^/bench: error_log: /' >&2 || true
     meta "$DRIVER" errors "$(grep -acE ':(emerg|alert|crit|error)\]' "$ERROR_LOG" || true)"
     stop_httpd
+    if [ "$DRIVER" = pgsql ]; then
+        log "pgsql: $SERVERS servers on one database, GET by id, $CONNS clients each, $ROUNDS round(s)"
+        servers_phase "$DRIVER"
+    fi
     # Once, on the first database: the API's database plays no part.
     if [ "$DRIVER" = "${DBS%% *}" ]; then
         log "neighbour: a Basic-auth listing with and without the module, $ROUNDS round(s)"
@@ -638,7 +766,7 @@ BENCH_DATE=$(date -u '+%Y-%m-%d %H:%M UTC') \
 BENCH_MACHINE="$(nproc) CPUs ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)), $(awk '/MemTotal/ { printf "%.0f GB RAM", $2 / 1048576 }' /proc/meminfo), Linux $(uname -r), $(. /etc/os-release && echo "$PRETTY_NAME")" \
 BENCH_SOFTWARE="$("$HTTPD" -v | sed -n 's/^Server version: //p'), event MPM; SQLite $(sqlite3 --version | cut -d' ' -f1)$( [[ " $DBS " != *" pgsql "* ]] || echo "; PostgreSQL $("$PGBIN/postgres" --version | awk '{ print $3 }')"); wrk $(wrk -v 2>&1 | awk 'NR == 1 { print $2 }'); valgrind $(valgrind --version | sed 's/valgrind-//')" \
 BENCH_REV="$rev (mod_lessons.so sha256 $MODULE_SUM…)" BENCH_COMMAND=$COMMAND BENCH_SECONDS=$(( $(date +%s) - START )) \
-BENCH_ROUNDS=$ROUNDS BENCH_DUR=$DUR BENCH_CONNS=$CONNS BENCH_CG_N=$CG_N BENCH_CG_WARM=$CG_WARM \
+BENCH_ROUNDS=$ROUNDS BENCH_DUR=$DUR BENCH_CONNS=$CONNS BENCH_CPUS=$(nproc) BENCH_CG_N=$CG_N BENCH_CG_WARM=$CG_WARM \
 BENCH_RSS_N=$RSS_N BENCH_RSS_WARM=$RSS_WARM BENCH_QUICK=$QUICK BENCH_LESSON_ID=$LESSON_ID BENCH_MAXCLIENTS=$MAXCLIENTS \
     perl "$BENCH_DIR/report.pl" "$RESULTS" "$CGRES" "$META" "$DBS" >"$WORK/out/BENCHMARKS.md"
 cp "$WORK/out/BENCHMARKS.md" "$OUT"

@@ -13,7 +13,7 @@ binmode STDOUT, ':encoding(UTF-8)';
 my ($results, $cgfile, $metafile, $dbs) = @ARGV;
 my @dbs = split ' ', $dbs;
 my %E = map { $_ => $ENV{"BENCH_$_"} // '' } qw(DATE MACHINE SOFTWARE REV COMMAND
-    SECONDS ROUNDS DUR CONNS CG_N CG_WARM RSS_N RSS_WARM QUICK LESSON_ID MAXCLIENTS);
+    SECONDS ROUNDS DUR CONNS CPUS CG_N CG_WARM RSS_N RSS_WARM QUICK LESSON_ID MAXCLIENTS);
 utf8::decode($_) for values %E;
 
 my (%runs, %cg, %meta);
@@ -106,6 +106,12 @@ for my $db (@dbs) {
                 my $r = $pg->{rps} ? $s->{rps} / $pg->{rps} : 0;
                 push @t, sprintf('≥ 0.7x pgbench, the same statement (%s tps): %s, %s',
                                  num($pg->{rps}), x($r), verdict($r >= 0.7));
+            }
+            # SQLite's group commit against one writer's bare loop.
+            if (my $lp = stat_of($db, $route, 'loop')) {
+                my $r = $lp->{rps} ? $s->{rps} / $lp->{rps} : 0;
+                push @t, sprintf('≥ 1.0x a bare loop of one-row INSERT transactions (%s/s): %s, %s',
+                                 num($lp->{rps}), x($r), verdict($r >= 1.0));
             }
             $ratio = undef;
         } else {
@@ -226,6 +232,48 @@ pair_table("The static twin itself: GET all's twin on the bench server against a
            'Static twin | bench server req/s | minimal httpd req/s',
            'GET /static/all',
            stat_of('sanity', 'all', 'bench'), stat_of('sanity', 'all', 'minimal'));
+# Many servers, one database (issue 19; SCALING.md's prediction).
+for my $db (@dbs) {
+    my $s = stat_of($db, 'servers', 'mod') or next;
+    my $m = $meta{$db} || {};
+    my @rounds = grep { defined $m->{"servers_pgcpu_$_"} } 1 .. ($E{ROUNDS} || 1);
+    my $pgcpu = median(map { $m->{"servers_pgcpu_$_"} } @rounds);
+    my $procs = median(map { $m->{"servers_procs_$_"} } @rounds);
+    my $window = ($m->{servers_window_us} || 2000) / 1e6;
+    my $reads = defined $s->{spr} ? $s->{spr} * $s->{rps} : undef;
+    # A process sends at most one version read per window while its
+    # threads queue for it: P / window reads a second in all.
+    my $ceiling = $procs ? $procs / $window : undef;
+    my $pred = $ceiling && $s->{rps} ? ($ceiling < $s->{rps} ? $ceiling / $s->{rps} : 1) : undef;
+    my $wms = sprintf('%g', $window * 1000);
+    my @t;
+    push @t, sprintf('statements/GET ≤ 0.25 (%s): %s', defined $s->{spr} ? sprintf('%.3f', $s->{spr}) : 'n/a',
+                     defined $s->{spr} ? verdict($s->{spr} <= 0.25) : 'n/a');
+    push @t, sprintf('version reads/s within the prediction (%s ≤ %s): %s', num($reads), num($ceiling),
+                     defined $reads && $ceiling ? verdict($reads <= $ceiling * 1.05) : 'n/a');
+    push @t, sprintf('answers not 2xx/3xx: %d (target 0): %s', $s->{non2xx}, verdict($s->{non2xx} == 0));
+    push @notes, sprintf('%d servers on %s: %d requests got no answer (wrk socket errors).',
+                         $m->{servers}, $dbname{$db}, $s->{sockerr}) if $s->{sockerr};
+    print <<"EOT";
+Many Apache servers, one database (SCALING.md): $m->{servers} separate httpds
+(this server's configuration, each with its own processes and pools) on
+the one $dbname{$db} database, each driven by its own `wrk -t1 -c$E{CONNS}`
+on GET by id at the same time; medians of $E{ROUNDS} round(s) of $E{DUR} s.
+Statements are PostgreSQL's own count (pg_stat_statements); its CPU share
+is the postmaster's and backends' CPU time over all CPU time of the
+machine ($E{CPUS} CPUs, shared with the httpds and the wrks). The
+prediction: a busy process sends at most one version read per
+LessonsDBShareWindow ($wms ms), so P processes send at most P/window
+reads a second, and statements per GET are at most that over the GETs.
+
+| Servers | GETs/s (all) | p99 ms (worst) | httpd processes | statements/GET | version reads/s | predicted at most | PostgreSQL CPU share | Targets |
+|--:|--:|--:|--:|--:|--:|--:|--:|---|
+EOT
+    printf "| %d | %s | %s | %s | %s | %s | %s reads/s (%s/GET) | %s | %s |\n\n", $m->{servers}, num($s->{rps}),
+        ms($s->{p99}), num($procs), defined $s->{spr} ? sprintf('%.3f', $s->{spr}) : 'n/a',
+        num($reads), num($ceiling), defined $pred ? sprintf('%.3f', $pred) : 'n/a',
+        defined $pgcpu ? sprintf('%.1f%%', 100 * $pgcpu) : 'n/a', join('; ', @t);
+}
 print "Memory (httpd children, VmRSS, after a warm-up with every GET route):\n\n",
       join("\n", @memory), "\n\n" if @memory;
 printf "Targets: %d met, %d missed.\n", $met, $missed;
