@@ -9,12 +9,16 @@
  * first to wake sends it.  With 32 clients on one database, most GETs
  * then wait for a read instead of making one.
  *
- * A window spaces the reads while threads queue for them: when others
- * waited as a read landed, the next is sent no sooner than the window
- * after it, and whoever asks meanwhile shares it.  That bounds a busy
- * process's reads at one per window, for at most a window more latency,
- * and keeps the rule (the read is still sent after they asked).  With no
- * one waiting (one client at a time) the next read goes at once.
+ * A window spaces the reads: the next is sent no sooner than the window
+ * after the last, and whoever asks meanwhile shares it.  That bounds a
+ * process's reads at one per window however its requests arrive (many at
+ * once, or one after another), for at most a window more latency, and
+ * keeps the rule (the read is still sent after they asked).  The next
+ * read goes before the window is over once as many ask for it as took the
+ * last one (and at least LESSONS_FLIGHT_SHARE): clients that come back
+ * together (a pool, a load balancer's connections) share a read without
+ * waiting out the window.  A request that comes a window or more after
+ * the last read sends its own at once.
  */
 #ifndef LESSONS_FLIGHT_H
 #define LESSONS_FLIGHT_H
@@ -23,6 +27,9 @@
 #include "apr_time.h"
 
 #define LESSONS_FLIGHT_MAX  128     /* bytes of a shared answer */
+#define LESSONS_FLIGHT_SHARE  4     /* a read sent ahead of the window
+                                     * serves at least this many: 0.25
+                                     * reads per GET at most (issue 19) */
 
 typedef struct lessons_flight_t lessons_flight_t;
 

@@ -4,7 +4,8 @@
  * read sent after it asked (never one on its way, never one that
  * landed before); those that ask together share one; a failed read
  * sends its waiters to read alone; the deadline holds; a window spaces
- * contended reads and spares a lone client.
+ * the reads, for a lone client too, and those who ask together send
+ * theirs before it ends.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -306,25 +307,144 @@ static void test_window_ends_at_the_deadline(void **state)
     assert_true(a.at >= deadline);
 }
 
-/* No one waited as the read landed (one client at a time): the next
- * read goes at once, however long the window.
+/* One client at a time, sooner than the window after the last read:
+ * its read waits for the window (a process's reads stay one per window
+ * however its requests come), not for its deadline.
  */
-static void test_window_spares_a_lone_client(void **state)
+static void test_window_bounds_a_lone_client(void **state)
 {
-    lessons_flight_t *f = lessons_flight_make(pool, apr_time_from_sec(60));
+    apr_interval_time_t w = apr_time_from_msec(300);
+    lessons_flight_t *f = lessons_flight_make(pool, w);
     char v[LESSONS_FLIGHT_MAX];
     apr_size_t len = 0;
-    apr_time_t deadline;
+    apr_time_t t0 = apr_time_now(), deadline;
 
     (void)state;
     assert_int_equal(lessons_flight_join(f, SOON(5000), v, &len),
                      LESSONS_FLIGHT_LEAD);
     lessons_flight_land(f, "x", 2);
-    deadline = SOON(5000);
+    deadline = SOON(10000);
     assert_int_equal(lessons_flight_join(f, deadline, v, &len),
                      LESSONS_FLIGHT_LEAD);
+    assert_true(apr_time_now() - t0 >= w);
     assert_true(apr_time_now() < deadline);
     lessons_flight_land(f, "y", 2);
+}
+
+/* A client that comes a window or more after the last read sends its
+ * own at once.
+ */
+static void test_a_client_after_the_window_reads_at_once(void **state)
+{
+    apr_interval_time_t w = apr_time_from_sec(2);
+    lessons_flight_t *f = lessons_flight_make(pool, w);
+    char v[LESSONS_FLIGHT_MAX];
+    apr_size_t len = 0;
+    apr_time_t t0;
+
+    (void)state;
+    assert_int_equal(lessons_flight_join(f, SOON(5000), v, &len),
+                     LESSONS_FLIGHT_LEAD);
+    lessons_flight_land(f, "x", 2);
+    apr_sleep(w + apr_time_from_msec(100));
+    t0 = apr_time_now();
+    assert_int_equal(lessons_flight_join(f, SOON(10000), v, &len),
+                     LESSONS_FLIGHT_LEAD);
+    assert_true(apr_time_now() - t0 < w - apr_time_from_msec(500));
+    lessons_flight_land(f, "y", 2);
+}
+
+/* Read 1 (led here) is on its way while n askers ask (each landing
+ * "lead" if it leads), then lands.  With a window of a minute, returns
+ * when all n are done.
+ */
+static lessons_flight_t *n_ask_during_read_one(int n, asker_t *a)
+{
+    lessons_flight_t *f = lessons_flight_make(pool, apr_time_from_sec(60));
+    apr_thread_t *t[8];
+    char v[LESSONS_FLIGHT_MAX];
+    apr_size_t len = 0;
+    int i;
+
+    assert_int_equal(lessons_flight_join(f, SOON(5000), v, &len),
+                     LESSONS_FLIGHT_LEAD);
+    for (i = 0; i < n; i++) {
+        memset(&a[i], 0, sizeof(a[i]));
+        a[i].f = f;
+        a[i].deadline = SOON(10000);
+        a[i].lead_lands = 1;
+        t[i] = start(&a[i]);
+    }
+    until_waiting(f, n);
+    lessons_flight_land(f, "old", 4);
+    for (i = 0; i < n; i++) {
+        join_thread(t[i]);
+    }
+    return f;
+}
+
+/* Four ask together while a read is on its way (as many as a read
+ * sent ahead of the window must serve): the next read goes at once,
+ * not a window later, and the other three take its answer.
+ */
+static void test_enough_askers_send_before_the_window(void **state)
+{
+    asker_t a[4];
+    apr_time_t before = apr_time_now();
+    lessons_flight_t *f = n_ask_during_read_one(4, a);
+    lessons_flight_stats_t st;
+    int i, leads = 0, shared = 0;
+
+    (void)state;
+    for (i = 0; i < 4; i++) {
+        leads += a[i].how == LESSONS_FLIGHT_LEAD;
+        if (a[i].how == LESSONS_FLIGHT_SHARED) {
+            shared++;
+            assert_string_equal(a[i].value, "lead");
+        }
+        assert_true(a[i].at - before < apr_time_from_sec(5));
+    }
+    assert_int_equal(leads, 1);
+    assert_int_equal(shared, 3);
+    lessons_flight_stats(f, &st);
+    assert_int_equal(st.reads, 2);
+}
+
+/* After a read that six shared, the next goes ahead of the window only
+ * once six ask again: five that ask (more than LESSONS_FLIGHT_SHARE)
+ * wait it out -- here until the deadline, which comes first -- and share
+ * the read sent then.
+ */
+static void test_fewer_than_the_last_batch_wait(void **state)
+{
+    asker_t a[6], b[5];
+    apr_thread_t *t[5];
+    apr_time_t deadline;
+    int i, leads = 0, shared = 0;
+
+    (void)state;
+    n_ask_during_read_one(6, a);
+    deadline = SOON(300);
+    /* b[0] asks first and leads; the others' deadlines come later. */
+    for (i = 0; i < 5; i++) {
+        memset(&b[i], 0, sizeof(b[i]));
+        b[i].f = a[0].f;
+        b[i].deadline = i ? SOON(10000) : deadline;
+        b[i].lead_lands = 1;
+        t[i] = start(&b[i]);
+        if (!i) {
+            until_waiting(b[0].f, 1);
+        }
+    }
+    for (i = 0; i < 5; i++) {
+        join_thread(t[i]);
+        leads += b[i].how == LESSONS_FLIGHT_LEAD;
+        shared += b[i].how == LESSONS_FLIGHT_SHARED;
+    }
+    assert_int_equal(b[0].how, LESSONS_FLIGHT_LEAD);
+    assert_true(b[0].at >= deadline);
+    assert_int_equal(leads, 1);
+    assert_int_equal(shared, 4);
 }
 
 int main(void)
@@ -337,7 +457,10 @@ int main(void)
         cmocka_unit_test(test_deadline),
         cmocka_unit_test(test_window_spaces_contended_reads),
         cmocka_unit_test(test_window_ends_at_the_deadline),
-        cmocka_unit_test(test_window_spares_a_lone_client),
+        cmocka_unit_test(test_window_bounds_a_lone_client),
+        cmocka_unit_test(test_a_client_after_the_window_reads_at_once),
+        cmocka_unit_test(test_enough_askers_send_before_the_window),
+        cmocka_unit_test(test_fewer_than_the_last_batch_wait),
         cmocka_unit_test(test_too_large_is_not_shared),
     };
 
