@@ -234,6 +234,33 @@ pg_statements() {
         WHERE query NOT ILIKE '%pg_stat_statements%'"
 }
 pg_statements_reset() { pg_run -d lessons -At -c 'SELECT pg_stat_statements_reset()' >/dev/null; }
+# PostgreSQL's share of all CPU time (every CPU) from pg_cpu_mark to
+# pg_cpu_share: the postmaster's and backends' user and system ticks
+# from /proc, over the machine's.
+cpu_ticks_total() { awk '/^cpu / { s = 0; for (i = 2; i <= NF; i++) s += $i; print s }' /proc/stat; }
+pg_ticks() {    # "pid ticks", a line per process of the cluster
+    local pm p
+    pm=$(head -n 1 "$WORK/pg/data/postmaster.pid")
+    for p in "$pm" $(ps -o pid= --ppid "$pm"); do
+        awk -v p="$p" '{ sub(/^.*\) /, ""); print p, $12 + $13 }' "/proc/$p/stat" 2>/dev/null || true
+    done
+}
+PG_CPU_BEFORE=""; PG_CPU_T0=0
+pg_cpu_mark() { PG_CPU_BEFORE=$(pg_ticks); PG_CPU_T0=$(cpu_ticks_total); }
+pg_cpu_share() {
+    local after t1
+    after=$(pg_ticks); t1=$(cpu_ticks_total)
+    perl -e '
+        my (%b, %a);
+        for (split /\n/, $ARGV[0]) { my ($p, $t) = split; $b{$p} = $t if $p }
+        for (split /\n/, $ARGV[1]) { my ($p, $t) = split; $a{$p} = $t if $p }
+        my $pg = 0;
+        $pg += $a{$_} - ($b{$_} // 0) for keys %a;
+        printf "%.4f\n", $ARGV[3] > $ARGV[2] ? $pg / ($ARGV[3] - $ARGV[2]) : 0;
+    ' "$PG_CPU_BEFORE" "$after" "$PG_CPU_T0" "$t1"
+}
+# A write's rounds on PostgreSQL: what share of the CPU the database got.
+pg_write_run() { [ "$1" = pgsql ] && { [ "$2" = create ] || [ "$2" = update ]; }; }
 
 # wrk_run DB ROUTE KIND ROUND URL [wrk args]: one run, one line in RESULTS
 # (the statements PostgreSQL ran for it last, for the module's runs).
@@ -242,8 +269,10 @@ wrk_run() {
     shift 5
     [ "$route" != idmax ] || conns=$MAXCLIENTS
     [ "$db:$kind" != pgsql:mod ] || pg_statements_reset
+    ! pg_write_run "$db" "$route" || pg_cpu_mark
     out=$(wrk -t1 -c$conns -d${DUR}s --latency "$@" "$u" 2>&1) \
         || { printf '%s\n' "$out" >&2; die "wrk failed on $u"; }
+    ! pg_write_run "$db" "$route" || meta "$db" "pgcpu_${route}_${kind}_$round" "$(pg_cpu_share)"
     [ "$db:$kind" != pgsql:mod ] || stmts=$(pg_statements)
     printf '== %s %s %s round %s\n%s\n' "$db" "$route" "$kind" "$round" "$out" >>"$WORK/out/wrk.log"
     printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$db" "$route" "$kind" "$round" \
@@ -514,9 +543,11 @@ callgrind_phase() {
 # speed for the same work, without HTTP, tokens or JSON.
 pgbench_run() {
     local db=$1 route=$2 round=$3 script=$4 out
+    pg_cpu_mark
     out=$(PGOPTIONS="-c client_min_messages=warning" "$PGBIN/pgbench" -n -h 127.0.0.1 -p "$PGPORT" -U lessons \
           -c $CONNS -j 2 -T "$DUR" -M prepared -f "$script" lessons 2>&1) \
         || { printf '%s\n' "$out" >&2; die "pgbench failed"; }
+    meta "$db" "pgcpu_${route}_pgbench_$round" "$(pg_cpu_share)"
     printf '== %s pgbench %s round %s\n%s\n' "$db" "$route" "$round" "$out" >>"$WORK/out/wrk.log"
     printf '%s\t%s\tpgbench\t%s\t%s\t0\t0\t0\t0\t0\n' "$db" "$route" "$round" \
         "$(printf '%s\n' "$out" | sed -n 's/^tps = \([0-9.]*\).*/\1/p' | tail -n 1)" >>"$RESULTS"
@@ -647,18 +678,8 @@ stop_servers() {
     done
     SERVER_PIDS=()
 }
-cpu_ticks_total() { awk '/^cpu / { s = 0; for (i = 2; i <= NF; i++) s += $i; print s }' /proc/stat; }
-# CPU ticks (user + system) of the PostgreSQL cluster's processes, a
-# "pid ticks" line each.
-pg_ticks() {
-    local pm p
-    pm=$(head -n 1 "$WORK/pg/data/postmaster.pid")
-    for p in "$pm" $(ps -o pid= --ppid "$pm"); do
-        awk -v p="$p" '{ sub(/^.*\) /, ""); print p, $12 + $13 }' "/proc/$p/stat" 2>/dev/null || true
-    done
-}
 servers_phase() {
-    local db=$1 round i ports=() wrks=() before after t0 t1 stmts procs dir w
+    local db=$1 round i ports=() wrks=() stmts procs dir w
     for i in $(seq 1 "$SERVERS"); do
         dir=$WORK/server-$i
         mkdir -p "$dir/run" "$dir/logs"
@@ -675,7 +696,7 @@ servers_phase() {
     RUN_ROOT=$WORK
     for round in $(seq 1 "$ROUNDS"); do
         pg_statements_reset
-        before=$(pg_ticks); t0=$(cpu_ticks_total)
+        pg_cpu_mark
         wrks=()
         for i in $(seq 0 $((SERVERS - 1))); do
             wrk -t1 -c$CONNS -d${DUR}s --latency -H "Authorization: Bearer $TOKEN" \
@@ -684,7 +705,7 @@ servers_phase() {
         done
         # The wrks only: the httpds are this shell's children too.
         wait "${wrks[@]}"
-        after=$(pg_ticks); t1=$(cpu_ticks_total)
+        meta "$db" "servers_pgcpu_$round" "$(pg_cpu_share)"
         stmts=$(pg_statements)
         procs=0
         for i in "${SERVER_PIDS[@]}"; do
@@ -699,17 +720,7 @@ servers_phase() {
         done | awk -F'\t' -v db="$db" -v round="$round" -v st="$stmts" '
             { r += $1; if ($2 > p50) p50 = $2; if ($3 > p99) p99 = $3; n += $4; b += $5; e += $6 }
             END { printf "%s\tservers\tmod\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", db, round, r, p50, p99, n, b, e, st }' >>"$RESULTS"
-        # The PostgreSQL share of all CPU time (every CPU) in the window.
-        perl -e '
-            my (%b, %a);
-            for (split /\n/, $ARGV[0]) { my ($p, $t) = split; $b{$p} = $t if $p }
-            for (split /\n/, $ARGV[1]) { my ($p, $t) = split; $a{$p} = $t if $p }
-            my $pg = 0;
-            $pg += $a{$_} - ($b{$_} // 0) for keys %a;
-            printf "%s\tservers_pgcpu_%s\t%.4f\n%s\tservers_procs_%s\t%d\n",
-                $ARGV[2], $ARGV[3], $ARGV[5] > $ARGV[4] ? $pg / ($ARGV[5] - $ARGV[4]) : 0,
-                $ARGV[2], $ARGV[3], $ARGV[6];
-        ' "$before" "$after" "$db" "$round" "$t0" "$t1" "$procs" >>"$META"
+        meta "$db" "servers_procs_$round" "$procs"
         tail -n 1 "$RESULTS" | awk -F'\t' -v s="$SERVERS" '{ printf "bench:   %-7s %d servers r%s %8.0f req/s  p99 %7.2f ms  %.3f statements/req%s\n",
             $1, s, $4, $5, $7, ($8 > 0 ? $11 / $8 : 0), ($9 + $10 > 0 ? "  (" $9 " non-2xx/3xx, " $10 " socket errors)" : "") }' >&2
     done

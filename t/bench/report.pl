@@ -107,6 +107,17 @@ for my $db (@dbs) {
                 push @t, sprintf('≥ 0.7x pgbench, the same statement (%s tps): %s, %s',
                                  num($pg->{rps}), x($r), verdict($r >= 0.7));
             }
+            # What share of the machine's CPU the database got (not a
+            # target): the API's HTTP side takes its CPU from the same
+            # 2 CPUs that PostgreSQL and pgbench share.
+            my %share;
+            for my $kind (qw(mod pgbench)) {
+                my @v = grep { defined } map { $m->{"pgcpu_${route}_${kind}_$_"} } 1 .. ($E{ROUNDS} || 1);
+                $share{$kind} = median(@v);
+            }
+            push @t, sprintf('PostgreSQL CPU share %.0f%% (under pgbench %.0f%%)',
+                             100 * $share{mod}, 100 * $share{pgbench})
+                if defined $share{mod} && defined $share{pgbench};
             # SQLite's group commit against one writer's bare loop.
             if (my $lp = stat_of($db, $route, 'loop')) {
                 my $r = $lp->{rps} ? $s->{rps} / $lp->{rps} : 0;
