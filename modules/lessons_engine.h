@@ -46,9 +46,11 @@ typedef struct {
     int named_statements;           /* prepared statements have names on
                                      * the server: each prepare of a
                                      * backend needs names of its own */
-    int share_reads;                /* a read is a round trip to a server:
-                                     * the threads of a process share the
-                                     * catalog version's (lessons_flight) */
+    int share_reads;                /* the threads of a process share the
+                                     * catalog version's read
+                                     * (lessons_flight): a round trip to a
+                                     * server, or a statement under
+                                     * apr_dbd's lock */
     int write_returns;              /* a round trip too: a write and the
                                      * lesson it stored come back from one
                                      * statement, its own transaction
