@@ -235,29 +235,29 @@ pg_statements() {
 }
 pg_statements_reset() { pg_run -d lessons -At -c 'SELECT pg_stat_statements_reset()' >/dev/null; }
 # PostgreSQL's share of all CPU time (every CPU) from pg_cpu_mark to
-# pg_cpu_share: the postmaster's and backends' user and system ticks
-# from /proc, over the machine's.
+# pg_cpu_share: the cluster's user and system ticks from /proc over the
+# machine's.
 cpu_ticks_total() { awk '/^cpu / { s = 0; for (i = 2; i <= NF; i++) s += $i; print s }' /proc/stat; }
-pg_ticks() {    # "pid ticks", a line per process of the cluster
+# The cluster's ticks so far: its live backends' own, and the
+# postmaster's with those of every backend it has reaped (pgbench's
+# connections end before the share is read).
+pg_ticks() {
     local pm p
     pm=$(head -n 1 "$WORK/pg/data/postmaster.pid")
-    for p in "$pm" $(ps -o pid= --ppid "$pm"); do
-        awk -v p="$p" '{ sub(/^.*\) /, ""); print p, $12 + $13 }' "/proc/$p/stat" 2>/dev/null || true
-    done
+    {
+        awk '{ sub(/^.*\) /, ""); print $12 + $13 + $14 + $15 }' "/proc/$pm/stat"
+        for p in $(ps -o pid= --ppid "$pm"); do
+            awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$p/stat" 2>/dev/null || true
+        done
+    } | awk '{ s += $1 } END { print s + 0 }'
 }
-PG_CPU_BEFORE=""; PG_CPU_T0=0
+PG_CPU_BEFORE=0; PG_CPU_T0=0
 pg_cpu_mark() { PG_CPU_BEFORE=$(pg_ticks); PG_CPU_T0=$(cpu_ticks_total); }
 pg_cpu_share() {
     local after t1
     after=$(pg_ticks); t1=$(cpu_ticks_total)
-    perl -e '
-        my (%b, %a);
-        for (split /\n/, $ARGV[0]) { my ($p, $t) = split; $b{$p} = $t if $p }
-        for (split /\n/, $ARGV[1]) { my ($p, $t) = split; $a{$p} = $t if $p }
-        my $pg = 0;
-        $pg += $a{$_} - ($b{$_} // 0) for keys %a;
-        printf "%.4f\n", $ARGV[3] > $ARGV[2] ? $pg / ($ARGV[3] - $ARGV[2]) : 0;
-    ' "$PG_CPU_BEFORE" "$after" "$PG_CPU_T0" "$t1"
+    awk -v p="$((after - PG_CPU_BEFORE))" -v t="$((t1 - PG_CPU_T0))" \
+        'BEGIN { printf "%.4f\n", t > 0 ? p / t : 0 }'
 }
 # A write's rounds on PostgreSQL: what share of the CPU the database got.
 pg_write_run() { [ "$1" = pgsql ] && { [ "$2" = create ] || [ "$2" = update ]; }; }

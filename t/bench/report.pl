@@ -252,10 +252,13 @@ for my $db (@dbs) {
     my $procs = median(map { $m->{"servers_procs_$_"} } @rounds);
     my $window = ($m->{servers_window_us} || 2000) / 1e6;
     my $reads = defined $s->{spr} ? $s->{spr} * $s->{rps} : undef;
-    # A process sends at most one version read per window while its
-    # threads queue for it: P / window reads a second in all.
-    my $ceiling = $procs ? $procs / $window : undef;
-    my $pred = $ceiling && $s->{rps} ? ($ceiling < $s->{rps} ? $ceiling / $s->{rps} : 1) : undef;
+    # Each version read of a process comes a window after its last, or
+    # is sent early for at least 4 requests (lessons_flight): at most
+    # P / window + GETs / 4 reads a second in all, and never more than
+    # one per GET.
+    my $ceiling = $procs ? $procs / $window + $s->{rps} / 4 : undef;
+    $ceiling = $s->{rps} if defined $ceiling && $ceiling > $s->{rps};
+    my $pred = $ceiling && $s->{rps} ? $ceiling / $s->{rps} : undef;
     my $wms = sprintf('%g', $window * 1000);
     my @t;
     push @t, sprintf('statements/GET ≤ 0.25 (%s): %s', defined $s->{spr} ? sprintf('%.3f', $s->{spr}) : 'n/a',
@@ -273,9 +276,10 @@ on GET by id at the same time; medians of $E{ROUNDS} round(s) of $E{DUR} s.
 Statements are PostgreSQL's own count (pg_stat_statements); its CPU share
 is the postmaster's and backends' CPU time over all CPU time of the
 machine ($E{CPUS} CPUs, shared with the httpds and the wrks). The
-prediction: a busy process sends at most one version read per
-LessonsDBShareWindow ($wms ms), so P processes send at most P/window
-reads a second, and statements per GET are at most that over the GETs.
+prediction: each version read of a process comes LessonsDBShareWindow
+($wms ms) after its last, or goes early for at least 4 requests, so P
+processes serving G GETs a second send at most P/window + G/4 reads a
+second (and no more than G); statements per GET are at most that over G.
 
 | Servers | GETs/s (all) | p99 ms (worst) | httpd processes | statements/GET | version reads/s | predicted at most | PostgreSQL CPU share | Targets |
 |--:|--:|--:|--:|--:|--:|--:|--:|---|
