@@ -257,7 +257,7 @@ pg_cpu_share() {
     local after t1
     after=$(pg_ticks); t1=$(cpu_ticks_total)
     awk -v p="$((after - PG_CPU_BEFORE))" -v t="$((t1 - PG_CPU_T0))" \
-        'BEGIN { printf "%.4f\n", t > 0 ? p / t : 0 }'
+        'BEGIN { printf "%.4f\n", (t > 0 ? p / t : 0) }'
 }
 # A write's rounds on PostgreSQL: what share of the CPU the database got.
 pg_write_run() { [ "$1" = pgsql ] && { [ "$2" = create ] || [ "$2" = update ]; }; }
