@@ -10,15 +10,17 @@
  * then wait for a read instead of making one.
  *
  * A window spaces the reads: the next is sent no sooner than the window
- * after the last, and whoever asks meanwhile shares it.  That bounds a
- * process's reads at one per window however its requests arrive (many at
- * once, or one after another), for at most a window more latency, and
- * keeps the rule (the read is still sent after they asked).  The next
- * read goes before the window is over once as many ask for it as took the
- * last one (and at least LESSONS_FLIGHT_SHARE): clients that come back
- * together (a pool, a load balancer's connections) share a read without
- * waiting out the window.  A request that comes a window or more after
- * the last read sends its own at once.
+ * after the last, and whoever asks meanwhile shares it, for at most a
+ * window more latency; the rule holds (the read is still sent after they
+ * asked).  The next read goes before the window is over once as many ask
+ * for it as took the last one (and at least LESSONS_FLIGHT_SHARE): clients
+ * that come back together (a pool, a load balancer's connections) share
+ * a read without waiting out the window.  So each read comes a window
+ * after the last or serves LESSONS_FLIGHT_SHARE asks or more: a process
+ * sends at most one per window plus one per LESSONS_FLIGHT_SHARE asks,
+ * however its requests arrive (many at once, or one after another).  A
+ * request that comes a window or more after the last read sends its own
+ * at once.
  */
 #ifndef LESSONS_FLIGHT_H
 #define LESSONS_FLIGHT_H

@@ -201,8 +201,8 @@ static int lessons_create_lead(lessons_ctx *c, lessons_srv_conf *sconf,
         }
         else if (n == 1) {
             /* The leader's own create alone: its failure is this
-             * request's answer, as without the group (made again, it
-             * would be written twice and logged twice).
+             * request's answer, as without the group (made again, the
+             * same create would run twice and be logged twice).
              */
             done = lessons_dbd_failed(c, err);
         }

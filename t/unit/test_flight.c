@@ -62,6 +62,16 @@ static void *APR_THREAD_FUNC ask(apr_thread_t *t, void *data)
     return NULL;
 }
 
+/* An asker of f until deadline, landing as lands says if it leads. */
+static void asker_init(asker_t *a, lessons_flight_t *f, apr_time_t deadline,
+                       int lands)
+{
+    memset(a, 0, sizeof(*a));
+    a->f = f;
+    a->deadline = deadline;
+    a->lead_lands = lands;
+}
+
 static apr_thread_t *start(asker_t *a)
 {
     apr_thread_t *t = NULL;
@@ -130,9 +140,7 @@ static void test_never_a_read_sent_before(void **state)
     (void)state;
     assert_int_equal(lessons_flight_join(f, SOON(1000), v, &len),
                      LESSONS_FLIGHT_LEAD);
-    memset(&b, 0, sizeof(b));
-    b.f = f;
-    b.deadline = SOON(5000);
+    asker_init(&b, f, SOON(5000), 0);
     t = start(&b);
     until_waiting(f, 1);
     lessons_flight_land(f, "old", 4);
@@ -155,10 +163,7 @@ static lessons_flight_t *two_ask_during_read_one(int lands, asker_t *b,
 
     assert_int_equal(lessons_flight_join(f, SOON(1000), v, &len),
                      LESSONS_FLIGHT_LEAD);
-    memset(b, 0, sizeof(*b));
-    b->f = f;
-    b->deadline = SOON(5000);
-    b->lead_lands = lands;
+    asker_init(b, f, SOON(5000), lands);
     *c = *b;
     tb = start(b);
     tc = start(c);
@@ -251,10 +256,7 @@ static apr_thread_t *contended(lessons_flight_t *f, asker_t *a,
 
     assert_int_equal(lessons_flight_join(f, SOON(5000), v, &len),
                      LESSONS_FLIGHT_LEAD);
-    memset(a, 0, sizeof(*a));
-    a->f = f;
-    a->deadline = deadline;
-    a->lead_lands = 1;
+    asker_init(a, f, deadline, 1);
     t = start(a);
     until_waiting(f, 1);
     lessons_flight_land(f, "old", 4);
@@ -276,9 +278,7 @@ static void test_window_spaces_contended_reads(void **state)
     apr_thread_t *ta = contended(f, &a, SOON(10000)), *tb;
 
     (void)state;
-    memset(&b, 0, sizeof(b));
-    b.f = f;
-    b.deadline = SOON(10000);
+    asker_init(&b, f, SOON(10000), 0);
     tb = start(&b);
     join_thread(ta);
     join_thread(tb);
@@ -369,10 +369,7 @@ static lessons_flight_t *n_ask_during_read_one(int n, asker_t *a)
     assert_int_equal(lessons_flight_join(f, SOON(5000), v, &len),
                      LESSONS_FLIGHT_LEAD);
     for (i = 0; i < n; i++) {
-        memset(&a[i], 0, sizeof(a[i]));
-        a[i].f = f;
-        a[i].deadline = SOON(10000);
-        a[i].lead_lands = 1;
+        asker_init(&a[i], f, SOON(10000), 1);
         t[i] = start(&a[i]);
     }
     until_waiting(f, n);
@@ -427,10 +424,7 @@ static void test_fewer_than_the_last_batch_wait(void **state)
     deadline = SOON(300);
     /* b[0] asks first and leads; the others' deadlines come later. */
     for (i = 0; i < 5; i++) {
-        memset(&b[i], 0, sizeof(b[i]));
-        b[i].f = a[0].f;
-        b[i].deadline = i ? SOON(10000) : deadline;
-        b[i].lead_lands = 1;
+        asker_init(&b[i], a[0].f, i ? SOON(10000) : deadline, 1);
         t[i] = start(&b[i]);
         if (!i) {
             until_waiting(b[0].f, 1);
