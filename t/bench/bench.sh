@@ -542,10 +542,12 @@ callgrind_phase() {
 # bodies wrk-write.lua sends, on as many clients: the database's own
 # speed for the same work, without HTTP, tokens or JSON.
 pgbench_run() {
-    local db=$1 route=$2 round=$3 script=$4 out
+    local db=$1 route=$2 round=$3 out script scripts=()
+    shift 3
+    for script in "$@"; do scripts+=(-f "$script"); done
     pg_cpu_mark
     out=$(PGOPTIONS="-c client_min_messages=warning" "$PGBIN/pgbench" -n -h 127.0.0.1 -p "$PGPORT" -U lessons \
-          -c $CONNS -j 2 -T "$DUR" -M prepared -f "$script" lessons 2>&1) \
+          -c $CONNS -j 2 -T "$DUR" -M prepared "${scripts[@]}" lessons 2>&1) \
         || { printf '%s\n' "$out" >&2; die "pgbench failed"; }
     meta "$db" "pgcpu_${route}_pgbench_$round" "$(pg_cpu_share)"
     printf '== %s pgbench %s round %s\n%s\n' "$db" "$route" "$round" "$out" >>"$WORK/out/wrk.log"
@@ -588,24 +590,46 @@ write_rounds() {
   w.topic, w.description, CASE WHEN w.is_active THEN 1 ELSE 0 END, w.version,
   (SELECT epoch || lpad(to_hex(xmin::text::bigint), 8, '0') FROM lessons_database)
 FROM w JOIN levels v ON v.id = w.level_id;"
+    # Every value the module binds as a parameter (lessons_store.c's %d
+    # and %lld: the flags, level, order, id and If-Match versions) is a
+    # pgbench variable, so a parameter here too: with literals PostgreSQL
+    # would fold the CASEs and ORs away, and pgbench would not run the same
+    # statement.  The texts stay literals (the module binds them as text;
+    # no plan folds on them).
     cat >"$WORK/insert.sql" <<SQL
+\\set lvl 3
+\\set ord 18
+\\set act 1
 WITH w AS (INSERT INTO lessons (level_id, title, sort_order, topic, description, is_active)
-SELECT v.id, 'Ein Tag in Hamburg – A day in Hamburg', 18, 'Travel', 'Planning a day in the city with the Präteritum and time expressions. Example: „Zuerst fuhren wir mit der Fähre über die Elbe, danach aßen wir Fischbrötchen am Hafen.“', (1 = 1)
-FROM levels v WHERE v.id = 3
+SELECT v.id, 'Ein Tag in Hamburg – A day in Hamburg', :ord, 'Travel', 'Planning a day in the city with the Präteritum and time expressions. Example: „Zuerst fuhren wir mit der Fähre über die Elbe, danach aßen wir Fischbrötchen am Hafen.“', (:act = 1)
+FROM levels v WHERE v.id = :lvl
 $written
 SQL
-    cat >"$WORK/update.sql" <<SQL
+    # Two scripts, one description each, picked at random: every update
+    # changes its row, as wrk-write.lua's alternate.
+    local i desc
+    for i in 1 2; do
+        if [ "$i" = 1 ]; then
+            desc='Reviewed: the Präteritum in written narratives. Example: „Es war einmal ein König, der hatte drei Töchter.“'
+        else
+            desc='Reviewed again: the Präteritum in written narratives. Example: „Eines Tages ging die jüngste in den Wald.“'
+        fi
+        cat >"$WORK/update-$i.sql" <<SQL
 \\set id random(1, $NIDS)
-WITH w AS (UPDATE lessons SET level_id = CASE WHEN 0 = 1 THEN 0 ELSE level_id END,
-  title = CASE WHEN 0 = 1 THEN '' ELSE title END,
-  sort_order = CASE WHEN 0 = 1 THEN 0 ELSE sort_order END,
-  topic = CASE WHEN 0 = 1 THEN '' ELSE topic END,
-  description = CASE WHEN 1 = 1 THEN (CASE WHEN description LIKE 'Reviewed:%' THEN 'Reviewed again: the Präteritum in written narratives. Example: „Eines Tages ging die jüngste in den Wald.“' ELSE 'Reviewed: the Präteritum in written narratives. Example: „Es war einmal ein König, der hatte drei Töchter.“' END) ELSE description END,
-  is_active = CASE WHEN 0 = 1 THEN (0 = 1) ELSE is_active END
-WHERE id = :id AND (0 = 0 OR (version IN (-1, -1, -1, -1) AND (SELECT epoch FROM lessons_database) = ''))
-  AND (0 = 0 OR EXISTS (SELECT 1 FROM levels WHERE id = 0))
+\\set no 0
+\\set yes 1
+\\set none -1
+WITH w AS (UPDATE lessons SET level_id = CASE WHEN :no = 1 THEN :no ELSE level_id END,
+  title = CASE WHEN :no = 1 THEN '' ELSE title END,
+  sort_order = CASE WHEN :no = 1 THEN :no ELSE sort_order END,
+  topic = CASE WHEN :no = 1 THEN '' ELSE topic END,
+  description = CASE WHEN :yes = 1 THEN '$desc' ELSE description END,
+  is_active = CASE WHEN :no = 1 THEN (:no = 1) ELSE is_active END
+WHERE id = :id AND (:no = 0 OR (version IN (:none, :none, :none, :none) AND (SELECT epoch FROM lessons_database) = ''))
+  AND (:no = 0 OR EXISTS (SELECT 1 FROM levels WHERE id = :no))
 $written
 SQL
+    done
     for round in $(seq 1 "$ROUNDS"); do
         BENCH_WRITE=create BENCH_TOKEN=$TOKEN BENCH_BASE=$API \
             wrk_run "$db" create mod "$round" "$(url "$API")" -s "$BENCH_DIR/wrk-write.lua"
@@ -613,7 +637,7 @@ SQL
         [ "$db" != sqlite3 ] || sqlite_loop_run "$db" "$round"
         BENCH_WRITE=update BENCH_TOKEN=$TOKEN BENCH_BASE=$API BENCH_IDS=$NIDS \
             wrk_run "$db" update mod "$round" "$(url "$API")" -s "$BENCH_DIR/wrk-write.lua"
-        [ "$db" != pgsql ] || pgbench_run "$db" update "$round" "$WORK/update.sql"
+        [ "$db" != pgsql ] || pgbench_run "$db" update "$round" "$WORK/update-1.sql" "$WORK/update-2.sql"
     done
 }
 
