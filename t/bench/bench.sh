@@ -20,7 +20,10 @@
 # route's response bytes as its twin; wrk every GET route and its twin in
 # alternating rounds; RSS of the children before and after many requests;
 # restart as `apache2 -X` under callgrind for instructions per request;
-# restart and measure creates and updates (and pgbench on PostgreSQL).
+# restart and measure creates and updates, with their baselines in the
+# same rounds (pgbench running the same statements on PostgreSQL, a bare
+# INSERT loop on SQLite); on PostgreSQL, 4 servers on the one database.
+# Once: the neighbour location and the static twin's sanity row.
 # Everything it starts (httpd, valgrind, PostgreSQL) is stopped on any exit,
 # Ctrl-C included, and the temp dir removed.
 set -euo pipefail
