@@ -544,6 +544,10 @@ callgrind_phase() {
 # the write, its read-back joined to the level, the epoch), with the
 # bodies wrk-write.lua sends, on as many clients: the database's own
 # speed for the same work, without HTTP, tokens or JSON.
+# The create both baselines insert: wrk-write.lua's body, as SQL literals.
+CREATE_TITLE="'Ein Tag in Hamburg – A day in Hamburg'"
+CREATE_TOPIC="'Travel'"
+CREATE_DESC="'Planning a day in the city with the Präteritum and time expressions. Example: „Zuerst fuhren wir mit der Fähre über die Elbe, danach aßen wir Fischbrötchen am Hafen.“'"
 pgbench_run() {
     local db=$1 route=$2 round=$3 out script scripts=()
     shift 3
@@ -566,8 +570,8 @@ pgbench_run() {
 # commit: the module's group commit is measured against it.
 sqlite_loop_run() {
     local db=$1 round=$2 n t0 t1 rps file=$WORK/db/sqlite/lessons.db
-    cat >"$WORK/loop-insert.sql" <<'SQL'
-INSERT INTO lessons (level_id, title, sort_order, topic, description, is_active) SELECT v.id, 'Ein Tag in Hamburg – A day in Hamburg', 18, 'Travel', 'Planning a day in the city with the Präteritum and time expressions. Example: „Zuerst fuhren wir mit der Fähre über die Elbe, danach aßen wir Fischbrötchen am Hafen.“', (1 = 1) FROM levels v WHERE v.id = 3 RETURNING id;
+    cat >"$WORK/loop-insert.sql" <<SQL
+INSERT INTO lessons (level_id, title, sort_order, topic, description, is_active) SELECT v.id, $CREATE_TITLE, 18, $CREATE_TOPIC, $CREATE_DESC, (1 = 1) FROM levels v WHERE v.id = 3 RETURNING id;
 SQL
     # n: about DUR seconds' worth, from a first batch of 100.
     for n in 100 0; do
@@ -604,7 +608,7 @@ FROM w JOIN levels v ON v.id = w.level_id;"
 \\set ord 18
 \\set act 1
 WITH w AS (INSERT INTO lessons (level_id, title, sort_order, topic, description, is_active)
-SELECT v.id, 'Ein Tag in Hamburg – A day in Hamburg', :ord, 'Travel', 'Planning a day in the city with the Präteritum and time expressions. Example: „Zuerst fuhren wir mit der Fähre über die Elbe, danach aßen wir Fischbrötchen am Hafen.“', (:act = 1)
+SELECT v.id, $CREATE_TITLE, :ord, $CREATE_TOPIC, $CREATE_DESC, (:act = 1)
 FROM levels v WHERE v.id = :lvl
 $written
 SQL
@@ -695,7 +699,8 @@ sanity_phase() {
 # on GET by id, all at once: GETs a second in all, PostgreSQL's
 # statements per GET, its share of the machine's CPU time (postmaster and
 # backends, from /proc), and the httpd processes serving, for SCALING.md's
-# prediction (a process sends at most one version read per window).
+# prediction (each read of a process comes a window after its last, or
+# serves at least 4 requests).
 SERVERS=4
 stop_servers() {
     local p
