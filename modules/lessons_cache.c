@@ -68,7 +68,16 @@ struct lessons_cache_t {
     apr_size_t max_bytes, gzip_min;
     lessons_cache_stats_t stats;          /* all but live */
     lessons_cache_ledger_t *ledger;       /* one reference, until cleanup */
+    lessons_cache_watch_fn watch;         /* told of stats, lock held */
+    void *watch_baton;
 };
+
+static void cache_told(lessons_cache_t *c)
+{
+    if (c->watch) {
+        c->watch(c->watch_baton, &c->stats);
+    }
+}
 
 static void ledger_release(lessons_cache_ledger_t *l)
 {
@@ -296,6 +305,7 @@ lessons_cache_entry_t *lessons_cache_get(lessons_cache_t *c,
     else {
         c->stats.misses++;
     }
+    cache_told(c);
     apr_thread_mutex_unlock(c->mutex);
     release_dropped(&dropped);
     return e;
@@ -392,9 +402,21 @@ lessons_cache_entry_t *lessons_cache_put(lessons_cache_t *c,
     APR_RING_INSERT_HEAD(&c->lru, e, lessons_cache_entry_t, lru);
     c->stats.bytes += e->size;
     c->stats.entries++;
+    cache_told(c);
     apr_thread_mutex_unlock(c->mutex);
     release_dropped(&dropped);
     return e;
+}
+
+void lessons_cache_watch(lessons_cache_t *c, lessons_cache_watch_fn fn,
+                         void *baton)
+{
+    if (c) {
+        apr_thread_mutex_lock(c->mutex);
+        c->watch = fn;
+        c->watch_baton = baton;
+        apr_thread_mutex_unlock(c->mutex);
+    }
 }
 
 void lessons_cache_stats(lessons_cache_t *c, lessons_cache_stats_t *out)

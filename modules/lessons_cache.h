@@ -80,6 +80,16 @@ const char *lessons_cache_body(const lessons_cache_entry_t *e,
 const char *lessons_cache_gzip(const lessons_cache_entry_t *e,
                                apr_size_t *len);
 
+/* Be told of the counters after every lookup and every store, with the
+ * cache's lock held (so calls never overlap, and come in order): for
+ * publishing them where other processes read them (lessons_metrics).
+ * fn must not call back into the cache.  NULL stops it.
+ */
+typedef void (*lessons_cache_watch_fn)(void *baton,
+                                       const lessons_cache_stats_t *now);
+void lessons_cache_watch(lessons_cache_t *c, lessons_cache_watch_fn fn,
+                         void *baton);
+
 /* Counters, read under the lock.  A NULL cache reads as all zero. */
 void lessons_cache_stats(lessons_cache_t *c, lessons_cache_stats_t *out);
 

@@ -54,10 +54,14 @@ static int gate_stalled(const lessons_gate_t *gate, apr_time_t now)
     return gate->busy >= gate->slots && now - gate->progress >= gate->stall;
 }
 
-lessons_gate_e lessons_gate_enter(lessons_gate_t *gate, apr_time_t deadline)
+lessons_gate_e lessons_gate_enter(lessons_gate_t *gate, apr_time_t deadline,
+                                  int *waited)
 {
     lessons_gate_e rc = LESSONS_GATE_OK;
 
+    if (waited) {
+        *waited = 0;
+    }
     apr_thread_mutex_lock(gate->mutex);
     if (gate->busy >= gate->slots) {
         if (gate->waiting >= gate->max_waiting
@@ -65,6 +69,9 @@ lessons_gate_e lessons_gate_enter(lessons_gate_t *gate, apr_time_t deadline)
             rc = LESSONS_GATE_FULL;
         }
         else {
+            if (waited) {
+                *waited = 1;
+            }
             gate->waiting++;
             while (gate->busy >= gate->slots) {
                 apr_time_t now = apr_time_now(), wake = deadline;

@@ -40,8 +40,12 @@ lessons_gate_t *lessons_gate_make(apr_pool_t *p, int slots, int max_waiting,
 /* Change the number of slots (mod_dbd reports DBDMax once it connects). */
 void lessons_gate_resize(lessons_gate_t *gate, int slots, int max_waiting);
 
-/* Take a slot, waiting until deadline at most. */
-lessons_gate_e lessons_gate_enter(lessons_gate_t *gate, apr_time_t deadline);
+/* Take a slot, waiting until deadline at most.  *waited (when not
+ * NULL) says whether it waited for one (every slot taken on arrival,
+ * and not shed at once).
+ */
+lessons_gate_e lessons_gate_enter(lessons_gate_t *gate, apr_time_t deadline,
+                                  int *waited);
 
 /* Give the slot back (a pool cleanup: data is the gate). */
 apr_status_t lessons_gate_leave(void *gate);

@@ -137,12 +137,14 @@ static void *APR_THREAD_FUNC keysource_thread(apr_thread_t *thread,
         apr_time_t now = apr_time_now(), due = keysource_due(src);
         lessons_keysource_ref *ref;
         const char *err = NULL;
+        int asked;
 
         if (now < due) {
             apr_thread_cond_timedwait(src->wake, src->lock, due - now);
             continue;
         }
         src->fetching = 1;
+        asked = src->wanted;
         src->wanted = 0;
         src->last_start = now;
         apr_thread_mutex_unlock(src->lock);
@@ -151,6 +153,10 @@ static void *APR_THREAD_FUNC keysource_thread(apr_thread_t *thread,
 
         apr_thread_mutex_lock(src->lock);
         keysource_install(src, ref, err, now, scratch);
+        if (src->opts.done) {
+            src->opts.done(src->opts.report_baton, ref != NULL, asked,
+                           src->current ? src->current->set : NULL);
+        }
         src->fetching = 0;
         src->ended++;
         apr_thread_cond_broadcast(src->done);

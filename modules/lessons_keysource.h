@@ -44,6 +44,15 @@ typedef void (*lessons_keysource_report_fn)(void *baton,
                                             const char *err, int serving,
                                             apr_pool_t *scratch);
 
+/* After every fetch, good or not, with the source's lock held (after
+ * report, and with the same baton): ok says whether it gave a good set
+ * (a new one or the same again), asked whether a request woke it (a kid
+ * the set lacked), set is the set in use now (NULL: none yet).  For
+ * figures that must count every fetch, such as lessons_metrics's.
+ */
+typedef void (*lessons_keysource_done_fn)(void *baton, int ok, int asked,
+                                          const lessons_keyset_t *set);
+
 typedef struct {
     apr_interval_time_t refresh;    /* fetch anyway this often */
     apr_interval_time_t min_refresh;/* never fetch more often than this
@@ -56,7 +65,8 @@ typedef struct {
     lessons_keysource_fetch_fn fetch;
     void *fetch_baton;
     lessons_keysource_report_fn report;     /* may be NULL */
-    void *report_baton;
+    lessons_keysource_done_fn done;         /* may be NULL */
+    void *report_baton;                     /* report's and done's */
 } lessons_keysource_opts_t;
 
 /* The min_refresh a source keeps: the one given, never above refresh

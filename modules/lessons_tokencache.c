@@ -42,6 +42,8 @@ struct lessons_tokencache_t {
     apr_uint64_t seed;                  /* spreads buckets per process */
     struct lessons_tc_ring lru;         /* hits to the head, evict the tail */
     lessons_tokencache_stats_t stats;
+    lessons_tokencache_watch_fn watch;  /* told of stats, lock held */
+    void *watch_baton;
 };
 
 /* FNV-1a over the token, seeded, then a final mix.  It only picks the
@@ -180,10 +182,16 @@ int lessons_tokencache_get(lessons_tokencache_t *c, apr_pool_t *p,
     e = *slot;
     if (!e) {
         c->stats.misses++;
+        if (c->watch) {
+            c->watch(c->watch_baton, &c->stats);
+        }
         apr_thread_mutex_unlock(c->mutex);
         return 0;
     }
     c->stats.hits++;
+    if (c->watch) {
+        c->watch(c->watch_baton, &c->stats);
+    }
     *claims = e->claims;
     claims->subject = e->claims.subject
         ? apr_pstrmemdup(p, e->claims.subject, e->subject_len) : NULL;
@@ -281,4 +289,15 @@ void lessons_tokencache_stats(lessons_tokencache_t *c,
     apr_thread_mutex_lock(c->mutex);
     *stats = c->stats;
     apr_thread_mutex_unlock(c->mutex);
+}
+
+void lessons_tokencache_watch(lessons_tokencache_t *c,
+                              lessons_tokencache_watch_fn fn, void *baton)
+{
+    if (c) {
+        apr_thread_mutex_lock(c->mutex);
+        c->watch = fn;
+        c->watch_baton = baton;
+        apr_thread_mutex_unlock(c->mutex);
+    }
 }

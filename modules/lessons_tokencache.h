@@ -95,6 +95,16 @@ void lessons_tokencache_put(lessons_tokencache_t *c, const unsigned char *fp,
                             const lessons_tokencache_claims_t *claims,
                             double expires);
 
+/* Be told of the counters after every lookup, with the cache's lock
+ * held (calls never overlap): for publishing them where other
+ * processes read them (lessons_metrics).  fn must not call back into
+ * the cache.  NULL stops it.
+ */
+typedef void (*lessons_tokencache_watch_fn)(
+    void *baton, const lessons_tokencache_stats_t *now);
+void lessons_tokencache_watch(lessons_tokencache_t *c,
+                              lessons_tokencache_watch_fn fn, void *baton);
+
 /* Counters, for tests and the benchmark; all zero for a NULL cache. */
 void lessons_tokencache_stats(lessons_tokencache_t *c,
                               lessons_tokencache_stats_t *stats);

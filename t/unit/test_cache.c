@@ -377,6 +377,55 @@ static void test_bound_and_lru(void **state)
     assert_int_equal(stats_of(c).live, 3);
 }
 
+/* The watcher sees the counters as they are after each lookup and each
+ * store: every hit, miss and eviction, in order.
+ */
+typedef struct {
+    int calls;
+    lessons_cache_stats_t last;
+} watched_t;
+
+static void watcher(void *baton, const lessons_cache_stats_t *now)
+{
+    watched_t *w = baton;
+
+    w->calls++;
+    w->last = *now;
+}
+
+static void test_watch(void **state)
+{
+    apr_size_t size = size_of("k0", "body of some lesson", 1024);
+    lessons_cache_t *c = cache_make(2 * size + size / 2, 1024);
+    watched_t w;
+
+    (void)state;
+    memset(&w, 0, sizeof(w));
+    lessons_cache_watch(c, watcher, &w);
+    lessons_cache_release(PUT(c, "kA", "v", "\"e\"", "body of some lesson"));
+    assert_int_equal(w.calls, 1);
+    assert_int_equal(w.last.entries, 1);
+    assert_int_equal(w.last.bytes, size);
+    assert_false(hit(c, "kB"));
+    assert_int_equal(w.calls, 2);
+    assert_int_equal(w.last.misses, 1);
+    assert_true(hit(c, "kA"));
+    assert_int_equal(w.last.hits, 1);
+    lessons_cache_release(PUT(c, "kB", "v", "\"e\"", "body of some lesson"));
+    lessons_cache_release(PUT(c, "kC", "v", "\"e\"", "body of some lesson"));
+    assert_int_equal(w.calls, 5);
+    assert_int_equal(w.last.evictions, 1);
+    assert_int_equal(w.last.entries, 2);
+    /* A stale entry is dropped by the lookup that finds it. */
+    lessons_cache_release(GET(c, "kC", "w"));
+    assert_int_equal(w.last.entries, 1);
+    assert_int_equal(w.last.misses, 2);
+    lessons_cache_watch(c, NULL, NULL);
+    assert_false(hit(c, "kC"));
+    assert_int_equal(w.calls, 6);
+    lessons_cache_watch(NULL, watcher, &w);
+}
+
 static void test_too_big_is_not_stored(void **state)
 {
     const char *body = json_body(2000);
@@ -596,6 +645,7 @@ int main(void)
         CASE(test_bad_arguments),
         CASE(test_gzip_form),
         CASE(test_bound_and_lru),
+        CASE(test_watch),
         CASE(test_too_big_is_not_stored),
         CASE(test_held_entry_outlives_replace_evict_and_cache),
         CASE(test_threads),

@@ -32,18 +32,24 @@ static void test_slots_then_timeout(void **state)
 {
     lessons_gate_t *gate = lessons_gate_make(pool, 2, 1, MS(60000));
     apr_time_t t0;
+    int waited = -1;
 
     (void)state;
     assert_non_null(gate);
-    assert_int_equal(lessons_gate_enter(gate, SOON(0)), LESSONS_GATE_OK);
-    assert_int_equal(lessons_gate_enter(gate, SOON(0)), LESSONS_GATE_OK);
+    assert_int_equal(lessons_gate_enter(gate, SOON(0), &waited),
+                     LESSONS_GATE_OK);
+    assert_int_equal(waited, 0);
+    assert_int_equal(lessons_gate_enter(gate, SOON(0), NULL), LESSONS_GATE_OK);
     t0 = apr_time_now();
-    assert_int_equal(lessons_gate_enter(gate, SOON(100)),
+    assert_int_equal(lessons_gate_enter(gate, SOON(100), &waited),
                      LESSONS_GATE_TIMEOUT);
+    assert_int_equal(waited, 1);
     /* it waited for the deadline, and not much past it */
     assert_true(apr_time_now() - t0 >= MS(90));
     lessons_gate_leave(gate);
-    assert_int_equal(lessons_gate_enter(gate, SOON(0)), LESSONS_GATE_OK);
+    assert_int_equal(lessons_gate_enter(gate, SOON(0), &waited),
+                     LESSONS_GATE_OK);
+    assert_int_equal(waited, 0);
     lessons_gate_leave(gate);
     lessons_gate_leave(gate);
 }
@@ -66,7 +72,8 @@ static void *APR_THREAD_FUNC client(apr_thread_t *t, void *data)
     for (i = 0; i < c->rounds; i++) {
         apr_time_t t0 = apr_time_now();
         lessons_gate_e rc = lessons_gate_enter(c->gate,
-                                               apr_time_now() + c->deadline);
+                                               apr_time_now() + c->deadline,
+                                               NULL);
 
         c->end = apr_time_now();
         c->took = c->end - t0;
@@ -140,11 +147,11 @@ static void test_stalled_database_sheds(void **state)
     apr_thread_t *threads[3];
     apr_status_t rv;
     apr_time_t t0, filled = apr_time_now();
-    int i, full = 0, ok = 0;
+    int i, full = 0, ok = 0, waited = -1;
 
     (void)state;
     memset(c, 0, sizeof(c));
-    assert_int_equal(lessons_gate_enter(gate, SOON(0)), LESSONS_GATE_OK);
+    assert_int_equal(lessons_gate_enter(gate, SOON(0), NULL), LESSONS_GATE_OK);
     for (i = 0; i < 3; i++) {
         c[i].gate = gate;
         c[i].deadline = MS(20000);
@@ -171,8 +178,9 @@ static void test_stalled_database_sheds(void **state)
     }
     /* A newcomer is turned away at once, whatever its deadline. */
     t0 = apr_time_now();
-    assert_int_equal(lessons_gate_enter(gate, SOON(60000)),
+    assert_int_equal(lessons_gate_enter(gate, SOON(60000), &waited),
                      LESSONS_GATE_FULL);
+    assert_int_equal(waited, 0);
     assert_true(apr_time_now() - t0 < MS(1000));
     /* The slot comes back: the one waiter within the room gets it. */
     lessons_gate_leave(gate);
@@ -190,16 +198,18 @@ static void test_no_waiting_room_sheds_at_stall(void **state)
 {
     lessons_gate_t *gate = lessons_gate_make(pool, 1, 0, MS(100));
     apr_time_t t0;
+    int waited = -1;
 
     (void)state;
-    assert_int_equal(lessons_gate_enter(gate, SOON(0)), LESSONS_GATE_OK);
+    assert_int_equal(lessons_gate_enter(gate, SOON(0), NULL), LESSONS_GATE_OK);
     t0 = apr_time_now();
-    assert_int_equal(lessons_gate_enter(gate, SOON(60000)),
+    assert_int_equal(lessons_gate_enter(gate, SOON(60000), &waited),
                      LESSONS_GATE_FULL);
+    assert_int_equal(waited, 1);    /* it waited, then the gate stalled */
     assert_true(apr_time_now() - t0 >= MS(90));
     assert_true(apr_time_now() - t0 < MS(10000));
     lessons_gate_resize(gate, 2, 0);
-    assert_int_equal(lessons_gate_enter(gate, SOON(0)), LESSONS_GATE_OK);
+    assert_int_equal(lessons_gate_enter(gate, SOON(0), NULL), LESSONS_GATE_OK);
     lessons_gate_leave(gate);
     lessons_gate_leave(gate);
 }

@@ -37,6 +37,7 @@ typedef struct {
     int freed;                      /* sets freed */
     int reports_new, reports_failed, last_serving;
     const char *last_err;
+    int done_ok, done_failed, done_asked, done_keys;   /* opts.done */
 } fake_t;
 
 static fake_t fake;
@@ -103,6 +104,19 @@ static void fake_report(void *baton, const lessons_keyset_t *set,
     apr_thread_mutex_unlock(f->lock);
 }
 
+static void fake_done(void *baton, int ok, int asked,
+                      const lessons_keyset_t *set)
+{
+    fake_t *f = baton;
+
+    apr_thread_mutex_lock(f->lock);
+    f->done_ok += ok;
+    f->done_failed += !ok;
+    f->done_asked += asked;
+    f->done_keys = set ? set->nkeys : -1;
+    apr_thread_mutex_unlock(f->lock);
+}
+
 static void fake_set(const char *kid, const char *fail,
                      apr_interval_time_t delay)
 {
@@ -136,6 +150,7 @@ static lessons_keysource_opts_t opts_of(apr_interval_time_t refresh,
     o.fetch = fake_fetch;
     o.fetch_baton = &fake;
     o.report = fake_report;
+    o.done = fake_done;
     o.report_baton = &fake;
     return o;
 }
@@ -352,6 +367,38 @@ static void test_refetch_after_interval(void **state)
                      LESSONS_KEYSOURCE_NEW);
     assert_int_equal(fake_read(&fake.calls), 3);
     assert_string_equal(kid_of(lessons_keysource_take(src, req)), "k2");
+    apr_pool_destroy(req);
+}
+
+/* done hears of every fetch, where report hears only of changes and
+ * failures: a good fetch of the same set, a failed one (the last good
+ * set still in use), and which of them a refetch asked for.
+ */
+static void test_done_counts_every_fetch(void **state)
+{
+    lessons_keysource_t *src;
+    apr_pool_t *req;
+
+    src = start(state, MS(600000), MS(50));
+    apr_pool_create(&req, pool);
+    assert_non_null(lessons_keysource_take(src, req));
+    assert_int_equal(fake_read(&fake.done_ok), 1);
+    assert_int_equal(fake_read(&fake.done_asked), 0);
+    assert_int_equal(fake_read(&fake.done_keys), 1);
+    apr_sleep(MS(60));
+    assert_int_equal(lessons_keysource_refetch(src, NULL, NULL),
+                     LESSONS_KEYSOURCE_SAME);
+    assert_int_equal(fake_read(&fake.done_ok), 2);
+    assert_int_equal(fake_read(&fake.done_asked), 1);
+    assert_int_equal(fake_read(&fake.reports_new), 1);
+    fake_set("k1", "provider down", 0);
+    apr_sleep(MS(60));
+    assert_int_equal(lessons_keysource_refetch(src, NULL, NULL),
+                     LESSONS_KEYSOURCE_SAME);
+    assert_int_equal(fake_read(&fake.done_ok), 2);
+    assert_int_equal(fake_read(&fake.done_failed), 1);
+    assert_int_equal(fake_read(&fake.done_asked), 2);
+    assert_int_equal(fake_read(&fake.done_keys), 1);
     apr_pool_destroy(req);
 }
 
@@ -603,6 +650,8 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_refetch_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refetch_after_interval,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_done_counts_every_fetch,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_min_refresh_capped,
                                         setup, teardown),

@@ -251,6 +251,37 @@ static void test_second_verify_hits(void **state)
     expect_stats(c, 3, 1, 1);
 }
 
+/* The watcher sees the counters after every lookup. */
+static void token_watcher(void *baton, const lessons_tokencache_stats_t *now)
+{
+    lessons_tokencache_stats_t *last = baton;
+
+    *last = *now;
+}
+
+static void test_watch(void **state)
+{
+    lessons_tokencache_t *c = new_cache(100);
+    lessons_token_policy_t p = hs_policy();
+    const char *t = hs_token(STD_CLAIMS);
+    lessons_tokencache_stats_t last;
+
+    (void)state;
+    memset(&last, 0, sizeof(last));
+    lessons_tokencache_watch(c, token_watcher, &last);
+    cv(&p, c, t, LESSONS_TOKEN_OK);
+    assert_int_equal(last.misses, 1);
+    assert_int_equal(last.hits, 0);
+    cv(&p, c, t, LESSONS_TOKEN_OK);
+    cv(&p, c, t, LESSONS_TOKEN_OK);
+    assert_int_equal(last.misses, 1);
+    assert_int_equal(last.hits, 2);
+    lessons_tokencache_watch(c, NULL, NULL);
+    cv(&p, c, t, LESSONS_TOKEN_OK);
+    assert_int_equal(last.hits, 2);
+    lessons_tokencache_watch(NULL, token_watcher, &last);
+}
+
 static void test_hits_rs256_es256(void **state)
 {
     lessons_tokencache_t *c = new_cache(100);
@@ -1175,6 +1206,7 @@ int main(void)
         cmocka_unit_test(test_make),
         cmocka_unit_test(test_null_cache_is_plain_verify),
         cmocka_unit_test(test_second_verify_hits),
+        cmocka_unit_test(test_watch),
         cmocka_unit_test(test_hits_rs256_es256),
         cmocka_unit_test(test_hit_without_sub),
         cmocka_unit_test(test_subject_is_a_copy),
