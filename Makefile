@@ -163,7 +163,7 @@ endef
 # Fragments of the test tools, each owning its files: they add targets to
 # TEST_TOOLS (built before the suites) and scripts to FRAGMENT_SUITES.
 .DEFAULT_GOAL := all
--include t/idp/idp.mk t/openapi/openapi.mk t/package/package.mk t/fuzz/fuzz.mk \
+-include t/idp/idp.mk t/openapi/openapi.mk t/package/package.mk t/fuzz/fuzz.mk t/promtool/promtool.mk \
          t/layouts/layouts.mk t/failover/failover.mk t/release/release.mk
 
 .PHONY: all deps test-deps dev run token test check test-release unit lint integration asan-test install \

@@ -195,10 +195,17 @@ static void lessons_register_hooks(apr_pool_t *p)
                    APR_HOOK_REALLY_FIRST);
     ap_hook_handler(lessons_handler, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_handler(lessons_health_handler, NULL, NULL, APR_HOOK_MIDDLE);
+    ap_hook_handler(lessons_metrics_handler, NULL, NULL, APR_HOOK_MIDDLE);
     /* Refusals, ours and httpd's 403s on the API, as problem+json. */
     ap_hook_insert_error_filter(lessons_insert_error_filter, NULL, NULL,
                                 APR_HOOK_MIDDLE);
     lessons_problem_filter_register();
+    /* Each API request counted once, as it is logged; mod_status's page
+     * gets the figures too.
+     */
+    ap_hook_log_transaction(lessons_metrics_log, NULL, NULL,
+                            APR_HOOK_MIDDLE);
+    lessons_metrics_register_hooks();
 }
 
 /* Not AP_DECLARE_MODULE: mod_lessons.h already says APLOG_USE_MODULE. */

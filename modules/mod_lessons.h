@@ -27,6 +27,9 @@
  *   mod_lessons_io.c       request bodies in, responses out, refusals
  *                          through httpd's error path, fault lines
  *   mod_lessons_health.c   the lessons-health handler (no token)
+ *   mod_lessons_metrics.c  the server's counters in shared memory, the
+ *                          lessons-metrics handler (no token) and
+ *                          mod_status's section
  *
  * The work itself lives in modules/lessons_*.c, which need no httpd.
  */
@@ -68,6 +71,7 @@
 #include "lessons_throttle.h"
 
 #include "lessons_json.h"
+#include "lessons_metrics.h"
 #include "lessons_jwtcaps.h"
 #include "lessons_key.h"
 #include "lessons_keyset.h"
@@ -86,6 +90,7 @@ APLOG_USE_MODULE(lessons);
 
 #define LESSONS_HANDLER          "lessons"
 #define LESSONS_HEALTH_HANDLER   "lessons-health"
+#define LESSONS_METRICS_HANDLER  "lessons-metrics"
 #define LESSONS_DEFAULT_BASE     "/api/lessons"
 #define LESSONS_DEFAULT_REALM    "lessons"
 #define LESSONS_DEFAULT_MAX_BODY (64 * 1024)
@@ -217,6 +222,16 @@ typedef struct {
                                          * lessons_keys_src (not merged) */
     unsigned jwt_caps;              /* what the libjwt in use verifies,
                                      * probed by post_config (not merged) */
+    lessons_metrics_t *metrics;     /* the server's counters, in shared
+                                     * memory, set by post_config for
+                                     * every server (not merged) */
+    lessons_metrics_slot_t *metrics_slot;   /* this process's slot, from
+                                     * child_init; NULL: not counting
+                                     * (not merged) */
+    apr_array_header_t *metrics_sources;    /* the keys URLs counted, as
+                                     * the metrics name them (const char
+                                     * *), set with metrics (not
+                                     * merged) */
 } lessons_srv_conf;
 
 /* LessonsJWTTokenType. */
@@ -230,7 +245,8 @@ typedef struct {
  */
 typedef struct {
     int api;                        /* SetHandler lessons applies */
-    int nofile;                     /* the API or the health check: no
+    const char *nofile;             /* the API's, the health check's or
+                                     * the metrics' handler: no
                                      * filesystem walk, no TRACE echo */
     int checked;                    /* the token check has run */
     int status;                     /* its verdict: OK, or the refusal's
@@ -334,8 +350,18 @@ void lessons_policy_of(const lessons_dir_conf *conf, unsigned jwt_caps,
                        lessons_token_policy_t *policy);
 int lessons_db_timeout(const lessons_srv_conf *sconf);
 apr_interval_time_t lessons_share_window(const lessons_srv_conf *sconf);
-const char *lessons_base_path(const lessons_dir_conf *conf);
 apr_off_t lessons_max_body(const lessons_dir_conf *conf);
+
+/* The base path in effect: LessonsBasePath, else the <Location> that
+ * holds the key (so a second mount point just works), else the default.
+ * Here rather than in mod_lessons_config.c, as every stage asks it (the
+ * metrics too, which the directives' file must not reach back to).
+ */
+static APR_INLINE const char *lessons_base_path(const lessons_dir_conf *conf)
+{
+    return conf->base_path ? conf->base_path
+         : conf->location ? conf->location : LESSONS_DEFAULT_BASE;
+}
 
 /* mod_lessons_config.c: a directive's first argument in the tree */
 const char *lessons_tree_arg(apr_pool_t *p, const ap_directive_t *d);
@@ -367,6 +393,9 @@ json_t *lessons_request_claims(request_rec *r);
 /* mod_lessons_keys.c: keys URLs, fetched per process by a thread */
 typedef struct lessons_keys_src lessons_keys_src;
 lessons_keys_src *lessons_keys_src_get(cmd_parms *cmd, const char *url);
+apr_array_header_t *lessons_keys_metrics(apr_pool_t *p,
+                                         apr_array_header_t *sources,
+                                         lessons_metrics_t *m);
 const char *lessons_keys_src_configure(apr_pool_t *p, lessons_keys_src *src,
                                        const lessons_dir_conf *conf);
 apr_array_header_t *lessons_keys_sources(apr_pool_t *pconf);
@@ -395,6 +424,18 @@ int lessons_read(lessons_ctx *c);
 /* mod_lessons_health.c */
 int lessons_health_handler(request_rec *r);
 
+/* mod_lessons_metrics.c: the server's counters */
+lessons_metrics_t *lessons_metrics_block(server_rec *s);
+void lessons_metrics_child_init(apr_pool_t *pchild, server_rec *s);
+void lessons_count(request_rec *r, lessons_metrics_id_e id);
+void lessons_count_source(server_rec *s, int source,
+                          lessons_metrics_src_e what, apr_uint64_t n);
+lessons_metrics_refusal_e lessons_refusal_of(lessons_token_e rc);
+lessons_metrics_fault_e lessons_fault_of(lessons_db_fault_e fault, int lost);
+int lessons_metrics_log(request_rec *r);
+int lessons_metrics_handler(request_rec *r);
+void lessons_metrics_register_hooks(void);
+
 /* mod_lessons_dbd.c */
 int lessons_dbd_answer(lessons_ctx *c, lessons_db_fault_e fault,
                       const char *err, int wrote);
@@ -419,6 +460,7 @@ int lessons_refuse(request_rec *r, int status, const char *detail);
 void lessons_insert_error_filter(request_rec *r);
 void lessons_problem_filter_register(void);
 const char *lessons_refused(request_rec *r, int status);
+int lessons_send_read_only(request_rec *r);
 void lessons_log_fault(request_rec *r, int level, const char *line);
 int lessons_read_body(request_rec *r, apr_off_t max,
                       const char **body, apr_size_t *len,

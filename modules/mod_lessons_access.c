@@ -134,6 +134,7 @@ static int lessons_bearer_of(request_rec *r, const char **token)
         /* A refusal like any other: info.  A bearer client sends its
          * token from the first request on.
          */
+        lessons_count(r, LESSONS_M_REFUSED + LESSONS_REFUSED_NO_TOKEN);
         ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00202)
                       "%s: no bearer token",
                       lessons_refused(r, HTTP_UNAUTHORIZED));
@@ -141,6 +142,7 @@ static int lessons_bearer_of(request_rec *r, const char **token)
                                  "A bearer token is required.");
     case LESSONS_BEARER_MALFORMED:
         /* Never the header itself: it may hold a token. */
+        lessons_count(r, LESSONS_M_REFUSED + LESSONS_REFUSED_BAD_HEADER);
         ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00203)
                       "%s: malformed Authorization header",
                       lessons_refused(r, HTTP_BAD_REQUEST));
@@ -178,6 +180,7 @@ static int lessons_set_user(request_rec *r, const lessons_dir_conf *conf,
         user = subject;
     }
     if (urc != LESSONS_CLAIM_TEXT_OK && urc != LESSONS_CLAIM_TEXT_ABSENT) {
+        lessons_count(r, LESSONS_M_REFUSED + LESSONS_REFUSED_USER_CLAIM);
         ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00217)
                       "%s: the user claim %s %s (at most %d bytes, no "
                       "control characters)",
@@ -251,6 +254,7 @@ static int lessons_authenticate(request_rec *r, const lessons_dir_conf *conf,
             conf->jwt_where, conf->alg_name));
     }
     if (rc != LESSONS_TOKEN_OK) {
+        lessons_count(r, LESSONS_M_REFUSED + lessons_refusal_of(rc));
         ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00204)
                       "%s: %s", lessons_refused(r, HTTP_UNAUTHORIZED),
                       lessons_token_describe(rc));

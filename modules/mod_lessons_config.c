@@ -112,15 +112,7 @@ void lessons_policy_of(const lessons_dir_conf *conf, unsigned jwt_caps,
     policy->fp = conf->has_fp ? conf->fp : NULL;
 }
 
-/* The values in effect, defaults applied: the base path defaults to
- * the <Location> that holds the key, so a second mount point just works.
- */
-const char *lessons_base_path(const lessons_dir_conf *conf)
-{
-    return conf->base_path ? conf->base_path
-         : conf->location ? conf->location : LESSONS_DEFAULT_BASE;
-}
-
+/* The values in effect, defaults applied. */
 apr_off_t lessons_max_body(const lessons_dir_conf *conf)
 {
     return conf->max_body > 0 ? conf->max_body : LESSONS_DEFAULT_MAX_BODY;

@@ -20,6 +20,8 @@ int lessons_dbd_answer(lessons_ctx *c, lessons_db_fault_e fault,
     const char *advice = lessons_db_advice(&c->db, r->pool, fault);
 
     err = err ? err : "unknown error";
+    lessons_count(r, fault == LESSONS_DB_TIMEOUT ? LESSONS_M_DB_TIMEOUTS
+                     : LESSONS_M_DB_FAULTS + lessons_fault_of(fault, wrote));
     switch (fault) {
     case LESSONS_DB_TIMEOUT:
         lessons_log_fault(r, APLOG_WARNING, apr_psprintf(r->pool,
@@ -85,13 +87,15 @@ int lessons_dbd_answer(lessons_ctx *c, lessons_db_fault_e fault,
         "The lessons database is unavailable. Try again later.", NULL);
 }
 
-/* A 503 before any database work: the pool is exhausted or the wait for
- * it ran out.
+/* A 503 before any database work: the pool is exhausted (counted as
+ * shed) or the wait for it ran out (as a timeout).
  */
-static int lessons_dbd_shed(lessons_ctx *c, const char *why)
+static int lessons_dbd_shed(lessons_ctx *c, lessons_metrics_id_e counted,
+                            const char *why)
 {
     request_rec *r = c->r;
 
+    lessons_count(r, counted);
     lessons_log_fault(r, APLOG_WARNING, apr_psprintf(r->pool,
         LESSONSLOG(00307) "%s; answered 503", why));
     if (c->quiet) {
@@ -108,7 +112,8 @@ int lessons_dbd_writers_shed(lessons_ctx *c)
     lessons_srv_conf *sconf =
         ap_get_module_config(c->r->server->module_config, &lessons_module);
 
-    return lessons_dbd_shed(c, apr_psprintf(c->r->pool, "waited %d s for "
+    return lessons_dbd_shed(c, LESSONS_M_DB_TIMEOUTS,
+                            apr_psprintf(c->r->pool, "waited %d s for "
                             "the other SQLite writers",
                             lessons_db_timeout(sconf)));
 }
@@ -131,17 +136,26 @@ int lessons_dbd_open(lessons_ctx *c)
     lessons_db_fault_e fault;
     const char *err = NULL;
     ap_dbd_t *dbd;
+    int waited = 0;
 
     if (sconf->gate) {
-        switch (lessons_gate_enter(sconf->gate, deadline)) {
+        lessons_gate_e entered = lessons_gate_enter(sconf->gate, deadline,
+                                                    &waited);
+
+        if (waited) {
+            lessons_count(r, LESSONS_M_DB_WAITS);
+        }
+        switch (entered) {
         case LESSONS_GATE_FULL:
-            return lessons_dbd_shed(c, "the database is not answering: "
+            return lessons_dbd_shed(c, LESSONS_M_DB_SHEDS,
+                                   "the database is not answering: "
                                    "every connection of this process has "
                                    "been held with none given back for "
                                    "the stall bound, and enough requests "
                                    "wait for one");
         case LESSONS_GATE_TIMEOUT:
-            return lessons_dbd_shed(c, apr_psprintf(r->pool, "waited %d s "
+            return lessons_dbd_shed(c, LESSONS_M_DB_TIMEOUTS,
+                                   apr_psprintf(r->pool, "waited %d s "
                                    "for a pooled database connection",
                                    lessons_db_timeout(sconf)));
         case LESSONS_GATE_OK:
@@ -156,6 +170,7 @@ int lessons_dbd_open(lessons_ctx *c)
     }
     dbd = sconf->acquire ? sconf->acquire(r) : NULL;
     if (!dbd) {
+        lessons_count(r, LESSONS_M_DB_FAULTS + LESSONS_FAULT_NO_CONNECTION);
         lessons_log_fault(r, APLOG_ERR, LESSONSLOG(00301)
                           "no database connection (check DBDriver/DBDParams "
                           "and that the database is up)");

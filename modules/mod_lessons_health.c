@@ -28,9 +28,7 @@ int lessons_health_handler(request_rec *r)
         ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00507)
                       "%s: the health check takes GET and HEAD",
                       lessons_refused(r, HTTP_METHOD_NOT_ALLOWED));
-        apr_table_setn(r->headers_out, "Allow", "GET, HEAD");
-        return lessons_send_problem(r, HTTP_METHOD_NOT_ALLOWED, NULL,
-                                    "Allowed methods: GET, HEAD.", NULL);
+        return lessons_send_read_only(r);
     }
     memset(&c, 0, sizeof(c));
     c.r = r;

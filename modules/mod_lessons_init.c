@@ -161,6 +161,9 @@ int lessons_post_config(apr_pool_t *pconf, apr_pool_t *plog,
 
     lessons_srv_conf *mconf =
         ap_get_module_config(s->module_config, &lessons_module);
+    server_rec *main_server = s;
+    lessons_metrics_t *metrics;
+    apr_array_header_t *sources;
 
     (void)plog;
     /* SQLite lets one writer in at a time and makes the others wait
@@ -202,8 +205,21 @@ int lessons_post_config(apr_pool_t *pconf, apr_pool_t *plog,
         sconf->writers = writers;
         sconf->jwt_caps = jwt_caps;
     }
-    /* Keys URLs: curl's global state, once, before any thread. */
+    /* The counters, kept across restarts, and the keys URLs in them. */
+    metrics = ap_state_query(AP_SQ_MAIN_STATE) != AP_SQ_MS_CREATE_PRE_CONFIG
+              ? lessons_metrics_block(main_server) : NULL;
     mconf->key_sources = lessons_keys_sources(pconf);
+    sources = metrics ? lessons_keys_metrics(pconf, mconf->key_sources,
+                                             metrics)
+                      : apr_array_make(pconf, 1, sizeof(const char *));
+    for (s = main_server; s; s = s->next) {
+        lessons_srv_conf *sconf =
+            ap_get_module_config(s->module_config, &lessons_module);
+
+        sconf->metrics = metrics;
+        sconf->metrics_sources = sources;
+    }
+    /* Keys URLs: curl's global state, once, before any thread. */
     if (mconf->key_sources->nelts) {
         const char *err = lessons_fetch_global_init();
 
@@ -296,6 +312,7 @@ void lessons_child_init(apr_pool_t *pchild, server_rec *s)
             sconf->group = lessons_group_make(pchild, threads);
         }
     }
+    lessons_metrics_child_init(pchild, main);
     lessons_keys_child_init(pchild, main);
 }
 

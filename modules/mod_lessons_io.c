@@ -178,6 +178,16 @@ void lessons_problem_filter_register(void)
                               NULL, AP_FTYPE_CONTENT_SET);
 }
 
+/* 405 for a resource that only GET and HEAD read (the health check, the
+ * metrics): Allow, and a problem body.  The caller logs why.
+ */
+int lessons_send_read_only(request_rec *r)
+{
+    apr_table_setn(r->headers_out, "Allow", "GET, HEAD");
+    return lessons_send_problem(r, HTTP_METHOD_NOT_ALLOWED, NULL,
+                                "Allowed methods: GET, HEAD.", NULL);
+}
+
 /* How a refusal's info line begins: what was refused (method, path) and
  * who asked (the user claim; httpd adds the client's address, and
  * escapes control characters).  Never the token, the body, or a claim

@@ -31,6 +31,7 @@ struct lessons_keys_src {
                                      * the sections using the URL) */
     int refresh, min_refresh;       /* seconds */
     server_rec *s;                  /* for log lines */
+    int metrics_source;             /* its index in the metrics, -1: none */
 
     /* Per process, from child_init: NULL when it could not start. */
     lessons_keysource_url_t fetch;
@@ -67,6 +68,7 @@ lessons_keys_src *lessons_keys_src_get(cmd_parms *cmd, const char *url)
         }
     }
     src = apr_pcalloc(cmd->pool, sizeof(*src));
+    src->metrics_source = -1;
     src->url = apr_pstrdup(cmd->pool, url);
     src->s = cmd->server;
     APR_ARRAY_PUSH(list, lessons_keys_src *) = src;
@@ -99,6 +101,30 @@ const char *lessons_keys_src_configure(apr_pool_t *p, lessons_keys_src *src,
     }
     src->algs |= conf->algs;
     return NULL;
+}
+
+/* Each source's index in the metrics (post_config, in the parent), and
+ * their names as the metrics give them, for the handler.
+ */
+apr_array_header_t *lessons_keys_metrics(apr_pool_t *p,
+                                         apr_array_header_t *sources,
+                                         lessons_metrics_t *m)
+{
+    apr_array_header_t *names = apr_array_make(p, sources->nelts + 1,
+                                               sizeof(const char *));
+    int i;
+
+    for (i = 0; i < sources->nelts; i++) {
+        APR_ARRAY_PUSH(names, const char *) =
+            APR_ARRAY_IDX(sources, i, lessons_keys_src *)->url;
+    }
+    for (i = 0; i < sources->nelts; i++) {
+        lessons_keys_src *src = APR_ARRAY_IDX(sources, i, lessons_keys_src *);
+
+        src->metrics_source = lessons_metrics_source(
+            m, src->url, (const char *const *)names->elts, names->nelts);
+    }
+    return names;
 }
 
 static int lessons_keys_refresh(const lessons_keys_src *src)
@@ -159,6 +185,31 @@ static void lessons_keys_report(void *baton, const lessons_keyset_t *set,
     }
 }
 
+/* Every fetch, for the metrics: failures, refetches a kid asked for,
+ * and when this process last had a good set, and its keys.
+ */
+static void lessons_keys_done(void *baton, int ok, int asked,
+                              const lessons_keyset_t *set)
+{
+    lessons_keys_src *src = baton;
+
+    if (!ok) {
+        lessons_count_source(src->s, src->metrics_source,
+                             LESSONS_SRC_FAILURES, 1);
+    }
+    if (asked) {
+        lessons_count_source(src->s, src->metrics_source,
+                             LESSONS_SRC_REFETCHES, 1);
+    }
+    if (ok && set) {
+        lessons_count_source(src->s, src->metrics_source,
+                             LESSONS_SRC_FETCHED,
+                             (apr_uint64_t)apr_time_now());
+        lessons_count_source(src->s, src->metrics_source, LESSONS_SRC_KEYS,
+                             (apr_uint64_t)set->nkeys);
+    }
+}
+
 void lessons_keys_child_init(apr_pool_t *pchild, server_rec *s)
 {
     lessons_srv_conf *sconf =
@@ -194,6 +245,7 @@ void lessons_keys_child_init(apr_pool_t *pchild, server_rec *s)
         opts.fetch = lessons_keysource_fetch_url;
         opts.fetch_baton = &src->fetch;
         opts.report = lessons_keys_report;
+        opts.done = lessons_keys_done;
         opts.report_baton = src;
         if (lessons_keysource_start(&src->live, &opts, pchild)
             != APR_SUCCESS) {
@@ -229,6 +281,7 @@ int lessons_keys_policy(request_rec *r, const lessons_dir_conf *conf,
         return OK;                  /* LessonsJWTKeyFile's, meanwhile */
     }
     /* A fault (the fetcher's LESSONS00211 line says why): error. */
+    lessons_count(r, LESSONS_M_REFUSED + LESSONS_REFUSED_NO_KEYS);
     lessons_log_fault(r, APLOG_ERR, apr_psprintf(r->pool,
         LESSONSLOG(00214) "keys URL %s has not given a key set yet: "
         "answering 503", conf->keys_url->url));

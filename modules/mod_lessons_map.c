@@ -31,18 +31,22 @@ int lessons_translate(request_rec *r)
         handler = ap_expr_str_exec(r, d->expr_handler, &err);
         if (!err && handler && strcasecmp(handler, LESSONS_HANDLER) == 0) {
             lessons_state(r)->api = 1;
-            lessons_state(r)->nofile = 1;
+            lessons_state(r)->nofile = LESSONS_HANDLER;
         }
         else if (!err && handler
                  && strcasecmp(handler, LESSONS_HEALTH_HANDLER) == 0) {
-            lessons_state(r)->nofile = 1;
+            lessons_state(r)->nofile = LESSONS_HEALTH_HANDLER;
+        }
+        else if (!err && handler
+                 && strcasecmp(handler, LESSONS_METRICS_HANDLER) == 0) {
+            lessons_state(r)->nofile = LESSONS_METRICS_HANDLER;
         }
     }
     return DECLINED;
 }
 
-/* The API and the health check map to no file.  One function for two
- * hooks:
+/* The API, the health check and the metrics map to no file.  One
+ * function for two hooks:
  *
  * translate_name, last before core's: core never maps them to a file
  * (for a long path it would fail, and log AH00127 "Cannot map ... to
@@ -55,7 +59,7 @@ int lessons_translate(request_rec *r)
  * token check), and never echoes the Authorization header.
  *
  * In both, r->filename says what the request is, the way mod_proxy's
- * "proxy:URL" does: "lessons:/api/lessons/7", "lessons-health:/health"
+ * "proxy:URL" does: "lessons:/api/lessons/7", "lessons-health:/health", "lessons-metrics:/metrics"
  * (httpd's own log lines name it: mod_authz_core's AH01630, %f), not a
  * file the API never reads.  Nothing reads it as a path: the filesystem
  * walk (the only code that would) is skipped, and mod_mime takes the
@@ -69,8 +73,6 @@ int lessons_map_nofile(request_rec *r)
     if (!st || !st->nofile) {
         return DECLINED;
     }
-    r->filename = apr_pstrcat(r->pool, st->api ? LESSONS_HANDLER
-                                               : LESSONS_HEALTH_HANDLER,
-                              ":", r->uri, NULL);
+    r->filename = apr_pstrcat(r->pool, st->nofile, ":", r->uri, NULL);
     return OK;
 }

@@ -118,7 +118,7 @@ for my $path (sort keys %{ $doc->{paths} }) {
 }
 is_deeply [ sort keys %allowed ],
     [ sort '/api/lessons', '/api/lessons/{id}', '/api/lessons/beginner',
-      '/api/lessons/advanced', '/api/lessons/level/{level}', '/health' ],
+      '/api/lessons/advanced', '/api/lessons/level/{level}', '/health', '/metrics' ],
     'the document has the paths the module routes';
 
 # ---------------------------------------------------------------- checks
@@ -623,15 +623,22 @@ for my $m (qw(GET HEAD)) {
          vhost => 'lessons_down');
 }
 
+# ---------------------------------------------------------------- metrics
+for my $m (qw(GET HEAD)) {
+    walk("$m /metrics", '/metrics', 200, 'the counters', token => undef);
+}
+
 # ---------------------------------------------------------------- the rest
 # Every other method on every path: 405, Allow naming the documented ones.
-# TRACE included: the module answers it on the API and the health check.
-my %instances = (%list_paths, '/health' => '/health');
+# TRACE included: the module answers it on the API, the health check and
+# the metrics.
+my %no_token = map { $_ => 1 } '/health', '/metrics';
+my %instances = (%list_paths, map { $_ => $_ } keys %no_token);
 for my $tpl (sort keys %instances) {
     for my $m (qw(GET HEAD POST PUT DELETE OPTIONS PATCH TRACE PROPFIND FOO)) {
         next if grep { $_ eq $m } @{ $allowed{$tpl} };
         my $res = call($m => $instances{$tpl},
-                       ($tpl eq '/health' ? (token => undef) : ()),
+                       ($no_token{$tpl} ? (token => undef) : ()),
                        (grep { $_ eq $m } qw(POST PUT PATCH)) ? (json => $lesson) : ());
         is $res->code, 405, "$m $tpl (undocumented): 405";
         is $res->header('Allow') // '', join(', ', @{ $allowed{$tpl} }),

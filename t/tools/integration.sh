@@ -171,6 +171,13 @@ if [ -d "$ROOT/build/idp/node_modules" ] && [ -f "$WORK/src/t/idp/idp.js" ]; the
     cp -R "$ROOT/build/idp/node_modules" "$WORK/src/t/idp/node_modules"
     IDP_DIR=$WORK/src/t/idp
 fi
+# promtool (make promtool-deps), for t/api/metrics.t, where the test
+# user can run it (empty without it: the test says so and skips that).
+PROMTOOL=""
+if [ -x "$ROOT/build/promtool/usr/bin/promtool" ]; then
+    cp "$ROOT/build/promtool/usr/bin/promtool" "$WORK/promtool"
+    PROMTOOL=$WORK/promtool
+fi
 # The OpenAPI validator (make openapi-deps), where t/api/openapi.t looks.
 if [ -d "$ROOT/build/openapi/node_modules" ]; then
     mkdir -p "$WORK/src/build/openapi" && cp -a "$ROOT/build/openapi/node_modules" "$WORK/src/build/openapi/"
@@ -416,6 +423,7 @@ setsid "${AS_USER[@]}" env \
     LESSONS_TEST_SMALLFS="$SMALLFS" \
     LESSONS_TEST_SANITIZE="$SANITIZE" \
     LESSONS_TEST_IDP="$IDP_DIR" \
+    LESSONS_TEST_PROMTOOL="$PROMTOOL" \
     LESSONS_TEST_INITSQL="$INITSQL" \
     LESSONS_TEST_KEY_DIR="$K" \
     LESSONS_TEST_HS_KEY="$K/hs256.key" \
