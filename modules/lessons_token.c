@@ -741,6 +741,91 @@ lessons_token_e lessons_token_verify_cached(apr_pool_t *p,
                                        NULL);
 }
 
+json_t *lessons_token_peek_header(apr_pool_t *p, const char *jws)
+{
+    const char *dot[2] = { NULL, NULL };
+
+    if (lessons_token_shape(jws, dot) != LESSONS_TOKEN_OK) {
+        return NULL;
+    }
+    return lessons_json_pool_own(p, lessons_segment_object(
+        p, jws, (apr_size_t)(dot[0] - jws), NULL, NULL));
+}
+
+/* Is typ (a header's "typ") the media type want?  RFC 7515 4.1.9. */
+static int lessons_typ_is(json_t *typ, const char *want)
+{
+    const char *s = json_is_string(typ) ? json_string_value(typ) : NULL;
+
+    if (!s) {
+        return 0;
+    }
+    if (strncasecmp(s, "application/", 12) == 0) {
+        s += 12;
+    }
+    return strcasecmp(s, want) == 0;
+}
+
+lessons_token_e lessons_token_verify_jws(apr_pool_t *p, const char *jws,
+                                         const char *typ,
+                                         lessons_algs_t algs,
+                                         const lessons_jwk_t *key,
+                                         unsigned caps, json_t **payload)
+{
+    const char *dot[2] = { NULL, NULL };
+    const lessons_key_t *tries[1];
+    json_t *header = NULL, *alg;
+    jwt_t *jwt = NULL;
+    jwt_alg_t talg;
+    lessons_token_e rc;
+
+    *payload = NULL;
+    if (!key || !typ) {
+        return LESSONS_TOKEN_KEY_MISFIT;
+    }
+    rc = lessons_token_shape(jws, dot);
+    if (rc != LESSONS_TOKEN_OK) {
+        return rc;
+    }
+    header = lessons_segment_object(p, jws, (apr_size_t)(dot[0] - jws),
+                                    NULL, NULL);
+    if (!header) {
+        return LESSONS_TOKEN_MALFORMED;
+    }
+    alg = json_object_get(header, "alg");
+    talg = json_is_string(alg) ? lessons_alg_parse(json_string_value(alg))
+                               : JWT_ALG_INVAL;
+    if (talg == JWT_ALG_INVAL || !(algs & LESSONS_ALG_BIT(talg))
+        || (lessons_alg_is_pss(talg) && !(caps & LESSONS_JWTCAP_PSS))
+        || !lessons_jwk_allows(key, talg)) {
+        rc = LESSONS_TOKEN_BAD_ALG;
+    }
+    else if (json_object_get(header, "crit")) {
+        rc = LESSONS_TOKEN_CRIT;
+    }
+    else if (!lessons_typ_is(json_object_get(header, "typ"), typ)
+             || (strcasecmp(typ, "JWT") != 0
+                 && !(caps & LESSONS_JWTCAP_TYPED))) {
+        rc = LESSONS_TOKEN_BAD_TYPE;
+    }
+    else {
+        tries[0] = &key->key;
+        rc = lessons_signature_check(jws, tries, 1, talg, &jwt);
+    }
+    if (rc == LESSONS_TOKEN_OK) {
+        *payload = lessons_json_pool_own(p, lessons_segment_object(
+            p, dot[0] + 1, (apr_size_t)(dot[1] - dot[0] - 1), NULL, NULL));
+        if (!*payload) {
+            rc = LESSONS_TOKEN_BAD_CLAIMS;
+        }
+    }
+    if (jwt) {
+        jwt_free(jwt);
+    }
+    json_decref(header);
+    return rc;
+}
+
 const char *lessons_token_describe(lessons_token_e result)
 {
     switch (result) {

@@ -141,6 +141,29 @@ lessons_token_e lessons_token_verify_claims(
     lessons_tokencache_t *cache, const char *token, apr_int64_t now,
     const char **subject, json_t **claims);
 
+/* The header of a compact JWS, decoded but not verified (a DPoP proof
+ * carries the key that verifies it there): an object owned by p, or NULL
+ * when the JWS is not three strict base64url segments (at most
+ * LESSONS_TOKEN_MAX_LEN) or its header not a JSON object.  Nothing in it
+ * is to be trusted before lessons_token_verify_jws says OK.
+ */
+json_t *lessons_token_peek_header(apr_pool_t *p, const char *jws);
+
+/* A compact JWS that is not an access token (RFC 9449's DPoP proof):
+ * the shape of a token; a header whose "typ" is typ (a media type,
+ * compared case-insensitively, "application/" may be left out), whose
+ * "alg" is one of algs that key allows (PS* only with
+ * LESSONS_JWTCAP_PSS), without "crit"; and its signature verified by
+ * libjwt with key, which needs LESSONS_JWTCAP_TYPED in caps for any typ
+ * but JWT.  On OK, *payload is its claims object, owned by p; no claim
+ * is checked here: they are the caller's.
+ */
+lessons_token_e lessons_token_verify_jws(apr_pool_t *p, const char *jws,
+                                         const char *typ,
+                                         lessons_algs_t algs,
+                                         const lessons_jwk_t *key,
+                                         unsigned caps, json_t **payload);
+
 /* A fixed, client-safe description of a result, for the
  * error_description attribute and the problem detail.  Never contains
  * token or claim text.

@@ -76,12 +76,13 @@ static inline const char *result_name(lessons_token_e r)
     return (unsigned)r < sizeof(names) / sizeof(names[0]) ? names[r] : "?";
 }
 
-/* A token made by libjwt: grants as JSON (or NULL) and a kid in its
- * header (NULL: none), signed with alg and key.
+/* A token made by libjwt: grants as JSON (or NULL), a kid in its header
+ * (NULL: none) and more header members as JSON (NULL: none), signed
+ * with alg and key.
  */
-static inline char *lj_token_kid(jwt_alg_t alg, const void *key,
-                                 size_t keylen, const char *grants,
-                                 const char *kid)
+static inline char *lj_token_with(jwt_alg_t alg, const void *key,
+                                  size_t keylen, const char *grants,
+                                  const char *kid, const char *headers)
 {
     jwt_t *jwt = NULL;
     char *s, *out;
@@ -91,6 +92,8 @@ static inline char *lj_token_kid(jwt_alg_t alg, const void *key,
         assert_int_equal(jwt_add_grants_json(jwt, grants), 0);
     if (kid)
         assert_int_equal(jwt_add_header(jwt, "kid", kid), 0);
+    if (headers)
+        assert_int_equal(jwt_add_headers_json(jwt, headers), 0);
     assert_int_equal(jwt_set_alg(jwt, alg, key, (int)keylen), 0);
     s = jwt_encode_str(jwt);
     assert_non_null(s);
@@ -98,6 +101,13 @@ static inline char *lj_token_kid(jwt_alg_t alg, const void *key,
     free(s);
     jwt_free(jwt);
     return out;
+}
+
+static inline char *lj_token_kid(jwt_alg_t alg, const void *key,
+                                 size_t keylen, const char *grants,
+                                 const char *kid)
+{
+    return lj_token_with(alg, key, keylen, grants, kid, NULL);
 }
 
 /* The same without a kid. */

@@ -1,0 +1,55 @@
+/* Licensed under the Apache License, Version 2.0.
+ *
+ * lessons_replay.h: the DPoP proofs a server has seen (RFC 9449 11.1),
+ * so that a proof is taken once.  A table in one block of shared memory,
+ * made before the processes are forked, so that every process of the
+ * server sees what the others took; another server has its own (README
+ * says what that means).  Each proof is kept until it could no longer
+ * pass the iat window anyway, and its slot is then free again.
+ *
+ * The caller holds one lock around each check (a global mutex: the
+ * processes of the server share the table); the unit knows memory and
+ * time, not locks or httpd.
+ */
+#ifndef LESSONS_REPLAY_H
+#define LESSONS_REPLAY_H
+
+#include "apr_pools.h"
+#include "apr_time.h"
+
+#define LESSONS_REPLAY_KEY_LEN   16     /* bytes of a proof's key */
+#define LESSONS_REPLAY_PROBES    32     /* slots a key may live in */
+
+typedef struct lessons_replay_t lessons_replay_t;
+
+/* Bytes of a table of this many slots (at least LESSONS_REPLAY_PROBES). */
+apr_size_t lessons_replay_size(int slots);
+
+/* A table in mem (size bytes, from lessons_replay_size): emptied when
+ * fresh is set or mem holds no table of that many slots, else the one
+ * already there (a restart).  NULL when mem is NULL or too small.
+ */
+lessons_replay_t *lessons_replay_attach(void *mem, apr_size_t size,
+                                        int slots, int fresh);
+
+/* The key of a proof: its key's thumbprint and its jti (a SHA-256 over
+ * both, cut to LESSONS_REPLAY_KEY_LEN bytes).  0, or -1.
+ */
+int lessons_replay_key(const char *jkt, const char *jti,
+                       unsigned char key[LESSONS_REPLAY_KEY_LEN]);
+
+typedef enum {
+    LESSONS_REPLAY_NEW = 0,         /* not seen: kept until expires */
+    LESSONS_REPLAY_SEEN,            /* seen, and still within its time */
+    LESSONS_REPLAY_FULL             /* not seen, but no room to keep it:
+                                     * refuse it, it could come again */
+} lessons_replay_e;
+
+/* Take a proof's key at now, to be kept until expires.  The caller holds
+ * the table's lock.
+ */
+lessons_replay_e lessons_replay_check(lessons_replay_t *t,
+                                      const unsigned char key[LESSONS_REPLAY_KEY_LEN],
+                                      apr_time_t expires, apr_time_t now);
+
+#endif /* LESSONS_REPLAY_H */
