@@ -187,11 +187,16 @@ const lessons_engine_t lessons_engine_sqlite3 = {
     lessons_sqlite_backend,
     NULL,
     lessons_sqlite_tune,
-    NULL,                           /* one file, one history */
     /* The schema cookie: sqlite3's .restore (the backup API) sets it one
-     * past the database's own, whatever the backup's was.
+     * past the database's own, whatever the backup's was.  Read once per
+     * connection, not in every statement (the pragma's table form
+     * prepares a statement of its own each time: a sixth of a catalogue
+     * read's instructions): a cookie that moves makes every statement
+     * prepared before it fail with SQLITE_SCHEMA (LESSONS_DB_STALE),
+     * and the connection is prepared, and its cookie read, again.
      */
-    "epoch || hex((SELECT schema_version FROM pragma_schema_version))",
+    "PRAGMA schema_version",
+    "epoch",
     lessons_sqlite_fault,
     lessons_sqlite_moved,
     lessons_sqlite_name,
