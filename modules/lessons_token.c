@@ -27,6 +27,36 @@
 #include "lessons_jwtcaps.h"
 #include "lessons_token.h"
 
+/* The characters of a token, one table lookup each (every request
+ * reads its whole token): B64URL, base64url's alphabet (a JWT's
+ * segments); B64TOKEN, RFC 6750's b64token, which adds ".", "~", "+"
+ * and "/".
+ */
+#define B64URL    1
+#define B64TOKEN  2
+#define B64BOTH   (B64URL | B64TOKEN)
+static const unsigned char lessons_token_chars[256] = {
+    ['A'] = B64BOTH, ['B'] = B64BOTH, ['C'] = B64BOTH, ['D'] = B64BOTH,
+    ['E'] = B64BOTH, ['F'] = B64BOTH, ['G'] = B64BOTH, ['H'] = B64BOTH,
+    ['I'] = B64BOTH, ['J'] = B64BOTH, ['K'] = B64BOTH, ['L'] = B64BOTH,
+    ['M'] = B64BOTH, ['N'] = B64BOTH, ['O'] = B64BOTH, ['P'] = B64BOTH,
+    ['Q'] = B64BOTH, ['R'] = B64BOTH, ['S'] = B64BOTH, ['T'] = B64BOTH,
+    ['U'] = B64BOTH, ['V'] = B64BOTH, ['W'] = B64BOTH, ['X'] = B64BOTH,
+    ['Y'] = B64BOTH, ['Z'] = B64BOTH,
+    ['a'] = B64BOTH, ['b'] = B64BOTH, ['c'] = B64BOTH, ['d'] = B64BOTH,
+    ['e'] = B64BOTH, ['f'] = B64BOTH, ['g'] = B64BOTH, ['h'] = B64BOTH,
+    ['i'] = B64BOTH, ['j'] = B64BOTH, ['k'] = B64BOTH, ['l'] = B64BOTH,
+    ['m'] = B64BOTH, ['n'] = B64BOTH, ['o'] = B64BOTH, ['p'] = B64BOTH,
+    ['q'] = B64BOTH, ['r'] = B64BOTH, ['s'] = B64BOTH, ['t'] = B64BOTH,
+    ['u'] = B64BOTH, ['v'] = B64BOTH, ['w'] = B64BOTH, ['x'] = B64BOTH,
+    ['y'] = B64BOTH, ['z'] = B64BOTH,
+    ['0'] = B64BOTH, ['1'] = B64BOTH, ['2'] = B64BOTH, ['3'] = B64BOTH,
+    ['4'] = B64BOTH, ['5'] = B64BOTH, ['6'] = B64BOTH, ['7'] = B64BOTH,
+    ['8'] = B64BOTH, ['9'] = B64BOTH,
+    ['-'] = B64BOTH, ['_'] = B64BOTH,
+    ['.'] = B64TOKEN, ['~'] = B64TOKEN, ['+'] = B64TOKEN, ['/'] = B64TOKEN
+};
+
 /* RFC 6750 b64token: 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" /
  * "/" ) *"=" -- padding only at the end.
  */
@@ -41,11 +71,7 @@ static int lessons_is_b64token(const char *s, const char *end)
         return 0;
     }
     for (; s < pad; s++) {
-        int c = (unsigned char)*s;
-
-        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z')
-              || (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_'
-              || c == '~' || c == '+' || c == '/')) {
+        if (!(lessons_token_chars[(unsigned char)*s] & B64TOKEN)) {
             return 0;
         }
     }
@@ -54,8 +80,7 @@ static int lessons_is_b64token(const char *s, const char *end)
 
 static int lessons_is_b64url(int c)
 {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z')
-        || (c >= '0' && c <= '9') || c == '-' || c == '_';
+    return lessons_token_chars[(unsigned char)c] & B64URL;
 }
 
 lessons_bearer_e lessons_bearer_parse(apr_pool_t *p, const char *header,
