@@ -333,7 +333,6 @@ const char *lessons_keysource_fetch_url(void *baton, apr_pool_t *set_pool,
 {
     const lessons_keysource_url_t *url = baton;
     lessons_fetch_opts_t opts;
-    lessons_keyset_t *made = NULL;
     char *body = NULL;
     apr_size_t len = 0;
     const char *err;
@@ -350,11 +349,23 @@ const char *lessons_keysource_fetch_url(void *baton, apr_pool_t *set_pool,
     if (err) {
         return err;
     }
+    return lessons_keysource_parse(set_pool, scratch, body, len, url->algs,
+                                   url->jwks_flags, set);
+}
+
+const char *lessons_keysource_parse(apr_pool_t *set_pool, apr_pool_t *scratch,
+                                    const char *body, apr_size_t len,
+                                    lessons_algs_t algs, int jwks_flags,
+                                    const lessons_keyset_t **set)
+{
+    lessons_keyset_t *made = NULL;
+    const char *err;
+
     err = lessons_keyset_parse_jwks_ex(set_pool, body, len,
-                                       LESSONS_JWKS_PUBLIC_ONLY
-                                       | url->jwks_flags, &made);
+                                       LESSONS_JWKS_PUBLIC_ONLY | jwks_flags,
+                                       &made);
     if (!err) {
-        err = lessons_keyset_check(scratch, made, url->algs);
+        err = lessons_keyset_check(scratch, made, algs);
     }
     if (err) {
         return apr_pstrcat(scratch, "the key set was refused: ", err, NULL);

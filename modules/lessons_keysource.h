@@ -134,4 +134,14 @@ const char *lessons_keysource_fetch_url(void *baton, apr_pool_t *set_pool,
                                         apr_pool_t *scratch,
                                         const lessons_keyset_t **set);
 
+/* A fetched JWKS (len bytes) as every fetched set is taken: public keys
+ * only (oct keys skipped), jwks_flags as lessons_keyset_parse_jwks_ex's,
+ * each key fitting one of algs.  NULL with *set made in set_pool, or
+ * "the key set was refused: ..." (in scratch).
+ */
+const char *lessons_keysource_parse(apr_pool_t *set_pool, apr_pool_t *scratch,
+                                    const char *body, apr_size_t len,
+                                    lessons_algs_t algs, int jwks_flags,
+                                    const lessons_keyset_t **set);
+
 #endif /* LESSONS_KEYSOURCE_H */
