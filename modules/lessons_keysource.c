@@ -33,6 +33,7 @@ struct lessons_keysource {
     unsigned long ended;            /* fetches ended */
     unsigned long installed;        /* sets taken into use */
     int fetching, wanted, stopping;
+    int dormant;                    /* lazy, and nobody has asked yet */
     int waiters;                    /* holders waiting for a fetch */
 };
 
@@ -138,10 +139,15 @@ static void *APR_THREAD_FUNC keysource_thread(apr_thread_t *thread,
         lessons_keysource_ref *ref;
         const char *err = NULL;
 
+        if (src->dormant && !src->wanted) {
+            apr_thread_cond_wait(src->wake, src->lock);
+            continue;
+        }
         if (now < due) {
             apr_thread_cond_timedwait(src->wake, src->lock, due - now);
             continue;
         }
+        src->dormant = 0;
         src->fetching = 1;
         src->wanted = 0;
         src->last_start = now;
@@ -201,6 +207,7 @@ apr_status_t lessons_keysource_start(lessons_keysource_t **srcp,
         return APR_EINVAL;
     }
     src->opts = *opts;
+    src->dormant = opts->lazy;
     src->opts.min_refresh = lessons_keysource_min_refresh(opts->refresh,
                                                           opts->min_refresh);
     if ((rv = apr_thread_mutex_create(&src->lock, APR_THREAD_MUTEX_DEFAULT,
@@ -263,6 +270,10 @@ const lessons_keyset_t *lessons_keysource_take(lessons_keysource_t *src,
     lessons_keysource_hold *hold;
 
     apr_thread_mutex_lock(src->lock);
+    if (!src->current && !src->fetching && src->ended == 0) {
+        src->wanted = 1;            /* a lazy source's first fetch */
+        apr_thread_cond_signal(src->wake);
+    }
     if (!src->current && (src->fetching || src->ended == 0)) {
         keysource_await(src);       /* the first fetch */
     }
