@@ -84,11 +84,12 @@ static const command_rec lessons_cmds[] = {
                   "Fewest seconds between two fetches, whatever the "
                   "traffic: a token naming an unknown kid fetches again "
                   "at most this often (default 60)"),
-    AP_INIT_TAKE1("LessonsJWTIssuer", lessons_set_string,
+    AP_INIT_TAKE1("LessonsJWTIssuer", lessons_set_issuer,
                   (void *)APR_OFFSETOF(lessons_dir_conf, issuer),
                   RSRC_CONF | ACCESS_CONF,
                   "Required value of the token's iss claim (default: not "
-                  "checked)"),
+                  "checked); an https:// issuer with no key in effect also "
+                  "gives the keys, from its metadata's jwks_uri"),
     AP_INIT_TAKE1("LessonsJWTAudience", lessons_set_string,
                   (void *)APR_OFFSETOF(lessons_dir_conf, audience),
                   RSRC_CONF | ACCESS_CONF,

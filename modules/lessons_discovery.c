@@ -172,17 +172,17 @@ static const char *lessons_discovery_get(lessons_discovery_t *d,
     *status = 0;
     if (left <= 0) {
         return apr_psprintf(p, "timed out (limit %ld ms for the metadata "
-                            "and the keys)", d->total_timeout_ms);
+                            "and the keys)", d->fetch.total_timeout_ms);
     }
     memset(&opts, 0, sizeof(opts));
     opts.url = url;
-    opts.ca_pem = d->ca_pem;
-    opts.ca_len = d->ca_len;
-    opts.connect_timeout_ms = d->connect_timeout_ms < left
-                              ? d->connect_timeout_ms : left;
+    opts.ca_pem = d->fetch.ca_pem;
+    opts.ca_len = d->fetch.ca_len;
+    opts.connect_timeout_ms = d->fetch.connect_timeout_ms < left
+                              ? d->fetch.connect_timeout_ms : left;
     opts.total_timeout_ms = left;
     opts.max_bytes = max_bytes;
-    opts.max_redirects = d->max_redirects;
+    opts.max_redirects = d->fetch.max_redirects;
     return d->get ? d->get(d->get_baton, p, &opts, body, len, status)
                   : lessons_fetch_get_ex(p, &opts, body, len, status);
 }
@@ -202,7 +202,7 @@ static const char *lessons_discovery_metadata(lessons_discovery_t *d,
     long status = 0;
     int i, at = 0;
 
-    lessons_discovery_urls(scratch, d->issuer, &urls[0], &urls[1]);
+    lessons_discovery_urls(scratch, d->fetch.url, &urls[0], &urls[1]);
     for (i = 0; i < 2; i++) {
         at = d->oauth_first ? 1 - i : i;
         errs[i] = lessons_discovery_get(d, scratch, urls[at],
@@ -223,7 +223,7 @@ static const char *lessons_discovery_metadata(lessons_discovery_t *d,
                        : errs[0];
     }
     d->oauth_first = at == 1;
-    d->last = lessons_discovery_parse(scratch, body, len, d->issuer,
+    d->last = lessons_discovery_parse(scratch, body, len, d->fetch.url,
                                       jwks_uri, &err);
     if (d->last != LESSONS_DISCOVERY_OK) {
         return apr_psprintf(scratch, "metadata %s refused: %s", urls[at],
@@ -238,7 +238,7 @@ const char *lessons_discovery_fetch(void *baton, apr_pool_t *set_pool,
 {
     lessons_discovery_t *d = baton;
     apr_time_t deadline = apr_time_now()
-                          + apr_time_from_msec(d->total_timeout_ms);
+                          + apr_time_from_msec(d->fetch.total_timeout_ms);
     const char *jwks_uri = NULL, *err;
     char *body = NULL;
     apr_size_t len = 0;
@@ -253,8 +253,9 @@ const char *lessons_discovery_fetch(void *baton, apr_pool_t *set_pool,
     err = lessons_discovery_get(d, scratch, jwks_uri, LESSONS_JWKS_MAX_BYTES,
                                 deadline, &body, &len, &status);
     if (!err) {
-        err = lessons_keysource_parse(set_pool, scratch, body, len, d->algs,
-                                      d->jwks_flags, set);
+        err = lessons_keysource_parse(set_pool, scratch, body, len,
+                                      d->fetch.algs, d->fetch.jwks_flags,
+                                      set);
     }
     if (err) {
         return apr_psprintf(scratch, "keys %s: %s", jwks_uri, err);

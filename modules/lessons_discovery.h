@@ -26,6 +26,7 @@
 #include "apr_pools.h"
 #include "lessons_fetch.h"
 #include "lessons_keyset.h"
+#include "lessons_keysource.h"
 
 /* The largest metadata document read, and the longest issuer or
  * jwks_uri taken (bytes).
@@ -84,18 +85,16 @@ typedef const char *(*lessons_discovery_get_fn)(void *baton, apr_pool_t *p,
  * on the same thread right after it.
  */
 typedef struct {
-    const char *issuer;             /* lessons_discovery_check_issuer took
-                                     * it */
-    const char *ca_pem;             /* the only CAs to trust, or NULL for
-                                     * the system's (both GETs) */
-    apr_size_t ca_len;
-    lessons_algs_t algs;            /* every key must fit one of these */
-    int jwks_flags;                 /* LESSONS_JWKS_PSS where libjwt
-                                     * verifies PS* */
-    long connect_timeout_ms;
-    long total_timeout_ms;          /* the whole fetch: the metadata (one
-                                     * or two places) and the keys */
-    int max_redirects;              /* per GET, within its own origin */
+    lessons_keysource_url_t fetch;  /* url: the issuer (one that
+                                     * lessons_discovery_check_issuer
+                                     * took); the CAs (for both GETs), the
+                                     * algorithms every key must fit, the
+                                     * JWKS flags, and the bounds, with
+                                     * total_timeout_ms for the whole
+                                     * fetch (the metadata from one or two
+                                     * places, then the keys) and
+                                     * max_redirects per GET, within its
+                                     * own origin */
     lessons_discovery_get_fn get;   /* NULL: lessons_fetch_get_ex */
     void *get_baton;
 

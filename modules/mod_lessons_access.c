@@ -51,12 +51,6 @@ static int lessons_challenge(request_rec *r, int status, const char *error,
     return lessons_refuse(r, status, description);
 }
 
-/* Is a token policy in effect here at all (complete or not)? */
-static int lessons_configured(const lessons_dir_conf *conf)
-{
-    return conf && conf->jwt_where != NULL;
-}
-
 /* The request fails closed with 500: the configuration in effect cannot
  * verify tokens.  Start-up refuses every such configuration it can see;
  * this is what holds for the ones only a merge produces.
@@ -203,16 +197,17 @@ static int lessons_authenticate(request_rec *r, const lessons_dir_conf *conf,
 {
     const lessons_srv_conf *sconf =
         ap_get_module_config(r->server->module_config, &lessons_module);
+    const lessons_dir_conf *unit = conf;
     lessons_token_policy_t policy;
-    const char *token = NULL, *subject = NULL;
+    lessons_keys_src *src = NULL;
+    const char *token = NULL, *subject = NULL, *why;
     json_t *claims = NULL;
     int want_claims, rc;
 
-    if (!conf->algs || !(conf->keyset || conf->keys_url)) {
-        return lessons_misconfigured(r, apr_psprintf(r->pool,
-            "the section at %s sets %s without %s", conf->jwt_where,
-            conf->algs ? "LessonsJWTAlgorithm" : "its key",
-            conf->algs ? "a key" : "LessonsJWTAlgorithm"));
+    why = lessons_unit_policy(r->pool, conf, unit, sconf->jwt_caps,
+                              &policy, &src);
+    if (why) {
+        return lessons_misconfigured(r, why);
     }
 
     rc = lessons_bearer_of(r, &token);
@@ -221,8 +216,7 @@ static int lessons_authenticate(request_rec *r, const lessons_dir_conf *conf,
     }
 
     /* A keys URL's set is held for the request: a refresh may swap it. */
-    lessons_policy_of(conf, sconf->jwt_caps, &policy);
-    rc = lessons_keys_policy(r, conf, &policy);
+    rc = lessons_keys_policy(r, src, &policy);
     if (rc != OK) {
         return rc;
     }
@@ -237,18 +231,18 @@ static int lessons_authenticate(request_rec *r, const lessons_dir_conf *conf,
     /* A kid the set lacks may be a rotation: one refetch (at most once
      * per LessonsJWTKeysMinRefresh), then judge it again.
      */
-    if (rc == LESSONS_TOKEN_UNKNOWN_KID && lessons_keys_refetch(r, conf)) {
-        lessons_policy_of(conf, sconf->jwt_caps, &policy);
-        if (lessons_keys_policy(r, conf, &policy) == OK) {
-            rc = lessons_verify(r, &policy, token, &subject,
-                                want_claims ? &claims : NULL);
-        }
+    if (rc == LESSONS_TOKEN_UNKNOWN_KID && lessons_keys_refetch(r, src)
+        && !lessons_unit_policy(r->pool, conf, unit, sconf->jwt_caps,
+                                &policy, &src)
+        && lessons_keys_policy(r, src, &policy) == OK) {
+        rc = lessons_verify(r, &policy, token, &subject,
+                            want_claims ? &claims : NULL);
     }
     if (rc == LESSONS_TOKEN_KEY_MISFIT) {
         return lessons_misconfigured(r, apr_psprintf(r->pool,
-            "the keys of %s (section at %s) allow none of the algorithms "
-            "%s", conf->key_file ? conf->key_file : "the keys URL",
-            conf->jwt_where, conf->alg_name));
+            "the keys of %s allow none of the algorithms in effect (%s)",
+            src ? lessons_keys_src_label(r->pool, src) : unit->key_file,
+            unit->alg_name ? unit->alg_name : "a discovered issuer's"));
     }
     if (rc != LESSONS_TOKEN_OK) {
         ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00204)
@@ -284,7 +278,7 @@ int lessons_gate(request_rec *r)
         ap_get_module_config(r->per_dir_config, &lessons_module);
     lessons_req_state *st, *from = NULL;
 
-    if (!lessons_configured(conf)) {
+    if (!lessons_token_required(conf)) {
         return DECLINED;            /* costs the rest of the server nothing */
     }
     st = lessons_state(r);

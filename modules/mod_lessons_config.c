@@ -20,7 +20,7 @@ void *lessons_create_dir_conf(apr_pool_t *p, char *dir)
 
 void *lessons_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
 {
-    const lessons_dir_conf *base = basev, *add = addv, *jwt;
+    const lessons_dir_conf *base = basev, *add = addv, *jwt, *iss;
     lessons_dir_conf *conf = apr_pcalloc(p, sizeof(*conf));
 
     /* registered describes one section's own record for the start-up
@@ -35,7 +35,11 @@ void *lessons_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     conf->keyset = jwt->keyset;
     conf->keys_url = jwt->keys_url;
     conf->location = add->location ? add->location : base->location;
-    conf->issuer = add->issuer ? add->issuer : base->issuer;
+    /* An issuer and the keys it can be discovered from come as one. */
+    iss = add->issuer ? add : base;
+    conf->issuer = iss->issuer;
+    conf->issuer_src = iss->issuer_src;
+    conf->issuer_location = iss->issuer_location;
     conf->audience = add->audience ? add->audience : base->audience;
     conf->leeway = add->leeway >= 0 ? add->leeway : base->leeway;
     conf->token_type = add->token_type ? add->token_type : base->token_type;
@@ -112,13 +116,92 @@ void lessons_policy_of(const lessons_dir_conf *conf, unsigned jwt_caps,
     policy->fp = conf->has_fp ? conf->fp : NULL;
 }
 
+/* The token policy of one issuer in a request's merged configuration
+ * conf: unit is conf itself, whose keys are its key file or keys URL,
+ * or, where it sets no key, its issuer's discovered keys.  Defaults
+ * applied; *src is where the keys come from (NULL: a key file alone).
+ * Keys discovered from an issuer verify only tokens that issuer names,
+ * whatever LessonsJWTIssuer a later section merged in.  NULL, or why
+ * the merge left no policy that can verify (a server fault: 500).
+ */
+const char *lessons_unit_policy(apr_pool_t *p, const lessons_dir_conf *conf,
+                                const lessons_dir_conf *unit, unsigned caps,
+                                lessons_token_policy_t *policy,
+                                lessons_keys_src **src)
+{
+    const char *discovered;
+
+    lessons_policy_of(conf, caps, policy);
+    *src = unit->jwt_where ? unit->keys_url : unit->issuer_src;
+    discovered = lessons_keys_src_issuer(*src);
+    if (!discovered && (!unit->algs || !(unit->keyset || unit->keys_url))) {
+        return apr_psprintf(p, "the section at %s sets %s without %s",
+                            unit->jwt_where ? unit->jwt_where : "(none)",
+                            unit->algs ? "LessonsJWTAlgorithm" : "its key",
+                            unit->algs ? "a key" : "LessonsJWTAlgorithm");
+    }
+    if (discovered) {
+        if (!policy->algs) {
+            policy->algs = lessons_discovery_algs(caps);
+        }
+        if (policy->issuer && strcmp(policy->issuer, discovered) != 0) {
+            return apr_psprintf(p, "the keys discovered from %s are in "
+                                "effect where LessonsJWTIssuer is %s (a "
+                                "section merged after the one with the "
+                                "keys); they verify only tokens %s issued",
+                                discovered, policy->issuer, discovered);
+        }
+        policy->issuer = discovered;
+    }
+    return NULL;
+}
+
+/* Is a token required here: a key is in effect, or an issuer whose
+ * keys can be discovered?
+ */
+int lessons_token_required(const lessons_dir_conf *conf)
+{
+    return conf && (conf->jwt_where || conf->issuer_src);
+}
+
+/* The algorithms a discovered issuer's keys may verify where the admin
+ * names none: every public-key algorithm the libjwt in use verifies.
+ * Each key still decides which of them may use it (its type, curve and
+ * own "alg"), and a keys URL never gives a shared secret, so HS* never
+ * comes from a provider.  The metadata's
+ * id_token_signing_alg_values_supported is about ID tokens, not access
+ * tokens, and is not read.
+ */
+lessons_algs_t lessons_discovery_algs(unsigned jwt_caps)
+{
+    lessons_algs_t algs = LESSONS_ALG_BIT(JWT_ALG_RS256)
+                          | LESSONS_ALG_BIT(JWT_ALG_RS384)
+                          | LESSONS_ALG_BIT(JWT_ALG_RS512)
+                          | LESSONS_ALG_BIT(JWT_ALG_ES256)
+                          | LESSONS_ALG_BIT(JWT_ALG_ES384)
+                          | LESSONS_ALG_BIT(JWT_ALG_ES512);
+    int a;
+
+    for (a = JWT_ALG_HS256; a < JWT_ALG_TERM; a++) {
+        if (lessons_alg_is_pss((jwt_alg_t)a)
+            && (jwt_caps & LESSONS_JWTCAP_PSS)) {
+            algs |= LESSONS_ALG_BIT(a);
+        }
+    }
+    return algs;
+}
+
 /* The values in effect, defaults applied: the base path defaults to
- * the <Location> that holds the key, so a second mount point just works.
+ * the <Location> that holds the key (or the issuer whose discovered keys
+ * are in effect), so a second mount point just works.
  */
 const char *lessons_base_path(const lessons_dir_conf *conf)
 {
+    const char *location = !conf->jwt_where && conf->issuer_src
+                           ? conf->issuer_location : conf->location;
+
     return conf->base_path ? conf->base_path
-         : conf->location ? conf->location : LESSONS_DEFAULT_BASE;
+         : location ? location : LESSONS_DEFAULT_BASE;
 }
 
 apr_off_t lessons_max_body(const lessons_dir_conf *conf)
@@ -382,7 +465,7 @@ const char *lessons_set_keys_url(cmd_parms *cmd, void *dconf,
         return apr_psprintf(cmd->pool, "%s %s: %s", cmd->cmd->name, arg,
                             err);
     }
-    conf->keys_url = lessons_keys_src_get(cmd, arg);
+    conf->keys_url = lessons_keys_src_get(cmd, arg, 0);
     return lessons_jwt_part(cmd, conf);
 }
 
@@ -454,6 +537,25 @@ const char *lessons_set_string(cmd_parms *cmd, void *dconf,
                             cmd->cmd->name);
     }
     return lessons_touch(cmd, conf);
+}
+
+/* LessonsJWTIssuer ISSUER: the iss every token must name.  An https
+ * issuer can also give the keys (lessons_discovery): where no key is in
+ * effect, or beside LessonsJWTAlgorithm alone in this section.  An
+ * issuer of another form stays a string to compare, as it always was.
+ */
+const char *lessons_set_issuer(cmd_parms *cmd, void *dconf, const char *arg)
+{
+    lessons_dir_conf *conf = dconf;
+    const char *err = lessons_set_string(cmd, dconf, arg);
+
+    if (err) {
+        return err;
+    }
+    conf->issuer_src = lessons_discovery_check_issuer(cmd->temp_pool, arg)
+                       ? NULL : lessons_keys_src_get(cmd, arg, 1);
+    conf->issuer_location = lessons_plain_location(cmd);
+    return NULL;
 }
 
 /* any (JWT, or at+jwt where libjwt lets it through) or at+jwt; at+jwt

@@ -327,6 +327,41 @@ bad_ok("LessonsJWTKeysMinRefresh 30\nLessonsJWTKeysRefresh 60",
 bad_ok("LessonsJWTAlgorithm RS256\nLessonsJWTKeysURL https://idp.example.org/certs\n"
        . "LessonsJWTKeysMinRefresh 0", qr/from 1 to 3600/, 'LessonsJWTKeysMinRefresh 0');
 
+# ---- an issuer's discovered keys (issue 20 §1): configtest checks the
+# issuer's form and fetches nothing (the children do, as for keys URLs)
+my $iss = 'https://sso.example.org/realms/school';
+good_ok("LessonsJWTIssuer $iss", 'an https issuer and no key: its keys are discovered');
+good_ok("LessonsJWTIssuer $iss\nLessonsJWTAlgorithm RS256 ES256\nLessonsJWTKeysCA $ca_good\n"
+        . "LessonsJWTKeysRefresh 600\nLessonsJWTKeysMinRefresh 30",
+        'a discovered issuer with its algorithms, CA and intervals');
+good_ok("LessonsJWTIssuer $iss/", 'an issuer with a trailing slash');
+good_ok('', 'an issuer alone at server level',
+        "LessonsJWTIssuer https://sso.example.org");
+bad_ok("LessonsJWTIssuer http://sso.example.org/realms/school",
+       qr/SetHandler lessons, but no LessonsJWTKey is configured anywhere \(nor an https:\/\/ LessonsJWTIssuer/,
+       'an http issuer cannot be discovered');
+bad_ok("LessonsJWTIssuer $iss?tenant=a",
+       qr/no LessonsJWTKey is configured anywhere/, 'an issuer with a query cannot be discovered');
+bad_ok("LessonsJWTIssuer $iss\nLessonsJWTAlgorithm HS256",
+       qr/httpd-\d+\.conf:\d+: a keys URL gives public keys only \(RSA, EC\): HS256 can verify no token with it \(nor with the keys discovered from the issuer\)/,
+       'HS256 alone from a discovered issuer');
+bad_ok("LessonsJWTIssuer lessons-dev\nLessonsJWTAlgorithm RS256",
+       qr/httpd-\d+\.conf:\d+: this section sets LessonsJWTAlgorithm but not LessonsJWTKeyFile, LessonsJWTKeysURL or an https:\/\/ LessonsJWTIssuer to discover/,
+       'an algorithm beside an issuer that cannot be discovered');
+bad_ok("LessonsJWTIssuer lessons-dev\nLessonsJWTKeysCA $ca_good",
+       qr/httpd-\d+\.conf:16: LessonsJWTKeysCA, .*need LessonsJWTKeysURL in the same section \(or an https:\/\/ LessonsJWTIssuer whose keys are discovered\)/,
+       'a CA beside an issuer that cannot be discovered');
+# Beside a key, the issuer is the iss to check, as it always was.
+good_ok("LessonsJWTKey HS256 $hs_good\nLessonsJWTIssuer $iss", 'an https issuer beside a key file');
+good_ok("LessonsJWTKey HS256 $hs_good", 'an https issuer in a section of its own beside a keyed one',
+        qq{<LocationMatch "^/api/lessons/level/">\n    LessonsJWTIssuer $iss\n</LocationMatch>});
+openssl("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes "
+        . "-keyout $dir/ca2.key -out $dir/ca2.crt -subj /CN=configtest-ca2 -days 2");
+bad_ok("LessonsJWTIssuer $iss\nLessonsJWTKeysCA $ca_good",
+       qr/LESSONS00106: \S*httpd-\d+\.conf:\d+: LessonsJWTKeysCA \S+, but another section gives \S+ for issuer \Q$iss\E/,
+       'two CA files for one discovered issuer',
+       qq{<Location "/other">\n    LessonsJWTIssuer $iss\n    LessonsJWTKeysCA $dir/ca2.crt\n</Location>});
+
 # ---- LessonsJWTExportClaims: two names, one variable
 bad_ok("LessonsJWTKey HS256 $hs_good\nLessonsJWTExportClaims tenant a.b a_b",
        qr/claims a\.b and a_b would both be exported as JWT_CLAIM_a_b/,

@@ -292,13 +292,13 @@ static int fetch_setup(void **state)
     (void)state;
     memset(&web, 0, sizeof(web));
     memset(&disc, 0, sizeof(disc));
-    disc.issuer = ISS;
-    disc.ca_pem = "-----BEGIN CERTIFICATE-----";
-    disc.ca_len = 27;
-    disc.algs = B(RS256) | B(ES256);
-    disc.connect_timeout_ms = 1000;
-    disc.total_timeout_ms = 10000;
-    disc.max_redirects = 3;
+    disc.fetch.url = ISS;
+    disc.fetch.ca_pem = "-----BEGIN CERTIFICATE-----";
+    disc.fetch.ca_len = 27;
+    disc.fetch.algs = B(RS256) | B(ES256);
+    disc.fetch.connect_timeout_ms = 1000;
+    disc.fetch.total_timeout_ms = 10000;
+    disc.fetch.max_redirects = 3;
     disc.get = fake_get;
     return 0;
 }
@@ -328,7 +328,7 @@ static void test_fetch_openid(void **state)
     /* Each GET within its own bound, with the named CA. */
     assert_int_equal(web.max_bytes[0], LESSONS_DISCOVERY_MAX_BYTES);
     assert_int_equal(web.max_bytes[1], LESSONS_JWKS_MAX_BYTES);
-    assert_ptr_equal(web.ca_pem, disc.ca_pem);
+    assert_ptr_equal(web.ca_pem, disc.fetch.ca_pem);
 }
 
 /* A provider that serves RFC 8414's metadata only: asked after the
@@ -442,7 +442,7 @@ static void test_fetch_keys_refused(void **state)
     assert_int_equal(disc.last, LESSONS_DISCOVERY_KEYS);
     assert_string_equal(disc.jwks_uri, JWKS);
     /* A key no algorithm of the issuer fits. */
-    disc.algs = B(RS256);
+    disc.fetch.algs = B(RS256);
     serve(JWKS, 200, "{\"keys\":[" EC1 "]}");
     assert_has(fetch(&set), "the key set was refused");
     serve(JWKS, 404, NULL);
@@ -458,7 +458,7 @@ static void test_fetch_one_deadline(void **state)
     (void)state;
     serve(OPENID, 200, meta(ISS, JWKS));
     serve(JWKS, 200, "{\"keys\":[" EC1 "]}");
-    disc.total_timeout_ms = 20;
+    disc.fetch.total_timeout_ms = 20;
     web.sleep = apr_time_from_msec(60);
     assert_has(fetch(&set), "timed out");
     assert_int_equal(web.nasked, 1);
