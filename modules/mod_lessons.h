@@ -132,11 +132,22 @@ APLOG_USE_MODULE(lessons);
  * takes both from itself when merged (jwt_where says which section), so
  * no merge can pair one section's algorithm with another's key.  A
  * section that sets only one of them is refused at start-up, and would
- * fail closed at request time.
+ * fail closed at request time.  <LessonsJWTIssuer> blocks (issuers) are
+ * that setting too: each block, a record of this type of its own, holds
+ * one issuer's keys, algorithms and audience, which no merge can reach.
  */
 typedef struct {
     int registered;                 /* listed for the start-up check
                                      * (not merged: one section's own) */
+    int block;                      /* the record of a <LessonsJWTIssuer>
+                                     * block, not of a section (not
+                                     * merged: a block never is) */
+    apr_array_header_t *issuers;    /* <LessonsJWTIssuer> blocks, each a
+                                     * record of one issuer's keys,
+                                     * algorithms and audience; merged
+                                     * with the key, as one list: a
+                                     * section that sets any takes them
+                                     * all from itself */
     const char *jwt_where;          /* section that set alg and/or key */
     lessons_algs_t algs;            /* LessonsJWTAlgorithm; 0: not set */
     const char *alg_name;           /* as written ("RS256 ES256") */
@@ -329,6 +340,10 @@ const char *lessons_set_string(cmd_parms *cmd, void *dconf,
                                const char *arg);
 const char *lessons_set_issuer(cmd_parms *cmd, void *dconf,
                                const char *arg);
+const char *lessons_set_audience(cmd_parms *cmd, void *dconf,
+                                 const char *arg);
+const char *lessons_issuer_section(cmd_parms *cmd, void *dconf,
+                                   const char *arg);
 const char *lessons_set_number(cmd_parms *cmd, void *dconf, const char *arg);
 const char *lessons_set_token_type(cmd_parms *cmd, void *dconf,
                                    const char *arg);

@@ -188,6 +188,48 @@ static int lessons_set_user(request_rec *r, const lessons_dir_conf *conf,
     return OK;
 }
 
+/* A token refused for what it is (RFC 6750 invalid_token): 401. */
+static int lessons_token_refused(request_rec *r, lessons_token_e rc)
+{
+    ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00204)
+                  "%s: %s", lessons_refused(r, HTTP_UNAUTHORIZED),
+                  lessons_token_describe(rc));
+    return lessons_challenge(r, HTTP_UNAUTHORIZED, "invalid_token",
+                             lessons_token_describe(rc));
+}
+
+/* In a section with <LessonsJWTIssuer> blocks, the block of the issuer
+ * the token names (read before its signature, trusted for nothing
+ * else: only that issuer's keys will be tried, and its iss checked
+ * again once they verify).  OK with *unit, or the refusal.
+ */
+static int lessons_block_of(request_rec *r, const lessons_dir_conf *conf,
+                            const char *token, const lessons_dir_conf **unit)
+{
+    int n = conf->issuers->nelts, i;
+    const char **names = apr_palloc(r->pool, sizeof(*names) * (apr_size_t)n);
+    lessons_token_e rc;
+
+    for (i = 0; i < n; i++) {
+        names[i] = APR_ARRAY_IDX(conf->issuers, i, lessons_dir_conf *)->issuer;
+    }
+    rc = lessons_token_pick_issuer(r->pool, token, names, n, &i);
+    if (rc == LESSONS_TOKEN_UNKNOWN_ISSUER) {
+        /* Never the iss itself: a claim's value. */
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00222)
+                      "%s: the token names none of the %d issuers of the "
+                      "section at %s", lessons_refused(r, HTTP_UNAUTHORIZED),
+                      n, conf->jwt_where);
+        return lessons_challenge(r, HTTP_UNAUTHORIZED, "invalid_token",
+                                 lessons_token_describe(rc));
+    }
+    if (rc != LESSONS_TOKEN_OK) {
+        return lessons_token_refused(r, rc);
+    }
+    *unit = APR_ARRAY_IDX(conf->issuers, i, lessons_dir_conf *);
+    return OK;
+}
+
 /* Verify the request's bearer token.  OK sets r->user to the user
  * claim; anything else is the refusal's status (401, 400, 500, 503),
  * its body left to httpd's error path.
@@ -204,8 +246,15 @@ static int lessons_authenticate(request_rec *r, const lessons_dir_conf *conf,
     json_t *claims = NULL;
     int want_claims, rc;
 
-    why = lessons_unit_policy(r->pool, conf, unit, sconf->jwt_caps,
-                              &policy, &src);
+    if (conf->issuers && (conf->issuer || conf->audience)) {
+        return lessons_misconfigured(r, apr_psprintf(r->pool,
+            "the section at %s gives each of its issuers a block, but a "
+            "section merged after it sets %s for all of them", conf->jwt_where,
+            conf->issuer ? "LessonsJWTIssuer" : "LessonsJWTAudience"));
+    }
+    why = conf->issuers ? NULL
+        : lessons_unit_policy(r->pool, conf, unit, sconf->jwt_caps, &policy,
+                              &src);
     if (why) {
         return lessons_misconfigured(r, why);
     }
@@ -213,6 +262,17 @@ static int lessons_authenticate(request_rec *r, const lessons_dir_conf *conf,
     rc = lessons_bearer_of(r, &token);
     if (rc != OK) {
         return rc;
+    }
+    if (conf->issuers) {
+        rc = lessons_block_of(r, conf, token, &unit);
+        if (rc != OK) {
+            return rc;
+        }
+        why = lessons_unit_policy(r->pool, conf, unit, sconf->jwt_caps,
+                                  &policy, &src);
+        if (why) {
+            return lessons_misconfigured(r, why);
+        }
     }
 
     /* A keys URL's set is held for the request: a refresh may swap it. */
@@ -245,11 +305,7 @@ static int lessons_authenticate(request_rec *r, const lessons_dir_conf *conf,
             unit->alg_name ? unit->alg_name : "a discovered issuer's"));
     }
     if (rc != LESSONS_TOKEN_OK) {
-        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00204)
-                      "%s: %s", lessons_refused(r, HTTP_UNAUTHORIZED),
-                      lessons_token_describe(rc));
-        return lessons_challenge(r, HTTP_UNAUTHORIZED, "invalid_token",
-                                 lessons_token_describe(rc));
+        return lessons_token_refused(r, rc);
     }
     rc = lessons_set_user(r, conf, subject, claims);
     if (rc != OK) {

@@ -35,14 +35,6 @@ static const ap_directive_t *lessons_find_handler(apr_pool_t *p,
     return NULL;
 }
 
-/* Does algs hold nothing but HMAC? */
-static int lessons_algs_hmac_only(lessons_algs_t algs)
-{
-    return algs && !(algs & ~(LESSONS_ALG_BIT(JWT_ALG_HS256)
-                              | LESSONS_ALG_BIT(JWT_ALG_HS384)
-                              | LESSONS_ALG_BIT(JWT_ALG_HS512)));
-}
-
 /* The keys URL or discovered issuer of a section, with the algorithms
  * its keys must fit, told to its source (eager: this section surely
  * takes its keys).  OK, or !OK after an emerg line.
@@ -65,17 +57,53 @@ static int lessons_configure_source(apr_pool_t *ptemp, lessons_keys_src *src,
     return OK;
 }
 
-/* One section's start-up checks: keys URL settings beside their URL (or
- * issuer to discover), keys from a URL not asked for HMAC alone,
- * algorithm and key together.  LessonsJWTAlgorithm beside an issuer that
+/* One section's (or block's) start-up checks: keys URL settings beside
+ * their URL (or issuer to discover), keys from a URL not asked for HMAC
+ * alone, algorithm and key together.  LessonsJWTAlgorithm beside an issuer that
  * can be discovered, and no key, takes the issuer's keys.  OK, or !OK
  * after an emerg line; *keys counts the sections that verify tokens.
  */
+static int lessons_check_section(apr_pool_t *ptemp, lessons_dir_conf *c,
+                                 int *keys);
+
+/* A section with <LessonsJWTIssuer> blocks: each block as a section of
+ * its own (the directives saw to it that the section sets no key,
+ * issuer or audience beside them); keys settings belong in the block
+ * whose keys they fetch.
+ */
+static int lessons_check_blocks(apr_pool_t *ptemp, lessons_dir_conf *c,
+                                int *keys)
+{
+    int rc = OK, blocks = 0, i;
+
+    if (c->keys_ca || c->keys_refresh || c->keys_min_refresh) {
+        ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0,
+                     NULL, LESSONSLOG(00111) "%s: LessonsJWTKeysCA, "
+                     "LessonsJWTKeysRefresh and LessonsJWTKeysMinRefresh "
+                     "beside <LessonsJWTIssuer> blocks: put them in the "
+                     "block of the issuer whose keys they fetch",
+                     c->keys_where);
+        rc = !OK;
+    }
+    for (i = 0; i < c->issuers->nelts; i++) {
+        if (lessons_check_section(ptemp, APR_ARRAY_IDX(c->issuers, i,
+                                                       lessons_dir_conf *),
+                                  &blocks) != OK) {
+            rc = !OK;
+        }
+    }
+    (*keys)++;
+    return rc;
+}
+
 static int lessons_check_section(apr_pool_t *ptemp, lessons_dir_conf *c,
                                  int *keys)
 {
     int rc = OK;
 
+    if (c->issuers) {
+        return lessons_check_blocks(ptemp, c, keys);
+    }
     if (c->algs && !c->keyset && !c->keys_url && c->issuer_src) {
         c->keys_url = c->issuer_src;
     }
@@ -122,7 +150,9 @@ static int lessons_check_section(apr_pool_t *ptemp, lessons_dir_conf *c,
         }
         return rc;
     }
-    if (c->algs && (c->keyset || c->keys_url)) {
+    /* A block's discovered keys need no algorithm named. */
+    if ((c->algs || lessons_keys_src_issuer(c->keys_url))
+        && (c->keyset || c->keys_url)) {
         (*keys)++;
         return rc;
     }

@@ -15,6 +15,8 @@
 #     503 before any set, the last good set after;
 #   - the provider down: 503 before the first set, the last good set after;
 #   - keys on another origin than the issuer's: taken;
+#   - two realms in one section (<LessonsJWTIssuer> blocks): each its
+#     own keys, neither's key in the other's name;
 #   - an issuer line beside another section's key never reaches the
 #     network.
 #
@@ -45,11 +47,12 @@ sub control { idp_control($idp, @_) }
 sub realm_state { control(GET => "/state?realm=$_[0]") }
 sub idp_token { LessonsTest::IdP::idp_token($idp, @_) }
 sub header_of { $JSON->decode(b64url_decode((split /\./, $_[0])[0])) }
-for my $name (qw(school teachers moved liar lazy)) {
+for my $name (qw(school teachers moved liar lazy north south)) {
     control(POST => '/realms', { name => $name });
 }
 my $SCHOOL   = "$ISS/realms/school";
 my $TEACHERS = "$ISS/realms/teachers";
+my ($NORTH, $SOUTH) = ("$ISS/realms/north", "$ISS/realms/south");
 # Teachers' provider serves RFC 8414's metadata only; the liar's names
 # another issuer from the start.
 control(POST => '/metadata?realm=teachers', { openid => JSON::PP::false(),
@@ -92,6 +95,18 @@ LogLevel info
     SetHandler lessons
     LessonsJWTIssuer $ISS
     $CA
+</Location>
+# A school district: two realms of one provider, each by its issuer.
+<Location "/district/api/lessons">
+    SetHandler lessons
+    <LessonsJWTIssuer $NORTH>
+        LessonsJWTAudience lessons
+        $CA
+    </LessonsJWTIssuer>
+    <LessonsJWTIssuer $SOUTH>
+        LessonsJWTAudience lessons
+        $CA
+    </LessonsJWTIssuer>
 </Location>
 # The issuer only names the iss to check beside this key.
 <Location "/lazy/api/lessons">
@@ -245,6 +260,33 @@ is $res->code, 200, 'a jwks_uri on another origin (localhost, issuer 127.0.0.1):
     or diag $res->header('WWW-Authenticate') // '', "\n", error_log();
 like error_log(), qr/LESSONS00213: issuer \Q$ISS\E: .* from https:\/\/localhost:\d+\/jwks/,
     '... and the log names it';
+
+# ---- two realms in one section, each by its issuer (issue 20 §2) ------
+{
+    my $north = idp_token(realm => 'north');
+    my $south = idp_token(realm => 'south');
+    is get('/district/api/lessons', $north)->code, 200, 'two realms in one section: north 200';
+    is get('/district/api/lessons', $south)->code, 200, '... south 200';
+    control(POST => '/token-claims?realm=north', { iss => $SOUTH });
+    is_unauthorized(get('/district/api/lessons', idp_token(realm => 'north')),
+                    'north\'s key in south\'s name', 'invalid_token');
+    control(POST => '/token-claims?realm=north', {});
+    $res = get('/district/api/lessons', idp_token());
+    is_unauthorized($res, 'a token of neither realm', 'invalid_token');
+    like $res->header('WWW-Authenticate') // '', qr/names no issuer accepted here/, '... and why';
+    # A rotation in one realm fetches that realm's keys, not the other's.
+    sleep $MIN + 0.2;
+    my $n_before = realm_state('north');
+    my $kid = control(POST => '/keys?realm=south', { alg => 'ES256' })->{kid};
+    my $rotated_south = idp_token(realm => 'south');
+    is header_of($rotated_south)->{kid}, $kid, 'south signs with a new key';
+    is get('/district/api/lessons', $rotated_south)->code, 200, '... accepted after one refetch';
+    my $n_after = realm_state('north');
+    is $n_after->{jwks_requests} + $n_after->{discovery_requests},
+       $n_before->{jwks_requests} + $n_before->{discovery_requests},
+       '... which fetched nothing of north\'s';
+    is get('/district/api/lessons', $north)->code, 200, 'north still 200';
+}
 
 # ---- an issuer beside another section's key: the iss to check, nothing
 # fetched ---------------------------------------------------------------
