@@ -300,9 +300,10 @@ static int lessons_authenticate(request_rec *r, const lessons_dir_conf *conf,
     }
     if (rc == LESSONS_TOKEN_KEY_MISFIT) {
         return lessons_misconfigured(r, apr_psprintf(r->pool,
-            "the keys of %s allow none of the algorithms in effect (%s)",
+            "the keys of %s (section at %s) allow none of the algorithms %s",
             src ? lessons_keys_src_label(r->pool, src) : unit->key_file,
-            unit->alg_name ? unit->alg_name : "a discovered issuer's"));
+            unit->jwt_where ? unit->jwt_where : "(an issuer line)",
+            unit->alg_name ? unit->alg_name : "of a discovered issuer"));
     }
     if (rc != LESSONS_TOKEN_OK) {
         return lessons_token_refused(r, rc);
