@@ -15,6 +15,7 @@
 #     503 before any set, the last good set after;
 #   - the provider down: 503 before the first set, the last good set after;
 #   - keys on another origin than the issuer's: taken;
+#   - another issuer merged over discovered keys: 500, never their use;
 #   - two realms in one section (<LessonsJWTIssuer> blocks): each its
 #     own keys, neither's key in the other's name;
 #   - an issuer line beside another section's key never reaches the
@@ -81,6 +82,11 @@ LogLevel info
     LessonsJWTKeysRefresh $REFRESH
     $CA
 </Location>
+# Another issuer merged over the teachers' discovered keys: they verify
+# only the teachers' tokens, so nothing here (500).
+<LocationMatch "^/teachers/api/lessons/level/">
+    LessonsJWTIssuer https://other.example.org
+</LocationMatch>
 <Location "/liar/api/lessons">
     SetHandler lessons
     LessonsJWTIssuer $ISS/realms/liar
@@ -220,6 +226,18 @@ ok $st3->{oauth_metadata_requests} > $st->{oauth_metadata_requests},
     'the metadata is fetched again on the keys\' schedule (LessonsJWTKeysRefresh)';
 is $st3->{discovery_requests}, $st->{discovery_requests},
     '... from RFC 8414\'s place first, now that it answered';
+
+# ---- discovered keys under another issuer, merged in: fail closed ------
+{
+    my $logpos = length error_log();
+    is_problem(get('/teachers/api/lessons/level/1', $teacher), 500,
+               'a later section names another issuer over discovered keys');
+    like substr(error_log(), $logpos),
+        qr/LESSONS00201: the keys discovered from \Q$TEACHERS\E are in effect where LessonsJWTIssuer is https:\/\/other\.example\.org/,
+        '... and the log says why';
+    unlike error_log(), qr/issuer https:\/\/other\.example\.org:/,
+        '... and that issuer\'s metadata is never fetched';
+}
 
 # ---- the metadata names another issuer ---------------------------------
 $res = get('/liar/api/lessons', idp_token(realm => 'liar'));
