@@ -117,6 +117,18 @@ Listen 127.0.0.1:$vport
     Allow from all
     $only_b
 </Location>
+# A provider with tenants that share one key: each tenant's audience.
+<Location "/tenants/api/lessons">
+    SetHandler lessons
+    <LessonsJWTIssuer https://idp.example.org/t1>
+        LessonsJWTKey HS256 "$HS"
+        LessonsJWTAudience app-t1
+    </LessonsJWTIssuer>
+    <LessonsJWTIssuer https://idp.example.org/t2>
+        LessonsJWTKey HS256 "$HS"
+        LessonsJWTAudience app-t2
+    </LessonsJWTIssuer>
+</Location>
 Alias "/static" "$dir/static"
 <Directory "$dir/static">
 @{[ blocks() ]}
@@ -241,6 +253,18 @@ refused(call(GET => '/multi2/api/lessons', base => $S, token => $good{A}),
         'A\'s token, verified and cached at /multi, where A wants another audience',
         'The access token audience is not accepted');
 is get('/multi/api/lessons', $good{A})->code, 200, '... and still 200 at /multi';
+
+# ---- tenants sharing one key: the issuer still decides -----------------
+{
+    my $t = sub { token(alg => 'HS256', claims => { iss => "https://idp.example.org/$_[0]", aud => $_[1] }) };
+    is get('/tenants/api/lessons', $t->('t1', 'app-t1'))->code, 200, 'tenant 1\'s token for tenant 1\'s app: 200';
+    is get('/tenants/api/lessons', $t->('t2', 'app-t2'))->code, 200, 'tenant 2\'s for its own: 200';
+    refused(get('/tenants/api/lessons', $t->('t2', 'app-t1')),
+            'tenant 2\'s token (the shared key) for tenant 1\'s app',
+            'The access token audience is not accepted');
+    refused(get('/tenants/api/lessons', $t->('t3', 'app-t1')),
+            'a tenant of the provider not configured here', $NO_ISSUER);
+}
 
 # ---- Satisfy Any and Allow from all beside the blocks -------------------
 is_unauthorized(get('/multi-any/api/lessons', undef), 'Satisfy Any: no token');
