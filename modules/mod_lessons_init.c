@@ -57,12 +57,6 @@ static int lessons_configure_source(apr_pool_t *ptemp, lessons_keys_src *src,
     return OK;
 }
 
-/* One section's (or block's) start-up checks: keys URL settings beside
- * their URL (or issuer to discover), keys from a URL not asked for HMAC
- * alone, algorithm and key together.  LessonsJWTAlgorithm beside an issuer that
- * can be discovered, and no key, takes the issuer's keys.  OK, or !OK
- * after an emerg line; *keys counts the sections that verify tokens.
- */
 static int lessons_check_section(apr_pool_t *ptemp, lessons_dir_conf *c,
                                  int *keys);
 
@@ -96,6 +90,13 @@ static int lessons_check_blocks(apr_pool_t *ptemp, lessons_dir_conf *c,
     return rc;
 }
 
+/* One section's (or block's) start-up checks: keys URL settings beside
+ * their URL (or issuer to discover), keys from a URL not asked for HMAC
+ * alone, algorithm and key together.  LessonsJWTAlgorithm beside an
+ * issuer that can be discovered, and no key, takes the issuer's keys.
+ * OK, or !OK after an emerg line; *keys counts the sections that verify
+ * tokens.
+ */
 static int lessons_check_section(apr_pool_t *ptemp, lessons_dir_conf *c,
                                  int *keys)
 {
