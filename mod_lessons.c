@@ -84,16 +84,23 @@ static const command_rec lessons_cmds[] = {
                   "Fewest seconds between two fetches, whatever the "
                   "traffic: a token naming an unknown kid fetches again "
                   "at most this often (default 60)"),
-    AP_INIT_TAKE1("LessonsJWTIssuer", lessons_set_string,
+    AP_INIT_TAKE1("LessonsJWTIssuer", lessons_set_issuer,
                   (void *)APR_OFFSETOF(lessons_dir_conf, issuer),
                   RSRC_CONF | ACCESS_CONF,
                   "Required value of the token's iss claim (default: not "
-                  "checked)"),
-    AP_INIT_TAKE1("LessonsJWTAudience", lessons_set_string,
+                  "checked); an https:// issuer with no key in effect also "
+                  "gives the keys, from its metadata's jwks_uri"),
+    AP_INIT_TAKE1("LessonsJWTAudience", lessons_set_audience,
                   (void *)APR_OFFSETOF(lessons_dir_conf, audience),
                   RSRC_CONF | ACCESS_CONF,
                   "Value the token's aud claim (string or array) must "
                   "contain (default: not checked)"),
+    AP_INIT_RAW_ARGS("<LessonsJWTIssuer", lessons_issuer_section, NULL,
+                     RSRC_CONF | ACCESS_CONF,
+                     "One of several issuers a section accepts, with its "
+                     "own keys (LessonsJWTKey, or none: discovered), "
+                     "algorithms and LessonsJWTAudience inside; a token is "
+                     "checked with the keys of the issuer its iss names"),
     AP_INIT_TAKE1("LessonsJWTTokenType", lessons_set_token_type, NULL,
                   RSRC_CONF | ACCESS_CONF,
                   "any (default: typ JWT, or RFC 9068's at+jwt where the "

@@ -1,6 +1,7 @@
 /* Licensed under the Apache License, Version 2.0.
  *
- * lessons_fetch.c: one bounded HTTPS GET of a JWKS with libcurl.
+ * lessons_fetch.c: one bounded HTTPS GET of a JWKS (or of a provider's
+ * metadata) with libcurl.
  *
  * Every limit is ours, not libcurl's defaults: TLS peer and host are
  * verified, only https (and http when the caller allows it) may be
@@ -341,8 +342,9 @@ static const char *fetch_follow(apr_pool_t *p, CURL *h, long status,
     return NULL;
 }
 
-const char *lessons_fetch_get(apr_pool_t *p, const lessons_fetch_opts_t *opts,
-                              char **body, apr_size_t *len)
+const char *lessons_fetch_get_ex(apr_pool_t *p,
+                                 const lessons_fetch_opts_t *opts,
+                                 char **body, apr_size_t *len, long *status)
 {
     CURL *h;
     struct curl_slist *hdrs = NULL;
@@ -356,6 +358,9 @@ const char *lessons_fetch_get(apr_pool_t *p, const lessons_fetch_opts_t *opts,
 
     *body = NULL;
     *len = 0;
+    if (status) {
+        *status = 0;
+    }
     if (opts == NULL || opts->connect_timeout_ms <= 0
         || opts->total_timeout_ms <= 0 || opts->max_bytes == 0
         || opts->max_redirects < 0) {
@@ -383,7 +388,7 @@ const char *lessons_fetch_get(apr_pool_t *p, const lessons_fetch_opts_t *opts,
     url = opts->url;
     for (;;) {
         CURLcode rc;
-        long status = 0, left, connect;
+        long code = 0, left, connect;
 
         /* One deadline for all hops. */
         left = (long)apr_time_as_msec(deadline - apr_time_now());
@@ -407,8 +412,11 @@ const char *lessons_fetch_get(apr_pool_t *p, const lessons_fetch_opts_t *opts,
             err = curl_failure(p, rc, &b, errbuf, opts);
             break;
         }
-        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-        if (status == 200) {
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+        if (status) {
+            *status = code;
+        }
+        if (code == 200) {
             char *out = apr_palloc(p, b.len + 1);
 
             if (b.len) {
@@ -419,7 +427,7 @@ const char *lessons_fetch_get(apr_pool_t *p, const lessons_fetch_opts_t *opts,
             *len = b.len;
             break;
         }
-        err = fetch_follow(p, h, status, opts, &origin, hops, &url);
+        err = fetch_follow(p, h, code, opts, &origin, hops, &url);
         if (err != NULL) {
             break;
         }
@@ -429,6 +437,12 @@ const char *lessons_fetch_get(apr_pool_t *p, const lessons_fetch_opts_t *opts,
     curl_easy_cleanup(h);
     curl_slist_free_all(hdrs);
     return err;
+}
+
+const char *lessons_fetch_get(apr_pool_t *p, const lessons_fetch_opts_t *opts,
+                              char **body, apr_size_t *len)
+{
+    return lessons_fetch_get_ex(p, opts, body, len, NULL);
 }
 
 const char *lessons_fetch_ca_check(apr_pool_t *p, const char *pem,

@@ -1,6 +1,7 @@
 /* Licensed under the Apache License, Version 2.0.
  *
- * lessons_fetch.h: one bounded HTTPS GET of a JWKS with libcurl.  TLS is
+ * lessons_fetch.h: one bounded HTTPS GET of a JWKS (or of a provider's
+ * metadata) with libcurl.  TLS is
  * verified (the system's CAs, or exactly the admin's, held in memory),
  * time and size are capped, no proxy from the environment is used, and
  * a redirect is followed only to the same scheme, host and port.
@@ -45,6 +46,15 @@ const char *lessons_fetch_check_url(apr_pool_t *p, const char *url,
  */
 const char *lessons_fetch_get(apr_pool_t *p, const lessons_fetch_opts_t *opts,
                               char **body, apr_size_t *len);
+
+/* lessons_fetch_get, and *status (when not NULL) gets the last HTTP
+ * status the server answered (0 when none answered: no connection, TLS,
+ * a timeout), so that a caller can tell "not here" (a 404) from "not
+ * reachable" and try another URL only for the former.
+ */
+const char *lessons_fetch_get_ex(apr_pool_t *p,
+                                 const lessons_fetch_opts_t *opts,
+                                 char **body, apr_size_t *len, long *status);
 
 /* Is pem (len bytes, a CA file's text) one or more PEM certificates?
  * NULL with *count set, or why not ("it holds no certificate", or

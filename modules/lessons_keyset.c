@@ -934,6 +934,13 @@ const char *lessons_keyset_make_ex(apr_pool_t *p, const unsigned char *data,
 
 /* ------------------------------------------------------------- lookups */
 
+int lessons_algs_hmac_only(lessons_algs_t algs)
+{
+    return algs && !(algs & ~(LESSONS_ALG_BIT(JWT_ALG_HS256)
+                              | LESSONS_ALG_BIT(JWT_ALG_HS384)
+                              | LESSONS_ALG_BIT(JWT_ALG_HS512)));
+}
+
 int lessons_algs_name_pss(lessons_algs_t algs)
 {
     size_t a;

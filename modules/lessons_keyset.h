@@ -103,6 +103,11 @@ const char *lessons_keyset_parse_jwks_ex(apr_pool_t *p, const char *json,
 /* Does algs hold PS256, PS384 or PS512? */
 int lessons_algs_name_pss(lessons_algs_t algs);
 
+/* Does algs hold HS* and nothing else (so no key a provider publishes,
+ * public keys only, can verify with it)?
+ */
+int lessons_algs_hmac_only(lessons_algs_t algs);
+
 /* A set of exactly one key (no kid, no alg of its own). */
 const char *lessons_keyset_from_key(apr_pool_t *p, const lessons_key_t *key,
                                     lessons_keyset_t **set);

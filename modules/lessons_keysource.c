@@ -33,6 +33,9 @@ struct lessons_keysource {
     unsigned long ended;            /* fetches ended */
     unsigned long installed;        /* sets taken into use */
     int fetching, wanted, stopping;
+    int refetch;                    /* wanted by a kid the set lacks (not
+                                     * by a lazy source's first take) */
+    int dormant;                    /* lazy, and nobody has asked yet */
     int waiters;                    /* holders waiting for a fetch */
 };
 
@@ -139,13 +142,19 @@ static void *APR_THREAD_FUNC keysource_thread(apr_thread_t *thread,
         const char *err = NULL;
         int asked;
 
+        if (src->dormant && !src->wanted) {
+            apr_thread_cond_wait(src->wake, src->lock);
+            continue;
+        }
         if (now < due) {
             apr_thread_cond_timedwait(src->wake, src->lock, due - now);
             continue;
         }
+        src->dormant = 0;
         src->fetching = 1;
-        asked = src->wanted;
+        asked = src->refetch;
         src->wanted = 0;
+        src->refetch = 0;
         src->last_start = now;
         apr_thread_mutex_unlock(src->lock);
 
@@ -207,6 +216,7 @@ apr_status_t lessons_keysource_start(lessons_keysource_t **srcp,
         return APR_EINVAL;
     }
     src->opts = *opts;
+    src->dormant = opts->lazy;
     src->opts.min_refresh = lessons_keysource_min_refresh(opts->refresh,
                                                           opts->min_refresh);
     if ((rv = apr_thread_mutex_create(&src->lock, APR_THREAD_MUTEX_DEFAULT,
@@ -269,6 +279,10 @@ const lessons_keyset_t *lessons_keysource_take(lessons_keysource_t *src,
     lessons_keysource_hold *hold;
 
     apr_thread_mutex_lock(src->lock);
+    if (!src->current && !src->fetching && src->ended == 0) {
+        src->wanted = 1;            /* a lazy source's first fetch */
+        apr_thread_cond_signal(src->wake);
+    }
     if (!src->current && (src->fetching || src->ended == 0)) {
         keysource_await(src);       /* the first fetch */
     }
@@ -310,6 +324,7 @@ lessons_keysource_refetch(lessons_keysource_t *src,
             return LESSONS_KEYSOURCE_TOO_SOON;
         }
         src->wanted = 1;
+        src->refetch = 1;
         apr_thread_cond_signal(src->wake);
     }
     /* One fetch: the one in flight, or the one just asked for. */
@@ -339,7 +354,6 @@ const char *lessons_keysource_fetch_url(void *baton, apr_pool_t *set_pool,
 {
     const lessons_keysource_url_t *url = baton;
     lessons_fetch_opts_t opts;
-    lessons_keyset_t *made = NULL;
     char *body = NULL;
     apr_size_t len = 0;
     const char *err;
@@ -356,11 +370,23 @@ const char *lessons_keysource_fetch_url(void *baton, apr_pool_t *set_pool,
     if (err) {
         return err;
     }
+    return lessons_keysource_parse(set_pool, scratch, body, len, url->algs,
+                                   url->jwks_flags, set);
+}
+
+const char *lessons_keysource_parse(apr_pool_t *set_pool, apr_pool_t *scratch,
+                                    const char *body, apr_size_t len,
+                                    lessons_algs_t algs, int jwks_flags,
+                                    const lessons_keyset_t **set)
+{
+    lessons_keyset_t *made = NULL;
+    const char *err;
+
     err = lessons_keyset_parse_jwks_ex(set_pool, body, len,
-                                       LESSONS_JWKS_PUBLIC_ONLY
-                                       | url->jwks_flags, &made);
+                                       LESSONS_JWKS_PUBLIC_ONLY | jwks_flags,
+                                       &made);
     if (!err) {
-        err = lessons_keyset_check(scratch, made, url->algs);
+        err = lessons_keyset_check(scratch, made, algs);
     }
     if (err) {
         return apr_pstrcat(scratch, "the key set was refused: ", err, NULL);

@@ -62,6 +62,10 @@ typedef struct {
                                      * fetch (the fetch's own limit) */
     int max_waiters;                /* requests that may wait at once; the
                                      * rest go on with what there is */
+    int lazy;                       /* the first fetch waits for the first
+                                     * take or refetch (a source that may
+                                     * never be needed stays off the
+                                     * network); then as any other */
     lessons_keysource_fetch_fn fetch;
     void *fetch_baton;
     lessons_keysource_report_fn report;     /* may be NULL */
@@ -75,7 +79,8 @@ typedef struct {
 apr_interval_time_t lessons_keysource_min_refresh(apr_interval_time_t refresh,
                                                   apr_interval_time_t min_refresh);
 
-/* Start a source: its fetcher thread fetches at once.  opts is copied.
+/* Start a source: its fetcher thread fetches at once (opts.lazy: at the
+ * first take or refetch).  opts is copied.
  * The source stops (the thread is joined, a fetch in flight ends within
  * its own limit, the set is let go) when p is cleared or destroyed.
  */
@@ -84,8 +89,8 @@ apr_status_t lessons_keysource_start(lessons_keysource_t **src,
                                      apr_pool_t *p);
 
 /* The current set, held until holder is cleared or destroyed; while the
- * first fetch has not ended, wait for it (bounded by opts.wait).  NULL
- * when there is no set yet.
+ * first fetch has not ended, wait for it (bounded by opts.wait; a lazy
+ * source's first fetch begins here).  NULL when there is no set yet.
  */
 const lessons_keyset_t *lessons_keysource_take(lessons_keysource_t *src,
                                                apr_pool_t *holder);
@@ -143,5 +148,15 @@ typedef struct {
 const char *lessons_keysource_fetch_url(void *baton, apr_pool_t *set_pool,
                                         apr_pool_t *scratch,
                                         const lessons_keyset_t **set);
+
+/* A fetched JWKS (len bytes) as every fetched set is taken: public keys
+ * only (oct keys skipped), jwks_flags as lessons_keyset_parse_jwks_ex's,
+ * each key fitting one of algs.  NULL with *set made in set_pool, or
+ * "the key set was refused: ..." (in scratch).
+ */
+const char *lessons_keysource_parse(apr_pool_t *set_pool, apr_pool_t *scratch,
+                                    const char *body, apr_size_t len,
+                                    lessons_algs_t algs, int jwks_flags,
+                                    const lessons_keyset_t **set);
 
 #endif /* LESSONS_KEYSOURCE_H */

@@ -339,7 +339,8 @@ static const char *const lessons_class_names[LESSONS_CLASS_COUNT] = {
 static const char *const lessons_refusal_names[LESSONS_REFUSED_COUNT] = {
     "no_token", "bad_header", "malformed", "algorithm", "crit",
     "signature", "claims", "no_exp", "expired", "not_yet_valid", "issuer",
-    "audience", "type", "iat", "unknown_kid", "user_claim", "other",
+    "audience", "type", "iat", "unknown_kid", "unknown_issuer",
+    "user_claim", "other",
     "insufficient_scope", "no_keys"
 };
 

@@ -56,6 +56,7 @@ typedef enum {
     LESSONS_REFUSED_TYPE,
     LESSONS_REFUSED_IAT,
     LESSONS_REFUSED_UNKNOWN_KID,
+    LESSONS_REFUSED_UNKNOWN_ISSUER, /* iss names no issuer of the section */
     LESSONS_REFUSED_USER_CLAIM,     /* the user claim is no user name */
     LESSONS_REFUSED_OTHER,          /* a token refusal not named above */
     LESSONS_REFUSED_SCOPE,          /* Require jwt-claim: 403 */

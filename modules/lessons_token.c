@@ -561,6 +561,39 @@ done:
     return rc;
 }
 
+lessons_token_e lessons_token_pick_issuer(apr_pool_t *p, const char *token,
+                                          const char *const *issuers, int n,
+                                          int *index)
+{
+    const char *dot[2] = { NULL, NULL };
+    json_t *claims, *iss;
+    lessons_token_e rc;
+    int i;
+
+    *index = -1;
+    rc = lessons_token_shape(token, dot);
+    if (rc != LESSONS_TOKEN_OK) {
+        return rc;
+    }
+    claims = lessons_segment_object(p, dot[0] + 1,
+                                    (apr_size_t)(dot[1] - dot[0] - 1),
+                                    NULL, NULL);
+    if (!claims) {
+        return LESSONS_TOKEN_MALFORMED;
+    }
+    rc = LESSONS_TOKEN_UNKNOWN_ISSUER;
+    iss = json_object_get(claims, "iss");
+    for (i = 0; json_is_string(iss) && i < n; i++) {
+        if (strcmp(json_string_value(iss), issuers[i]) == 0) {
+            *index = i;
+            rc = LESSONS_TOKEN_OK;
+            break;
+        }
+    }
+    json_decref(claims);
+    return rc;
+}
+
 lessons_token_e lessons_token_verify(apr_pool_t *p,
                                      const lessons_token_policy_t *pol,
                                      const char *token, apr_int64_t now,
@@ -891,6 +924,8 @@ const char *lessons_token_describe(lessons_token_e result)
         return "The access token issue time is invalid";
     case LESSONS_TOKEN_UNKNOWN_KID:
         return "The access token names a key the server does not know";
+    case LESSONS_TOKEN_UNKNOWN_ISSUER:
+        return "The access token names no issuer accepted here";
     }
     return "The access token is invalid";
 }

@@ -82,8 +82,10 @@ typedef enum {
     LESSONS_TOKEN_AT_CLAIMS,        /* an at+jwt without a claim RFC 9068
                                      * 2.2 requires */
     LESSONS_TOKEN_BAD_IAT,          /* iat not a number, or in the future */
-    LESSONS_TOKEN_UNKNOWN_KID       /* a kid the key set does not have (a
+    LESSONS_TOKEN_UNKNOWN_KID,      /* a kid the key set does not have (a
                                      * keys URL may fetch the set again) */
+    LESSONS_TOKEN_UNKNOWN_ISSUER    /* iss names none of the issuers a
+                                     * section accepts (or is absent) */
 } lessons_token_e;
 
 /* Verify a compact JWS against the policy at time now (seconds since
@@ -95,6 +97,20 @@ lessons_token_e lessons_token_verify(apr_pool_t *p,
                                      const lessons_token_policy_t *policy,
                                      const char *token, apr_int64_t now,
                                      const char **subject);
+
+/* Which of n issuers (exact strings) a token names: read from its
+ * payload before any signature is checked, only to choose the policy
+ * that judges it, never to trust it (that policy's issuer is checked
+ * again on the verified payload, and only that issuer's keys are
+ * tried).  LESSONS_TOKEN_OK with *index; LESSONS_TOKEN_MALFORMED for
+ * what a full verify refuses as malformed (length, segments, alphabet; a
+ * payload that is not a JSON object, or has a member twice);
+ * LESSONS_TOKEN_UNKNOWN_ISSUER when iss is absent, not a string, or none
+ * of them.
+ */
+lessons_token_e lessons_token_pick_issuer(apr_pool_t *p, const char *token,
+                                          const char *const *issuers, int n,
+                                          int *index);
 
 /* Bytes of a policy fingerprint. */
 #define LESSONS_TOKEN_FP_LEN  LESSONS_TOKENCACHE_FP_LEN

@@ -15,8 +15,9 @@
  *                          answer
  *   mod_lessons_access.c   the token gate: access checker, access_checker_ex
  *                          and fixups ask one verdict, fail closed
- *   mod_lessons_keys.c     keys URLs: the fetcher thread of each process,
- *                          the last good set, refetch on an unknown kid
+ *   mod_lessons_keys.c     keys URLs and discovered issuers: the fetcher
+ *                          thread of each process, the last good set,
+ *                          refetch on an unknown kid
  *   mod_lessons_authz.c    Require jwt-claim (an authz provider)
  *   mod_lessons_handler.c  the handler: route, method, the operations
  *   mod_lessons_cache.c    the read path: catalog version, the response
@@ -63,6 +64,7 @@
 #include "lessons_claims.h"
 #include "lessons_cors.h"
 #include "lessons_db.h"
+#include "lessons_discovery.h"
 #include "lessons_etag.h"
 #include "lessons_fetch.h"
 #include "lessons_flight.h"
@@ -135,11 +137,22 @@ APLOG_USE_MODULE(lessons);
  * takes both from itself when merged (jwt_where says which section), so
  * no merge can pair one section's algorithm with another's key.  A
  * section that sets only one of them is refused at start-up, and would
- * fail closed at request time.
+ * fail closed at request time.  <LessonsJWTIssuer> blocks (issuers) are
+ * that setting too: each block, a record of this type of its own, holds
+ * one issuer's keys, algorithms and audience, which no merge can reach.
  */
 typedef struct {
     int registered;                 /* listed for the start-up check
                                      * (not merged: one section's own) */
+    int block;                      /* the record of a <LessonsJWTIssuer>
+                                     * block, not of a section (not
+                                     * merged: a block never is) */
+    apr_array_header_t *issuers;    /* <LessonsJWTIssuer> blocks, each a
+                                     * record of one issuer's keys,
+                                     * algorithms and audience; merged
+                                     * with the key, as one list: a
+                                     * section that sets any takes them
+                                     * all from itself */
     const char *jwt_where;          /* section that set alg and/or key */
     lessons_algs_t algs;            /* LessonsJWTAlgorithm; 0: not set */
     const char *alg_name;           /* as written ("RS256 ES256") */
@@ -161,6 +174,17 @@ typedef struct {
     const char *location;           /* plain <Location> path of the section
                                      * that set the key: default base */
     const char *issuer;
+    struct lessons_keys_src *issuer_src;    /* issuer's discovered keys
+                                     * (an https issuer), merged with
+                                     * issuer: where no key is in effect,
+                                     * they are the keys (the source starts
+                                     * lazily); with LessonsJWTAlgorithm
+                                     * and no key in the same section,
+                                     * start-up makes them keys_url */
+    const char *issuer_location;    /* plain <Location> of the issuer's
+                                     * section: the default base where
+                                     * its discovered keys serve (merged
+                                     * with issuer) */
     const char *audience;
     long leeway;
     int token_type;                 /* LessonsJWTTokenType: 0 not set,
@@ -330,6 +354,12 @@ const char *lessons_set_keys_ca(cmd_parms *cmd, void *dconf,
                                 const char *arg);
 const char *lessons_set_string(cmd_parms *cmd, void *dconf,
                                const char *arg);
+const char *lessons_set_issuer(cmd_parms *cmd, void *dconf,
+                               const char *arg);
+const char *lessons_set_audience(cmd_parms *cmd, void *dconf,
+                                 const char *arg);
+const char *lessons_issuer_section(cmd_parms *cmd, void *dconf,
+                                   const char *arg);
 const char *lessons_set_number(cmd_parms *cmd, void *dconf, const char *arg);
 const char *lessons_set_token_type(cmd_parms *cmd, void *dconf,
                                    const char *arg);
@@ -348,19 +378,29 @@ int lessons_jwks_flags(void);
 /* mod_lessons_config.c: the values in effect, defaults applied */
 void lessons_policy_of(const lessons_dir_conf *conf, unsigned jwt_caps,
                        lessons_token_policy_t *policy);
+const char *lessons_unit_policy(apr_pool_t *p, const lessons_dir_conf *conf,
+                                const lessons_dir_conf *unit, unsigned caps,
+                                lessons_token_policy_t *policy,
+                                struct lessons_keys_src **src);
+int lessons_token_required(const lessons_dir_conf *conf);
+lessons_algs_t lessons_discovery_algs(unsigned jwt_caps);
 int lessons_db_timeout(const lessons_srv_conf *sconf);
 apr_interval_time_t lessons_share_window(const lessons_srv_conf *sconf);
 apr_off_t lessons_max_body(const lessons_dir_conf *conf);
 
 /* The base path in effect: LessonsBasePath, else the <Location> that
- * holds the key (so a second mount point just works), else the default.
- * Here rather than in mod_lessons_config.c, as every stage asks it (the
- * metrics too, which the directives' file must not reach back to).
+ * holds the key (or the issuer whose discovered keys are in effect), so
+ * a second mount point just works, else the default.  Here rather than
+ * in mod_lessons_config.c, as every stage asks it (the metrics too,
+ * which the directives' file must not reach back to).
  */
 static APR_INLINE const char *lessons_base_path(const lessons_dir_conf *conf)
 {
+    const char *location = !conf->jwt_where && conf->issuer_src
+                           ? conf->issuer_location : conf->location;
+
     return conf->base_path ? conf->base_path
-         : conf->location ? conf->location : LESSONS_DEFAULT_BASE;
+         : location ? location : LESSONS_DEFAULT_BASE;
 }
 
 /* mod_lessons_config.c: a directive's first argument in the tree */
@@ -390,19 +430,25 @@ int lessons_check_access_any(request_rec *r);
 int lessons_check_gate_again(request_rec *r);
 json_t *lessons_request_claims(request_rec *r);
 
-/* mod_lessons_keys.c: keys URLs, fetched per process by a thread */
+/* mod_lessons_keys.c: keys URLs and discovered issuers, fetched per
+ * process by a thread each
+ */
 typedef struct lessons_keys_src lessons_keys_src;
-lessons_keys_src *lessons_keys_src_get(cmd_parms *cmd, const char *url);
+lessons_keys_src *lessons_keys_src_get(cmd_parms *cmd, const char *url,
+                                       int discover);
 apr_array_header_t *lessons_keys_metrics(apr_pool_t *p,
                                          apr_array_header_t *sources,
                                          lessons_metrics_t *m);
 const char *lessons_keys_src_configure(apr_pool_t *p, lessons_keys_src *src,
-                                       const lessons_dir_conf *conf);
+                                       const lessons_dir_conf *conf,
+                                       lessons_algs_t algs, int eager);
+const char *lessons_keys_src_issuer(const lessons_keys_src *src);
+const char *lessons_keys_src_label(apr_pool_t *p, const lessons_keys_src *src);
 apr_array_header_t *lessons_keys_sources(apr_pool_t *pconf);
 void lessons_keys_child_init(apr_pool_t *pchild, server_rec *s);
-int lessons_keys_policy(request_rec *r, const lessons_dir_conf *conf,
+int lessons_keys_policy(request_rec *r, lessons_keys_src *src,
                         lessons_token_policy_t *policy);
-int lessons_keys_refetch(request_rec *r, const lessons_dir_conf *conf);
+int lessons_keys_refetch(request_rec *r, lessons_keys_src *src);
 
 /* mod_lessons_cors.c */
 int lessons_cors_header_parser(request_rec *r);

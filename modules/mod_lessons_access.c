@@ -51,12 +51,6 @@ static int lessons_challenge(request_rec *r, int status, const char *error,
     return lessons_refuse(r, status, description);
 }
 
-/* Is a token policy in effect here at all (complete or not)? */
-static int lessons_configured(const lessons_dir_conf *conf)
-{
-    return conf && conf->jwt_where != NULL;
-}
-
 /* The request fails closed with 500: the configuration in effect cannot
  * verify tokens.  Start-up refuses every such configuration it can see;
  * this is what holds for the ones only a merge produces.
@@ -197,6 +191,49 @@ static int lessons_set_user(request_rec *r, const lessons_dir_conf *conf,
     return OK;
 }
 
+/* A token refused for what it is (RFC 6750 invalid_token): 401. */
+static int lessons_token_refused(request_rec *r, lessons_token_e rc)
+{
+    lessons_count(r, LESSONS_M_REFUSED + lessons_refusal_of(rc));
+    ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00204)
+                  "%s: %s", lessons_refused(r, HTTP_UNAUTHORIZED),
+                  lessons_token_describe(rc));
+    return lessons_challenge(r, HTTP_UNAUTHORIZED, "invalid_token",
+                             lessons_token_describe(rc));
+}
+
+/* In a section with <LessonsJWTIssuer> blocks, the block of the issuer
+ * the token names (read before its signature, trusted for nothing
+ * else: only that issuer's keys will be tried, and its iss checked
+ * again once they verify).  OK with *unit, or the refusal.
+ */
+static int lessons_block_of(request_rec *r, const lessons_dir_conf *conf,
+                            const char *token, const lessons_dir_conf **unit)
+{
+    int n = conf->issuers->nelts, i;
+    const char **names = apr_palloc(r->pool, sizeof(*names) * (apr_size_t)n);
+    lessons_token_e rc;
+
+    for (i = 0; i < n; i++) {
+        names[i] = APR_ARRAY_IDX(conf->issuers, i, lessons_dir_conf *)->issuer;
+    }
+    rc = lessons_token_pick_issuer(r->pool, token, names, n, &i);
+    if (rc == LESSONS_TOKEN_UNKNOWN_ISSUER) {
+        /* Never the iss itself: a claim's value. */
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00222)
+                      "%s: the token names none of the %d issuers of the "
+                      "section at %s", lessons_refused(r, HTTP_UNAUTHORIZED),
+                      n, conf->jwt_where);
+        return lessons_challenge(r, HTTP_UNAUTHORIZED, "invalid_token",
+                                 lessons_token_describe(rc));
+    }
+    if (rc != LESSONS_TOKEN_OK) {
+        return lessons_token_refused(r, rc);
+    }
+    *unit = APR_ARRAY_IDX(conf->issuers, i, lessons_dir_conf *);
+    return OK;
+}
+
 /* Verify the request's bearer token.  OK sets r->user to the user
  * claim; anything else is the refusal's status (401, 400, 500, 503),
  * its body left to httpd's error path.
@@ -206,26 +243,44 @@ static int lessons_authenticate(request_rec *r, const lessons_dir_conf *conf,
 {
     const lessons_srv_conf *sconf =
         ap_get_module_config(r->server->module_config, &lessons_module);
+    const lessons_dir_conf *unit = conf;
     lessons_token_policy_t policy;
-    const char *token = NULL, *subject = NULL;
+    lessons_keys_src *src = NULL;
+    const char *token = NULL, *subject = NULL, *why;
     json_t *claims = NULL;
     int want_claims, rc;
 
-    if (!conf->algs || !(conf->keyset || conf->keys_url)) {
+    if (conf->issuers && (conf->issuer || conf->audience)) {
         return lessons_misconfigured(r, apr_psprintf(r->pool,
-            "the section at %s sets %s without %s", conf->jwt_where,
-            conf->algs ? "LessonsJWTAlgorithm" : "its key",
-            conf->algs ? "a key" : "LessonsJWTAlgorithm"));
+            "the section at %s gives each of its issuers a block, but a "
+            "section merged after it sets %s for all of them", conf->jwt_where,
+            conf->issuer ? "LessonsJWTIssuer" : "LessonsJWTAudience"));
+    }
+    why = conf->issuers ? NULL
+        : lessons_unit_policy(r->pool, conf, unit, sconf->jwt_caps, &policy,
+                              &src);
+    if (why) {
+        return lessons_misconfigured(r, why);
     }
 
     rc = lessons_bearer_of(r, &token);
     if (rc != OK) {
         return rc;
     }
+    if (conf->issuers) {
+        rc = lessons_block_of(r, conf, token, &unit);
+        if (rc != OK) {
+            return rc;
+        }
+        why = lessons_unit_policy(r->pool, conf, unit, sconf->jwt_caps,
+                                  &policy, &src);
+        if (why) {
+            return lessons_misconfigured(r, why);
+        }
+    }
 
     /* A keys URL's set is held for the request: a refresh may swap it. */
-    lessons_policy_of(conf, sconf->jwt_caps, &policy);
-    rc = lessons_keys_policy(r, conf, &policy);
+    rc = lessons_keys_policy(r, src, &policy);
     if (rc != OK) {
         return rc;
     }
@@ -240,26 +295,22 @@ static int lessons_authenticate(request_rec *r, const lessons_dir_conf *conf,
     /* A kid the set lacks may be a rotation: one refetch (at most once
      * per LessonsJWTKeysMinRefresh), then judge it again.
      */
-    if (rc == LESSONS_TOKEN_UNKNOWN_KID && lessons_keys_refetch(r, conf)) {
-        lessons_policy_of(conf, sconf->jwt_caps, &policy);
-        if (lessons_keys_policy(r, conf, &policy) == OK) {
-            rc = lessons_verify(r, &policy, token, &subject,
-                                want_claims ? &claims : NULL);
-        }
+    if (rc == LESSONS_TOKEN_UNKNOWN_KID && lessons_keys_refetch(r, src)
+        && !lessons_unit_policy(r->pool, conf, unit, sconf->jwt_caps,
+                                &policy, &src)
+        && lessons_keys_policy(r, src, &policy) == OK) {
+        rc = lessons_verify(r, &policy, token, &subject,
+                            want_claims ? &claims : NULL);
     }
     if (rc == LESSONS_TOKEN_KEY_MISFIT) {
         return lessons_misconfigured(r, apr_psprintf(r->pool,
-            "the keys of %s (section at %s) allow none of the algorithms "
-            "%s", conf->key_file ? conf->key_file : "the keys URL",
-            conf->jwt_where, conf->alg_name));
+            "the keys of %s (section at %s) allow none of the algorithms %s",
+            src ? lessons_keys_src_label(r->pool, src) : unit->key_file,
+            unit->jwt_where ? unit->jwt_where : "(an issuer line)",
+            unit->alg_name ? unit->alg_name : "of a discovered issuer"));
     }
     if (rc != LESSONS_TOKEN_OK) {
-        lessons_count(r, LESSONS_M_REFUSED + lessons_refusal_of(rc));
-        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00204)
-                      "%s: %s", lessons_refused(r, HTTP_UNAUTHORIZED),
-                      lessons_token_describe(rc));
-        return lessons_challenge(r, HTTP_UNAUTHORIZED, "invalid_token",
-                                 lessons_token_describe(rc));
+        return lessons_token_refused(r, rc);
     }
     rc = lessons_set_user(r, conf, subject, claims);
     if (rc != OK) {
@@ -288,7 +339,7 @@ int lessons_gate(request_rec *r)
         ap_get_module_config(r->per_dir_config, &lessons_module);
     lessons_req_state *st, *from = NULL;
 
-    if (!lessons_configured(conf)) {
+    if (!lessons_token_required(conf)) {
         return DECLINED;            /* costs the rest of the server nothing */
     }
     st = lessons_state(r);

@@ -20,7 +20,7 @@ void *lessons_create_dir_conf(apr_pool_t *p, char *dir)
 
 void *lessons_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
 {
-    const lessons_dir_conf *base = basev, *add = addv, *jwt;
+    const lessons_dir_conf *base = basev, *add = addv, *jwt, *iss;
     lessons_dir_conf *conf = apr_pcalloc(p, sizeof(*conf));
 
     /* registered describes one section's own record for the start-up
@@ -34,9 +34,18 @@ void *lessons_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     conf->key_file = jwt->key_file;
     conf->keyset = jwt->keyset;
     conf->keys_url = jwt->keys_url;
+    conf->issuers = jwt->issuers;
     conf->location = add->location ? add->location : base->location;
-    conf->issuer = add->issuer ? add->issuer : base->issuer;
-    conf->audience = add->audience ? add->audience : base->audience;
+    /* An issuer and the keys it can be discovered from come as one.  A
+     * section with issuer blocks takes its issuers from itself: no
+     * issuer or audience line of an outer section reaches inside.
+     */
+    iss = add->issuer || add->issuers ? add : base;
+    conf->issuer = iss->issuer;
+    conf->issuer_src = iss->issuer_src;
+    conf->issuer_location = iss->issuer_location;
+    conf->audience = add->audience || add->issuers ? add->audience
+                                                   : base->audience;
     conf->leeway = add->leeway >= 0 ? add->leeway : base->leeway;
     conf->token_type = add->token_type ? add->token_type : base->token_type;
     conf->base_path = add->base_path ? add->base_path : base->base_path;
@@ -112,6 +121,90 @@ void lessons_policy_of(const lessons_dir_conf *conf, unsigned jwt_caps,
     policy->fp = conf->has_fp ? conf->fp : NULL;
 }
 
+/* The token policy of one issuer in a request's merged configuration
+ * conf: unit is conf itself, whose keys are its key file or keys URL,
+ * or, where it sets no key, its issuer's discovered keys; or one of its
+ * <LessonsJWTIssuer> blocks (the leeway and token type stay conf's).  Defaults
+ * applied; *src is where the keys come from (NULL: a key file alone).
+ * Keys discovered from an issuer verify only tokens that issuer names,
+ * whatever LessonsJWTIssuer a later section merged in.  NULL, or why
+ * the merge left no policy that can verify (a server fault: 500).
+ */
+const char *lessons_unit_policy(apr_pool_t *p, const lessons_dir_conf *conf,
+                                const lessons_dir_conf *unit, unsigned caps,
+                                lessons_token_policy_t *policy,
+                                lessons_keys_src **src)
+{
+    const char *discovered;
+
+    lessons_policy_of(conf, caps, policy);
+    if (unit != conf) {
+        /* A block: its issuer's own keys, algorithms and audience. */
+        policy->algs = unit->algs;
+        policy->keys = unit->keyset;
+        policy->issuer = unit->issuer;
+        policy->audience = unit->audience;
+        policy->fp = NULL;
+    }
+    *src = unit->jwt_where ? unit->keys_url : unit->issuer_src;
+    discovered = lessons_keys_src_issuer(*src);
+    if (!discovered && (!unit->algs || !(unit->keyset || unit->keys_url))) {
+        return apr_psprintf(p, "the section at %s sets %s without %s",
+                            unit->jwt_where ? unit->jwt_where : "(none)",
+                            unit->algs ? "LessonsJWTAlgorithm" : "its key",
+                            unit->algs ? "a key" : "LessonsJWTAlgorithm");
+    }
+    if (discovered) {
+        if (!policy->algs) {
+            policy->algs = lessons_discovery_algs(caps);
+        }
+        if (policy->issuer && strcmp(policy->issuer, discovered) != 0) {
+            return apr_psprintf(p, "the keys discovered from %s are in "
+                                "effect where LessonsJWTIssuer is %s (a "
+                                "section merged after the one with the "
+                                "keys); they verify only tokens %s issued",
+                                discovered, policy->issuer, discovered);
+        }
+        policy->issuer = discovered;
+    }
+    return NULL;
+}
+
+/* Is a token required here: a key is in effect, or an issuer whose
+ * keys can be discovered?
+ */
+int lessons_token_required(const lessons_dir_conf *conf)
+{
+    return conf && (conf->jwt_where || conf->issuer_src);
+}
+
+/* The algorithms a discovered issuer's keys may verify where the admin
+ * names none: every public-key algorithm the libjwt in use verifies.
+ * Each key still decides which of them may use it (its type, curve and
+ * own "alg"), and a keys URL never gives a shared secret, so HS* never
+ * comes from a provider.  The metadata's
+ * id_token_signing_alg_values_supported is about ID tokens, not access
+ * tokens, and is not read.
+ */
+lessons_algs_t lessons_discovery_algs(unsigned jwt_caps)
+{
+    lessons_algs_t algs = LESSONS_ALG_BIT(JWT_ALG_RS256)
+                          | LESSONS_ALG_BIT(JWT_ALG_RS384)
+                          | LESSONS_ALG_BIT(JWT_ALG_RS512)
+                          | LESSONS_ALG_BIT(JWT_ALG_ES256)
+                          | LESSONS_ALG_BIT(JWT_ALG_ES384)
+                          | LESSONS_ALG_BIT(JWT_ALG_ES512);
+    int a;
+
+    for (a = JWT_ALG_HS256; a < JWT_ALG_TERM; a++) {
+        if (lessons_alg_is_pss((jwt_alg_t)a)
+            && (jwt_caps & LESSONS_JWTCAP_PSS)) {
+            algs |= LESSONS_ALG_BIT(a);
+        }
+    }
+    return algs;
+}
+
 /* The values in effect, defaults applied. */
 apr_off_t lessons_max_body(const lessons_dir_conf *conf)
 {
@@ -131,7 +224,8 @@ static const char *lessons_touch(cmd_parms *cmd, lessons_dir_conf *conf)
         return "mod_lessons needs mod_dbd: load dbd_module before "
                "lessons_module (a2enmod lessons does this)";
     }
-    if (!conf->registered) {
+    /* A block is checked with the section that holds it. */
+    if (!conf->registered && !conf->block) {
         conf->registered = 1;
         APR_ARRAY_PUSH(sconf->sections, lessons_dir_conf *) = conf;
     }
@@ -191,6 +285,22 @@ static const char *lessons_plain_location(cmd_parms *cmd)
     }
     path = lessons_trim_slashes(cmd->pool, cmd->path);
     return strcmp(path, "/") != 0 ? path : NULL;
+}
+
+/* In a section with <LessonsJWTIssuer> blocks, each issuer's keys,
+ * algorithms and audience are in its block and nowhere else: a line
+ * beside them would leave it unclear which issuer it is for.
+ */
+static const char *lessons_outside_blocks(cmd_parms *cmd,
+                                          const lessons_dir_conf *conf)
+{
+    if (!conf->issuers) {
+        return NULL;
+    }
+    return apr_psprintf(cmd->pool, "%s: this section has <LessonsJWTIssuer> "
+                        "blocks (the first at %s); each issuer's keys, "
+                        "algorithms and audience go inside its own block",
+                        cmd->cmd->name, conf->jwt_where);
 }
 
 /* Half of the algorithm/key setting has been given in this section:
@@ -288,6 +398,9 @@ const char *lessons_set_alg(cmd_parms *cmd, void *dconf,
     const char *err;
     int i;
 
+    if ((err = lessons_outside_blocks(cmd, conf)) != NULL) {
+        return err;
+    }
     if (conf->algs) {
         return apr_psprintf(cmd->pool, "%s: this section already sets the "
                             "algorithm (%s)", cmd->cmd->name,
@@ -334,6 +447,9 @@ const char *lessons_set_key_file(cmd_parms *cmd, void *dconf,
     lessons_keyset_t *set = NULL;
     const char *err;
 
+    if ((err = lessons_outside_blocks(cmd, conf)) != NULL) {
+        return err;
+    }
     if (conf->keyset) {
         return apr_psprintf(cmd->pool, "%s: this section already sets the "
                             "key (%s)", cmd->cmd->name, conf->key_file);
@@ -365,6 +481,9 @@ const char *lessons_set_keys_url(cmd_parms *cmd, void *dconf,
     lessons_dir_conf *conf = dconf;
     const char *err;
 
+    if ((err = lessons_outside_blocks(cmd, conf)) != NULL) {
+        return err;
+    }
     if (conf->keys_url) {
         return apr_psprintf(cmd->pool, "%s: this section already sets a "
                             "keys URL", cmd->cmd->name);
@@ -374,7 +493,7 @@ const char *lessons_set_keys_url(cmd_parms *cmd, void *dconf,
         return apr_psprintf(cmd->pool, "%s %s: %s", cmd->cmd->name, arg,
                             err);
     }
-    conf->keys_url = lessons_keys_src_get(cmd, arg);
+    conf->keys_url = lessons_keys_src_get(cmd, arg, 0);
     return lessons_jwt_part(cmd, conf);
 }
 
@@ -445,6 +564,186 @@ const char *lessons_set_string(cmd_parms *cmd, void *dconf,
         return apr_psprintf(cmd->pool, "%s must not be empty",
                             cmd->cmd->name);
     }
+    return lessons_touch(cmd, conf);
+}
+
+/* LessonsJWTIssuer ISSUER: the iss every token must name.  An https
+ * issuer can also give the keys (lessons_discovery): where no key is in
+ * effect, or beside LessonsJWTAlgorithm alone in this section.  An
+ * issuer of another form stays a string to compare, as it always was.
+ */
+const char *lessons_set_issuer(cmd_parms *cmd, void *dconf, const char *arg)
+{
+    lessons_dir_conf *conf = dconf;
+    const char *err = lessons_outside_blocks(cmd, conf);
+
+    if (err || (err = lessons_set_string(cmd, dconf, arg)) != NULL) {
+        return err;
+    }
+    conf->issuer_src = lessons_discovery_check_issuer(cmd->temp_pool, arg)
+                       ? NULL : lessons_keys_src_get(cmd, arg, 1);
+    conf->issuer_location = lessons_plain_location(cmd);
+    return NULL;
+}
+
+/* LessonsJWTAudience AUD: in a section, or in an issuer's block. */
+const char *lessons_set_audience(cmd_parms *cmd, void *dconf,
+                                 const char *arg)
+{
+    const char *err = lessons_outside_blocks(cmd, dconf);
+
+    return err ? err : lessons_set_string(cmd, dconf, arg);
+}
+
+/* What an issuer's block may hold: its keys and their settings, and its
+ * audience.  Everything else (leeway, token type, user claim, exported
+ * claims, Require) is the section's, for every issuer alike.
+ */
+static const char *const lessons_block_directives[] = {
+    "LessonsJWTKey", "LessonsJWTAlgorithm", "LessonsJWTKeyFile",
+    "LessonsJWTKeysURL", "LessonsJWTKeysCA", "LessonsJWTKeysRefresh",
+    "LessonsJWTKeysMinRefresh", "LessonsJWTAudience", NULL
+};
+
+static const char *lessons_block_refuses(cmd_parms *cmd,
+                                         const ap_directive_t *d)
+{
+    int i;
+
+    for (i = 0; lessons_block_directives[i]; i++) {
+        if (strcasecmp(d->directive, lessons_block_directives[i]) == 0) {
+            return NULL;
+        }
+    }
+    return apr_psprintf(cmd->pool, "%s:%d: %s cannot be inside "
+                        "<LessonsJWTIssuer>: a block holds its issuer's "
+                        "keys (LessonsJWTKey, or LessonsJWTAlgorithm with "
+                        "LessonsJWTKeyFile or LessonsJWTKeysURL, and "
+                        "LessonsJWTKeysCA, LessonsJWTKeysRefresh, "
+                        "LessonsJWTKeysMinRefresh) and LessonsJWTAudience; "
+                        "the rest applies to every issuer of the section",
+                        d->filename, d->line_num, d->directive);
+}
+
+/* A block read to its end: a key pair, or no key and an issuer whose
+ * keys can be discovered (then, with or without LessonsJWTAlgorithm);
+ * never HMAC alone from keys a provider publishes; keys settings only
+ * where keys are fetched.  NULL, or why not.
+ */
+static const char *lessons_block_complete(cmd_parms *cmd,
+                                          lessons_dir_conf *b)
+{
+    const char *err;
+
+    if ((b->keyset || b->keys_url) && !b->algs) {
+        return apr_psprintf(cmd->pool, "<LessonsJWTIssuer %s> sets %s but "
+                            "not LessonsJWTAlgorithm; algorithm and key are "
+                            "one setting (LessonsJWTKey ALG FILE|URL)",
+                            b->issuer, b->keys_url ? "LessonsJWTKeysURL"
+                                                   : "LessonsJWTKeyFile");
+    }
+    if (!b->keyset && !b->keys_url) {
+        err = lessons_discovery_check_issuer(cmd->temp_pool, b->issuer);
+        if (err) {
+            return apr_psprintf(cmd->pool, "<LessonsJWTIssuer %s> names no "
+                                "key, and its keys cannot be discovered "
+                                "(%s): give LessonsJWTKey ALG FILE|URL in "
+                                "the block", b->issuer, err);
+        }
+        b->issuer_src = lessons_keys_src_get(cmd, b->issuer, 1);
+        b->keys_url = b->issuer_src;
+    }
+    if (b->keys_url && lessons_algs_hmac_only(b->algs)) {
+        return apr_psprintf(cmd->pool, "<LessonsJWTIssuer %s>: keys from a "
+                            "URL or from the issuer's metadata are public "
+                            "keys only (RSA, EC): %s can verify no token "
+                            "with them; a shared secret belongs in a key "
+                            "file", b->issuer, b->alg_name);
+    }
+    if ((b->keys_ca || b->keys_refresh || b->keys_min_refresh)
+        && !b->keys_url) {
+        return apr_psprintf(cmd->pool, "<LessonsJWTIssuer %s>: "
+                            "LessonsJWTKeysCA, LessonsJWTKeysRefresh and "
+                            "LessonsJWTKeysMinRefresh are for keys fetched "
+                            "from a keys URL or the issuer's metadata, not "
+                            "for a key file", b->issuer);
+    }
+    return NULL;
+}
+
+/* <LessonsJWTIssuer ISSUER> ... </LessonsJWTIssuer>: one of several
+ * issuers of a section, its keys, algorithms and audience inside, read
+ * into a record of its own (as mod_authn_core reads <AuthnProviderAlias>),
+ * so no merge can reach them.  The section then takes its issuers from
+ * its blocks alone.
+ */
+const char *lessons_issuer_section(cmd_parms *cmd, void *dconf,
+                                   const char *arg)
+{
+    lessons_dir_conf *conf = dconf, *block;
+    const ap_directive_t *self = cmd->directive, *d;
+    const command_rec *cmd_rec = cmd->cmd;
+    void *info = cmd->info;
+    const char *endp = ap_strrchr_c(arg, '>');
+    const char *args, *issuer, *where, *err;
+    ap_conf_vector_t *vector;
+    int i;
+
+    if (!endp) {
+        return "<LessonsJWTIssuer> directive missing closing '>'";
+    }
+    args = apr_pstrmemdup(cmd->temp_pool, arg, (apr_size_t)(endp - arg));
+    issuer = ap_getword_conf(cmd->pool, &args);
+    if (!*issuer || *ap_getword_conf(cmd->temp_pool, &args)) {
+        return "<LessonsJWTIssuer> takes one issuer, exactly as the tokens' "
+               "iss names it";
+    }
+    for (d = self->first_child; d; d = d->next) {
+        if ((err = lessons_block_refuses(cmd, d)) != NULL) {
+            return err;
+        }
+    }
+    if (conf->algs || conf->keyset || conf->keys_url || conf->issuer
+        || conf->audience) {
+        return apr_psprintf(cmd->pool, "<LessonsJWTIssuer %s>: this section "
+                            "also sets %s outside the blocks; with "
+                            "<LessonsJWTIssuer> blocks, each issuer's keys, "
+                            "algorithms and audience go inside its own "
+                            "block", issuer,
+                            conf->issuer ? "LessonsJWTIssuer"
+                            : conf->audience ? "LessonsJWTAudience"
+                            : "the key or algorithm");
+    }
+    for (i = 0; conf->issuers && i < conf->issuers->nelts; i++) {
+        block = APR_ARRAY_IDX(conf->issuers, i, lessons_dir_conf *);
+        if (strcmp(block->issuer, issuer) == 0) {
+            return apr_psprintf(cmd->pool, "<LessonsJWTIssuer %s>: this "
+                                "section has a block for that issuer "
+                                "already, at %s", issuer, block->jwt_where);
+        }
+    }
+    where = apr_psprintf(cmd->pool, "%s:%d", self->filename, self->line_num);
+    block = lessons_create_dir_conf(cmd->pool, cmd->path);
+    block->block = 1;
+    block->issuer = issuer;
+    block->jwt_where = where;
+    vector = ap_create_per_dir_config(cmd->pool);
+    ap_set_module_config(vector, &lessons_module, block);
+    err = ap_walk_config(self->first_child, cmd, vector);
+    /* The walk leaves the last inner directive in cmd. */
+    cmd->directive = (ap_directive_t *)self;
+    cmd->cmd = cmd_rec;
+    cmd->info = info;
+    if (err || (err = lessons_block_complete(cmd, block)) != NULL) {
+        return err;
+    }
+    if (!conf->issuers) {
+        conf->issuers = apr_array_make(cmd->pool, 2,
+                                       sizeof(lessons_dir_conf *));
+        conf->jwt_where = where;
+        conf->location = lessons_plain_location(cmd);
+    }
+    APR_ARRAY_PUSH(conf->issuers, lessons_dir_conf *) = block;
     return lessons_touch(cmd, conf);
 }
 

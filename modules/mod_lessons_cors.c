@@ -82,7 +82,7 @@ int lessons_cors_header_parser(request_rec *r)
     const char *origin;
     int listed;
 
-    if (!conf || !conf->jwt_where || !conf->cors_origins
+    if (!lessons_token_required(conf) || !conf->cors_origins
         || conf->cors_origins->nelts == 0) {
         return DECLINED;
     }

@@ -35,58 +35,125 @@ static const ap_directive_t *lessons_find_handler(apr_pool_t *p,
     return NULL;
 }
 
-/* One section's start-up checks: keys URL settings beside their URL, a
- * keys URL not asked for HMAC alone, algorithm and key together.  OK,
- * or !OK after an emerg line; *keys counts the sections with both.
+/* The keys URL or discovered issuer of a section, with the algorithms
+ * its keys must fit, told to its source (eager: this section surely
+ * takes its keys).  OK, or !OK after an emerg line.
  */
-static int lessons_check_section(apr_pool_t *ptemp,
-                                 const lessons_dir_conf *c, int *keys)
+static int lessons_configure_source(apr_pool_t *ptemp, lessons_keys_src *src,
+                                    const lessons_dir_conf *c, int eager)
+{
+    lessons_algs_t algs = c->algs;
+    const char *err;
+
+    if (!algs && lessons_keys_src_issuer(src)) {
+        algs = lessons_discovery_algs(lessons_jwtcaps_probe());
+    }
+    err = lessons_keys_src_configure(ptemp, src, c, algs, eager);
+    if (err) {
+        ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0,
+                     NULL, LESSONSLOG(00106) "%s", err);
+        return !OK;
+    }
+    return OK;
+}
+
+static int lessons_check_section(apr_pool_t *ptemp, lessons_dir_conf *c,
+                                 int *keys);
+
+/* A section with <LessonsJWTIssuer> blocks: each block as a section of
+ * its own (the directives saw to it that the section sets no key,
+ * issuer or audience beside them); keys settings belong in the block
+ * whose keys they fetch.
+ */
+static int lessons_check_blocks(apr_pool_t *ptemp, lessons_dir_conf *c,
+                                int *keys)
+{
+    int rc = OK, blocks = 0, i;
+
+    if (c->keys_ca || c->keys_refresh || c->keys_min_refresh) {
+        ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0,
+                     NULL, LESSONSLOG(00111) "%s: LessonsJWTKeysCA, "
+                     "LessonsJWTKeysRefresh and LessonsJWTKeysMinRefresh "
+                     "beside <LessonsJWTIssuer> blocks: put them in the "
+                     "block of the issuer whose keys they fetch",
+                     c->keys_where);
+        rc = !OK;
+    }
+    for (i = 0; i < c->issuers->nelts; i++) {
+        if (lessons_check_section(ptemp, APR_ARRAY_IDX(c->issuers, i,
+                                                       lessons_dir_conf *),
+                                  &blocks) != OK) {
+            rc = !OK;
+        }
+    }
+    (*keys)++;
+    return rc;
+}
+
+/* One section's (or block's) start-up checks: keys URL settings beside
+ * their URL (or issuer to discover), keys from a URL not asked for HMAC
+ * alone, algorithm and key together.  LessonsJWTAlgorithm beside an
+ * issuer that can be discovered, and no key, takes the issuer's keys.
+ * OK, or !OK after an emerg line; *keys counts the sections that verify
+ * tokens.
+ */
+static int lessons_check_section(apr_pool_t *ptemp, lessons_dir_conf *c,
+                                 int *keys)
 {
     int rc = OK;
 
+    if (c->issuers) {
+        return lessons_check_blocks(ptemp, c, keys);
+    }
+    if (c->algs && !c->keyset && !c->keys_url && c->issuer_src) {
+        c->keys_url = c->issuer_src;
+    }
     /* Keys URL settings belong to the URL's own section; each
      * URL's source takes its sections' settings (here, so that
      * configtest sees a conflict).
      */
     if ((c->keys_ca || c->keys_refresh || c->keys_min_refresh)
-        && !c->keys_url) {
+        && !c->keys_url && !c->issuer_src) {
         ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0,
                      NULL, LESSONSLOG(00105) "%s: LessonsJWTKeysCA, "
                      "LessonsJWTKeysRefresh and LessonsJWTKeysMin"
-                     "Refresh need LessonsJWTKeysURL in the same "
-                     "section", c->keys_where ? c->keys_where
-                                              : "a section");
+                     "Refresh need LessonsJWTKeysURL in the same section "
+                     "(or an https:// LessonsJWTIssuer whose keys are "
+                     "discovered)",
+                     c->keys_where ? c->keys_where : "a section");
         rc = !OK;
     }
     /* A keys URL gives public keys only: a section that takes
      * nothing but HMAC from one could verify no token.
      */
-    if (c->keys_url && c->algs
-        && !(c->algs & ~(LESSONS_ALG_BIT(JWT_ALG_HS256)
-                         | LESSONS_ALG_BIT(JWT_ALG_HS384)
-                         | LESSONS_ALG_BIT(JWT_ALG_HS512)))) {
+    if (c->keys_url && lessons_algs_hmac_only(c->algs)) {
         ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0,
                      NULL, LESSONSLOG(00108) "%s: a keys URL gives "
-                     "public keys only (RSA, EC): %s can verify no "
-                     "token with it; a shared secret belongs in a "
-                     "key file (LessonsJWTKey HS256 FILE)",
-                     c->jwt_where, c->alg_name);
+                     "public keys only (RSA, EC): %s can verify no token "
+                     "with it%s; a shared secret belongs in a key file "
+                     "(LessonsJWTKey HS256 FILE)", c->jwt_where,
+                     c->alg_name, lessons_keys_src_issuer(c->keys_url)
+                     ? " (nor with the keys discovered from the issuer)"
+                     : "");
         rc = !OK;
     }
-    if (c->keys_url) {
-        const char *err = lessons_keys_src_configure(ptemp,
-                                                     c->keys_url, c);
-
-        if (err) {
-            ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0,
-                         NULL, LESSONSLOG(00106) "%s", err);
-            rc = !OK;
-        }
+    if (c->keys_url && lessons_configure_source(ptemp, c->keys_url, c, 1)
+                       != OK) {
+        rc = !OK;
     }
     if (!c->jwt_where) {
+        /* An issuer alone: its keys serve where no key is in effect. */
+        if (c->issuer_src) {
+            (*keys)++;
+            if (lessons_configure_source(ptemp, c->issuer_src, c, 0) != OK) {
+                rc = !OK;
+            }
+        }
         return rc;
     }
-    if (c->algs && (c->keyset || c->keys_url)) {
+    /* A block's discovered keys need no algorithm named. */
+    if ((c->algs || lessons_keys_src_issuer(c->keys_url))
+        && (c->keyset || c->keys_url)) {
         (*keys)++;
         return rc;
     }
@@ -98,7 +165,8 @@ static int lessons_check_section(apr_pool_t *ptemp,
                  c->algs ? "LessonsJWTAlgorithm"
                          : c->keys_url ? "LessonsJWTKeysURL"
                                        : "LessonsJWTKeyFile",
-                 c->algs ? "LessonsJWTKeyFile or LessonsJWTKeysURL"
+                 c->algs ? "LessonsJWTKeyFile, LessonsJWTKeysURL or an "
+                           "https:// LessonsJWTIssuer to discover"
                          : "LessonsJWTAlgorithm");
     return !OK;
 }
@@ -128,8 +196,10 @@ int lessons_check_config(apr_pool_t *pconf, apr_pool_t *plog,
     if (handler && keys == 0) {
         ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0, NULL,
                      LESSONSLOG(00103) "%s:%d: SetHandler lessons, but no "
-                     "LessonsJWTKey is configured anywhere; the lessons API "
-                     "never runs without token checks", handler->filename,
+                     "LessonsJWTKey is configured anywhere (nor an https:// "
+                     "LessonsJWTIssuer whose keys can be discovered); the "
+                     "lessons API never runs without token checks",
+                     handler->filename,
                      handler->line_num);
         rc = !OK;
     }

@@ -1,11 +1,13 @@
 /* Licensed under the Apache License, Version 2.0.
  *
  * mod_lessons_keys.c: keys from an identity provider's JWKS URL
- * (LessonsJWTKeysURL), as httpd meets them: one source per URL whichever
- * sections name it, started in each process (child_init), and a
- * request's policy taking the source's current set.  The fetcher itself
- * (thread, last good set, refetch limit, holds) is lessons_keysource.c;
- * here it gets its settings and its log lines.
+ * (LessonsJWTKeysURL), or from the jwks_uri its metadata names
+ * (LessonsJWTIssuer with no key: lessons_discovery), as httpd meets them:
+ * one source per URL or issuer whichever sections name it, started in
+ * each process (child_init), and a request's policy taking the source's
+ * current set.  The fetcher itself (thread, last good set, refetch limit,
+ * holds) is lessons_keysource.c; here it gets its settings and its log
+ * lines.
  */
 
 #include "mod_lessons.h"
@@ -22,7 +24,16 @@
                                          * are answered at once */
 
 struct lessons_keys_src {
-    const char *url;
+    const char *url;                /* the keys URL, or the issuer */
+    int discover;                   /* url is an issuer: its metadata
+                                     * names the keys URL */
+    int used;                       /* some section may take its keys (an
+                                     * issuer beside a key file never
+                                     * does): else no fetcher at all */
+    int eager;                      /* some section surely takes its keys:
+                                     * the first fetch at child start
+                                     * (else at the first request that
+                                     * needs them) */
     const char *ca;                 /* LessonsJWTKeysCA's path, or NULL */
     const char *ca_pem;             /* ... its certificates, read at
                                      * start-up (as root) */
@@ -35,6 +46,7 @@ struct lessons_keys_src {
 
     /* Per process, from child_init: NULL when it could not start. */
     lessons_keysource_url_t fetch;
+    lessons_discovery_t discovery;  /* (discover) */
     lessons_keysource_t *live;
 };
 
@@ -54,8 +66,11 @@ apr_array_header_t *lessons_keys_sources(apr_pool_t *pconf)
     return list;
 }
 
-/* One source per URL, whichever sections name it. */
-lessons_keys_src *lessons_keys_src_get(cmd_parms *cmd, const char *url)
+/* One source per URL, and one per discovered issuer, whichever sections
+ * name it.
+ */
+lessons_keys_src *lessons_keys_src_get(cmd_parms *cmd, const char *url,
+                                       int discover)
 {
     apr_array_header_t *list = lessons_keys_sources(cmd->pool);
     lessons_keys_src *src;
@@ -63,29 +78,51 @@ lessons_keys_src *lessons_keys_src_get(cmd_parms *cmd, const char *url)
 
     for (i = 0; i < list->nelts; i++) {
         src = APR_ARRAY_IDX(list, i, lessons_keys_src *);
-        if (strcmp(src->url, url) == 0) {
+        if (strcmp(src->url, url) == 0 && src->discover == discover) {
             return src;
         }
     }
     src = apr_pcalloc(cmd->pool, sizeof(*src));
     src->metrics_source = -1;
     src->url = apr_pstrdup(cmd->pool, url);
+    src->discover = discover;
     src->s = cmd->server;
     APR_ARRAY_PUSH(list, lessons_keys_src *) = src;
     return src;
 }
 
-/* A section that uses the source adds its settings (post_config): the
- * shortest intervals win; two different CA files are a conflict.
+/* The issuer a discovered source's keys are for (NULL for a keys URL):
+ * they never verify a token naming another.
+ */
+const char *lessons_keys_src_issuer(const lessons_keys_src *src)
+{
+    return src && src->discover ? src->url : NULL;
+}
+
+/* How a source is named in the log. */
+const char *lessons_keys_src_label(apr_pool_t *p, const lessons_keys_src *src)
+{
+    return apr_pstrcat(p, src->discover ? "issuer " : "keys URL ", src->url,
+                       NULL);
+}
+
+/* A section (or block) that uses the source adds its settings, at
+ * start-up: the shortest intervals win; two different CA files are a
+ * conflict; every key must fit one of the algorithms some user takes
+ * (algs); eager when one of them surely takes these keys.
  */
 const char *lessons_keys_src_configure(apr_pool_t *p, lessons_keys_src *src,
-                                       const lessons_dir_conf *conf)
+                                       const lessons_dir_conf *conf,
+                                       lessons_algs_t algs, int eager)
 {
     if (conf->keys_ca) {
         if (src->ca && strcmp(src->ca, conf->keys_ca) != 0) {
             return apr_psprintf(p, "%s: LessonsJWTKeysCA %s, but another "
-                                "section gives %s for %s", conf->jwt_where,
-                                conf->keys_ca, src->ca, src->url);
+                                "section gives %s for %s",
+                                conf->keys_where ? conf->keys_where
+                                                 : conf->jwt_where,
+                                conf->keys_ca, src->ca,
+                                lessons_keys_src_label(p, src));
         }
         src->ca = conf->keys_ca;
         src->ca_pem = conf->keys_ca_pem;
@@ -99,7 +136,9 @@ const char *lessons_keys_src_configure(apr_pool_t *p, lessons_keys_src *src,
         && (!src->min_refresh || conf->keys_min_refresh < src->min_refresh)) {
         src->min_refresh = conf->keys_min_refresh;
     }
-    src->algs |= conf->algs;
+    src->algs |= algs;
+    src->used = 1;
+    src->eager |= eager;
     return NULL;
 }
 
@@ -163,25 +202,39 @@ static void lessons_keys_report(void *baton, const lessons_keyset_t *set,
                                 apr_pool_t *scratch)
 {
     lessons_keys_src *src = baton;
+    const char *label = lessons_keys_src_label(scratch, src);
+    const char *then = serving
+        ? "the last good key set still serves"
+        : "no key set yet: requests get 503 (or the LessonsJWTKeyFile "
+          "keys) until a fetch succeeds";
 
+    if (!set && src->discover
+        && src->discovery.last == LESSONS_DISCOVERY_MISMATCH) {
+        /* Not the provider we were told of, or it was misconfigured:
+         * RFC 8414 3.3 says none of its metadata may be used.
+         */
+        ap_log_error(APLOG_MARK, serving ? APLOG_WARNING : APLOG_ERR, 0,
+                     src->s, LESSONSLOG(00221) "%s: %s; %s", label, err,
+                     then);
+        return;
+    }
     if (!set) {
         ap_log_error(APLOG_MARK, serving ? APLOG_WARNING : APLOG_ERR, 0,
-                     src->s, LESSONSLOG(00211) "keys URL %s: %s; %s",
-                     src->url, err, serving
-                     ? "the last good key set still serves"
-                     : "no key set yet: requests get 503 (or the "
-                       "LessonsJWTKeyFile keys) until a fetch succeeds");
+                     src->s, LESSONSLOG(00211) "%s: %s; %s", label, err,
+                     then);
         return;
     }
     ap_log_error(APLOG_MARK, APLOG_INFO, 0, src->s, LESSONSLOG(00213)
-                 "keys URL %s: %d key(s) in use (%s), %d skipped", src->url,
-                 set->nkeys, lessons_keys_kids(scratch, set), set->skipped);
+                 "%s: %d key(s) in use (%s), %d skipped%s%s", label,
+                 set->nkeys, lessons_keys_kids(scratch, set), set->skipped,
+                 src->discover ? ", from " : "",
+                 src->discover ? src->discovery.jwks_uri : "");
     if (set->secrets_skipped) {
         ap_log_error(APLOG_MARK, APLOG_WARNING, 0, src->s, LESSONSLOG(00219)
-                     "keys URL %s: %d \"oct\" key(s) skipped: a shared "
-                     "secret published at a URL is no secret (keys URLs "
-                     "give RSA and EC keys; put secrets in a key file)",
-                     src->url, set->secrets_skipped);
+                     "%s: %d \"oct\" key(s) skipped: a shared secret "
+                     "published at a URL is no secret (keys URLs give RSA "
+                     "and EC keys; put secrets in a key file)", label,
+                     set->secrets_skipped);
     }
 }
 
@@ -210,6 +263,35 @@ static void lessons_keys_done(void *baton, int ok, int asked,
     }
 }
 
+/* A provider's PS* keys are read only for sections that name PS*,
+ * which start-up allows only where libjwt verifies them; for the others
+ * they are skipped, as keys of an algorithm we do not verify, rather
+ * than refusing the provider's whole set.
+ */
+static int lessons_keys_jwks_flags(const lessons_keys_src *src)
+{
+    return lessons_algs_name_pss(src->algs) ? LESSONS_JWKS_PSS : 0;
+}
+
+/* A keys URL's fetch, or a discovered issuer's (whose url is the
+ * issuer: the metadata and the keys within the one bound a keys URL's
+ * fetch has), in this process.
+ */
+static void lessons_keys_fetch_init(lessons_keys_src *src)
+{
+    memset(&src->fetch, 0, sizeof(src->fetch));
+    src->fetch.url = src->url;
+    src->fetch.ca_pem = src->ca_pem;
+    src->fetch.ca_len = src->ca_len;
+    src->fetch.algs = src->algs;
+    src->fetch.jwks_flags = lessons_keys_jwks_flags(src);
+    src->fetch.connect_timeout_ms = LESSONS_KEYS_CONNECT_MS;
+    src->fetch.total_timeout_ms = LESSONS_KEYS_TOTAL_MS;
+    src->fetch.max_redirects = LESSONS_KEYS_REDIRECTS;
+    memset(&src->discovery, 0, sizeof(src->discovery));
+    src->discovery.fetch = src->fetch;
+}
+
 void lessons_keys_child_init(apr_pool_t *pchild, server_rec *s)
 {
     lessons_srv_conf *sconf =
@@ -221,57 +303,50 @@ void lessons_keys_child_init(apr_pool_t *pchild, server_rec *s)
             APR_ARRAY_IDX(sconf->key_sources, i, lessons_keys_src *);
         lessons_keysource_opts_t opts;
 
-        memset(&src->fetch, 0, sizeof(src->fetch));
-        src->fetch.url = src->url;
-        src->fetch.ca_pem = src->ca_pem;
-        src->fetch.ca_len = src->ca_len;
-        src->fetch.algs = src->algs;
-        /* A provider's PS* keys are read only for sections that name
-         * PS*, which start-up allows only where libjwt verifies them;
-         * for the others they are skipped, as keys of an algorithm we do
-         * not verify, rather than refusing the provider's whole set.
-         */
-        src->fetch.jwks_flags = lessons_algs_name_pss(src->algs)
-                                ? LESSONS_JWKS_PSS : 0;
-        src->fetch.connect_timeout_ms = LESSONS_KEYS_CONNECT_MS;
-        src->fetch.total_timeout_ms = LESSONS_KEYS_TOTAL_MS;
-        src->fetch.max_redirects = LESSONS_KEYS_REDIRECTS;
-
+        src->live = NULL;
+        if (!src->used) {
+            continue;
+        }
         memset(&opts, 0, sizeof(opts));
+        lessons_keys_fetch_init(src);
+        opts.fetch = src->discover ? lessons_discovery_fetch
+                                   : lessons_keysource_fetch_url;
+        opts.fetch_baton = src->discover ? (void *)&src->discovery
+                                         : (void *)&src->fetch;
+        opts.lazy = !src->eager;
         opts.refresh = apr_time_from_sec(lessons_keys_refresh(src));
         opts.min_refresh = apr_time_from_sec(lessons_keys_min_refresh(src));
         opts.wait = apr_time_from_msec(LESSONS_KEYS_TOTAL_MS);
         opts.max_waiters = LESSONS_KEYS_MAX_WAITERS;
-        opts.fetch = lessons_keysource_fetch_url;
-        opts.fetch_baton = &src->fetch;
         opts.report = lessons_keys_report;
         opts.done = lessons_keys_done;
         opts.report_baton = src;
         if (lessons_keysource_start(&src->live, &opts, pchild)
             != APR_SUCCESS) {
             ap_log_error(APLOG_MARK, APLOG_ERR, 0, s, LESSONSLOG(00215)
-                         "keys URL %s: cannot start its fetcher in this "
-                         "process; its requests get 503", src->url);
+                         "%s: cannot start its fetcher in this process; its "
+                         "requests get 503",
+                         lessons_keys_src_label(pchild, src));
             src->live = NULL;
         }
     }
 }
 
-/* The token policy of a request: policy holds the section's
- * (lessons_policy_of); a keys URL's current set takes the key file's
- * place (which serves until the first fetch succeeds).  OK, or 503
- * (lessons_refuse) when there are no keys yet.
+/* The token policy of a request: policy holds its section's (or
+ * block's) values; the current set of src (a keys URL or a discovered
+ * issuer, or NULL for none) takes the key file's place (which serves
+ * until the first fetch succeeds).  OK, or 503 (lessons_refuse) when
+ * there are no keys yet.
  */
-int lessons_keys_policy(request_rec *r, const lessons_dir_conf *conf,
+int lessons_keys_policy(request_rec *r, lessons_keys_src *src,
                         lessons_token_policy_t *policy)
 {
     const lessons_keyset_t *set;
 
-    if (!conf->keys_url) {
+    if (!src) {
         return OK;
     }
-    set = conf->keys_url->live
-          ? lessons_keysource_take(conf->keys_url->live, r->pool) : NULL;
+    set = src->live ? lessons_keysource_take(src->live, r->pool) : NULL;
     if (set) {
         policy->keys = set;
         policy->fp = NULL;          /* made from this set, per request */
@@ -283,21 +358,21 @@ int lessons_keys_policy(request_rec *r, const lessons_dir_conf *conf,
     /* A fault (the fetcher's LESSONS00211 line says why): error. */
     lessons_count(r, LESSONS_M_REFUSED + LESSONS_REFUSED_NO_KEYS);
     lessons_log_fault(r, APLOG_ERR, apr_psprintf(r->pool,
-        LESSONSLOG(00214) "keys URL %s has not given a key set yet: "
-        "answering 503", conf->keys_url->url));
+        LESSONSLOG(00214) "%s has not given a key set yet: answering 503",
+        lessons_keys_src_label(r->pool, src)));
     apr_table_setn(r->err_headers_out, "Retry-After",
-                   apr_itoa(r->pool, lessons_keys_min_refresh(conf->keys_url)));
+                   apr_itoa(r->pool, lessons_keys_min_refresh(src)));
     return lessons_refuse(r, HTTP_SERVICE_UNAVAILABLE,
         "The server cannot verify access tokens yet; try again later.");
 }
 
 /* A token named a kid the set lacks: ask the fetcher for a fresh set
- * (lessons_keysource_refetch).  1 when a new set is in use since the
- * request took its own.
+ * (lessons_keysource_refetch; a discovered issuer's metadata is read
+ * again too).  1 when a new set is in use since the request took its
+ * own.
  */
-int lessons_keys_refetch(request_rec *r, const lessons_dir_conf *conf)
+int lessons_keys_refetch(request_rec *r, lessons_keys_src *src)
 {
-    lessons_keys_src *src = conf->keys_url;
     apr_interval_time_t since = 0, until = 0;
 
     if (!src || !src->live) {
@@ -311,10 +386,10 @@ int lessons_keys_refetch(request_rec *r, const lessons_dir_conf *conf)
          * told from a forged kid.
          */
         ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00218)
-                      "keys URL %s: the token's kid is not in the key set "
-                      "fetched %" APR_TIME_T_FMT " s ago; the next fetch may "
-                      "happen in %" APR_TIME_T_FMT " s "
-                      "(LessonsJWTKeysMinRefresh)", src->url,
+                      "%s: the token's kid is not in the key set fetched %"
+                      APR_TIME_T_FMT " s ago; the next fetch may happen in %"
+                      APR_TIME_T_FMT " s (LessonsJWTKeysMinRefresh)",
+                      lessons_keys_src_label(r->pool, src),
                       apr_time_sec(since), apr_time_sec(until) + 1);
         return 0;
     case LESSONS_KEYSOURCE_BUSY:
@@ -322,9 +397,9 @@ int lessons_keys_refetch(request_rec *r, const lessons_dir_conf *conf)
          * wait, so that the bound can be seen at work.
          */
         ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00220)
-                      "keys URL %s: the token's kid is not in the key set "
-                      "and enough requests wait for the fetch already; "
-                      "this one did not wait", src->url);
+                      "%s: the token's kid is not in the key set and enough "
+                      "requests wait for the fetch already; this one did "
+                      "not wait", lessons_keys_src_label(r->pool, src));
         return 0;
     default:
         return 0;

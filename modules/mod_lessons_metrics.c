@@ -214,6 +214,7 @@ lessons_metrics_refusal_e lessons_refusal_of(lessons_token_e rc)
     case LESSONS_TOKEN_NOT_AT_JWT:      return LESSONS_REFUSED_TYPE;
     case LESSONS_TOKEN_BAD_IAT:         return LESSONS_REFUSED_IAT;
     case LESSONS_TOKEN_UNKNOWN_KID:     return LESSONS_REFUSED_UNKNOWN_KID;
+    case LESSONS_TOKEN_UNKNOWN_ISSUER:  return LESSONS_REFUSED_UNKNOWN_ISSUER;
     default:                            return LESSONS_REFUSED_OTHER;
     }
 }

@@ -327,6 +327,113 @@ bad_ok("LessonsJWTKeysMinRefresh 30\nLessonsJWTKeysRefresh 60",
 bad_ok("LessonsJWTAlgorithm RS256\nLessonsJWTKeysURL https://idp.example.org/certs\n"
        . "LessonsJWTKeysMinRefresh 0", qr/from 1 to 3600/, 'LessonsJWTKeysMinRefresh 0');
 
+# ---- an issuer's discovered keys (issue 20 §1): configtest checks the
+# issuer's form and fetches nothing (the children do, as for keys URLs)
+my $iss = 'https://sso.example.org/realms/school';
+good_ok("LessonsJWTIssuer $iss", 'an https issuer and no key: its keys are discovered');
+good_ok("LessonsJWTIssuer $iss\nLessonsJWTAlgorithm RS256 ES256\nLessonsJWTKeysCA $ca_good\n"
+        . "LessonsJWTKeysRefresh 600\nLessonsJWTKeysMinRefresh 30",
+        'a discovered issuer with its algorithms, CA and intervals');
+good_ok("LessonsJWTIssuer $iss/", 'an issuer with a trailing slash');
+good_ok('', 'an issuer alone at server level',
+        "LessonsJWTIssuer https://sso.example.org");
+bad_ok("LessonsJWTIssuer http://sso.example.org/realms/school",
+       qr/SetHandler lessons, but no LessonsJWTKey is configured anywhere \(nor an https:\/\/ LessonsJWTIssuer/,
+       'an http issuer cannot be discovered');
+bad_ok("LessonsJWTIssuer $iss?tenant=a",
+       qr/no LessonsJWTKey is configured anywhere/, 'an issuer with a query cannot be discovered');
+bad_ok("LessonsJWTIssuer $iss\nLessonsJWTAlgorithm HS256",
+       qr/httpd-\d+\.conf:\d+: a keys URL gives public keys only \(RSA, EC\): HS256 can verify no token with it \(nor with the keys discovered from the issuer\)/,
+       'HS256 alone from a discovered issuer');
+bad_ok("LessonsJWTIssuer lessons-dev\nLessonsJWTAlgorithm RS256",
+       qr/httpd-\d+\.conf:\d+: this section sets LessonsJWTAlgorithm but not LessonsJWTKeyFile, LessonsJWTKeysURL or an https:\/\/ LessonsJWTIssuer to discover/,
+       'an algorithm beside an issuer that cannot be discovered');
+bad_ok("LessonsJWTIssuer lessons-dev\nLessonsJWTKeysCA $ca_good",
+       qr/httpd-\d+\.conf:16: LessonsJWTKeysCA, .*need LessonsJWTKeysURL in the same section \(or an https:\/\/ LessonsJWTIssuer whose keys are discovered\)/,
+       'a CA beside an issuer that cannot be discovered');
+# Beside a key, the issuer is the iss to check, as it always was.
+good_ok("LessonsJWTKey HS256 $hs_good\nLessonsJWTIssuer $iss", 'an https issuer beside a key file');
+good_ok("LessonsJWTKey HS256 $hs_good", 'an https issuer in a section of its own beside a keyed one',
+        qq{<LocationMatch "^/api/lessons/level/">\n    LessonsJWTIssuer $iss\n</LocationMatch>});
+openssl("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes "
+        . "-keyout $dir/ca2.key -out $dir/ca2.crt -subj /CN=configtest-ca2 -days 2");
+bad_ok("LessonsJWTIssuer $iss\nLessonsJWTKeysCA $ca_good",
+       qr/LESSONS00106: \S*httpd-\d+\.conf:\d+: LessonsJWTKeysCA \S+, but another section gives \S+ for issuer \Q$iss\E/,
+       'two CA files for one discovered issuer',
+       qq{<Location "/other">\n    LessonsJWTIssuer $iss\n    LessonsJWTKeysCA $dir/ca2.crt\n</Location>});
+
+# ---- several issuers in one section (issue 20 §2): each block one
+# issuer's keys, algorithms and audience; half-set blocks and lines that
+# would leave it unclear which issuer they are for are refused, naming
+# the file and line
+my $teachers = 'https://sso.example.org/realms/teachers';
+sub block { my ($iss, @lines) = @_; join "\n", "<LessonsJWTIssuer $iss>", (map { "    $_" } @lines),
+                                     '</LessonsJWTIssuer>' }
+my $two = block($iss, 'LessonsJWTAudience lessons-api') . "\n"
+        . block($teachers, "LessonsJWTKey RS256 $rsa_pub", 'LessonsJWTAudience lessons-api');
+good_ok($two, 'two issuer blocks: one discovered, one with a key file');
+good_ok(block($iss, 'LessonsJWTAlgorithm RS256', "LessonsJWTKeysCA $ca_good",
+              'LessonsJWTKeysRefresh 600', 'LessonsJWTKeysMinRefresh 30') . "\n"
+        . block('lessons-dev', "LessonsJWTKey HS256 $hs_good") . "\n"
+        . block($teachers, 'LessonsJWTKey RS256 https://sso.example.org/realms/teachers/certs',
+                "LessonsJWTKeysCA $ca_good") . "\nLessonsJWTLeeway 30\nLessonsJWTUserClaim preferred_username",
+        'blocks with discovered keys and named algorithms, a secret, a keys URL; section-wide settings beside');
+good_ok('', 'issuer blocks at server level', $two);
+good_ok("$two\n<If \"-n req('X-Other')\">\n    LessonsJWTKey HS256 $hs_good\n</If>",
+        'an <If> with its own key inside a section with blocks');
+my $line = qr/Syntax error on line (\d+) of \S*httpd-\d+\.conf/;
+bad_ok(block('lessons-dev', 'LessonsJWTAudience lessons-api'),
+       qr/on line 15 of \S*httpd-\d+\.conf:\s+<LessonsJWTIssuer lessons-dev> names no key, and its keys cannot be discovered \(an issuer whose metadata can be fetched is an https:\/\/ URL/,
+       'a block with an audience, no key, and an issuer that cannot be discovered');
+bad_ok(block('http://sso.example.org', 'LessonsJWTAudience lessons-api'),
+       qr/on line 15 .*names no key, and its keys cannot be discovered .*https/s, 'a block for an http issuer, no key');
+bad_ok("$two\n" . block($iss, "LessonsJWTKey HS256 $hs_good"),
+       qr/on line 22 of \S*httpd-\d+\.conf:\s+<LessonsJWTIssuer \Q$iss\E>: this section has a block for that issuer already, at \S*httpd-\d+\.conf:15/,
+       'two blocks for one issuer');
+bad_ok("LessonsJWTKey HS256 $hs_good\n$two",
+       qr/on line 16 .*<LessonsJWTIssuer \Q$iss\E>: this section also sets the key or algorithm outside the blocks/s,
+       'a block after a section-level key');
+bad_ok("$two\nLessonsJWTKey HS256 $hs_good",
+       qr/on line 22 .*LessonsJWTKey: this section has <LessonsJWTIssuer> blocks \(the first at \S*httpd-\d+\.conf:15\); each issuer's keys, algorithms and audience go inside its own block/s,
+       'a section-level key after the blocks');
+bad_ok("$two\nLessonsJWTIssuer $iss", qr/on line 22 .*LessonsJWTIssuer: this section has <LessonsJWTIssuer> blocks/s,
+       'a section-level issuer after the blocks');
+bad_ok("LessonsJWTIssuer $iss\n$two", qr/on line 16 .*this section also sets LessonsJWTIssuer outside the blocks/s,
+       'a section-level issuer before the blocks');
+bad_ok("LessonsJWTAudience lessons-api\n$two", qr/on line 16 .*this section also sets LessonsJWTAudience outside the blocks/s,
+       'a section-level audience before the blocks');
+bad_ok("$two\nLessonsJWTAudience x", qr/on line 22 .*LessonsJWTAudience: this section has <LessonsJWTIssuer> blocks/s,
+       'a section-level audience after the blocks');
+for my $inner ("LessonsJWTIssuer $teachers", 'LessonsJWTLeeway 30', 'Require jwt-claim role admin',
+               'LessonsJWTTokenType any', block($teachers, "LessonsJWTKey HS256 $hs_good")) {
+    my ($name) = $inner =~ /\A(\S+)/;
+    bad_ok(block($iss, 'LessonsJWTAudience a', $inner),
+           qr/on line 15 of \S*httpd-(\d+)\.conf:\s+\S*httpd-\1\.conf:17: \Q$name\E cannot be inside <LessonsJWTIssuer>/,
+           "$name inside a block");
+}
+bad_ok(block($iss, "LessonsJWTKeyFile $rsa_pub"),
+       qr/on line 15 .*<LessonsJWTIssuer \Q$iss\E> sets LessonsJWTKeyFile but not LessonsJWTAlgorithm/s,
+       'a block with a key file and no algorithm');
+bad_ok(block($iss, 'LessonsJWTAlgorithm HS256'),
+       qr/on line 15 .*<LessonsJWTIssuer \Q$iss\E>: keys from a URL or from the issuer's metadata are public keys only \(RSA, EC\): HS256/s,
+       'a block with HS256 alone and discovered keys');
+bad_ok(block($iss, "LessonsJWTKey HS256 $hs_good", "LessonsJWTKeysCA $ca_good"),
+       qr/on line 15 .*LessonsJWTKeysCA, LessonsJWTKeysRefresh and LessonsJWTKeysMinRefresh are for keys fetched/s,
+       'a block with a key file and a CA');
+bad_ok(block($iss, "LessonsJWTKey RS256 $hs_good"),
+       qr/on line 16 .*PEM|RSA|public key/s, 'a block whose key does not fit (named at its own line)');
+bad_ok("$two\nLessonsJWTKeysCA $ca_good",
+       qr/LESSONS00111: \S*httpd-\d+\.conf:22: LessonsJWTKeysCA, LessonsJWTKeysRefresh and LessonsJWTKeysMinRefresh beside <LessonsJWTIssuer> blocks/,
+       'a section-level CA beside blocks');
+bad_ok("<LessonsJWTIssuer>\n</LessonsJWTIssuer>", qr/on line 15 .*<LessonsJWTIssuer> takes one issuer/s,
+       'a block with no issuer');
+bad_ok("<LessonsJWTIssuer $iss $teachers>\n</LessonsJWTIssuer>", qr/takes one issuer/,
+       'a block with two issuers');
+bad_ok(block($iss, "LessonsJWTKeysCA $ca_good"),
+       qr/LESSONS00106: \S*httpd-\d+\.conf:\d+: LessonsJWTKeysCA \S+, but another section gives \S+ for issuer \Q$iss\E/,
+       'two CA files for one discovered issuer in two sections\' blocks',
+       qq{<Location "/other">\n} . block($iss, "LessonsJWTKeysCA $dir/ca2.crt") . "\n</Location>");
+
 # ---- LessonsJWTExportClaims: two names, one variable
 bad_ok("LessonsJWTKey HS256 $hs_good\nLessonsJWTExportClaims tenant a.b a_b",
        qr/claims a\.b and a_b would both be exported as JWT_CLAIM_a_b/,

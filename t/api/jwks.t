@@ -55,13 +55,7 @@ my $port = free_port();
 my $dead = free_port();         # nothing listens there
 my $conf = httpd_conf($dir, $port, <<"EOF");
 LogLevel info
-StartServers 1
-ServerLimit 1
-MinSpareThreads 1
-MaxSpareThreads 25
-ThreadsPerChild 25
-MaxRequestWorkers 25
-<Location "/api/lessons">
+@{[ one_process_conf() ]}<Location "/api/lessons">
     SetHandler lessons
     LessonsJWTAlgorithm RS256 ES256
     LessonsJWTKeysURL $JWKS

@@ -5,7 +5,9 @@
  * real key set, with kids, so that the seeds' valid tokens lead the
  * fuzzer deep), the claims, then the token cache on a second pass and
  * what the gate does with the claims (the user, a dotted lookup, a
- * match).  The clock is fixed, so the seeds stay valid.
+ * match), and the issuer a token names before its signature is checked
+ * (<LessonsJWTIssuer> blocks).  The clock is fixed, so the seeds stay
+ * valid.
  */
 #include "fuzz.h"
 
@@ -21,7 +23,11 @@
 
 #define FUZZ_NOW  1700000000
 
-static lessons_token_policy_t policy;
+static lessons_token_policy_t policy, other;
+
+/* Two issuers of one section, as <LessonsJWTIssuer> blocks give them. */
+static const char *const issuers[] = { "https://idp.example",
+                                       "https://other.example" };
 
 static void fuzz_setup(apr_pool_t *p)
 {
@@ -37,6 +43,8 @@ static void fuzz_setup(apr_pool_t *p)
     policy.issuer = "https://idp.example";
     policy.audience = "lessons";
     policy.leeway = 30;
+    other = policy;
+    other.issuer = issuers[1];
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -46,7 +54,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     lessons_tokencache_t *cache;
     const char *token = NULL, *subject = NULL, *user = NULL;
     json_t *claims = NULL;
-    int pass;
+    int pass, i = 0;
 
     apr_pool_create(&p, fuzz_root);
     /* A cache of the input's own, freed with it: the process's lives
@@ -75,6 +83,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             }
         }
         lessons_token_verify(p, &policy, token, FUZZ_NOW, &subject);
+        /* The issuer picked before the signature judges it: a token
+         * that verifies under the picked policy names that issuer.
+         */
+        if (lessons_token_pick_issuer(p, token, issuers, 2, &i)
+            == LESSONS_TOKEN_OK
+            && lessons_token_verify(p, i ? &other : &policy, token, FUZZ_NOW,
+                                    &subject) == LESSONS_TOKEN_OK
+            && lessons_token_pick_issuer(p, token, issuers + i, 1, &i)
+               != LESSONS_TOKEN_OK) {
+            abort();
+        }
     }
     apr_pool_destroy(p);
     return 0;

@@ -63,6 +63,7 @@ def main():
         ({'alg': 'HS256', 'kid': 'hs'}, dict(base, exp=NOW - 100), 'HS256'),
         ({'alg': 'HS256', 'kid': 'hs', 'crit': ['b64']}, base, 'HS256'),
         ({'alg': 'HS256', 'kid': 'hs'}, dict(base, sub=12345, iss='other'), 'HS256'),
+        ({'alg': 'HS256', 'kid': 'hs'}, dict(base, iss='https://other.example'), 'HS256'),
     ]
     for i, (h, c, alg) in enumerate(tokens):
         write('token', i, 'Bearer ' + jws(h, c, alg))
@@ -101,6 +102,20 @@ def main():
                            'HTTPS://A.example:443\x01authorization, content-type',
                            '*\x01if-match,x-other', 'null', 'https://a.example/']):
         write('cors', i, h)
+
+    iss = 'https://sso.example.org/realms/school'
+    meta = {'issuer': iss, 'jwks_uri': iss + '/protocol/openid-connect/certs',
+            'id_token_signing_alg_values_supported': ['RS256']}
+    for i, (issuer, doc) in enumerate([
+            (iss, json.dumps(meta)),
+            (iss + '/', json.dumps(meta)),
+            ('https://accounts.google.com', json.dumps({'issuer': 'https://accounts.google.com',
+                'jwks_uri': 'https://www.googleapis.com/oauth2/v3/certs'})),
+            (iss, json.dumps(dict(meta, issuer='https://evil.example'))),
+            (iss, '{"issuer":"%s","issuer":"%s","jwks_uri":"https://x/j"}' % (iss, iss)),
+            ('https://127.0.0.1:8443', '{"issuer":"https://127.0.0.1:8443","jwks_uri":"http://x/"}'),
+            ('lessons-dev', '[]')]):
+        write('discovery', i, issuer + '\x01' + doc)
 
     claims = {'sub': 'anna', 'realm_access': {'roles': ['editor']}, 'a.b': 1,
               'a': {'b': 2}, 'scope': 'openid lessons:write', 'n': 42, 't': True}

@@ -17,7 +17,7 @@
 //
 // The provider speaks HTTPS on 127.0.0.1:P with the given certificate
 // (the caller makes a test CA and a certificate for IP:127.0.0.1 with
-// openssl) and starts with one RS256 key.  Its paths are the mock's:
+// openssl) and starts with one RS256 key.  Its paths:
 //   GET  /.well-known/openid-configuration   discovery (jwks_uri, issuer)
 //   GET  /jwks                                the public keys
 //   POST /token                               the token endpoint
@@ -65,11 +65,29 @@
 //                         16 MiB), {"delay_ms": 3000} (before answering;
 //                         combines with the others), or {} for the real
 //                         thing.  Requests still count.
+//   POST /metadata       what discovery answers (issue 20): {"issuer":
+//                         "..."|null} (null: no issuer member),
+//                         {"jwks_uri": "..."|null}, {"openid": false}
+//                         (404 at /.well-known/openid-configuration),
+//                         {"oauth": true} (RFC 8414's metadata at
+//                         /.well-known/oauth-authorization-server, with
+//                         the realm's path after it), {"status": N},
+//                         {"body": "text"}, {"delay_ms": N}; any mix, or
+//                         {} for the document as it is.  Both places
+//                         count their requests (discovery_requests,
+//                         oauth_metadata_requests).
 //   POST /stop           close the HTTPS listener (open connections too)
 //   POST /start          listen again on the same port
 //   POST /reset-count    zero the request counts
 // Each POST answers the state (or {kid, alg} for /keys); a bad request
 // answers 400 {"error": ...}.
+//
+// Realms: one provider, several issuers on one origin, as Keycloak has
+// them.  POST /realms {"name": "school"} makes a realm with its own RS256
+// key; its issuer is https://127.0.0.1:P/realms/school, and every path
+// above is also served under /realms/school (discovery, /jwks, /token).
+// Every control endpoint takes ?realm=NAME (none: the root issuer, as
+// above); GET /state?realm=NAME is that realm's state.
 'use strict';
 
 const fs = require('node:fs');
@@ -82,6 +100,7 @@ const HOST = '127.0.0.1';
 const ALGS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512'];
 const JWKS_PATH = '/jwks';
 const DISCOVERY_PATH = '/.well-known/openid-configuration';
+const OAUTH_PATH = '/.well-known/oauth-authorization-server';
 const TOKEN_PATH = '/token';
 const BODY_MAX = 64 * 1024;
 
@@ -122,107 +141,197 @@ function log(msg) {
 
 // ------------------------------------------------------------- state
 
-const state = {
-  keys: [],                 // private JWKs, in the order they were added
-  signingKid: undefined,
-  header: {},               // POST /token-header
-  claims: {},               // POST /token-claims
-  fault: {},                // POST /jwks-fault
-  jwks: 0,
-  jwksByQuery: {},          // the same, per query string
-  discovery: 0,
-  token: 0,
-};
-
-let mock;                   // the oauth2-mock-server of the current key set
-let server = null;          // its HTTPS listener, when running
-const sockets = new Set();
-
-function publicState() {
+// One issuer: the root one (prefix '') or a realm (prefix /realms/NAME).
+function newRealm(name) {
+  const prefix = name === '' ? '' : `/realms/${name}`;
   return {
-    issuer: issuerUrl,
-    running: server !== null,
-    kids: state.keys.map((k) => k.kid),
-    keys: state.keys.map((k) => ({ kid: k.kid, alg: k.alg })),
-    signing_kid: state.signingKid ?? null,
-    jwks_requests: state.jwks,
-    jwks_requests_by_query: state.jwksByQuery,
-    discovery_requests: state.discovery,
-    token_requests: state.token,
-    token_header: state.header,
-    token_claims: state.claims,
-    jwks_fault: state.fault,
+    name,
+    prefix,
+    iss: `${issuerUrl}${prefix}`,
+    keys: [],               // private JWKs, in the order they were added
+    signingKid: undefined,
+    header: {},             // POST /token-header
+    claims: {},             // POST /token-claims
+    fault: {},              // POST /jwks-fault
+    metadata: {},           // POST /metadata
+    jwks: 0,
+    jwksByQuery: {},        // the same, per query string
+    discovery: 0,
+    oauth: 0,
+    token: 0,
+    mock: undefined,        // the oauth2-mock-server of its key set
   };
 }
 
-// A mock holding exactly state.keys.  Never started itself: its request
-// handler is served by our listener, which can drop open connections on
-// stop (the mock's own server waits for them) and counts requests.
-async function buildMock() {
+const realms = new Map([['', newRealm('')]]);
+let server = null;          // the HTTPS listener, when running
+const sockets = new Set();
+
+function publicState(realm) {
+  return {
+    realm: realm.name,
+    issuer: realm.iss,
+    running: server !== null,
+    kids: realm.keys.map((k) => k.kid),
+    keys: realm.keys.map((k) => ({ kid: k.kid, alg: k.alg })),
+    signing_kid: realm.signingKid ?? null,
+    jwks_requests: realm.jwks,
+    jwks_requests_by_query: realm.jwksByQuery,
+    discovery_requests: realm.discovery,
+    oauth_metadata_requests: realm.oauth,
+    token_requests: realm.token,
+    token_header: realm.header,
+    token_claims: realm.claims,
+    jwks_fault: realm.fault,
+    metadata: realm.metadata,
+    realms: [...realms.keys()].filter((n) => n !== ''),
+  };
+}
+
+// A mock holding exactly the realm's keys.  Never started itself: its
+// request handler is served by our listener, which can drop open
+// connections on stop (the mock's own server waits for them) and counts
+// requests.
+async function buildMock(realm) {
   const m = new OAuth2Server();
-  for (const k of state.keys) {
+  for (const k of realm.keys) {
     await m.issuer.keys.add(k);
   }
-  m.issuer.url = issuerUrl;
+  m.issuer.url = realm.iss;
   const original = m.issuer.buildToken.bind(m.issuer);
   m.issuer.buildToken = async (opts) => {
-    const jwt = await original({ ...opts, kid: state.signingKid });
-    return Object.keys(state.header).length ? resign(jwt) : jwt;
+    const jwt = await original({ ...opts, kid: realm.signingKid });
+    return Object.keys(realm.header).length ? resign(realm, jwt) : jwt;
   };
   m.service.on('beforeTokenSigning', (token) => {
-    Object.assign(token.payload, state.claims);
+    Object.assign(token.payload, realm.claims);
   });
   return m;
 }
 
 // The mock's token with the header of POST /token-header: same key,
 // same claims.
-async function resign(jwt) {
+async function resign(realm, jwt) {
   const payload = jose.decodeJwt(jwt);
   const old = jose.decodeProtectedHeader(jwt);
-  const jwk = state.keys.find((k) => k.kid === old.kid);
+  const jwk = realm.keys.find((k) => k.kid === old.kid);
   if (!jwk) throw new Error(`signing key ${old.kid} is gone`);
   const header = { alg: old.alg, typ: 'JWT', kid: old.kid };
   for (const name of ['typ', 'kid']) {
-    if (Object.prototype.hasOwnProperty.call(state.header, name)) {
-      if (state.header[name] === null) delete header[name];
-      else header[name] = state.header[name];
+    if (Object.prototype.hasOwnProperty.call(realm.header, name)) {
+      if (realm.header[name] === null) delete header[name];
+      else header[name] = realm.header[name];
     }
   }
   const key = await jose.importJWK(jwk, jwk.alg);
   return new jose.SignJWT(payload).setProtectedHeader(header).sign(key);
 }
 
-function providerRequest(req, res) {
-  const path = (req.url || '').split('?')[0];
-  if (path === JWKS_PATH) {
-    state.jwks++;
-    // Per query string too, so a test can tell its keys URLs apart.
-    const query = (req.url || '').split('?')[1] ?? '';
-    state.jwksByQuery[query] = (state.jwksByQuery[query] ?? 0) + 1;
-    const f = state.fault;
-    const answer = () => {
-      if (f.status !== undefined) {
-        res.writeHead(f.status, { 'Content-Type': 'application/json' });
-        res.end('{"error":"jwks fault"}');
-      } else if (f.body !== undefined) {
-        res.writeHead(200, { 'Content-Type': 'application/json' });
-        res.end(String(f.body));
-      } else if (f.size !== undefined) {
-        const text = JSON.stringify({ keys: mock.issuer.keys.toJSON() });
-        res.writeHead(200, { 'Content-Type': 'application/json' });
-        res.end(text.padEnd(f.size, ' '));
-      } else {
-        mock.service.requestHandler(req, res);
+// The realm's metadata as POST /metadata shapes it, answered after its
+// delay.  place: 'openid' or 'oauth'.
+function metadataRequest(realm, place, res) {
+  const m = realm.metadata;
+  const answer = () => {
+    if (place === 'openid' ? m.openid === false : m.oauth !== true) {
+      res.writeHead(404, { 'Content-Type': 'application/json' });
+      res.end('{"error":"not here"}');
+      return;
+    }
+    if (m.status !== undefined) {
+      res.writeHead(m.status, { 'Content-Type': 'application/json' });
+      res.end('{"error":"metadata fault"}');
+      return;
+    }
+    let text = m.body;
+    if (text === undefined) {
+      const doc = {
+        issuer: realm.iss,
+        jwks_uri: `${realm.iss}${JWKS_PATH}`,
+        token_endpoint: `${realm.iss}${TOKEN_PATH}`,
+        grant_types_supported: ['client_credentials'],
+        response_types_supported: ['code'],
+        subject_types_supported: ['public'],
+        id_token_signing_alg_values_supported: ['RS256'],
+      };
+      for (const name of ['issuer', 'jwks_uri']) {
+        if (Object.prototype.hasOwnProperty.call(m, name)) {
+          if (m[name] === null) delete doc[name];
+          else doc[name] = m[name];
+        }
       }
-    };
-    if (f.delay_ms) setTimeout(answer, f.delay_ms);
-    else answer();
+      text = JSON.stringify(doc);
+    }
+    res.writeHead(200, { 'Content-Type': 'application/json' });
+    res.end(String(text));
+  };
+  if (m.delay_ms) setTimeout(answer, m.delay_ms);
+  else answer();
+}
+
+function jwksRequest(realm, req, res) {
+  realm.jwks++;
+  // Per query string too, so a test can tell its keys URLs apart.
+  const query = (req.url || '').split('?')[1] ?? '';
+  realm.jwksByQuery[query] = (realm.jwksByQuery[query] ?? 0) + 1;
+  const f = realm.fault;
+  const answer = () => {
+    if (f.status !== undefined) {
+      res.writeHead(f.status, { 'Content-Type': 'application/json' });
+      res.end('{"error":"jwks fault"}');
+    } else if (f.body !== undefined) {
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.end(String(f.body));
+    } else if (f.size !== undefined) {
+      const text = JSON.stringify({ keys: realm.mock.issuer.keys.toJSON() });
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.end(text.padEnd(f.size, ' '));
+    } else {
+      realm.mock.service.requestHandler(req, res);
+    }
+  };
+  if (f.delay_ms) setTimeout(answer, f.delay_ms);
+  else answer();
+}
+
+// The realm a path belongs to (the longest prefix), and the path within.
+function realmOf(path) {
+  let best = realms.get('');
+  for (const r of realms.values()) {
+    if (r.prefix && (path === r.prefix || path.startsWith(`${r.prefix}/`))
+        && r.prefix.length > best.prefix.length) {
+      best = r;
+    }
+  }
+  return [best, path.slice(best.prefix.length) || '/'];
+}
+
+function providerRequest(req, res) {
+  const [path, query] = (req.url || '').split('?');
+  // RFC 8414 3.1: the well-known path goes between host and issuer path.
+  if (path === OAUTH_PATH || path.startsWith(`${OAUTH_PATH}/`)) {
+    const realm = [...realms.values()].find((r) => `${OAUTH_PATH}${r.prefix}` === path);
+    if (!realm) {
+      res.writeHead(404, { 'Content-Type': 'application/json' });
+      res.end('{"error":"no such issuer"}');
+      return;
+    }
+    realm.oauth++;
+    metadataRequest(realm, 'oauth', res);
     return;
   }
-  if (path === DISCOVERY_PATH) state.discovery++;
-  if (path === TOKEN_PATH) state.token++;
-  mock.service.requestHandler(req, res);
+  const [realm, sub] = realmOf(path);
+  req.url = query === undefined ? sub : `${sub}?${query}`;
+  if (sub === JWKS_PATH) {
+    jwksRequest(realm, req, res);
+    return;
+  }
+  if (sub === DISCOVERY_PATH) {
+    realm.discovery++;
+    metadataRequest(realm, 'openid', res);
+    return;
+  }
+  if (sub === TOKEN_PATH) realm.token++;
+  realm.mock.service.requestHandler(req, res);
 }
 
 function startProvider() {
@@ -255,35 +364,48 @@ function stopProvider() {
 
 // ----------------------------------------------------------- control
 
-async function addKey(body) {
+async function addKey(realm, body) {
   const alg = body.alg ?? 'RS256';
   if (!ALGS.includes(alg)) throw new Error(`alg must be one of ${ALGS.join(', ')}`);
   if (body.kid !== undefined && (typeof body.kid !== 'string' || body.kid === '')) {
     throw new Error('kid must be a non-empty string');
   }
-  if (body.kid !== undefined && state.keys.some((k) => k.kid === body.kid)) {
+  if (body.kid !== undefined && realm.keys.some((k) => k.kid === body.kid)) {
     throw new Error(`kid ${body.kid} exists`);
   }
-  const jwk = await mock.issuer.keys.generate(alg, body.kid !== undefined ? { kid: body.kid } : undefined);
-  state.keys.push(jwk);
-  if (body.sign !== false) state.signingKid = jwk.kid;
-  log(`added ${alg} key ${jwk.kid}${body.sign !== false ? ' (signing)' : ''}`);
+  const jwk = await realm.mock.issuer.keys.generate(alg, body.kid !== undefined ? { kid: body.kid } : undefined);
+  realm.keys.push(jwk);
+  if (body.sign !== false) realm.signingKid = jwk.kid;
+  log(`${realm.iss}: added ${alg} key ${jwk.kid}${body.sign !== false ? ' (signing)' : ''}`);
   return { kid: jwk.kid, alg };
 }
 
-async function removeKey(body) {
-  const i = state.keys.findIndex((k) => k.kid === body.kid);
+async function removeKey(realm, body) {
+  const i = realm.keys.findIndex((k) => k.kid === body.kid);
   if (i < 0) throw new Error(`no key ${body.kid}`);
-  state.keys.splice(i, 1);
-  if (state.signingKid === body.kid) {
-    state.signingKid = state.keys.length ? state.keys[state.keys.length - 1].kid : undefined;
+  realm.keys.splice(i, 1);
+  if (realm.signingKid === body.kid) {
+    realm.signingKid = realm.keys.length ? realm.keys[realm.keys.length - 1].kid : undefined;
   }
   const wasRunning = server !== null;
   await stopProvider();
-  mock = await buildMock();
+  realm.mock = await buildMock(realm);
   if (wasRunning) await startProvider();
-  log(`removed key ${body.kid}${wasRunning ? ', provider restarted' : ''}`);
-  return publicState();
+  log(`${realm.iss}: removed key ${body.kid}${wasRunning ? ', provider restarted' : ''}`);
+  return publicState(realm);
+}
+
+async function addRealm(body) {
+  const name = body.name;
+  if (typeof name !== 'string' || !/^[A-Za-z0-9_-]{1,64}$/.test(name)) {
+    throw new Error('name must be 1 to 64 of A-Z a-z 0-9 _ -');
+  }
+  if (realms.has(name)) throw new Error(`realm ${name} exists`);
+  const realm = newRealm(name);
+  realm.mock = await buildMock(realm);
+  realms.set(name, realm);
+  await addKey(realm, { alg: body.alg ?? 'RS256' });
+  return publicState(realm);
 }
 
 function plainObject(body, what) {
@@ -293,58 +415,78 @@ function plainObject(body, what) {
   return body;
 }
 
+function checkInt(v, name, min, max) {
+  if (v !== undefined && !(Number.isInteger(v) && v >= min && v <= max)) {
+    throw new Error(`${name} must be ${min}..${max}`);
+  }
+}
+
 const routes = {
-  'GET /state': async () => publicState(),
+  'GET /state': async (realm) => publicState(realm),
+  'POST /realms': async (_realm, body) => addRealm(body),
   'POST /keys': addKey,
   'POST /keys/remove': removeKey,
-  'POST /signing': async (body) => {
-    if (!state.keys.some((k) => k.kid === body.kid)) throw new Error(`no key ${body.kid}`);
-    state.signingKid = body.kid;
-    return publicState();
+  'POST /signing': async (realm, body) => {
+    if (!realm.keys.some((k) => k.kid === body.kid)) throw new Error(`no key ${body.kid}`);
+    realm.signingKid = body.kid;
+    return publicState(realm);
   },
-  'POST /token-header': async (body) => {
+  'POST /token-header': async (realm, body) => {
     plainObject(body, '/token-header');
     for (const [name, v] of Object.entries(body)) {
       if (!['typ', 'kid'].includes(name)) throw new Error('only typ and kid can be set');
       if (v !== null && typeof v !== 'string') throw new Error(`${name} must be a string or null`);
     }
-    state.header = { ...body };
-    return publicState();
+    realm.header = { ...body };
+    return publicState(realm);
   },
-  'POST /token-claims': async (body) => {
-    state.claims = { ...plainObject(body, '/token-claims') };
-    return publicState();
+  'POST /token-claims': async (realm, body) => {
+    realm.claims = { ...plainObject(body, '/token-claims') };
+    return publicState(realm);
   },
-  'POST /jwks-fault': async (body) => {
+  'POST /jwks-fault': async (realm, body) => {
     plainObject(body, '/jwks-fault');
-    if (body.status !== undefined && !(Number.isInteger(body.status) && body.status >= 100 && body.status <= 599)) {
-      throw new Error('status must be 100..599');
-    }
-    if (body.size !== undefined && !(Number.isInteger(body.size) && body.size >= 0 && body.size <= 16 * 1024 * 1024)) {
-      throw new Error('size must be 0..16777216');
-    }
-    if (body.delay_ms !== undefined && !(Number.isInteger(body.delay_ms) && body.delay_ms >= 0 && body.delay_ms <= 60000)) {
-      throw new Error('delay_ms must be 0..60000');
-    }
-    state.fault = { ...body };
-    return publicState();
+    checkInt(body.status, 'status', 100, 599);
+    checkInt(body.size, 'size', 0, 16 * 1024 * 1024);
+    checkInt(body.delay_ms, 'delay_ms', 0, 60000);
+    realm.fault = { ...body };
+    return publicState(realm);
   },
-  'POST /stop': async () => {
+  'POST /metadata': async (realm, body) => {
+    plainObject(body, '/metadata');
+    for (const [name, v] of Object.entries(body)) {
+      if (['issuer', 'jwks_uri'].includes(name)) {
+        if (v !== null && typeof v !== 'string') throw new Error(`${name} must be a string or null`);
+      } else if (['openid', 'oauth'].includes(name)) {
+        if (typeof v !== 'boolean') throw new Error(`${name} must be true or false`);
+      } else if (name === 'body') {
+        if (typeof v !== 'string') throw new Error('body must be a string');
+      } else if (!['status', 'delay_ms'].includes(name)) {
+        throw new Error(`unknown member ${name}`);
+      }
+    }
+    checkInt(body.status, 'status', 100, 599);
+    checkInt(body.delay_ms, 'delay_ms', 0, 60000);
+    realm.metadata = { ...body };
+    return publicState(realm);
+  },
+  'POST /stop': async (realm) => {
     await stopProvider();
     log('provider stopped');
-    return publicState();
+    return publicState(realm);
   },
-  'POST /start': async () => {
+  'POST /start': async (realm) => {
     await startProvider();
     log('provider started');
-    return publicState();
+    return publicState(realm);
   },
-  'POST /reset-count': async () => {
-    state.jwks = 0;
-    state.jwksByQuery = {};
-    state.discovery = 0;
-    state.token = 0;
-    return publicState();
+  'POST /reset-count': async (realm) => {
+    realm.jwks = 0;
+    realm.jwksByQuery = {};
+    realm.discovery = 0;
+    realm.oauth = 0;
+    realm.token = 0;
+    return publicState(realm);
   },
 };
 
@@ -355,9 +497,15 @@ function reply(res, status, obj) {
 }
 
 function controlRequest(req, res) {
-  const route = routes[`${req.method} ${(req.url || '').split('?')[0]}`];
+  const url = new URL(req.url || '/', 'http://control');
+  const route = routes[`${req.method} ${url.pathname}`];
   if (!route) {
     reply(res, 404, { error: `no control endpoint ${req.method} ${req.url}` });
+    return;
+  }
+  const realm = realms.get(url.searchParams.get('realm') ?? '');
+  if (!realm) {
+    reply(res, 400, { error: `no realm ${url.searchParams.get('realm')}` });
     return;
   }
   const chunks = [];
@@ -377,7 +525,7 @@ function controlRequest(req, res) {
       return;
     }
     try {
-      reply(res, 200, await route(body ?? {}));
+      reply(res, 200, await route(realm, body ?? {}));
     } catch (e) {
       reply(res, 400, { error: e.message });
     }
@@ -399,8 +547,9 @@ async function shutdown(sig) {
 }
 
 async function main() {
-  mock = await buildMock();
-  await addKey({ alg: 'RS256' });
+  const root = realms.get('');
+  root.mock = await buildMock(root);
+  await addKey(root, { alg: 'RS256' });
   await startProvider();
   control = http.createServer(controlRequest);
   await new Promise((resolve, reject) => {

@@ -3,7 +3,8 @@
 # certificate for 127.0.0.1, the provider started, then discovery, JWKS
 # and client-credentials tokens through curl --cacert, each token checked
 # against the JWKS with jose, key added, key removed (provider restarted),
-# the at+jwt header, a JWKS fault, stop/start and the request counts.
+# the at+jwt header, a JWKS fault, stop/start, the request counts, and a
+# realm's discovery, tokens and metadata controls.
 #
 #   make idp-deps && t/idp/selftest.sh          (NODE=/path/to/node to pick
 #                                               another Node.js)
@@ -151,6 +152,25 @@ check "token_requests" 6 "$(field "$S" token_requests)"
 ctl /reset-count >/dev/null
 get -o /dev/null "$BASE/jwks"
 check "jwks_requests after reset" 1 "$(field "$(state)" jwks_requests)"
+
+# --- realms and metadata (issue 20) ---------------------------------------
+ctl /realms -d '{"name":"school"}' >/dev/null
+R=$BASE/realms/school
+DISC=$(get "$R/.well-known/openid-configuration")
+check "realm discovery issuer" "$R" "$(field "$DISC" issuer)"
+check "realm discovery jwks_uri" "$R/jwks" "$(field "$DISC" jwks_uri)"
+RKID=$(field "$(curl -sS --max-time 10 "$CTL/state?realm=school")" signing_kid)
+T=$(get -d grant_type=client_credentials -d aud=lessons "$R/token" \
+        | js 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).access_token))')
+check "realm token iss" "$R" "$(js 'console.log(JSON.parse(Buffer.from(process.argv[1].split(".")[1],"base64url")).iss)' "$T")"
+check "realm token verifies against the realm's JWKS" "verified $RKID" "$(verify "$T" "$(get "$R/jwks")")"
+check "RFC 8414 place off by default" 404 "$(get -o /dev/null -w '%{http_code}' "$BASE/.well-known/oauth-authorization-server/realms/school")"
+ctl '/metadata?realm=school' -d '{"oauth":true,"openid":false,"issuer":"https://evil.example"}' >/dev/null
+check "RFC 8414 place on" "https://evil.example" "$(field "$(get "$BASE/.well-known/oauth-authorization-server/realms/school")" issuer)"
+check "OpenID place off" 404 "$(get -o /dev/null -w '%{http_code}' "$R/.well-known/openid-configuration")"
+S=$(curl -sS --max-time 10 "$CTL/state?realm=school")
+check "realm counts" "2 1 2" "$(field "$S" oauth_metadata_requests) $(field "$S" token_requests) $(field "$S" discovery_requests)"
+check "bad realm refused" 400 "$(curl -s -o /dev/null -w '%{http_code}' "$CTL/state?realm=nope")"
 
 # --- SIGTERM --------------------------------------------------------------
 kill -TERM "$PID"

@@ -6,7 +6,8 @@ package LessonsTest;
 #   JSON       json_of($res), top_keys($text)
 #   checks     is_problem, is_validation, is_empty_404, is_json_lesson
 #   database   db_rows($sql), db_do($sql), db_lessons(), seed(@rows), sq()
-#   servers    free_port(), wait_port($port), httpd_conf(...), start_httpd(...)
+#   servers    free_port(), wait_port($port), httpd_conf(...), start_httpd(...),
+#              one_process_conf()
 #
 # Every setting comes from the LESSONS_TEST_* environment that
 # t/tools/integration.sh exports.
@@ -32,7 +33,8 @@ our @EXPORT = qw(
     call base_url json_of top_keys object_keys lesson_keys
     is_problem is_validation is_empty_404 is_json_lesson is_unauthorized
     db_rows db_do db_lessons db_count seed sq lesson_row
-    free_port wait_port httpd_conf start_httpd pg_ctl pg_start jwt_caps api_location
+    free_port wait_port httpd_conf start_httpd one_process_conf pg_ctl pg_start
+    jwt_caps api_location
     suite_log_size suite_log_since
     LESSON_TYPE PROBLEM_TYPE VALIDATION_TITLE
 );
@@ -109,6 +111,14 @@ $body
 EOF
     close $fh or die "$conf: $!";
     return $conf;
+}
+
+# The MPM lines of a server of one process with 25 threads, for tests
+# that count what each process fetches (keys URLs, discovered issuers).
+sub one_process_conf {
+    return join '', map { "$_\n" } 'StartServers 1', 'ServerLimit 1',
+        'MinSpareThreads 1', 'MaxSpareThreads 25', 'ThreadsPerChild 25',
+        'MaxRequestWorkers 25';
 }
 
 # start_httpd($conf, $port): starts it, waits for its port (bails out

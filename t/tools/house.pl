@@ -198,9 +198,11 @@ sub directives {
     my (%cmd, @problems);
 
     # AP_INIT_xxx("Name", handler, data, FLAGS, "help"): the flags are
-    # the first RSRC_CONF/ACCESS_CONF expression after the name.
-    while ($table =~ /AP_INIT_\w+\(\s*"(\w+)"(.*?)\b((?:RSRC_CONF|ACCESS_CONF)(?:\s*\|\s*(?:RSRC_CONF|ACCESS_CONF))*)/gs) {
+    # the first RSRC_CONF/ACCESS_CONF expression after the name.  A
+    # section directive ("<Name") is "<Name>" in the reference.
+    while ($table =~ /AP_INIT_\w+\(\s*"(<?\w+)"(.*?)\b((?:RSRC_CONF|ACCESS_CONF)(?:\s*\|\s*(?:RSRC_CONF|ACCESS_CONF))*)/gs) {
         my ($name, $between, $flags) = ($1, $2, $3);
+        $name .= '>' if $name =~ /\A</;
         # A number's spec says GLOBAL_ONLY when the directive is main
         # server only: look it up by the spec's name.
         my ($spec) = $between =~ /&(\w+_n)\b/;
@@ -208,8 +210,11 @@ sub directives {
         $cmd{$name} = context_of($flags, $global);
     }
     my %ref;
-    while ($ref =~ /^## (\w+) Directive\n(.*?)(?=^## |\z)/msg) {
+    # "## \<Name\> Directive" for a section directive (escaped, so that
+    # Markdown shows the brackets).
+    while ($ref =~ /^## (\\?<?\w+\\?>?) Directive\n(.*?)(?=^## |\z)/msg) {
         my ($name, $body) = ($1, $2);
+        $name =~ tr/\\//d;
         my ($context) = $body =~ /^\| Context: \| (.*?) \|$/m;
         $ref{$name} = $context // '';
         push @problems, "$name: DIRECTIVES.md's entry has no $_ row"
@@ -224,7 +229,7 @@ sub directives {
         for grep { exists $ref{$_} && $ref{$_} ne '' && $ref{$_} ne $cmd{$_} }
             sort keys %cmd;
     my %summary = map { $_ => 1 }
-        $readme =~ /^\| \[`(Lessons\w+)`\]\(DIRECTIVES\.md#/mg;
+        $readme =~ /^\| \[`(<?Lessons\w+>?)`\]\(DIRECTIVES\.md#/mg;
     push @problems, "$_: in the command table, not in README's summary"
         for grep { !$summary{$_} } sort keys %cmd;
     push @problems, "$_: in README's summary, not in the command table"

@@ -531,6 +531,29 @@ static void test_get_status(void **state)
     assert_has(get(&o, &body, &len), "500");
 }
 
+/* The status answered, for a caller that tries another URL on a 404 but
+ * not when the server cannot be reached at all.
+ */
+static void test_get_ex_status(void **state)
+{
+    lessons_fetch_opts_t o = opts_for(url(L_MAIN, "/missing"));
+    char *body = NULL;
+    apr_size_t len = 0;
+    long status = -1;
+
+    (void)state;
+    assert_has(lessons_fetch_get_ex(pool, &o, &body, &len, &status), "404");
+    assert_int_equal(status, 404);
+    o.url = url(L_MAIN, "/ok");
+    assert_null(lessons_fetch_get_ex(pool, &o, &body, &len, &status));
+    assert_int_equal(status, 200);
+    assert_string_equal(body, OK_BODY);
+    o.url = apr_psprintf(pool, "http://127.0.0.1:%d/ok", closed_port);
+    status = -1;
+    assert_non_null(lessons_fetch_get_ex(pool, &o, &body, &len, &status));
+    assert_int_equal(status, 0);
+}
+
 static void test_get_size_cap(void **state)
 {
     lessons_fetch_opts_t o = opts_for(url(L_MAIN, "/exact"));
@@ -873,6 +896,7 @@ int main(void)
         cmocka_unit_test(test_check_url_bad),
         cmocka_unit_test(test_get_ok),
         cmocka_unit_test(test_get_status),
+        cmocka_unit_test(test_get_ex_status),
         cmocka_unit_test(test_get_size_cap),
         cmocka_unit_test(test_get_timeout),
         cmocka_unit_test(test_get_refused),

@@ -440,6 +440,12 @@ static void test_pss_key_with_the_flag(void **state)
     assert_false(lessons_algs_name_pss(LESSONS_ALG_BIT(JWT_ALG_RS256)
                                        | LESSONS_ALG_BIT(JWT_ALG_ES512)
                                        | LESSONS_ALG_BIT(JWT_ALG_HS256)));
+    /* HMAC alone: what no keys URL or discovered issuer can serve. */
+    assert_true(lessons_algs_hmac_only(LESSONS_ALG_BIT(JWT_ALG_HS256)
+                                       | LESSONS_ALG_BIT(JWT_ALG_HS512)));
+    assert_false(lessons_algs_hmac_only(LESSONS_ALG_BIT(JWT_ALG_HS256)
+                                        | LESSONS_ALG_BIT(JWT_ALG_RS256)));
+    assert_false(lessons_algs_hmac_only(0));
 }
 
 static void test_from_key(void **state)

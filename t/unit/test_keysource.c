@@ -215,6 +215,38 @@ static const char *kid_of(const lessons_keyset_t *set)
     return set->keys[0].kid;
 }
 
+/* A lazy source stays off the network until someone needs its keys:
+ * the first take starts the first fetch and waits for it; a refetch
+ * wakes one the same way; stopping one that never fetched ends its
+ * thread.
+ */
+static void test_lazy_source(void **state)
+{
+    lessons_keysource_opts_t o = opts_of(MS(60000), MS(10));
+    lessons_keysource_t *src = NULL, *other = NULL, *never = NULL;
+    apr_pool_t *holder;
+
+    o.lazy = 1;
+    assert_int_equal(lessons_keysource_start(&src, &o, *state), APR_SUCCESS);
+    assert_int_equal(lessons_keysource_start(&other, &o, *state),
+                     APR_SUCCESS);
+    assert_int_equal(lessons_keysource_start(&never, &o, *state),
+                     APR_SUCCESS);     /* teardown stops it asleep */
+    apr_sleep(MS(50));
+    assert_int_equal(fake_read(&fake.calls), 0);
+    assert_int_equal(stats_of(src).fetches, 0);
+    assert_int_equal(apr_pool_create(&holder, *state), APR_SUCCESS);
+    assert_string_equal(kid_of(lessons_keysource_take(src, holder)), "k1");
+    assert_int_equal(stats_of(src).fetches, 1);
+    assert_int_equal(stats_of(other).fetches, 0);
+    assert_int_equal(lessons_keysource_refetch(other, NULL, NULL),
+                     LESSONS_KEYSOURCE_NEW);
+    assert_int_equal(stats_of(other).fetches, 1);
+    assert_int_equal(fake_read(&fake.calls), 2);
+    assert_int_equal(stats_of(never).fetches, 0);
+    apr_pool_destroy(holder);
+}
+
 /* The first take waits for the first fetch and gets its set. */
 static void test_first_take_waits_for_first_fetch(void **state)
 {
@@ -638,6 +670,7 @@ static void test_fetch_url_refuses_http(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_lazy_source, setup, teardown),
         cmocka_unit_test_setup_teardown(test_first_take_waits_for_first_fetch,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_first_fetch_fails,

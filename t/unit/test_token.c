@@ -1560,6 +1560,222 @@ static void test_verify_claims_no_cache(void **state)
     assert_null(claims);
 }
 
+/* ------------------------------------------------------ several issuers */
+
+#define ISSUER_B "https://sso.example.org/realms/teachers"
+
+static const char *const two_issuers[] = { ISSUER, ISSUER_B };
+
+static lessons_token_e pick(const char *token, int *index)
+{
+    return lessons_token_pick_issuer(pool, token, two_issuers, 2, index);
+}
+
+static void test_pick_issuer(void **state)
+{
+    char *long_payload;
+    int i = 7;
+
+    (void)state;
+    assert_int_equal(pick(hs256_token(HS256_HEADER, "{\"iss\":\"" ISSUER
+                                      "\",\"exp\":1}"), &i),
+                     LESSONS_TOKEN_OK);
+    assert_int_equal(i, 0);
+    assert_int_equal(pick(hs256_token(HS256_HEADER, "{\"iss\":\"" ISSUER_B
+                                      "\"}"), &i), LESSONS_TOKEN_OK);
+    assert_int_equal(i, 1);
+    /* Exact strings only; any other value names no issuer. */
+    static const char *const none[] = {
+        "{\"sub\":\"x\"}",
+        "{\"iss\":null}",
+        "{\"iss\":5}",
+        "{\"iss\":[\"" ISSUER "\"]}",
+        "{\"iss\":{\"" ISSUER "\":1}}",
+        "{\"iss\":\"" ISSUER "/\"}",
+        "{\"iss\":\"" ISSUER " \"}",
+        "{\"iss\":\"HTTPS://auth.example.org\"}",
+        "{\"iss\":\"\"}",
+    };
+    for (size_t n = 0; n < sizeof(none) / sizeof(none[0]); n++) {
+        i = 7;
+        if (pick(hs256_token(HS256_HEADER, none[n]), &i)
+            != LESSONS_TOKEN_UNKNOWN_ISSUER) {
+            fail_msg("payload %s picked an issuer", none[n]);
+        }
+        assert_int_equal(i, -1);
+    }
+    /* A payload read two ways is no payload: refused as a full verify
+     * refuses it, before any issuer is picked.
+     */
+    assert_int_equal(pick(hs256_token(HS256_HEADER, "{\"iss\":\"" ISSUER_B
+                                      "\",\"iss\":\"" ISSUER "\"}"), &i),
+                     LESSONS_TOKEN_MALFORMED);
+    assert_int_equal(pick(hs256_token(HS256_HEADER, "[{\"iss\":\"" ISSUER
+                                      "\"}]"), &i), LESSONS_TOKEN_MALFORMED);
+    assert_int_equal(pick(hs256_token(HS256_HEADER, "not json"), &i),
+                     LESSONS_TOKEN_MALFORMED);
+    assert_int_equal(pick("a.b", &i), LESSONS_TOKEN_MALFORMED);
+    assert_int_equal(pick("", &i), LESSONS_TOKEN_MALFORMED);
+    assert_int_equal(pick(NULL, &i), LESSONS_TOKEN_MALFORMED);
+    assert_int_equal(pick(apr_pstrcat(pool, b64s(HS256_HEADER), ".",
+                                      b64s("{\"iss\":\"" ISSUER "\"}"),
+                                      ".a+b", NULL), &i),
+                     LESSONS_TOKEN_MALFORMED);
+    long_payload = apr_psprintf(pool, "{\"iss\":\"" ISSUER "\",\"x\":\"%0*d\"}",
+                                LESSONS_TOKEN_MAX_LEN, 0);
+    assert_int_equal(pick(hs256_token(HS256_HEADER, long_payload), &i),
+                     LESSONS_TOKEN_MALFORMED);
+    /* No issuers at all: nothing is named. */
+    assert_int_equal(lessons_token_pick_issuer(pool, hs256_token(HS256_HEADER,
+                         "{\"iss\":\"" ISSUER "\"}"), two_issuers, 0, &i),
+                     LESSONS_TOKEN_UNKNOWN_ISSUER);
+}
+
+/* As the module composes them: the issuer the token names picks the
+ * policy, and only that policy's keys and algorithms judge it.
+ */
+static lessons_token_e verify_by_issuer(const lessons_token_policy_t *pols,
+                                        const char *token)
+{
+    const char *subject = NULL;
+    lessons_token_e rc;
+    int i = -1;
+
+    rc = pick(token, &i);
+    if (rc != LESSONS_TOKEN_OK) {
+        return rc;
+    }
+    return lessons_token_verify(pool, &pols[i], token, NOW, &subject);
+}
+
+#define CLAIMS_OF(iss) "{\"iss\":\"" iss "\",\"sub\":\"s\",\"exp\":1700003600}"
+
+/* One forgery case: a token libjwt signs (alg, key; claims naming an
+ * issuer; a kid or none), and what the pick-then-verify must say.
+ */
+typedef struct {
+    jwt_alg_t alg;
+    const char **key;               /* a PEM, or NULL: the HMAC secret */
+    const char *claims;
+    const char *kid;
+    lessons_token_e expect;
+} cross_case_t;
+
+static void cross_cases(const lessons_token_policy_t *pols,
+                        const cross_case_t *c, size_t n)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        const void *key = c[i].key ? (const void *)*c[i].key : secret;
+        size_t len = c[i].key ? strlen(*c[i].key) : SECRET_LEN;
+        lessons_token_e rc = verify_by_issuer(pols, lj_token_kid(c[i].alg,
+                                              key, len, c[i].claims,
+                                              c[i].kid));
+
+        if (rc != c[i].expect) {
+            fail_msg("case %zu: expected %s, got %s", i,
+                     result_name(c[i].expect), result_name(rc));
+        }
+    }
+}
+
+#define A_CLAIMS CLAIMS_OF(ISSUER)
+#define B_CLAIMS CLAIMS_OF(ISSUER_B)
+
+/* Issuer A verifies RS256 with the RSA key, issuer B HS256 with the
+ * secret: a key of one never verifies a token naming the other.
+ */
+static void test_issuers_keys_never_cross(void **state)
+{
+    const cross_case_t cases[] = {
+        { JWT_ALG_RS256, &rsa_priv, A_CLAIMS, NULL, LESSONS_TOKEN_OK },
+        { JWT_ALG_HS256, NULL, B_CLAIMS, NULL, LESSONS_TOKEN_OK },
+        /* A's key, B's name; B's key, A's name. */
+        { JWT_ALG_RS256, &rsa_priv, B_CLAIMS, NULL, LESSONS_TOKEN_BAD_ALG },
+        { JWT_ALG_HS256, NULL, A_CLAIMS, NULL, LESSONS_TOKEN_BAD_ALG },
+        /* No iss, or an issuer neither is: refused before any key. */
+        { JWT_ALG_HS256, NULL, STD_CLAIMS, NULL,
+          LESSONS_TOKEN_UNKNOWN_ISSUER },
+        { JWT_ALG_RS256, &rsa_priv, CLAIMS_OF("https://evil.example"), NULL,
+          LESSONS_TOKEN_UNKNOWN_ISSUER },
+    };
+    lessons_token_policy_t pols[2];
+
+    (void)state;
+    pols[0] = pem_policy(JWT_ALG_RS256, rsa_pub);
+    pols[0].issuer = ISSUER;
+    pols[1] = hs_policy(JWT_ALG_HS256);
+    pols[1].issuer = ISSUER_B;
+    cross_cases(pols, cases, sizeof(cases) / sizeof(cases[0]));
+    /* The confusion attack against A, in A's name and in B's. */
+    assert_int_equal(verify_by_issuer(pols, hmac_token_md(HS256_HEADER,
+                                      A_CLAIMS, EVP_sha256(), rsa_pub,
+                                      strlen(rsa_pub))),
+                     LESSONS_TOKEN_BAD_ALG);
+    assert_int_equal(verify_by_issuer(pols, hmac_token_md(HS256_HEADER,
+                                      B_CLAIMS, EVP_sha256(), rsa_pub,
+                                      strlen(rsa_pub))),
+                     LESSONS_TOKEN_BAD_SIGNATURE);
+}
+
+/* Each issuer a set with kids: another issuer's kid, or its own kid
+ * with another issuer's key, never verifies.
+ */
+static void test_issuers_kids_never_cross(void **state)
+{
+    const set_entry_t ea[] = { { "a1", JWT_ALG_NONE, ec_pub, strlen(ec_pub) } };
+    const set_entry_t eb[] = { { "b1", JWT_ALG_NONE, rsa_pub, strlen(rsa_pub) } };
+    const cross_case_t cases[] = {
+        { JWT_ALG_ES256, &ec_priv, A_CLAIMS, "a1", LESSONS_TOKEN_OK },
+        { JWT_ALG_RS256, &rsa_priv, B_CLAIMS, "b1", LESSONS_TOKEN_OK },
+        /* B's name with A's kid and A's key: B's set has no such kid. */
+        { JWT_ALG_ES256, &ec_priv, B_CLAIMS, "a1", LESSONS_TOKEN_UNKNOWN_KID },
+        /* B's name and kid, signed with A's key. */
+        { JWT_ALG_ES256, &ec_priv, B_CLAIMS, "b1", LESSONS_TOKEN_BAD_ALG },
+        /* B's name, no kid, A's key: B's keys only are tried. */
+        { JWT_ALG_ES256, &ec_priv, B_CLAIMS, NULL, LESSONS_TOKEN_BAD_ALG },
+        { JWT_ALG_RS256, &rsa2_priv, B_CLAIMS, NULL,
+          LESSONS_TOKEN_BAD_SIGNATURE },
+        /* A's name, B's kid, B's key. */
+        { JWT_ALG_RS256, &rsa_priv, A_CLAIMS, "b1", LESSONS_TOKEN_UNKNOWN_KID },
+    };
+    lessons_token_policy_t pols[2];
+
+    (void)state;
+    pols[0] = set_policy(set_of(ea, 1, 0xa), ES | RS);
+    pols[0].issuer = ISSUER;
+    pols[1] = set_policy(set_of(eb, 1, 0xb), ES | RS);
+    pols[1].issuer = ISSUER_B;
+    cross_cases(pols, cases, sizeof(cases) / sizeof(cases[0]));
+}
+
+/* The verified-token cache per issuer: a token that verified under one
+ * issuer's policy is no hit under another's, even with the same keys.
+ */
+static void test_issuers_cache_apart(void **state)
+{
+    lessons_tokencache_t *cache = lessons_tokencache_make(pool, 16);
+    lessons_token_policy_t a = hs_policy(JWT_ALG_HS256), b;
+    const char *subject = NULL;
+    const char *t = lj_token(JWT_ALG_HS256, secret, SECRET_LEN, A_CLAIMS);
+
+    (void)state;
+    a.issuer = ISSUER;
+    b = a;
+    b.issuer = ISSUER_B;
+    assert_int_equal(lessons_token_verify_cached(pool, &a, cache, t, NOW,
+                                                 &subject), LESSONS_TOKEN_OK);
+    assert_int_equal(lessons_token_verify_cached(pool, &b, cache, t, NOW,
+                                                 &subject),
+                     LESSONS_TOKEN_BAD_ISSUER);
+    b.audience = AUDIENCE;
+    b.issuer = ISSUER;
+    assert_int_equal(lessons_token_verify_cached(pool, &b, cache, t, NOW,
+                                                 &subject),
+                     LESSONS_TOKEN_BAD_AUDIENCE);
+}
+
 /* ------------------------------------------------------------ describe */
 
 static void test_describe(void **state)
@@ -1570,7 +1786,7 @@ static void test_describe(void **state)
     int r;
 
     (void)state;
-    for (r = LESSONS_TOKEN_OK; r <= LESSONS_TOKEN_BAD_AUDIENCE; r++) {
+    for (r = LESSONS_TOKEN_OK; r <= LESSONS_TOKEN_UNKNOWN_ISSUER; r++) {
         const char *d = lessons_token_describe((lessons_token_e)r);
         const char *c;
 
@@ -1595,7 +1811,7 @@ static void test_describe_failures_differ_from_ok(void **state)
 
     (void)state;
     /* every failure reason is told apart from success */
-    for (a = LESSONS_TOKEN_MALFORMED; a <= LESSONS_TOKEN_BAD_AUDIENCE; a++) {
+    for (a = LESSONS_TOKEN_MALFORMED; a <= LESSONS_TOKEN_UNKNOWN_ISSUER; a++) {
         b = LESSONS_TOKEN_OK;
         assert_string_not_equal(lessons_token_describe((lessons_token_e)a),
                                 lessons_token_describe((lessons_token_e)b));
@@ -1758,6 +1974,10 @@ int main(void)
         cmocka_unit_test(test_length_limit),
         cmocka_unit_test(test_subject_untouched_on_failure),
         cmocka_unit_test(test_verify_claims_no_cache),
+        cmocka_unit_test(test_pick_issuer),
+        cmocka_unit_test(test_issuers_keys_never_cross),
+        cmocka_unit_test(test_issuers_kids_never_cross),
+        cmocka_unit_test(test_issuers_cache_apart),
         cmocka_unit_test(test_describe),
         cmocka_unit_test(test_describe_failures_differ_from_ok),
         cmocka_unit_test(test_bearer_none),

@@ -70,7 +70,7 @@ static inline const char *result_name(lessons_token_e r)
         "OK", "MALFORMED", "BAD_ALG", "CRIT", "BAD_SIGNATURE", "BAD_CLAIMS",
         "NO_EXP", "EXPIRED", "NOT_YET_VALID", "BAD_ISSUER", "BAD_AUDIENCE",
         "KEY_MISFIT", "BAD_TYPE", "NOT_AT_JWT", "AT_CLAIMS", "BAD_IAT",
-        "UNKNOWN_KID"
+        "UNKNOWN_KID", "UNKNOWN_ISSUER"
     };
 
     return (unsigned)r < sizeof(names) / sizeof(names[0]) ? names[r] : "?";

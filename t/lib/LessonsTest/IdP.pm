@@ -7,6 +7,7 @@ package LessonsTest::IdP;
 #   my $idp = start_idp($dir);      # { iss, jwks, ca, ctl, pid }
 #   idp_control($idp, POST => '/keys', { alg => 'RS256' });
 #   my $token = idp_token($idp);    # a client-credentials grant
+#   idp_token($idp, realm => 'school');     # a realm's (POST /realms)
 #   test_ca($dir, 'other');         # another CA: "$dir/other.crt"
 #
 # The provider is stopped when the process that started it ends.
@@ -104,10 +105,14 @@ sub idp_control {
     return $JSON->decode($res->content);
 }
 
-# A token through the provider's client-credentials grant.
+# A token through the provider's client-credentials grant: the root
+# issuer's, or (realm => NAME) a realm's; aud => A sets its audience
+# (default lessons).
 sub idp_token {
-    my ($idp) = @_;
-    my $out = `curl -sS --max-time 20 --cacert $idp->{ca} -d grant_type=client_credentials -d aud=lessons -d scope=lessons $idp->{iss}/token 2>&1`;
+    my ($idp, %opt) = @_;
+    my $iss = $opt{realm} ? "$idp->{iss}/realms/$opt{realm}" : $idp->{iss};
+    my $aud = $opt{aud} // 'lessons';
+    my $out = `curl -sS --max-time 20 --cacert $idp->{ca} -d grant_type=client_credentials -d aud=$aud -d scope=lessons $iss/token 2>&1`;
     my $t = eval { $JSON->decode($out)->{access_token} };
     die "no token from the provider: $out\n" unless $t;
     return $t;
