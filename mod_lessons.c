@@ -101,6 +101,12 @@ static const command_rec lessons_cmds[] = {
                      "own keys (LessonsJWTKey, or none: discovered), "
                      "algorithms and LessonsJWTAudience inside; a token is "
                      "checked with the keys of the issuer its iss names"),
+    AP_INIT_TAKE1("LessonsJWTDPoP", lessons_set_dpop, NULL,
+                  RSRC_CONF | ACCESS_CONF,
+                  "off (default), optional or required: whether tokens "
+                  "bound to a key (cnf.jkt) are taken only with a DPoP "
+                  "proof made with it (RFC 9449), and whether unbound "
+                  "tokens are refused; needs libjwt 1.12 or later"),
     AP_INIT_TAKE1("LessonsJWTTokenType", lessons_set_token_type, NULL,
                   RSRC_CONF | ACCESS_CONF,
                   "any (default: typ JWT, or RFC 9068's at+jwt where the "

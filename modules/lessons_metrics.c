@@ -341,7 +341,7 @@ static const char *const lessons_refusal_names[LESSONS_REFUSED_COUNT] = {
     "signature", "claims", "no_exp", "expired", "not_yet_valid", "issuer",
     "audience", "type", "iat", "unknown_kid", "unknown_issuer",
     "user_claim", "other",
-    "insufficient_scope", "no_keys"
+    "insufficient_scope", "no_keys", "dpop"
 };
 
 static const char *const lessons_fault_names[LESSONS_FAULT_COUNT] = {

@@ -61,6 +61,8 @@ typedef enum {
     LESSONS_REFUSED_OTHER,          /* a token refusal not named above */
     LESSONS_REFUSED_SCOPE,          /* Require jwt-claim: 403 */
     LESSONS_REFUSED_NO_KEYS,        /* no key set yet: 503 */
+    LESSONS_REFUSED_DPOP,           /* a DPoP proof, or its absence, or a
+                                     * bound token as a bearer token */
     LESSONS_REFUSED_COUNT
 } lessons_metrics_refusal_e;
 

@@ -75,9 +75,9 @@ int lessons_replay_key(const char *jkt, const char *jti,
     return ok ? 0 : -1;
 }
 
-lessons_replay_e lessons_replay_check(lessons_replay_t *t,
-                                      const unsigned char key[LESSONS_REPLAY_KEY_LEN],
-                                      apr_time_t expires, apr_time_t now)
+lessons_replay_e lessons_replay_check(
+    lessons_replay_t *t, const unsigned char key[LESSONS_REPLAY_KEY_LEN],
+    apr_time_t expires, apr_time_t now)
 {
     lessons_replay_slot_t *free_slot = NULL;
     apr_uint32_t start, i;

@@ -48,8 +48,8 @@ typedef enum {
 /* Take a proof's key at now, to be kept until expires.  The caller holds
  * the table's lock.
  */
-lessons_replay_e lessons_replay_check(lessons_replay_t *t,
-                                      const unsigned char key[LESSONS_REPLAY_KEY_LEN],
-                                      apr_time_t expires, apr_time_t now);
+lessons_replay_e lessons_replay_check(
+    lessons_replay_t *t, const unsigned char key[LESSONS_REPLAY_KEY_LEN],
+    apr_time_t expires, apr_time_t now);
 
 #endif /* LESSONS_REPLAY_H */

@@ -83,9 +83,10 @@ static int lessons_is_b64url(int c)
     return lessons_token_chars[(unsigned char)c] & B64URL;
 }
 
-lessons_bearer_e lessons_bearer_parse(apr_pool_t *p, const char *header,
-                                      const char **token)
+lessons_bearer_e lessons_auth_parse(apr_pool_t *p, const char *header,
+                                    const char *scheme, const char **token)
 {
+    apr_size_t n = strlen(scheme);
     const char *s, *end;
 
     *token = NULL;
@@ -96,11 +97,11 @@ lessons_bearer_e lessons_bearer_parse(apr_pool_t *p, const char *header,
     while (*s == ' ' || *s == '\t') {
         s++;
     }
-    if (strncasecmp(s, "Bearer", 6) != 0
-        || (s[6] != '\0' && s[6] != ' ' && s[6] != '\t')) {
+    if (strncasecmp(s, scheme, n) != 0
+        || (s[n] != '\0' && s[n] != ' ' && s[n] != '\t')) {
         return *s ? LESSONS_BEARER_OTHER_SCHEME : LESSONS_BEARER_NONE;
     }
-    s += 6;
+    s += n;
     while (*s == ' ' || *s == '\t') {
         s++;
     }
@@ -116,6 +117,12 @@ lessons_bearer_e lessons_bearer_parse(apr_pool_t *p, const char *header,
     }
     *token = apr_pstrmemdup(p, s, (apr_size_t)(end - s));
     return LESSONS_BEARER_OK;
+}
+
+lessons_bearer_e lessons_bearer_parse(apr_pool_t *p, const char *header,
+                                      const char **token)
+{
+    return lessons_auth_parse(p, header, "Bearer", token);
 }
 
 /* Decode one base64url segment and parse it as a JSON object; NULL when

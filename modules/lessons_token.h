@@ -62,6 +62,12 @@ typedef enum {
 lessons_bearer_e lessons_bearer_parse(apr_pool_t *p, const char *header,
                                       const char **token);
 
+/* The same for another scheme that carries one token68, as RFC 9449's
+ * "DPoP" does (schemes compare case-insensitively).
+ */
+lessons_bearer_e lessons_auth_parse(apr_pool_t *p, const char *header,
+                                    const char *scheme, const char **token);
+
 typedef enum {
     LESSONS_TOKEN_OK = 0,
     LESSONS_TOKEN_MALFORMED,        /* length, segments, alphabet, header */

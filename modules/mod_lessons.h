@@ -74,6 +74,7 @@
 
 #include "lessons_json.h"
 #include "lessons_metrics.h"
+#include "lessons_replay.h"
 #include "lessons_jwtcaps.h"
 #include "lessons_key.h"
 #include "lessons_keyset.h"
@@ -189,6 +190,9 @@ typedef struct {
     long leeway;
     int token_type;                 /* LessonsJWTTokenType: 0 not set,
                                      * LESSONS_TYPE_ANY, _AT_JWT */
+    int dpop;                       /* LessonsJWTDPoP: 0 not set,
+                                     * LESSONS_DPOP_OFF, _OPTIONAL,
+                                     * _REQUIRED */
     const char *base_path;
     apr_off_t max_body;
     const char *user_claim;         /* LessonsJWTUserClaim; NULL: sub */
@@ -246,6 +250,11 @@ typedef struct {
                                          * lessons_keys_src (not merged) */
     unsigned jwt_caps;              /* what the libjwt in use verifies,
                                      * probed by post_config (not merged) */
+    lessons_replay_t *replay;       /* DPoP proofs seen, in shared memory,
+                                     * set by post_config where a section
+                                     * takes DPoP (not merged) */
+    apr_global_mutex_t *replay_lock;    /* ... and its lock, opened in each
+                                     * child (not merged) */
     lessons_metrics_t *metrics;     /* the server's counters, in shared
                                      * memory, set by post_config for
                                      * every server (not merged) */
@@ -257,6 +266,14 @@ typedef struct {
                                      * *), set with metrics (not
                                      * merged) */
 } lessons_srv_conf;
+
+/* LessonsJWTDPoP (RFC 9449). */
+#define LESSONS_DPOP_OFF       1    /* tokens are bearer tokens, as ever */
+#define LESSONS_DPOP_OPTIONAL  2    /* a bound token needs its proof */
+#define LESSONS_DPOP_REQUIRED  3    /* and unbound tokens are refused */
+#define LESSONS_DPOP_WINDOW    60   /* seconds a proof's iat may be off,
+                                     * LessonsJWTLeeway added */
+#define LESSONS_DPOP_MUTEX     "lessons-dpop-replay"
 
 /* LessonsJWTTokenType. */
 #define LESSONS_TYPE_ANY     1      /* JWT, or at+jwt where libjwt can */
@@ -284,6 +301,9 @@ typedef struct {
     int problem_status;             /* a refusal of ours (lessons_refuse) */
     const char *problem_detail;     /* ... and its problem+json detail */
     int problem_sent;               /* our error body is on its way */
+    int dpop;                       /* its Authorization is RFC 9449's
+                                     * DPoP scheme, in a section that
+                                     * takes it */
     int body_read;                  /* the request body has been read (or
                                      * its reading has failed) */
 } lessons_req_state;
@@ -363,6 +383,8 @@ const char *lessons_issuer_section(cmd_parms *cmd, void *dconf,
 const char *lessons_set_number(cmd_parms *cmd, void *dconf, const char *arg);
 const char *lessons_set_token_type(cmd_parms *cmd, void *dconf,
                                    const char *arg);
+const char *lessons_set_dpop(cmd_parms *cmd, void *dconf, const char *arg);
+int lessons_dpop_configured(apr_pool_t *pconf);
 const char *lessons_set_base_path(cmd_parms *cmd, void *dconf,
                                   const char *arg);
 const char *lessons_set_export_claim(cmd_parms *cmd, void *dconf,
@@ -470,6 +492,15 @@ int lessons_read(lessons_ctx *c);
 /* mod_lessons_health.c */
 int lessons_health_handler(request_rec *r);
 
+/* mod_lessons_dpop.c: DPoP (RFC 9449) */
+int lessons_dpop_pre_config(apr_pool_t *pconf);
+int lessons_dpop_post_config(apr_pool_t *pconf, server_rec *s);
+void lessons_dpop_child_init(apr_pool_t *pchild, server_rec *s);
+const char *lessons_dpop_challenge_value(request_rec *r, const char *error,
+                                         const char *description);
+int lessons_dpop_gate(request_rec *r, int mode, int dpop_scheme,
+                      const char *token, json_t *claims, long leeway);
+
 /* mod_lessons_metrics.c: the server's counters */
 lessons_metrics_t *lessons_metrics_block(server_rec *s);
 void lessons_metrics_child_init(apr_pool_t *pchild, server_rec *s);
@@ -500,6 +531,7 @@ int lessons_send_empty(request_rec *r, int status);
 int lessons_send_problem(request_rec *r, int status,
                          const char *title, const char *detail,
                          json_t *errors);
+const char *lessons_realm(request_rec *r);
 const char *lessons_challenge_value(request_rec *r, const char *error,
                                     const char *description);
 int lessons_refuse(request_rec *r, int status, const char *detail);

@@ -42,11 +42,35 @@ static void lessons_drain_small_body(request_rec *r)
     }
 }
 
+/* The section's LessonsJWTDPoP, off where it says nothing. */
+static int lessons_dpop_mode(const lessons_dir_conf *conf)
+{
+    return conf && conf->dpop ? conf->dpop : LESSONS_DPOP_OFF;
+}
+
+/* A refusal with its challenge: Bearer's (RFC 6750), or DPoP's (RFC
+ * 9449 7.1) for a request that came with DPoP and where a section
+ * requires it; both where DPoP is optional and the request sent neither.
+ */
 static int lessons_challenge(request_rec *r, int status, const char *error,
                              const char *description)
 {
-    apr_table_setn(r->err_headers_out, "WWW-Authenticate",
-                   lessons_challenge_value(r, error, description));
+    int mode = lessons_dpop_mode(ap_get_module_config(r->per_dir_config,
+                                                      &lessons_module));
+
+    if (lessons_state(r)->dpop || mode == LESSONS_DPOP_REQUIRED) {
+        apr_table_setn(r->err_headers_out, "WWW-Authenticate",
+                       lessons_dpop_challenge_value(r, error, description));
+    }
+    else {
+        apr_table_setn(r->err_headers_out, "WWW-Authenticate",
+                       lessons_challenge_value(r, error, description));
+        if (mode == LESSONS_DPOP_OPTIONAL) {
+            apr_table_addn(r->err_headers_out, "WWW-Authenticate",
+                           lessons_dpop_challenge_value(r, error,
+                                                        description));
+        }
+    }
     lessons_drain_small_body(r);
     return lessons_refuse(r, status, description);
 }
@@ -118,11 +142,19 @@ static lessons_token_e lessons_verify(request_rec *r,
 /* The request's bearer token into *token: OK, or the refusal (401
  * without one, 400 for a malformed Authorization header).
  */
-static int lessons_bearer_of(request_rec *r, const char **token)
+static int lessons_bearer_of(request_rec *r, const lessons_dir_conf *conf,
+                             const char **token)
 {
-    switch (lessons_bearer_parse(r->pool,
-                                 apr_table_get(r->headers_in,
-                                               "Authorization"), token)) {
+    const char *header = apr_table_get(r->headers_in, "Authorization");
+    lessons_bearer_e rc = lessons_bearer_parse(r->pool, header, token);
+
+    /* Where a section takes DPoP, its scheme carries the token too. */
+    if (rc == LESSONS_BEARER_OTHER_SCHEME
+        && lessons_dpop_mode(conf) != LESSONS_DPOP_OFF) {
+        rc = lessons_auth_parse(r->pool, header, "DPoP", token);
+        lessons_state(r)->dpop = rc != LESSONS_BEARER_OTHER_SCHEME;
+    }
+    switch (rc) {
     case LESSONS_BEARER_NONE:
     case LESSONS_BEARER_OTHER_SCHEME:
         /* A refusal like any other: info.  A bearer client sends its
@@ -141,8 +173,11 @@ static int lessons_bearer_of(request_rec *r, const char **token)
                       "%s: malformed Authorization header",
                       lessons_refused(r, HTTP_BAD_REQUEST));
         return lessons_challenge(r, HTTP_BAD_REQUEST, "invalid_request",
-                                 "The Authorization header must be "
-                                 "'Bearer' followed by one token.");
+                                 lessons_state(r)->dpop
+                                 ? "The Authorization header must be "
+                                   "'DPoP' followed by one token."
+                                 : "The Authorization header must be "
+                                   "'Bearer' followed by one token.");
     case LESSONS_BEARER_OK:
         break;
     }
@@ -263,7 +298,7 @@ static int lessons_authenticate(request_rec *r, const lessons_dir_conf *conf,
         return lessons_misconfigured(r, why);
     }
 
-    rc = lessons_bearer_of(r, &token);
+    rc = lessons_bearer_of(r, conf, &token);
     if (rc != OK) {
         return rc;
     }
@@ -289,7 +324,8 @@ static int lessons_authenticate(request_rec *r, const lessons_dir_conf *conf,
      * are decoded only where a directive asks for them.
      */
     want_claims = (conf->user_claim && strcmp(conf->user_claim, "sub"))
-                  || (conf->export_claims && conf->export_claims->nelts);
+                  || (conf->export_claims && conf->export_claims->nelts)
+                  || lessons_dpop_mode(conf) != LESSONS_DPOP_OFF;
     rc = lessons_verify(r, &policy, token, &subject,
                         want_claims ? &claims : NULL);
     /* A kid the set lacks may be a rotation: one refetch (at most once
@@ -312,12 +348,22 @@ static int lessons_authenticate(request_rec *r, const lessons_dir_conf *conf,
     if (rc != LESSONS_TOKEN_OK) {
         return lessons_token_refused(r, rc);
     }
+    /* A token bound to a key needs a proof made with it (RFC 9449). */
+    if (lessons_dpop_mode(conf) != LESSONS_DPOP_OFF) {
+        rc = lessons_dpop_gate(r, lessons_dpop_mode(conf),
+                               lessons_state(r)->dpop, token, claims,
+                               conf->leeway > 0 ? conf->leeway : 0);
+        if (rc != OK) {
+            lessons_drain_small_body(r);
+            return rc;
+        }
+    }
     rc = lessons_set_user(r, conf, subject, claims);
     if (rc != OK) {
         return rc;
     }
     lessons_export_claims(r, conf, claims);
-    r->ap_auth_type = "Bearer";
+    r->ap_auth_type = lessons_state(r)->dpop ? "DPoP" : "Bearer";
     st->token = token;
     st->policy = policy;
     if (want_claims) {

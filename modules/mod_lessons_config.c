@@ -48,6 +48,7 @@ void *lessons_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
                                                    : base->audience;
     conf->leeway = add->leeway >= 0 ? add->leeway : base->leeway;
     conf->token_type = add->token_type ? add->token_type : base->token_type;
+    conf->dpop = add->dpop ? add->dpop : base->dpop;
     conf->base_path = add->base_path ? add->base_path : base->base_path;
     conf->max_body = add->max_body >= 0 ? add->max_body : base->max_body;
     conf->user_claim = add->user_claim ? add->user_claim : base->user_claim;
@@ -772,6 +773,51 @@ const char *lessons_set_token_type(cmd_parms *cmd, void *dconf,
     else {
         return apr_psprintf(cmd->pool, "LessonsJWTTokenType takes any or "
                             "at+jwt, not \"%s\"", arg);
+    }
+    return lessons_touch(cmd, conf);
+}
+
+/* Some section takes DPoP: the proofs' table is made (a flag on pconf,
+ * where the configuration lives).
+ */
+#define LESSONS_DPOP_SEEN "lessons-dpop-configured"
+
+int lessons_dpop_configured(apr_pool_t *pconf)
+{
+    void *seen = NULL;
+
+    apr_pool_userdata_get(&seen, LESSONS_DPOP_SEEN, pconf);
+    return seen != NULL;
+}
+
+const char *lessons_set_dpop(cmd_parms *cmd, void *dconf, const char *arg)
+{
+    lessons_dir_conf *conf = dconf;
+
+    if (strcasecmp(arg, "off") == 0) {
+        conf->dpop = LESSONS_DPOP_OFF;
+    }
+    else if (strcasecmp(arg, "optional") == 0
+             || strcasecmp(arg, "required") == 0) {
+        /* A proof is typed dpop+jwt (RFC 9449 4.2), which libjwt 1.10
+         * refuses inside jwt_decode, whatever the signature.
+         */
+        if (!(lessons_jwtcaps_probe() & LESSONS_JWTCAP_TYPED)) {
+            return lessons_libjwt_cannot(cmd, apr_psprintf(cmd->pool,
+                                         "LessonsJWTDPoP %s", arg),
+                                         "refuses every token whose typ is "
+                                         "not JWT, so it verifies no DPoP "
+                                         "proof (typ dpop+jwt)", "at+jwt",
+                                         "libjwt 1.12 and later can (Debian "
+                                         "13); leave LessonsJWTDPoP off");
+        }
+        conf->dpop = strcasecmp(arg, "required") == 0 ? LESSONS_DPOP_REQUIRED
+                                                      : LESSONS_DPOP_OPTIONAL;
+        apr_pool_userdata_setn((void *)1, LESSONS_DPOP_SEEN, NULL, cmd->pool);
+    }
+    else {
+        return apr_psprintf(cmd->pool, "LessonsJWTDPoP takes off, optional "
+                            "or required, not \"%s\"", arg);
     }
     return lessons_touch(cmd, conf);
 }

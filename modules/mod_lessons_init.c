@@ -216,7 +216,7 @@ int lessons_pre_config(apr_pool_t *pconf, apr_pool_t *plog,
     (void)ptemp;
     return ap_mutex_register(pconf, LESSONS_WRITE_MUTEX, NULL,
                              APR_LOCK_DEFAULT, 0) == APR_SUCCESS
-           ? OK : !OK;
+           ? lessons_dpop_pre_config(pconf) : !OK;
 }
 
 int lessons_post_config(apr_pool_t *pconf, apr_pool_t *plog,
@@ -288,6 +288,10 @@ int lessons_post_config(apr_pool_t *pconf, apr_pool_t *plog,
 
         sconf->metrics = metrics;
         sconf->metrics_sources = sources;
+    }
+    /* DPoP proofs seen, where some section takes DPoP. */
+    if (lessons_dpop_post_config(pconf, main_server) != OK) {
+        return HTTP_INTERNAL_SERVER_ERROR;
     }
     /* Keys URLs: curl's global state, once, before any thread. */
     if (mconf->key_sources->nelts) {
@@ -383,6 +387,7 @@ void lessons_child_init(apr_pool_t *pchild, server_rec *s)
         }
     }
     lessons_metrics_child_init(pchild, main);
+    lessons_dpop_child_init(pchild, main);
     lessons_keys_child_init(pchild, main);
 }
 

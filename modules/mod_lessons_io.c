@@ -57,7 +57,7 @@ int lessons_send_problem(request_rec *r, int status,
     return lessons_send(r, status, LESSONS_CT_PROBLEM, body, len);
 }
 
-static const char *lessons_realm(request_rec *r)
+const char *lessons_realm(request_rec *r)
 {
     const char *realm = ap_auth_name(r);
 

@@ -59,8 +59,9 @@ int lessons_translate(request_rec *r)
  * token check), and never echoes the Authorization header.
  *
  * In both, r->filename says what the request is, the way mod_proxy's
- * "proxy:URL" does: "lessons:/api/lessons/7", "lessons-health:/health", "lessons-metrics:/metrics"
- * (httpd's own log lines name it: mod_authz_core's AH01630, %f), not a
+ * "proxy:URL" does: "lessons:/api/lessons/7", "lessons-health:/health",
+ * "lessons-metrics:/metrics" (httpd's own log lines name it:
+ * mod_authz_core's AH01630, %f), not a
  * file the API never reads.  Nothing reads it as a path: the filesystem
  * walk (the only code that would) is skipped, and mod_mime takes the
  * same extension from it as from a file name.

@@ -405,7 +405,8 @@ bad_ok("LessonsJWTAudience lessons-api\n$two", qr/on line 16 .*this section also
 bad_ok("$two\nLessonsJWTAudience x", qr/on line 22 .*LessonsJWTAudience: this section has <LessonsJWTIssuer> blocks/s,
        'a section-level audience after the blocks');
 for my $inner ("LessonsJWTIssuer $teachers", 'LessonsJWTLeeway 30', 'Require jwt-claim role admin',
-               'LessonsJWTTokenType any', block($teachers, "LessonsJWTKey HS256 $hs_good")) {
+               'LessonsJWTTokenType any', 'LessonsJWTDPoP off',
+               block($teachers, "LessonsJWTKey HS256 $hs_good")) {
     my ($name) = $inner =~ /\A(\S+)/;
     bad_ok(block($iss, 'LessonsJWTAudience a', $inner),
            qr/on line 15 of \S*httpd-(\d+)\.conf:\s+\S*httpd-\1\.conf:17: \Q$name\E cannot be inside <LessonsJWTIssuer>/,
@@ -453,5 +454,22 @@ bad_ok("LessonsJWTKey HS256 $hs_good\nLessonsCORSOrigins app.example.org",
        qr/must start with https:\/\//, 'LessonsCORSOrigins without a scheme');
 bad_ok("LessonsJWTKey HS256 $hs_good\nLessonsCORSOrigins none https://a.example",
        qr/'none' stands alone/, 'LessonsCORSOrigins none with an origin');
+
+# ---- LessonsJWTDPoP (RFC 9449): its words; where the libjwt in use
+# refuses typed JWTs (1.10), optional and required with the reason.
+good_ok("LessonsJWTKey HS256 $hs_good\nLessonsJWTDPoP off", 'LessonsJWTDPoP off');
+bad_ok("LessonsJWTKey HS256 $hs_good\nLessonsJWTDPoP sometimes",
+       qr/on line \d+ .*LessonsJWTDPoP takes off, optional or required, not "sometimes"/s,
+       'LessonsJWTDPoP with another word');
+for my $mode (qw(optional required)) {
+    if (jwt_caps()->{at_jwt}) {
+        good_ok("LessonsJWTKey HS256 $hs_good\nLessonsJWTDPoP $mode", "LessonsJWTDPoP $mode");
+    }
+    else {
+        bad_ok("LessonsJWTKey HS256 $hs_good\nLessonsJWTDPoP $mode",
+               qr/on line \d+ .*LessonsJWTDPoP $mode: the libjwt in use .* verifies no DPoP proof \(typ dpop\+jwt\)/s,
+               "LessonsJWTDPoP $mode where libjwt refuses typed JWTs");
+    }
+}
 
 done_testing;

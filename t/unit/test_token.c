@@ -1895,6 +1895,32 @@ static void test_bearer_malformed(void **state)
     bearer("Bearer ab!c", LESSONS_BEARER_MALFORMED, NULL);
 }
 
+/* RFC 9449's scheme, parsed as Bearer is; each scheme is the other's
+ * "other scheme".
+ */
+static void test_dpop_scheme(void **state)
+{
+    const char *tok = SENTINEL;
+
+    (void)state;
+    assert_int_equal(lessons_auth_parse(pool, "DPoP abc.def.ghi", "DPoP",
+                                        &tok), LESSONS_BEARER_OK);
+    assert_string_equal(tok, "abc.def.ghi");
+    assert_int_equal(lessons_auth_parse(pool, "dpop  abc.def.ghi ", "DPoP",
+                                        &tok), LESSONS_BEARER_OK);
+    assert_string_equal(tok, "abc.def.ghi");
+    assert_int_equal(lessons_auth_parse(pool, "DPoP a b", "DPoP", &tok),
+                     LESSONS_BEARER_MALFORMED);
+    assert_int_equal(lessons_auth_parse(pool, "DPoP", "DPoP", &tok),
+                     LESSONS_BEARER_MALFORMED);
+    assert_int_equal(lessons_auth_parse(pool, "DPoPx abc", "DPoP", &tok),
+                     LESSONS_BEARER_OTHER_SCHEME);
+    assert_int_equal(lessons_auth_parse(pool, "Bearer abc", "DPoP", &tok),
+                     LESSONS_BEARER_OTHER_SCHEME);
+    assert_int_equal(lessons_bearer_parse(pool, "DPoP abc", &tok),
+                     LESSONS_BEARER_OTHER_SCHEME);
+}
+
 static void test_bearer_token68_padding_only_at_end(void **state)
 {
     (void)state;
@@ -1986,6 +2012,7 @@ int main(void)
         cmocka_unit_test(test_bearer_real_token),
         cmocka_unit_test(test_bearer_malformed),
         cmocka_unit_test(test_bearer_token68_padding_only_at_end),
+        cmocka_unit_test(test_dpop_scheme),
         cmocka_unit_test(test_set_kid_picks_its_key),
         cmocka_unit_test(test_set_without_kid_tries_fitting_keys),
         cmocka_unit_test(test_set_unknown_kid),

@@ -1,0 +1,280 @@
+/* Licensed under the Apache License, Version 2.0.
+ *
+ * mod_lessons_dpop.c: DPoP (RFC 9449) as httpd meets it.  The gate asks
+ * here once the access token has verified: a token bound to a key
+ * (cnf.jkt) needs a proof made with that key for this very request
+ * (lessons_dpop), taken once per server (lessons_replay, in shared
+ * memory made before the fork and kept across restarts, under a global
+ * mutex the Mutex directive can configure); a bound token sent as a
+ * bearer token is refused, and so is a bearer token where a section
+ * requires DPoP.  Refusals carry RFC 9449's WWW-Authenticate: DPoP
+ * challenge.
+ */
+
+#include "apr_shm.h"
+
+#include "mod_lessons.h"
+#include "lessons_dpop.h"
+#include "lessons_replay.h"
+
+#define LESSONS_DPOP_KEPT   "mod_lessons-dpop-replay"
+/* Proofs a server keeps: each for the window and a second, so this many
+ * a window's worth (about 540 a second) before a full run refuses one.
+ */
+#define LESSONS_DPOP_SLOTS  65536
+
+/* What a proof may be signed with (lessons_dpop's own list), for the
+ * challenge's algs.
+ */
+static const char *lessons_dpop_algs_text(unsigned caps)
+{
+    return (caps & LESSONS_JWTCAP_PSS)
+           ? "ES256 ES384 ES512 RS256 RS384 RS512 PS256 PS384 PS512"
+           : "ES256 ES384 ES512 RS256 RS384 RS512";
+}
+
+const char *lessons_dpop_challenge_value(request_rec *r, const char *error,
+                                         const char *description)
+{
+    const lessons_srv_conf *sconf =
+        ap_get_module_config(r->server->module_config, &lessons_module);
+    const char *value = apr_psprintf(r->pool, "DPoP realm=\"%s\", "
+                                     "algs=\"%s\"", lessons_realm(r),
+                                     lessons_dpop_algs_text(sconf->jwt_caps));
+
+    if (error) {
+        value = apr_psprintf(r->pool, "%s, error=\"%s\", "
+                             "error_description=\"%s\"", value, error,
+                             description);
+    }
+    return value;
+}
+
+/* The mutex of the proofs' table (the Mutex directive names it). */
+int lessons_dpop_pre_config(apr_pool_t *pconf)
+{
+    return ap_mutex_register(pconf, LESSONS_DPOP_MUTEX, NULL,
+                             APR_LOCK_DEFAULT, 0) == APR_SUCCESS ? OK : !OK;
+}
+
+/* The table, once per httpd run (as the metrics' block), and its mutex,
+ * for every server.  Only where some section takes DPoP.
+ */
+int lessons_dpop_post_config(apr_pool_t *pconf, server_rec *s)
+{
+    apr_shm_t **kept;
+    lessons_replay_t *table = NULL;
+    apr_global_mutex_t *lock = NULL;
+    apr_size_t size = lessons_replay_size(LESSONS_DPOP_SLOTS);
+    int fresh = 0;
+    apr_status_t rv;
+
+    if (!lessons_dpop_configured(pconf)
+        || ap_state_query(AP_SQ_MAIN_STATE) == AP_SQ_MS_CREATE_PRE_CONFIG) {
+        return OK;
+    }
+    kept = ap_retained_data_get(LESSONS_DPOP_KEPT);
+    if (!kept) {
+        kept = ap_retained_data_create(LESSONS_DPOP_KEPT, sizeof(*kept));
+    }
+    if (!*kept) {
+        rv = apr_shm_create(kept, size, NULL, s->process->pool);
+        if (rv != APR_SUCCESS) {
+            ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, rv, NULL,
+                         LESSONSLOG(00122) "cannot make the shared memory "
+                         "for DPoP proofs seen (%" APR_SIZE_T_FMT " bytes)",
+                         size);
+            *kept = NULL;
+            return HTTP_INTERNAL_SERVER_ERROR;
+        }
+        fresh = 1;
+    }
+    table = lessons_replay_attach(apr_shm_baseaddr_get(*kept),
+                                  apr_shm_size_get(*kept),
+                                  LESSONS_DPOP_SLOTS, fresh);
+    rv = ap_global_mutex_create(&lock, NULL, LESSONS_DPOP_MUTEX, NULL, s,
+                                pconf, 0);
+    if (!table || rv != APR_SUCCESS) {
+        return HTTP_INTERNAL_SERVER_ERROR;
+    }
+    for (; s; s = s->next) {
+        lessons_srv_conf *sconf =
+            ap_get_module_config(s->module_config, &lessons_module);
+
+        sconf->replay = table;
+        sconf->replay_lock = lock;
+    }
+    return OK;
+}
+
+void lessons_dpop_child_init(apr_pool_t *pchild, server_rec *s)
+{
+    lessons_srv_conf *mconf =
+        ap_get_module_config(s->module_config, &lessons_module);
+    apr_global_mutex_t *lock = mconf->replay_lock;
+
+    if (lock && apr_global_mutex_child_init(&lock,
+                    apr_global_mutex_lockfile(lock), pchild)
+                != APR_SUCCESS) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, 0, s, LESSONSLOG(00123)
+                     "cannot open the DPoP proofs' mutex in this process: "
+                     "its DPoP requests get 503");
+        lock = NULL;
+    }
+    for (; s; s = s->next) {
+        lessons_srv_conf *sconf =
+            ap_get_module_config(s->module_config, &lessons_module);
+
+        sconf->replay_lock = lock;
+    }
+}
+
+/* The URI the client addressed, as htu must name it: httpd's scheme,
+ * name and port for this request (ServerName with a scheme and
+ * UseCanonicalName On make them the public ones behind a proxy), and
+ * the request-target as it was sent, its query left out.
+ */
+static const char *lessons_dpop_request_uri(request_rec *r)
+{
+    const char *target = r->unparsed_uri ? r->unparsed_uri : r->uri;
+    const char *q = strchr(target, '?');
+    apr_port_t port = ap_get_server_port(r);
+
+    if (q) {
+        target = apr_pstrmemdup(r->pool, target, (apr_size_t)(q - target));
+    }
+    if (*target != '/') {
+        return target;              /* absolute-form: the URI itself */
+    }
+    return apr_psprintf(r->pool, "%s://%s:%u%s", ap_http_scheme(r),
+                        ap_get_server_name_for_url(r), (unsigned)port,
+                        target);
+}
+
+static int lessons_dpop_refuse(request_rec *r, const char *error,
+                               const char *description, const char *detail)
+{
+    lessons_count(r, LESSONS_M_REFUSED + LESSONS_REFUSED_DPOP);
+    ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00240)
+                  "%s: %s", lessons_refused(r, HTTP_UNAUTHORIZED),
+                  detail ? detail : description);
+    apr_table_setn(r->err_headers_out, "WWW-Authenticate",
+                   lessons_dpop_challenge_value(r, error, description));
+    return lessons_refuse(r, HTTP_UNAUTHORIZED, description);
+}
+
+/* The proofs seen cannot be asked (a fault, or a full table): 503, never
+ * a proof taken unchecked.
+ */
+static int lessons_dpop_unavailable(request_rec *r, int level,
+                                    const char *line)
+{
+    lessons_log_fault(r, level, apr_pstrcat(r->pool, line, ": answered 503",
+                                            NULL));
+    apr_table_setn(r->err_headers_out, "Retry-After", LESSONS_RETRY_AFTER);
+    return lessons_refuse(r, HTTP_SERVICE_UNAVAILABLE, "The server cannot "
+                          "check DPoP proofs now; try again later.");
+}
+
+/* The one DPoP header of the request, or NULL (none, or more than one:
+ * RFC 9449 4.3 takes exactly one).
+ */
+static int lessons_dpop_count(void *count, const char *key,
+                              const char *value)
+{
+    (void)key;
+    (void)value;
+    (*(int *)count)++;
+    return 1;
+}
+
+static const char *lessons_dpop_header(request_rec *r)
+{
+    const char *proof;
+    int n = 0;
+
+    apr_table_do(lessons_dpop_count, &n, r->headers_in, "DPoP", NULL);
+    proof = n == 1 ? apr_table_get(r->headers_in, "DPoP") : NULL;
+    /* httpd joins repeated header lines with ", ", and no JWS holds a
+     * comma: such a value is several proofs.
+     */
+    return proof && !strchr(proof, ',') ? proof : NULL;
+}
+
+int lessons_dpop_gate(request_rec *r, int mode, int dpop_scheme,
+                      const char *token, json_t *claims, long leeway)
+{
+    lessons_srv_conf *sconf =
+        ap_get_module_config(r->server->module_config, &lessons_module);
+    const char *jkt = lessons_dpop_token_jkt(claims), *proof, *why = NULL;
+    lessons_dpop_request_t req;
+    lessons_dpop_proof_t out;
+    unsigned char key[LESSONS_REPLAY_KEY_LEN];
+    lessons_replay_e seen;
+    lessons_dpop_e rc;
+
+    if (!dpop_scheme) {
+        /* RFC 9449 7.2: a bound token is no bearer token. */
+        if (jkt) {
+            return lessons_dpop_refuse(r, "invalid_token", "The access "
+                                       "token is bound to a DPoP key: send "
+                                       "it with Authorization: DPoP and a "
+                                       "proof", NULL);
+        }
+        if (mode == LESSONS_DPOP_REQUIRED) {
+            return lessons_dpop_refuse(r, "invalid_token", "This resource "
+                                       "takes DPoP-bound access tokens "
+                                       "only", NULL);
+        }
+        return OK;
+    }
+    if (!jkt || !*jkt) {
+        return lessons_dpop_refuse(r, "invalid_token",
+                                   "The access token is not bound to a DPoP "
+                                   "key", NULL);
+    }
+    proof = lessons_dpop_header(r);
+    if (!proof) {
+        return lessons_dpop_refuse(r, "invalid_dpop_proof", "Exactly one "
+                                   "DPoP header with a proof is required",
+                                   NULL);
+    }
+    memset(&req, 0, sizeof(req));
+    req.method = r->method;
+    req.uri = lessons_dpop_request_uri(r);
+    req.token = token;
+    req.now = (apr_int64_t)apr_time_sec(r->request_time);
+    req.window = LESSONS_DPOP_WINDOW + leeway;
+    req.caps = sconf->jwt_caps;
+    rc = lessons_dpop_check(r->pool, proof, &req, &out, &why);
+    if (rc != LESSONS_DPOP_OK) {
+        return lessons_dpop_refuse(r, "invalid_dpop_proof",
+                                   lessons_dpop_describe(rc), why);
+    }
+    if (strcmp(out.jkt, jkt) != 0) {
+        return lessons_dpop_refuse(r, "invalid_dpop_proof", "The DPoP proof "
+                                   "is made with another key than the access "
+                                   "token's", NULL);
+    }
+    if (!sconf->replay || !sconf->replay_lock
+        || lessons_replay_key(jkt, out.jti, key) != 0
+        || apr_global_mutex_lock(sconf->replay_lock) != APR_SUCCESS) {
+        return lessons_dpop_unavailable(r, APLOG_ERR, LESSONSLOG(00241)
+                                        "the DPoP proofs seen cannot be "
+                                        "read in this process");
+    }
+    seen = lessons_replay_check(sconf->replay, key,
+                                apr_time_from_sec(out.iat + req.window + 1),
+                                apr_time_now());
+    apr_global_mutex_unlock(sconf->replay_lock);
+    if (seen == LESSONS_REPLAY_SEEN) {
+        return lessons_dpop_refuse(r, "invalid_dpop_proof", "The DPoP proof "
+                                   "has been used before", NULL);
+    }
+    if (seen == LESSONS_REPLAY_FULL) {
+        return lessons_dpop_unavailable(r, APLOG_WARNING, LESSONSLOG(00242)
+                                        "too many DPoP proofs within the "
+                                        "window to keep one more");
+    }
+    return OK;
+}
