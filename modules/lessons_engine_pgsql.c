@@ -129,6 +129,13 @@ static const char *lessons_pgsql_advice(void *native, apr_pool_t *p,
 #define LESSONS_PGSQL_EPOCH_SQL \
     "epoch || lpad(to_hex(xmin::text::bigint), 8, '0')"
 
+/* A transaction-level advisory lock on the key's number, tried without
+ * waiting: a second request with the key while the first is in flight
+ * is told so (409) instead of waiting on the unique index behind it.
+ * Let go at COMMIT or ROLLBACK, whatever ends the transaction.
+ */
+#define LESSONS_PGSQL_CLAIM_SQL "SELECT pg_try_advisory_xact_lock(%lld)"
+
 const lessons_engine_t lessons_engine_pgsql = {
     "pgsql",
     "BEGIN",
@@ -145,5 +152,6 @@ const lessons_engine_t lessons_engine_pgsql = {
     lessons_pgsql_fault,
     NULL,
     lessons_pgsql_name,
-    lessons_pgsql_advice
+    lessons_pgsql_advice,
+    LESSONS_PGSQL_CLAIM_SQL
 };

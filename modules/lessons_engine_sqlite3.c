@@ -195,5 +195,6 @@ const lessons_engine_t lessons_engine_sqlite3 = {
     lessons_sqlite_fault,
     lessons_sqlite_moved,
     lessons_sqlite_name,
-    lessons_sqlite_advice
+    lessons_sqlite_advice,
+    NULL                            /* writers take turns: no claim */
 };
