@@ -248,9 +248,12 @@ lessons_db_fault_e lessons_db_ready_idempotency(lessons_db_t *db,
                                                          conn->generation,
                                                          conn->key_tries)
                                           : NULL, err) != LESSONS_STORE_OK) {
+        lessons_db_fault_e fault;
+
         *err = apr_pstrdup(rp, *err);
         apr_pool_destroy(p);
-        return lessons_db_fault(db, NULL, *err);
+        fault = lessons_db_fault(db, NULL, *err);
+        return fault == LESSONS_DB_NO_SCHEMA ? LESSONS_DB_NO_KEYS : fault;
     }
     return LESSONS_DB_OK;
 }

@@ -35,7 +35,7 @@ lessons_db_fault_e lessons_db_ready(lessons_db_t *db, apr_pool_t *conn_pool,
  * Idempotency-Key: its statements are prepared on the connection the
  * first time one asks, and tried again on each ask after a failure, so
  * that a database without their table serves every other request, and
- * serves these too once the table is there.  NO_SCHEMA: the table is
+ * serves these too once the table is there.  NO_KEYS: the table is
  * missing.  The connection's other statements are untouched either way;
  * *err is made in rp (the request's pool: a try costs the connection
  * nothing).

@@ -32,6 +32,9 @@ typedef enum {
                                      * connection's statements (a restore,
                                      * a migration): prepared afresh for
                                      * the next request */
+    LESSONS_DB_NO_KEYS,             /* the table of Idempotency-Key is
+                                     * missing: a database made before it
+                                     * (everything else is served) */
     LESSONS_DB_ERROR                /* anything else */
 } lessons_db_fault_e;
 

@@ -104,8 +104,15 @@ static const char *lessons_pgsql_advice(void *native, apr_pool_t *p,
 {
     (void)native;
     (void)p;
-    return fault == LESSONS_DB_NO_SCHEMA
-           ? "load sql/schema.pgsql.sql into it" : NULL;
+    switch (fault) {
+    case LESSONS_DB_NO_SCHEMA:
+        return "load sql/schema.pgsql.sql into it";
+    case LESSONS_DB_NO_KEYS:
+        return "load sql/upgrade-idempotency.pgsql.sql into it (loading "
+               "sql/schema.pgsql.sql again does the same)";
+    default:
+        return NULL;
+    }
 }
 
 /* The database's OID (a database dropped and restored from a dump gets a

@@ -162,6 +162,10 @@ static const char *lessons_sqlite_advice(void *native, apr_pool_t *p,
          */
         return "load sql/schema.sqlite.sql into it; one made before ETags "
                "needs sql/upgrade-etags.sqlite.sql first";
+    case LESSONS_DB_NO_KEYS:
+        return "load sql/upgrade-idempotency.sqlite.sql into it (loading "
+               "sql/schema.sqlite.sql again does the same), then apachectl "
+               "graceful";
     case LESSONS_DB_MOVED:
         return "the file was deleted or replaced while the server ran; "
                "writes are refused until the server restarts";

@@ -2,7 +2,8 @@
  *
  * test_db.c: lessons_db against real SQLite files through apr_dbd --
  * statements prepared once per connection, and each fault an admin can
- * meet classified as what it is: no schema, read-only, locked by
+ * meet classified as what it is: no schema (or no table for
+ * Idempotency-Key), read-only, locked by
  * another writer (answered within about two seconds), file replaced.
  */
 #include <stdarg.h>
@@ -185,8 +186,11 @@ static void test_keys_table_missing(void **state)
         err = NULL;
         assert_int_equal(lessons_db_ready_idempotency(&c->db, c->conn_pool,
                                                       pool, &err),
-                         LESSONS_DB_NO_SCHEMA);
+                         LESSONS_DB_NO_KEYS);
         assert_non_null(strstr(err, "lessons_idempotency"));
+        assert_non_null(strstr(lessons_db_advice(&c->db, pool,
+                                                 LESSONS_DB_NO_KEYS),
+                               "sql/upgrade-idempotency.sqlite.sql"));
         assert_int_equal(ready(c), LESSONS_DB_OK);
         assert_ptr_equal(c->db.prepared, first);
         assert_int_equal(apr_hash_count(first), n);

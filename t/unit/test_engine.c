@@ -193,6 +193,8 @@ static void test_pgsql_faults(void **state)
     }
     assert_non_null(strstr(pg->advice(NULL, pool, LESSONS_DB_NO_SCHEMA),
                            "sql/schema.pgsql.sql"));
+    assert_non_null(strstr(pg->advice(NULL, pool, LESSONS_DB_NO_KEYS),
+                           "sql/upgrade-idempotency.pgsql.sql"));
     assert_null(pg->advice(NULL, pool, LESSONS_DB_FULL));
     assert_true(lessons_engine_says("a b c", "b c"));
     assert_false(lessons_engine_says(NULL, "b"));
