@@ -27,7 +27,7 @@ use JSON::PP ();
 use POSIX ();
 use Time::HiRes qw(time sleep);
 use LessonsTest;
-use LessonsTest::Lock qw(hold_lock release);
+use LessonsTest::Lock qw(hold_lock hold_level_lock release);
 
 my $DRIVER = LessonsTest::db_driver();
 my $SQLITE = $DRIVER eq 'sqlite3';
@@ -299,11 +299,11 @@ my %figures = (requests => 0, keys => 0, rows => 0, replayed => 0, in_flight => 
 }
 
 # ---------------------------------------------------------------- in flight
-# A duplicate while the first is in flight.  Both wait behind a lock on
-# the lessons table held from outside: on PostgreSQL the first holds
-# its key's claim while it waits, and the duplicate is told 409 at once;
-# on SQLite writers take turns, so the duplicate waits its turn and gets
-# the first's answer.
+# A duplicate while the first is in flight.  The first meets a lock held
+# from outside: on PostgreSQL its level's row, so it waits at its
+# foreign key check holding its key's claim, and the duplicate is told
+# 409 at once; on SQLite the write lock, and writers take turns, so the
+# duplicate waits its turn and gets the first's answer.
 sub post_in_child {
     my ($key, $json) = @_;
     pipe(my $r, my $w) or die "pipe: $!";
@@ -326,7 +326,7 @@ sub post_in_child {
 }
 {
     my $json = { levelId => 4, title => 'Gleichzeitig', order => 1 };
-    my $lock = hold_lock();
+    my $lock = hold_level_lock(4);
     my $one = post_in_child('busy-1', $json);
     my $two;
     if (!$SQLITE) {
@@ -339,17 +339,11 @@ sub post_in_child {
             sleep 0.05;
         }
         ok $waiting, 'PostgreSQL: the first holds its key while it waits';
-        # (The lessons table is locked: it is read once the lock is gone.)
-        my $keys = keys_rows();
-        my $from = suite_log_size();
+        before();
         my $res = post_key('busy-1', $json);
-        is_problem($res, 409, 'PostgreSQL: a duplicate while the first is in flight');
+        refused_ok($res, 409, '00415', 'PostgreSQL: a duplicate while the first is in flight');
         like((json_of($res) || {})->{detail} // '', qr/still being processed/,
              '... the detail says why');
-        is_deeply keys_rows(), $keys, '... no key kept';
-        my @lines = grep { /LESSONS00415: / } split /\n/, suite_log_since($from);
-        is scalar @lines, 1, '... one LESSONS00415 line';
-        like $lines[0] // '', qr/\[lessons:info\]/, '... at info';
     }
     else {
         sleep 0.3;
@@ -370,6 +364,41 @@ sub post_in_child {
     my $res = post_key('busy-1', $json);
     is $res->header('Idempotent-Replayed'), 'true', 'a retry afterwards: the replay';
     is((json_of($res) || {})->{id}, $ids[0], '... of that lesson');
+}
+
+# ---------------------------------------------------------------- faults
+# A create with a key that meets a fault is answered as without one,
+# and keeps nothing, not even its key: its retry creates.
+{
+    my $json = { levelId => 1, title => 'Trifft den Fehler', order => 1 };
+    my $keys = db_rows('SELECT count(*) AS n FROM lessons_idempotency', 'fault')->[0]{n};
+    my $res = call(POST => '/api/lessons', vhost => 'lessons_fault', json => $json,
+                   headers => [ 'Idempotency-Key' => sf('f-1') ]);
+    is_problem($res, 500, 'a write the database refuses, with a key');
+    is db_rows('SELECT count(*) AS n FROM lessons_idempotency', 'fault')->[0]{n}, $keys,
+        '... no key kept';
+    $res = call(POST => '/api/lessons', vhost => 'lessons_down', json => $json,
+                headers => [ 'Idempotency-Key' => sf('f-1') ]);
+    is_problem($res, 503, 'the database down, with a key');
+    is $res->header('Retry-After'), '5', '... Retry-After';
+
+    # Locked past LessonsDBTimeout (2 s at lessons_stuck): 503, nothing
+    # kept; once the lock is gone the retry creates.
+    my $lock = hold_lock();
+    my $t0 = time;
+    $res = call(POST => '/api/lessons', vhost => 'lessons_stuck', json => $json,
+                headers => [ 'Idempotency-Key' => sf('f-2') ]);
+    my $secs = time - $t0;
+    release($lock);
+    is_problem($res, 503, 'the table locked past LessonsDBTimeout, with a key');
+    cmp_ok $secs, '<', 10, "... answered within five times the bound ($secs s)";
+    is_deeply titled('Trifft den Fehler'), [], '... no lesson';
+    ok !grep({ $_->{idem_key} eq 'f-2' } @{ keys_rows() }), '... no key';
+    $res = call(POST => '/api/lessons', vhost => 'lessons_stuck', json => $json,
+                headers => [ 'Idempotency-Key' => sf('f-2') ]);
+    is $res->code, 201, 'its retry once the lock is gone: 201';
+    ok !defined $res->header('Idempotent-Replayed'), '... a create, not a replay';
+    is scalar @{ titled('Trifft den Fehler') }, 1, '... one lesson';
 }
 
 # ---------------------------------------------------------------- server B
