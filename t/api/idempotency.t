@@ -11,7 +11,9 @@
 # made before the keys' table serves everything else, answers 500 to a
 # create with a key (naming the upgrade file, once a second), and takes
 # keys once the upgrade file is loaded.  A client that drops its
-# connection after sending, and retries, gets exactly one lesson per key.
+# connection after sending, and retries, gets exactly one lesson per key;
+# on PostgreSQL a create whose connection died during COMMIT (503,
+# "outcome unknown") gets a definite answer from its retry.
 # The database is checked after every call.
 use strict;
 use warnings FATAL => 'all';
@@ -399,6 +401,49 @@ sub post_in_child {
     is $res->code, 201, 'its retry once the lock is gone: 201';
     ok !defined $res->header('Idempotent-Replayed'), '... a create, not a replay';
     is scalar @{ titled('Trifft den Fehler') }, 1, '... one lesson';
+}
+
+# ---------------------------------------------------------------- outcome unknown
+# PostgreSQL: the connection dies during COMMIT (a deferred trigger makes
+# the COMMIT of keys named slow-* wait, and the backend is terminated
+# meanwhile): the module answers 503 "may have been stored"; the retry
+# with the key gets the definite answer.
+SKIP: {
+    skip 'a connection lost during COMMIT: PostgreSQL only', 8 if $SQLITE;
+    db_do(q{CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS
+             $$ BEGIN PERFORM pg_sleep(2); RETURN NULL; END $$;
+             CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON lessons_idempotency
+             DEFERRABLE INITIALLY DEFERRED FOR EACH ROW
+             WHEN (NEW.idem_key LIKE 'slow-%') EXECUTE FUNCTION slow_commit()});
+    my $json = { levelId => 2, title => 'Ungewiss', order => 1 };
+    my $from = suite_log_size();
+    my $one = post_in_child('slow-1', $json);
+    my $killed = 0;
+    for (1 .. 200) {
+        $killed = db_rows("SELECT count(pg_terminate_backend(pid)) AS n FROM pg_stat_activity"
+                          . " WHERE wait_event = 'PgSleep' AND query = 'COMMIT'")->[0]{n};
+        last if $killed;
+        sleep 0.02;
+    }
+    is $killed, 1, 'the backend is terminated during its COMMIT';
+    my $a = $one->();
+    is $a->[0], 503, '... the create is answered 503';
+    like suite_log_since($from), qr/LESSONS00305: .*outcome is unknown/, '... outcome unknown (LESSONS00305)';
+    my $before = scalar @{ titled('Ungewiss') };
+    my $res;
+    for (1 .. 20) {         # the dead connection may meet one more request
+        $res = post_key('slow-1', $json);
+        last unless $res->code == 503;
+        sleep 0.2;
+    }
+    is $res->code, 201, 'its retry with the key: 201, a definite answer';
+    is((json_of($res) || {})->{title}, 'Ungewiss', '... the lesson');
+    is scalar @{ titled('Ungewiss') }, 1, '... exactly one lesson';
+    is !!$before, ($res->header('Idempotent-Replayed') // '') eq 'true',
+        '... a replay exactly when the first had been stored ('
+        . ($before ? 'it had' : 'it had not') . ')';
+    is scalar(grep { $_->{idem_key} eq 'slow-1' } @{ keys_rows() }), 1, '... one key kept';
+    db_do('DROP TRIGGER slow_commit ON lessons_idempotency; DROP FUNCTION slow_commit()');
 }
 
 # ---------------------------------------------------------------- server B
