@@ -498,6 +498,10 @@ dev: $(DEV_KEY)
 	    sqlite3 -bail $$db/lessons.db < sql/schema.sqlite.sql >/dev/null; \
 	    echo "upgraded dev database $$db/lessons.db (ETags: sql/upgrade-etags.sqlite.sql)"; \
 	fi; \
+	if ! sqlite3 $$db/lessons.db 'SELECT 1 FROM lessons_idempotency LIMIT 0' >/dev/null 2>&1; then \
+	    sqlite3 -bail $$db/lessons.db < sql/upgrade-idempotency.sqlite.sql; \
+	    echo "upgraded dev database $$db/lessons.db (Idempotency-Key: sql/upgrade-idempotency.sqlite.sql)"; \
+	fi; \
 	if [ "$$(id -u)" = 0 ]; then \
 	    $(give_back); \
 	    group=$(lastword $(subst :, ,$(OWNER))); \

@@ -40,6 +40,11 @@ static const lessons_number_t lessons_share_window_n = {
     NOT_IN_DIR_LOC_FILE,
     APR_OFFSETOF(lessons_srv_conf, share_window), LESSONS_FIELD_LONG
 };
+static const lessons_number_t lessons_key_lifetime_n = {
+    LESSONS_NUMBER_SECONDS, 1, LESSONS_MAX_KEY_LIFETIME, NULL,
+    NOT_IN_DIR_LOC_FILE,
+    APR_OFFSETOF(lessons_srv_conf, key_lifetime), LESSONS_FIELD_INT
+};
 static const lessons_number_t lessons_max_body_n = {
     LESSONS_NUMBER_COUNT, 1, LESSONS_MAX_BODY_LIMIT, " bytes", 0,
     APR_OFFSETOF(lessons_dir_conf, max_body), LESSONS_FIELD_OFF
@@ -133,6 +138,12 @@ static const command_rec lessons_cmds[] = {
                   "process to its next, on PostgreSQL: requests that arrive "
                   "meanwhile share the next read (default 2000; 0: the next "
                   "as soon as one returns)"),
+    AP_INIT_TAKE1("LessonsIdempotencyLifetime", lessons_set_number,
+                  (void *)&lessons_key_lifetime_n,
+                  RSRC_CONF,
+                  "Seconds a create's Idempotency-Key is kept: a retry with "
+                  "it within that time gets the create's answer (default "
+                  "86400; at most 30 days)"),
     AP_INIT_TAKE1("LessonsMaxBodySize", lessons_set_number,
                   (void *)&lessons_max_body_n,
                   RSRC_CONF | ACCESS_CONF,

@@ -27,6 +27,9 @@ typedef struct {
     long timeout_ms;            /* session bound applied (0: none yet) */
     unsigned int generation;    /* makes every prepare's names new */
     const char *identity;       /* this backend's history (identity_sql) */
+    unsigned int key_tries;     /* Idempotency-Key's statements prepared
+                                 * (or tried) on this backend: each try's
+                                 * names are new */
 } lessons_conn_t;
 
 static void *lessons_db_native(const lessons_db_t *db)
@@ -211,6 +214,47 @@ lessons_db_fault_e lessons_db_ready(lessons_db_t *db, apr_pool_t *conn_pool,
     }
     db->prepared = conn->prepared;
     db->identity = conn->identity;
+    return LESSONS_DB_OK;
+}
+
+lessons_db_fault_e lessons_db_ready_idempotency(lessons_db_t *db,
+                                                apr_pool_t *conn_pool,
+                                                apr_pool_t *rp,
+                                                const char **err)
+{
+    const lessons_engine_t *engine = lessons_engine_of(db->driver);
+    lessons_conn_t *conn = lessons_db_conn(conn_pool);
+    apr_pool_t *p;
+
+    if (lessons_store_idempotency_ready(db)) {
+        return LESSONS_DB_OK;
+    }
+    if (!engine || !conn->pool || db->prepared != conn->prepared) {
+        *err = "Idempotency-Key: the connection is not ready";
+        return LESSONS_DB_ERROR;
+    }
+    /* A pool of each try's own, so that a database without the keys'
+     * table costs its connections nothing per try; names of their own,
+     * since a try that failed half-way may have left some on the server.
+     */
+    if (apr_pool_create(&p, conn->pool) != APR_SUCCESS) {
+        *err = "out of memory preparing statements";
+        return LESSONS_DB_ERROR;
+    }
+    conn->key_tries++;
+    if (lessons_store_prepare_idempotency(db, p,
+                                          engine->named_statements
+                                          ? apr_psprintf(p, "%u_k%u",
+                                                         conn->generation,
+                                                         conn->key_tries)
+                                          : NULL, err) != LESSONS_STORE_OK) {
+        lessons_db_fault_e fault;
+
+        *err = apr_pstrdup(rp, *err);
+        apr_pool_destroy(p);
+        fault = lessons_db_fault(db, NULL, *err);
+        return fault == LESSONS_DB_NO_SCHEMA ? LESSONS_DB_NO_KEYS : fault;
+    }
     return LESSONS_DB_OK;
 }
 

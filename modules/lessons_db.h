@@ -31,6 +31,20 @@
 lessons_db_fault_e lessons_db_ready(lessons_db_t *db, apr_pool_t *conn_pool,
                                     long timeout_ms, const char **err);
 
+/* Make db (ready, as lessons_db_ready left it) ready for a create with
+ * Idempotency-Key: its statements are prepared on the connection the
+ * first time one asks, and tried again on each ask after a failure, so
+ * that a database without their table serves every other request, and
+ * serves these too once the table is there.  NO_KEYS: the table is
+ * missing.  The connection's other statements are untouched either way;
+ * *err is made in rp (the request's pool: a try costs the connection
+ * nothing).
+ */
+lessons_db_fault_e lessons_db_ready_idempotency(lessons_db_t *db,
+                                                apr_pool_t *conn_pool,
+                                                apr_pool_t *rp,
+                                                const char **err);
+
 /* What kind of fault a failed statement met (err is the store's message,
  * which carries the driver's).  A fault that leaves the prepared
  * statements unusable makes the next lessons_db_ready prepare again.

@@ -32,6 +32,9 @@ typedef enum {
                                      * connection's statements (a restore,
                                      * a migration): prepared afresh for
                                      * the next request */
+    LESSONS_DB_NO_KEYS,             /* the table of Idempotency-Key is
+                                     * missing: a database made before it
+                                     * (everything else is served) */
     LESSONS_DB_ERROR                /* anything else */
 } lessons_db_fault_e;
 
@@ -109,6 +112,16 @@ typedef struct {
      */
     const char *(*advice)(void *native, apr_pool_t *p,
                           lessons_db_fault_e fault);
+
+    /* Where writers run side by side (not one_writer): a statement that
+     * claims an Idempotency-Key for the transaction it runs in, without
+     * waiting for another transaction that holds it, and keeps it until
+     * that ends; %lld is the key's number (lessons_idem_claim_id), the
+     * one row's one column true when claimed.  NULL where writers take
+     * turns: the key's first request has committed or failed before a
+     * second can look.
+     */
+    const char *claim_sql;
 } lessons_engine_t;
 
 /* The engine of an apr_dbd driver name, or NULL when this build has

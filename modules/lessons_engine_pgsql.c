@@ -104,8 +104,15 @@ static const char *lessons_pgsql_advice(void *native, apr_pool_t *p,
 {
     (void)native;
     (void)p;
-    return fault == LESSONS_DB_NO_SCHEMA
-           ? "load sql/schema.pgsql.sql into it" : NULL;
+    switch (fault) {
+    case LESSONS_DB_NO_SCHEMA:
+        return "load sql/schema.pgsql.sql into it";
+    case LESSONS_DB_NO_KEYS:
+        return "load sql/upgrade-idempotency.pgsql.sql into it (loading "
+               "sql/schema.pgsql.sql again does the same)";
+    default:
+        return NULL;
+    }
 }
 
 /* The database's OID (a database dropped and restored from a dump gets a
@@ -129,6 +136,13 @@ static const char *lessons_pgsql_advice(void *native, apr_pool_t *p,
 #define LESSONS_PGSQL_EPOCH_SQL \
     "epoch || lpad(to_hex(xmin::text::bigint), 8, '0')"
 
+/* A transaction-level advisory lock on the key's number, tried without
+ * waiting: a second request with the key while the first is in flight
+ * is told so (409) instead of waiting on the unique index behind it.
+ * Let go at COMMIT or ROLLBACK, whatever ends the transaction.
+ */
+#define LESSONS_PGSQL_CLAIM_SQL "SELECT pg_try_advisory_xact_lock(%lld)"
+
 const lessons_engine_t lessons_engine_pgsql = {
     "pgsql",
     "BEGIN",
@@ -145,5 +159,6 @@ const lessons_engine_t lessons_engine_pgsql = {
     lessons_pgsql_fault,
     NULL,
     lessons_pgsql_name,
-    lessons_pgsql_advice
+    lessons_pgsql_advice,
+    LESSONS_PGSQL_CLAIM_SQL
 };

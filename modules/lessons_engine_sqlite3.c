@@ -162,6 +162,10 @@ static const char *lessons_sqlite_advice(void *native, apr_pool_t *p,
          */
         return "load sql/schema.sqlite.sql into it; one made before ETags "
                "needs sql/upgrade-etags.sqlite.sql first";
+    case LESSONS_DB_NO_KEYS:
+        return "load sql/upgrade-idempotency.sqlite.sql into it (loading "
+               "sql/schema.sqlite.sql again does the same), then apachectl "
+               "graceful";
     case LESSONS_DB_MOVED:
         return "the file was deleted or replaced while the server ran; "
                "writes are refused until the server restarts";
@@ -200,5 +204,6 @@ const lessons_engine_t lessons_engine_sqlite3 = {
     lessons_sqlite_fault,
     lessons_sqlite_moved,
     lessons_sqlite_name,
-    lessons_sqlite_advice
+    lessons_sqlite_advice,
+    NULL                            /* writers take turns: no claim */
 };

@@ -353,6 +353,10 @@ static const char *const lessons_write_names[3] = {
     "create", "update", "delete"
 };
 
+static const char *const lessons_key_names[5] = {
+    "stored", "replayed", "reused", "in_flight", "refused"
+};
+
 const char *lessons_metrics_op_name(lessons_metrics_op_e op)
 {
     return (int)op >= 0 && op < LESSONS_OP_COUNT ? lessons_op_names[op]
@@ -550,7 +554,10 @@ static const lessons_family_t lessons_families[] = {
       "class", lessons_fault_names, LESSONS_FAULT_COUNT },
     { "lessons_writes_total", "counter",
       "Writes committed, by operation.", LESSONS_M_WRITES,
-      "operation", lessons_write_names, 3 }
+      "operation", lessons_write_names, 3 },
+    { "lessons_idempotency_keys_total", "counter",
+      "Creates that sent an Idempotency-Key, by what became of it.",
+      LESSONS_M_KEYS, "outcome", lessons_key_names, 5 }
 };
 
 const char *lessons_metrics_prometheus(apr_pool_t *p,

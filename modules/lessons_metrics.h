@@ -96,12 +96,23 @@ typedef enum {
     LESSONS_M_DB_FAULTS,            /* + fault */
     LESSONS_M_WRITES = LESSONS_M_DB_FAULTS + LESSONS_FAULT_COUNT,
                                     /* + 0 create, 1 update, 2 delete */
-    LESSONS_M_COUNTERS = LESSONS_M_WRITES + 3,
+    LESSONS_M_KEYS = LESSONS_M_WRITES + 3,
+                                    /* Idempotency-Key: + outcome */
+    LESSONS_M_COUNTERS = LESSONS_M_KEYS + 5,
     /* Gauges: this process's value now, not added up over its life. */
     LESSONS_M_CACHE_BYTES = LESSONS_M_COUNTERS,
     LESSONS_M_CACHE_ENTRIES,
     LESSONS_M_COUNT
 } lessons_metrics_id_e;
+
+/* What became of a create's Idempotency-Key (LESSONS_M_KEYS + it). */
+typedef enum {
+    LESSONS_KEY_OUTCOME_STORED = 0, /* a create committed with its key */
+    LESSONS_KEY_OUTCOME_REPLAYED,   /* a retry given the first answer */
+    LESSONS_KEY_OUTCOME_REUSED,     /* the key with another request: 422 */
+    LESSONS_KEY_OUTCOME_IN_FLIGHT,  /* the first still running: 409 */
+    LESSONS_KEY_OUTCOME_REFUSED     /* no key (its form, PUT, DELETE): 400 */
+} lessons_metrics_key_e;
 
 /* Key sources (keys URLs) a block tells apart; more are not counted. */
 #define LESSONS_METRICS_SOURCES     16

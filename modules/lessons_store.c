@@ -114,6 +114,36 @@ const lessons_statement_t lessons_statements_returning[] = {
     { NULL, NULL }
 };
 
+/* The keys of retry-safe creates: a caller's key while it lives; the
+ * key stored with its create's answer, over an expired one of the same
+ * caller and key but never over a live one (0 rows then); a few expired
+ * keys removed, oldest first.  Times are seconds since 1970, from the
+ * caller, so that one text serves every engine.
+ */
+const lessons_statement_t lessons_statements_idempotency[] = {
+    { "lessons_key_find",
+      "SELECT fingerprint, status, lesson_id, location, etag, body "
+      "FROM lessons_idempotency "
+      "WHERE caller = %s AND idem_key = %s AND expires_at > %lld" },
+    { "lessons_key_store",
+      "INSERT INTO lessons_idempotency (caller, idem_key, fingerprint, "
+      "lesson_id, status, location, etag, body, created_at, expires_at) "
+      "VALUES (%s, %s, %s, %lld, %d, %s, %s, %s, %lld, %lld) "
+      "ON CONFLICT (caller, idem_key) DO UPDATE SET "
+      "fingerprint = excluded.fingerprint, lesson_id = excluded.lesson_id, "
+      "status = excluded.status, location = excluded.location, "
+      "etag = excluded.etag, body = excluded.body, "
+      "created_at = excluded.created_at, expires_at = excluded.expires_at "
+      "WHERE lessons_idempotency.expires_at <= %lld" },
+    { "lessons_key_sweep",
+      "DELETE FROM lessons_idempotency WHERE (caller, idem_key) IN "
+      "(SELECT caller, idem_key FROM lessons_idempotency "
+      "WHERE expires_at <= %lld ORDER BY expires_at LIMIT %d)" },
+    { NULL, NULL }
+};
+
+#define LESSONS_KEY_CLAIM "lessons_key_claim"
+
 static lessons_store_e lessons_store_fail(const lessons_db_t *db,
                                           apr_pool_t *p, int rv,
                                           const char *what,
@@ -204,6 +234,54 @@ lessons_store_e lessons_store_prepare(lessons_db_t *db, apr_pool_t *p,
                                          suffix, epoch_sql, err);
     }
     return rc;
+}
+
+lessons_store_e lessons_store_prepare_idempotency(lessons_db_t *db,
+                                                  apr_pool_t *p,
+                                                  const char *suffix,
+                                                  const char **err)
+{
+    const lessons_engine_t *engine = lessons_engine_of(db->driver);
+    lessons_statement_t claim[2] = { { NULL, NULL }, { NULL, NULL } };
+    lessons_db_t fresh = *db;
+    lessons_store_e rc;
+
+    /* Into a hash of their own first: a statement that fails leaves
+     * none of them in db->prepared, whatever went before it.
+     */
+    fresh.prepared = apr_hash_make(p);
+    rc = lessons_store_prepare_table(&fresh, p,
+                                     lessons_statements_idempotency, suffix,
+                                     "epoch", err);
+    if (rc == LESSONS_STORE_OK && engine && engine->claim_sql) {
+        claim[0].label = LESSONS_KEY_CLAIM;
+        claim[0].sql = engine->claim_sql;
+        rc = lessons_store_prepare_table(&fresh, p, claim, suffix, "epoch",
+                                         err);
+    }
+    if (rc == LESSONS_STORE_OK) {
+        apr_hash_index_t *hi;
+
+        if (!db->prepared) {
+            db->prepared = apr_hash_make(p);
+        }
+        for (hi = apr_hash_first(p, fresh.prepared); hi;
+             hi = apr_hash_next(hi)) {
+            const void *label;
+            void *stmt;
+
+            apr_hash_this(hi, &label, NULL, &stmt);
+            apr_hash_set(db->prepared, label, APR_HASH_KEY_STRING, stmt);
+        }
+    }
+    return rc;
+}
+
+int lessons_store_idempotency_ready(const lessons_db_t *db)
+{
+    return db && db->prepared
+           && apr_hash_get(db->prepared, lessons_statements_idempotency[0].label,
+                           APR_HASH_KEY_STRING) != NULL;
 }
 
 /* A whole decimal column value as a 64-bit integer. */
@@ -447,23 +525,25 @@ static lessons_store_e lessons_store_read_back(const lessons_db_t *db,
     return rc;
 }
 
-/* The INSERT ... RETURNING id: no row back means no such level. */
 /* Run a statement that gives at most one row, reading every row (as
- * apr_dbd needs) and keeping the first one's first two columns, copied
- * into p; *rows says how many rows came back.
+ * apr_dbd needs) and keeping the first one's first n columns, copied
+ * into p (NULL for a NULL or missing column); *rows says how many rows
+ * came back.
  */
 static lessons_store_e lessons_store_one(const lessons_db_t *db,
                                          apr_pool_t *p, const char *label,
                                          const void **args,
-                                         const char *cols[2], int *rows,
-                                         const char **err)
+                                         const char **cols, int n,
+                                         int *rows, const char **err)
 {
     apr_dbd_prepared_t *stmt = lessons_store_stmt(db, p, label, err);
     apr_dbd_results_t *res = NULL;
     apr_dbd_row_t *row = NULL;
     int rv, i, ncols;
 
-    cols[0] = cols[1] = NULL;
+    for (i = 0; i < n; i++) {
+        cols[i] = NULL;
+    }
     *rows = 0;
     if (!stmt) {
         return LESSONS_STORE_ERROR;
@@ -475,7 +555,7 @@ static lessons_store_e lessons_store_one(const lessons_db_t *db,
     }
     ncols = apr_dbd_num_cols(db->driver, res);
     while ((rv = apr_dbd_get_row(db->driver, p, res, &row, -1)) == 0) {
-        for (i = 0; *rows == 0 && i < 2 && i < ncols; i++) {
+        for (i = 0; *rows == 0 && i < n && i < ncols; i++) {
             const char *v = apr_dbd_get_entry(db->driver, row, i);
 
             cols[i] = v ? apr_pstrdup(p, v) : NULL;
@@ -500,7 +580,7 @@ static lessons_store_e lessons_store_insert(const lessons_db_t *db,
                            in->description, &active, &in->level_id };
     const char *cols[2];
     lessons_store_e rc = lessons_store_one(db, p, "lessons_create", args,
-                                           cols, &rows, err);
+                                           cols, 2, &rows, err);
 
     if (rc != LESSONS_STORE_OK) {
         return rc;
@@ -570,17 +650,45 @@ static lessons_store_e lessons_store_create_returning(
     return rc;
 }
 
+/* A create needs every field (create-decoded input). */
+static int lessons_input_complete(const lessons_input_t *in,
+                                  const char **err)
+{
+    if (!in->title || !in->topic || !in->description) {
+        *err = "lessons_create: incomplete input";
+        return 0;
+    }
+    return 1;
+}
+
+/* Insert and read back in the transaction that is open: the stored
+ * lesson, or NO_LEVEL.
+ */
+static lessons_store_e lessons_store_insert_read(const lessons_db_t *db,
+                                                 apr_pool_t *p,
+                                                 const char *what,
+                                                 const lessons_input_t *in,
+                                                 lessons_lesson_t *out,
+                                                 const char **err)
+{
+    apr_int64_t id = 0;
+    lessons_store_e rc = lessons_store_insert(db, p, in, &id, err);
+
+    if (rc == LESSONS_STORE_OK) {
+        rc = lessons_store_read_back(db, p, what, id, out, err);
+    }
+    return rc;
+}
+
 lessons_store_e lessons_store_create(const lessons_db_t *db, apr_pool_t *p,
                                      const lessons_input_t *in,
                                      lessons_lesson_t *out,
                                      const char **err)
 {
     const char *what = "lessons_create";
-    apr_int64_t id = 0;
     lessons_store_e rc;
 
-    if (!in->title || !in->topic || !in->description) {
-        *err = "lessons_create: incomplete input";
+    if (!lessons_input_complete(in, err)) {
         return LESSONS_STORE_ERROR;
     }
     if (lessons_store_write_returns(db)) {
@@ -588,10 +696,7 @@ lessons_store_e lessons_store_create(const lessons_db_t *db, apr_pool_t *p,
     }
     rc = lessons_txn_begin(db, p, what, err);
     if (rc == LESSONS_STORE_OK) {
-        rc = lessons_store_insert(db, p, in, &id, err);
-    }
-    if (rc == LESSONS_STORE_OK) {
-        rc = lessons_store_read_back(db, p, what, id, out, err);
+        rc = lessons_store_insert_read(db, p, what, in, out, err);
     }
     return lessons_txn_end(db, p, what, rc, err);
 }
@@ -606,29 +711,213 @@ lessons_store_e lessons_store_create_many(const lessons_db_t *db,
     int i;
 
     for (i = 0; i < n; i++) {
-        const lessons_input_t *in = jobs[i]->in;
-
-        if (!in->title || !in->topic || !in->description) {
-            *err = "lessons_create: incomplete input";
+        if (!lessons_input_complete(jobs[i]->in, err)) {
             return LESSONS_STORE_ERROR;
         }
     }
     rc = lessons_txn_begin(db, p, what, err);
     for (i = 0; i < n && rc == LESSONS_STORE_OK; i++) {
         lessons_store_create_job_t *job = jobs[i];
-        apr_int64_t id = 0;
 
-        job->rc = lessons_store_insert(db, job->pool, job->in, &id, err);
-        if (job->rc == LESSONS_STORE_OK) {
-            job->rc = lessons_store_read_back(db, job->pool, what, id,
-                                              &job->out, err);
-        }
+        job->rc = lessons_store_insert_read(db, job->pool, what, job->in,
+                                            &job->out, err);
         if (job->rc != LESSONS_STORE_OK && job->rc != LESSONS_STORE_NO_LEVEL) {
             *err = apr_pstrdup(p, *err);    /* job->pool is not ours */
             rc = job->rc;
         }
     }
     return lessons_txn_end(db, p, what, rc, err);
+}
+
+/* Claim the key for this transaction where the engine claims keys;
+ * *claimed 0 when another transaction holds it.
+ */
+static lessons_store_e lessons_key_claim(const lessons_db_t *db,
+                                         apr_pool_t *p,
+                                         const lessons_store_key_t *key,
+                                         int *claimed, const char **err)
+{
+    const lessons_engine_t *engine = lessons_engine_of(db->driver);
+    const void *args[] = { &key->claim };
+    const char *cols[1];
+    int rows = 0;
+    lessons_store_e rc;
+
+    *claimed = 1;
+    if (!engine || !engine->claim_sql) {
+        return LESSONS_STORE_OK;    /* writers take turns */
+    }
+    rc = lessons_store_one(db, p, LESSONS_KEY_CLAIM, args, cols, 1, &rows,
+                           err);
+    if (rc == LESSONS_STORE_OK && (rows != 1 || !cols[0])) {
+        *err = apr_psprintf(p, LESSONS_KEY_CLAIM ": %d rows, one expected",
+                            rows);
+        return LESSONS_STORE_ERROR;
+    }
+    if (rc == LESSONS_STORE_OK) {
+        *claimed = strcmp(cols[0], "t") == 0 || strcmp(cols[0], "1") == 0;
+    }
+    return rc;
+}
+
+/* The caller's key, if it is stored and has not expired: *found, with
+ * the answer it got and the fingerprint of its request.
+ */
+static lessons_store_e lessons_key_find(const lessons_db_t *db,
+                                        apr_pool_t *p,
+                                        const lessons_store_key_t *key,
+                                        int *found, const char **fp,
+                                        lessons_store_answer_t *ans,
+                                        const char **err)
+{
+    const char *label = lessons_statements_idempotency[0].label;
+    const void *args[] = { key->caller, key->key, &key->now };
+    const char *cols[6];
+    int rows = 0, i;
+    lessons_store_e rc = lessons_store_one(db, p, label, args, cols, 6,
+                                           &rows, err);
+
+    *found = 0;
+    if (rc != LESSONS_STORE_OK || rows == 0) {
+        return rc;
+    }
+    for (i = 0; i < 6; i++) {
+        if (!cols[i]) {
+            break;
+        }
+    }
+    if (rows != 1 || i < 6 || !lessons_parse_int(cols[1], &ans->status)
+        || !lessons_parse_i64(cols[2], &ans->id)) {
+        *err = apr_psprintf(p, "%s: %d rows, or a row with NULL or "
+                            "malformed columns", label, rows);
+        return LESSONS_STORE_ERROR;
+    }
+    *fp = cols[0];
+    ans->location = cols[3];
+    ans->etag = cols[4];
+    ans->body = cols[5];
+    ans->len = strlen(cols[5]);
+    *found = 1;
+    return LESSONS_STORE_OK;
+}
+
+/* Run a statement without results; *nrows says how many rows it
+ * changed.
+ */
+static lessons_store_e lessons_store_run(const lessons_db_t *db,
+                                         apr_pool_t *p, const char *label,
+                                         const void **args, int *nrows,
+                                         const char **err)
+{
+    apr_dbd_prepared_t *stmt = lessons_store_stmt(db, p, label, err);
+    int rv;
+
+    *nrows = 0;
+    if (!stmt) {
+        return LESSONS_STORE_ERROR;
+    }
+    rv = apr_dbd_pbquery(db->driver, p, db->handle, nrows, stmt, args);
+    if (rv != 0) {
+        return lessons_store_fail(db, p, rv, label, err);
+    }
+    return LESSONS_STORE_OK;
+}
+
+/* Keep the key with its create's answer; *stored 0 when a live key of
+ * the same caller and name is there already.
+ */
+static lessons_store_e lessons_key_store(const lessons_db_t *db,
+                                         apr_pool_t *p,
+                                         const lessons_store_key_t *key,
+                                         const lessons_store_answer_t *ans,
+                                         int *stored, const char **err)
+{
+    const void *args[] = { key->caller, key->key, key->fingerprint,
+                           &ans->id, &ans->status, ans->location, ans->etag,
+                           ans->body, &key->now, &key->expires, &key->now };
+    int nrows = 0;
+    lessons_store_e rc = lessons_store_run(db, p,
+                                           lessons_statements_idempotency[1]
+                                           .label, args, &nrows, err);
+
+    *stored = rc == LESSONS_STORE_OK && nrows > 0;
+    return rc;
+}
+
+/* Remove a few expired keys, oldest first. */
+static lessons_store_e lessons_key_sweep(const lessons_db_t *db,
+                                         apr_pool_t *p,
+                                         const lessons_store_key_t *key,
+                                         const char **err)
+{
+    int limit = LESSONS_KEY_SWEEP, nrows = 0;
+    const void *args[] = { &key->now, &limit };
+
+    return lessons_store_run(db, p, lessons_statements_idempotency[2].label,
+                             args, &nrows, err);
+}
+
+lessons_store_e lessons_store_create_keyed(const lessons_db_t *db,
+                                           apr_pool_t *p,
+                                           const lessons_input_t *in,
+                                           const lessons_store_key_t *key,
+                                           lessons_store_answer_fn answer,
+                                           void *baton,
+                                           lessons_store_key_e *outcome,
+                                           lessons_store_answer_t *ans,
+                                           const char **err)
+{
+    const char *what = "lessons_create (Idempotency-Key)";
+    const char *fp = NULL;
+    lessons_lesson_t l;
+    int claimed = 0, found = 0, stored = 0;
+    lessons_store_e rc;
+
+    *outcome = LESSONS_KEY_CREATED;
+    memset(ans, 0, sizeof(*ans));
+    if (!lessons_input_complete(in, err)) {
+        return LESSONS_STORE_ERROR;
+    }
+    rc = lessons_txn_begin(db, p, what, err);
+    if (rc == LESSONS_STORE_OK) {
+        rc = lessons_key_claim(db, p, key, &claimed, err);
+    }
+    if (rc == LESSONS_STORE_OK && claimed) {
+        rc = lessons_key_find(db, p, key, &found, &fp, ans, err);
+    }
+    if (rc == LESSONS_STORE_OK && claimed && !found) {
+        rc = lessons_store_write_returns(db)
+             ? lessons_store_create_returning(db, p, in, &l, err)
+             : lessons_store_insert_read(db, p, what, in, &l, err);
+        if (rc == LESSONS_STORE_OK && !answer(baton, p, &l, ans)) {
+            *err = "lessons_create: the answer could not be built";
+            rc = LESSONS_STORE_ERROR;
+        }
+        if (rc == LESSONS_STORE_OK) {
+            rc = lessons_key_store(db, p, key, ans, &stored, err);
+        }
+        if (rc == LESSONS_STORE_OK && stored) {
+            rc = lessons_key_sweep(db, p, key, err);
+        }
+    }
+    if (rc != LESSONS_STORE_OK) {
+        return lessons_txn_end(db, p, what, rc, err);
+    }
+    if (claimed && !found && stored) {
+        return lessons_txn_end(db, p, what, rc, err);   /* COMMIT */
+    }
+    /* Decided without a write (or a live key appeared under ours, which
+     * only a transaction that did not claim it could store): nothing of
+     * this one is kept.
+     */
+    *outcome = !claimed || !found ? LESSONS_KEY_IN_FLIGHT
+               : strcmp(fp, key->fingerprint) == 0 ? LESSONS_KEY_REPLAYED
+               : LESSONS_KEY_REUSED;
+    if (*outcome != LESSONS_KEY_REPLAYED) {
+        memset(ans, 0, sizeof(*ans));   /* another request's, or unkept */
+    }
+    rc = lessons_txn_end(db, p, what, LESSONS_STORE_PRECONDITION, err);
+    return rc == LESSONS_STORE_PRECONDITION ? LESSONS_STORE_OK : rc;
 }
 
 /* The If-Match part of a write's arguments: the flag, four versions
@@ -857,7 +1146,7 @@ lessons_store_e lessons_store_catalog(const lessons_db_t *db, apr_pool_t *p,
     const char *cols[2];
     int rows = 0;
     lessons_store_e rc = lessons_store_one(db, p, "lessons_catalog", NULL,
-                                           cols, &rows, err);
+                                           cols, 2, &rows, err);
 
     if (rc != LESSONS_STORE_OK) {
         return rc;

@@ -172,4 +172,90 @@ lessons_store_e lessons_store_delete(const lessons_db_t *db, apr_pool_t *p,
                                      const lessons_if_match_t *im,
                                      const char **err);
 
+/* Retry-safe creates (Idempotency-Key, README): the key a create came
+ * with, kept in the create's own transaction with its request's
+ * fingerprint and the answer the create got, until it expires.
+ */
+
+/* Statements for keys, prepared apart from the others and only where a
+ * create sends a key (lessons_store_prepare_idempotency): a database
+ * made before the keys' table still serves everything else.
+ */
+extern const lessons_statement_t lessons_statements_idempotency[];
+
+/* Prepare them (and the engine's claim_sql, as lessons_key_claim) on
+ * db->handle, with statements made in p; on success they join
+ * db->prepared, on failure nothing of them does.  Suffix as for
+ * lessons_store_prepare.
+ */
+lessons_store_e lessons_store_prepare_idempotency(lessons_db_t *db,
+                                                  apr_pool_t *p,
+                                                  const char *suffix,
+                                                  const char **err);
+
+/* Are they prepared on this connection? */
+int lessons_store_idempotency_ready(const lessons_db_t *db);
+
+/* A create's key, and the request it came with. */
+typedef struct {
+    const char *caller;             /* lessons_idem_caller */
+    const char *key;                /* as sent, escapes undone */
+    const char *fingerprint;        /* lessons_idem_fingerprint */
+    apr_int64_t claim;              /* lessons_idem_claim_id, for the
+                                     * engine's claim_sql */
+    apr_int64_t now;                /* seconds since 1970 */
+    apr_int64_t expires;            /* the key is forgotten from then on */
+} lessons_store_key_t;
+
+/* The answer a create got: what a retry with its key is given. */
+typedef struct {
+    int status;
+    apr_int64_t id;
+    const char *location;
+    const char *etag;
+    const char *body;
+    apr_size_t len;
+} lessons_store_answer_t;
+
+/* What became of a create with a key (the store answered OK). */
+typedef enum {
+    LESSONS_KEY_CREATED = 0,        /* created; the answer kept with the
+                                     * key, in the same transaction */
+    LESSONS_KEY_REPLAYED,           /* the key's request was made before:
+                                     * its answer, nothing written */
+    LESSONS_KEY_REUSED,             /* the key came with another request
+                                     * (fingerprint): nothing written */
+    LESSONS_KEY_IN_FLIGHT           /* another transaction holds the key:
+                                     * nothing written */
+} lessons_store_key_e;
+
+/* Build the answer of a create from the lesson it stored (in p), as
+ * the client is sent it; 0 when it cannot be built.
+ */
+typedef int (*lessons_store_answer_fn)(void *baton, apr_pool_t *p,
+                                       const lessons_lesson_t *l,
+                                       lessons_store_answer_t *out);
+
+/* A create with a key, in one transaction: claim the key where the
+ * engine has claim_sql; a key already stored (not expired) answers what
+ * it answered then, or REUSED for another request; else insert, build
+ * the answer through answer(), store the key with it, remove a few
+ * expired keys, and commit.  OK with *outcome and *ans; NO_LEVEL
+ * (nothing written, the key not kept: a retry runs again); ERROR as for
+ * lessons_store_create (the lesson and the key are kept together or not
+ * at all).
+ */
+lessons_store_e lessons_store_create_keyed(const lessons_db_t *db,
+                                           apr_pool_t *p,
+                                           const lessons_input_t *in,
+                                           const lessons_store_key_t *key,
+                                           lessons_store_answer_fn answer,
+                                           void *baton,
+                                           lessons_store_key_e *outcome,
+                                           lessons_store_answer_t *ans,
+                                           const char **err);
+
+/* How many expired keys a create that stores one removes. */
+#define LESSONS_KEY_SWEEP 4
+
 #endif /* LESSONS_STORE_H */

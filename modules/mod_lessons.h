@@ -69,6 +69,7 @@
 #include "lessons_fetch.h"
 #include "lessons_flight.h"
 #include "lessons_group.h"
+#include "lessons_idem.h"
 #include "lessons_gate.h"
 #include "lessons_throttle.h"
 
@@ -104,6 +105,8 @@ APLOG_USE_MODULE(lessons);
 #define LESSONS_DEFAULT_SHARE_WINDOW 2000   /* microseconds */
 #define LESSONS_MAX_SHARE_WINDOW 100000
 #define LESSONS_DBD_DEFAULT_MAX  10     /* mod_dbd's DBDMax default */
+#define LESSONS_DEFAULT_KEY_LIFETIME 86400  /* seconds: Idempotency-Key */
+#define LESSONS_MAX_KEY_LIFETIME (30 * 86400)
 #define LESSONS_RETRY_AFTER      "5"
 /* No pooled connection given back for this long while every one is
  * held: the database is not answering (lessons_gate.h).  The slowest
@@ -218,6 +221,8 @@ typedef struct {
     int db_timeout;                 /* seconds; 0: not set here */
     long share_window;              /* LessonsDBShareWindow, microseconds;
                                      * -1: not set here */
+    int key_lifetime;               /* LessonsIdempotencyLifetime,
+                                     * seconds; 0: not set here */
     /* Not merged: set for every server by post_config (acquire,
      * writers, key_sources) or child_init (the rest), after the merge. */
     ap_dbd_t *(*acquire)(request_rec *r);   /* (not merged) */
@@ -408,6 +413,7 @@ int lessons_token_required(const lessons_dir_conf *conf);
 lessons_algs_t lessons_discovery_algs(unsigned jwt_caps);
 int lessons_db_timeout(const lessons_srv_conf *sconf);
 apr_interval_time_t lessons_share_window(const lessons_srv_conf *sconf);
+int lessons_key_lifetime(const lessons_srv_conf *sconf);
 apr_off_t lessons_max_body(const lessons_dir_conf *conf);
 
 /* The base path in effect: LessonsBasePath, else the <Location> that
@@ -521,6 +527,7 @@ int lessons_dbd_write_begin(lessons_ctx *c);
 int lessons_dbd_writers_shed(lessons_ctx *c);
 void lessons_dbd_write_end(lessons_ctx *c);
 int lessons_dbd_failed(lessons_ctx *c, const char *err);
+int lessons_dbd_keys_ready(lessons_ctx *c);
 
 /* mod_lessons_io.c */
 void lessons_send_head(request_rec *r, int status, const char *type,

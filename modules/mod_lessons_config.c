@@ -90,6 +90,8 @@ void *lessons_merge_srv_conf(apr_pool_t *p, void *basev, void *addv)
     sconf->db_timeout = add->db_timeout ? add->db_timeout : base->db_timeout;
     sconf->share_window = add->share_window >= 0 ? add->share_window
                                                  : base->share_window;
+    sconf->key_lifetime = add->key_lifetime ? add->key_lifetime
+                                            : base->key_lifetime;
     sconf->cache_size = base->cache_size;   /* global: the main server's */
     return sconf;
 }
@@ -103,6 +105,12 @@ apr_interval_time_t lessons_share_window(const lessons_srv_conf *sconf)
 {
     return sconf->share_window >= 0 ? sconf->share_window
                                     : LESSONS_DEFAULT_SHARE_WINDOW;
+}
+
+int lessons_key_lifetime(const lessons_srv_conf *sconf)
+{
+    return sconf->key_lifetime ? sconf->key_lifetime
+                               : LESSONS_DEFAULT_KEY_LIFETIME;
 }
 
 /* The token policy a config holds (its fingerprint, if made), for a

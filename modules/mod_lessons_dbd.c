@@ -62,6 +62,12 @@ int lessons_dbd_answer(lessons_ctx *c, lessons_db_fault_e fault,
             LESSONSLOG(00306) "%s has no lessons schema (%s): %s", name,
             advice, err));
         break;
+    case LESSONS_DB_NO_KEYS:
+        lessons_log_fault(r, APLOG_ERR, apr_psprintf(r->pool,
+            LESSONSLOG(00311) "%s has no table for Idempotency-Key, made "
+            "before it: creates that send the header answer 500, every "
+            "other request is served (%s): %s", name, advice, err));
+        break;
     default:
         lessons_log_fault(r, APLOG_ERR, apr_psprintf(r->pool,
             LESSONSLOG(00302) "database error on %s: %s", name, err));
@@ -70,7 +76,8 @@ int lessons_dbd_answer(lessons_ctx *c, lessons_db_fault_e fault,
     if (c->quiet) {
         return HTTP_SERVICE_UNAVAILABLE;    /* logged; the caller answers */
     }
-    if (fault == LESSONS_DB_NO_SCHEMA || fault == LESSONS_DB_ERROR) {
+    if (fault == LESSONS_DB_NO_SCHEMA || fault == LESSONS_DB_NO_KEYS
+        || fault == LESSONS_DB_ERROR) {
         return lessons_send_problem(r, HTTP_INTERNAL_SERVER_ERROR, NULL,
             "The request could not be completed because of a server "
             "error.", NULL);
@@ -218,6 +225,22 @@ int lessons_dbd_failed(lessons_ctx *c, const char *err)
 
     return lessons_dbd_answer(c, lessons_db_fault(&c->db, c->db_pool, err),
                              err, wrote);
+}
+
+/* The connection (open) made ready for a create with Idempotency-Key:
+ * DECLINED, or the answer (500 on a database made before the keys'
+ * table, naming the upgrade file once a second).
+ */
+int lessons_dbd_keys_ready(lessons_ctx *c)
+{
+    const char *err = NULL;
+    lessons_db_fault_e fault = lessons_db_ready_idempotency(&c->db,
+                                                            c->db_pool,
+                                                            c->r->pool,
+                                                            &err);
+
+    return fault == LESSONS_DB_OK ? DECLINED
+                                  : lessons_dbd_answer(c, fault, err, 0);
 }
 
 /* SQLite writes of this server queue on one mutex, within the request's

@@ -7,27 +7,58 @@
 
 #include "mod_lessons.h"
 
+/* The answer that carries a lesson written (200, or 201 with its
+ * Location), built in p; 0 when its document cannot be encoded.
+ */
+static int lessons_lesson_answer(lessons_ctx *c, apr_pool_t *p, int status,
+                                 const lessons_lesson_t *l,
+                                 lessons_store_answer_t *a)
+{
+    memset(a, 0, sizeof(*a));
+    a->body = lessons_json_lesson_text(p, l, &a->len);
+    if (!a->body) {
+        return 0;
+    }
+    a->status = status;
+    a->id = l->id;
+    a->etag = lessons_etag_lesson(p, l);
+    if (status == HTTP_CREATED) {
+        a->location = apr_psprintf(p, "%s/%" APR_INT64_T_FMT,
+                                   lessons_base_path(c->conf), l->id);
+    }
+    return 1;
+}
+
+static int lessons_send_answer(lessons_ctx *c,
+                               const lessons_store_answer_t *a)
+{
+    if (a->location) {
+        apr_table_setn(c->r->headers_out, "Location", a->location);
+    }
+    apr_table_setn(c->r->headers_out, "ETag", a->etag);
+    apr_table_setn(c->r->headers_out, "Cache-Control", "no-cache");
+    return lessons_send(c->r, a->status, LESSONS_CT_JSON, a->body, a->len);
+}
+
 /* A lesson written: its document, with its tag, for 200 and 201. */
 static int lessons_send_lesson(lessons_ctx *c, int status,
                                const lessons_lesson_t *l)
 {
-    apr_size_t len = 0;
-    const char *body = lessons_json_lesson_text(c->r->pool, l, &len);
+    lessons_store_answer_t a;
 
-    if (!body) {
+    if (!lessons_lesson_answer(c, c->r->pool, status, l, &a)) {
         return lessons_dbd_failed(c, "a stored lesson could not be encoded");
     }
-    apr_table_setn(c->r->headers_out, "ETag",
-                   lessons_etag_lesson(c->r->pool, l));
-    apr_table_setn(c->r->headers_out, "Cache-Control", "no-cache");
-    return lessons_send(c->r, status, LESSONS_CT_JSON, body, len);
+    return lessons_send_answer(c, &a);
 }
 
 /* Read and decode a create/update body.  Returns DECLINED with *in
- * filled, or the finished response.
+ * filled (and the body's bytes in *raw, *raw_len when asked), or the
+ * finished response.
  */
 static int lessons_decode_body(lessons_ctx *c, lessons_payload_mode_e mode,
-                               lessons_input_t *in)
+                               lessons_input_t *in, const char **raw,
+                               apr_size_t *raw_len)
 {
     request_rec *r = c->r;
     apr_off_t max = lessons_max_body(c->conf);
@@ -71,6 +102,10 @@ static int lessons_decode_body(lessons_ctx *c, lessons_payload_mode_e mode,
     switch (lessons_payload_decode(r->pool, body, len, mode, in, &errors,
                                    &detail)) {
     case LESSONS_PAYLOAD_OK:
+        if (raw) {
+            *raw = body;
+            *raw_len = len;
+        }
         return DECLINED;
     case LESSONS_PAYLOAD_MALFORMED:
         ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00404)
@@ -116,32 +151,23 @@ static int lessons_created(lessons_ctx *c, lessons_store_e rc,
                            const lessons_input_t *in,
                            const lessons_lesson_t *l, const char *err)
 {
-    request_rec *r = c->r;
-
     switch (rc) {
     case LESSONS_STORE_OK:
-        break;
+        return lessons_send_lesson(c, HTTP_CREATED, l);
     case LESSONS_STORE_NO_LEVEL:
         return lessons_no_level(c, in->level_id);
     default:
         return lessons_dbd_failed(c, err);
     }
-    apr_table_setn(r->headers_out, "Location",
-                   apr_psprintf(r->pool, "%s/%" APR_INT64_T_FMT,
-                                lessons_base_path(c->conf), l->id));
-    return lessons_send_lesson(c, HTTP_CREATED, l);
 }
 
-/* A create in a transaction of its own, on this request's connection
- * (opened here unless it is already).
+/* This request's connection (opened here unless it is already) for a
+ * create alone: DECLINED, or the answer.  A connection that shows an
+ * engine whose writers run side by side turns the group off.
  */
-static int lessons_create_alone(lessons_ctx *c, lessons_srv_conf *sconf,
-                                const lessons_input_t *in)
+static int lessons_create_open(lessons_ctx *c, lessons_srv_conf *sconf)
 {
     const lessons_engine_t *engine;
-    lessons_lesson_t l;
-    const char *err = NULL;
-    lessons_store_e rc;
     int done;
 
     if (!c->db.driver && (done = lessons_dbd_open(c)) != DECLINED) {
@@ -151,13 +177,188 @@ static int lessons_create_alone(lessons_ctx *c, lessons_srv_conf *sconf,
     if (engine && !engine->one_writer) {
         apr_atomic_set32(&sconf->group_off, 1);
     }
-    if ((done = lessons_dbd_write_begin(c)) != DECLINED) {
+    return DECLINED;
+}
+
+/* A create in a transaction of its own, on this request's connection
+ * (opened here unless it is already).
+ */
+static int lessons_create_alone(lessons_ctx *c, lessons_srv_conf *sconf,
+                                const lessons_input_t *in)
+{
+    lessons_lesson_t l;
+    const char *err = NULL;
+    lessons_store_e rc;
+    int done;
+
+    if ((done = lessons_create_open(c, sconf)) != DECLINED
+        || (done = lessons_dbd_write_begin(c)) != DECLINED) {
         return done;
     }
     /* Insert and read-back are one transaction: OK means committed. */
     rc = lessons_store_create(&c->db, c->r->pool, in, &l, &err);
     lessons_dbd_write_end(c);
     return lessons_created(c, rc, in, &l, err);
+}
+
+/* ------------------------------------------------- Idempotency-Key */
+
+/* A key refused for the client's fault (400, 409, 422): logged once at
+ * info (tag: where), nothing written.  Every refusal of a key passes
+ * here.
+ */
+static int lessons_key_refused(lessons_ctx *c, int status, const char *where,
+                               const char *why, const char *detail)
+{
+    lessons_count(c->r, LESSONS_M_KEYS
+                        + (status == HTTP_UNPROCESSABLE_ENTITY
+                           ? LESSONS_KEY_OUTCOME_REUSED
+                           : status == HTTP_CONFLICT
+                             ? LESSONS_KEY_OUTCOME_IN_FLIGHT
+                             : LESSONS_KEY_OUTCOME_REFUSED));
+    ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, c->r, "%s%s: %s", where,
+                  lessons_refused(c->r, status), why);
+    return lessons_send_problem(c->r, status, NULL, detail, NULL);
+}
+
+/* PUT and DELETE are idempotent as they are (README): the header is
+ * refused there rather than taken and not kept.
+ */
+static int lessons_key_not_here(lessons_ctx *c)
+{
+    if (!apr_table_get(c->r->headers_in, "Idempotency-Key")) {
+        return DECLINED;
+    }
+    return lessons_key_refused(c, HTTP_BAD_REQUEST, LESSONSLOG(00411),
+        "Idempotency-Key is taken on POST only",
+        "Idempotency-Key is taken on POST (create) only. PUT and DELETE "
+        "are idempotent as they are: send them again without it (with "
+        "If-Match for a PUT that must not undo another's change).");
+}
+
+/* A string claim of the request's token, or NULL. */
+static const char *lessons_claim_text(json_t *claims, const char *name)
+{
+    return json_string_value(json_object_get(claims, name));
+}
+
+/* The Idempotency-Key of a create, if it has one: *keyed and key's
+ * caller, key and claim number (the fingerprint needs the body).
+ * DECLINED, or the refusal (400).
+ */
+static int lessons_key_of(lessons_ctx *c, lessons_store_key_t *key,
+                          int *keyed)
+{
+    request_rec *r = c->r;
+    const char *field = apr_table_get(r->headers_in, "Idempotency-Key");
+    json_t *claims;
+    lessons_idem_key_e rc;
+    const char *name = NULL;
+
+    memset(key, 0, sizeof(*key));
+    *keyed = 0;
+    if (!field) {
+        return DECLINED;
+    }
+    rc = lessons_idem_key_parse(r->pool, field, &name);
+    if (rc != LESSONS_IDEM_KEY_OK) {
+        return lessons_key_refused(c, HTTP_BAD_REQUEST, LESSONSLOG(00410),
+            apr_psprintf(r->pool, "Idempotency-Key: %s",
+                         lessons_idem_key_describe(rc)),
+            apr_psprintf(r->pool, "Idempotency-Key must be one quoted "
+                         "string (RFC 8941) of 1 to %d printable ASCII "
+                         "characters, such as Idempotency-Key: "
+                         "\"8e03978e-40d5-43e8-bc93-6894a57f9324\"; this "
+                         "one is %s.", LESSONS_IDEM_KEY_MAX,
+                         lessons_idem_key_describe(rc)));
+    }
+    claims = lessons_request_claims(r);
+    key->caller = lessons_idem_caller(r->pool,
+                                      lessons_claim_text(claims, "iss"),
+                                      lessons_claim_text(claims, "sub"),
+                                      r->user);
+    if (!key->caller) {
+        return lessons_key_refused(c, HTTP_BAD_REQUEST, LESSONSLOG(00412),
+            "Idempotency-Key, but the token names no caller (no sub "
+            "claim, no user)",
+            "Idempotency-Key needs a token that names its caller (a sub "
+            "claim), so that no one else's key can answer for it.");
+    }
+    key->key = name;
+    key->claim = lessons_idem_claim_id(key->caller, name);
+    *keyed = 1;
+    return DECLINED;
+}
+
+static int lessons_create_answer(void *baton, apr_pool_t *p,
+                                 const lessons_lesson_t *l,
+                                 lessons_store_answer_t *out)
+{
+    return lessons_lesson_answer(baton, p, HTTP_CREATED, l, out);
+}
+
+/* A create with Idempotency-Key: alone (never in a group), its key
+ * kept in its transaction; a retry gets the answer it got.
+ */
+static int lessons_create_keyed(lessons_ctx *c, lessons_srv_conf *sconf,
+                                const lessons_input_t *in,
+                                lessons_store_key_t *key, const char *body,
+                                apr_size_t len)
+{
+    request_rec *r = c->r;
+    lessons_store_answer_t ans;
+    lessons_store_key_e outcome = LESSONS_KEY_CREATED;
+    const char *err = NULL;
+    lessons_store_e rc;
+    int done;
+
+    key->fingerprint = lessons_idem_fingerprint(r->pool, r->method, r->uri,
+                                                key->caller, body, len);
+    if (!key->fingerprint) {
+        return lessons_dbd_failed(c, "Idempotency-Key: the request's "
+                                  "fingerprint could not be made");
+    }
+    if ((done = lessons_create_open(c, sconf)) != DECLINED
+        || (done = lessons_dbd_keys_ready(c)) != DECLINED
+        || (done = lessons_dbd_write_begin(c)) != DECLINED) {
+        return done;
+    }
+    key->now = apr_time_sec(apr_time_now());
+    key->expires = key->now + lessons_key_lifetime(sconf);
+    rc = lessons_store_create_keyed(&c->db, r->pool, in, key,
+                                    lessons_create_answer, c, &outcome, &ans,
+                                    &err);
+    lessons_dbd_write_end(c);
+    if (rc != LESSONS_STORE_OK) {
+        return lessons_created(c, rc, in, NULL, err);
+    }
+    switch (outcome) {
+    case LESSONS_KEY_CREATED:
+        lessons_count(r, LESSONS_M_KEYS + LESSONS_KEY_OUTCOME_STORED);
+        return lessons_send_answer(c, &ans);
+    case LESSONS_KEY_REPLAYED:
+        lessons_count(r, LESSONS_M_KEYS + LESSONS_KEY_OUTCOME_REPLAYED);
+        ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, LESSONSLOG(00413)
+                      "Idempotency-Key: the answer of an earlier create "
+                      "(lesson %" APR_INT64_T_FMT ") given again",
+                      ans.id);
+        apr_table_setn(r->headers_out, "Idempotent-Replayed", "true");
+        return lessons_send_answer(c, &ans);
+    case LESSONS_KEY_REUSED:
+        return lessons_key_refused(c, HTTP_UNPROCESSABLE_ENTITY,
+            LESSONSLOG(00414), "Idempotency-Key was sent before with "
+            "another request",
+            "This Idempotency-Key was sent before with another request "
+            "(another body, path or method): nothing was created. Send a "
+            "new key with a new request.");
+    case LESSONS_KEY_IN_FLIGHT:
+    default:
+        return lessons_key_refused(c, HTTP_CONFLICT, LESSONSLOG(00415),
+            "Idempotency-Key: a request with it is still in flight",
+            "A request with this Idempotency-Key is still being "
+            "processed: nothing was created. Send this one again once "
+            "that one has been answered.");
+    }
 }
 
 /* Lead a group commit: run the jobs of run in one transaction on this
@@ -278,10 +479,18 @@ static int lessons_create(lessons_ctx *c)
     lessons_srv_conf *sconf =
         ap_get_module_config(c->r->server->module_config, &lessons_module);
     lessons_input_t in;
-    int done = lessons_decode_body(c, LESSONS_PAYLOAD_CREATE, &in);
+    lessons_store_key_t key;
+    const char *body = NULL;
+    apr_size_t len = 0;
+    int keyed = 0, done = lessons_key_of(c, &key, &keyed);
 
-    if (done != DECLINED) {
+    if (done != DECLINED
+        || (done = lessons_decode_body(c, LESSONS_PAYLOAD_CREATE, &in,
+                                       &body, &len)) != DECLINED) {
         return done;
+    }
+    if (keyed) {
+        return lessons_create_keyed(c, sconf, &in, &key, body, len);
     }
     if (sconf->group && !apr_atomic_read32(&sconf->group_off)) {
         return lessons_create_grouped(c, sconf, &in);
@@ -322,9 +531,12 @@ static int lessons_update(lessons_ctx *c)
     lessons_if_match_t im;
     const char *err = NULL;
     lessons_store_e rc;
-    int done = lessons_decode_body(c, LESSONS_PAYLOAD_UPDATE, &in);
+    int done = lessons_key_not_here(c);
 
-    if (done != DECLINED || (done = lessons_if_match(c, &im)) != DECLINED
+    if (done != DECLINED
+        || (done = lessons_decode_body(c, LESSONS_PAYLOAD_UPDATE, &in, NULL,
+                                       NULL)) != DECLINED
+        || (done = lessons_if_match(c, &im)) != DECLINED
         || (done = lessons_dbd_open(c)) != DECLINED) {
         return done;
     }
@@ -363,9 +575,10 @@ static int lessons_delete(lessons_ctx *c)
     lessons_if_match_t im;
     const char *err = NULL;
     lessons_store_e rc;
-    int done = lessons_if_match(c, &im);
+    int done = lessons_key_not_here(c);
 
-    if (done != DECLINED || (done = lessons_dbd_open(c)) != DECLINED) {
+    if (done != DECLINED || (done = lessons_if_match(c, &im)) != DECLINED
+        || (done = lessons_dbd_open(c)) != DECLINED) {
         return done;
     }
     if ((done = lessons_dbd_write_begin(c)) != DECLINED) {

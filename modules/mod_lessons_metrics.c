@@ -291,9 +291,11 @@ int lessons_metrics_log(request_rec *r)
         lessons_metrics_add(slot, LESSONS_M_REFUSED + LESSONS_REFUSED_SCOPE,
                             1);
     }
+    /* A retry given an earlier create's answer wrote nothing. */
     if (last->status >= 200 && last->status < 300
         && (op == LESSONS_OP_CREATE || op == LESSONS_OP_UPDATE
-            || op == LESSONS_OP_DELETE)) {
+            || op == LESSONS_OP_DELETE)
+        && !apr_table_get(last->headers_out, "Idempotent-Replayed")) {
         lessons_metrics_add(slot, LESSONS_M_WRITES + (op - LESSONS_OP_CREATE),
                             1);
     }

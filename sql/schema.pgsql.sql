@@ -116,3 +116,29 @@ FOR EACH STATEMENT EXECUTE FUNCTION lessons_catalog_bump();
 CREATE OR REPLACE TRIGGER levels_catalog_truncate
 AFTER TRUNCATE ON levels
 FOR EACH STATEMENT EXECUTE FUNCTION lessons_catalog_bump();
+
+-- Retry-safe creates (README, "Retry-safe creates: Idempotency-Key"):
+-- each key a caller sent with a create, the fingerprint of that request
+-- and the answer it got, stored in the create's own transaction and
+-- given again to a retry.  caller is a digest of the token's issuer and
+-- subject; times are seconds since 1970 (to_timestamp(expires_at) reads
+-- one).  No trigger: a key is not part of the catalogue, so storing one
+-- never moves the catalogue version.  Past expires_at a key is
+-- forgotten; each create that stores a key removes a few expired ones.
+-- A database made before these lines: upgrade-idempotency.pgsql.sql
+-- (the same table), or load this file again.
+CREATE TABLE IF NOT EXISTS lessons_idempotency (
+    caller      VARCHAR(64)  NOT NULL,
+    idem_key    VARCHAR(255) NOT NULL CHECK (length(idem_key) >= 1),
+    fingerprint VARCHAR(64)  NOT NULL,
+    lesson_id   BIGINT       NOT NULL,
+    status      INTEGER      NOT NULL,
+    location    TEXT         NOT NULL,
+    etag        TEXT         NOT NULL,
+    body        TEXT         NOT NULL,
+    created_at  BIGINT       NOT NULL,
+    expires_at  BIGINT       NOT NULL,
+    PRIMARY KEY (caller, idem_key)
+);
+CREATE INDEX IF NOT EXISTS lessons_idempotency_expiry
+    ON lessons_idempotency (expires_at);

@@ -118,3 +118,30 @@ CREATE TRIGGER IF NOT EXISTS levels_catalog_update AFTER UPDATE ON levels
 BEGIN UPDATE lessons_catalog SET changes = changes + 1 WHERE stripe = 0; END;
 CREATE TRIGGER IF NOT EXISTS levels_catalog_delete AFTER DELETE ON levels
 BEGIN UPDATE lessons_catalog SET changes = changes + 1 WHERE stripe = 0; END;
+
+-- Retry-safe creates (README, "Retry-safe creates: Idempotency-Key"):
+-- each key a caller sent with a create, the fingerprint of that request
+-- and the answer it got, stored in the create's own transaction and
+-- given again to a retry.  caller is a digest of the token's issuer and
+-- subject; times are seconds since 1970 (datetime(expires_at,
+-- 'unixepoch') reads one).  No trigger: a key is not part of the
+-- catalogue, so storing one never moves the catalogue version.  Past
+-- expires_at a key is forgotten; each create that stores a key removes
+-- a few expired ones.  A database made before these lines:
+-- sql/upgrade-idempotency.sqlite.sql (the same table), or load this
+-- file again.
+CREATE TABLE IF NOT EXISTS lessons_idempotency (
+    caller      TEXT    NOT NULL,
+    idem_key    TEXT    NOT NULL CHECK (length(idem_key) BETWEEN 1 AND 255),
+    fingerprint TEXT    NOT NULL,
+    lesson_id   INTEGER NOT NULL,
+    status      INTEGER NOT NULL,
+    location    TEXT    NOT NULL,
+    etag        TEXT    NOT NULL,
+    body        TEXT    NOT NULL,
+    created_at  INTEGER NOT NULL,
+    expires_at  INTEGER NOT NULL,
+    PRIMARY KEY (caller, idem_key)
+);
+CREATE INDEX IF NOT EXISTS lessons_idempotency_expiry
+    ON lessons_idempotency (expires_at);

@@ -172,7 +172,10 @@ for my $case ([ "LessonsDBTimeout 0", qr/LessonsDBTimeout takes a whole number o
               [ "LessonsCacheSize -1", qr/not '-1'/ ],
               [ "LessonsDBShareWindow -1", qr/LessonsDBShareWindow takes a whole number of microseconds from 0 to 100000, not '-1'/ ],
               [ "LessonsDBShareWindow 100001", qr/from 0 to 100000, not '100001'/ ],
-              [ "LessonsDBShareWindow 2ms", qr/not '2ms'/ ]) {
+              [ "LessonsDBShareWindow 2ms", qr/not '2ms'/ ],
+              [ "LessonsIdempotencyLifetime 0", qr/LessonsIdempotencyLifetime takes a whole number of seconds from 1 to 2592000, not '0'/ ],
+              [ "LessonsIdempotencyLifetime 2592001", qr/from 1 to 2592000, not '2592001'/ ],
+              [ "LessonsIdempotencyLifetime 1d", qr/not '1d'/ ]) {
     bad_ok("LessonsJWTKey HS256 $hs_good", $case->[1], "$case->[0] at server level",
            $case->[0]);
 }
@@ -182,6 +185,10 @@ good_ok("LessonsJWTKey HS256 $hs_good", 'LessonsDBShareWindow 0 and 100000',
         "LessonsDBShareWindow 0\n<VirtualHost *:80>\nLessonsDBShareWindow 100000\n</VirtualHost>");
 bad_ok("LessonsJWTKey HS256 $hs_good\nLessonsDBShareWindow 500", qr/LessonsDBShareWindow not allowed in <Location> context/,
        'LessonsDBShareWindow inside a section');
+good_ok("LessonsJWTKey HS256 $hs_good", 'LessonsIdempotencyLifetime 1 and 2592000',
+        "LessonsIdempotencyLifetime 1\n<VirtualHost *:80>\nLessonsIdempotencyLifetime 2592000\n</VirtualHost>");
+bad_ok("LessonsJWTKey HS256 $hs_good\nLessonsIdempotencyLifetime 60", qr/LessonsIdempotencyLifetime not allowed in <Location> context/,
+       'LessonsIdempotencyLifetime inside a section');
 bad_ok("LessonsJWTKey HS256 $hs_good\nLessonsCacheSize 1M", qr/LessonsCacheSize not allowed in <Location> context/,
        'LessonsCacheSize inside a section');
 bad_ok("LessonsJWTKey HS256 $hs_good\nLessonsJWTLeeway 3601", qr/LessonsJWTLeeway takes a whole number of seconds from 0 to 3600/,

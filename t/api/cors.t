@@ -47,7 +47,8 @@ readable_by($res, $APP, 'preflight');
 is $res->header('Access-Control-Allow-Methods'), 'GET, HEAD, POST, OPTIONS',
     '... the collection\'s methods';
 is $res->header('Access-Control-Allow-Headers'),
-    'Authorization, Content-Type, If-Match, If-None-Match', '... the headers the API reads';
+    'Authorization, Content-Type, Idempotency-Key, If-Match, If-None-Match',
+    '... the headers the API reads';
 like $res->header('Access-Control-Max-Age') || '', qr/\A\d+\z/, '... Max-Age';
 ok !defined $res->header('WWW-Authenticate'), '... no challenge';
 

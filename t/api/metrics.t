@@ -230,6 +230,35 @@ is_deeply moved($m3, $m4), {
 }, 'three writes committed, two refused'
     or diag explain moved($m3, $m4);
 
+# ---- Idempotency-Key: a retry given the first answer wrote nothing
+my @key = (headers => [ 'Idempotency-Key' => '"metrics-key-1"' ]);
+my $m4k = metrics();
+$res = call(POST => '/api/lessons', token => $tok, base => $base, json => $lesson, @key);
+is $res->code, 201, 'a create with a key';
+my $kept_id = (json_of($res) // {})->{id};
+$res = call(POST => '/api/lessons', token => $tok, base => $base, json => $lesson, @key);
+is $res->code, 201, 'its retry: 201';
+is $res->header('Idempotent-Replayed'), 'true', '... the first answer again';
+is call(POST => '/api/lessons', token => $tok, base => $base,
+        json => { %$lesson, title => 'Anders' }, @key)->code, 422, 'the key with another body: 422';
+is call(POST => '/api/lessons', token => $tok, base => $base, json => $lesson,
+        headers => [ 'Idempotency-Key' => 'not quoted' ])->code, 400, 'not a key: 400';
+my $m4i = metrics();
+is_deeply moved($m4k, $m4i), {
+    req('create', '2xx') => 2,
+    req('create', '4xx') => 2,
+    writes('create') => 1,
+    qq{lessons_idempotency_keys_total{outcome="stored"}} => 1,
+    qq{lessons_idempotency_keys_total{outcome="replayed"}} => 1,
+    qq{lessons_idempotency_keys_total{outcome="reused"}} => 1,
+    qq{lessons_idempotency_keys_total{outcome="refused"}} => 1,
+    lessons_token_cache_hits_total => 7,    # 4, and the caller's claims
+                                            # of the 3 with a good key
+}, 'keys by outcome; the replay is no write'
+    or diag explain moved($m4k, $m4i);
+call(DELETE => "/api/lessons/$kept_id", token => $tok, base => $base);
+$m4 = metrics();
+
 # ---- a token naming a kid the provider's set lacks: one refetch
 sleep 1.2;                          # LessonsJWTKeysMinRefresh 1
 idp_control($idp, POST => '/token-header', { kid => 'not-there' });

@@ -12,14 +12,20 @@
 #               root: LESSONS_TEST_SMALLFS; skipped with a reason else);
 #   PostgreSQL: a restart; the server stopped for 10 s; the table locked.
 # Each client writes only lessons it created, one request at a time, so
-# what each of its ids must hold is known from its own log.  Afterwards:
+# what each of its ids must hold is known from its own log.  A third of
+# its creates send an Idempotency-Key (issue 21), and are sent again with
+# it, body and all, after an answer that leaves the outcome open (no
+# answer, a 5xx, 409), until one says what happened; those lessons are
+# not written again, so their titles name their keys.  Afterwards:
 #   - every 5xx is a 503 with Retry-After, inside a fault's window (the
 #     fault, then up to GRACE s of recovery);
 #   - every id a 2xx create made holds its last 2xx write unless a 2xx
 #     delete removed it; a write answered non-2xx changed nothing;
 #   - a client reading its own lesson reads its last 2xx write
 #     (read-your-writes); the seeded lessons nobody writes stay as seeded;
-#   - the row count is the arithmetic.
+#   - the row count is the arithmetic;
+#   - every key holds exactly one lesson, the one its 201 named, and one
+#     kept key (the retries of each, and the replays, as diagnostics).
 # Per MPM and fault: requests, outcomes and the recovery time (end of
 # the fault to the first 2xx write after it), as diagnostics.
 # LESSONS_SOAK_CALM (seconds between faults, default 5) lengthens it.
@@ -147,8 +153,8 @@ sub client {
         my $r = rand;
         my ($op, $id, $title, $res, $url, %opt) = ('', 0, '-');
         if ($r < 0.18 || !@mine) {
-            $op = 'create';
-            $title = "soak-$n-" . ++$w;
+            $op = $r < 0.06 ? 'create-key' : 'create';
+            $title = "soak-$n-" . ++$w . ($op eq 'create-key' ? '-k' : '');
             $url = $base;
             %opt = (method => 'POST', content => $JSON->encode({
                 levelId => 1 + int rand 5, title => $title, order => $w }));
@@ -203,36 +209,47 @@ sub client {
         my %hdr = $op eq 'read-idp' ? (Authorization => "Bearer $idp_token") : %h;
         $hdr{'Content-Type'} = 'application/json' if defined $opt{content};
         $hdr{'If-Match'} = $opt{if_match} if $opt{if_match};
-        my $t0 = time;
-        $res = ($op eq 'create' ? $fresh : $http)->request($opt{method} || 'GET', $url,
-                              { headers => \%hdr,
-                                defined $opt{content} ? (content => $opt{content}) : () });
-        my $t1 = time;
-        my $st = $res->{status};
-        my $ra = $res->{headers}{'retry-after'} ? 'ra' : '-';
-        # A write whose commit lost its connection: its outcome is unknown.
-        $ra .= '-u' if $st == 503 && ($res->{content} // '') =~ /may have been stored/;
-        my $unknown = $st == 599 || $ra =~ /-u$/;
-        my $body = $st =~ /^2/ && ($res->{content} // '') =~ /^\{/
-                 ? eval { $JSON->decode($res->{content}) } : undef;
-        if ($op eq 'create' && $st == 201 && $body && $body->{id}) {
-            $id = $body->{id};
-            push @mine, $id;
+        $hdr{'Idempotency-Key'} = qq{"$title"} if $op eq 'create-key';
+        # A create with a key is sent again until its outcome is known (for
+        # 20 s and more: longer than the longest fault).
+        for my $try (1 .. ($op eq 'create-key' ? 80 : 1)) {
+            sleep 0.25 if $try > 1;
+            my $t0 = time;
+            $res = ($op =~ /^create/ ? $fresh : $http)->request($opt{method} || 'GET', $url,
+                                  { headers => \%hdr,
+                                    defined $opt{content} ? (content => $opt{content}) : () });
+            my $t1 = time;
+            my $st = $res->{status};
+            my $ra = $res->{headers}{'retry-after'} ? 'ra' : '-';
+            # A write whose commit lost its connection: its outcome is unknown.
+            $ra .= '-u' if $st == 503 && ($res->{content} // '') =~ /may have been stored/;
+            my $unknown = $st == 599 || $ra =~ /-u$/;
+            my $body = $st =~ /^2/ && ($res->{content} // '') =~ /^\{/
+                     ? eval { $JSON->decode($res->{content}) } : undef;
+            if ($op eq 'create' && $st == 201 && $body && $body->{id}) {
+                $id = $body->{id};
+                push @mine, $id;
+            }
+            if ($op =~ /^read-(mine|seeded)$/) {
+                $title = $st == 200 && $body ? $body->{title} // '?' : '-';
+            }
+            my $why = '-';
+            if ($st == 599) {           # HTTP::Tiny's own failure: why
+                ($why = $res->{content} // '') =~ s/\s+/ /g;
+            }
+            $etag{$id} = $res->{headers}{etag} if $id && $res->{headers}{etag};
+            $etag{$id} = '"stale"' if $op eq 'update-if-match' && $st == 412;
+            if ($op eq 'delete' && ($st == 204 || $unknown)) {
+                @mine = grep { $_ != $id } @mine;
+            }
+            if ($op eq 'create-key' && $st == 201 && $body && $body->{id}) {
+                $id = $body->{id};
+                $why = 'replayed' if ($res->{headers}{'idempotent-replayed'} // '') eq 'true';
+            }
+            printf $out "%.3f\t%.3f\t%s\t%s\t%s\t%s\t%s\t%s\n", $t0, $t1, $op, $id, $st, $ra,
+                $title, $why;
+            last unless $st == 599 || $st >= 500 || $st == 409;
         }
-        if ($op =~ /^read-(mine|seeded)$/) {
-            $title = $st == 200 && $body ? $body->{title} // '?' : '-';
-        }
-        my $why = '-';
-        if ($st == 599) {           # HTTP::Tiny's own failure: why
-            ($why = $res->{content} // '') =~ s/\s+/ /g;
-        }
-        $etag{$id} = $res->{headers}{etag} if $id && $res->{headers}{etag};
-        $etag{$id} = '"stale"' if $op eq 'update-if-match' && $st == 412;
-        if ($op eq 'delete' && ($st == 204 || $unknown)) {
-            @mine = grep { $_ != $id } @mine;
-        }
-        printf $out "%.3f\t%.3f\t%s\t%s\t%s\t%s\t%s\t%s\n", $t0, $t1, $op, $id, $st, $ra,
-            $title, $why;
     }
     close $out;
 }
@@ -393,8 +410,10 @@ sub check {
         $rotation && $r->{op} eq 'read-idp' && $r->{st} == 401
             && $r->{title} eq "gen $rotation->{gen}" && $r->{t0} <= $rotation->{end} + $GRACE;
     };
-    my @other = grep { $_->{st} !~ /^(200|201|204|412|503|599)$/ && !$new_key_401->($_) } @all;
-    is scalar @other, 0, "$mpm: no other answer (4xx but 412, and 401 for the new key's token"
+    my @other = grep { $_->{st} !~ /^(200|201|204|412|503|599)$/ && !$new_key_401->($_)
+                       && !($_->{op} eq 'create-key' && $_->{st} == 409) } @all;
+    is scalar @other, 0, "$mpm: no other answer (4xx but 412, 409 for a create with a key"
+        . " while its first is in flight, and 401 for the new key's token"
         . ' until the provider is back)'
         or diag join "\n", map { "$_->{op} $_->{id} $_->{st}" } @other[0 .. 9];
 
@@ -425,7 +444,7 @@ sub check {
             elsif ($op eq 'read-seeded' && $st == 200) {
                 $seed_bad++ unless ($seeded{$id} // '') eq $r->{title};
             }
-            elsif ($op eq 'create' && $st == 201) {
+            elsif ($op =~ /^create/ && $st == 201) {
                 $want{$id} = $r->{title};
                 $creates++;
             }
@@ -442,7 +461,9 @@ sub check {
                 push @{ $maybe{$id} }, $r->{title} if $op =~ /^update/;
                 push @{ $late{$id} }, $r->{title} if $op eq 'update' && $st == 599;
                 if ($op eq 'delete') { push @{ $maybe{$id} }, $want{$id}; $want{$id} = undef }
-                $unknown++ if $op =~ /^(create|update|delete)/;
+                # A create with a key is asked again: counted below, if
+                # no answer ever came.
+                $unknown++ if $op =~ /^(create|update|delete)$/;
             }
         }
     }
@@ -453,6 +474,55 @@ sub check {
             . join "\n", map { "  $_->{t0}-$_->{t1} $_->{op} $_->{st} $_->{ra} $_->{title} $_->{why}" }
                           @{ $history{ $bad->{id} } } } @ryw_bad[0 .. ($#ryw_bad < 4 ? $#ryw_bad : 4)];
     is $seed_bad, 0, "$mpm: the seeded lessons read as seeded";
+
+    # Creates with a key: every attempt, and whether one said what
+    # happened (a 201, or a refusal).
+    my %keyed;
+    for my $r (grep { $_->{op} eq 'create-key' } @all) {
+        my $k = $keyed{ $r->{title} } //= { tries => 0 };
+        $k->{tries}++;
+        $k->{id} = $r->{id} if $r->{st} == 201;
+        $k->{replayed}++ if $r->{st} == 201 && $r->{why} eq 'replayed';
+        $k->{known} = 1 if $r->{st} =~ /^[24]/ && $r->{st} != 409;
+    }
+    my @unresolved = grep { !$keyed{$_}{known} } keys %keyed;
+    $unknown += @unresolved;
+    {
+        my %lessons = map { $_->{title} => $_->{n} } @{ db_rows(
+            "SELECT title, count(*) AS n FROM lessons WHERE title LIKE 'soak-%-k' GROUP BY title") };
+        my %ids = map { $_->{title} => $_->{id} } @{ db_rows(
+            "SELECT title, min(id) AS id FROM lessons WHERE title LIKE 'soak-%-k' GROUP BY title") };
+        my %kept = map { $_->{idem_key} => $_->{n} } @{ db_rows(
+            "SELECT idem_key, count(*) AS n FROM lessons_idempotency WHERE idem_key LIKE 'soak-%-k'"
+            . ' GROUP BY idem_key') };
+        my @bad;
+        for my $key (sort keys %keyed) {
+            my $k = $keyed{$key};
+            my $n = $lessons{$key} // 0;
+            if (defined $k->{id}) {
+                push @bad, "$key: $n lessons, " . ($kept{$key} // 0) . " kept keys, its 201 named"
+                    . " $k->{id}, the table holds " . ($ids{$key} // 'none')
+                    unless $n == 1 && ($kept{$key} // 0) == 1 && $ids{$key} == $k->{id};
+            }
+            elsif ($n > 1) {
+                push @bad, "$key (never answered 201): $n lessons";
+            }
+        }
+        my ($tries, $replays, $retried) = (0, 0, 0);
+        for (values %keyed) {
+            $tries += $_->{tries};
+            $replays += $_->{replayed} // 0;
+            $retried++ if $_->{tries} > 1;
+        }
+        my $stored = 0;
+        $stored += $_ for values %lessons;
+        is scalar @bad, 0, "$mpm: every Idempotency-Key holds one lesson, the one its 201 named"
+            . ' (' . scalar(keys %keyed) . ' keys)' or diag join "\n", @bad[0 .. ($#bad < 9 ? $#bad : 9)];
+        diag sprintf '%s/%s: Idempotency-Key: %d keys, %d requests (%d keys sent again, %d answers'
+            . ' replayed, %d never answered), %d lessons stored',
+            $DRIVER, $mpm, scalar(keys %keyed), $tries, $retried, $replays, scalar @unresolved,
+            $stored;
+    }
 
     my $rows = db_rows("SELECT id, title FROM lessons WHERE title LIKE 'soak-%'");
     my %have = map { $_->{id} => $_->{title} } @$rows;
@@ -505,6 +575,7 @@ sub check {
             "$mpm: the old key's token never got 401 (" . scalar(@old) . ' reads)';
     }
     db_do("DELETE FROM lessons WHERE title LIKE 'soak-%'");
+    db_do("DELETE FROM lessons_idempotency WHERE idem_key LIKE 'soak-%'");
 }
 
 if ($DRIVER eq 'sqlite3' && !($smallfs && index($dbparams, $smallfs) == 0)) {

@@ -117,6 +117,11 @@ def main():
             ('lessons-dev', '[]')]):
         write('discovery', i, issuer + '\x01' + doc)
 
+    for i, h in enumerate(['"8e03978e-40d5-43e8-bc93-6894a57f9324"\x01{"levelId":1}',
+                           ' "say \\"hi\\" \\\\o/" ', 'k-1', '"a";v=1', '"a", "b"',
+                           '"' + 'k' * 255 + '"', '"caf\u00e9"']):
+        write('idem', i, h)
+
     claims = {'sub': 'anna', 'realm_access': {'roles': ['editor']}, 'a.b': 1,
               'a': {'b': 2}, 'scope': 'openid lessons:write', 'n': 42, 't': True}
     for i, name in enumerate(['realm_access.roles', 'a.b', 'scope', 'n', 'sub', 'x..y']):

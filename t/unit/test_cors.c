@@ -123,6 +123,8 @@ static void test_headers(void **state)
         { "authorization", NULL },
         { "authorization,content-type", NULL },
         { " Authorization , If-Match ,if-none-match ", NULL },
+        { "content-type, Idempotency-Key", NULL },
+        { "idempotency-keys", "idempotency-keys" },
         { "authorization,x-evil", "x-evil" },
         { "cookie", "cookie" },
         { "authorizatio", "authorizatio" },

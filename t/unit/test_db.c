@@ -2,7 +2,8 @@
  *
  * test_db.c: lessons_db against real SQLite files through apr_dbd --
  * statements prepared once per connection, and each fault an admin can
- * meet classified as what it is: no schema, read-only, locked by
+ * meet classified as what it is: no schema (or no table for
+ * Idempotency-Key), read-only, locked by
  * another writer (answered within about two seconds), file replaced.
  */
 #include <stdarg.h>
@@ -159,6 +160,61 @@ static void test_no_schema(void **state)
                            "schema.sqlite.sql"));
 }
 
+/* A database made before Idempotency-Key: the connection is ready and
+ * serves as before; the keys' statements are refused as NO_SCHEMA, and
+ * asked again each time (never marking the others stale), until the
+ * table is there.
+ */
+static void test_keys_table_missing(void **state)
+{
+    const char *path = make_file("old.db", 1);
+    conn_t *c = open_db(path);
+    const char *err = NULL;
+    apr_hash_t *first;
+    unsigned n;
+    sqlite3 *admin;
+    int i;
+
+    (void)state;
+    assert_int_equal(sqlite3_open(path, &admin), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(admin, "DROP TABLE lessons_idempotency",
+                                  NULL, NULL, NULL), SQLITE_OK);
+    assert_int_equal(ready(c), LESSONS_DB_OK);
+    first = c->db.prepared;
+    n = apr_hash_count(first);
+    for (i = 0; i < 3; i++) {
+        err = NULL;
+        assert_int_equal(lessons_db_ready_idempotency(&c->db, c->conn_pool,
+                                                      pool, &err),
+                         LESSONS_DB_NO_KEYS);
+        assert_non_null(strstr(err, "lessons_idempotency"));
+        assert_non_null(strstr(lessons_db_advice(&c->db, pool,
+                                                 LESSONS_DB_NO_KEYS),
+                               "sql/upgrade-idempotency.sqlite.sql"));
+        assert_int_equal(ready(c), LESSONS_DB_OK);
+        assert_ptr_equal(c->db.prepared, first);
+        assert_int_equal(apr_hash_count(first), n);
+        assert_int_equal(write_one(c), LESSONS_DB_OK);
+    }
+    assert_int_equal(sqlite3_exec(admin, "CREATE TABLE lessons_idempotency "
+                                  "(caller, idem_key, fingerprint, lesson_id,"
+                                  " status, location, etag, body, "
+                                  "created_at, expires_at, PRIMARY KEY "
+                                  "(caller, idem_key))", NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_close(admin);
+    assert_int_equal(lessons_db_ready_idempotency(&c->db, c->conn_pool,
+                                                  pool, &err),
+                     LESSONS_DB_OK);
+    assert_ptr_equal(c->db.prepared, first);
+    assert_int_equal(apr_hash_count(first), n + 3);
+    /* asked again: already there */
+    assert_int_equal(lessons_db_ready_idempotency(&c->db, c->conn_pool,
+                                                  pool, &err),
+                     LESSONS_DB_OK);
+    assert_int_equal(apr_hash_count(first), n + 3);
+}
+
 static void test_read_only(void **state)
 {
     const char *path = make_file("ro.db", 1);
@@ -227,6 +283,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_prepared_once_per_connection),
         cmocka_unit_test(test_no_schema),
+        cmocka_unit_test(test_keys_table_missing),
         cmocka_unit_test(test_read_only),
         cmocka_unit_test(test_missing_file_never_created),
         cmocka_unit_test(test_locked_by_another_writer),

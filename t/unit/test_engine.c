@@ -74,6 +74,12 @@ static void test_traits(void **state)
     assert_string_equal(pg->begin_sql, "BEGIN");
     assert_false(pg->one_writer);
     assert_true(pg->named_statements);
+    /* a key of Idempotency-Key is claimed where writers run side by
+     * side, without waiting, for the transaction
+     */
+    assert_null(lite->claim_sql);
+    assert_non_null(pg->claim_sql);
+    assert_non_null(strstr(pg->claim_sql, "pg_try_advisory_xact_lock(%lld)"));
     assert_string_equal(pg->session_sql(pool, 2500),
                         "SET statement_timeout = 2500; "
                         "SET lock_timeout = 2500");
@@ -187,6 +193,8 @@ static void test_pgsql_faults(void **state)
     }
     assert_non_null(strstr(pg->advice(NULL, pool, LESSONS_DB_NO_SCHEMA),
                            "sql/schema.pgsql.sql"));
+    assert_non_null(strstr(pg->advice(NULL, pool, LESSONS_DB_NO_KEYS),
+                           "sql/upgrade-idempotency.pgsql.sql"));
     assert_null(pg->advice(NULL, pool, LESSONS_DB_FULL));
     assert_true(lessons_engine_says("a b c", "b c"));
     assert_false(lessons_engine_says(NULL, "b"));

@@ -179,23 +179,29 @@ static int run_sql(apr_pool_t *p, apr_dbd_t *h, const char *stmt)
     return rv;
 }
 
-static int apply_schema(apr_pool_t *p, apr_dbd_t *h)
+/* Every statement of an SQL file (the schema, an upgrade). */
+static int apply_file(apr_pool_t *p, apr_dbd_t *h, const char *path)
 {
-    const char *sql = slurp(p, SCHEMA);
+    const char *sql = slurp(p, path);
     apr_array_header_t *stmts;
     int i;
 
     if (!sql) {
-        print_error("cannot read %s\n", SCHEMA);
+        print_error("cannot read %s\n", path);
         return -1;
     }
     stmts = split_sql(p, sql);
-    if (stmts->nelts < 5)
+    if (stmts->nelts < 3)
         return -1;
     for (i = 0; i < stmts->nelts; i++)
         if (run_sql(p, h, APR_ARRAY_IDX(stmts, i, const char *)) != 0)
             return -1;
     return 0;
+}
+
+static int apply_schema(apr_pool_t *p, apr_dbd_t *h)
+{
+    return apply_file(p, h, SCHEMA);
 }
 
 /* A single integer from a query, or -1. */
@@ -1636,6 +1642,330 @@ static void test_delete_if_match(void **state)
     assert_int_equal(lesson_count(fx), 0);
 }
 
+/* --------------------------------------------------- Idempotency-Key */
+
+#define CALLER_A "caller-a"
+#define CALLER_B "caller-b"
+
+static int keyed_prepared(fixture_t *fx)
+{
+    const char *err = NULL;
+
+    if (!lessons_store_idempotency_ready(&fx->db)) {
+        expect_store(lessons_store_prepare_idempotency(&fx->db, fx->p, NULL,
+                                                       &err),
+                     LESSONS_STORE_OK, err);
+    }
+    return lessons_store_idempotency_ready(&fx->db);
+}
+
+/* The test's answer: what the handler builds, told apart by the id. */
+static int answer_of(void *baton, apr_pool_t *p, const lessons_lesson_t *l,
+                     lessons_store_answer_t *out)
+{
+    int *fail = baton;
+
+    if (fail && *fail) {
+        return 0;
+    }
+    out->status = 201;
+    out->id = l->id;
+    out->location = apr_psprintf(p, "/api/lessons/%" APR_INT64_T_FMT, l->id);
+    out->etag = apr_psprintf(p, "\"L%" APR_INT64_T_FMT ".%" APR_INT64_T_FMT
+                             "\"", l->id, l->version);
+    out->body = apr_psprintf(p, "{\"id\":%" APR_INT64_T_FMT ",\"title\":"
+                             "\"%s\"}", l->id, l->title);
+    out->len = strlen(out->body);
+    return 1;
+}
+
+static lessons_store_key_t key_of(const char *caller, const char *key,
+                                  const char *fp, apr_int64_t now)
+{
+    lessons_store_key_t k;
+
+    memset(&k, 0, sizeof(k));
+    k.caller = caller;
+    k.key = key;
+    k.fingerprint = fp;
+    k.now = now;
+    k.expires = now + 100;
+    return k;
+}
+
+static lessons_store_e keyed(fixture_t *fx, const lessons_store_key_t *k,
+                             const char *title, int level, int *fail,
+                             lessons_store_key_e *outcome,
+                             lessons_store_answer_t *ans, const char **err)
+{
+    lessons_input_t in = input(level, title, 1, "t", "d", 1);
+
+    assert_true(keyed_prepared(fx));
+    return lessons_store_create_keyed(&fx->db, fx->p, &in, k, answer_of,
+                                      fail, outcome, ans, err);
+}
+
+/* A create with a key that must end as want (OK); its answer. */
+static lessons_store_answer_t keyed_ok(fixture_t *fx,
+                                       const lessons_store_key_t *k,
+                                       const char *title,
+                                       lessons_store_key_e want)
+{
+    lessons_store_answer_t ans;
+    lessons_store_key_e outcome = (lessons_store_key_e)-1;
+    const char *err = NULL;
+
+    expect_store(keyed(fx, k, title, 1, NULL, &outcome, &ans, &err),
+                 LESSONS_STORE_OK, err);
+    assert_int_equal(outcome, want);
+    return ans;
+}
+
+static long long key_rows(fixture_t *fx)
+{
+    return scalar(fx, "SELECT COUNT(*) FROM lessons_idempotency");
+}
+
+/* The keys' statements are not among the others: a database without
+ * their table prepares those as before; prepared apart, they join.
+ */
+static void test_statements_idempotency(void **state)
+{
+    fixture_t *fx = *state;
+    unsigned n = apr_hash_count(fx->db.prepared);
+    int i;
+
+    assert_false(lessons_store_idempotency_ready(&fx->db));
+    for (i = 0; lessons_statements_idempotency[i].label; i++) {
+        assert_null(apr_hash_get(fx->db.prepared,
+                                 lessons_statements_idempotency[i].label,
+                                 APR_HASH_KEY_STRING));
+    }
+    assert_int_equal(i, 3);
+    assert_true(keyed_prepared(fx));
+    /* SQLite's writers take turns: no claim statement */
+    assert_int_equal(apr_hash_count(fx->db.prepared), n + 3);
+    assert_null(apr_hash_get(fx->db.prepared, "lessons_key_claim",
+                             APR_HASH_KEY_STRING));
+}
+
+/* The first request creates and keeps its answer with the key; the
+ * same request again gets that answer and writes nothing; the same key
+ * with another request is refused and writes nothing; another caller's
+ * equal key is another key.
+ */
+static void test_keyed_create_replay_reuse(void **state)
+{
+    fixture_t *fx = *state;
+    lessons_store_key_t k = key_of(CALLER_A, "k1", "fp1", 1000);
+    lessons_store_answer_t first, again;
+    lessons_catalog_t cat;
+    const char *table;
+
+    first = keyed_ok(fx, &k, "Erste", LESSONS_KEY_CREATED);
+    assert_int_equal(first.status, 201);
+    assert_true(first.id > 0);
+    assert_int_equal(lesson_count(fx), 1);
+    assert_string_equal(get(fx, first.id).title, "Erste");
+    assert_int_equal(key_rows(fx), 1);
+    assert_string_equal(scalar_text(fx,
+        "SELECT caller || '|' || idem_key || '|' || fingerprint || '|' "
+        "|| lesson_id || '|' || status || '|' || location || '|' || etag "
+        "|| '|' || body || '|' || created_at || '|' || expires_at "
+        "FROM lessons_idempotency"),
+        apr_psprintf(fx->p, "caller-a|k1|fp1|%" APR_INT64_T_FMT "|201|%s|%s|"
+                     "%s|1000|1100", first.id, first.location, first.etag,
+                     first.body));
+
+    table = table_text(fx);
+    cat = catalog(fx);
+    k.now = 1050;       /* a retry, later, with a new title in its body */
+    again = keyed_ok(fx, &k, "Zweite", LESSONS_KEY_REPLAYED);
+    assert_int_equal(again.status, 201);
+    assert_true(again.id == first.id);
+    assert_string_equal(again.location, first.location);
+    assert_string_equal(again.etag, first.etag);
+    assert_string_equal(again.body, first.body);
+    assert_int_equal(again.len, strlen(first.body));
+    assert_string_equal(table_text(fx), table);
+    assert_true(catalog(fx).changes == cat.changes);
+    assert_int_equal(key_rows(fx), 1);
+
+    k.fingerprint = "fp2";
+    again = keyed_ok(fx, &k, "Andere", LESSONS_KEY_REUSED);
+    assert_null(again.body);        /* never another request's answer */
+    assert_string_equal(table_text(fx), table);
+    assert_int_equal(key_rows(fx), 1);
+
+    k.caller = CALLER_B;
+    again = keyed_ok(fx, &k, "Von B", LESSONS_KEY_CREATED);
+    assert_true(again.id != first.id);
+    assert_int_equal(lesson_count(fx), 2);
+    assert_int_equal(key_rows(fx), 2);
+}
+
+/* Storing a key moves no version: the catalogue is lessons and levels. */
+static void test_key_rows_move_no_version(void **state)
+{
+    fixture_t *fx = *state;
+    lessons_catalog_t cat;
+
+    assert_true(keyed_prepared(fx));
+    cat = catalog(fx);
+    exec_ok(fx, "INSERT INTO lessons_idempotency VALUES ('c', 'k', 'f', 1, "
+                "201, '/x', '\"e\"', '{}', 1, 2)");
+    exec_ok(fx, "DELETE FROM lessons_idempotency");
+    assert_true(catalog(fx).changes == cat.changes);
+}
+
+/* A key past its lifetime is forgotten: the request runs again and the
+ * key is kept anew, over the expired row.
+ */
+static void test_keyed_expired(void **state)
+{
+    fixture_t *fx = *state;
+    lessons_store_key_t k = key_of(CALLER_A, "k", "fp1", 1000);
+    lessons_store_answer_t a, b;
+
+    a = keyed_ok(fx, &k, "Alt", LESSONS_KEY_CREATED);
+    k.now = 1099;
+    assert_true(keyed_ok(fx, &k, "Alt", LESSONS_KEY_REPLAYED).id == a.id);
+    k.now = 1100;       /* expires_at: forgotten from then on */
+    k.expires = 1200;
+    k.fingerprint = "fp2";
+    b = keyed_ok(fx, &k, "Neu", LESSONS_KEY_CREATED);
+    assert_true(b.id != a.id);
+    assert_int_equal(lesson_count(fx), 2);
+    assert_int_equal(key_rows(fx), 1);
+    assert_int_equal(scalar(fx, "SELECT lesson_id FROM lessons_idempotency"),
+                     b.id);
+    assert_int_equal(scalar(fx, "SELECT expires_at FROM lessons_idempotency"),
+                     1200);
+    assert_string_equal(scalar_text(fx, "SELECT fingerprint "
+                                        "FROM lessons_idempotency"), "fp2");
+}
+
+/* Each create that keeps a key removes up to LESSONS_KEY_SWEEP expired
+ * keys, oldest first; live keys stay.
+ */
+static void test_keyed_sweep(void **state)
+{
+    fixture_t *fx = *state;
+    lessons_store_key_t k = key_of(CALLER_A, "new1", "fp", 1000);
+    int i;
+
+    assert_true(keyed_prepared(fx));
+    for (i = 0; i < 6; i++) {
+        exec_ok(fx, apr_psprintf(fx->p, "INSERT INTO lessons_idempotency "
+                                 "VALUES ('old', 'k%d', 'f', 1, 201, '/x', "
+                                 "'e', '{}', 1, %d)", i, 900 + i));
+    }
+    exec_ok(fx, "INSERT INTO lessons_idempotency VALUES ('live', 'k', 'f', "
+                "1, 201, '/x', 'e', '{}', 1, 5000)");
+    keyed_ok(fx, &k, "Eins", LESSONS_KEY_CREATED);
+    assert_int_equal(scalar(fx, "SELECT COUNT(*) FROM lessons_idempotency "
+                                "WHERE caller = 'old'"), 6 - LESSONS_KEY_SWEEP);
+    assert_string_equal(scalar_text(fx, "SELECT group_concat(idem_key) FROM "
+        "(SELECT idem_key FROM lessons_idempotency WHERE caller = 'old' "
+        "ORDER BY idem_key)"), "k4,k5");
+    k.key = "new2";
+    keyed_ok(fx, &k, "Zwei", LESSONS_KEY_CREATED);
+    assert_int_equal(scalar(fx, "SELECT COUNT(*) FROM lessons_idempotency "
+                                "WHERE caller = 'old'"), 0);
+    assert_int_equal(key_rows(fx), 3);      /* live, new1, new2 */
+    /* a replay writes nothing, expired keys included */
+    exec_ok(fx, "INSERT INTO lessons_idempotency VALUES ('old', 'x', 'f', "
+                "1, 201, '/x', 'e', '{}', 1, 1)");
+    keyed_ok(fx, &k, "Zwei", LESSONS_KEY_REPLAYED);
+    assert_int_equal(key_rows(fx), 4);
+}
+
+/* The lesson and its key are kept together or not at all. */
+static void test_keyed_all_or_nothing(void **state)
+{
+    fixture_t *fx = *state;
+    lessons_store_key_t k = key_of(CALLER_A, "k", "fp", 1000);
+    lessons_store_answer_t ans;
+    lessons_store_key_e outcome;
+    const char *err = NULL;
+    int fail = 1;
+
+    /* a level that does not exist: nothing kept, not even the key */
+    expect_store(keyed(fx, &k, "Kein Level", 99, NULL, &outcome, &ans, &err),
+                 LESSONS_STORE_NO_LEVEL, err);
+    assert_int_equal(lesson_count(fx), 0);
+    assert_int_equal(key_rows(fx), 0);
+    /* no answer could be built: the lesson is not kept either */
+    expect_store(keyed(fx, &k, "Ohne Antwort", 1, &fail, &outcome, &ans,
+                       &err), LESSONS_STORE_ERROR, err);
+    assert_non_null(strstr(err, "answer"));
+    assert_int_equal(lesson_count(fx), 0);
+    assert_int_equal(key_rows(fx), 0);
+    /* the key cannot be stored (a trigger refuses it): nor the lesson */
+    ddl_ok(fx, "CREATE TRIGGER refuse_key BEFORE INSERT ON "
+               "lessons_idempotency BEGIN SELECT RAISE(ABORT, 'no keys'); "
+               "END");
+    expect_store(keyed(fx, &k, "Ohne Schlüssel", 1, NULL, &outcome, &ans,
+                       &err), LESSONS_STORE_ERROR, err);
+    assert_non_null(strstr(err, "no keys"));
+    assert_int_equal(lesson_count(fx), 0);
+    assert_int_equal(key_rows(fx), 0);
+    /* and the connection is left outside any transaction */
+    ddl_ok(fx, "DROP TRIGGER refuse_key");
+    keyed_ok(fx, &k, "Endlich", LESSONS_KEY_CREATED);
+    assert_int_equal(lesson_count(fx), 1);
+    assert_int_equal(key_rows(fx), 1);
+}
+
+/* A database made before keys: their statements do not prepare, none of
+ * them is left half there, and everything else is served.  The upgrade
+ * file gives it the table the schema makes.
+ */
+static void test_keys_table_missing(void **state)
+{
+    fixture_t *fx = *state;
+    const char *err = NULL, *made;
+    unsigned n;
+    lessons_lesson_t l;
+
+    made = scalar_text(fx, "SELECT group_concat(sql, ';') FROM (SELECT sql "
+                           "FROM sqlite_master WHERE tbl_name = "
+                           "'lessons_idempotency' AND sql IS NOT NULL "
+                           "ORDER BY name)");
+    assert_non_null(made);
+    ddl_ok(fx, "DROP TABLE lessons_idempotency");
+    n = apr_hash_count(fx->db.prepared);
+    expect_store(lessons_store_prepare_idempotency(&fx->db, fx->p, NULL,
+                                                   &err),
+                 LESSONS_STORE_ERROR, err);
+    assert_non_null(strstr(err, "no such table"));
+    assert_int_equal(apr_hash_count(fx->db.prepared), n);
+    assert_false(lessons_store_idempotency_ready(&fx->db));
+    create(fx, 1, "Ohne Schlüssel", 1);
+    list_all(fx);
+    memset(&l, 0, sizeof(l));
+    expect_store(lessons_store_update(&fx->db, fx->p, 1, &(lessons_input_t){
+                     .has_title = 1, .title = "Noch da" }, NULL, &l, &err),
+                 LESSONS_STORE_OK, err);
+
+    assert_int_equal(apply_file(fx->p, fx->db.handle, LESSONS_SQL_DIR
+                                "/upgrade-idempotency.sqlite.sql"), 0);
+    assert_int_equal(apply_file(fx->p, fx->db.handle, LESSONS_SQL_DIR
+                                "/upgrade-idempotency.sqlite.sql"), 0);
+    assert_string_equal(scalar_text(fx, "SELECT group_concat(sql, ';') FROM "
+                                    "(SELECT sql FROM sqlite_master WHERE "
+                                    "tbl_name = 'lessons_idempotency' AND "
+                                    "sql IS NOT NULL ORDER BY name)"), made);
+    fx->db.prepared = NULL;
+    expect_store(lessons_store_prepare(&fx->db, fx->p, NULL, &err),
+                 LESSONS_STORE_OK, err);
+    {
+        lessons_store_key_t k = key_of(CALLER_A, "k", "fp", 1000);
+
+        keyed_ok(fx, &k, "Mit Schlüssel", LESSONS_KEY_CREATED);
+    }
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -1680,6 +2010,13 @@ int main(void)
         T(test_history_in_every_epoch),
         T(test_update_if_match),
         T(test_delete_if_match),
+        T(test_statements_idempotency),
+        T(test_keyed_create_replay_reuse),
+        T(test_key_rows_move_no_version),
+        T(test_keyed_expired),
+        T(test_keyed_sweep),
+        T(test_keyed_all_or_nothing),
+        T(test_keys_table_missing),
     };
 
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

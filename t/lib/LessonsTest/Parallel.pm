@@ -5,7 +5,8 @@ package LessonsTest::Parallel;
 # are too heavy to start in dozens of processes at once on a small
 # machine, and their start-up would be counted as the server's time).
 #
-#   my @kids = start([tag, METHOD, vhost, path, json => {...}], ...);
+#   my @kids = start([tag, METHOD, vhost, path, json => {...},
+#                     headers => [name => value, ...]], ...);
 #   my @res  = collect(@kids);   # [{ tag, code, secs, retry, type }]
 #   my @res  = parallel(@jobs);  # both
 #   my ($go, @kids) = start_held(@jobs);  # connected, not yet sent
@@ -35,9 +36,13 @@ sub hostport {
 }
 
 # One exchange; returns "code retry-after content-type".  $ready, when
-# given, is called between connecting and sending.
+# given, is called between connecting and sending; $headers (name =>
+# value pairs) are sent besides the token's.
 sub raw_request {
-    my ($m, $vhost, $path, $json, $ready) = @_;
+    my ($m, $vhost, $path, $json, $ready, $headers) = @_;
+    my @h = @{ $headers || [] };
+    my $extra = '';
+    while (my ($k, $v) = splice @h, 0, 2) { $extra .= "$k: $v\r\n" }
     my $hp = hostport($vhost);
     my $body = defined $json ? json_text($json) : '';
     $token ||= good_token(claims => { exp => time + 3600 });
@@ -45,7 +50,7 @@ sub raw_request {
         or return "0 - -";
     $ready->() if $ready;
     print $sock "$m $path HTTP/1.0\r\nHost: $hp\r\n"
-        . "Authorization: Bearer $token\r\n"
+        . "Authorization: Bearer $token\r\n" . $extra
         . (length $body ? "Content-Type: application/json\r\n"
                           . "Content-Length: " . length($body) . "\r\n" : '')
         . "\r\n$body";
@@ -76,7 +81,8 @@ sub start_jobs {
             my $ready = $gate && sub { sysread $gate, my $byte, 1 };
             my $t0 = time;
             my ($code, $retry, $type) =
-                split ' ', raw_request($m, $vhost, $path, $o{json}, $ready);
+                split ' ', raw_request($m, $vhost, $path, $o{json}, $ready,
+                                       $o{headers});
             printf $w "%d %.3f %s %s\n", $code, time - $t0, $retry, $type;
             close $w;
             POSIX::_exit(0);
