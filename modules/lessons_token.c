@@ -623,73 +623,112 @@ static void lessons_be64(unsigned char n[8], apr_uint64_t v)
     }
 }
 
-/* Fingerprint input: every field length-prefixed (8 bytes, big-endian),
- * so no two policies encode alike ("ab"+"c" is not "a"+"bc").
+/* Fingerprint input, gathered in a buffer and hashed in one call where
+ * it fits (a keys URL's or an issuer's policy is hashed per request, and
+ * each EVP_DigestUpdate costs more than the bytes it hashes), handed to
+ * the digest in pieces where it does not (a single key's PEM, hashed
+ * once at start-up).  The bytes hashed are the same either way.
  */
-static int lessons_fp_field(EVP_MD_CTX *ctx, const void *data,
-                            apr_size_t len)
+typedef struct {
+    EVP_MD_CTX *ctx;                /* NULL until the buffer overflows */
+    apr_size_t n;
+    int ok;
+    unsigned char buf[512];
+} lessons_fp_t;
+
+static void lessons_fp_put(lessons_fp_t *f, const void *data, apr_size_t len)
+{
+    if (!f->ok || len == 0) {
+        return;
+    }
+    if (f->n + len <= sizeof(f->buf)) {
+        memcpy(f->buf + f->n, data, len);
+        f->n += len;
+        return;
+    }
+    if (!f->ctx && (!(f->ctx = EVP_MD_CTX_new())
+                    || EVP_DigestInit_ex(f->ctx, EVP_sha256(), NULL) != 1)) {
+        f->ok = 0;
+        return;
+    }
+    f->ok = EVP_DigestUpdate(f->ctx, f->buf, f->n) == 1
+            && EVP_DigestUpdate(f->ctx, data, len) == 1;
+    f->n = 0;
+}
+
+/* Every field length-prefixed (8 bytes, big-endian), so no two policies
+ * encode alike ("ab"+"c" is not "a"+"bc").
+ */
+static void lessons_fp_field(lessons_fp_t *f, const void *data,
+                             apr_size_t len)
 {
     unsigned char n[8];
 
     lessons_be64(n, (apr_uint64_t)len);
-    return EVP_DigestUpdate(ctx, n, sizeof(n)) == 1
-           && (len == 0 || EVP_DigestUpdate(ctx, data, len) == 1);
+    lessons_fp_put(f, n, sizeof(n));
+    lessons_fp_put(f, data, len);
 }
 
 /* A string that may be absent: a presence byte, then the string. */
-static int lessons_fp_string(EVP_MD_CTX *ctx, const char *s)
+static void lessons_fp_string(lessons_fp_t *f, const char *s)
 {
     unsigned char present = s ? 1 : 0;
 
-    return lessons_fp_field(ctx, &present, 1)
-           && (!s || lessons_fp_field(ctx, s, strlen(s)));
+    lessons_fp_field(f, &present, 1);
+    if (s) {
+        lessons_fp_field(f, s, strlen(s));
+    }
 }
 
-static int lessons_fp_number(EVP_MD_CTX *ctx, apr_int64_t value)
+static void lessons_fp_number(lessons_fp_t *f, apr_int64_t value)
 {
     unsigned char n[8];
 
     lessons_be64(n, (apr_uint64_t)value);
-    return lessons_fp_field(ctx, n, sizeof(n));
+    lessons_fp_field(f, n, sizeof(n));
 }
 
 int lessons_token_policy_fingerprint(const lessons_token_policy_t *pol,
                                      unsigned char fp[LESSONS_TOKEN_FP_LEN])
 {
     static const char tag[] = "mod_lessons token policy 1";
-    EVP_MD_CTX *ctx;
+    lessons_fp_t f;
     unsigned int n = 0;
-    int ok;
 
     if (!pol || !fp || (pol->keys ? pol->keys->nkeys < 1
                                   : !pol->key || !pol->key->data)) {
         return -1;
     }
-    ctx = EVP_MD_CTX_new();
-    if (!ctx) {
-        return -1;
-    }
+    f.ctx = NULL;
+    f.n = 0;
+    f.ok = 1;
     /* Whatever can change a verdict belongs in the fingerprint: for a
      * set, its digest covers every key's kid, alg and bytes.
      */
-    ok = EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1
-         && lessons_fp_field(ctx, tag, sizeof(tag) - 1)
-         && (pol->keys
-             ? lessons_fp_number(ctx, -1)
-               && lessons_fp_number(ctx, (apr_int64_t)pol->algs)
-               && lessons_fp_field(ctx, pol->keys->digest,
-                                   sizeof(pol->keys->digest))
-             : lessons_fp_number(ctx, (apr_int64_t)pol->alg)
-               && lessons_fp_field(ctx, pol->key->data, pol->key->len))
-         && lessons_fp_string(ctx, pol->issuer)
-         && lessons_fp_string(ctx, pol->audience)
-         && lessons_fp_number(ctx, (apr_int64_t)pol->leeway)
-         && lessons_fp_number(ctx, (apr_int64_t)pol->caps)
-         && lessons_fp_number(ctx, (apr_int64_t)pol->require_at_jwt)
-         && EVP_DigestFinal_ex(ctx, fp, &n) == 1
-         && n == LESSONS_TOKEN_FP_LEN;
-    EVP_MD_CTX_free(ctx);
-    return ok ? 0 : -1;
+    lessons_fp_field(&f, tag, sizeof(tag) - 1);
+    if (pol->keys) {
+        lessons_fp_number(&f, -1);
+        lessons_fp_number(&f, (apr_int64_t)pol->algs);
+        lessons_fp_field(&f, pol->keys->digest, sizeof(pol->keys->digest));
+    }
+    else {
+        lessons_fp_number(&f, (apr_int64_t)pol->alg);
+        lessons_fp_field(&f, pol->key->data, pol->key->len);
+    }
+    lessons_fp_string(&f, pol->issuer);
+    lessons_fp_string(&f, pol->audience);
+    lessons_fp_number(&f, (apr_int64_t)pol->leeway);
+    lessons_fp_number(&f, (apr_int64_t)pol->caps);
+    lessons_fp_number(&f, (apr_int64_t)pol->require_at_jwt);
+    if (f.ok && !f.ctx) {
+        f.ok = EVP_Digest(f.buf, f.n, fp, &n, EVP_sha256(), NULL) == 1;
+    }
+    else if (f.ok) {
+        f.ok = EVP_DigestUpdate(f.ctx, f.buf, f.n) == 1
+               && EVP_DigestFinal_ex(f.ctx, fp, &n) == 1;
+    }
+    EVP_MD_CTX_free(f.ctx);
+    return f.ok && n == LESSONS_TOKEN_FP_LEN ? 0 : -1;
 }
 
 /* The claims of a hit, from the payload text the entry kept: an object

@@ -213,6 +213,13 @@ int lessons_dpop_gate(request_rec *r, int mode, int dpop_scheme,
     lessons_replay_e seen;
     lessons_dpop_e rc;
 
+    /* Whether the token is bound is in its claims: without them,
+     * nothing is known, and nothing is taken.
+     */
+    if (!claims) {
+        return lessons_dpop_refuse(r, "invalid_token", "The access token's "
+                                   "claims could not be read", NULL);
+    }
     if (!dpop_scheme) {
         /* RFC 9449 7.2: a bound token is no bearer token. */
         if (jkt) {

@@ -22,3 +22,11 @@ bench: bench-deps
 	@MODULE='$(CURDIR)/$(MODULE)' HTTPD='$(HTTPD)' BENCH_QUICK='$(BENCH_QUICK)' \
 	    BENCH_COMMAND='make bench$(if $(BENCH_QUICK), BENCH_QUICK=$(BENCH_QUICK))$(if $(BENCH_DBS), BENCH_DBS="$(BENCH_DBS)")' \
 	    t/bench/bench.sh
+
+# make auth-cost: the token gate's cost per request by where the key comes
+# from (a key file, a keys URL, a discovered issuer, issuer blocks, DPoP),
+# in instructions as make bench counts them (t/bench/auth-cost.sh).
+.PHONY: auth-cost
+auth-cost: bench-deps
+	@$(MAKE) -s --no-print-directory all idp-deps
+	@t/bench/auth-cost.sh
