@@ -216,22 +216,49 @@ const char *lessons_dpop_uri_normalize(apr_pool_t *p, const char *uri)
 /* --- the proof ------------------------------------------------------ */
 
 /* The algorithms a proof may use: asymmetric ones (RFC 9449 4.2), PS*
- * where libjwt verifies them.
+ * where libjwt verifies them, in the order the challenge names them.
  */
+static const jwt_alg_t lessons_dpop_alg_list[] = {
+    JWT_ALG_ES256, JWT_ALG_ES384, JWT_ALG_ES512,
+    JWT_ALG_RS256, JWT_ALG_RS384, JWT_ALG_RS512,
+#ifdef LESSONS_LIBJWT_PS_NAMES
+    JWT_ALG_PS256, JWT_ALG_PS384, JWT_ALG_PS512,
+#endif
+};
+
+static int lessons_dpop_alg_ok(jwt_alg_t alg, unsigned caps)
+{
+    return !lessons_alg_is_pss(alg) || (caps & LESSONS_JWTCAP_PSS);
+}
+
 static lessons_algs_t lessons_dpop_algs(unsigned caps)
 {
-    lessons_algs_t algs = LESSONS_ALG_BIT(JWT_ALG_RS256)
-        | LESSONS_ALG_BIT(JWT_ALG_RS384) | LESSONS_ALG_BIT(JWT_ALG_RS512)
-        | LESSONS_ALG_BIT(JWT_ALG_ES256) | LESSONS_ALG_BIT(JWT_ALG_ES384)
-        | LESSONS_ALG_BIT(JWT_ALG_ES512);
-    int a;
+    lessons_algs_t algs = 0;
+    apr_size_t i;
 
-    for (a = JWT_ALG_HS256; a < JWT_ALG_TERM; a++) {
-        if ((caps & LESSONS_JWTCAP_PSS) && lessons_alg_is_pss((jwt_alg_t)a)) {
-            algs |= LESSONS_ALG_BIT(a);
+    for (i = 0; i < sizeof(lessons_dpop_alg_list)
+                    / sizeof(lessons_dpop_alg_list[0]); i++) {
+        if (lessons_dpop_alg_ok(lessons_dpop_alg_list[i], caps)) {
+            algs |= LESSONS_ALG_BIT(lessons_dpop_alg_list[i]);
         }
     }
     return algs;
+}
+
+const char *lessons_dpop_algs_text(apr_pool_t *p, unsigned caps)
+{
+    const char *text = NULL;
+    apr_size_t i;
+
+    for (i = 0; i < sizeof(lessons_dpop_alg_list)
+                    / sizeof(lessons_dpop_alg_list[0]); i++) {
+        if (lessons_dpop_alg_ok(lessons_dpop_alg_list[i], caps)) {
+            const char *name = jwt_alg_str(lessons_dpop_alg_list[i]);
+
+            text = text ? apr_pstrcat(p, text, " ", name, NULL) : name;
+        }
+    }
+    return text ? text : "";
 }
 
 /* The proof's own key, held to what a key URL's JWK must be. */

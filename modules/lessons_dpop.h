@@ -97,6 +97,11 @@ const char *lessons_dpop_uri_normalize(apr_pool_t *p, const char *uri);
  */
 const char *lessons_dpop_token_jkt(const json_t *claims);
 
+/* The algorithms a proof may be signed with where libjwt verifies caps,
+ * as a challenge's algs names them ("ES256 ES384 ... RS512").
+ */
+const char *lessons_dpop_algs_text(apr_pool_t *p, unsigned caps);
+
 /* Client-safe words for a result (the error_description, the log). */
 const char *lessons_dpop_describe(lessons_dpop_e rc);
 

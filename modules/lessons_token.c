@@ -401,6 +401,20 @@ static lessons_token_e lessons_token_shape(const char *token,
     return LESSONS_TOKEN_OK;
 }
 
+/* Is typ (a header's "typ") the media type want?  RFC 7515 4.1.9. */
+static int lessons_typ_is(json_t *typ, const char *want)
+{
+    const char *s = json_is_string(typ) ? json_string_value(typ) : NULL;
+
+    if (!s) {
+        return 0;
+    }
+    if (strncasecmp(s, "application/", 12) == 0) {
+        s += 12;
+    }
+    return strcasecmp(s, want) == 0;
+}
+
 /* The header's "typ": 0 for none or JWT, 1 for RFC 9068's at+jwt
  * (media types compare case-insensitively, "application/" may be left
  * out: RFC 7515 4.1.9), -1 for anything else.
@@ -419,11 +433,7 @@ static int lessons_typ_kind(json_t *typ)
     if (strcasecmp(s, "JWT") == 0) {
         return 0;
     }
-    if (strcasecmp(s, "at+jwt") == 0
-        || strcasecmp(s, "application/at+jwt") == 0) {
-        return 1;
-    }
-    return -1;
+    return lessons_typ_is(typ, "at+jwt") ? 1 : -1;
 }
 
 /* What the header may say, before any key is tried: an algorithm of the
@@ -854,20 +864,6 @@ json_t *lessons_token_peek_header(apr_pool_t *p, const char *jws)
     }
     return lessons_json_pool_own(p, lessons_segment_object(
         p, jws, (apr_size_t)(dot[0] - jws), NULL, NULL));
-}
-
-/* Is typ (a header's "typ") the media type want?  RFC 7515 4.1.9. */
-static int lessons_typ_is(json_t *typ, const char *want)
-{
-    const char *s = json_is_string(typ) ? json_string_value(typ) : NULL;
-
-    if (!s) {
-        return 0;
-    }
-    if (strncasecmp(s, "application/", 12) == 0) {
-        s += 12;
-    }
-    return strcasecmp(s, want) == 0;
 }
 
 lessons_token_e lessons_token_verify_jws(apr_pool_t *p, const char *jws,

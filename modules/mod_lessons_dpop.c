@@ -23,16 +23,6 @@
  */
 #define LESSONS_DPOP_SLOTS  65536
 
-/* What a proof may be signed with (lessons_dpop's own list), for the
- * challenge's algs.
- */
-static const char *lessons_dpop_algs_text(unsigned caps)
-{
-    return (caps & LESSONS_JWTCAP_PSS)
-           ? "ES256 ES384 ES512 RS256 RS384 RS512 PS256 PS384 PS512"
-           : "ES256 ES384 ES512 RS256 RS384 RS512";
-}
-
 const char *lessons_dpop_challenge_value(request_rec *r, const char *error,
                                          const char *description)
 {
@@ -40,7 +30,8 @@ const char *lessons_dpop_challenge_value(request_rec *r, const char *error,
         ap_get_module_config(r->server->module_config, &lessons_module);
     const char *value = apr_psprintf(r->pool, "DPoP realm=\"%s\", "
                                      "algs=\"%s\"", lessons_realm(r),
-                                     lessons_dpop_algs_text(sconf->jwt_caps));
+                                     lessons_dpop_algs_text(r->pool,
+                                                            sconf->jwt_caps));
 
     if (error) {
         value = apr_psprintf(r->pool, "%s, error=\"%s\", "
