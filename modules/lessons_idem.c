@@ -1,70 +1,22 @@
 /* Licensed under the Apache License, Version 2.0.
  *
  * lessons_idem.c: Idempotency-Key's value, its caller, the request's
- * fingerprint and the key's claim number.  Digests are OpenSSL's
+ * fingerprint and the key's claim number.  Digests are lessons_digest's
  * SHA-256 over length-prefixed fields, so that no two different inputs
  * feed the same bytes ("ab" + "c" is not "a" + "bc").
  */
 #include <string.h>
 
-#include <openssl/err.h>
-#include <openssl/evp.h>
-
 #include "apr_general.h"
 #include "apr_strings.h"
 
+#include "lessons_digest.h"
 #include "lessons_idem.h"
 
-#define LESSONS_IDEM_SHA256 32
-
-/* An absent field's length: no present field has it. */
-#define LESSONS_IDEM_ABSENT (~(apr_uint64_t)0)
-
-/* One field of a digest: its data (NULL: absent) and length. */
-typedef struct {
-    const void *data;
-    apr_size_t len;
-} lessons_idem_field_t;
-
-static int lessons_idem_update(EVP_MD_CTX *md, const lessons_idem_field_t *f)
-{
-    apr_uint64_t n = f->data ? (apr_uint64_t)f->len : LESSONS_IDEM_ABSENT;
-    unsigned char b[8];
-    int i;
-
-    for (i = 7; i >= 0; i--) {
-        b[i] = (unsigned char)(n & 0xff);
-        n >>= 8;
-    }
-    return EVP_DigestUpdate(md, b, sizeof(b)) == 1
-           && (!f->data || f->len == 0
-               || EVP_DigestUpdate(md, f->data, f->len) == 1);
-}
-
-/* SHA-256 of tag and the n fields; 0 when OpenSSL failed. */
-static int lessons_idem_digest(const char *tag,
-                               const lessons_idem_field_t *fields, int n,
-                               unsigned char out[LESSONS_IDEM_SHA256])
-{
-    lessons_idem_field_t t = { tag, strlen(tag) };
-    EVP_MD_CTX *md = EVP_MD_CTX_new();
-    unsigned int len = 0;
-    int ok, i;
-
-    ok = md && EVP_DigestInit_ex(md, EVP_sha256(), NULL) == 1
-         && lessons_idem_update(md, &t);
-    for (i = 0; ok && i < n; i++) {
-        ok = lessons_idem_update(md, &fields[i]);
-    }
-    ok = ok && EVP_DigestFinal_ex(md, out, &len) == 1
-         && len == LESSONS_IDEM_SHA256;
-    EVP_MD_CTX_free(md);
-    ERR_clear_error();
-    return ok;
-}
+#define LESSONS_IDEM_SHA256 LESSONS_DIGEST_LEN
 
 static const char *lessons_idem_hex(apr_pool_t *p,
-                                    const lessons_idem_field_t *fields,
+                                    const lessons_digest_field_t *fields,
                                     int n, const char *tag)
 {
     static const char digits[] = "0123456789abcdef";
@@ -72,7 +24,7 @@ static const char *lessons_idem_hex(apr_pool_t *p,
     char *hex;
     int i;
 
-    if (!lessons_idem_digest(tag, fields, n, d)) {
+    if (!lessons_digest_fields(tag, fields, n, d)) {
         return NULL;
     }
     hex = apr_palloc(p, LESSONS_IDEM_DIGEST_HEX + 1);
@@ -84,9 +36,9 @@ static const char *lessons_idem_hex(apr_pool_t *p,
     return hex;
 }
 
-static lessons_idem_field_t lessons_idem_text(const char *s)
+static lessons_digest_field_t lessons_idem_text(const char *s)
 {
-    lessons_idem_field_t f = { s, s ? strlen(s) : 0 };
+    lessons_digest_field_t f = { s, s ? strlen(s) : 0 };
 
     return f;
 }
@@ -194,7 +146,7 @@ const char *lessons_idem_key_describe(lessons_idem_key_e rc)
 const char *lessons_idem_caller(apr_pool_t *p, const char *issuer,
                                 const char *subject, const char *user)
 {
-    lessons_idem_field_t f[3];
+    lessons_digest_field_t f[3];
 
     if ((!subject || !*subject) && (!user || !*user)) {
         return NULL;
@@ -212,7 +164,7 @@ const char *lessons_idem_fingerprint(apr_pool_t *p, const char *method,
                                      const char *path, const char *caller,
                                      const char *body, apr_size_t len)
 {
-    lessons_idem_field_t f[4];
+    lessons_digest_field_t f[4];
 
     f[0] = lessons_idem_text(method ? method : "");
     f[1] = lessons_idem_text(path ? path : "");
@@ -224,14 +176,14 @@ const char *lessons_idem_fingerprint(apr_pool_t *p, const char *method,
 
 apr_int64_t lessons_idem_claim_id(const char *caller, const char *key)
 {
-    lessons_idem_field_t f[2];
+    lessons_digest_field_t f[2];
     unsigned char d[LESSONS_IDEM_SHA256];
     apr_uint64_t v = 0;
     int i;
 
     f[0] = lessons_idem_text(caller ? caller : "");
     f[1] = lessons_idem_text(key ? key : "");
-    if (!lessons_idem_digest("mod_lessons idempotency claim 1", f, 2, d)) {
+    if (!lessons_digest_fields("mod_lessons idempotency claim 1", f, 2, d)) {
         return 0;
     }
     for (i = 0; i < 8; i++) {

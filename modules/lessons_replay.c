@@ -8,8 +8,7 @@
  */
 #include <string.h>
 
-#include <openssl/evp.h>
-
+#include "lessons_digest.h"
 #include "lessons_replay.h"
 
 #define LESSONS_REPLAY_MAGIC  0x4c525031u   /* "LRP1" */
@@ -54,25 +53,21 @@ lessons_replay_t *lessons_replay_attach(void *mem, apr_size_t size,
 int lessons_replay_key(const char *jkt, const char *jti,
                        unsigned char key[LESSONS_REPLAY_KEY_LEN])
 {
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int n = 0;
-    EVP_MD_CTX *ctx;
-    int ok;
+    lessons_digest_field_t f[2];
+    unsigned char md[LESSONS_DIGEST_LEN];
 
-    if (!jkt || !jti || !(ctx = EVP_MD_CTX_new())) {
+    if (!jkt || !jti) {
         return -1;
     }
-    /* The NUL between them keeps "ab"+"c" apart from "a"+"bc". */
-    ok = EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1
-         && EVP_DigestUpdate(ctx, jkt, strlen(jkt) + 1) == 1
-         && EVP_DigestUpdate(ctx, jti, strlen(jti)) == 1
-         && EVP_DigestFinal_ex(ctx, md, &n) == 1
-         && n >= LESSONS_REPLAY_KEY_LEN;
-    EVP_MD_CTX_free(ctx);
-    if (ok) {
-        memcpy(key, md, LESSONS_REPLAY_KEY_LEN);
+    f[0].data = jkt;
+    f[0].len = strlen(jkt);
+    f[1].data = jti;
+    f[1].len = strlen(jti);
+    if (!lessons_digest_fields("mod_lessons dpop proof 1", f, 2, md)) {
+        return -1;
     }
-    return ok ? 0 : -1;
+    memcpy(key, md, LESSONS_REPLAY_KEY_LEN);
+    return 0;
 }
 
 lessons_replay_e lessons_replay_check(

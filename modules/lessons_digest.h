@@ -1,0 +1,30 @@
+/* Licensed under the Apache License, Version 2.0.
+ *
+ * lessons_digest.h: SHA-256 (OpenSSL) over a tag and length-prefixed
+ * fields, so that no two different inputs feed the same bytes ("ab" +
+ * "c" is not "a" + "bc", and an absent field is not an empty one).  For
+ * digests other code compares or stores: Idempotency-Key's caller and
+ * fingerprint (lessons_idem), a DPoP proof's key (lessons_replay).
+ */
+#ifndef LESSONS_DIGEST_H
+#define LESSONS_DIGEST_H
+
+#include "apr.h"
+
+#define LESSONS_DIGEST_LEN 32
+
+/* One field: its data (NULL: absent) and length. */
+typedef struct {
+    const void *data;
+    apr_size_t len;
+} lessons_digest_field_t;
+
+/* SHA-256 of tag and the n fields, each as its length (8 bytes, big-
+ * endian; all ones for an absent field) and its bytes.  1, or 0 when
+ * OpenSSL failed (its error queue is cleared).
+ */
+int lessons_digest_fields(const char *tag,
+                          const lessons_digest_field_t *fields, int n,
+                          unsigned char out[LESSONS_DIGEST_LEN]);
+
+#endif /* LESSONS_DIGEST_H */
