@@ -6,6 +6,7 @@
  * around: a lookup reads the whole run, and a new key takes the first
  * free slot of it.
  */
+#include <stddef.h>          /* offsetof, for APR_OFFSETOF */
 #include <string.h>
 
 #include "lessons_digest.h"
