@@ -93,13 +93,34 @@ sub parse_metrics {
     return \%m;
 }
 
+# API requests sent to each server.  A request is counted as httpd logs
+# it, after its answer has gone out: a client can ask for the metrics
+# before the request it just got an answer to is counted, so a reading
+# waits until every request sent is (the metrics themselves are not).
+my %sent;
+sub api {
+    my ($method, $path, %o) = @_;
+    $sent{ $o{base} // '' }++;
+    return call($method => $path, %o);
+}
+
 my $last_text = '';
 sub metrics {
     my ($at) = @_;
-    my $res = call(GET => '/metrics', token => undef, base => $at || $base);
-    $res->code == 200 or die "GET /metrics: " . $res->status_line . "\n";
-    $last_text = $res->content;
-    return parse_metrics($res->content);
+    $at ||= $base;
+    my ($m, $counted);
+    for (1 .. 100) {
+        my $res = call(GET => '/metrics', token => undef, base => $at);
+        $res->code == 200 or die "GET /metrics: " . $res->status_line . "\n";
+        $last_text = $res->content;
+        $m = parse_metrics($res->content);
+        $counted = 0;
+        $counted += $m->{$_} for grep /\Alessons_requests_total/, keys %$m;
+        return $m if $counted == ($sent{$at} // 0);
+        sleep 0.1;
+    }
+    diag "$counted requests counted, " . ($sent{$at} // 0) . " sent";
+    return $m;
 }
 sub src { my ($name, $url) = @_; return $name . qq{\{source="$url"\}} }
 sub req { my ($op, $class) = @_; qq{lessons_requests_total{operation="$op",status="$class"}} }
@@ -157,12 +178,12 @@ is $m0->{req('get', '2xx')}, 0, 'no API request yet';
 # ---- reads
 my $tok = good_token();
 my $lesson = { levelId => 1, title => 'Metrik', topic => 'Zahlen', description => 'Zählen', order => 1 };
-my $res = call(POST => '/api/lessons', token => $tok, base => $base, json => $lesson);
+my $res = api(POST => '/api/lessons', token => $tok, base => $base, json => $lesson);
 is $res->code, 201, 'a lesson to read';
 my $id = (json_of($res) // {})->{id} // 0;
 my $m1 = metrics();
 for (1 .. 5) {
-    is call(GET => "/api/lessons/$id", token => $tok, base => $base)->code, 200, "read $_";
+    is api(GET => "/api/lessons/$id", token => $tok, base => $base)->code, 200, "read $_";
 }
 my $m2 = metrics();
 is_deeply moved($m1, $m2), {
@@ -182,11 +203,11 @@ is $m2->{lessons_response_cache_entries}, $m1->{lessons_response_cache_entries} 
 # ---- refusals: one of each kind, each counted once
 my $expired = good_token(claims => { exp => time - 60 });
 my $forged  = token(key => 'x' x 32);
-is call(GET => '/api/lessons', token => undef, base => $base)->code, 401, 'no token';
-is call(GET => '/api/lessons', token => $expired, base => $base)->code, 401, 'expired';
-is call(GET => '/api/lessons', auth => 'Bearer a b', base => $base)->code, 400, 'two tokens';
-is call(GET => '/api/lessons', token => $forged, base => $base)->code, 401, 'forged';
-is call(GET => '/claim/api/lessons', token => $tok, base => $base)->code, 403,
+is api(GET => '/api/lessons', token => undef, base => $base)->code, 401, 'no token';
+is api(GET => '/api/lessons', token => $expired, base => $base)->code, 401, 'expired';
+is api(GET => '/api/lessons', auth => 'Bearer a b', base => $base)->code, 400, 'two tokens';
+is api(GET => '/api/lessons', token => $forged, base => $base)->code, 401, 'forged';
+is api(GET => '/claim/api/lessons', token => $tok, base => $base)->code, 403,
     'Require jwt-claim refuses';
 my $m3 = metrics();
 is_deeply moved($m2, $m3), {
@@ -203,18 +224,18 @@ is_deeply moved($m2, $m3), {
     or diag explain moved($m2, $m3);
 
 # ---- writes: committed ones count, refused ones do not
-$res = call(POST => '/api/lessons', token => $tok, base => $base, json => $lesson);
+$res = api(POST => '/api/lessons', token => $tok, base => $base, json => $lesson);
 is $res->code, 201, 'create';
 my $new = json_of($res) // {};
-is call(PUT => "/api/lessons/$new->{id}", token => $tok, base => $base,
+is api(PUT => "/api/lessons/$new->{id}", token => $tok, base => $base,
         json => { %$lesson, title => 'Metrik 2' })->code, 200, 'update';
-is call(PUT => "/api/lessons/$new->{id}", token => $tok, base => $base,
+is api(PUT => "/api/lessons/$new->{id}", token => $tok, base => $base,
         json => $lesson, headers => [ 'If-Match' => '"stale"' ])->code, 412,
     'update with a stale If-Match: 412';
-is call(POST => '/api/lessons', token => $tok, base => $base, json => { title => '' })->code,
+is api(POST => '/api/lessons', token => $tok, base => $base, json => { title => '' })->code,
     400, 'create with a bad body: 400';
-is call(DELETE => "/api/lessons/$new->{id}", token => $tok, base => $base)->code, 204, 'delete';
-is call(GET => '/api/lessons/abc', token => $tok, base => $base)->code, 404, 'no such resource';
+is api(DELETE => "/api/lessons/$new->{id}", token => $tok, base => $base)->code, 204, 'delete';
+is api(GET => '/api/lessons/abc', token => $tok, base => $base)->code, 404, 'no such resource';
 my $m4 = metrics();
 is_deeply moved($m3, $m4), {
     req('create', '2xx') => 1,
@@ -233,15 +254,15 @@ is_deeply moved($m3, $m4), {
 # ---- Idempotency-Key: a retry given the first answer wrote nothing
 my @key = (headers => [ 'Idempotency-Key' => '"metrics-key-1"' ]);
 my $m4k = metrics();
-$res = call(POST => '/api/lessons', token => $tok, base => $base, json => $lesson, @key);
+$res = api(POST => '/api/lessons', token => $tok, base => $base, json => $lesson, @key);
 is $res->code, 201, 'a create with a key';
 my $kept_id = (json_of($res) // {})->{id};
-$res = call(POST => '/api/lessons', token => $tok, base => $base, json => $lesson, @key);
+$res = api(POST => '/api/lessons', token => $tok, base => $base, json => $lesson, @key);
 is $res->code, 201, 'its retry: 201';
 is $res->header('Idempotent-Replayed'), 'true', '... the first answer again';
-is call(POST => '/api/lessons', token => $tok, base => $base,
+is api(POST => '/api/lessons', token => $tok, base => $base,
         json => { %$lesson, title => 'Anders' }, @key)->code, 422, 'the key with another body: 422';
-is call(POST => '/api/lessons', token => $tok, base => $base, json => $lesson,
+is api(POST => '/api/lessons', token => $tok, base => $base, json => $lesson,
         headers => [ 'Idempotency-Key' => 'not quoted' ])->code, 400, 'not a key: 400';
 my $m4i = metrics();
 is_deeply moved($m4k, $m4i), {
@@ -256,7 +277,7 @@ is_deeply moved($m4k, $m4i), {
                                             # of the 3 with a good key
 }, 'keys by outcome; the replay is no write'
     or diag explain moved($m4k, $m4i);
-call(DELETE => "/api/lessons/$kept_id", token => $tok, base => $base);
+api(DELETE => "/api/lessons/$kept_id", token => $tok, base => $base);
 $m4 = metrics();
 
 # ---- a token naming a kid the provider's set lacks: one refetch
@@ -264,9 +285,9 @@ sleep 1.2;                          # LessonsJWTKeysMinRefresh 1
 idp_control($idp, POST => '/token-header', { kid => 'not-there' });
 my $stranger = idp_token($idp);
 idp_control($idp, POST => '/token-header', {});
-is call(GET => '/idp/api/lessons', token => $stranger, base => $base)->code, 401,
+is api(GET => '/idp/api/lessons', token => $stranger, base => $base)->code, 401,
     'unknown kid: 401 after the refetch';
-is call(GET => '/idp/api/lessons', token => idp_token($idp), base => $base)->code, 200,
+is api(GET => '/idp/api/lessons', token => idp_token($idp), base => $base)->code, 200,
     'the provider\'s own token: 200';
 my $m5 = metrics();
 is $m5->{src('lessons_keys_refetches_total', $JWKS)} - $m4->{src('lessons_keys_refetches_total', $JWKS)}, 1,
@@ -283,12 +304,12 @@ is $m5->{req('list', '2xx')} - $m4->{req('list', '2xx')}, 1, '... and the 200 co
 # ---- the cache bound: three lessons of one size, room for two
 my @ids;
 for my $t ('Metrik A', 'Metrik B', 'Metrik C') {
-    $res = call(POST => '/api/lessons', token => $tok, base => $base,
+    $res = api(POST => '/api/lessons', token => $tok, base => $base,
                 json => { %$lesson, title => $t });
     push @ids, (json_of($res) // {})->{id};
 }
 my $before = metrics();
-call(GET => "/api/lessons/$ids[0]", token => $tok, base => $base);
+api(GET => "/api/lessons/$ids[0]", token => $tok, base => $base);
 my $size = metrics()->{lessons_response_cache_bytes} - $before->{lessons_response_cache_bytes};
 cmp_ok $size, '>', 100, "one lesson's entry: $size bytes";
 
@@ -305,7 +326,7 @@ cmp_ok $m6->{lessons_response_cache_hits_total}, '>=', $kept->{lessons_response_
     '... the cache counts kept';
 is $m6->{lessons_response_cache_bytes}, 0, "the old process's cache is gone from the gauge";
 for my $i (@ids) {
-    is call(GET => "/api/lessons/$i", token => $tok, base => $base)->code, 200, "read $i";
+    is api(GET => "/api/lessons/$i", token => $tok, base => $base)->code, 200, "read $i";
 }
 my $m7 = metrics();
 is $m7->{lessons_response_cache_evictions_total} - $m6->{lessons_response_cache_evictions_total}, 1,
@@ -348,7 +369,7 @@ $res = call(GET => '/server-status', token => undef, base => $base);
 like $res->content, qr{<h2>mod_lessons</h2>}, 'server-status: a section of ours';
 like $res->content, qr{<th align="left">LessonsRequests</th><td>$all</td>}, '... with the figures';
 
-call(DELETE => "/api/lessons/$_", token => $tok, base => $base) for @ids;
+api(DELETE => "/api/lessons/$_", token => $tok, base => $base) for @ids;
 
 # ---- server P: three processes, one sum
 my $pdir  = File::Temp->newdir;
@@ -375,7 +396,7 @@ for my $c (1 .. 6) {
     if (!$kid) {
         my $ok = 0;
         for (1 .. 5) {
-            $ok++ if call(GET => "/api/lessons/$id", token => $tok, base => $pbase)->code == 200;
+            $ok++ if api(GET => "/api/lessons/$id", token => $tok, base => $pbase)->code == 200;
         }
         POSIX::_exit($ok == 5 ? 0 : 1);
     }
@@ -384,6 +405,7 @@ for my $c (1 .. 6) {
 my $bad = 0;
 for (@kids) { waitpid $_, 0; $bad++ if $? }
 is $bad, 0, '6 clients, 5 reads each: all 200';
+$sent{$pbase} = 30;                     # what the six clients sent
 my $mp = metrics($pbase);
 is $mp->{req('get', '2xx')}, 30, '30 reads counted, whichever process served them';
 is $mp->{lessons_processes}, 3, 'three processes counting';
@@ -396,7 +418,7 @@ is $mp->{lessons_token_cache_hits_total} + $mp->{lessons_token_cache_misses_tota
     'every request looked its token up once';
 cmp_ok $mp->{lessons_token_cache_misses_total}, '<=', 3, 'verified at most once per process';
 
-call(DELETE => "/api/lessons/$id", token => $tok, base => $base);
+api(DELETE => "/api/lessons/$id", token => $tok, base => $base);
 done_testing();
 
 sub wait_for_processes {
