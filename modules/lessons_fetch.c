@@ -26,6 +26,7 @@
 #include "apr_strings.h"
 #include "apr_time.h"
 
+#include "lessons_buf.h"
 #include "lessons_fetch.h"
 
 #define LESSONS_FETCH_UA      "mod_lessons"
@@ -177,11 +178,7 @@ static int same_origin(const lessons_origin_t *a, const lessons_origin_t *b)
 /* --------------------------------------------------------------- body */
 
 typedef struct {
-    apr_pool_t *p;
-    char *buf;
-    apr_size_t len;
-    apr_size_t cap;
-    apr_size_t max;
+    lessons_buf_t text;             /* max: the keys' byte cap */
     int too_big;
 } lessons_body_t;
 
@@ -195,31 +192,10 @@ static size_t body_write(char *data, size_t size, size_t nmemb, void *arg)
     if (n == 0) {
         return 0;
     }
-    if (n > b->max || b->len > b->max - n) {
+    if (lessons_buf_add(&b->text, data, n, 4096) != 0) {
         b->too_big = 1;
         return 0;
     }
-    if (b->len + n + 1 > b->cap) {
-        /* Doubling in the pool: what is left behind is less than the
-         * final buffer, and the cap bounds that. */
-        apr_size_t cap = b->cap ? b->cap : 4096;
-        char *nb;
-
-        while (cap < b->len + n + 1) {
-            cap *= 2;
-        }
-        if (cap > b->max + 1) {
-            cap = b->max + 1;
-        }
-        nb = apr_palloc(b->p, cap);
-        if (b->len) {
-            memcpy(nb, b->buf, b->len);
-        }
-        b->buf = nb;
-        b->cap = cap;
-    }
-    memcpy(b->buf + b->len, data, n);
-    b->len += n;
     return n;
 }
 
@@ -380,8 +356,8 @@ const char *lessons_fetch_get_ex(apr_pool_t *p,
         return "out of memory";
     }
     memset(&b, 0, sizeof(b));
-    b.p = p;
-    b.max = opts->max_bytes;
+    b.text.p = p;
+    b.text.max = opts->max_bytes;
     fetch_setup(h, opts, hdrs, &b, errbuf);
 
     deadline = apr_time_now() + apr_time_from_msec(opts->total_timeout_ms);
@@ -403,7 +379,7 @@ const char *lessons_fetch_get_ex(apr_pool_t *p,
         curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, left);
         curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, connect);
         curl_easy_setopt(h, CURLOPT_URL, url);
-        b.len = 0;
+        b.text.len = 0;
         b.too_big = 0;
         errbuf[0] = '\0';
 
@@ -417,14 +393,14 @@ const char *lessons_fetch_get_ex(apr_pool_t *p,
             *status = code;
         }
         if (code == 200) {
-            char *out = apr_palloc(p, b.len + 1);
+            char *out = apr_palloc(p, b.text.len + 1);
 
-            if (b.len) {
-                memcpy(out, b.buf, b.len);
+            if (b.text.len) {
+                memcpy(out, b.text.buf, b.text.len);
             }
-            out[b.len] = '\0';
+            out[b.text.len] = '\0';
             *body = out;
-            *len = b.len;
+            *len = b.text.len;
             break;
         }
         err = fetch_follow(p, h, code, opts, &origin, hops, &url);

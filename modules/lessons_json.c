@@ -7,6 +7,7 @@
  */
 #include "apr_strings.h"
 
+#include "lessons_buf.h"
 #include "lessons_json.h"
 
 static apr_status_t lessons_json_release(void *v)
@@ -26,28 +27,29 @@ json_t *lessons_json_pool_own(apr_pool_t *p, json_t *v)
 
 #define LESSONS_JSON_FLAGS  (JSON_COMPACT | JSON_ENCODE_ANY)
 
+/* The text jansson writes, gathered in pool memory as it comes: one
+ * pass over the value (json_dumpb would need two, one to size the
+ * buffer; jansson's string escaping is most of a write's CPU).
+ */
+#define LESSONS_JSON_FIRST  1024    /* a lesson's answer fits in one */
+
+static int lessons_json_gather(const char *text, size_t size, void *data)
+{
+    return lessons_buf_add(data, text, size, LESSONS_JSON_FIRST);
+}
+
 char *lessons_json_dump(apr_pool_t *p, const json_t *v, apr_size_t *len)
 {
-    size_t need, got;
-    char *buf;
+    lessons_buf_t out = { p, NULL, 0, 0, APR_SIZE_MAX / 4 };
 
-    if (!v) {
+    if (!v || json_dump_callback(v, lessons_json_gather, &out,
+                                 LESSONS_JSON_FLAGS) != 0 || out.len == 0) {
         return NULL;
     }
-    need = json_dumpb(v, NULL, 0, LESSONS_JSON_FLAGS);
-    if (need == 0) {
-        return NULL;
-    }
-    buf = apr_palloc(p, need + 1);
-    got = json_dumpb(v, buf, need, LESSONS_JSON_FLAGS);
-    if (got != need) {
-        return NULL;
-    }
-    buf[need] = '\0';
     if (len) {
-        *len = need;
+        *len = out.len;
     }
-    return buf;
+    return lessons_buf_text(&out);
 }
 
 /* json_string() refuses NULL and invalid UTF-8 (returns NULL), and

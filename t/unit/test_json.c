@@ -569,6 +569,41 @@ static void test_dump_into_pool(void **state)
     apr_pool_destroy(sub);
 }
 
+/* Documents past the first buffer (a list of 102 lessons is 27 KB):
+ * the text grows as jansson writes it and equals jansson's own dump, byte
+ * for byte, at every size around the buffer's doublings.
+ */
+static void test_dump_grows(void **state)
+{
+    static const apr_size_t sizes[] = { 1, 1020, 1021, 1022, 1023, 1024,
+                                        1025, 2046, 2047, 2048, 5000,
+                                        30000 };
+    apr_size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        char *fill = apr_palloc(pool, sizes[i] + 1);
+        json_t *v;
+        char *want;
+        const char *t;
+        apr_size_t len = 0;
+
+        memset(fill, 'x', sizes[i]);
+        fill[sizes[i]] = '\0';
+        fill[0] = '"';                  /* an escape in the stream too */
+        v = json_pack("[s,s]", fill, "\xc3\xa4");
+        assert_non_null(v);
+        want = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+        t = lessons_json_dump(pool, v, &len);
+        json_decref(v);
+        assert_non_null(want);
+        assert_non_null(t);
+        assert_int_equal(len, strlen(want));
+        assert_memory_equal(t, want, len + 1);  /* and its NUL */
+        free(want);
+    }
+}
+
 /* ----------------------------------------------------------- pool_own */
 
 static void test_pool_own(void **state)
@@ -638,6 +673,7 @@ int main(void)
         cmocka_unit_test(test_dump_exact),
         cmocka_unit_test(test_dump_null),
         cmocka_unit_test(test_dump_into_pool),
+        cmocka_unit_test(test_dump_grows),
         cmocka_unit_test(test_pool_own),
         cmocka_unit_test(test_pool_own_null),
         cmocka_unit_test(test_health),
