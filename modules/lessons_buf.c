@@ -39,7 +39,7 @@ int lessons_buf_add(lessons_buf_t *b, const void *data, apr_size_t n,
 char *lessons_buf_text(lessons_buf_t *b)
 {
     if (!b->buf) {
-        return NULL;
+        return apr_pcalloc(b->p, 1);    /* nothing added: "" */
     }
     b->buf[b->len] = '\0';              /* the room kept for it */
     return b->buf;

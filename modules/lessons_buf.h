@@ -24,8 +24,8 @@ typedef struct {
 int lessons_buf_add(lessons_buf_t *b, const void *data, apr_size_t n,
                     apr_size_t first);
 
-/* The text so far with a NUL after it (not counted in len); NULL when
- * nothing was added.
+/* The text so far with a NUL after it (not counted in len), in place:
+ * no copy.
  */
 char *lessons_buf_text(lessons_buf_t *b);
 

@@ -393,13 +393,7 @@ const char *lessons_fetch_get_ex(apr_pool_t *p,
             *status = code;
         }
         if (code == 200) {
-            char *out = apr_palloc(p, b.text.len + 1);
-
-            if (b.text.len) {
-                memcpy(out, b.text.buf, b.text.len);
-            }
-            out[b.text.len] = '\0';
-            *body = out;
+            *body = lessons_buf_text(&b.text);
             *len = b.text.len;
             break;
         }

@@ -150,6 +150,9 @@ static void serve(int fd, int which)
     if (strcmp(path, "/ok") == 0) {
         respond(fd, "200 OK", NULL, OK_BODY, strlen(OK_BODY), 1);
     }
+    else if (strcmp(path, "/empty") == 0) {
+        respond(fd, "200 OK", NULL, "", 0, 1);
+    }
     else if (strcmp(path, "/missing") == 0) {
         respond(fd, "404 Not Found", NULL, "{}", 2, 1);
     }
@@ -515,6 +518,22 @@ static void test_get_ok(void **state)
     assert_has(head, "GET /ok HTTP/1.1\r\n");
     assert_has(head, "\r\nUser-Agent: mod_lessons\r\n");
     assert_has(head, "\r\nAccept: application/jwk-set+json, application/json\r\n");
+}
+
+/* An empty 200 is the empty text (the keys' parser then refuses it),
+ * never NULL.
+ */
+static void test_get_empty(void **state)
+{
+    lessons_fetch_opts_t o = opts_for(url(L_MAIN, "/empty"));
+    char *body = NULL;
+    apr_size_t len = 7;
+
+    (void)state;
+    assert_null(get(&o, &body, &len));
+    assert_non_null(body);
+    assert_string_equal(body, "");
+    assert_int_equal(len, 0);
 }
 
 static void test_get_status(void **state)
@@ -895,6 +914,7 @@ int main(void)
         cmocka_unit_test(test_check_url_good),
         cmocka_unit_test(test_check_url_bad),
         cmocka_unit_test(test_get_ok),
+        cmocka_unit_test(test_get_empty),
         cmocka_unit_test(test_get_status),
         cmocka_unit_test(test_get_ex_status),
         cmocka_unit_test(test_get_size_cap),
