@@ -5,7 +5,8 @@
  * landed before); those that ask together share one; a failed read
  * sends its waiters to read alone; the deadline holds; a window spaces
  * the reads, for a lone client too, and those who ask together send
- * theirs before it ends.
+ * theirs before it ends; many threads asking at once are never left
+ * asleep and never see a torn answer.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +15,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "apr_atomic.h"
 #include "apr_thread_proc.h"
 #include "apr_time.h"
 
@@ -445,6 +447,94 @@ static void test_fewer_than_the_last_batch_wait(void **state)
     assert_int_equal(shared, 4);
 }
 
+/* Many threads, each asking again and again, window 0: the leader of a
+ * read takes a number (after its join returned), "reads" for a moment
+ * and lands the number and its complement.  No one is left asleep (each
+ * join ends long before its deadline, none alone), every shared answer
+ * is whole (never half of one landing and half of the next) and newer
+ * than anything landed before its join began, and reads are shared.
+ */
+#define MANY_THREADS 32
+#define MANY_JOINS 300
+
+typedef struct {
+    lessons_flight_t *f;
+    volatile apr_uint64_t *numbers;
+    int alone, torn, stale, shared;
+    apr_interval_time_t longest;
+} many_t;
+
+static void *APR_THREAD_FUNC ask_many(apr_thread_t *t, void *data)
+{
+    many_t *m = data;
+    apr_uint64_t got[2], before;
+    apr_size_t len;
+    int i;
+
+    for (i = 0; i < MANY_JOINS; i++) {
+        apr_time_t t0 = apr_time_now();
+        lessons_flight_e how;
+
+        before = apr_atomic_read64(m->numbers);
+        len = 0;
+        how = lessons_flight_join(m->f, SOON(3000), got, &len);
+        if (apr_time_now() - t0 > m->longest) {
+            m->longest = apr_time_now() - t0;
+        }
+        if (how == LESSONS_FLIGHT_LEAD) {
+            got[0] = apr_atomic_inc64(m->numbers) + 1;
+            got[1] = ~got[0];
+            apr_sleep(50);
+            lessons_flight_land(m->f, got, sizeof(got));
+        }
+        else if (how == LESSONS_FLIGHT_SHARED) {
+            m->shared++;
+            m->torn += len != sizeof(got) || got[1] != ~got[0];
+            m->stale += got[0] <= before;
+        }
+        else {
+            m->alone++;
+        }
+    }
+    apr_thread_exit(t, APR_SUCCESS);
+    return NULL;
+}
+
+static void test_many_askers_none_left_asleep(void **state)
+{
+    lessons_flight_t *f = lessons_flight_make(pool, 0);
+    volatile apr_uint64_t numbers = 0;
+    many_t m[MANY_THREADS];
+    apr_thread_t *t[MANY_THREADS];
+    apr_interval_time_t longest = 0;
+    int i, alone = 0, torn = 0, stale = 0, shared = 0;
+
+    (void)state;
+    for (i = 0; i < MANY_THREADS; i++) {
+        memset(&m[i], 0, sizeof(m[i]));
+        m[i].f = f;
+        m[i].numbers = &numbers;
+        assert_int_equal(apr_thread_create(&t[i], NULL, ask_many, &m[i],
+                                           pool), APR_SUCCESS);
+    }
+    for (i = 0; i < MANY_THREADS; i++) {
+        join_thread(t[i]);
+        alone += m[i].alone;
+        torn += m[i].torn;
+        stale += m[i].stale;
+        shared += m[i].shared;
+        if (m[i].longest > longest) {
+            longest = m[i].longest;
+        }
+    }
+    assert_int_equal(alone, 0);
+    assert_int_equal(torn, 0);
+    assert_int_equal(stale, 0);
+    assert_true(shared > 0);
+    /* A thread left asleep would wait for its deadline (3 s). */
+    assert_true(longest < apr_time_from_msec(2500));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -460,6 +550,7 @@ int main(void)
         cmocka_unit_test(test_enough_askers_send_before_the_window),
         cmocka_unit_test(test_fewer_than_the_last_batch_wait),
         cmocka_unit_test(test_too_large_is_not_shared),
+        cmocka_unit_test(test_many_askers_none_left_asleep),
     };
 
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
