@@ -675,9 +675,11 @@ neighbour_phase() {
 
 # --- the sanity row: the bench server's twin against a minimal httpd -----
 # The same file (GET all's twin), the same wrk and header, on the bench
-# server (module, API, logs and all) and on t/bench/minimal.conf:
-# alternating rounds.  A twin well below the minimal one means the
-# bench's static path is slowed, and every "vs static" overstated.
+# server (module, API, logs and all) and on t/bench/minimal.conf, without
+# and with the bench server's access log: alternating rounds.  A twin well
+# below the minimal one means the bench's static path is slowed, and
+# every "vs static" overstated; the access log's share of that (which the
+# API's rows pay too) is the middle server's.
 sanity_phase() {
     local round
     for round in $(seq 1 "$ROUNDS"); do
@@ -689,6 +691,11 @@ sanity_phase() {
         start_httpd
         wrk_run sanity all minimal "$round" "$(url /static/all)" -H "Authorization: Bearer $TOKEN"
         stop_httpd
+        EXTRA_DEFINES=(-D BENCH_ACCESS_LOG)
+        start_httpd
+        wrk_run sanity all minimal-log "$round" "$(url /static/all)" -H "Authorization: Bearer $TOKEN"
+        stop_httpd
+        EXTRA_DEFINES=()
         CONF=httpd.conf
     done
 }

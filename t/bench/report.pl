@@ -243,6 +243,13 @@ pair_table("The static twin itself: GET all's twin on the bench server against a
            'Static twin | bench server req/s | minimal httpd req/s',
            'GET /static/all',
            stat_of('sanity', 'all', 'bench'), stat_of('sanity', 'all', 'minimal'));
+pair_table("The same twin against that minimal httpd writing the bench server's\n"
+           . "access log (the same LogFormat and CustomLog: one write a request, which\n"
+           . "every API row pays too); what is left is what the bench server's other\n"
+           . "modules and mod_lessons add to a request that is not the API's:",
+           'Static twin | bench server req/s | minimal httpd + access log req/s',
+           'GET /static/all',
+           stat_of('sanity', 'all', 'bench'), stat_of('sanity', 'all', 'minimal-log'));
 # Many servers, one database (issue 19; SCALING.md's prediction).
 for my $db (@dbs) {
     my $s = stat_of($db, 'servers', 'mod') or next;
