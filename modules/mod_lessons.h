@@ -532,6 +532,8 @@ int lessons_dbd_keys_ready(lessons_ctx *c);
 /* mod_lessons_io.c */
 void lessons_send_head(request_rec *r, int status, const char *type,
                        apr_size_t len);
+void lessons_flush_small(request_rec *r, apr_bucket_brigade *bb,
+                         apr_size_t len);
 int lessons_send(request_rec *r, int status, const char *type,
                  const char *body, apr_size_t len);
 int lessons_send_empty(request_rec *r, int status);

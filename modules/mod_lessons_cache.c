@@ -50,6 +50,7 @@ static int lessons_not_modified(request_rec *r, const char *etag)
     lessons_read_headers(r, etag);
     r->status = HTTP_NOT_MODIFIED;
     bb = apr_brigade_create(r->pool, r->connection->bucket_alloc);
+    lessons_flush_small(r, bb, 0);
     APR_BRIGADE_INSERT_TAIL(bb, apr_bucket_eos_create(
                                     r->connection->bucket_alloc));
     return ap_pass_brigade(r->output_filters, bb) == APR_SUCCESS
@@ -92,6 +93,7 @@ static int lessons_send_entry(request_rec *r, lessons_cache_entry_t *e,
             bytes, len, lessons_cache_free_body,
             r->connection->bucket_alloc));
     }
+    lessons_flush_small(r, bb, len);
     APR_BRIGADE_INSERT_TAIL(bb, apr_bucket_eos_create(
                                     r->connection->bucket_alloc));
     return ap_pass_brigade(r->output_filters, bb) == APR_SUCCESS

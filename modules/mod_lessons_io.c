@@ -10,6 +10,32 @@
 
 #define LESSONS_PROBLEM_FILTER  "LESSONS_PROBLEM"
 
+/* An answer shorter than this is flushed by the handler.  httpd's core
+ * output filter keeps back less than 4 KB (its THRESHOLD_MIN_WRITE), to
+ * go out with whatever follows, and writes it only in write completion:
+ * after httpd has looked for the client's next request (there is none
+ * yet: the client waits for this answer) and finished the request.  Sent
+ * at once, it is on its way during that bookkeeping.  GET by id (about
+ * 550 bytes) under wrk -t1 -c32, SQLite: 48.4k and 46.9k req/s against
+ * 43.4k and 38.3k (issue 19).  Longer answers the core writes at once
+ * anyway, and a flush would make their writes block.
+ */
+#define LESSONS_FLUSH_BELOW 4096
+
+static int lessons_answer_small(const request_rec *r, apr_size_t len)
+{
+    return len < LESSONS_FLUSH_BELOW || r->header_only;
+}
+
+void lessons_flush_small(request_rec *r, apr_bucket_brigade *bb,
+                         apr_size_t len)
+{
+    if (lessons_answer_small(r, len)) {
+        APR_BRIGADE_INSERT_TAIL(bb, apr_bucket_flush_create(
+                                        r->connection->bucket_alloc));
+    }
+}
+
 /* Status and entity headers of every response the module writes. */
 void lessons_send_head(request_rec *r, int status, const char *type,
                        apr_size_t len)
@@ -30,6 +56,9 @@ int lessons_send(request_rec *r, int status, const char *type,
     lessons_send_head(r, status, type, len);
     if (len > 0 && !r->header_only) {
         ap_rwrite(body, (int)len, r);
+    }
+    if (lessons_answer_small(r, len)) {
+        ap_rflush(r);                   /* LESSONS_FLUSH_BELOW says why */
     }
     return OK;
 }
