@@ -63,6 +63,9 @@ struct lessons_flight_t {
     apr_uint32_t bell[2];           /* futex words: bell[n & 1] changes
                                      * when read n lands, or when read n
                                      * needs a leader */
+    apr_uint32_t sleepers[2];       /* threads on each bell, counted under
+                                     * the mutex before they sleep: none,
+                                     * and a ring needs no wake (atomic) */
     int flying;                     /* read `sent` is on its way */
     int leading;                    /* a thread waits out the window to
                                      * send the next read */
@@ -297,8 +300,10 @@ lessons_flight_e lessons_flight_join(lessons_flight_t *f,
         bell = &f->bell[need & 1];
         ring = apr_atomic_read32(bell);
         apr_atomic_inc32(&f->waiting);
+        apr_atomic_inc32(&f->sleepers[need & 1]);
         apr_thread_mutex_unlock(f->mutex);
         lessons_flight_sleep(f, bell, ring, deadline - now);
+        apr_atomic_dec32(&f->sleepers[need & 1]);
         apr_atomic_dec32(&f->waiting);
         if (__atomic_load_n(&f->landed, __ATOMIC_ACQUIRE) >= need
             && lessons_flight_slot_read(&f->slot, need, &ok, value, len)) {
@@ -314,7 +319,7 @@ void lessons_flight_land(lessons_flight_t *f, const void *value,
                          apr_size_t len)
 {
     apr_uint64_t n;
-    int ok = value != NULL && len <= LESSONS_FLIGHT_MAX, lead;
+    int ok = value != NULL && len <= LESSONS_FLIGHT_MAX, ring, lead;
 
     apr_thread_mutex_lock(f->mutex);
     n = f->sent;
@@ -322,15 +327,19 @@ void lessons_flight_land(lessons_flight_t *f, const void *value,
     __atomic_store_n(&f->landed, n, __ATOMIC_RELEASE);
     f->flying = 0;
     apr_atomic_inc32(&f->bell[n & 1]);
+    ring = apr_atomic_read32(&f->sleepers[n & 1]) > 0;
     /* Those who asked for read n + 1 sleep on the other bell: one of
      * them must wake to lead it (the rest sleep on until it lands).
      */
     lead = f->asking > 0 && !f->leading;
     if (lead) {
         apr_atomic_inc32(&f->bell[(n + 1) & 1]);
+        lead = apr_atomic_read32(&f->sleepers[(n + 1) & 1]) > 0;
     }
     apr_thread_mutex_unlock(f->mutex);
-    lessons_flight_wake(f, &f->bell[n & 1], 1);
+    if (ring) {
+        lessons_flight_wake(f, &f->bell[n & 1], 1);
+    }
     if (lead) {
         lessons_flight_wake(f, &f->bell[(n + 1) & 1], 0);
     }
@@ -340,6 +349,7 @@ void lessons_flight_stats(lessons_flight_t *f, lessons_flight_stats_t *st)
 {
     apr_thread_mutex_lock(f->mutex);
     st->reads = f->sent;
+    st->leading = f->leading;
     apr_thread_mutex_unlock(f->mutex);
     st->shared = apr_atomic_read64(&f->shared);
     st->waiting = (int)apr_atomic_read32(&f->waiting);

@@ -70,6 +70,8 @@ typedef struct {
     apr_uint64_t reads;             /* reads sent */
     apr_uint64_t shared;            /* answers taken from another's read */
     int waiting;                    /* threads waiting now */
+    int leading;                    /* one of them holds the lead,
+                                     * waiting out the window */
 } lessons_flight_stats_t;
 
 void lessons_flight_stats(lessons_flight_t *f, lessons_flight_stats_t *st);

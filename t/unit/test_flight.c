@@ -246,8 +246,27 @@ static void test_deadline(void **state)
     lessons_flight_land(f, "x", 2);
 }
 
+/* Until a thread holds the lead of read 2, or has sent it (at most
+ * 5 s).
+ */
+static void until_leading(lessons_flight_t *f)
+{
+    lessons_flight_stats_t st;
+    int i;
+
+    for (i = 0; i < 5000; i++) {
+        lessons_flight_stats(f, &st);
+        if (st.leading || st.reads >= 2) {
+            return;
+        }
+        apr_sleep(apr_time_from_msec(1));
+    }
+    fail_msg("no thread took the lead");
+}
+
 /* Read 1, led here, lands while a (landing "lead" if it leads) waits:
- * the flight is contended.  Returns a's thread, which then leads read 2.
+ * the flight is contended.  Returns a's thread, which leads read 2 by
+ * then (so that an asker started next cannot take the lead first).
  */
 static apr_thread_t *contended(lessons_flight_t *f, asker_t *a,
                                apr_time_t deadline)
@@ -262,6 +281,7 @@ static apr_thread_t *contended(lessons_flight_t *f, asker_t *a,
     t = start(a);
     until_waiting(f, 1);
     lessons_flight_land(f, "old", 4);
+    until_leading(f);
     return t;
 }
 
