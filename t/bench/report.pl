@@ -166,13 +166,25 @@ for my $db (@dbs) {
 my @memory;
 for my $db (@dbs) {
     my $m = $meta{$db} || {};
-    next unless $m->{rss_before};
-    my $g = 100 * ($m->{rss_after} - $m->{rss_before}) / $m->{rss_before};
-    my ($common, $nb, $na) = split ' ', $m->{rss_children} // '0 0 0';
-    push @memory, sprintf('- %s: httpd children (%d) RSS %s kB before, %s kB after %s requests: %+.1f%% (target < 5%%: %s)%s',
-        $dbname{$db}, $common, num($m->{rss_before}), num($m->{rss_after}), num($m->{rss_requests}),
-        $g, verdict($g < 5),
-        ($nb != $common || $na != $common) ? " (children before/after: $nb/$na; summed over the $common alive at both)" : '');
+    next unless defined $m->{rss_before};
+    my ($warm, $nb, $na, $common) = split ' ', $m->{rss_children} // '0 0 0 0';
+    $common //= $warm;
+    if ($m->{rss_before}) {
+        my $g = 100 * ($m->{rss_after} - $m->{rss_before}) / $m->{rss_before};
+        push @memory, sprintf('- %s: httpd children that served the whole warm-up (%d) RSS %s kB before, %s kB after %s requests: %+.1f%% (target < 5%%: %s)%s',
+            $dbname{$db}, $warm, num($m->{rss_before}), num($m->{rss_after}), num($m->{rss_requests}),
+            $g, verdict($g < 5),
+            ($nb != $warm || $na != $warm) ? " (children before/after: $nb/$na)" : '');
+    }
+    else {
+        push @memory, sprintf('- %s: no httpd child served the whole warm-up (children before/after: %d/%d): %s',
+            $dbname{$db}, $nb, $na, verdict(0));
+    }
+    if ($common != $warm && $m->{rss_all_before}) {
+        push @memory, sprintf('- %s: all %d children alive before and after: %s kB, %s kB (%+.1f%%); a child the MPM started during the warm-up was still filling its cache and pool',
+            $dbname{$db}, $common, num($m->{rss_all_before}), num($m->{rss_all_after}),
+            100 * ($m->{rss_all_after} - $m->{rss_all_before}) / $m->{rss_all_before});
+    }
     push @memory, sprintf('- %s: answers not 2xx/3xx during the memory run: %d (target 0: %s)',
         $dbname{$db}, $m->{rss_non2xx} // 0, verdict(($m->{rss_non2xx} // 0) == 0))
         if defined $m->{rss_non2xx};
