@@ -31,7 +31,6 @@
 #include "lessons_flight.h"
 
 #if defined(__linux__) && !defined(LESSONS_FLIGHT_NO_FUTEX)
-#include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
 #include <sys/syscall.h>
@@ -78,7 +77,6 @@ struct lessons_flight_t {
     lessons_flight_slot_t slot;
     apr_uint64_t shared;            /* answers taken from another's read
                                      * (atomic) */
-    apr_uint32_t waiting;           /* (atomic) */
 };
 
 /* --- bells: sleep until a word changes, or ring it -------------------- */
@@ -272,12 +270,10 @@ lessons_flight_e lessons_flight_join(lessons_flight_t *f,
              * ask to share the read.
              */
             f->leading = 1;
-            apr_atomic_inc32(&f->waiting);
             while (now < at && f->asking < lessons_flight_enough(f)) {
                 apr_thread_cond_timedwait(f->full, f->mutex, at - now);
                 now = apr_time_now();
             }
-            apr_atomic_dec32(&f->waiting);
             f->leading = 0;
             f->sent++;                  /* >= need: sent after the call */
             f->flying = 1;
@@ -299,12 +295,10 @@ lessons_flight_e lessons_flight_join(lessons_flight_t *f,
          */
         bell = &f->bell[need & 1];
         ring = apr_atomic_read32(bell);
-        apr_atomic_inc32(&f->waiting);
         apr_atomic_inc32(&f->sleepers[need & 1]);
         apr_thread_mutex_unlock(f->mutex);
         lessons_flight_sleep(f, bell, ring, deadline - now);
         apr_atomic_dec32(&f->sleepers[need & 1]);
-        apr_atomic_dec32(&f->waiting);
         if (__atomic_load_n(&f->landed, __ATOMIC_ACQUIRE) >= need
             && lessons_flight_slot_read(&f->slot, need, &ok, value, len)) {
             return lessons_flight_taken(f, ok);
@@ -350,7 +344,9 @@ void lessons_flight_stats(lessons_flight_t *f, lessons_flight_stats_t *st)
     apr_thread_mutex_lock(f->mutex);
     st->reads = f->sent;
     st->leading = f->leading;
+    /* The leader waiting out the window and the threads on the bells. */
+    st->waiting = f->leading + (int)apr_atomic_read32(&f->sleepers[0])
+                  + (int)apr_atomic_read32(&f->sleepers[1]);
     apr_thread_mutex_unlock(f->mutex);
     st->shared = apr_atomic_read64(&f->shared);
-    st->waiting = (int)apr_atomic_read32(&f->waiting);
 }
