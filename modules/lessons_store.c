@@ -216,6 +216,49 @@ static lessons_store_e lessons_store_prepare_table(
     return LESSONS_STORE_OK;
 }
 
+/* n creates in one statement, for engines that write_returns: n
+ * data-modifying WITHs (each a create's, its own six arguments in turn)
+ * and their read-backs, each row tagged with its create's place (1..n)
+ * in a last column.  A create for a missing level gives no row.  Made
+ * from the constant texts above, never from input.
+ */
+static const char *lessons_batch_sql(apr_pool_t *p, int n)
+{
+    const char *with = "WITH ", *select = "";
+    int i;
+
+    /* Concatenated, not formatted: the texts hold apr_dbd's %s and %d. */
+    for (i = 1; i <= n; i++) {
+        const char *at = apr_itoa(p, i);
+
+        with = apr_pstrcat(p, with, i > 1 ? ", " : "", "l", at,
+                           " AS (" LESSONS_INSERT "RETURNING *)", NULL);
+        select = apr_pstrcat(p, select, i > 1 ? " UNION ALL " : "",
+                             LESSONS_SELECT ", ", at, " FROM l", at,
+                             " l JOIN levels v ON v.id = l.level_id", NULL);
+    }
+    return apr_pstrcat(p, with, " ", select, NULL);
+}
+
+static const char *lessons_batch_label(apr_pool_t *p, int n)
+{
+    return apr_psprintf(p, "lessons_create_batch_%d", n);
+}
+
+/* The batch statements for 2..LESSONS_STORE_BATCH_MAX creates. */
+static const lessons_statement_t *lessons_batch_table(apr_pool_t *p)
+{
+    lessons_statement_t *t = apr_pcalloc(p, LESSONS_STORE_BATCH_MAX
+                                            * sizeof(*t));
+    int n;
+
+    for (n = 2; n <= LESSONS_STORE_BATCH_MAX; n++) {
+        t[n - 2].label = lessons_batch_label(p, n);
+        t[n - 2].sql = lessons_batch_sql(p, n);
+    }
+    return t;                       /* ends with { NULL, NULL } */
+}
+
 lessons_store_e lessons_store_prepare(lessons_db_t *db, apr_pool_t *p,
                                       const char *suffix, const char **err)
 {
@@ -231,6 +274,10 @@ lessons_store_e lessons_store_prepare(lessons_db_t *db, apr_pool_t *p,
                                      epoch_sql, err);
     if (rc == LESSONS_STORE_OK && engine && engine->write_returns) {
         rc = lessons_store_prepare_table(db, p, lessons_statements_returning,
+                                         suffix, epoch_sql, err);
+    }
+    if (rc == LESSONS_STORE_OK && engine && engine->write_returns) {
+        rc = lessons_store_prepare_table(db, p, lessons_batch_table(p),
                                          suffix, epoch_sql, err);
     }
     return rc;
@@ -701,6 +748,99 @@ lessons_store_e lessons_store_create(const lessons_db_t *db, apr_pool_t *p,
     return lessons_txn_end(db, p, what, rc, err);
 }
 
+int lessons_store_batch_max(const lessons_db_t *db)
+{
+    return lessons_store_write_returns(db) ? LESSONS_STORE_BATCH_MAX
+                                           : INT_MAX;
+}
+
+/* One row of a batch: its create's place (the last column) and lesson,
+ * into that job.  0 if the row is not ours (no such place, or a place
+ * given twice, or a malformed lesson).
+ */
+static int lessons_batch_row(const lessons_db_t *db, apr_dbd_row_t *row,
+                             lessons_store_create_job_t **jobs, int n)
+{
+    lessons_store_create_job_t *job;
+    int at;
+
+    if (!lessons_parse_int(apr_dbd_get_entry(db->driver, row,
+                                             LESSONS_NCOLUMNS), &at)
+        || at < 1 || at > n) {
+        return 0;
+    }
+    job = jobs[at - 1];
+    if (job->rc == LESSONS_STORE_OK
+        || !lessons_row_lesson(db, job->pool, row, &job->out)) {
+        return 0;
+    }
+    job->rc = LESSONS_STORE_OK;
+    return 1;
+}
+
+/* Rows that are not ours after a statement that committed: the creates
+ * may be stored, so none is made again.
+ */
+static lessons_store_e lessons_batch_unsure(lessons_store_create_job_t **jobs,
+                                            int n, const char *why,
+                                            const char **err)
+{
+    int i;
+
+    *err = why;
+    for (i = 0; i < n; i++) {
+        jobs[i]->rc = LESSONS_STORE_ERROR;
+        jobs[i]->fault = LESSONS_DB_ERROR;
+        jobs[i]->err = apr_pstrdup(jobs[i]->pool, why);
+    }
+    return LESSONS_STORE_ERROR;
+}
+
+/* n creates (2..LESSONS_STORE_BATCH_MAX) in one statement. */
+static lessons_store_e lessons_store_create_batch(
+    const lessons_db_t *db, apr_pool_t *p, lessons_store_create_job_t **jobs,
+    int n, const char **err)
+{
+    const char *label = lessons_batch_label(p, n);
+    apr_dbd_prepared_t *stmt = lessons_store_stmt(db, p, label, err);
+    const void **args = apr_palloc(p, 6 * n * sizeof(*args));
+    int *active = apr_palloc(p, n * sizeof(*active));
+    apr_dbd_results_t *res = NULL;
+    apr_dbd_row_t *row = NULL;
+    int rv, i, bad = 0;
+
+    if (!stmt) {
+        return LESSONS_STORE_ERROR;
+    }
+    for (i = 0; i < n; i++) {
+        const lessons_input_t *in = jobs[i]->in;
+
+        active[i] = in->is_active ? 1 : 0;
+        args[6 * i] = in->title;
+        args[6 * i + 1] = &in->order;
+        args[6 * i + 2] = in->topic;
+        args[6 * i + 3] = in->description;
+        args[6 * i + 4] = &active[i];
+        args[6 * i + 5] = &in->level_id;
+        jobs[i]->rc = LESSONS_STORE_NO_LEVEL;   /* until its row comes */
+    }
+    rv = apr_dbd_pbselect(db->driver, p, db->handle, &res, stmt,
+                          LESSONS_FETCH_ALL, args);
+    if (rv != 0) {
+        return lessons_store_fail(db, p, rv, label, err);
+    }
+    while ((rv = apr_dbd_get_row(db->driver, p, res, &row, -1)) == 0) {
+        if (!lessons_batch_row(db, row, jobs, n)) {
+            bad = 1;
+        }
+    }
+    if (rv != -1 || bad) {
+        return lessons_batch_unsure(jobs, n, apr_psprintf(p, "%s: rows "
+            "not read, or not the creates' (%d)", label, rv), err);
+    }
+    return LESSONS_STORE_OK;
+}
+
 lessons_store_e lessons_store_create_many(const lessons_db_t *db,
                                           apr_pool_t *p,
                                           lessons_store_create_job_t **jobs,
@@ -714,6 +854,26 @@ lessons_store_e lessons_store_create_many(const lessons_db_t *db,
         if (!lessons_input_complete(jobs[i]->in, err)) {
             return LESSONS_STORE_ERROR;
         }
+    }
+    if (lessons_store_write_returns(db)) {
+        if (n > LESSONS_STORE_BATCH_MAX) {
+            *err = apr_psprintf(p, "%s: %d creates, at most %d in one "
+                                "statement", what, n,
+                                LESSONS_STORE_BATCH_MAX);
+            return LESSONS_STORE_ERROR;
+        }
+        if (n > 1) {
+            return lessons_store_create_batch(db, p, jobs, n, err);
+        }
+        jobs[0]->rc = lessons_store_create_returning(db, jobs[0]->pool,
+                                                     jobs[0]->in,
+                                                     &jobs[0]->out, err);
+        rc = jobs[0]->rc == LESSONS_STORE_NO_LEVEL ? LESSONS_STORE_OK
+                                                   : jobs[0]->rc;
+        if (rc != LESSONS_STORE_OK) {
+            *err = apr_pstrdup(p, *err);    /* job->pool is not ours */
+        }
+        return rc;
     }
     rc = lessons_txn_begin(db, p, what, err);
     for (i = 0; i < n && rc == LESSONS_STORE_OK; i++) {

@@ -12,6 +12,7 @@
 #include "apr_hash.h"
 #include "apr_tables.h"
 #include "apr_dbd.h"
+#include "lessons_engine.h"
 #include "lessons_lesson.h"
 
 /* A connection and its prepared statements (label -> apr_dbd_prepared_t*,
@@ -137,13 +138,31 @@ typedef struct {
     apr_pool_t *pool;
     lessons_store_e rc;             /* OK or NO_LEVEL once run */
     lessons_lesson_t out;
+    lessons_db_fault_e fault;       /* not OK: ended without an answer,
+                                     * and not to be made again alone (it
+                                     * may be stored, or its time is up):
+                                     * answered as this fault, with err
+                                     * (in pool) */
+    const char *err;
 } lessons_store_create_job_t;
 
-/* Run n creates (complete inputs) in one transaction: one commit, and on
- * SQLite one fsync, for all of them.  OK: committed, each job's rc and
- * out say what it did.  Else nothing of any job was kept (*err says
- * why): a failed statement may end SQLite's transaction, so no job is
- * kept apart from the others.
+/* The most creates one lessons_store_create_many may take on db's engine:
+ * any number in one transaction where a transaction is local (SQLite),
+ * LESSONS_STORE_BATCH_MAX where they go in one statement (write_returns:
+ * one round trip, its own transaction, with a prepared text per count).
+ */
+#define LESSONS_STORE_BATCH_MAX 8
+int lessons_store_batch_max(const lessons_db_t *db);
+
+/* Run n creates (complete inputs, n at most lessons_store_batch_max) in
+ * one transaction: one commit, one WAL flush, for all of them -- on
+ * SQLite a transaction of their statements, where a write returns the
+ * lesson it stored (PostgreSQL) one statement of n data-modifying WITHs.
+ * OK: committed, each job's rc and out say what it did.  Else nothing
+ * of any job was kept (*err says why) -- save a connection lost on the
+ * way, whose outcome no client can know (as a create alone's COMMIT):
+ * a failed statement ends the transaction, so no job is kept apart from
+ * the others.
  */
 lessons_store_e lessons_store_create_many(const lessons_db_t *db,
                                           apr_pool_t *p,

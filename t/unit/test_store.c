@@ -13,6 +13,7 @@
 #include <string.h>
 #include <strings.h>
 #include <ctype.h>
+#include <limits.h>
 #include <cmocka.h>
 
 #include "apr_general.h"
@@ -880,6 +881,39 @@ static void test_create_many(void **state)
         apr_pool_destroy(job[i].pool);
     }
     apr_pool_destroy(job[1].pool);
+}
+
+/* SQLite's transaction takes any number of creates: no statement per
+ * count (those are PostgreSQL's, lessons_store_create_batch), no cap.
+ */
+static void test_create_many_unbounded_on_sqlite(void **state)
+{
+    fixture_t *fx = *state;
+    enum { N = LESSONS_STORE_BATCH_MAX + 4 };
+    lessons_input_t in[N];
+    lessons_store_create_job_t job[N], *jobs[N];
+    const char *err = NULL;
+    int i;
+
+    assert_int_equal(lessons_store_batch_max(&fx->db), INT_MAX);
+    assert_null(apr_hash_get(fx->db.prepared, "lessons_create_batch_2",
+                             APR_HASH_KEY_STRING));
+    for (i = 0; i < N; i++) {
+        in[i] = input(1 + i % 5, apr_psprintf(fx->p, "Viele %d", i), i, "t",
+                      "d", 1);
+        memset(&job[i], 0, sizeof(job[i]));
+        job[i].in = &in[i];
+        job[i].pool = fx->p;
+        jobs[i] = &job[i];
+    }
+    expect_store(lessons_store_create_many(&fx->db, fx->p, jobs, N, &err),
+                 LESSONS_STORE_OK, err);
+    for (i = 0; i < N; i++) {
+        expect_store(job[i].rc, LESSONS_STORE_OK, NULL);
+        assert_string_equal(job[i].out.title, in[i].title);
+        assert_int_equal(job[i].fault, LESSONS_DB_OK);
+    }
+    assert_int_equal(lesson_count(fx), N);
 }
 
 /* One create of a group fails (the database refuses it): nothing of the
@@ -1985,6 +2019,7 @@ int main(void)
         T(test_create_no_level),
         T(test_create_answers_stored_lesson),
         T(test_create_many),
+        T(test_create_many_unbounded_on_sqlite),
         T(test_create_many_all_or_nothing),
         T(test_update_all_fields),
         T(test_update_unchanged_values_ok),
