@@ -161,9 +161,18 @@ static int lessons_created(lessons_ctx *c, lessons_store_e rc,
     }
 }
 
+/* Does the engine put creates that arrive together in one transaction:
+ * SQLite in one of its own (its writers take turns anyway), PostgreSQL
+ * in one statement (lessons_store_create_many)?
+ */
+static int lessons_creates_group(const lessons_engine_t *engine)
+{
+    return engine && (engine->one_writer || engine->write_returns);
+}
+
 /* This request's connection (opened here unless it is already) for a
  * create alone: DECLINED, or the answer.  A connection that shows an
- * engine whose writers run side by side turns the group off.
+ * engine that does not group creates turns the group off.
  */
 static int lessons_create_open(lessons_ctx *c, lessons_srv_conf *sconf)
 {
@@ -174,7 +183,7 @@ static int lessons_create_open(lessons_ctx *c, lessons_srv_conf *sconf)
         return done;
     }
     engine = lessons_engine_of(c->db.driver);
-    if (engine && !engine->one_writer) {
+    if (engine && !lessons_creates_group(engine)) {
         apr_atomic_set32(&sconf->group_off, 1);
     }
     return DECLINED;
@@ -361,11 +370,50 @@ static int lessons_create_keyed(lessons_ctx *c, lessons_srv_conf *sconf,
     }
 }
 
-/* Lead a group commit: run the jobs of run in one transaction on this
- * request's connection, under the writers' mutex.  A job left as it was
- * (rc ERROR) is made alone by its own request, as without the group.
- * DECLINED, or this request's answer when it has no connection or no
- * turn to write.
+/* A share of a run that failed: nothing of it was kept, and each
+ * request makes its own create alone.  Not on PostgreSQL when the
+ * connection was lost on the way (whether the run committed is unknown)
+ * or the run waited out the time bound (which the creates share): each
+ * request answers that, as it would alone.
+ */
+static void lessons_create_unkept(lessons_ctx *c,
+                                  lessons_store_create_job_t **jobs, int n,
+                                  const char *err)
+{
+    const lessons_engine_t *engine = lessons_engine_of(c->db.driver);
+    lessons_db_fault_e fault = LESSONS_DB_OK;
+
+    err = err ? err : "unknown error";
+    if (engine && engine->write_returns) {
+        fault = lessons_db_fault(&c->db, NULL, err);
+        if (fault != LESSONS_DB_UNAVAILABLE && fault != LESSONS_DB_TIMEOUT) {
+            fault = LESSONS_DB_OK;
+        }
+    }
+    ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, c->r, LESSONSLOG(00310)
+                  "a group commit of %d create(s) failed, each is %s: %s",
+                  n, fault == LESSONS_DB_UNAVAILABLE ? "answered as unknown"
+                     : fault == LESSONS_DB_TIMEOUT ? "answered as timed out"
+                     : "made alone", err);
+    while (n > 0) {
+        lessons_store_create_job_t *job = jobs[--n];
+
+        job->rc = LESSONS_STORE_ERROR;
+        if (fault != LESSONS_DB_OK) {
+            job->fault = fault;
+            job->err = apr_pstrcat(job->pool,
+                                   lessons_db_name(&c->db, c->r->pool), ": ",
+                                   err, NULL);
+        }
+    }
+}
+
+/* Lead a group commit: run the jobs of run on this request's connection
+ * (under the writers' mutex where writers take turns), as many in one
+ * transaction as the engine takes (lessons_store_batch_max).  A job left
+ * as it was (rc ERROR) is made alone by its own request, as without the
+ * group.  DECLINED, or this request's answer when it has no connection
+ * or no turn to write.
  */
 static int lessons_create_lead(lessons_ctx *c, lessons_srv_conf *sconf,
                                lessons_group_item_t *run)
@@ -375,7 +423,7 @@ static int lessons_create_lead(lessons_ctx *c, lessons_srv_conf *sconf,
     lessons_group_item_t *item;
     const lessons_engine_t *engine;
     const char *err = NULL;
-    int n = 0, done;
+    int n = 0, i, k, done;
 
     for (item = run; item; item = item->next) {
         n++;
@@ -387,35 +435,36 @@ static int lessons_create_lead(lessons_ctx *c, lessons_srv_conf *sconf,
     }
     done = lessons_dbd_open(c);
     engine = lessons_engine_of(c->db.driver);
-    if (engine && !engine->one_writer) {
+    if (engine && !lessons_creates_group(engine)) {
         apr_atomic_set32(&sconf->group_off, 1);
     }
-    if (done == DECLINED && engine && engine->one_writer
+    if (done == DECLINED && lessons_creates_group(engine)
         && (done = lessons_dbd_write_begin(c)) == DECLINED) {
-        lessons_store_e st = lessons_store_create_many(&c->db, r->pool, jobs,
-                                                       n, &err);
+        int most = lessons_store_batch_max(&c->db);
 
-        lessons_dbd_write_end(c);
-        if (st == LESSONS_STORE_OK) {
-            ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, LESSONSLOG(00309)
-                          "%d create(s) in one transaction", n);
-        }
-        else if (n == 1) {
-            /* The leader's own create alone: its failure is this
-             * request's answer, as without the group (made again, the
-             * same create would run twice and be logged twice).
-             */
-            done = lessons_dbd_failed(c, err);
-        }
-        else {
-            /* Nothing kept: each request makes its own alone. */
-            ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, LESSONSLOG(00310)
-                          "a group commit of %d create(s) failed, each is "
-                          "made alone: %s", n, err ? err : "unknown error");
-            while (n > 0) {
-                jobs[--n]->rc = LESSONS_STORE_ERROR;
+        for (i = 0; i < n; i += k) {
+            lessons_store_e st;
+
+            k = n - i < most ? n - i : most;
+            st = lessons_store_create_many(&c->db, r->pool, jobs + i, k,
+                                           &err);
+            if (st == LESSONS_STORE_OK) {
+                ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
+                              LESSONSLOG(00309) "%d create(s) in one "
+                              "transaction", k);
+            }
+            else if (n == 1) {
+                /* The leader's own create alone: its failure is this
+                 * request's answer, as without the group (made again,
+                 * the same create would run twice and be logged twice).
+                 */
+                done = lessons_dbd_failed(c, err);
+            }
+            else if (jobs[i]->fault == LESSONS_DB_OK) {
+                lessons_create_unkept(c, jobs + i, k, err);
             }
         }
+        lessons_dbd_write_end(c);
     }
     lessons_group_done(sconf->group, run);
     return done;
@@ -427,12 +476,14 @@ static apr_status_t lessons_job_pool_destroy(void *pool)
     return APR_SUCCESS;
 }
 
-/* On SQLite (one writer), the creates of this process that arrive
- * together share one transaction and one fsync (lessons_group); each is
- * answered after the commit that holds it.  Until a connection shows the
- * engine, creates go through the group: a leader that finds another
- * engine sends each back to make its own alone.  The job's answer is copied
- * into a pool of its own, since another request's thread writes it.
+/* The creates of this process that arrive together share one
+ * transaction and one flush to disk (lessons_group): on SQLite (one
+ * writer) a transaction of their statements, on PostgreSQL one statement
+ * of up to LESSONS_STORE_BATCH_MAX; each is answered after the commit
+ * that holds it.  Until a connection shows the engine, creates go through
+ * the group: a leader that finds an engine that does not group sends each
+ * back to make its own alone.  The job's answer is copied into a pool of
+ * its own, since another request's thread writes it.
  */
 static int lessons_create_grouped(lessons_ctx *c, lessons_srv_conf *sconf,
                                   const lessons_input_t *in)
@@ -470,6 +521,9 @@ static int lessons_create_grouped(lessons_ctx *c, lessons_srv_conf *sconf,
     }
     if (job.rc == LESSONS_STORE_OK || job.rc == LESSONS_STORE_NO_LEVEL) {
         return lessons_created(c, job.rc, in, &job.out, NULL);
+    }
+    if (job.fault != LESSONS_DB_OK) {
+        return lessons_dbd_answer(c, job.fault, job.err, 1);
     }
     return lessons_create_alone(c, sconf, in);
 }
