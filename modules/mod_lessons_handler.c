@@ -370,18 +370,37 @@ static int lessons_create_keyed(lessons_ctx *c, lessons_srv_conf *sconf,
     }
 }
 
+/* Jobs not to be made again: each request answers fault, with err. */
+static void lessons_jobs_answer(lessons_ctx *c,
+                                lessons_store_create_job_t **jobs, int n,
+                                lessons_db_fault_e fault, const char *err)
+{
+    const char *name = lessons_db_name(&c->db, c->r->pool);
+
+    while (n > 0) {
+        lessons_store_create_job_t *job = jobs[--n];
+
+        job->rc = LESSONS_STORE_ERROR;
+        job->fault = fault;
+        job->err = apr_pstrcat(job->pool, name, ": ", err, NULL);
+    }
+}
+
 /* A share of a run that failed: nothing of it was kept, and each
  * request makes its own create alone.  Not on PostgreSQL when the
- * connection was lost on the way (whether the run committed is unknown)
- * or the run waited out the time bound (which the creates share): each
- * request answers that, as it would alone.
+ * connection was lost on the way (whether the share committed is
+ * unknown) or the share waited out the time bound (which the creates
+ * share): each request answers that, as it would alone.  Which of the
+ * two, or LESSONS_DB_OK.
  */
-static void lessons_create_unkept(lessons_ctx *c,
-                                  lessons_store_create_job_t **jobs, int n,
-                                  const char *err)
+static lessons_db_fault_e lessons_create_unkept(lessons_ctx *c,
+                                                lessons_store_create_job_t
+                                                    **jobs, int n,
+                                                const char *err)
 {
     const lessons_engine_t *engine = lessons_engine_of(c->db.driver);
     lessons_db_fault_e fault = LESSONS_DB_OK;
+    int i;
 
     err = err ? err : "unknown error";
     if (engine && engine->write_returns) {
@@ -395,25 +414,27 @@ static void lessons_create_unkept(lessons_ctx *c,
                   n, fault == LESSONS_DB_UNAVAILABLE ? "answered as unknown"
                      : fault == LESSONS_DB_TIMEOUT ? "answered as timed out"
                      : "made alone", err);
-    while (n > 0) {
-        lessons_store_create_job_t *job = jobs[--n];
-
-        job->rc = LESSONS_STORE_ERROR;
-        if (fault != LESSONS_DB_OK) {
-            job->fault = fault;
-            job->err = apr_pstrcat(job->pool,
-                                   lessons_db_name(&c->db, c->r->pool), ": ",
-                                   err, NULL);
+    if (fault != LESSONS_DB_OK) {
+        lessons_jobs_answer(c, jobs, n, fault, err);
+    }
+    else {
+        for (i = 0; i < n; i++) {
+            jobs[i]->rc = LESSONS_STORE_ERROR;
         }
     }
+    return fault;
 }
 
 /* Lead a group commit: run the jobs of run on this request's connection
- * (under the writers' mutex where writers take turns), as many in one
- * transaction as the engine takes (lessons_store_batch_max).  A job left
- * as it was (rc ERROR) is made alone by its own request, as without the
- * group.  DECLINED, or this request's answer when it has no connection
- * or no turn to write.
+ * (under the writers' mutex where writers take turns), in as few
+ * transactions as the engine allows (lessons_store_batch_max), of even
+ * sizes -- so that in a run of several none is a create alone, whose
+ * failure would be its request's own answer.  A job left as it was (rc
+ * ERROR, no fault) is made alone by its own request, as without the
+ * group.  After a share that lost the connection or the time bound, no
+ * other is sent: the rest are made alone (their own connections) or
+ * answered as timed out.  DECLINED, or this request's answer when it has
+ * no connection or no turn to write, or its create alone failed.
  */
 static int lessons_create_lead(lessons_ctx *c, lessons_srv_conf *sconf,
                                lessons_group_item_t *run)
@@ -423,7 +444,7 @@ static int lessons_create_lead(lessons_ctx *c, lessons_srv_conf *sconf,
     lessons_group_item_t *item;
     const lessons_engine_t *engine;
     const char *err = NULL;
-    int n = 0, i, k, done;
+    int n = 0, i, j, k, done, failed = 0;
 
     for (item = run; item; item = item->next) {
         n++;
@@ -441,11 +462,17 @@ static int lessons_create_lead(lessons_ctx *c, lessons_srv_conf *sconf,
     if (done == DECLINED && lessons_creates_group(engine)
         && (done = lessons_dbd_write_begin(c)) == DECLINED) {
         int most = lessons_store_batch_max(&c->db);
+        int shares = n / most + (n % most != 0);
+        lessons_db_fault_e stop = LESSONS_DB_OK;
 
-        for (i = 0; i < n; i += k) {
+        for (i = 0, j = 0; i < n && stop == LESSONS_DB_OK; i += k, j++) {
             lessons_store_e st;
 
-            k = n - i < most ? n - i : most;
+            k = n / shares + (j < n % shares);
+            if (i > 0 && apr_time_now() >= c->deadline) {
+                stop = LESSONS_DB_TIMEOUT;
+                break;
+            }
             st = lessons_store_create_many(&c->db, r->pool, jobs + i, k,
                                            &err);
             if (st == LESSONS_STORE_OK) {
@@ -458,16 +485,27 @@ static int lessons_create_lead(lessons_ctx *c, lessons_srv_conf *sconf,
                  * request's answer, as without the group (made again,
                  * the same create would run twice and be logged twice).
                  */
-                done = lessons_dbd_failed(c, err);
+                failed = 1;
             }
             else if (jobs[i]->fault == LESSONS_DB_OK) {
-                lessons_create_unkept(c, jobs + i, k, err);
+                stop = lessons_create_unkept(c, jobs + i, k, err);
             }
+        }
+        if (stop == LESSONS_DB_TIMEOUT && i < n) {
+            ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, LESSONSLOG(00310)
+                          "a group commit of %d create(s) was not sent, "
+                          "each is answered as timed out", n - i);
+            lessons_jobs_answer(c, jobs + i, n - i, LESSONS_DB_TIMEOUT,
+                                "not sent: the group commit's time bound "
+                                "was used up by the shares before it");
         }
         lessons_dbd_write_end(c);
     }
     lessons_group_done(sconf->group, run);
-    return done;
+    /* Answered outside the writers' mutex and the group: a slow client
+     * never holds the other writers up.
+     */
+    return failed ? lessons_dbd_failed(c, err) : done;
 }
 
 static apr_status_t lessons_job_pool_destroy(void *pool)
