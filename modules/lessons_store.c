@@ -55,6 +55,22 @@
     "description, is_active) " \
     "SELECT v.id, %s, %d, %s, %s, (%d = 1) FROM levels v WHERE v.id = %d "
 
+/* LESSONS_INSERT's arguments for in, in its order (*active: the flag as
+ * 0/1); one create's share of a batch's arguments too.
+ */
+#define LESSONS_INSERT_NARGS 6
+static void lessons_insert_args(const lessons_input_t *in, int *active,
+                                const void **args)
+{
+    *active = in->is_active ? 1 : 0;
+    args[0] = in->title;
+    args[1] = &in->order;
+    args[2] = in->topic;
+    args[3] = in->description;
+    args[4] = active;
+    args[5] = &in->level_id;
+}
+
 /* Writes only the fields sent (each flag 1: take the value, 0: keep the
  * column), so concurrent updates of different fields both land; the
  * level is checked only when it is sent.
@@ -622,13 +638,14 @@ static lessons_store_e lessons_store_insert(const lessons_db_t *db,
                                             apr_int64_t *id,
                                             const char **err)
 {
-    int active = in->is_active ? 1 : 0, rows = 0;
-    const void *args[] = { in->title, &in->order, in->topic,
-                           in->description, &active, &in->level_id };
+    int active, rows = 0;
+    const void *args[LESSONS_INSERT_NARGS];
     const char *cols[2];
-    lessons_store_e rc = lessons_store_one(db, p, "lessons_create", args,
-                                           cols, 2, &rows, err);
+    lessons_store_e rc;
 
+    lessons_insert_args(in, &active, args);
+    rc = lessons_store_one(db, p, "lessons_create", args, cols, 2, &rows,
+                           err);
     if (rc != LESSONS_STORE_OK) {
         return rc;
     }
@@ -684,13 +701,13 @@ static lessons_store_e lessons_store_create_returning(
     const lessons_db_t *db, apr_pool_t *p, const lessons_input_t *in,
     lessons_lesson_t *out, const char **err)
 {
-    int active = in->is_active ? 1 : 0, rows = 0;
-    const void *args[] = { in->title, &in->order, in->topic,
-                           in->description, &active, &in->level_id };
-    lessons_store_e rc = lessons_store_written(db, p,
-                                               "lessons_create_returning",
-                                               args, out, &rows, err);
+    int active, rows = 0;
+    const void *args[LESSONS_INSERT_NARGS];
+    lessons_store_e rc;
 
+    lessons_insert_args(in, &active, args);
+    rc = lessons_store_written(db, p, "lessons_create_returning", args, out,
+                               &rows, err);
     if (rc == LESSONS_STORE_OK && rows == 0) {
         return LESSONS_STORE_NO_LEVEL;
     }
@@ -803,7 +820,8 @@ static lessons_store_e lessons_store_create_batch(
 {
     const char *label = lessons_batch_label(p, n);
     apr_dbd_prepared_t *stmt = lessons_store_stmt(db, p, label, err);
-    const void **args = apr_palloc(p, 6 * n * sizeof(*args));
+    const void **args = apr_palloc(p, LESSONS_INSERT_NARGS * n
+                                      * sizeof(*args));
     int *active = apr_palloc(p, n * sizeof(*active));
     apr_dbd_results_t *res = NULL;
     apr_dbd_row_t *row = NULL;
@@ -813,15 +831,8 @@ static lessons_store_e lessons_store_create_batch(
         return LESSONS_STORE_ERROR;
     }
     for (i = 0; i < n; i++) {
-        const lessons_input_t *in = jobs[i]->in;
-
-        active[i] = in->is_active ? 1 : 0;
-        args[6 * i] = in->title;
-        args[6 * i + 1] = &in->order;
-        args[6 * i + 2] = in->topic;
-        args[6 * i + 3] = in->description;
-        args[6 * i + 4] = &active[i];
-        args[6 * i + 5] = &in->level_id;
+        lessons_insert_args(jobs[i]->in, &active[i],
+                            args + LESSONS_INSERT_NARGS * i);
         jobs[i]->rc = LESSONS_STORE_NO_LEVEL;   /* until its row comes */
     }
     rv = apr_dbd_pbselect(db->driver, p, db->handle, &res, stmt,

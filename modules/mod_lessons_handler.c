@@ -163,11 +163,17 @@ static int lessons_created(lessons_ctx *c, lessons_store_e rc,
 
 /* Does the engine put creates that arrive together in one transaction:
  * SQLite in one of its own (its writers take turns anyway), PostgreSQL
- * in one statement (lessons_store_create_many)?
+ * in one statement (lessons_store_create_many)?  An engine known not to
+ * turns the group off.
  */
-static int lessons_creates_group(const lessons_engine_t *engine)
+static int lessons_creates_group(lessons_srv_conf *sconf,
+                                 const lessons_engine_t *engine)
 {
-    return engine && (engine->one_writer || engine->write_returns);
+    if (engine && !engine->one_writer && !engine->write_returns) {
+        apr_atomic_set32(&sconf->group_off, 1);
+        return 0;
+    }
+    return engine != NULL;
 }
 
 /* This request's connection (opened here unless it is already) for a
@@ -176,16 +182,12 @@ static int lessons_creates_group(const lessons_engine_t *engine)
  */
 static int lessons_create_open(lessons_ctx *c, lessons_srv_conf *sconf)
 {
-    const lessons_engine_t *engine;
     int done;
 
     if (!c->db.driver && (done = lessons_dbd_open(c)) != DECLINED) {
         return done;
     }
-    engine = lessons_engine_of(c->db.driver);
-    if (engine && !lessons_creates_group(engine)) {
-        apr_atomic_set32(&sconf->group_off, 1);
-    }
+    lessons_creates_group(sconf, lessons_engine_of(c->db.driver));
     return DECLINED;
 }
 
@@ -442,9 +444,8 @@ static int lessons_create_lead(lessons_ctx *c, lessons_srv_conf *sconf,
     request_rec *r = c->r;
     lessons_store_create_job_t **jobs;
     lessons_group_item_t *item;
-    const lessons_engine_t *engine;
     const char *err = NULL;
-    int n = 0, i, j, k, done, failed = 0;
+    int n = 0, i, j, k, done, groups, failed = 0;
 
     for (item = run; item; item = item->next) {
         n++;
@@ -455,11 +456,8 @@ static int lessons_create_lead(lessons_ctx *c, lessons_srv_conf *sconf,
         jobs[n++] = item->job;
     }
     done = lessons_dbd_open(c);
-    engine = lessons_engine_of(c->db.driver);
-    if (engine && !lessons_creates_group(engine)) {
-        apr_atomic_set32(&sconf->group_off, 1);
-    }
-    if (done == DECLINED && lessons_creates_group(engine)
+    groups = lessons_creates_group(sconf, lessons_engine_of(c->db.driver));
+    if (done == DECLINED && groups
         && (done = lessons_dbd_write_begin(c)) == DECLINED) {
         int most = lessons_store_batch_max(&c->db);
         int shares = n / most + (n % most != 0);
