@@ -214,7 +214,9 @@ response, saved as a file and served by the same httpd (event MPM,
 t/bench/httpd.conf) in the same run. Figures are medians of $E{ROUNDS}
 alternating round(s) of `wrk -t1 -c$E{CONNS} -d$E{DUR}s --latency` with
 keep-alive and a bearer token (`-c$E{MAXCLIENTS}`, the server's
-MaxRequestWorkers, for the row that says so); req/s counts 2xx/3xx responses only (any
+MaxRequestWorkers, for the row that says so, measured after the others
+so that no row follows the children it leaves to retire); the module
+goes first in odd rounds, its twin in even ones; req/s counts 2xx/3xx responses only (any
 other answer counts against a target of its row; requests wrk got no
 answer for are listed under Notes); "vs static" is req/s over the twin's
 req/s.
