@@ -146,6 +146,31 @@ void lessons_group_done(lessons_group_t *g, lessons_group_item_t *run)
     apr_thread_mutex_unlock(g->mutex);
 }
 
+lessons_group_share_e lessons_group_shares(int n, int most,
+                                           apr_time_t deadline,
+                                           lessons_group_send_fn send,
+                                           void *baton, int *sent)
+{
+    lessons_group_share_e how = LESSONS_SHARE_NEXT;
+    int shares, i = 0, j, k;
+
+    if (most < 1) {
+        most = 1;
+    }
+    shares = n / most + (n % most != 0);
+    /* The first `n % shares` shares take one job more than the rest. */
+    for (j = 0; i < n && how == LESSONS_SHARE_NEXT; i += k, j++) {
+        if (i > 0 && apr_time_now() >= deadline) {
+            how = LESSONS_SHARE_LATE;
+            break;
+        }
+        k = n / shares + (j < n % shares);
+        how = send(baton, i, k);
+    }
+    *sent = i;
+    return how;
+}
+
 void lessons_group_stats(lessons_group_t *g, lessons_group_stats_t *st)
 {
     apr_thread_mutex_lock(g->mutex);

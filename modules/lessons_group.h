@@ -54,6 +54,35 @@ lessons_group_e lessons_group_join(lessons_group_t *g,
  */
 void lessons_group_done(lessons_group_t *g, lessons_group_item_t *run);
 
+/* How a share went, as the leader's send function tells it. */
+typedef enum {
+    LESSONS_SHARE_NEXT = 0,         /* committed, or failed in a way that
+                                     * leaves the next share free to go */
+    LESSONS_SHARE_LOST,             /* the connection was lost: no share
+                                     * follows on it, the rest are made
+                                     * alone, each on its own */
+    LESSONS_SHARE_LATE              /* the time bound is used up: the rest
+                                     * are answered as timed out */
+} lessons_group_share_e;
+
+/* Send count jobs from the first (an index into the run) as one share. */
+typedef lessons_group_share_e (*lessons_group_send_fn)(void *baton,
+                                                       int first, int count);
+
+/* A leader's run of n jobs, sent in as few shares as most a share
+ * allows, of even sizes (9 with most 8 is 5 + 4), so that in a run of
+ * several no share holds a job alone: a job alone is its request's own,
+ * and its failure is that request's answer, not a reason to make it
+ * again.  Shares go one after another until one is LOST or LATE, or
+ * deadline has come between two (the first always goes).  Returns
+ * NEXT when all were sent, or how they stopped; *sent is the number of
+ * jobs sent (those from *sent on were not).
+ */
+lessons_group_share_e lessons_group_shares(int n, int most,
+                                           apr_time_t deadline,
+                                           lessons_group_send_fn send,
+                                           void *baton, int *sent);
+
 typedef struct {
     apr_uint64_t runs;              /* runs led */
     apr_uint64_t jobs;              /* jobs in them */

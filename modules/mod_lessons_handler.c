@@ -427,73 +427,87 @@ static lessons_db_fault_e lessons_create_unkept(lessons_ctx *c,
     return fault;
 }
 
+/* A leader's run, as its shares go (lessons_group_shares). */
+typedef struct {
+    lessons_ctx *c;
+    lessons_store_create_job_t **jobs;
+    int n;
+    int failed;                     /* the leader's own create alone */
+    const char *err;
+} lessons_lead_t;
+
+static lessons_group_share_e lessons_lead_send(void *baton, int first,
+                                               int count)
+{
+    lessons_lead_t *lead = baton;
+    lessons_store_create_job_t **jobs = lead->jobs + first;
+    lessons_db_fault_e fault;
+
+    if (lessons_store_create_many(&lead->c->db, lead->c->r->pool, jobs,
+                                  count, &lead->err) == LESSONS_STORE_OK) {
+        ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, lead->c->r,
+                      LESSONSLOG(00309) "%d create(s) in one transaction",
+                      count);
+        return LESSONS_SHARE_NEXT;
+    }
+    if (lead->n == 1) {
+        /* The leader's own create alone: its failure is this request's
+         * answer, as without the group (made again, the same create
+         * would run twice and be logged twice).
+         */
+        lead->failed = 1;
+        return LESSONS_SHARE_NEXT;
+    }
+    if (jobs[0]->fault != LESSONS_DB_OK) {
+        return LESSONS_SHARE_NEXT;  /* answered already: not made again */
+    }
+    fault = lessons_create_unkept(lead->c, jobs, count, lead->err);
+    return fault == LESSONS_DB_UNAVAILABLE ? LESSONS_SHARE_LOST
+           : fault == LESSONS_DB_TIMEOUT ? LESSONS_SHARE_LATE
+           : LESSONS_SHARE_NEXT;
+}
+
 /* Lead a group commit: run the jobs of run on this request's connection
  * (under the writers' mutex where writers take turns), in as few
- * transactions as the engine allows (lessons_store_batch_max), of even
- * sizes -- so that in a run of several none is a create alone, whose
- * failure would be its request's own answer.  A job left as it was (rc
- * ERROR, no fault) is made alone by its own request, as without the
- * group.  After a share that lost the connection or the time bound, no
- * other is sent: the rest are made alone (their own connections) or
- * answered as timed out.  DECLINED, or this request's answer when it has
- * no connection or no turn to write, or its create alone failed.
+ * transactions as the engine allows (lessons_store_batch_max), as
+ * lessons_group_shares sends them.  A job left as it was (rc ERROR, no
+ * fault) is made alone by its own request, as without the group: so are
+ * those after a share that lost the connection; those after a share that
+ * used up the time bound are answered as timed out.  DECLINED, or this
+ * request's answer when it has no connection or no turn to write, or its
+ * create alone failed.
  */
 static int lessons_create_lead(lessons_ctx *c, lessons_srv_conf *sconf,
                                lessons_group_item_t *run)
 {
     request_rec *r = c->r;
-    lessons_store_create_job_t **jobs;
     lessons_group_item_t *item;
-    const char *err = NULL;
-    int n = 0, i, j, k, done, groups, failed = 0;
+    lessons_lead_t lead;
+    int done, sent;
 
+    memset(&lead, 0, sizeof(lead));
+    lead.c = c;
     for (item = run; item; item = item->next) {
-        n++;
+        lead.n++;
     }
-    jobs = apr_palloc(r->pool, n * sizeof(*jobs));
-    n = 0;
+    lead.jobs = apr_palloc(r->pool, lead.n * sizeof(*lead.jobs));
+    lead.n = 0;
     for (item = run; item; item = item->next) {
-        jobs[n++] = item->job;
+        lead.jobs[lead.n++] = item->job;
     }
     done = lessons_dbd_open(c);
-    groups = lessons_creates_group(sconf, lessons_engine_of(c->db.driver));
-    if (done == DECLINED && groups
+    if (done == DECLINED
+        && lessons_creates_group(sconf, lessons_engine_of(c->db.driver))
         && (done = lessons_dbd_write_begin(c)) == DECLINED) {
-        int most = lessons_store_batch_max(&c->db);
-        int shares = n / most + (n % most != 0);
-        lessons_db_fault_e stop = LESSONS_DB_OK;
-
-        for (i = 0, j = 0; i < n && stop == LESSONS_DB_OK; i += k, j++) {
-            lessons_store_e st;
-
-            k = n / shares + (j < n % shares);
-            if (i > 0 && apr_time_now() >= c->deadline) {
-                stop = LESSONS_DB_TIMEOUT;
-                break;
-            }
-            st = lessons_store_create_many(&c->db, r->pool, jobs + i, k,
-                                           &err);
-            if (st == LESSONS_STORE_OK) {
-                ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
-                              LESSONSLOG(00309) "%d create(s) in one "
-                              "transaction", k);
-            }
-            else if (n == 1) {
-                /* The leader's own create alone: its failure is this
-                 * request's answer, as without the group (made again,
-                 * the same create would run twice and be logged twice).
-                 */
-                failed = 1;
-            }
-            else if (jobs[i]->fault == LESSONS_DB_OK) {
-                stop = lessons_create_unkept(c, jobs + i, k, err);
-            }
-        }
-        if (stop == LESSONS_DB_TIMEOUT && i < n) {
+        if (lessons_group_shares(lead.n, lessons_store_batch_max(&c->db),
+                                 c->deadline, lessons_lead_send, &lead,
+                                 &sent) == LESSONS_SHARE_LATE
+            && sent < lead.n) {
             ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, LESSONSLOG(00310)
                           "a group commit of %d create(s) was not sent, "
-                          "each is answered as timed out", n - i);
-            lessons_jobs_answer(c, jobs + i, n - i, LESSONS_DB_TIMEOUT,
+                          "each is answered as timed out", lead.n - sent);
+            lessons_jobs_answer(c, lead.jobs + sent, lead.n - sent,
+                                LESSONS_DB_TIMEOUT,
                                 "not sent: the group commit's time bound "
                                 "was used up by the shares before it");
         }
@@ -503,7 +517,7 @@ static int lessons_create_lead(lessons_ctx *c, lessons_srv_conf *sconf,
     /* Answered outside the writers' mutex and the group: a slow client
      * never holds the other writers up.
      */
-    return failed ? lessons_dbd_failed(c, err) : done;
+    return lead.failed ? lessons_dbd_failed(c, lead.err) : done;
 }
 
 static apr_status_t lessons_job_pool_destroy(void *pool)

@@ -4,7 +4,8 @@
  * goes in the next run, led by the oldest, which takes its own job
  * first and then the others in queue order; a run takes at most max; a queued job leaves at its
  * deadline and is never run after; a taken job's thread waits for the
- * run past its deadline.
+ * run past its deadline; a leader's run goes in few shares of even
+ * sizes, and none after one that lost its connection or its time.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -277,6 +278,134 @@ static void test_taken_job_waits_past_its_deadline(void **state)
     assert_int_equal(late.job.ran_by, 2);
 }
 
+/* A leader's send function that records each share it is given and
+ * answers as told; the share numbered `stop_at` answers `stop`.  If
+ * `sleep_ms`, the first share takes that long.
+ */
+typedef struct {
+    int first[16], count[16];
+    int shares;
+    int stop_at;                    /* 0: none */
+    lessons_group_share_e stop;
+    int sleep_ms;
+} sender_t;
+
+static lessons_group_share_e record_share(void *baton, int first, int count)
+{
+    sender_t *s = baton;
+
+    assert_true(s->shares < 16);
+    s->first[s->shares] = first;
+    s->count[s->shares] = count;
+    s->shares++;
+    if (s->sleep_ms && s->shares == 1) {
+        apr_sleep(apr_time_from_msec(s->sleep_ms));
+    }
+    return s->shares == s->stop_at ? s->stop : LESSONS_SHARE_NEXT;
+}
+
+/* Runs n jobs at most `most` a share with all the time there is, and
+ * checks the shares' sizes, in order, and that they cover the run.
+ */
+static void check_shares(int n, int most, int nsizes, ...)
+{
+    sender_t s;
+    va_list ap;
+    int i, sent = -1, at = 0;
+
+    memset(&s, 0, sizeof(s));
+    assert_int_equal(lessons_group_shares(n, most, SOON(60000), record_share,
+                                          &s, &sent), LESSONS_SHARE_NEXT);
+    assert_int_equal(sent, n);
+    assert_int_equal(s.shares, nsizes);
+    va_start(ap, nsizes);
+    for (i = 0; i < nsizes; i++) {
+        assert_int_equal(s.first[i], at);
+        assert_int_equal(s.count[i], va_arg(ap, int));
+        at += s.count[i];
+    }
+    va_end(ap);
+    assert_int_equal(at, n);
+}
+
+/* As few shares as the cap allows, of even sizes: no share of 1 in a
+ * run of several (a lone create's failure is its own answer).
+ */
+static void test_shares_are_few_and_even(void **state)
+{
+    (void)state;
+    check_shares(1, 8, 1, 1);
+    check_shares(8, 8, 1, 8);
+    check_shares(9, 8, 2, 5, 4);
+    check_shares(16, 8, 2, 8, 8);
+    check_shares(17, 8, 3, 6, 6, 5);
+    check_shares(25, 8, 4, 7, 6, 6, 6);
+    check_shares(12, 0x7fffffff, 1, 12);    /* SQLite: no cap */
+    check_shares(3, 0, 3, 1, 1, 1);         /* a cap below 1 is 1 */
+}
+
+/* Runs 24 jobs, 8 a share, where share stop_at answers stop: how the
+ * run ended, and how many shares and jobs went.
+ */
+static void check_stop(int stop_at, lessons_group_share_e stop,
+                       int shares, int sent_jobs)
+{
+    sender_t s;
+    int sent = -1;
+
+    memset(&s, 0, sizeof(s));
+    s.stop_at = stop_at;
+    s.stop = stop;
+    assert_int_equal(lessons_group_shares(24, 8, SOON(60000), record_share,
+                                          &s, &sent), stop);
+    assert_int_equal(s.shares, shares);
+    assert_int_equal(sent, sent_jobs);
+}
+
+/* After a share that lost its connection none follows on it: the rest
+ * are left to be made alone.  After one that used up the time bound,
+ * none follows either: the rest are late.
+ */
+static void test_no_share_after_a_lost_one(void **state)
+{
+    (void)state;
+    check_stop(1, LESSONS_SHARE_LOST, 1, 8);
+    check_stop(2, LESSONS_SHARE_LOST, 2, 16);
+    check_stop(2, LESSONS_SHARE_LATE, 2, 16);
+}
+
+/* The first share always goes; no other goes once the deadline has
+ * come, and the rest are left as late.
+ */
+static void test_no_share_past_the_deadline(void **state)
+{
+    sender_t s;
+    int sent = -1;
+
+    (void)state;
+    memset(&s, 0, sizeof(s));
+    assert_int_equal(lessons_group_shares(16, 8, apr_time_now() - 1,
+                                          record_share, &s, &sent),
+                     LESSONS_SHARE_LATE);
+    assert_int_equal(s.shares, 1);
+    assert_int_equal(sent, 8);
+
+    /* The deadline comes while the first share is on its way. */
+    memset(&s, 0, sizeof(s));
+    s.sleep_ms = 30;
+    assert_int_equal(lessons_group_shares(16, 8, SOON(10), record_share,
+                                          &s, &sent), LESSONS_SHARE_LATE);
+    assert_int_equal(s.shares, 1);
+    assert_int_equal(sent, 8);
+
+    /* A run of one share has nothing to stop. */
+    memset(&s, 0, sizeof(s));
+    assert_int_equal(lessons_group_shares(8, 8, apr_time_now() - 1,
+                                          record_share, &s, &sent),
+                     LESSONS_SHARE_NEXT);
+    assert_int_equal(sent, 8);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -285,6 +414,9 @@ int main(void)
         cmocka_unit_test(test_a_run_takes_at_most_max),
         cmocka_unit_test(test_queued_job_leaves_at_its_deadline),
         cmocka_unit_test(test_taken_job_waits_past_its_deadline),
+        cmocka_unit_test(test_shares_are_few_and_even),
+        cmocka_unit_test(test_no_share_after_a_lost_one),
+        cmocka_unit_test(test_no_share_past_the_deadline),
     };
 
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
