@@ -484,7 +484,7 @@ mix_run() {
     cat "$WORK/out/mix.out"
 }
 rss_phase() {
-    local db=$1 start before after out t0
+    local db=$1 start before after again out t0
     log "$db: memory: $RSS_WARM requests to warm up, then $RSS_N"
     t0=$(date +%s)
     start=$(rss_snapshot)
@@ -522,6 +522,26 @@ rss_phase() {
     meta "$db" rss_all_before "$7"
     meta "$db" rss_all_after "$8"
     log "$db: memory: children RSS $1 kB before, $2 kB after ($3 children through the warm-up; all $6 alive at both: $7 kB, $8 kB; $(( $(date +%s) - t0 )) s)"
+    # Not a target, a witness: the same number of requests again.  Growth
+    # that stops was warm-up (threads and their pools first put to work);
+    # growth that goes on at the same pace is a leak.
+    out=$(mix_run "$RSS_N")
+    again=$(rss_snapshot)
+    printf '== %s memory, again\n%s\n' "$db" "$out" >>"$WORK/out/wrk.log"
+    set -- $(printf '%s\n' "$out" | parse_wrk)
+    meta "$db" rss_non2xx_again "$5"
+    set -- $(perl -e '
+        my (@snap, %n);
+        for my $i (0 .. 3) {
+            for (split /\n/, $ARGV[$i]) { my ($p, $k) = split; $snap[$i]{$p} = $k if $p }
+        }
+        my @all = grep { my $p = $_; !grep { !exists $_->{$p} } @snap } keys %{$snap[0]};
+        my ($a, $g) = (0, 0);
+        $a += $snap[2]{$_}, $g += $snap[3]{$_} for @all;
+        printf "%d %d %d\n", scalar @all, $a, $g;
+    ' "$start" "$before" "$after" "$again")
+    meta "$db" rss_again "$1 $2 $3"
+    log "$db: memory: another $RSS_N requests: the $1 children alive throughout, $2 kB then $3 kB"
 }
 
 # --- callgrind: userland instructions per request -------------------------

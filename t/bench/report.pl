@@ -185,8 +185,14 @@ for my $db (@dbs) {
             $dbname{$db}, $common, num($m->{rss_all_before}), num($m->{rss_all_after}),
             100 * ($m->{rss_all_after} - $m->{rss_all_before}) / $m->{rss_all_before});
     }
-    push @memory, sprintf('- %s: answers not 2xx/3xx during the memory run: %d (target 0: %s)',
-        $dbname{$db}, $m->{rss_non2xx} // 0, verdict(($m->{rss_non2xx} // 0) == 0))
+    my ($alive, $ra, $rg) = split ' ', $m->{rss_again} // '0 0 0';
+    if ($alive && $ra) {
+        push @memory, sprintf('- %s: then another %s requests, the %d children alive throughout: %s kB to %s kB, %+.1f%% (not a target: growth that stops was warm-up, growth that goes on is a leak)',
+            $dbname{$db}, num($E{RSS_N}), $alive, num($ra), num($rg), 100 * ($rg - $ra) / $ra);
+    }
+    my $bad = ($m->{rss_non2xx} // 0) + ($m->{rss_non2xx_again} // 0);
+    push @memory, sprintf('- %s: answers not 2xx/3xx during the memory runs: %d (target 0: %s)',
+        $dbname{$db}, $bad, verdict($bad == 0))
         if defined $m->{rss_non2xx};
     push @notes, "Memory run on $dbname{$db}: $m->{rss_sockerr} requests got no answer (wrk socket errors)." if $m->{rss_sockerr};
 }
