@@ -5,7 +5,8 @@
  * success: the backend's PID tells that it happened.  Statements and
  * lock waits are bounded by the session (statement_timeout,
  * lock_timeout), so a statement we stopped waiting for never commits
- * later.
+ * later; the session plans each prepared statement once
+ * (plan_cache_mode).
  *
  * Faults: apr_dbd_pgsql frees the result before we see it, and with it
  * the SQLSTATE, so the message is all there is.  lessons_pgsql_fault is
@@ -46,10 +47,21 @@ static long lessons_pgsql_backend(void *native, const char **err)
     return PQbackendPID(native);
 }
 
+/* The bound, and generic plans: PostgreSQL plans a prepared statement
+ * anew for each execution while a plan for its values looks cheaper than
+ * one for any values, and the update's (CASE on which fields were sent)
+ * always does.  Each of our statements finds its rows by a key or an
+ * index whatever the values, so one plan serves them all: pgbench ran
+ * the update at 6,300 a second with a plan per execution and 9,300 with
+ * one (-M prepared -c32), and the API's updates went from 4,200-4,600 to
+ * 5,700 a second.  Creates and reads did not change.
+ */
 static const char *lessons_pgsql_session_sql(apr_pool_t *p, long timeout_ms)
 {
     return apr_psprintf(p, "SET statement_timeout = %ld; "
-                        "SET lock_timeout = %ld", timeout_ms, timeout_ms);
+                        "SET lock_timeout = %ld; "
+                        "SET plan_cache_mode = force_generic_plan",
+                        timeout_ms, timeout_ms);
 }
 
 static lessons_db_fault_e lessons_pgsql_fault(void *native, const char *err,

@@ -600,7 +600,10 @@ pgbench_run() {
     shift 3
     for script in "$@"; do scripts+=(-f "$script"); done
     pg_cpu_mark
-    out=$(PGOPTIONS="-c client_min_messages=warning" "$PGBIN/pgbench" -n -h 127.0.0.1 -p "$PGPORT" -U lessons \
+    # The module's sessions plan each statement once (plan_cache_mode,
+    # modules/lessons_engine_pgsql.c); pgbench's do the same, so that the
+    # baseline is the same statement run the same way.
+    out=$(PGOPTIONS="-c client_min_messages=warning -c plan_cache_mode=force_generic_plan" "$PGBIN/pgbench" -n -h 127.0.0.1 -p "$PGPORT" -U lessons \
           -c $CONNS -j 2 -T "$DUR" -M prepared "${scripts[@]}" lessons 2>&1) \
         || { printf '%s\n' "$out" >&2; die "pgbench failed"; }
     meta "$db" "pgcpu_${route}_pgbench_$round" "$(pg_cpu_share)"

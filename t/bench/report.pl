@@ -104,7 +104,7 @@ for my $db (@dbs) {
             push @t, sprintf('≥ %s/s: %s', num($min_writes{$db}), verdict($s->{rps} >= $min_writes{$db}));
             if (my $pg = stat_of($db, $route, 'pgbench')) {
                 my $r = $pg->{rps} ? $s->{rps} / $pg->{rps} : 0;
-                push @t, sprintf('≥ 0.7x pgbench, the same statement (%s tps): %s, %s',
+                push @t, sprintf('≥ 0.7x pgbench, the same statement and session settings (%s tps): %s, %s',
                                  num($pg->{rps}), x($r), verdict($r >= 0.7));
             }
             # What share of the machine's CPU the database got (not a

@@ -80,9 +80,11 @@ static void test_traits(void **state)
     assert_null(lite->claim_sql);
     assert_non_null(pg->claim_sql);
     assert_non_null(strstr(pg->claim_sql, "pg_try_advisory_xact_lock(%lld)"));
+    /* the bound, and one plan per statement (not one per execution) */
     assert_string_equal(pg->session_sql(pool, 2500),
                         "SET statement_timeout = 2500; "
-                        "SET lock_timeout = 2500");
+                        "SET lock_timeout = 2500; "
+                        "SET plan_cache_mode = force_generic_plan");
     /* no connection: down, and says so */
     assert_int_equal(pg->backend(NULL, &err), 0);
     assert_non_null(err);
