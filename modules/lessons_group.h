@@ -9,7 +9,7 @@
  * answered only after the commit that holds it.
  *
  * The group only hands work around; what a write is and how it is run
- * is the caller's (lessons_store_create_many).
+ * is the caller's (lessons_store_create_many, lessons_store_update_many).
  */
 #ifndef LESSONS_GROUP_H
 #define LESSONS_GROUP_H

@@ -237,13 +237,15 @@ static lessons_store_e lessons_store_prepare_table(
     return LESSONS_STORE_OK;
 }
 
-/* n creates in one statement, for engines that write_returns: n
- * data-modifying WITHs (each a create's, its own six arguments in turn)
- * and their read-backs, each row tagged with its create's place (1..n)
- * in a last column.  A create for a missing level gives no row.  Made
- * from the constant texts above, never from input.
+/* n writes in one statement, for engines that write_returns: n
+ * data-modifying WITHs (each a write's, its own arguments in turn) and
+ * their read-backs, each row tagged with its write's place (1..n) in a
+ * last column.  A write that stores nothing (a create for a missing
+ * level, an update that finds no row to change) gives no row.  Made from
+ * the constant texts above, never from input.
  */
-static const char *lessons_batch_sql(apr_pool_t *p, int n)
+static const char *lessons_batch_sql(apr_pool_t *p, const char *write,
+                                     int n)
 {
     const char *with = "WITH ", *select = "";
     int i;
@@ -253,7 +255,7 @@ static const char *lessons_batch_sql(apr_pool_t *p, int n)
         const char *at = apr_itoa(p, i);
 
         with = apr_pstrcat(p, with, i > 1 ? ", " : "", "l", at,
-                           " AS (" LESSONS_INSERT "RETURNING *)", NULL);
+                           " AS (", write, "RETURNING *)", NULL);
         select = apr_pstrcat(p, select, i > 1 ? " UNION ALL " : "",
                              LESSONS_SELECT ", ", at, " FROM l", at,
                              " l JOIN levels v ON v.id = l.level_id", NULL);
@@ -261,21 +263,27 @@ static const char *lessons_batch_sql(apr_pool_t *p, int n)
     return apr_pstrcat(p, with, " ", select, NULL);
 }
 
-static const char *lessons_batch_label(apr_pool_t *p, int n)
+static const char *lessons_batch_label(apr_pool_t *p, const char *kind,
+                                       int n)
 {
-    return apr_psprintf(p, "lessons_create_batch_%d", n);
+    return apr_psprintf(p, "lessons_%s_batch_%d", kind, n);
 }
 
-/* The batch statements for 2..LESSONS_STORE_BATCH_MAX creates. */
+/* The batch statements for 2..LESSONS_STORE_BATCH_MAX creates, then as
+ * many updates.
+ */
 static const lessons_statement_t *lessons_batch_table(apr_pool_t *p)
 {
-    lessons_statement_t *t = apr_pcalloc(p, LESSONS_STORE_BATCH_MAX
+    lessons_statement_t *t = apr_pcalloc(p, (2 * LESSONS_STORE_BATCH_MAX - 1)
                                             * sizeof(*t));
+    lessons_statement_t *u = t + LESSONS_STORE_BATCH_MAX - 1;
     int n;
 
     for (n = 2; n <= LESSONS_STORE_BATCH_MAX; n++) {
-        t[n - 2].label = lessons_batch_label(p, n);
-        t[n - 2].sql = lessons_batch_sql(p, n);
+        t[n - 2].label = lessons_batch_label(p, "create", n);
+        t[n - 2].sql = lessons_batch_sql(p, LESSONS_INSERT, n);
+        u[n - 2].label = lessons_batch_label(p, "update", n);
+        u[n - 2].sql = lessons_batch_sql(p, LESSONS_UPDATE, n);
     }
     return t;                       /* ends with { NULL, NULL } */
 }
@@ -781,9 +789,9 @@ int lessons_store_batch_max(const lessons_db_t *db)
  * given twice, or a malformed lesson).
  */
 static int lessons_batch_row(const lessons_db_t *db, apr_dbd_row_t *row,
-                             lessons_store_create_job_t **jobs, int n)
+                             lessons_store_write_job_t **jobs, int n)
 {
-    lessons_store_create_job_t *job;
+    lessons_store_write_job_t *job;
     int at;
 
     if (!lessons_parse_int(apr_dbd_get_entry(db->driver, row,
@@ -803,7 +811,7 @@ static int lessons_batch_row(const lessons_db_t *db, apr_dbd_row_t *row,
 /* Rows that are not ours after a statement that committed: the creates
  * may be stored, so none is made again.
  */
-static lessons_store_e lessons_batch_unsure(lessons_store_create_job_t **jobs,
+static lessons_store_e lessons_batch_unsure(lessons_store_write_job_t **jobs,
                                             int n, const char *why,
                                             const char **err)
 {
@@ -818,28 +826,30 @@ static lessons_store_e lessons_batch_unsure(lessons_store_create_job_t **jobs,
     return LESSONS_STORE_ERROR;
 }
 
-/* n creates (2..LESSONS_STORE_BATCH_MAX) in one statement. */
-static lessons_store_e lessons_store_create_batch(
-    const lessons_db_t *db, apr_pool_t *p, lessons_store_create_job_t **jobs,
-    int n, const char **err)
+/* Do n writes fit in one batch statement? */
+static int lessons_batch_fits(apr_pool_t *p, const char *what, int n,
+                              const char **err)
 {
-    const char *label = lessons_batch_label(p, n);
-    apr_dbd_prepared_t *stmt = lessons_store_stmt(db, p, label, err);
-    const void **args = apr_palloc(p, LESSONS_INSERT_NARGS * n
-                                      * sizeof(*args));
-    int *active = apr_palloc(p, n * sizeof(*active));
+    if (n > LESSONS_STORE_BATCH_MAX) {
+        *err = apr_psprintf(p, "%s: %d writes, at most %d in one statement",
+                            what, n, LESSONS_STORE_BATCH_MAX);
+        return 0;
+    }
+    return 1;
+}
+
+/* Run a batch statement and hand each row to its job. */
+static lessons_store_e lessons_batch_run(const lessons_db_t *db,
+                                         apr_pool_t *p, const char *label,
+                                         apr_dbd_prepared_t *stmt,
+                                         const void **args,
+                                         lessons_store_write_job_t **jobs,
+                                         int n, const char **err)
+{
     apr_dbd_results_t *res = NULL;
     apr_dbd_row_t *row = NULL;
-    int rv, i, bad = 0;
+    int rv, bad = 0;
 
-    if (!stmt) {
-        return LESSONS_STORE_ERROR;
-    }
-    for (i = 0; i < n; i++) {
-        lessons_insert_args(jobs[i]->in, &active[i],
-                            args + LESSONS_INSERT_NARGS * i);
-        jobs[i]->rc = LESSONS_STORE_NO_LEVEL;   /* until its row comes */
-    }
     rv = apr_dbd_pbselect(db->driver, p, db->handle, &res, stmt,
                           LESSONS_FETCH_ALL, args);
     if (rv != 0) {
@@ -852,14 +862,37 @@ static lessons_store_e lessons_store_create_batch(
     }
     if (rv != -1 || bad) {
         return lessons_batch_unsure(jobs, n, apr_psprintf(p, "%s: rows "
-            "not read, or not the creates' (%d)", label, rv), err);
+            "not read, or not the writes' (%d)", label, rv), err);
     }
     return LESSONS_STORE_OK;
 }
 
+/* n creates (2..LESSONS_STORE_BATCH_MAX) in one statement. */
+static lessons_store_e lessons_store_create_batch(
+    const lessons_db_t *db, apr_pool_t *p, lessons_store_write_job_t **jobs,
+    int n, const char **err)
+{
+    const char *label = lessons_batch_label(p, "create", n);
+    apr_dbd_prepared_t *stmt = lessons_store_stmt(db, p, label, err);
+    const void **args = apr_palloc(p, LESSONS_INSERT_NARGS * n
+                                      * sizeof(*args));
+    int *active = apr_palloc(p, n * sizeof(*active));
+    int i;
+
+    if (!stmt) {
+        return LESSONS_STORE_ERROR;
+    }
+    for (i = 0; i < n; i++) {
+        lessons_insert_args(jobs[i]->in, &active[i],
+                            args + LESSONS_INSERT_NARGS * i);
+        jobs[i]->rc = LESSONS_STORE_NO_LEVEL;   /* until its row comes */
+    }
+    return lessons_batch_run(db, p, label, stmt, args, jobs, n, err);
+}
+
 lessons_store_e lessons_store_create_many(const lessons_db_t *db,
                                           apr_pool_t *p,
-                                          lessons_store_create_job_t **jobs,
+                                          lessons_store_write_job_t **jobs,
                                           int n, const char **err)
 {
     const char *what = "lessons_create (group commit)";
@@ -872,10 +905,7 @@ lessons_store_e lessons_store_create_many(const lessons_db_t *db,
         }
     }
     if (lessons_store_write_returns(db)) {
-        if (n > LESSONS_STORE_BATCH_MAX) {
-            *err = apr_psprintf(p, "%s: %d creates, at most %d in one "
-                                "statement", what, n,
-                                LESSONS_STORE_BATCH_MAX);
+        if (!lessons_batch_fits(p, what, n, err)) {
             return LESSONS_STORE_ERROR;
         }
         if (n > 1) {
@@ -893,7 +923,7 @@ lessons_store_e lessons_store_create_many(const lessons_db_t *db,
     }
     rc = lessons_txn_begin(db, p, what, err);
     for (i = 0; i < n && rc == LESSONS_STORE_OK; i++) {
-        lessons_store_create_job_t *job = jobs[i];
+        lessons_store_write_job_t *job = jobs[i];
 
         job->rc = lessons_store_insert_read(db, job->pool, what, job->in,
                                             &job->out, err);
@@ -1149,13 +1179,15 @@ static int lessons_match_ok(const lessons_if_match_t *im,
     return 0;
 }
 
+#define LESSONS_UPDATE_NARGS 21
+
 /* The arguments of lessons_update (and lessons_update_returning): the
  * values it points at live here, with the caller's id and If-Match.
  */
 typedef struct {
     int has_level, level, has_title, has_order, order, has_topic;
     int has_descr, has_active, active;
-    const void *args[21];
+    const void *args[LESSONS_UPDATE_NARGS];
 } lessons_update_args_t;
 
 static int lessons_update_args(lessons_update_args_t *u,
@@ -1248,6 +1280,33 @@ static lessons_store_e lessons_store_unchanged(const lessons_db_t *db,
     return rc;
 }
 
+/* An update in the transaction that is open: the UPDATE, then the
+ * lesson it stored, or why it changed nothing.
+ */
+static lessons_store_e lessons_store_update_txn(const lessons_db_t *db,
+                                                apr_pool_t *p,
+                                                apr_int64_t id,
+                                                const lessons_input_t *in,
+                                                const lessons_if_match_t *im,
+                                                lessons_lesson_t *out,
+                                                const char **err)
+{
+    lessons_match_args_t m;
+    int nrows = 0;
+    lessons_store_e rc;
+
+    lessons_match_args(db, p, im, &m);
+    rc = lessons_store_patch(db, p, id, in, &m, &nrows, err);
+    if (rc == LESSONS_STORE_OK && nrows > 0) {
+        return lessons_store_read_back(db, p, "lessons_update", id, out,
+                                       err);
+    }
+    if (rc == LESSONS_STORE_OK) {
+        rc = lessons_store_unchanged(db, p, id, im, out, err);
+    }
+    return rc;
+}
+
 lessons_store_e lessons_store_update(const lessons_db_t *db, apr_pool_t *p,
                                      apr_int64_t id,
                                      const lessons_input_t *in,
@@ -1261,12 +1320,12 @@ lessons_store_e lessons_store_update(const lessons_db_t *db, apr_pool_t *p,
     int nrows = 0;
     lessons_store_e rc;
 
-    lessons_match_args(db, p, im, &m);
     if (lessons_store_write_returns(db)) {
         /* One statement; when it wrote nothing, the lesson read after
          * it says why, as the read in the transaction would (each
          * statement of a READ COMMITTED transaction sees anew).
          */
+        lessons_match_args(db, p, im, &m);
         if (!lessons_update_args(&u, &id, in, &m, err)) {
             return LESSONS_STORE_ERROR;
         }
@@ -1279,13 +1338,124 @@ lessons_store_e lessons_store_update(const lessons_db_t *db, apr_pool_t *p,
     }
     rc = lessons_txn_begin(db, p, what, err);
     if (rc == LESSONS_STORE_OK) {
-        rc = lessons_store_patch(db, p, id, in, &m, &nrows, err);
+        rc = lessons_store_update_txn(db, p, id, in, im, out, err);
     }
-    if (rc == LESSONS_STORE_OK && nrows > 0) {
-        rc = lessons_store_read_back(db, p, what, id, out, err);
+    return lessons_txn_end(db, p, what, rc, err);
+}
+
+/* Is rc an update's answer (what it did, or why it did nothing), as
+ * opposed to a failure?
+ */
+static int lessons_update_answered(lessons_store_e rc)
+{
+    return rc == LESSONS_STORE_OK || rc == LESSONS_STORE_NOT_FOUND
+           || rc == LESSONS_STORE_PRECONDITION
+           || rc == LESSONS_STORE_NO_LEVEL;
+}
+
+/* n updates (2..LESSONS_STORE_BATCH_MAX, distinct ids) in one
+ * statement; those that gave no row say why afterwards, each from its
+ * lesson as it is now.
+ */
+static lessons_store_e lessons_store_update_batch(
+    const lessons_db_t *db, apr_pool_t *p, lessons_store_write_job_t **jobs,
+    int n, const char **err)
+{
+    const char *label = lessons_batch_label(p, "update", n);
+    apr_dbd_prepared_t *stmt = lessons_store_stmt(db, p, label, err);
+    lessons_update_args_t *u = apr_palloc(p, n * sizeof(*u));
+    lessons_match_args_t *m = apr_palloc(p, n * sizeof(*m));
+    const void **args = apr_palloc(p, n * sizeof(u->args));
+    const char *why = NULL;
+    lessons_store_e rc;
+    int i;
+
+    if (!stmt) {
+        return LESSONS_STORE_ERROR;
     }
-    else if (rc == LESSONS_STORE_OK) {
-        rc = lessons_store_unchanged(db, p, id, im, out, err);
+    for (i = 0; i < n; i++) {
+        lessons_match_args(db, p, jobs[i]->im, &m[i]);
+        if (!lessons_update_args(&u[i], &jobs[i]->id, jobs[i]->in, &m[i],
+                                 err)) {
+            return LESSONS_STORE_ERROR;
+        }
+        memcpy(args + i * LESSONS_UPDATE_NARGS, u[i].args,
+               sizeof(u->args));
+        jobs[i]->rc = LESSONS_STORE_NOT_FOUND;  /* until its row comes */
+    }
+    rc = lessons_batch_run(db, p, label, stmt, args, jobs, n, err);
+    for (i = 0; i < n && rc == LESSONS_STORE_OK; i++) {
+        lessons_store_write_job_t *job = jobs[i];
+
+        if (job->rc == LESSONS_STORE_OK) {
+            continue;
+        }
+        job->rc = lessons_store_unchanged(db, job->pool, job->id, job->im,
+                                          &job->out, &why);
+        if (!lessons_update_answered(job->rc)) {
+            job->rc = LESSONS_STORE_ERROR;      /* made again alone */
+        }
+    }
+    return rc;
+}
+
+/* Do the ids of jobs differ (one row, one write in a statement)? */
+static int lessons_ids_differ(lessons_store_write_job_t **jobs, int n,
+                              apr_pool_t *p, const char **err)
+{
+    int i, j;
+
+    for (i = 1; i < n; i++) {
+        for (j = 0; j < i; j++) {
+            if (jobs[i]->id == jobs[j]->id) {
+                *err = apr_psprintf(p, "lessons_update (group commit): "
+                                    "lesson %" APR_INT64_T_FMT " twice",
+                                    jobs[i]->id);
+                return 0;
+            }
+        }
+    }
+    return 1;
+}
+
+lessons_store_e lessons_store_update_many(const lessons_db_t *db,
+                                          apr_pool_t *p,
+                                          lessons_store_write_job_t **jobs,
+                                          int n, const char **err)
+{
+    const char *what = "lessons_update (group commit)";
+    lessons_store_e rc;
+    int i;
+
+    if (!lessons_ids_differ(jobs, n, p, err)) {
+        return LESSONS_STORE_ERROR;
+    }
+    if (lessons_store_write_returns(db)) {
+        if (!lessons_batch_fits(p, what, n, err)) {
+            return LESSONS_STORE_ERROR;
+        }
+        if (n > 1) {
+            return lessons_store_update_batch(db, p, jobs, n, err);
+        }
+        jobs[0]->rc = lessons_store_update(db, jobs[0]->pool, jobs[0]->id,
+                                           jobs[0]->in, jobs[0]->im,
+                                           &jobs[0]->out, err);
+        if (lessons_update_answered(jobs[0]->rc)) {
+            return LESSONS_STORE_OK;
+        }
+        *err = apr_pstrdup(p, *err);    /* job->pool is not ours */
+        return jobs[0]->rc;
+    }
+    rc = lessons_txn_begin(db, p, what, err);
+    for (i = 0; i < n && rc == LESSONS_STORE_OK; i++) {
+        lessons_store_write_job_t *job = jobs[i];
+
+        job->rc = lessons_store_update_txn(db, job->pool, job->id, job->in,
+                                           job->im, &job->out, err);
+        if (!lessons_update_answered(job->rc)) {
+            *err = apr_pstrdup(p, *err);    /* job->pool is not ours */
+            rc = job->rc;
+        }
     }
     return lessons_txn_end(db, p, what, rc, err);
 }

@@ -129,14 +129,19 @@ lessons_store_e lessons_store_create(const lessons_db_t *db, apr_pool_t *p,
                                      lessons_lesson_t *out,
                                      const char **err);
 
-/* One create of a group commit (lessons_group): its input, and the pool
- * its answer is copied into (the job's own: the thread that runs it is
- * not the one that asked).
+/* One write of a group commit (lessons_group), a create or an update:
+ * its input, and the pool its answer is copied into (the job's own: the
+ * thread that runs it is not the one that asked).
  */
 typedef struct {
     const lessons_input_t *in;
+    apr_int64_t id;                 /* an update's lesson */
+    const lessons_if_match_t *im;   /* an update's If-Match, or NULL */
     apr_pool_t *pool;
-    lessons_store_e rc;             /* OK or NO_LEVEL once run */
+    lessons_store_e rc;             /* once run: a create's OK or NO_LEVEL,
+                                     * an update's as lessons_store_update
+                                     * answers (OK, NOT_FOUND, PRECONDITION
+                                     * or NO_LEVEL) */
     lessons_lesson_t out;
     lessons_db_fault_e fault;       /* not OK: ended without an answer,
                                      * and not to be made again alone (it
@@ -144,12 +149,13 @@ typedef struct {
                                      * answered as this fault, with err
                                      * (in pool) */
     const char *err;
-} lessons_store_create_job_t;
+} lessons_store_write_job_t;
 
-/* The most creates one lessons_store_create_many may take on db's engine:
- * any number in one transaction where a transaction is local (SQLite),
- * LESSONS_STORE_BATCH_MAX where they go in one statement (write_returns:
- * one round trip, its own transaction, with a prepared text per count).
+/* The most writes one lessons_store_create_many (or _update_many) may
+ * take on db's engine: any number in one transaction where a transaction
+ * is local (SQLite), LESSONS_STORE_BATCH_MAX where they go in one
+ * statement (write_returns: one round trip, its own transaction, with a
+ * prepared text per count).
  */
 #define LESSONS_STORE_BATCH_MAX 8
 int lessons_store_batch_max(const lessons_db_t *db);
@@ -166,7 +172,7 @@ int lessons_store_batch_max(const lessons_db_t *db);
  */
 lessons_store_e lessons_store_create_many(const lessons_db_t *db,
                                           apr_pool_t *p,
-                                          lessons_store_create_job_t **jobs,
+                                          lessons_store_write_job_t **jobs,
                                           int n, const char **err);
 
 /* Write only the fields sent (has_*) to lesson id, in one statement,
@@ -182,6 +188,22 @@ lessons_store_e lessons_store_update(const lessons_db_t *db, apr_pool_t *p,
                                      const lessons_if_match_t *im,
                                      lessons_lesson_t *out,
                                      const char **err);
+
+/* Run n updates (jobs with distinct ids, n at most
+ * lessons_store_batch_max) in one transaction, as lessons_store_create_
+ * many runs creates: on SQLite a transaction of their statements, where
+ * a write returns the lesson it stored one statement of n data-modifying
+ * WITHs, locking their rows in the order given (give them by id, so that
+ * two runs never wait on each other).  OK: committed, each job's rc says
+ * what it did (an update that changed nothing says why, from the lesson
+ * as it is after the commit: its rc ERROR with no fault when that read
+ * failed, to be made again alone).  Else nothing of any job was kept,
+ * save a connection lost on the way.
+ */
+lessons_store_e lessons_store_update_many(const lessons_db_t *db,
+                                          apr_pool_t *p,
+                                          lessons_store_write_job_t **jobs,
+                                          int n, const char **err);
 
 /* NOT_FOUND: no lesson with that id, or (with If-Match) not in the
  * version asked: the statement cannot tell, and both answer 412 then.

@@ -237,12 +237,14 @@ typedef struct {
                                      * process (not merged) */
     apr_uint32_t flight_on;         /* a connection showed an engine whose
                                      * reads are shared (not merged) */
-    lessons_group_t *group;         /* SQLite creates in one transaction,
-                                     * per process; NULL when one thread
-                                     * per process (not merged) */
+    lessons_group_t *group;         /* creates in one transaction, per
+                                     * process; NULL when one thread per
+                                     * process (not merged) */
+    lessons_group_t *update_group;  /* updates in one transaction, the
+                                     * same way (not merged) */
     apr_uint32_t group_off;         /* a connection showed an engine that
-                                     * takes many writers: creates need
-                                     * no group (not merged) */
+                                     * takes many writers apart: writes
+                                     * need no group (not merged) */
     apr_off_t cache_size;           /* LessonsCacheSize; -1: not set */
     lessons_cache_t *cache;         /* per process, shared by every vhost;
                                      * NULL: LessonsCacheSize 0 (not
@@ -518,6 +520,34 @@ lessons_metrics_fault_e lessons_fault_of(lessons_db_fault_e fault, int lost);
 int lessons_metrics_log(request_rec *r);
 int lessons_metrics_handler(request_rec *r);
 void lessons_metrics_register_hooks(void);
+
+/* mod_lessons_group.c: group commit */
+typedef struct {
+    const char *what;               /* "create(s)": for the log */
+    int by_id;                      /* one job per lesson id in a share,
+                                     * in id order (updates) */
+    lessons_store_e (*many)(const lessons_db_t *db, apr_pool_t *p,
+                            lessons_store_write_job_t **jobs, int n,
+                            const char **err);
+} lessons_write_kind_t;
+
+extern const lessons_write_kind_t lessons_write_creates;
+extern const lessons_write_kind_t lessons_write_updates;
+
+int lessons_writes_group(lessons_srv_conf *sconf,
+                         const lessons_engine_t *engine);
+int lessons_write_open(lessons_ctx *c, lessons_srv_conf *sconf);
+int lessons_write_alone(lessons_ctx *c, lessons_srv_conf *sconf);
+/* Make job (its in, and id and im for an update) in group's next
+ * transaction.  The answer when the request is answered here (shed, a
+ * fault it shares, its write alone failed as the leader's); else
+ * DECLINED, with job->rc what the write did, or LESSONS_STORE_ERROR:
+ * make it alone.
+ */
+int lessons_write_grouped(lessons_ctx *c, lessons_srv_conf *sconf,
+                          lessons_group_t *group,
+                          const lessons_write_kind_t *kind,
+                          lessons_store_write_job_t *job);
 
 /* mod_lessons_dbd.c */
 int lessons_dbd_answer(lessons_ctx *c, lessons_db_fault_e fault,

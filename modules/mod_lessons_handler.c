@@ -161,36 +161,6 @@ static int lessons_created(lessons_ctx *c, lessons_store_e rc,
     }
 }
 
-/* Does the engine put creates that arrive together in one transaction:
- * SQLite in one of its own (its writers take turns anyway), PostgreSQL
- * in one statement (lessons_store_create_many)?  An engine known not to
- * turns the group off.
- */
-static int lessons_creates_group(lessons_srv_conf *sconf,
-                                 const lessons_engine_t *engine)
-{
-    if (engine && !engine->one_writer && !engine->write_returns) {
-        apr_atomic_set32(&sconf->group_off, 1);
-        return 0;
-    }
-    return engine != NULL;
-}
-
-/* This request's connection (opened here unless it is already) for a
- * create alone: DECLINED, or the answer.  A connection that shows an
- * engine that does not group creates turns the group off.
- */
-static int lessons_create_open(lessons_ctx *c, lessons_srv_conf *sconf)
-{
-    int done;
-
-    if (!c->db.driver && (done = lessons_dbd_open(c)) != DECLINED) {
-        return done;
-    }
-    lessons_creates_group(sconf, lessons_engine_of(c->db.driver));
-    return DECLINED;
-}
-
 /* A create in a transaction of its own, on this request's connection
  * (opened here unless it is already).
  */
@@ -200,10 +170,9 @@ static int lessons_create_alone(lessons_ctx *c, lessons_srv_conf *sconf,
     lessons_lesson_t l;
     const char *err = NULL;
     lessons_store_e rc;
-    int done;
+    int done = lessons_write_alone(c, sconf);
 
-    if ((done = lessons_create_open(c, sconf)) != DECLINED
-        || (done = lessons_dbd_write_begin(c)) != DECLINED) {
+    if (done != DECLINED) {
         return done;
     }
     /* Insert and read-back are one transaction: OK means committed. */
@@ -329,7 +298,7 @@ static int lessons_create_keyed(lessons_ctx *c, lessons_srv_conf *sconf,
         return lessons_dbd_failed(c, "Idempotency-Key: the request's "
                                   "fingerprint could not be made");
     }
-    if ((done = lessons_create_open(c, sconf)) != DECLINED
+    if ((done = lessons_write_open(c, sconf)) != DECLINED
         || (done = lessons_dbd_keys_ready(c)) != DECLINED
         || (done = lessons_dbd_write_begin(c)) != DECLINED) {
         return done;
@@ -372,212 +341,6 @@ static int lessons_create_keyed(lessons_ctx *c, lessons_srv_conf *sconf,
     }
 }
 
-/* Jobs not to be made again: each request answers fault, with err. */
-static void lessons_jobs_answer(lessons_ctx *c,
-                                lessons_store_create_job_t **jobs, int n,
-                                lessons_db_fault_e fault, const char *err)
-{
-    const char *name = lessons_db_name(&c->db, c->r->pool);
-
-    while (n > 0) {
-        lessons_store_create_job_t *job = jobs[--n];
-
-        job->rc = LESSONS_STORE_ERROR;
-        job->fault = fault;
-        job->err = apr_pstrcat(job->pool, name, ": ", err, NULL);
-    }
-}
-
-/* A share of a run that failed: nothing of it was kept, and each
- * request makes its own create alone.  Not on PostgreSQL when the
- * connection was lost on the way (whether the share committed is
- * unknown) or the share waited out the time bound (which the creates
- * share): each request answers that, as it would alone.  Which of the
- * two, or LESSONS_DB_OK.
- */
-static lessons_db_fault_e lessons_create_unkept(lessons_ctx *c,
-                                                lessons_store_create_job_t
-                                                    **jobs, int n,
-                                                const char *err)
-{
-    const lessons_engine_t *engine = lessons_engine_of(c->db.driver);
-    lessons_db_fault_e fault = LESSONS_DB_OK;
-    int i;
-
-    err = err ? err : "unknown error";
-    if (engine && engine->write_returns) {
-        fault = lessons_db_fault(&c->db, NULL, err);
-        if (fault != LESSONS_DB_UNAVAILABLE && fault != LESSONS_DB_TIMEOUT) {
-            fault = LESSONS_DB_OK;
-        }
-    }
-    ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, c->r, LESSONSLOG(00310)
-                  "a group commit of %d create(s) failed, each is %s: %s",
-                  n, fault == LESSONS_DB_UNAVAILABLE ? "answered as unknown"
-                     : fault == LESSONS_DB_TIMEOUT ? "answered as timed out"
-                     : "made alone", err);
-    if (fault != LESSONS_DB_OK) {
-        lessons_jobs_answer(c, jobs, n, fault, err);
-    }
-    else {
-        for (i = 0; i < n; i++) {
-            jobs[i]->rc = LESSONS_STORE_ERROR;
-        }
-    }
-    return fault;
-}
-
-/* A leader's run, as its shares go (lessons_group_shares). */
-typedef struct {
-    lessons_ctx *c;
-    lessons_store_create_job_t **jobs;
-    int n;
-    int failed;                     /* the leader's own create alone */
-    const char *err;
-} lessons_lead_t;
-
-static lessons_group_share_e lessons_lead_send(void *baton, int first,
-                                               int count)
-{
-    lessons_lead_t *lead = baton;
-    lessons_store_create_job_t **jobs = lead->jobs + first;
-    lessons_db_fault_e fault;
-
-    if (lessons_store_create_many(&lead->c->db, lead->c->r->pool, jobs,
-                                  count, &lead->err) == LESSONS_STORE_OK) {
-        ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, lead->c->r,
-                      LESSONSLOG(00309) "%d create(s) in one transaction",
-                      count);
-        return LESSONS_SHARE_NEXT;
-    }
-    if (lead->n == 1) {
-        /* The leader's own create alone: its failure is this request's
-         * answer, as without the group (made again, the same create
-         * would run twice and be logged twice).
-         */
-        lead->failed = 1;
-        return LESSONS_SHARE_NEXT;
-    }
-    if (jobs[0]->fault != LESSONS_DB_OK) {
-        return LESSONS_SHARE_NEXT;  /* answered already: not made again */
-    }
-    fault = lessons_create_unkept(lead->c, jobs, count, lead->err);
-    return fault == LESSONS_DB_UNAVAILABLE ? LESSONS_SHARE_LOST
-           : fault == LESSONS_DB_TIMEOUT ? LESSONS_SHARE_LATE
-           : LESSONS_SHARE_NEXT;
-}
-
-/* Lead a group commit: run the jobs of run on this request's connection
- * (under the writers' mutex where writers take turns), in as few
- * transactions as the engine allows (lessons_store_batch_max), as
- * lessons_group_shares sends them.  A job left as it was (rc ERROR, no
- * fault) is made alone by its own request, as without the group: so are
- * those after a share that lost the connection; those after a share that
- * used up the time bound are answered as timed out.  DECLINED, or this
- * request's answer when it has no connection or no turn to write, or its
- * create alone failed.
- */
-static int lessons_create_lead(lessons_ctx *c, lessons_srv_conf *sconf,
-                               lessons_group_item_t *run)
-{
-    request_rec *r = c->r;
-    lessons_group_item_t *item;
-    lessons_lead_t lead;
-    int done, sent;
-
-    memset(&lead, 0, sizeof(lead));
-    lead.c = c;
-    for (item = run; item; item = item->next) {
-        lead.n++;
-    }
-    lead.jobs = apr_palloc(r->pool, lead.n * sizeof(*lead.jobs));
-    lead.n = 0;
-    for (item = run; item; item = item->next) {
-        lead.jobs[lead.n++] = item->job;
-    }
-    done = lessons_dbd_open(c);
-    if (done == DECLINED
-        && lessons_creates_group(sconf, lessons_engine_of(c->db.driver))
-        && (done = lessons_dbd_write_begin(c)) == DECLINED) {
-        if (lessons_group_shares(lead.n, lessons_store_batch_max(&c->db),
-                                 c->deadline, lessons_lead_send, &lead,
-                                 &sent) == LESSONS_SHARE_LATE
-            && sent < lead.n) {
-            ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, LESSONSLOG(00310)
-                          "a group commit of %d create(s) was not sent, "
-                          "each is answered as timed out", lead.n - sent);
-            lessons_jobs_answer(c, lead.jobs + sent, lead.n - sent,
-                                LESSONS_DB_TIMEOUT,
-                                "not sent: the group commit's time bound "
-                                "was used up by the shares before it");
-        }
-        lessons_dbd_write_end(c);
-    }
-    lessons_group_done(sconf->group, run);
-    /* Answered outside the writers' mutex and the group: a slow client
-     * never holds the other writers up.
-     */
-    return lead.failed ? lessons_dbd_failed(c, lead.err) : done;
-}
-
-static apr_status_t lessons_job_pool_destroy(void *pool)
-{
-    apr_pool_destroy(pool);
-    return APR_SUCCESS;
-}
-
-/* The creates of this process that arrive together share one
- * transaction and one flush to disk (lessons_group): on SQLite (one
- * writer) a transaction of their statements, on PostgreSQL one statement
- * of up to LESSONS_STORE_BATCH_MAX; each is answered after the commit
- * that holds it.  Until a connection shows the engine, creates go through
- * the group: a leader that finds an engine that does not group sends each
- * back to make its own alone.  The job's answer is copied into a pool of
- * its own, since another request's thread writes it.
- */
-static int lessons_create_grouped(lessons_ctx *c, lessons_srv_conf *sconf,
-                                  const lessons_input_t *in)
-{
-    request_rec *r = c->r;
-    lessons_store_create_job_t job;
-    lessons_group_item_t item, *run = NULL;
-    int done = DECLINED;
-
-    memset(&job, 0, sizeof(job));
-    job.in = in;
-    job.rc = LESSONS_STORE_ERROR;
-    if (apr_pool_create_unmanaged_ex(&job.pool, NULL, NULL) != APR_SUCCESS) {
-        return lessons_create_alone(c, sconf, in);
-    }
-    apr_pool_cleanup_register(r->pool, job.pool, lessons_job_pool_destroy,
-                              apr_pool_cleanup_null);
-    memset(&item, 0, sizeof(item));
-    item.job = &job;
-    if (!c->deadline) {
-        c->deadline = apr_time_now()
-                      + apr_time_from_sec(lessons_db_timeout(sconf));
-    }
-    switch (lessons_group_join(sconf->group, &item, c->deadline, &run)) {
-    case LESSONS_GROUP_TIMEOUT:
-        return lessons_dbd_writers_shed(c);
-    case LESSONS_GROUP_LEAD:
-        done = lessons_create_lead(c, sconf, run);
-        break;
-    case LESSONS_GROUP_DONE:
-        break;
-    }
-    if (done != DECLINED) {
-        return done;
-    }
-    if (job.rc == LESSONS_STORE_OK || job.rc == LESSONS_STORE_NO_LEVEL) {
-        return lessons_created(c, job.rc, in, &job.out, NULL);
-    }
-    if (job.fault != LESSONS_DB_OK) {
-        return lessons_dbd_answer(c, job.fault, job.err, 1);
-    }
-    return lessons_create_alone(c, sconf, in);
-}
-
 static int lessons_create(lessons_ctx *c)
 {
     lessons_srv_conf *sconf =
@@ -597,7 +360,16 @@ static int lessons_create(lessons_ctx *c)
         return lessons_create_keyed(c, sconf, &in, &key, body, len);
     }
     if (sconf->group && !apr_atomic_read32(&sconf->group_off)) {
-        return lessons_create_grouped(c, sconf, &in);
+        lessons_store_write_job_t job;
+
+        memset(&job, 0, sizeof(job));
+        job.in = &in;
+        done = lessons_write_grouped(c, sconf, sconf->group,
+                                     &lessons_write_creates, &job);
+        if (done != DECLINED || job.rc != LESSONS_STORE_ERROR) {
+            return done != DECLINED ? done
+                   : lessons_created(c, job.rc, &in, &job.out, NULL);
+        }
     }
     return lessons_create_alone(c, sconf, &in);
 }
@@ -627,51 +399,83 @@ static int lessons_if_match(lessons_ctx *c, lessons_if_match_t *im)
     return DECLINED;
 }
 
-static int lessons_update(lessons_ctx *c)
+/* An update's answer from what the store did. */
+static int lessons_updated(lessons_ctx *c, lessons_store_e rc,
+                           const lessons_input_t *in,
+                           const lessons_if_match_t *im,
+                           const lessons_lesson_t *l, const char *err)
 {
-    request_rec *r = c->r;
-    lessons_input_t in;
+    switch (rc) {
+    case LESSONS_STORE_OK:
+        return lessons_send_lesson(c, HTTP_OK, l);
+    case LESSONS_STORE_NOT_FOUND:
+        /* RFC 9110 13.1.1: If-Match on no current representation. */
+        if (im->asked) {
+            return lessons_precondition_failed(c);
+        }
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, c->r, LESSONSLOG(00505)
+                      "%s: no lesson %" APR_INT64_T_FMT " to update",
+                      lessons_refused(c->r, HTTP_NOT_FOUND), c->route.arg);
+        return lessons_send_empty(c->r, HTTP_NOT_FOUND);
+    case LESSONS_STORE_PRECONDITION:
+        return lessons_precondition_failed(c);
+    case LESSONS_STORE_NO_LEVEL:
+        return lessons_no_level(c, in->level_id);
+    default:
+        return lessons_dbd_failed(c, err);
+    }
+}
+
+/* An update in a transaction of its own: one UPDATE of the fields sent
+ * and the read-back (levelName and levelCode follow a changed levelId).
+ */
+static int lessons_update_alone(lessons_ctx *c, lessons_srv_conf *sconf,
+                                const lessons_input_t *in,
+                                const lessons_if_match_t *im)
+{
     lessons_lesson_t l;
-    lessons_if_match_t im;
     const char *err = NULL;
     lessons_store_e rc;
+    int done = lessons_write_alone(c, sconf);
+
+    if (done != DECLINED) {
+        return done;
+    }
+    rc = lessons_store_update(&c->db, c->r->pool, c->route.arg, in, im, &l,
+                              &err);
+    lessons_dbd_write_end(c);
+    return lessons_updated(c, rc, in, im, &l, err);
+}
+
+static int lessons_update(lessons_ctx *c)
+{
+    lessons_srv_conf *sconf =
+        ap_get_module_config(c->r->server->module_config, &lessons_module);
+    lessons_input_t in;
+    lessons_if_match_t im;
     int done = lessons_key_not_here(c);
 
     if (done != DECLINED
         || (done = lessons_decode_body(c, LESSONS_PAYLOAD_UPDATE, &in, NULL,
                                        NULL)) != DECLINED
-        || (done = lessons_if_match(c, &im)) != DECLINED
-        || (done = lessons_dbd_open(c)) != DECLINED) {
+        || (done = lessons_if_match(c, &im)) != DECLINED) {
         return done;
     }
-    /* One UPDATE of the fields sent and the read-back (levelName and
-     * levelCode follow a changed levelId), in one transaction.
-     */
-    if ((done = lessons_dbd_write_begin(c)) != DECLINED) {
-        return done;
-    }
-    rc = lessons_store_update(&c->db, r->pool, c->route.arg, &in, &im, &l,
-                              &err);
-    lessons_dbd_write_end(c);
-    switch (rc) {
-    case LESSONS_STORE_OK:
-        return lessons_send_lesson(c, HTTP_OK, &l);
-    case LESSONS_STORE_NOT_FOUND:
-        /* RFC 9110 13.1.1: If-Match on no current representation. */
-        if (im.asked) {
-            return lessons_precondition_failed(c);
+    if (sconf->update_group && !apr_atomic_read32(&sconf->group_off)) {
+        lessons_store_write_job_t job;
+
+        memset(&job, 0, sizeof(job));
+        job.in = &in;
+        job.id = c->route.arg;
+        job.im = &im;
+        done = lessons_write_grouped(c, sconf, sconf->update_group,
+                                     &lessons_write_updates, &job);
+        if (done != DECLINED || job.rc != LESSONS_STORE_ERROR) {
+            return done != DECLINED ? done
+                   : lessons_updated(c, job.rc, &in, &im, &job.out, NULL);
         }
-        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00505)
-                      "%s: no lesson %" APR_INT64_T_FMT " to update",
-                      lessons_refused(r, HTTP_NOT_FOUND), c->route.arg);
-        return lessons_send_empty(r, HTTP_NOT_FOUND);
-    case LESSONS_STORE_PRECONDITION:
-        return lessons_precondition_failed(c);
-    case LESSONS_STORE_NO_LEVEL:
-        return lessons_no_level(c, in.level_id);
-    default:
-        return lessons_dbd_failed(c, err);
     }
+    return lessons_update_alone(c, sconf, &in, &im);
 }
 
 static int lessons_delete(lessons_ctx *c)

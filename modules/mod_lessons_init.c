@@ -384,6 +384,7 @@ void lessons_child_init(apr_pool_t *pchild, server_rec *s)
             sconf->flight = lessons_flight_make(pchild,
                                                 lessons_share_window(sconf));
             sconf->group = lessons_group_make(pchild, threads);
+            sconf->update_group = lessons_group_make(pchild, threads);
         }
     }
     lessons_metrics_child_init(pchild, main);

@@ -1,7 +1,7 @@
 # Group commit (issue 19): the creates of one Apache process that arrive
 # together share one transaction and one WAL flush -- on SQLite a
 # transaction of their statements, on PostgreSQL one statement (at most
-# 8 creates each).  What must
+# 8 creates each) -- and so do its updates (below).  What must
 # hold whether they share or not, on both databases: each create is
 # answered by what happened to it alone -- 201 and stored, 400 for a
 # level that does not exist (nothing stored), 500 for a create the
@@ -57,6 +57,12 @@ sub each_its_own {
             unless $row && $row->{title} eq $sent && !$seen{$id}++;
     }
     is_deeply \@wrong, [], "$what: each 201's Location is the lesson it sent";
+}
+
+# A lesson's version (its ETag's number), from the database.
+sub lesson_version {
+    my ($id) = @_;
+    return db_rows("SELECT version FROM lessons WHERE id = $id")->[0]{version};
 }
 
 # Creates that share a transaction, one of them for a level that does
@@ -126,6 +132,96 @@ for my $round (1 .. 2) {
         is $committed + (@failed ? $failed[0] - 1 : 0), 7,
             "fault: the 7 others committed in runs that held (@held) or alone after the failed one";
     }
+}
+
+# Updates share a transaction the same way (one statement of up to 8 on
+# PostgreSQL, in id order).  Each is answered by what happened to it
+# alone: 200 and stored; 412 for an If-Match the lesson no longer has;
+# 404 for a lesson that does not exist; 400 for a level that does not;
+# and two updates of one lesson never share a statement, so both land,
+# one after the other.
+{
+    my $from0 = suite_log_size();
+    my @ids;
+    for my $i (1 .. 11) {
+        my $res = call(POST => '/api/lessons',
+                       json => { levelId => 1, title => "Vorher $i", order => $i });
+        my ($id) = ($res->header('Location') // '') =~ m{/(\d+)\z};
+        push @ids, $id;
+    }
+    is scalar(grep { defined } @ids), 11, 'updates: 11 lessons to update';
+    my ($twice, $stale, $nolevel) = @ids[8 .. 10];
+    my $old_tag = call(GET => "/api/lessons/$stale")->header('ETag');
+    is call(PUT => "/api/lessons/$stale", json => { order => 99 })->code, 200,
+        'updates: the stale one moved on before the run';
+    my ($missing) = map { $_->{n} + 1000 }
+        @{ db_rows('SELECT max(id) AS n FROM lessons') };
+    my %before = map { $_ => lesson_version($_) } @ids;
+    my @jobs = ((map { [ "ok", PUT => undef, "/api/lessons/$ids[$_ - 1]",
+                         json => { title => "Nachher $_" } ] } 1 .. 8),
+                [ "twice", PUT => undef, "/api/lessons/$twice",
+                  json => { description => 'Zweimal A' } ],
+                [ "twice", PUT => undef, "/api/lessons/$twice",
+                  json => { description => 'Zweimal B' } ],
+                [ "stale", PUT => undef, "/api/lessons/$stale",
+                  json => { title => 'Zu spät' }, headers => [ 'If-Match' => $old_tag ] ],
+                [ "missing", PUT => undef, "/api/lessons/$missing",
+                  json => { title => 'Nirgends' } ],
+                [ "nolevel", PUT => undef, "/api/lessons/$nolevel",
+                  json => { levelId => 99, title => 'Ohne Stufe' } ]);
+    my $from = suite_log_size();
+    my $codes = behind_a_lock(undef, @jobs);
+    is_deeply $codes, { 'ok 200' => 8, 'twice 200' => 2, 'stale 412' => 1,
+                        'missing 404' => 1, 'nolevel 400' => 1 },
+        'updates: 10 200s, 412 for the stale tag, 404 for no lesson, 400 for no level'
+        or diag explain $codes;
+    for my $i (1 .. 8) {
+        my $row = lesson_row($ids[$i - 1]);
+        is_deeply [ $row->{title}, lesson_version($ids[$i - 1]) ],
+            [ "Nachher $i", $before{ $ids[$i - 1] } + 1 ],
+            "updates: lesson $i stored as sent, its version one on";
+    }
+    like lesson_row($twice)->{description}, qr/\AZweimal [AB]\z/,
+        'updates: the lesson updated twice holds one of them';
+    is lesson_version($twice), $before{$twice} + 2,
+        'updates: the lesson updated twice moved on twice';
+    is_deeply [ lesson_row($stale)->{title}, lesson_version($stale) ],
+        [ 'Vorher 10', $before{$stale} ], 'updates: nothing of the stale one';
+    is_deeply [ lesson_row($nolevel)->{title}, lesson_row($nolevel)->{level_id},
+                lesson_version($nolevel) ],
+        [ 'Vorher 11', 1, $before{$nolevel} ], 'updates: nothing of the one without a level';
+    my @n = suite_log_since($from) =~ /LESSONS00309: (\d+) update\(s\) in one transaction/g;
+    cmp_ok((sort { $b <=> $a } @n)[0] // 0, '>=', 2,
+        "updates: updates shared a transaction (runs of @n)");
+    my $sum = 0;
+    $sum += $_ for @n;
+    cmp_ok $sum, '<=', scalar @jobs, "updates: no update ran twice ($sum in runs)";
+    is scalar(() = suite_log_since($from0) =~ /LESSONS00302/g), 0,
+        'updates: no database error logged';
+}
+
+# Updates the database refuses (the fault database refuses every one):
+# a shared run fails, nothing of it is kept, and each update is made
+# alone: each answers 500 for its own refusal.
+{
+    my ($row) = @{ db_rows('SELECT id, title FROM lessons ORDER BY id LIMIT 1', 'fault') };
+    my $before = db_lessons('fault');
+    my $from = suite_log_size();
+    my @jobs = map { [ "refused", PUT => 'lessons_fault', "/api/lessons/$row->{id}",
+                       json => { order => $_ } ] } 1 .. 6;
+    my $codes = behind_a_lock('fault', @jobs);
+    is_deeply $codes, { 'refused 500' => 6 }, 'refused updates: each 500'
+        or diag explain $codes;
+    is_deeply db_lessons('fault'), $before, 'refused updates: nothing changed';
+    # Logged as each request made its own alone (LESSONS00302; a process
+    # holds back a line it logged in the same second), never as a group.
+    my $log = suite_log_since($from);
+    my @refused = $log =~ /(LESSONS00302: [^\n]*lessons_update[^\n]*simulated fault)/g;
+    ok @refused >= 1 && @refused <= 6,
+        'refused updates: the refusals logged, each as its own update (LESSONS00302)'
+        or diag explain \@refused;
+    is scalar(() = $log =~ /LESSONS00302: [^\n]*group commit/g), 0,
+        'refused updates: no refusal answered as the group\'s';
 }
 
 # PostgreSQL: a connection lost while its run waits in the database (the

@@ -854,7 +854,7 @@ static void test_create_many(void **state)
         input(99, "Nirgends", 2, "t", "d", 1),
         input(6, "Dritte", 3, "t", "d", 0),
     };
-    lessons_store_create_job_t job[3], *jobs[3];
+    lessons_store_write_job_t job[3], *jobs[3];
     const char *err = NULL;
     lessons_lesson_t g;
     int i;
@@ -891,7 +891,7 @@ static void test_create_many_unbounded_on_sqlite(void **state)
     fixture_t *fx = *state;
     enum { N = LESSONS_STORE_BATCH_MAX + 4 };
     lessons_input_t in[N];
-    lessons_store_create_job_t job[N], *jobs[N];
+    lessons_store_write_job_t job[N], *jobs[N];
     const char *err = NULL;
     int i;
 
@@ -924,7 +924,7 @@ static void test_create_many_all_or_nothing(void **state)
     fixture_t *fx = *state;
     lessons_input_t ok = input(1, "Gut", 1, "t", "d", 1);
     lessons_input_t bad = input(2, "Schlecht", 2, "t", "d", 1);
-    lessons_store_create_job_t job[2], *jobs[2] = { &job[0], &job[1] };
+    lessons_store_write_job_t job[2], *jobs[2] = { &job[0], &job[1] };
     const char *err = NULL;
 
     ddl_ok(fx, "CREATE TRIGGER refuse BEFORE INSERT ON lessons "
@@ -1560,6 +1560,117 @@ static lessons_if_match_t if_match(const lessons_lesson_t *l, apr_int64_t v)
     return im;
 }
 
+/* A run of updates in one transaction: one stored, one for a lesson
+ * that does not exist, one whose If-Match is stale, one for a level that
+ * does not exist.  Each job says what happened to it alone; only the
+ * first changed anything, each answer in its job's own pool.
+ */
+static void test_update_many(void **state)
+{
+    fixture_t *fx = *state;
+    apr_int64_t a = create(fx, 1, "Eins", 1), b = create(fx, 2, "Zwei", 2);
+    apr_int64_t c = create(fx, 3, "Drei", 3);
+    lessons_lesson_t lb = get(fx, b), lc = get(fx, c);
+    lessons_input_t title = nothing_sent(), level = nothing_sent();
+    lessons_if_match_t stale = if_match(&lb, lb.version + 1);
+    lessons_store_write_job_t job[4], *jobs[4];
+    const char *err = NULL;
+    int i;
+
+    title.has_title = 1;
+    title.title = "Neu";
+    level.has_level_id = 1;
+    level.level_id = 99;
+    memset(job, 0, sizeof(job));
+    for (i = 0; i < 4; i++) {
+        job[i].in = &title;
+        job[i].rc = LESSONS_STORE_ERROR;
+        assert_int_equal(apr_pool_create(&job[i].pool, fx->p), APR_SUCCESS);
+        jobs[i] = &job[i];
+    }
+    job[0].id = a;
+    job[1].id = a + b + c;          /* no such lesson */
+    job[2].id = b;
+    job[2].im = &stale;
+    job[3].id = c;
+    job[3].in = &level;
+    expect_store(lessons_store_update_many(&fx->db, fx->p, jobs, 4, &err),
+                 LESSONS_STORE_OK, err);
+    expect_store(job[0].rc, LESSONS_STORE_OK, NULL);
+    expect_store(job[1].rc, LESSONS_STORE_NOT_FOUND, NULL);
+    expect_store(job[2].rc, LESSONS_STORE_PRECONDITION, NULL);
+    expect_store(job[3].rc, LESSONS_STORE_NO_LEVEL, NULL);
+    assert_string_equal(job[0].out.title, "Neu");
+    {
+        lessons_lesson_t ga = get(fx, a), gb = get(fx, b), gc = get(fx, c);
+
+        assert_same_lesson(&job[0].out, &ga);
+        assert_same_lesson(&gb, &lb);
+        assert_same_lesson(&gc, &lc);
+    }
+    for (i = 0; i < 4; i++) {
+        apr_pool_destroy(job[i].pool);
+    }
+}
+
+/* One statement, one write per row: a run that names a lesson twice is
+ * refused whole, before anything is written.
+ */
+static void test_update_many_refuses_an_id_twice(void **state)
+{
+    fixture_t *fx = *state;
+    apr_int64_t a = create(fx, 1, "Eins", 1), b = create(fx, 2, "Zwei", 2);
+    lessons_input_t in = nothing_sent();
+    lessons_store_write_job_t job[3], *jobs[3] = { &job[0], &job[1],
+                                                   &job[2] };
+    const char *before = table_text(fx), *err = NULL;
+
+    in.has_title = 1;
+    in.title = "Doppelt";
+    memset(job, 0, sizeof(job));
+    job[0].id = a;
+    job[1].id = b;
+    job[2].id = a;
+    job[0].in = job[1].in = job[2].in = &in;
+    job[0].pool = job[1].pool = job[2].pool = fx->p;
+    expect_store(lessons_store_update_many(&fx->db, fx->p, jobs, 3, &err),
+                 LESSONS_STORE_ERROR, err);
+    assert_non_null(strstr(err, "twice"));
+    assert_string_equal(table_text(fx), before);
+}
+
+/* One update of a run fails (the database refuses it): nothing of the
+ * run is kept, and the connection is outside any transaction.
+ */
+static void test_update_many_all_or_nothing(void **state)
+{
+    fixture_t *fx = *state;
+    apr_int64_t a = create(fx, 1, "Eins", 1), b = create(fx, 2, "Zwei", 2);
+    lessons_input_t ok = nothing_sent(), bad = nothing_sent();
+    lessons_store_write_job_t job[2], *jobs[2] = { &job[0], &job[1] };
+    const char *before, *err = NULL;
+
+    ddl_ok(fx, "CREATE TRIGGER refuse BEFORE UPDATE ON lessons "
+               "WHEN NEW.title = 'Schlecht' "
+               "BEGIN SELECT RAISE(ABORT, 'simulated fault'); END");
+    before = table_text(fx);
+    ok.has_title = bad.has_title = 1;
+    ok.title = "Gut";
+    bad.title = "Schlecht";
+    memset(job, 0, sizeof(job));
+    job[0].id = a;
+    job[0].in = &ok;
+    job[1].id = b;
+    job[1].in = &bad;
+    job[0].pool = job[1].pool = fx->p;
+    expect_store(lessons_store_update_many(&fx->db, fx->p, jobs, 2, &err),
+                 LESSONS_STORE_ERROR, err);
+    assert_non_null(strstr(err, "simulated fault"));
+    assert_string_equal(table_text(fx), before);
+    update(fx, a, &ok);
+    assert_string_equal(get(fx, a).title, "Gut");
+}
+
 static void test_update_if_match(void **state)
 {
     fixture_t *fx = *state;
@@ -2021,6 +2132,9 @@ int main(void)
         T(test_create_many),
         T(test_create_many_unbounded_on_sqlite),
         T(test_create_many_all_or_nothing),
+        T(test_update_many),
+        T(test_update_many_refuses_an_id_twice),
+        T(test_update_many_all_or_nothing),
         T(test_update_all_fields),
         T(test_update_unchanged_values_ok),
         T(test_update_one_field_keeps_the_others),
