@@ -157,8 +157,9 @@ for my $round (1 .. 2) {
     my ($missing) = map { $_->{n} + 1000 }
         @{ db_rows('SELECT max(id) AS n FROM lessons') };
     my %before = map { $_ => lesson_version($_) } @ids;
+    # The first also moves to level 2: its row comes back joined to it.
     my @jobs = ((map { [ "ok", PUT => undef, "/api/lessons/$ids[$_ - 1]",
-                         json => { title => "Nachher $_" } ] } 1 .. 8),
+                         json => { title => "Nachher $_", ($_ == 1 ? (levelId => 2) : ()) } ] } 1 .. 8),
                 [ "twice", PUT => undef, "/api/lessons/$twice",
                   json => { description => 'Zweimal A' } ],
                 [ "twice", PUT => undef, "/api/lessons/$twice",
@@ -170,17 +171,22 @@ for my $round (1 .. 2) {
                 [ "nolevel", PUT => undef, "/api/lessons/$nolevel",
                   json => { levelId => 99, title => 'Ohne Stufe' } ]);
     my $from = suite_log_size();
-    my $codes = behind_a_lock(undef, @jobs);
+    my ($codes, $res) = behind_a_lock(undef, @jobs);
     is_deeply $codes, { 'ok 200' => 8, 'twice 200' => 2, 'stale 412' => 1,
                         'missing 404' => 1, 'nolevel 400' => 1 },
         'updates: 10 200s, 412 for the stale tag, 404 for no lesson, 400 for no level'
         or diag explain $codes;
     for my $i (1 .. 8) {
         my $row = lesson_row($ids[$i - 1]);
-        is_deeply [ $row->{title}, lesson_version($ids[$i - 1]) ],
-            [ "Nachher $i", $before{ $ids[$i - 1] } + 1 ],
+        is_deeply [ $row->{title}, $row->{level_id}, lesson_version($ids[$i - 1]) ],
+            [ "Nachher $i", $i == 1 ? 2 : 1, $before{ $ids[$i - 1] } + 1 ],
             "updates: lesson $i stored as sent, its version one on";
     }
+    # Each 200 answered its own lesson as stored: its ETag is the one a
+    # GET of that lesson gives now.
+    is_deeply [ map { $_->{etag} } @$res[0 .. 7] ],
+        [ map { call(GET => "/api/lessons/$_")->header('ETag') // 'none' } @ids[0 .. 7] ],
+        'updates: each 200 carries the ETag of its own lesson as stored';
     like lesson_row($twice)->{description}, qr/\AZweimal [AB]\z/,
         'updates: the lesson updated twice holds one of them';
     is lesson_version($twice), $before{$twice} + 2,

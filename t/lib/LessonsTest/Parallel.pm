@@ -8,7 +8,7 @@ package LessonsTest::Parallel;
 #   my @kids = start([tag, METHOD, vhost, path, json => {...},
 #                     headers => [name => value, ...]], ...);
 #   my @res  = collect(@kids);   # [{ tag, code, secs, retry, type,
-#                                #    location }]
+#                                #    location, etag }]
 #   my @res  = parallel(@jobs);  # both
 #   my ($go, @kids) = start_held(@jobs);  # connected, not yet sent
 #   $go->();                     # every request is sent at once
@@ -36,7 +36,7 @@ sub hostport {
     return $hostport{$key};
 }
 
-# One exchange; returns "code retry-after content-type location".  $ready, when
+# One exchange; returns "code retry-after content-type location etag".  $ready, when
 # given, is called between connecting and sending; $headers (name =>
 # value pairs) are sent besides the token's.
 sub raw_request {
@@ -48,7 +48,7 @@ sub raw_request {
     my $body = defined $json ? json_text($json) : '';
     $token ||= good_token(claims => { exp => time + 3600 });
     my $sock = IO::Socket::INET->new(PeerAddr => $hp, Timeout => 120)
-        or return "0 - - -";
+        or return "0 - - - -";
     $ready->() if $ready;
     print $sock "$m $path HTTP/1.0\r\nHost: $hp\r\n"
         . "Authorization: Bearer $token\r\n" . $extra
@@ -61,7 +61,9 @@ sub raw_request {
     my ($retry) = $res =~ /^Retry-After: *(\S+)/mi;
     my ($type) = $res =~ /^Content-Type: *(\S+)/mi;
     my ($location) = $res =~ /^Location: *(\S+)/mi;
-    return join ' ', $code // 0, $retry // '-', $type // '-', $location // '-';
+    my ($etag) = $res =~ /^ETag: *(\S+)/mi;
+    return join ' ', $code // 0, $retry // '-', $type // '-', $location // '-',
+        $etag // '-';
 }
 
 sub start { return start_jobs(undef, @_) }
@@ -82,11 +84,11 @@ sub start_jobs {
             close $r;
             my $ready = $gate && sub { sysread $gate, my $byte, 1 };
             my $t0 = time;
-            my ($code, $retry, $type, $location) =
+            my ($code, $retry, $type, $location, $etag) =
                 split ' ', raw_request($m, $vhost, $path, $o{json}, $ready,
                                        $o{headers});
-            printf $w "%d %.3f %s %s %s\n", $code, time - $t0, $retry, $type,
-                $location;
+            printf $w "%d %.3f %s %s %s %s\n", $code, time - $t0, $retry,
+                $type, $location, $etag;
             close $w;
             POSIX::_exit(0);
         }
@@ -100,11 +102,12 @@ sub collect {
     my @out;
     for my $k (@_) {
         my ($pid, $r, $tag) = @$k;
-        my $line = <$r> // '0 0 - - -';
+        my $line = <$r> // '0 0 - - - -';
         waitpid $pid, 0;
-        my ($code, $secs, $retry, $type, $location) = split ' ', $line;
+        my ($code, $secs, $retry, $type, $location, $etag) = split ' ', $line;
         push @out, { code => $code, secs => $secs, retry => $retry,
-                     type => $type, location => $location, tag => $tag };
+                     type => $type, location => $location, etag => $etag,
+                     tag => $tag };
     }
     return @out;
 }
