@@ -483,6 +483,9 @@ mix_run() {
     [ -e "$done" ] || { cat "$WORK/out/mix.out" >&2; die "wrk (memory run) stopped early"; }
     cat "$WORK/out/mix.out"
 }
+# Perl for rss_phase: snap(TEXT) reads rss_snapshot's lines into a hash
+# of pid => kB.
+RSS_SNAP_PERL='sub snap { my %h; for (split /\n/, $_[0]) { my ($p, $k) = split; $h{$p} = $k if $p } return \%h }'
 rss_phase() {
     local db=$1 start before after again out t0
     log "$db: memory: $RSS_WARM requests to warm up, then $RSS_N"
@@ -503,18 +506,15 @@ rss_phase() {
     # still filling its cache and pool when it ends, and its growth is
     # that, not a leak.  The sum over all children alive at both ends is
     # kept too, and shown when it differs.
-    set -- $(perl -e '
-        my (%s, %b, %a);
-        for (split /\n/, $ARGV[0]) { my ($p, $k) = split; $s{$p} = $k if $p }
-        for (split /\n/, $ARGV[1]) { my ($p, $k) = split; $b{$p} = $k if $p }
-        for (split /\n/, $ARGV[2]) { my ($p, $k) = split; $a{$p} = $k if $p }
-        my @common = grep { exists $a{$_} } keys %b;
-        my @warm = grep { exists $s{$_} } @common;
+    set -- $(perl -e "$RSS_SNAP_PERL"'
+        my ($s, $b, $a) = map { snap($_) } @ARGV;
+        my @common = grep { exists $a->{$_} } keys %$b;
+        my @warm = grep { exists $s->{$_} } @common;
         my ($sb, $sa, $wb, $wa) = (0, 0, 0, 0);
-        $sb += $b{$_}, $sa += $a{$_} for @common;
-        $wb += $b{$_}, $wa += $a{$_} for @warm;
+        $sb += $b->{$_}, $sa += $a->{$_} for @common;
+        $wb += $b->{$_}, $wa += $a->{$_} for @warm;
         printf "%d %d %d %d %d %d %d %d\n", $wb, $wa, scalar @warm,
-            scalar keys %b, scalar keys %a, scalar @common, $sb, $sa;
+            scalar keys %$b, scalar keys %$a, scalar @common, $sb, $sa;
     ' "$start" "$before" "$after")
     meta "$db" rss_before "$1"
     meta "$db" rss_after "$2"
@@ -530,11 +530,8 @@ rss_phase() {
     printf '== %s memory, again\n%s\n' "$db" "$out" >>"$WORK/out/wrk.log"
     set -- $(printf '%s\n' "$out" | parse_wrk)
     meta "$db" rss_non2xx_again "$5"
-    set -- $(perl -e '
-        my (@snap, %n);
-        for my $i (0 .. 3) {
-            for (split /\n/, $ARGV[$i]) { my ($p, $k) = split; $snap[$i]{$p} = $k if $p }
-        }
+    set -- $(perl -e "$RSS_SNAP_PERL"'
+        my @snap = map { snap($_) } @ARGV;
         my @all = grep { my $p = $_; !grep { !exists $_->{$p} } @snap } keys %{$snap[0]};
         my ($a, $g) = (0, 0);
         $a += $snap[2]{$_}, $g += $snap[3]{$_} for @all;
