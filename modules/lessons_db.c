@@ -27,10 +27,16 @@ typedef struct {
     long timeout_ms;            /* session bound applied (0: none yet) */
     unsigned int generation;    /* makes every prepare's names new */
     const char *identity;       /* this backend's history (identity_sql) */
-    unsigned int key_tries;     /* Idempotency-Key's statements prepared
-                                 * (or tried) on this backend: each try's
-                                 * names are new */
+    unsigned int tries[2];      /* statements prepared apart (or tried)
+                                 * on this backend, by lessons_apart_e:
+                                 * each try's names are new */
 } lessons_conn_t;
+
+/* Statements prepared apart from the others, when first needed. */
+typedef enum {
+    LESSONS_APART_KEYS = 0,     /* Idempotency-Key's */
+    LESSONS_APART_BATCHES       /* the shared writes' */
+} lessons_apart_e;
 
 static void *lessons_db_native(const lessons_db_t *db)
 {
@@ -217,45 +223,77 @@ lessons_db_fault_e lessons_db_ready(lessons_db_t *db, apr_pool_t *conn_pool,
     return LESSONS_DB_OK;
 }
 
+/* Statements prepared on a ready connection apart from the others, the
+ * first time they are needed: a pool of each try's own, so that a try
+ * that fails costs the connection nothing; names of their own (the
+ * generation, which, and the try), since a try that failed half-way may
+ * have left some on the server.
+ */
+typedef lessons_store_e (*lessons_db_prepare_fn)(lessons_db_t *db,
+                                                 apr_pool_t *p,
+                                                 const char *suffix,
+                                                 const char **err);
+
+static lessons_db_fault_e lessons_db_ready_apart(lessons_db_t *db,
+                                                 apr_pool_t *conn_pool,
+                                                 apr_pool_t *rp,
+                                                 lessons_apart_e which,
+                                                 lessons_db_prepare_fn fn,
+                                                 const char **err)
+{
+    static const char *const what[] = { "Idempotency-Key",
+                                        "shared writes" };
+    static const char *const tag[] = { "k", "b" };
+    const lessons_engine_t *engine = lessons_engine_of(db->driver);
+    lessons_conn_t *conn = lessons_db_conn(conn_pool);
+    apr_pool_t *p;
+
+    if (!engine || !conn->pool || db->prepared != conn->prepared) {
+        *err = apr_pstrcat(rp, what[which], ": the connection is not ready",
+                           NULL);
+        return LESSONS_DB_ERROR;
+    }
+    if (apr_pool_create(&p, conn->pool) != APR_SUCCESS) {
+        *err = "out of memory preparing statements";
+        return LESSONS_DB_ERROR;
+    }
+    conn->tries[which]++;
+    if (fn(db, p, engine->named_statements
+                  ? apr_psprintf(p, "%u_%s%u", conn->generation, tag[which],
+                                 conn->tries[which])
+                  : NULL, err) != LESSONS_STORE_OK) {
+        *err = apr_pstrdup(rp, *err);
+        apr_pool_destroy(p);
+        return lessons_db_fault(db, NULL, *err);
+    }
+    return LESSONS_DB_OK;
+}
+
 lessons_db_fault_e lessons_db_ready_idempotency(lessons_db_t *db,
                                                 apr_pool_t *conn_pool,
                                                 apr_pool_t *rp,
                                                 const char **err)
 {
-    const lessons_engine_t *engine = lessons_engine_of(db->driver);
-    lessons_conn_t *conn = lessons_db_conn(conn_pool);
-    apr_pool_t *p;
+    lessons_db_fault_e fault;
 
     if (lessons_store_idempotency_ready(db)) {
         return LESSONS_DB_OK;
     }
-    if (!engine || !conn->pool || db->prepared != conn->prepared) {
-        *err = "Idempotency-Key: the connection is not ready";
-        return LESSONS_DB_ERROR;
-    }
-    /* A pool of each try's own, so that a database without the keys'
-     * table costs its connections nothing per try; names of their own,
-     * since a try that failed half-way may have left some on the server.
-     */
-    if (apr_pool_create(&p, conn->pool) != APR_SUCCESS) {
-        *err = "out of memory preparing statements";
-        return LESSONS_DB_ERROR;
-    }
-    conn->key_tries++;
-    if (lessons_store_prepare_idempotency(db, p,
-                                          engine->named_statements
-                                          ? apr_psprintf(p, "%u_k%u",
-                                                         conn->generation,
-                                                         conn->key_tries)
-                                          : NULL, err) != LESSONS_STORE_OK) {
-        lessons_db_fault_e fault;
+    fault = lessons_db_ready_apart(db, conn_pool, rp, LESSONS_APART_KEYS,
+                                   lessons_store_prepare_idempotency, err);
+    return fault == LESSONS_DB_NO_SCHEMA ? LESSONS_DB_NO_KEYS : fault;
+}
 
-        *err = apr_pstrdup(rp, *err);
-        apr_pool_destroy(p);
-        fault = lessons_db_fault(db, NULL, *err);
-        return fault == LESSONS_DB_NO_SCHEMA ? LESSONS_DB_NO_KEYS : fault;
+lessons_db_fault_e lessons_db_ready_batches(lessons_db_t *db,
+                                            apr_pool_t *conn_pool,
+                                            apr_pool_t *rp,
+                                            const char **err)
+{
+    if (lessons_store_batches_ready(db)) {
+        return LESSONS_DB_OK;
     }
-    return LESSONS_DB_OK;
+    return lessons_db_ready_apart(db, conn_pool, rp, LESSONS_APART_BATCHES,
+                                  lessons_store_prepare_batches, err);
 }
 
 lessons_db_fault_e lessons_db_fault(const lessons_db_t *db,

@@ -45,6 +45,15 @@ lessons_db_fault_e lessons_db_ready_idempotency(lessons_db_t *db,
                                                 apr_pool_t *rp,
                                                 const char **err);
 
+/* The statements of shared writes (lessons_store_prepare_batches), the
+ * same way: prepared the first time a connection runs a share of
+ * several, tried again after a failure.
+ */
+lessons_db_fault_e lessons_db_ready_batches(lessons_db_t *db,
+                                            apr_pool_t *conn_pool,
+                                            apr_pool_t *rp,
+                                            const char **err);
+
 /* What kind of fault a failed statement met (err is the store's message,
  * which carries the driver's).  A fault that leaves the prepared
  * statements unusable makes the next lessons_db_ready prepare again.

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #include "apr_strings.h"
 
@@ -194,19 +195,31 @@ static apr_dbd_prepared_t *lessons_store_stmt(const lessons_db_t *db,
     return stmt;
 }
 
-/* A statement's text with epoch_sql wherever it reads the epoch. */
+/* A statement's text with epoch_sql wherever it reads the epoch, made
+ * in one allocation (a batch's text holds the epoch once per write).
+ */
 static const char *lessons_store_sql(apr_pool_t *p, const char *sql,
                                      const char *epoch_sql)
 {
-    const apr_size_t n = sizeof(LESSONS_EPOCH) - 1;
-    const char *at, *out = "";
+    const apr_size_t n = sizeof(LESSONS_EPOCH) - 1, m = strlen(epoch_sql);
+    apr_size_t count = 0, len = strlen(sql);
+    const char *at, *from;
+    char *out, *to;
 
-    while ((at = strstr(sql, LESSONS_EPOCH)) != NULL) {
-        out = apr_pstrcat(p, out, apr_pstrmemdup(p, sql, at - sql),
-                          epoch_sql, NULL);
-        sql = at + n;
+    for (at = strstr(sql, LESSONS_EPOCH); at;
+         at = strstr(at + n, LESSONS_EPOCH)) {
+        count++;
     }
-    return apr_pstrcat(p, out, sql, NULL);
+    to = out = apr_palloc(p, len - count * n + count * m + 1);
+    for (from = sql; (at = strstr(from, LESSONS_EPOCH)) != NULL;
+         from = at + n) {
+        memcpy(to, from, at - from);
+        to += at - from;
+        memcpy(to, epoch_sql, m);
+        to += m;
+    }
+    memcpy(to, from, strlen(from) + 1);
+    return out;
 }
 
 /* Prepare one table of statements on the connection, each under its
@@ -218,8 +231,17 @@ static lessons_store_e lessons_store_prepare_table(
 {
     const lessons_statement_t *s;
     apr_dbd_prepared_t *stmt;
+    apr_pool_t *scratch;
     int rv;
 
+    /* The texts are made in a pool (and allocator) of their own, given
+     * back once prepared: the connection's pool (p, for its life) keeps
+     * only what apr_dbd keeps of each.
+     */
+    if (apr_pool_create_unmanaged_ex(&scratch, NULL, NULL) != APR_SUCCESS) {
+        *err = "out of memory preparing statements";
+        return LESSONS_STORE_ERROR;
+    }
     for (s = table; s->label; s++) {
         const char *name = suffix ? apr_pstrcat(p, s->label, "_", suffix,
                                                 NULL)
@@ -227,13 +249,16 @@ static lessons_store_e lessons_store_prepare_table(
 
         stmt = NULL;
         rv = apr_dbd_prepare(db->driver, p, db->handle,
-                             lessons_store_sql(p, s->sql, epoch_sql), name,
-                             &stmt);
+                             lessons_store_sql(scratch, s->sql, epoch_sql),
+                             name, &stmt);
+        apr_pool_clear(scratch);
         if (rv != 0 || !stmt) {
+            apr_pool_destroy(scratch);
             return lessons_store_fail(db, p, rv, s->label, err);
         }
         apr_hash_set(db->prepared, s->label, APR_HASH_KEY_STRING, stmt);
     }
+    apr_pool_destroy(scratch);
     return LESSONS_STORE_OK;
 }
 
@@ -247,20 +272,33 @@ static lessons_store_e lessons_store_prepare_table(
 static const char *lessons_batch_sql(apr_pool_t *p, const char *write,
                                      int n)
 {
-    const char *with = "WITH ", *select = "";
+    /* 13 pieces per write and 1 between: one allocation, not n. */
+    struct iovec v[14 * LESSONS_STORE_BATCH_MAX + 2];
+    char at[LESSONS_STORE_BATCH_MAX][8];
+    apr_size_t k = 0;
     int i;
 
-    /* Concatenated, not formatted: the texts hold apr_dbd's %s and %d. */
-    for (i = 1; i <= n; i++) {
-        const char *at = apr_itoa(p, i);
-
-        with = apr_pstrcat(p, with, i > 1 ? ", " : "", "l", at,
-                           " AS (", write, "RETURNING *)", NULL);
-        select = apr_pstrcat(p, select, i > 1 ? " UNION ALL " : "",
-                             LESSONS_SELECT ", ", at, " FROM l", at,
-                             " l JOIN levels v ON v.id = l.level_id", NULL);
+#define LESSONS_PIECE(s) (v[k].iov_base = (void *)(s), \
+                          v[k].iov_len = strlen(s), k++)
+    for (i = 0; i < n && i < LESSONS_STORE_BATCH_MAX; i++) {
+        apr_snprintf(at[i], sizeof(at[i]), "%d", i + 1);
+        LESSONS_PIECE(i > 0 ? ", l" : "WITH l");
+        LESSONS_PIECE(at[i]);
+        LESSONS_PIECE(" AS (");
+        LESSONS_PIECE(write);
+        LESSONS_PIECE("RETURNING *)");
     }
-    return apr_pstrcat(p, with, " ", select, NULL);
+    LESSONS_PIECE(" ");
+    for (i = 0; i < n && i < LESSONS_STORE_BATCH_MAX; i++) {
+        LESSONS_PIECE(i > 0 ? " UNION ALL " LESSONS_SELECT ", "
+                            : LESSONS_SELECT ", ");
+        LESSONS_PIECE(at[i]);
+        LESSONS_PIECE(" FROM l");
+        LESSONS_PIECE(at[i]);
+        LESSONS_PIECE(" l JOIN levels v ON v.id = l.level_id");
+    }
+#undef LESSONS_PIECE
+    return apr_pstrcatv(p, v, k, NULL);
 }
 
 static const char *lessons_batch_label(apr_pool_t *p, const char *kind,
@@ -270,20 +308,22 @@ static const char *lessons_batch_label(apr_pool_t *p, const char *kind,
 }
 
 /* The batch statements for 2..LESSONS_STORE_BATCH_MAX creates, then as
- * many updates.
+ * many updates: their labels (the keys of db->prepared) in p, their
+ * texts in tmp, to be let go once prepared.
  */
-static const lessons_statement_t *lessons_batch_table(apr_pool_t *p)
+static const lessons_statement_t *lessons_batch_table(apr_pool_t *p,
+                                                      apr_pool_t *tmp)
 {
-    lessons_statement_t *t = apr_pcalloc(p, (2 * LESSONS_STORE_BATCH_MAX - 1)
-                                            * sizeof(*t));
+    lessons_statement_t *t = apr_pcalloc(tmp, (2 * LESSONS_STORE_BATCH_MAX
+                                               - 1) * sizeof(*t));
     lessons_statement_t *u = t + LESSONS_STORE_BATCH_MAX - 1;
     int n;
 
     for (n = 2; n <= LESSONS_STORE_BATCH_MAX; n++) {
         t[n - 2].label = lessons_batch_label(p, "create", n);
-        t[n - 2].sql = lessons_batch_sql(p, LESSONS_INSERT, n);
+        t[n - 2].sql = lessons_batch_sql(tmp, LESSONS_INSERT, n);
         u[n - 2].label = lessons_batch_label(p, "update", n);
-        u[n - 2].sql = lessons_batch_sql(p, LESSONS_UPDATE, n);
+        u[n - 2].sql = lessons_batch_sql(tmp, LESSONS_UPDATE, n);
     }
     return t;                       /* ends with { NULL, NULL } */
 }
@@ -305,11 +345,28 @@ lessons_store_e lessons_store_prepare(lessons_db_t *db, apr_pool_t *p,
         rc = lessons_store_prepare_table(db, p, lessons_statements_returning,
                                          suffix, epoch_sql, err);
     }
-    if (rc == LESSONS_STORE_OK && engine && engine->write_returns) {
-        rc = lessons_store_prepare_table(db, p, lessons_batch_table(p),
-                                         suffix, epoch_sql, err);
-    }
     return rc;
+}
+
+/* Statements prepared apart (into fresh's hash, so that one that failed
+ * left none of them in db->prepared) join the connection's.
+ */
+static void lessons_store_merge(lessons_db_t *db, apr_pool_t *p,
+                                const lessons_db_t *fresh)
+{
+    apr_hash_index_t *hi;
+
+    if (!db->prepared) {
+        db->prepared = apr_hash_make(p);
+    }
+    for (hi = apr_hash_first(p, fresh->prepared); hi;
+         hi = apr_hash_next(hi)) {
+        const void *label;
+        void *stmt;
+
+        apr_hash_this(hi, &label, NULL, &stmt);
+        apr_hash_set(db->prepared, label, APR_HASH_KEY_STRING, stmt);
+    }
 }
 
 lessons_store_e lessons_store_prepare_idempotency(lessons_db_t *db,
@@ -336,21 +393,49 @@ lessons_store_e lessons_store_prepare_idempotency(lessons_db_t *db,
                                          err);
     }
     if (rc == LESSONS_STORE_OK) {
-        apr_hash_index_t *hi;
-
-        if (!db->prepared) {
-            db->prepared = apr_hash_make(p);
-        }
-        for (hi = apr_hash_first(p, fresh.prepared); hi;
-             hi = apr_hash_next(hi)) {
-            const void *label;
-            void *stmt;
-
-            apr_hash_this(hi, &label, NULL, &stmt);
-            apr_hash_set(db->prepared, label, APR_HASH_KEY_STRING, stmt);
-        }
+        lessons_store_merge(db, p, &fresh);
     }
     return rc;
+}
+
+lessons_store_e lessons_store_prepare_batches(lessons_db_t *db,
+                                              apr_pool_t *p,
+                                              const char *suffix,
+                                              const char **err)
+{
+    const lessons_engine_t *engine = lessons_engine_of(db->driver);
+    lessons_db_t fresh = *db;
+    lessons_store_e rc;
+    apr_pool_t *tmp;
+
+    if (lessons_store_batches_ready(db)) {
+        return LESSONS_STORE_OK;
+    }
+    if (apr_pool_create_unmanaged_ex(&tmp, NULL, NULL) != APR_SUCCESS) {
+        *err = "out of memory preparing statements";
+        return LESSONS_STORE_ERROR;
+    }
+    fresh.prepared = apr_hash_make(p);
+    rc = lessons_store_prepare_table(&fresh, p, lessons_batch_table(p, tmp),
+                                     suffix, engine->epoch_sql
+                                             ? engine->epoch_sql : "epoch",
+                                     err);
+    apr_pool_destroy(tmp);
+    if (rc == LESSONS_STORE_OK) {
+        lessons_store_merge(db, p, &fresh);
+    }
+    return rc;
+}
+
+int lessons_store_batches_ready(const lessons_db_t *db)
+{
+    const lessons_engine_t *engine = lessons_engine_of(db ? db->driver
+                                                          : NULL);
+
+    return !engine || !engine->write_returns
+           || (db->prepared
+               && apr_hash_get(db->prepared, "lessons_update_batch_2",
+                               APR_HASH_KEY_STRING) != NULL);
 }
 
 int lessons_store_idempotency_ready(const lessons_db_t *db)

@@ -237,6 +237,20 @@ lessons_store_e lessons_store_prepare_idempotency(lessons_db_t *db,
 /* Are they prepared on this connection? */
 int lessons_store_idempotency_ready(const lessons_db_t *db);
 
+/* The batch statements of lessons_store_create_many and _update_many
+ * (one text per count, 2..LESSONS_STORE_BATCH_MAX, on engines that
+ * write_returns), prepared on a connection the first time it runs a
+ * shared write: a connection that only reads never holds them.  All or
+ * none of them join db->prepared.
+ */
+lessons_store_e lessons_store_prepare_batches(lessons_db_t *db,
+                                              apr_pool_t *p,
+                                              const char *suffix,
+                                              const char **err);
+
+/* Can this connection run shared writes now (prepared, or not needed)? */
+int lessons_store_batches_ready(const lessons_db_t *db);
+
 /* A create's key, and the request it came with. */
 typedef struct {
     const char *caller;             /* lessons_idem_caller */

@@ -210,6 +210,28 @@ static void lessons_lead_jobs(lessons_lead_t *lead, apr_pool_t *p,
     }
 }
 
+/* Are the statements of shared writes ready on the leader's connection
+ * (prepared there the first time it leads a run of several)?  If they
+ * cannot be, every job of the run is made alone by its own request, the
+ * leader's too, as without the group.
+ */
+static int lessons_lead_ready(lessons_lead_t *lead)
+{
+    lessons_ctx *c = lead->c;
+    const char *err = NULL;
+
+    if (lead->n < 2
+        || lessons_db_ready_batches(&c->db, c->db_pool, c->r->pool, &err)
+           == LESSONS_DB_OK) {
+        return 1;
+    }
+    ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, c->r, LESSONSLOG(00310)
+                  "a group commit of %d %s could not prepare its "
+                  "statements, each is made alone: %s", lead->n,
+                  lead->kind->what, err ? err : "unknown error");
+    return 0;
+}
+
 /* Lead a group commit: run the jobs of run on this request's connection
  * (under the writers' mutex where writers take turns), in as few
  * transactions as the engine allows (lessons_store_batch_max), as
@@ -236,6 +258,7 @@ static int lessons_write_lead(lessons_ctx *c, lessons_srv_conf *sconf,
     done = lessons_dbd_open(c);
     if (done == DECLINED
         && lessons_writes_group(sconf, lessons_engine_of(c->db.driver))
+        && lessons_lead_ready(&lead)
         && (done = lessons_dbd_write_begin(c)) == DECLINED) {
         if (lessons_group_shares(lead.n, lessons_store_batch_max(&c->db),
                                  c->deadline, lessons_lead_send, &lead,
