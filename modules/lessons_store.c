@@ -328,12 +328,17 @@ static const lessons_statement_t *lessons_batch_table(apr_pool_t *p,
     return t;                       /* ends with { NULL, NULL } */
 }
 
+/* How the engine's statements read the epoch (LESSONS_EPOCH). */
+static const char *lessons_store_epoch_sql(const lessons_engine_t *engine)
+{
+    return engine && engine->epoch_sql ? engine->epoch_sql : "epoch";
+}
+
 lessons_store_e lessons_store_prepare(lessons_db_t *db, apr_pool_t *p,
                                       const char *suffix, const char **err)
 {
     const lessons_engine_t *engine = lessons_engine_of(db->driver);
-    const char *epoch_sql = engine && engine->epoch_sql ? engine->epoch_sql
-                                                        : "epoch";
+    const char *epoch_sql = lessons_store_epoch_sql(engine);
     lessons_store_e rc;
 
     if (!db->prepared) {
@@ -417,8 +422,7 @@ lessons_store_e lessons_store_prepare_batches(lessons_db_t *db,
     }
     fresh.prepared = apr_hash_make(p);
     rc = lessons_store_prepare_table(&fresh, p, lessons_batch_table(p, tmp),
-                                     suffix, engine->epoch_sql
-                                             ? engine->epoch_sql : "epoch",
+                                     suffix, lessons_store_epoch_sql(engine),
                                      err);
     apr_pool_destroy(tmp);
     if (rc == LESSONS_STORE_OK) {

@@ -480,16 +480,15 @@ static int lessons_update(lessons_ctx *c)
 
 static int lessons_delete(lessons_ctx *c)
 {
+    lessons_srv_conf *sconf =
+        ap_get_module_config(c->r->server->module_config, &lessons_module);
     lessons_if_match_t im;
     const char *err = NULL;
     lessons_store_e rc;
     int done = lessons_key_not_here(c);
 
     if (done != DECLINED || (done = lessons_if_match(c, &im)) != DECLINED
-        || (done = lessons_dbd_open(c)) != DECLINED) {
-        return done;
-    }
-    if ((done = lessons_dbd_write_begin(c)) != DECLINED) {
+        || (done = lessons_write_alone(c, sconf)) != DECLINED) {
         return done;
     }
     rc = lessons_store_delete(&c->db, c->r->pool, c->route.arg, &im, &err);
