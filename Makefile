@@ -225,6 +225,9 @@ deps:
 test-deps:
 	@t/tools/deps.sh test
 
+# It builds test_flight.c's cases on lessons_flight.c's other bells.
+build/unit/test_flight_portable: t/unit/test_flight.c modules/lessons_flight.c
+
 build/unit/%: t/unit/%.c $(wildcard t/unit/*.h) $(UNIT_LIB) $(HEADERS)
 	@$(mine)
 	@mkdir -p $(dir $@)
