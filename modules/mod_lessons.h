@@ -235,8 +235,11 @@ typedef struct {
     lessons_flight_t *flight;       /* shared catalog version reads, per
                                      * process; NULL when one thread per
                                      * process (not merged) */
-    apr_uint32_t flight_on;         /* a connection showed an engine whose
-                                     * reads are shared (not merged) */
+    apr_uint32_t flight_off;        /* a connection showed an engine whose
+                                     * reads are not shared (not merged):
+                                     * until then they are, so that a new
+                                     * process's first requests share a
+                                     * connection, not open one each */
     lessons_group_t *group;         /* creates in one transaction, per
                                      * process; NULL when one thread per
                                      * process (not merged) */

@@ -142,9 +142,13 @@ static int lessons_catalog_unpack(apr_pool_t *p, const unsigned char *buf,
 }
 
 /* The catalog version from a read sent after this request began: one
- * this process's threads share (lessons_flight), where the engine's
- * reads are round trips, or one of its own.  *opened says whether the
- * request holds a connection now.  DECLINED, or the answer.
+ * this process's threads share (lessons_flight), unless a connection
+ * showed an engine whose reads are not worth sharing, or one of its own.
+ * Shared from a process's first request on: mod_dbd opens connections
+ * one at a time (under its pool's lock), and a new process whose first
+ * burst read alone opened one per thread, each waiting for those before
+ * it (up to 95 ms in the bench's lab).  *opened says whether the request
+ * holds a connection now.  DECLINED, or the answer.
  */
 static int lessons_read_catalog(lessons_ctx *c, lessons_srv_conf *sconf,
                                 lessons_catalog_t *cat, int *opened)
@@ -158,7 +162,7 @@ static int lessons_read_catalog(lessons_ctx *c, lessons_srv_conf *sconf,
     lessons_store_e st;
     int rc;
 
-    if (sconf->flight && apr_atomic_read32(&sconf->flight_on)) {
+    if (sconf->flight && !apr_atomic_read32(&sconf->flight_off)) {
         /* One bound for the wait here and the connection's after it. */
         c->deadline = apr_time_now()
                       + apr_time_from_sec(lessons_db_timeout(sconf));
@@ -186,9 +190,9 @@ static int lessons_read_catalog(lessons_ctx *c, lessons_srv_conf *sconf,
         return lessons_dbd_failed(c, err);
     }
     engine = lessons_engine_of(c->db.driver);
-    if (sconf->flight && engine && engine->share_reads
-        && !apr_atomic_read32(&sconf->flight_on)) {
-        apr_atomic_set32(&sconf->flight_on, 1);
+    if (sconf->flight && (!engine || !engine->share_reads)
+        && !apr_atomic_read32(&sconf->flight_off)) {
+        apr_atomic_set32(&sconf->flight_off, 1);
     }
     return DECLINED;
 }
