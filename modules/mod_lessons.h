@@ -226,6 +226,13 @@ typedef struct {
     /* Not merged: set for every server by post_config (acquire,
      * writers, key_sources) or child_init (the rest), after the merge. */
     ap_dbd_t *(*acquire)(request_rec *r);   /* (not merged) */
+    ap_dbd_t *(*dbd_open)(apr_pool_t *p, server_rec *s);  /* (not
+                                     * merged) */
+    void (*dbd_close)(server_rec *s, ap_dbd_t *dbd);     /* (not
+                                     * merged) */
+    module *dbd_module;             /* to see whether mod_dbd has lent
+                                     * this request a connection (not
+                                     * merged) */
     int threads;                    /* worker threads per process (not
                                      * merged) */
     lessons_gate_t *gate;           /* NULL when one thread per process
@@ -329,6 +336,11 @@ typedef struct {
                                      * wait for the database (0: none
                                      * yet) */
     int writing;                    /* holds the SQLite writers' mutex */
+    int lend;                       /* a read: the connection is given
+                                     * back once its statements are done
+                                     * (lessons_dbd_give_back) */
+    void *held;                     /* that connection and its gate slot,
+                                     * while held */
     int quiet;                      /* database faults are logged, not
                                      * answered: the caller answers */
 } lessons_ctx;
@@ -556,6 +568,7 @@ int lessons_write_grouped(lessons_ctx *c, lessons_srv_conf *sconf,
 int lessons_dbd_answer(lessons_ctx *c, lessons_db_fault_e fault,
                       const char *err, int wrote);
 int lessons_dbd_open(lessons_ctx *c);
+void lessons_dbd_give_back(lessons_ctx *c);
 int lessons_dbd_write_begin(lessons_ctx *c);
 int lessons_dbd_writers_shed(lessons_ctx *c);
 void lessons_dbd_write_end(lessons_ctx *c);

@@ -26,6 +26,7 @@ int lessons_build(lessons_ctx *c, const lessons_catalog_t *cat,
                           "%s: no lesson %" APR_INT64_T_FMT,
                           lessons_refused(c->r, HTTP_NOT_FOUND),
                           c->route.arg);
+            lessons_dbd_give_back(c);
             return lessons_send_empty(c->r, HTTP_NOT_FOUND);
         }
         if (rc != LESSONS_STORE_OK) {

@@ -208,8 +208,10 @@ int lessons_read(lessons_ctx *c)
     lessons_doc_t doc;
     const char *key = NULL, *version;
     apr_size_t key_len = 0;
-    int gzip, opened = 0, rc = lessons_read_catalog(c, sconf, &cat, &opened);
+    int gzip, opened = 0, rc;
 
+    c->lend = 1;
+    rc = lessons_read_catalog(c, sconf, &cat, &opened);
     if (rc != DECLINED) {
         return rc;
     }
@@ -230,6 +232,7 @@ int lessons_read(lessons_ctx *c)
         if (rc != DECLINED) {
             return rc;
         }
+        lessons_dbd_give_back(c);
         /* Built from statements after the version was read: at worst
          * newer than the version it is kept under, never older.
          */
@@ -251,6 +254,7 @@ int lessons_read(lessons_ctx *c)
             return lessons_send_doc(r, &doc);
         }
     }
+    lessons_dbd_give_back(c);
     rc = lessons_send_entry(r, e, gzip);
     lessons_cache_release(e);
     return rc;

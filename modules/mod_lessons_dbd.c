@@ -73,6 +73,7 @@ int lessons_dbd_answer(lessons_ctx *c, lessons_db_fault_e fault,
             LESSONSLOG(00302) "database error on %s: %s", name, err));
         break;
     }
+    lessons_dbd_give_back(c);
     if (c->quiet) {
         return HTTP_SERVICE_UNAVAILABLE;    /* logged; the caller answers */
     }
@@ -125,8 +126,75 @@ int lessons_dbd_writers_shed(lessons_ctx *c)
                             lessons_db_timeout(sconf)));
 }
 
+/* A connection taken with ap_dbd_open for a read, and its gate slot:
+ * given back as soon as the read's statements are done, not when the
+ * request ends, so that a client slow to take its answer (or its 304)
+ * holds neither, and a process needs about as many connections as it
+ * has reads on their way, not as it has answers being written.
+ */
+typedef struct {
+    server_rec *s;
+    ap_dbd_t *dbd;
+    void (*close)(server_rec *s, ap_dbd_t *dbd);
+    lessons_gate_t *gate;
+} lessons_dbd_hold_t;
+
+/* Once, whichever comes first: lessons_dbd_give_back, or the request's
+ * end.  A pre-cleanup, because with DBDPersist Off the connection lives
+ * in a pool under the request's, which is gone before plain cleanups run.
+ */
+static apr_status_t lessons_dbd_release(void *data)
+{
+    lessons_dbd_hold_t *hold = data;
+
+    if (hold->dbd) {
+        hold->close(hold->s, hold->dbd);
+        hold->dbd = NULL;
+    }
+    if (hold->gate) {
+        lessons_gate_leave(hold->gate);
+        hold->gate = NULL;
+    }
+    return APR_SUCCESS;
+}
+
+/* A read may take a connection of its own (ap_dbd_open) unless mod_dbd
+ * has already lent this request one (ap_dbd_acquire, by mod_authn_dbd,
+ * mod_session_dbd or a dbd RewriteMap, kept until the request ends):
+ * then it shares that one, as ap_dbd_acquire would, since a second could
+ * wait for ever on a pool whose every connection is held so.  mod_dbd
+ * keeps a lent connection in the initial request's config, non-NULL
+ * once lent.
+ */
+static int lessons_dbd_may_lend(request_rec *r, lessons_srv_conf *sconf)
+{
+    if (!sconf->dbd_open || !sconf->dbd_close || !sconf->dbd_module) {
+        return 0;
+    }
+    while (r->prev || r->main) {
+        r = r->prev ? r->prev : r->main;
+    }
+    return ap_get_module_config(r->request_config, sconf->dbd_module)
+           == NULL;
+}
+
+/* Give a read's connection and its slot back now (once its statements
+ * are done, before any answer goes out); nothing if it holds none.
+ */
+void lessons_dbd_give_back(lessons_ctx *c)
+{
+    if (c->held) {
+        lessons_dbd_release(c->held);
+        c->held = NULL;
+        memset(&c->db, 0, sizeof(c->db));
+        c->db_pool = NULL;
+    }
+}
+
 /* Get a pooled connection ready for this request, within the request's
  * time bound.  DECLINED means connected; anything else is the answer.
+ * A read's (c->lend) is given back by lessons_dbd_give_back, or when
+ * the request ends.
  */
 int lessons_dbd_open(lessons_ctx *c)
 {
@@ -142,9 +210,17 @@ int lessons_dbd_open(lessons_ctx *c)
     apr_interval_time_t left;
     lessons_db_fault_e fault;
     const char *err = NULL;
+    lessons_dbd_hold_t *hold = NULL;
     ap_dbd_t *dbd;
     int waited = 0;
 
+    if (c->lend && lessons_dbd_may_lend(r, sconf)) {
+        hold = apr_pcalloc(r->pool, sizeof(*hold));
+        hold->s = r->server;
+        hold->close = sconf->dbd_close;
+        apr_pool_pre_cleanup_register(r->pool, hold, lessons_dbd_release);
+        c->held = hold;
+    }
     if (sconf->gate) {
         lessons_gate_e entered = lessons_gate_enter(sconf->gate, deadline,
                                                     &waited);
@@ -166,21 +242,33 @@ int lessons_dbd_open(lessons_ctx *c)
                                    "for a pooled database connection",
                                    lessons_db_timeout(sconf)));
         case LESSONS_GATE_OK:
-            /* Runs after mod_dbd's release, which acquire registers
-             * later on the same pool.
-             */
-            apr_pool_cleanup_register(r->pool, sconf->gate,
-                                      lessons_gate_leave,
-                                      apr_pool_cleanup_null);
+            if (!hold) {
+                /* Runs after mod_dbd's release, which acquire registers
+                 * later on the same pool.
+                 */
+                apr_pool_cleanup_register(r->pool, sconf->gate,
+                                          lessons_gate_leave,
+                                          apr_pool_cleanup_null);
+            }
+            else {
+                hold->gate = sconf->gate;
+            }
             break;
         }
     }
-    dbd = sconf->acquire ? sconf->acquire(r) : NULL;
+    if (hold) {
+        dbd = sconf->dbd_open(r->pool, r->server);
+        hold->dbd = dbd;
+    }
+    else {
+        dbd = sconf->acquire ? sconf->acquire(r) : NULL;
+    }
     if (!dbd) {
         lessons_count(r, LESSONS_M_DB_FAULTS + LESSONS_FAULT_NO_CONNECTION);
         lessons_log_fault(r, APLOG_ERR, LESSONSLOG(00301)
                           "no database connection (check DBDriver/DBDParams "
                           "and that the database is up)");
+        lessons_dbd_give_back(c);
         if (c->quiet) {
             return HTTP_SERVICE_UNAVAILABLE;
         }

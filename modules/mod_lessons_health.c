@@ -34,6 +34,7 @@ int lessons_health_handler(request_rec *r)
     c.r = r;
     c.conf = ap_get_module_config(r->per_dir_config, &lessons_module);
     c.quiet = 1;
+    c.lend = 1;
     pass = lessons_dbd_open(&c) == DECLINED;
     if (pass && lessons_store_catalog(&c.db, r->pool, &cat, &err)
                 != LESSONS_STORE_OK) {
@@ -41,6 +42,7 @@ int lessons_health_handler(request_rec *r)
                           0);
         pass = 0;
     }
+    lessons_dbd_give_back(&c);
     body = lessons_json_health(r->pool, pass, &len);
     if (!body) {
         ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, LESSONSLOG(00508)

@@ -272,6 +272,9 @@ int lessons_post_config(apr_pool_t *pconf, apr_pool_t *plog,
                            == 0;
         }
         sconf->acquire = acquire;
+        sconf->dbd_open = APR_RETRIEVE_OPTIONAL_FN(ap_dbd_open);
+        sconf->dbd_close = APR_RETRIEVE_OPTIONAL_FN(ap_dbd_close);
+        sconf->dbd_module = ap_find_linked_module("mod_dbd.c");
         sconf->writers = writers;
         sconf->jwt_caps = jwt_caps;
     }
