@@ -182,8 +182,12 @@ static void lessons_register_hooks(apr_pool_t *p)
     /* The gates exist before mod_dbd's child_init connects. */
     ap_hook_child_init(lessons_child_init, NULL, before_dbd,
                        APR_HOOK_MIDDLE);
+    /* First: mod_dbd's own (DBDInitSQL) stops the run when a statement
+     * returns rows, as SQLite's PRAGMAs do, and the gate would never
+     * learn DBDMax.
+     */
     APR_OPTIONAL_HOOK(dbd, post_connect, lessons_dbd_connected, NULL, NULL,
-                      APR_HOOK_MIDDLE);
+                      APR_HOOK_FIRST);
 
     /* A request, in the order it meets them.  API and health requests
      * skip the filesystem walk (and TRACE's echo).

@@ -409,6 +409,10 @@ apr_status_t lessons_dbd_connected(apr_pool_t *p, dbd_cfg_t *cfg,
     if (sconf && sconf->gate && cfg->nmax > 0) {
         lessons_gate_size(sconf->threads, cfg->nmax, &slots, &waiting);
         lessons_gate_resize(sconf->gate, slots, waiting);
+        ap_log_error(APLOG_MARK, APLOG_TRACE1, 0, cfg->server,
+                     LESSONSLOG(00124) "a pooled connection made: up to %d "
+                     "requests of this process hold one at a time (DBDMax "
+                     "%d)", slots, cfg->nmax);
     }
     return APR_SUCCESS;
 }

@@ -12,6 +12,9 @@
 #    one: with DBDMax 1 a second connection could never come.
 # 3. Reads answer alike under the event and prefork MPMs, with
 #    DBDPersist On and Off (a connection in a pool under the request's).
+# 4. The gate in front of the pool knows DBDMax (it let more requests
+#    through to mod_dbd, whose wait has no bound, when DBDInitSQL ran a
+#    statement that returns rows); checked on the server of 1.
 use strict;
 use warnings FATAL => 'all';
 
@@ -74,6 +77,7 @@ sub slow_reader {
     my $dir  = File::Temp->newdir(CLEANUP => !$ENV{LESSONS_TEST_KEEP});
     my $port = free_port();
     my $conf = httpd_conf($dir, $port, one_process_conf() . <<"EOF");
+LogLevel info lessons:trace1
 DBDMin 1
 DBDKeep 4
 DBDMax 4
@@ -114,6 +118,11 @@ EOF
     my @shed = grep { /answered 503/ } @log;
     is scalar @shed, 0, 'no request was answered 503'
         or diag @shed[0 .. ($#shed < 4 ? $#shed : 4)];
+    # The gate in front of the pool learns DBDMax from mod_dbd, also
+    # with a DBDInitSQL whose statement returns rows (the suite's SQLite
+    # PRAGMA), which ends mod_dbd's post_connect run.
+    ok((grep { /up to 4 requests of this process hold one at a time \(DBDMax 4\)/ } @log),
+       'the gate holds as many requests as DBDMax lets connect');
 }
 
 # ---- 2. a connection mod_dbd lent the request first
