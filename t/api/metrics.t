@@ -41,13 +41,7 @@ sub conf_m {
 LogLevel info
 LoadModule status_module "$mods/mod_status.so"
 LoadModule authz_host_module "$mods/mod_authz_host.so"
-StartServers 1
-ServerLimit 1
-MinSpareThreads 1
-MaxSpareThreads 8
-ThreadsPerChild 8
-MaxRequestWorkers 8
-LessonsCacheSize $cache
+@{[ one_process_conf(8) ]}LessonsCacheSize $cache
 @{[ api_location() ]}
 <Location "/claim/api/lessons">
     SetHandler lessons

@@ -113,12 +113,15 @@ EOF
     return $conf;
 }
 
-# The MPM lines of a server of one process with 25 threads, for tests
-# that count what each process fetches (keys URLs, discovered issuers).
+# The MPM lines of a server of one process with 25 threads (or as many
+# as given), for tests that count what each process fetches (keys URLs,
+# discovered issuers) or how many of its threads are taken.
 sub one_process_conf {
+    my ($threads) = @_;
+    $threads ||= 25;
     return join '', map { "$_\n" } 'StartServers 1', 'ServerLimit 1',
-        'MinSpareThreads 1', 'MaxSpareThreads 25', 'ThreadsPerChild 25',
-        'MaxRequestWorkers 25';
+        'MinSpareThreads 1', "MaxSpareThreads $threads",
+        "ThreadsPerChild $threads", "MaxRequestWorkers $threads";
 }
 
 # start_httpd($conf, $port): starts it, waits for its port (bails out
