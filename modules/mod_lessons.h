@@ -459,6 +459,7 @@ int lessons_pre_config(apr_pool_t *pconf, apr_pool_t *plog,
 int lessons_post_config(apr_pool_t *pconf, apr_pool_t *plog,
                         apr_pool_t *ptemp, server_rec *s);
 void lessons_child_init(apr_pool_t *pchild, server_rec *s);
+apr_interval_time_t lessons_gate_stall(const lessons_srv_conf *sconf);
 apr_status_t lessons_dbd_connected(apr_pool_t *p, dbd_cfg_t *cfg,
                                    ap_dbd_t *dbd);
 

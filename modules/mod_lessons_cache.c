@@ -163,10 +163,20 @@ static int lessons_read_catalog(lessons_ctx *c, lessons_srv_conf *sconf,
     int rc;
 
     if (sconf->flight && !apr_atomic_read32(&sconf->flight_off)) {
-        /* One bound for the wait here and the connection's after it. */
-        c->deadline = apr_time_now()
-                      + apr_time_from_sec(lessons_db_timeout(sconf));
-        how = lessons_flight_join(sconf->flight, c->deadline, buf, &len);
+        /* One bound for the wait here and the connection's after it.
+         * A read not landed within the gate's stall bound has met a
+         * database that does not answer: its waiters go on to the gate,
+         * which keeps threads free for the rest of the server, rather
+         * than each holding one until the deadline.
+         */
+        apr_time_t now = apr_time_now(),
+                   stalled = now + lessons_gate_stall(sconf);
+
+        c->deadline = now + apr_time_from_sec(lessons_db_timeout(sconf));
+        how = lessons_flight_join(sconf->flight,
+                                  stalled < c->deadline ? stalled
+                                                        : c->deadline,
+                                  buf, &len);
         if (how == LESSONS_FLIGHT_SHARED
             && lessons_catalog_unpack(r->pool, buf, len, cat)) {
             *opened = 0;

@@ -329,11 +329,47 @@ static void lessons_gate_size(int threads, int dbd_max, int *slots,
  * or half of LessonsDBTimeout when that is shorter, so that a stalled
  * gate sheds well before its waiters' deadline.
  */
-static apr_interval_time_t lessons_gate_stall(const lessons_srv_conf *sconf)
+apr_interval_time_t lessons_gate_stall(const lessons_srv_conf *sconf)
 {
     apr_interval_time_t half = apr_time_from_sec(lessons_db_timeout(sconf)) / 2;
 
     return half < LESSONS_GATE_STALL ? half : LESSONS_GATE_STALL;
+}
+
+/* Which of mod_dbd's connection pools server s draws from, as a key:
+ * servers with the same driver, parameters and pool sizes share one
+ * (mod_dbd's post_config groups them so), and must share the gate in
+ * front of it, or each virtual host would let DBDMax requests at the
+ * same connections and together hold every thread of the process.
+ * mod_dbd keeps its configuration first in a per-server record of its
+ * own; what is read there is checked (it names one of the servers, main
+ * first: a virtual host without DBD directives has the main server's).
+ * NULL when it cannot be read: the server gets a gate of its own.  *max
+ * is the pool's DBDMax.
+ */
+static const char *lessons_dbd_pool_key(apr_pool_t *p, server_rec *s,
+                                        server_rec *main, module *dbd,
+                                        int *max)
+{
+    dbd_cfg_t *const *first = dbd ? ap_get_module_config(s->module_config,
+                                                         dbd)
+                                  : NULL;
+    const dbd_cfg_t *cfg = first ? *first : NULL;
+
+    while (main && (!cfg || main != cfg->server)) {
+        main = main->next;
+    }
+    if (!main || !cfg->name || !cfg->params) {
+        return NULL;
+    }
+#if APR_HAS_THREADS
+    *max = cfg->nmax;
+    return apr_psprintf(p, "%s\n%s\n%d %d %d %d %d", cfg->name, cfg->params,
+                        cfg->persist, cfg->nmin, cfg->nkeep, cfg->nmax,
+                        cfg->exptime);
+#else
+    return NULL;
+#endif
 }
 
 void lessons_child_init(apr_pool_t *pchild, server_rec *s)
@@ -342,6 +378,7 @@ void lessons_child_init(apr_pool_t *pchild, server_rec *s)
     lessons_cache_t *cache = NULL;
     lessons_tokencache_t *tokens = NULL;
     apr_global_mutex_t *writers = NULL;
+    apr_hash_t *gates = apr_hash_make(pchild);
     int threads = 1, slots, waiting;
 
     ap_mpm_query(AP_MPMQ_MAX_THREADS, &threads);
@@ -380,10 +417,22 @@ void lessons_child_init(apr_pool_t *pchild, server_rec *s)
         }
         sconf->writers = writers;
         if (threads > 1) {
-            lessons_gate_size(threads, LESSONS_DBD_DEFAULT_MAX, &slots,
-                              &waiting);
-            sconf->gate = lessons_gate_make(pchild, slots, waiting,
-                                            lessons_gate_stall(sconf));
+            int max = LESSONS_DBD_DEFAULT_MAX;
+            const char *pool = lessons_dbd_pool_key(pchild, s, main,
+                                                    sconf->dbd_module, &max);
+
+            sconf->gate = pool ? apr_hash_get(gates, pool,
+                                              APR_HASH_KEY_STRING)
+                               : NULL;
+            if (!sconf->gate) {
+                lessons_gate_size(threads, max, &slots, &waiting);
+                sconf->gate = lessons_gate_make(pchild, slots, waiting,
+                                                lessons_gate_stall(sconf));
+                if (pool && sconf->gate) {
+                    apr_hash_set(gates, pool, APR_HASH_KEY_STRING,
+                                 sconf->gate);
+                }
+            }
             sconf->flight = lessons_flight_make(pchild,
                                                 lessons_share_window(sconf));
             sconf->group = lessons_group_make(pchild, threads);
