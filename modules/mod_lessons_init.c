@@ -364,8 +364,9 @@ static const char *lessons_dbd_pool_key(apr_pool_t *p, server_rec *s,
     }
 #if APR_HAS_THREADS
     *max = cfg->nmax;
+    /* DBDPersist unset (-1) is On, and one pool with it. */
     return apr_psprintf(p, "%s\n%s\n%d %d %d %d %d", cfg->name, cfg->params,
-                        cfg->persist, cfg->nmin, cfg->nkeep, cfg->nmax,
+                        cfg->persist != 0, cfg->nmin, cfg->nkeep, cfg->nmax,
                         cfg->exptime);
 #else
     return NULL;

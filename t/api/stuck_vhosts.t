@@ -44,6 +44,8 @@ LessonsDBTimeout 10
 <VirtualHost 127.0.0.1:$pa>
 $api</VirtualHost>
 <VirtualHost 127.0.0.1:$pb>
+# mod_dbd's default, said again: still the same pool as the other's.
+DBDPersist On
 $api</VirtualHost>
 EOF
 start_httpd($conf, $pa);
