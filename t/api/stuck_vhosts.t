@@ -2,7 +2,7 @@
 # (the usual :80 and :443 pair), with GETs of lessons not in the cache:
 # the rest of the server is still served once the database has not
 # answered for the gate's stall bound (2 s).  Two things took every
-# thread of the process until LessonsDBTimeout (10 s here):
+# thread of the process until LessonsDBTimeout (20 s here):
 # - the gate in front of the pool was one per virtual host, so each let
 #   DBDMax requests at the same connections (those past DBDMax waited
 #   inside mod_dbd, whose wait has no bound) and kept waiters of its own;
@@ -40,7 +40,7 @@ Listen 127.0.0.1:$pb
 @{[ one_process_conf(8) ]}DBDMin 1
 DBDKeep 2
 DBDMax 2
-LessonsDBTimeout 10
+LessonsDBTimeout 20
 <VirtualHost 127.0.0.1:$pa>
 $api</VirtualHost>
 <VirtualHost 127.0.0.1:$pb>
@@ -98,7 +98,9 @@ sleep 1.5;          # every request has reached the server by now: each
 for my $port ($pa, $pb) {
     my ($code, $secs) = request($port, '/not-the-api/', 0);
     is $code, 404, "locked: port $port still serves the rest (404 from httpd)";
-    cmp_ok $secs, '<', 3, "locked: ... once the stall bound is over ($secs s)";
+    # Slack for a busy machine (2 to 4 s under ASan): half the timeout,
+    # which every request waited out before.
+    cmp_ok $secs, '<', 10, "locked: ... once the stall bound is over ($secs s)";
 }
 
 release($lock);
