@@ -228,6 +228,11 @@ int lessons_post_config(apr_pool_t *pconf, apr_pool_t *plog,
     apr_status_t rv;
     ap_dbd_t *(*acquire)(request_rec *) =
         APR_RETRIEVE_OPTIONAL_FN(ap_dbd_acquire);
+    ap_dbd_t *(*dbd_open)(apr_pool_t *, server_rec *) =
+        APR_RETRIEVE_OPTIONAL_FN(ap_dbd_open);
+    void (*dbd_close)(server_rec *, ap_dbd_t *) =
+        APR_RETRIEVE_OPTIONAL_FN(ap_dbd_close);
+    module *dbd_module = ap_find_linked_module("mod_dbd.c");
 
     lessons_srv_conf *mconf =
         ap_get_module_config(s->module_config, &lessons_module);
@@ -272,9 +277,9 @@ int lessons_post_config(apr_pool_t *pconf, apr_pool_t *plog,
                            == 0;
         }
         sconf->acquire = acquire;
-        sconf->dbd_open = APR_RETRIEVE_OPTIONAL_FN(ap_dbd_open);
-        sconf->dbd_close = APR_RETRIEVE_OPTIONAL_FN(ap_dbd_close);
-        sconf->dbd_module = ap_find_linked_module("mod_dbd.c");
+        sconf->dbd_open = dbd_open;
+        sconf->dbd_close = dbd_close;
+        sconf->dbd_module = dbd_module;
         sconf->writers = writers;
         sconf->jwt_caps = jwt_caps;
     }
