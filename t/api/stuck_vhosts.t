@@ -51,7 +51,7 @@ EOF
 start_httpd($conf, $pa);
 wait_port($pb) or BAIL_OUT("httpd does not listen on $pb");
 
-seed({ level_id => 1, title => 'Vor der Sperre', sort_order => 1 });
+my ($seeded) = seed({ level_id => 1, title => 'Vor der Sperre', sort_order => 1 });
 
 # One request over a raw socket: (status, seconds).
 sub request {
@@ -73,12 +73,14 @@ for my $port ($pa, $pb) {
 }
 
 # ---- the lock is held: 8 API requests on each virtual host, each for a
-# lesson not in the response cache (so it reads the locked table)
+# lesson not in the response cache (so it reads the locked table) and
+# not in the table (ids past the one seeded: the ids go on from earlier
+# tests' rows)
 my $lock = hold_lock();
 my @kids;
 my $n = 0;
 for my $port (($pa) x 8, ($pb) x 8) {
-    my $id = 1000 + $n++;
+    my $id = $seeded + 1000 + $n++;
     pipe my $r, my $w or die "pipe: $!";
     my $pid = fork // die "fork: $!";
     if (!$pid) {
