@@ -316,7 +316,7 @@ EOT
         num($reads), num($ceiling), defined $pred ? sprintf('%.3f', $pred) : 'n/a',
         defined $pgcpu ? sprintf('%.1f%%', 100 * $pgcpu) : 'n/a', join('; ', @t);
 }
-print "Memory (httpd children, VmRSS, after a warm-up with every GET route):\n\n",
+print "Memory (httpd children, VmRSS, on a server started for it, after a warm-up with every GET route):\n\n",
       join("\n", @memory), "\n\n" if @memory;
 printf "Targets: %d met, %d missed.\n", $met, $missed;
 print "\nNotes:\n\n", join("\n", map { "- $_" } @notes), "\n" if @notes;
