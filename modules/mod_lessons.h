@@ -579,8 +579,11 @@ int lessons_dbd_keys_ready(lessons_ctx *c);
 /* mod_lessons_io.c */
 void lessons_send_head(request_rec *r, int status, const char *type,
                        apr_size_t len);
-void lessons_flush_small(request_rec *r, apr_bucket_brigade *bb,
-                         apr_size_t len);
+/* Pass an answer's body brigade (len bytes; empty for none) with its
+ * EOS, flushed when it is short: OK, or AP_FILTER_ERROR.
+ */
+int lessons_pass_answer(request_rec *r, apr_bucket_brigade *bb,
+                        apr_size_t len);
 int lessons_send(request_rec *r, int status, const char *type,
                  const char *body, apr_size_t len);
 int lessons_send_empty(request_rec *r, int status);

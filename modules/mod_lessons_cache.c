@@ -50,11 +50,7 @@ static int lessons_not_modified(request_rec *r, const char *etag)
     lessons_read_headers(r, etag);
     r->status = HTTP_NOT_MODIFIED;
     bb = apr_brigade_create(r->pool, r->connection->bucket_alloc);
-    lessons_flush_small(r, bb, 0);
-    APR_BRIGADE_INSERT_TAIL(bb, apr_bucket_eos_create(
-                                    r->connection->bucket_alloc));
-    return ap_pass_brigade(r->output_filters, bb) == APR_SUCCESS
-           ? OK : AP_FILTER_ERROR;
+    return lessons_pass_answer(r, bb, 0);
 }
 
 /* Send a cached entry's bytes without copying them: the bucket holds a
@@ -93,11 +89,7 @@ static int lessons_send_entry(request_rec *r, lessons_cache_entry_t *e,
             bytes, len, lessons_cache_free_body,
             r->connection->bucket_alloc));
     }
-    lessons_flush_small(r, bb, len);
-    APR_BRIGADE_INSERT_TAIL(bb, apr_bucket_eos_create(
-                                    r->connection->bucket_alloc));
-    return ap_pass_brigade(r->output_filters, bb) == APR_SUCCESS
-           ? OK : AP_FILTER_ERROR;
+    return lessons_pass_answer(r, bb, len);
 }
 
 /* Without the cache (LessonsCacheSize 0, or bytes it cannot hold): the
