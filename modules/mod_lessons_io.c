@@ -46,8 +46,7 @@ static void lessons_flush_bodiless(request_rec *r)
         return;
     }
     bb = apr_brigade_create(r->pool, conn->bucket_alloc);
-    APR_BRIGADE_INSERT_TAIL(bb, apr_bucket_flush_create(conn->bucket_alloc));
-    (void)ap_pass_brigade(conn->output_filters, bb);
+    (void)ap_fflush(conn->output_filters, bb);
     apr_brigade_cleanup(bb);
 }
 
