@@ -833,8 +833,8 @@ for DRIVER in $DBS; do
     # leave more children than 32 clients keep, the MPM retires them
     # during the measured run, and the children left take over their
     # load (more of their threads and pooled connections at work), which
-    # a leak check would count as growth (+17% to +18% at c223d38, its
-    # witness run after it +0.0% to +0.2%).
+    # a leak check would count as growth (+17.4% at c223d38, +18.2% at
+    # b023d04; the witness run after it +0.2% and +0.0%).
     stop_httpd
     start_httpd
     rss_phase "$DRIVER"
