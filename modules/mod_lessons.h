@@ -151,6 +151,18 @@ typedef struct {
     int block;                      /* the record of a <LessonsJWTIssuer>
                                      * block, not of a section (not
                                      * merged: a block never is) */
+    const ap_directive_t *node;     /* the section it was read from (its
+                                     * <Location>, <If>, ...; NULL at the
+                                     * main server's level), for the
+                                     * start-up check (not merged) */
+    server_rec *server;             /* ... and its server (not merged) */
+    const char *gate_where;         /* file:line of the first directive
+                                     * that made a token needed here: a
+                                     * key, a keys URL, an issuer whose
+                                     * keys are discovered, an issuer
+                                     * block.  Merged so that the
+                                     * outermost stays: nothing merged
+                                     * after it can clear it */
     apr_array_header_t *issuers;    /* <LessonsJWTIssuer> blocks, each a
                                      * record of one issuer's keys,
                                      * algorithms and audience; merged
@@ -427,6 +439,9 @@ const char *lessons_unit_policy(apr_pool_t *p, const lessons_dir_conf *conf,
                                 lessons_token_policy_t *policy,
                                 struct lessons_keys_src **src);
 int lessons_token_required(const lessons_dir_conf *conf);
+const char *lessons_gate_policy(apr_pool_t *p, const lessons_dir_conf *conf,
+                                unsigned caps, lessons_token_policy_t *policy,
+                                struct lessons_keys_src **src);
 lessons_algs_t lessons_discovery_algs(unsigned jwt_caps);
 int lessons_db_timeout(const lessons_srv_conf *sconf);
 apr_interval_time_t lessons_share_window(const lessons_srv_conf *sconf);

@@ -285,15 +285,8 @@ static int lessons_authenticate(request_rec *r, const lessons_dir_conf *conf,
     json_t *claims = NULL;
     int want_claims, rc;
 
-    if (conf->issuers && (conf->issuer || conf->audience)) {
-        return lessons_misconfigured(r, apr_psprintf(r->pool,
-            "the section at %s gives each of its issuers a block, but a "
-            "section merged after it sets %s for all of them", conf->jwt_where,
-            conf->issuer ? "LessonsJWTIssuer" : "LessonsJWTAudience"));
-    }
-    why = conf->issuers ? NULL
-        : lessons_unit_policy(r->pool, conf, unit, sconf->jwt_caps, &policy,
-                              &src);
+    /* Whatever the merge left must verify; else nothing passes. */
+    why = lessons_gate_policy(r->pool, conf, sconf->jwt_caps, &policy, &src);
     if (why) {
         return lessons_misconfigured(r, why);
     }

@@ -27,6 +27,10 @@ void *lessons_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
      * check; a merged config is no section, so it stays unset.
      * Algorithm and key come as one: both from add if it set either.
      */
+    /* Once a section needs a token, every section merged after it does:
+     * whatever they set, they can only change which keys verify it.
+     */
+    conf->gate_where = base->gate_where ? base->gate_where : add->gate_where;
     jwt = add->jwt_where ? add : base;
     conf->jwt_where = jwt->jwt_where;
     conf->algs = jwt->algs;
@@ -179,12 +183,53 @@ const char *lessons_unit_policy(apr_pool_t *p, const lessons_dir_conf *conf,
     return NULL;
 }
 
-/* Is a token required here: a key is in effect, or an issuer whose
- * keys can be discovered?
+/* Is a token required here: this section or one merged before it put a
+ * key, a keys URL, an issuer whose keys are discovered or an issuer
+ * block in force.  Monotone along the merge: no inner section, <If> or
+ * virtual host can make it false again (lessons_gate_policy says
+ * whether what they left can verify a token).
  */
 int lessons_token_required(const lessons_dir_conf *conf)
 {
-    return conf && (conf->jwt_where || conf->issuer_src);
+    return conf && conf->gate_where;
+}
+
+/* The policy a merged configuration that needs a token verifies with,
+ * and where its keys come from (a section with <LessonsJWTIssuer>
+ * blocks has none until a token picks its block): NULL, or why it
+ * cannot verify one, as when a section merged after the one that made
+ * the token needed took its keys away or split an issuer from its keys.
+ * Each request there fails closed (500), and start-up refuses every
+ * such merge it can see.
+ */
+const char *lessons_gate_policy(apr_pool_t *p, const lessons_dir_conf *conf,
+                                unsigned caps, lessons_token_policy_t *policy,
+                                lessons_keys_src **src)
+{
+    memset(policy, 0, sizeof(*policy));
+    *src = NULL;
+    if (!conf->jwt_where && !conf->issuer_src) {
+        return apr_psprintf(p, "a token is needed here (from %s on), but "
+                            "a section merged after it leaves no key in "
+                            "effect%s", conf->gate_where ? conf->gate_where
+                                                         : "(nowhere)",
+                            conf->issuer
+                            ? ": its LessonsJWTIssuer names an issuer "
+                              "whose keys cannot be discovered (an "
+                              "https:// URL without query), and no "
+                              "LessonsJWTKey goes with it" : "");
+    }
+    if (conf->issuers) {
+        if (conf->issuer || conf->audience) {
+            return apr_psprintf(p, "the section at %s gives each of its "
+                                "issuers a block, but a section merged "
+                                "after it sets %s for all of them",
+                                conf->jwt_where, conf->issuer
+                                ? "LessonsJWTIssuer" : "LessonsJWTAudience");
+        }
+        return NULL;
+    }
+    return lessons_unit_policy(p, conf, conf, caps, policy, src);
 }
 
 /* The algorithms a discovered issuer's keys may verify where the admin
@@ -220,6 +265,41 @@ apr_off_t lessons_max_body(const lessons_dir_conf *conf)
     return conf->max_body > 0 ? conf->max_body : LESSONS_DEFAULT_MAX_BODY;
 }
 
+/* The section a directive belongs to: its nearest enclosing <Location>,
+ * <Directory>, <Files>, <If> (and their Match forms), <Proxy> or
+ * <VirtualHost>, through the containers that only decide whether it is
+ * read (<IfModule>, <IfDefine>, <Limit>, ...); NULL at the main
+ * server's level.
+ */
+static const ap_directive_t *lessons_section_node(const ap_directive_t *d)
+{
+    static const char *const sections[] = {
+        "<Location", "<LocationMatch", "<Directory", "<DirectoryMatch",
+        "<Files", "<FilesMatch", "<If", "<ElseIf", "<Else", "<Proxy",
+        "<ProxyMatch", "<VirtualHost", NULL
+    };
+    int i;
+
+    for (d = d ? d->parent : NULL; d; d = d->parent) {
+        for (i = 0; sections[i]; i++) {
+            if (strcasecmp(d->directive, sections[i]) == 0) {
+                return d;
+            }
+        }
+    }
+    return NULL;
+}
+
+/* A token is needed from this directive on (lessons_token_required). */
+static void lessons_gates(cmd_parms *cmd, lessons_dir_conf *conf)
+{
+    if (!conf->gate_where) {
+        conf->gate_where = apr_psprintf(cmd->pool, "%s:%d",
+                                        cmd->directive->filename,
+                                        cmd->directive->line_num);
+    }
+}
+
 /* Every Lessons directive lands here first: mod_dbd must be loaded, and
  * the section is remembered for the start-up check.  (Statements are
  * prepared per connection at first use, not at config time.)
@@ -236,6 +316,8 @@ static const char *lessons_touch(cmd_parms *cmd, lessons_dir_conf *conf)
     /* A block is checked with the section that holds it. */
     if (!conf->registered && !conf->block) {
         conf->registered = 1;
+        conf->node = lessons_section_node(cmd->directive);
+        conf->server = cmd->server;
         APR_ARRAY_PUSH(sconf->sections, lessons_dir_conf *) = conf;
     }
     /* Where a keys URL setting first appeared, so that start-up can name
@@ -329,6 +411,7 @@ static const char *lessons_jwt_part(cmd_parms *cmd, lessons_dir_conf *conf)
                                        cmd->directive->line_num);
         conf->location = lessons_plain_location(cmd);
     }
+    lessons_gates(cmd, conf);
     if (conf->algs && set) {
         if (set->nkeys == 1 && !set->keys[0].kid
             && set->keys[0].alg == JWT_ALG_NONE) {
@@ -592,6 +675,9 @@ const char *lessons_set_issuer(cmd_parms *cmd, void *dconf, const char *arg)
     conf->issuer_src = lessons_discovery_check_issuer(cmd->temp_pool, arg)
                        ? NULL : lessons_keys_src_get(cmd, arg, 1);
     conf->issuer_location = lessons_plain_location(cmd);
+    if (conf->issuer_src) {
+        lessons_gates(cmd, conf);
+    }
     return NULL;
 }
 
@@ -752,6 +838,7 @@ const char *lessons_issuer_section(cmd_parms *cmd, void *dconf,
         conf->jwt_where = where;
         conf->location = lessons_plain_location(cmd);
     }
+    lessons_gates(cmd, conf);
     APR_ARRAY_PUSH(conf->issuers, lessons_dir_conf *) = block;
     return lessons_touch(cmd, conf);
 }

@@ -9,11 +9,12 @@
 
 #include "mod_lessons.h"
 
-/* Only what can be seen exactly is checked here: each section's own
- * directives, and whether the configuration holds a key at all.  Which
- * sections a request merges (regex sections, <If>, <Directory>) is
- * httpd's to decide and is not imitated; the request-time checks in
- * lessons_authenticate hold whatever the merge produces.
+/* Checked here: each section's own directives, whether the
+ * configuration holds a key at all, and the merges that can be seen
+ * from the configuration alone (lessons_check_merges).  Which sections
+ * a request merges (regex sections, <If> conditions) is httpd's to
+ * decide; the request-time check (lessons_gate_policy) holds whatever
+ * the merge produces.
  */
 
 /* The first "SetHandler lessons" in the tree, or NULL. */
@@ -171,10 +172,178 @@ static int lessons_check_section(apr_pool_t *ptemp, lessons_dir_conf *c,
     return !OK;
 }
 
+/* A section's kind and plain path ("<Location", "/api"), NULL for a
+ * regex section, a wildcard or anything but <Location> and <Directory>.
+ */
+static const char *lessons_plain_path(apr_pool_t *p,
+                                      const ap_directive_t *node,
+                                      const char *kind)
+{
+    const char *path;
+    apr_size_t n;
+
+    if (!node || strcasecmp(node->directive, kind) != 0) {
+        return NULL;
+    }
+    path = lessons_tree_arg(p, node);
+    if (*path != '/' || strpbrk(path, "*?[~")) {
+        return NULL;
+    }
+    n = strlen(path);
+    while (n > 1 && path[n - 1] == '/') {
+        n--;
+    }
+    return apr_pstrmemdup(p, path, n);
+}
+
+/* Does a request under path also match the section at outer (the same
+ * path, or one below it)?
+ */
+static int lessons_path_within(const char *outer, const char *path)
+{
+    apr_size_t n = strlen(outer);
+
+    return strncmp(outer, path, n) == 0
+           && (path[n] == '\0' || path[n] == '/' || outer[n - 1] == '/');
+}
+
+/* The plain path of the nearest section of this kind at or around node. */
+static const char *lessons_path_around(apr_pool_t *p,
+                                       const ap_directive_t *node,
+                                       const char *kind)
+{
+    const char *path;
+
+    for (; node; node = node->parent) {
+        if ((path = lessons_plain_path(p, node, kind)) != NULL) {
+            return path;
+        }
+    }
+    return NULL;
+}
+
+/* Is section node around (or equal to) the node of c? */
+static int lessons_node_around(const ap_directive_t *node,
+                               const lessons_dir_conf *c)
+{
+    const ap_directive_t *d;
+
+    for (d = c->node; d; d = d->parent) {
+        if (d == node) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Merge into *merged every section of the list, in list order, that a
+ * request for c also merges, as far as the configuration shows it:
+ * kind "<Directory" or "<Location" with a plain path at or around c's,
+ * or (kind NULL) a section c is nested in.
+ */
+static void lessons_merge_seen(apr_pool_t *p, lessons_dir_conf **merged,
+                               const apr_array_header_t *list,
+                               const lessons_dir_conf *c, const char *kind)
+{
+    const char *at = kind ? lessons_path_around(p, c->node, kind) : NULL;
+    const char *path;
+    int i;
+
+    for (i = 0; i < list->nelts; i++) {
+        const lessons_dir_conf *e = APR_ARRAY_IDX(list, i,
+                                                  lessons_dir_conf *);
+
+        if (e == c || !e->node
+            || strcasecmp(e->node->directive, "<VirtualHost") == 0) {
+            continue;
+        }
+        if (kind ? (at && (path = lessons_plain_path(p, e->node, kind))
+                    && lessons_path_within(path, at))
+                 : (lessons_node_around(e->node, c)
+                    && !lessons_plain_path(p, e->node, "<Location")
+                    && !lessons_plain_path(p, e->node, "<Directory"))) {
+            *merged = lessons_merge_dir_conf(p, *merged, (void *)e);
+        }
+    }
+}
+
+/* The merges start-up can see (issue: a gate no nesting can open): for
+ * each section, the server's level, the <Directory> and <Location>
+ * sections at or around its path, the sections it is nested in, then
+ * the section itself.  Where that needs a token and leaves nothing that
+ * can verify one, the section is refused, naming it.  Merges that only
+ * a request decides (regex sections, <If> conditions) are left to the
+ * request-time check, which fails closed.
+ */
+static int lessons_check_merges(apr_pool_t *ptemp, server_rec *main_server)
+{
+    lessons_srv_conf *mconf =
+        ap_get_module_config(main_server->module_config, &lessons_module);
+    lessons_token_policy_t policy;
+    lessons_keys_src *src;
+    server_rec *s;
+    int rc = OK, i;
+
+    for (s = main_server; s; s = s->next) {
+        lessons_srv_conf *sconf =
+            ap_get_module_config(s->module_config, &lessons_module);
+
+        for (i = 0; i < sconf->sections->nelts; i++) {
+            lessons_dir_conf *c = APR_ARRAY_IDX(sconf->sections, i,
+                                                lessons_dir_conf *);
+            lessons_dir_conf *merged;
+            const char *why;
+            int top = !c->node
+                      || strcasecmp(c->node->directive, "<VirtualHost") == 0;
+
+            if (top && !s->is_virtual) {
+                continue;           /* nothing is merged before it */
+            }
+            merged = ap_get_module_config(top ? main_server->lookup_defaults
+                                              : s->lookup_defaults,
+                                          &lessons_module);
+            if (!top) {
+                if (s->is_virtual) {
+                    lessons_merge_seen(ptemp, &merged, mconf->sections, c,
+                                       "<Directory");
+                }
+                lessons_merge_seen(ptemp, &merged, sconf->sections, c,
+                                   "<Directory");
+                if (s->is_virtual) {
+                    lessons_merge_seen(ptemp, &merged, mconf->sections, c,
+                                       "<Location");
+                }
+                lessons_merge_seen(ptemp, &merged, sconf->sections, c,
+                                   "<Location");
+                lessons_merge_seen(ptemp, &merged, sconf->sections, c, NULL);
+            }
+            merged = lessons_merge_dir_conf(ptemp, merged, c);
+            if (!lessons_token_required(merged)) {
+                continue;
+            }
+            why = lessons_gate_policy(ptemp, merged, lessons_jwtcaps_probe(),
+                                      &policy, &src);
+            if (why) {
+                ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0,
+                             NULL, LESSONSLOG(00112) "%s:%d: %s; every "
+                             "request this section applies to would be "
+                             "refused (500): give it keys that verify "
+                             "(LessonsJWTKey, or an https:// "
+                             "LessonsJWTIssuer whose keys are discovered)",
+                             c->node ? c->node->filename : "(server)",
+                             c->node ? c->node->line_num : 0, why);
+                rc = !OK;
+            }
+        }
+    }
+    return rc;
+}
+
 int lessons_check_config(apr_pool_t *pconf, apr_pool_t *plog,
                          apr_pool_t *ptemp, server_rec *s)
 {
     const ap_directive_t *handler;
+    server_rec *first = s;
     int rc = OK, keys = 0, i;
 
     (void)pconf;
@@ -191,6 +360,9 @@ int lessons_check_config(apr_pool_t *pconf, apr_pool_t *plog,
                 rc = !OK;
             }
         }
+    }
+    if (rc == OK && lessons_check_merges(ptemp, first) != OK) {
+        rc = !OK;
     }
     handler = lessons_find_handler(ptemp, ap_conftree);
     if (handler && keys == 0) {
