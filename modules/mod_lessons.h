@@ -322,6 +322,10 @@ typedef struct {
     int status;                     /* its verdict: OK, or the refusal's
                                      * HTTP status */
     const char *token;              /* the bearer token, once verified */
+    const lessons_dir_conf *unit;   /* ... the section or issuer block
+                                     * whose keys verified it */
+    const struct lessons_keys_src *src; /* ... and their source (NULL: a
+                                     * key file): lessons_request_verifier */
     lessons_token_policy_t policy;  /* the policy it verified under (its
                                      * key set held for the request) */
     json_t *claims;                 /* its claims, decoded on first use */
@@ -490,6 +494,7 @@ int lessons_check_access(request_rec *r);
 int lessons_check_access_any(request_rec *r);
 int lessons_check_gate_again(request_rec *r);
 json_t *lessons_request_claims(request_rec *r);
+const char *lessons_request_verifier(request_rec *r);
 
 /* mod_lessons_keys.c: keys URLs and discovered issuers, fetched per
  * process by a thread each

@@ -358,6 +358,8 @@ static int lessons_authenticate(request_rec *r, const lessons_dir_conf *conf,
     lessons_export_claims(r, conf, claims);
     r->ap_auth_type = lessons_state(r)->dpop ? "DPoP" : "Bearer";
     st->token = token;
+    st->unit = unit;
+    st->src = src;
     st->policy = policy;
     if (want_claims) {
         st->claims = claims;
@@ -397,6 +399,8 @@ int lessons_gate(request_rec *r)
     if (from && from->checked) {
         st->status = from->status;
         st->token = from->token;
+        st->unit = from->unit;
+        st->src = from->src;
         st->policy = from->policy;
         st->claims = from->claims;
         st->claims_done = from->claims_done;
@@ -428,6 +432,30 @@ json_t *lessons_request_claims(request_rec *r)
         }
     }
     return st->claims;
+}
+
+/* Who vouched for the request's verified token: the source of the keys
+ * that verified it (a key file, a keys URL, an issuer's discovered
+ * keys) and the issuer they are for, never a claim the token makes.
+ * The same for every token those keys verify; two sections or blocks
+ * with other keys or another issuer never share it.  NULL unless the
+ * request's token verified.
+ */
+const char *lessons_request_verifier(request_rec *r)
+{
+    lessons_req_state *st = lessons_state(r);
+
+    if (!st->checked || st->status != OK || !st->token || !st->unit) {
+        return NULL;
+    }
+    return apr_pstrcat(r->pool, st->src ? lessons_keys_src_label(r->pool,
+                                                                 st->src)
+                                        : apr_pstrcat(r->pool, "key file ",
+                                                      st->unit->key_file
+                                                      ? st->unit->key_file
+                                                      : "", NULL),
+                       st->policy.issuer ? " for " : " for any issuer",
+                       st->policy.issuer ? st->policy.issuer : "", NULL);
 }
 
 /* The gate where a key must be in force (the API's handler): no key
