@@ -189,12 +189,13 @@ static void lessons_register_hooks(apr_pool_t *p)
     APR_OPTIONAL_HOOK(dbd, post_connect, lessons_dbd_connected, NULL, NULL,
                       APR_HOOK_FIRST);
 
-    /* A request, in the order it meets them.  API and health requests
-     * skip the filesystem walk (and TRACE's echo).
+    /* A request, in the order it meets them.  API, health and metrics
+     * requests skip the filesystem walk (and TRACE's echo); elsewhere
+     * TRACE waits for the token gate where one is in force.
      */
     ap_hook_translate_name(lessons_translate, NULL, NULL, APR_HOOK_FIRST);
     ap_hook_translate_name(lessons_map_nofile, NULL, NULL, APR_HOOK_LAST);
-    ap_hook_map_to_storage(lessons_map_nofile, NULL, NULL, APR_HOOK_FIRST);
+    ap_hook_map_to_storage(lessons_map_storage, NULL, NULL, APR_HOOK_FIRST);
     /* CORS preflights carry no token: answered before access control. */
     ap_hook_header_parser(lessons_cors_header_parser, NULL, NULL,
                           APR_HOOK_MIDDLE);
@@ -221,6 +222,9 @@ static void lessons_register_hooks(apr_pool_t *p)
                               AP_AUTH_INTERNAL_PER_CONF);
     ap_hook_fixups(lessons_check_gate_again, NULL, NULL,
                    APR_HOOK_REALLY_FIRST);
+    /* A TRACE past the gate gets httpd's own answer (TraceEnable). */
+    ap_hook_fixups(lessons_trace_after_gate, NULL, NULL,
+                   APR_HOOK_REALLY_LAST);
     ap_hook_handler(lessons_handler, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_handler(lessons_health_handler, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_handler(lessons_metrics_handler, NULL, NULL, APR_HOOK_MIDDLE);

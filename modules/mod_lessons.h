@@ -10,6 +10,8 @@
  *   mod_lessons_init.c     process life: start-up checks, post_config,
  *                          child_init, each new database connection
  *   mod_lessons_map.c      translate_name/map_to_storage: is it the API's?
+ *   mod_lessons_trace.c    TRACE behind the token gate (map_to_storage,
+ *                          fixups)
  *   mod_lessons_cors.c     LessonsCORSOrigins: preflights (header_parser),
  *                          and the headers that let a browser read every
  *                          answer
@@ -339,6 +341,8 @@ typedef struct {
                                      * takes it */
     int body_read;                  /* the request body has been read (or
                                      * its reading has failed) */
+    int trace_held;                 /* httpd's TRACE answer waits for the
+                                     * gate (mod_lessons_trace.c) */
 } lessons_req_state;
 
 /* Everything an operation needs, gathered once by the handler. */
@@ -515,6 +519,10 @@ void lessons_keys_child_init(apr_pool_t *pchild, server_rec *s);
 int lessons_keys_policy(request_rec *r, lessons_keys_src *src,
                         lessons_token_policy_t *policy);
 int lessons_keys_refetch(request_rec *r, lessons_keys_src *src);
+
+/* mod_lessons_trace.c: TRACE behind the token gate */
+int lessons_map_storage(request_rec *r);
+int lessons_trace_after_gate(request_rec *r);
 
 /* mod_lessons_cors.c */
 int lessons_cors_header_parser(request_rec *r);

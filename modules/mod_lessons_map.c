@@ -19,8 +19,10 @@ lessons_req_state *lessons_state(request_rec *r)
     return st;
 }
 
-/* Is the request for the API?  Asked at translate_name, when the
- * <Location> walk has run (map_to_storage sees only server defaults).
+/* Is the request for the API (or the health check, or the metrics)?
+ * Asked at translate_name, when the <Location> walk has run
+ * (map_to_storage sees only server defaults); asked again for TRACE, of
+ * the whole configuration (mod_lessons_trace.c).
  */
 int lessons_translate(request_rec *r)
 {
@@ -53,10 +55,11 @@ int lessons_translate(request_rec *r)
  * file").  An Alias or a rewrite, which run earlier, still take the
  * request as before.
  *
- * map_to_storage: skip httpd's filesystem walk for them, as mod_proxy
- * does.  That also keeps TRACE (answered by mod_http in this hook) away
- * from them: it gets the 405 of any other method (on the API after the
- * token check), and never echoes the Authorization header.
+ * map_to_storage (through lessons_map_storage): skip httpd's filesystem
+ * walk for them, as mod_proxy does.  That also keeps TRACE (answered by
+ * mod_http in this hook) away from them: it gets the 405 of any other
+ * method (on the API after the token check), and never echoes the
+ * Authorization header.
  *
  * In both, r->filename says what the request is, the way mod_proxy's
  * "proxy:URL" does: "lessons:/api/lessons/7", "lessons-health:/health",

@@ -84,7 +84,9 @@ sub wait_port {
 # $dir/httpd.conf, an httpd on 127.0.0.1:$port with its pid file,
 # error_log and runtime files in $dir, the MPM (event unless named),
 # authz_core, mod_dbd, the module and the suite's database; then $body
-# (more modules, MPM sizes, locations).  Returns its path.
+# (more modules, MPM sizes, locations).  Returns its path.  With
+# module => 0, neither mod_dbd nor the module: httpd as it is without
+# them, to compare with.
 sub httpd_conf {
     my ($dir, $port, $body, %opt) = @_;
     my $mpm = $opt{mpm} || 'event';
@@ -92,6 +94,13 @@ sub httpd_conf {
     my $module = $ENV{LESSONS_TEST_MODULE}
         || Apache::Test::vars('serverroot') . '/../build/mod_lessons.so';
     my $conf = "$dir/httpd.conf";
+    my $lessons = defined $opt{module} && !$opt{module} ? '' : <<"EOF";
+LoadModule dbd_module        "$mods/mod_dbd.so"
+LoadModule lessons_module    "$module"
+DBDriver @{[ env('LESSONS_TEST_DRIVER') ]}
+DBDParams "@{[ env('LESSONS_TEST_DBPARAMS') ]}"
+DBDInitSQL "@{[ env('LESSONS_TEST_INITSQL') ]}"
+EOF
     open my $fh, '>', $conf or die "$conf: $!";
     print $fh <<"EOF";
 ServerRoot "$dir"
@@ -102,12 +111,7 @@ ErrorLog "$dir/error_log"
 DefaultRuntimeDir "$dir"
 LoadModule mpm_${mpm}_module  "$mods/mod_mpm_$mpm.so"
 LoadModule authz_core_module "$mods/mod_authz_core.so"
-LoadModule dbd_module        "$mods/mod_dbd.so"
-LoadModule lessons_module    "$module"
-DBDriver @{[ env('LESSONS_TEST_DRIVER') ]}
-DBDParams "@{[ env('LESSONS_TEST_DBPARAMS') ]}"
-DBDInitSQL "@{[ env('LESSONS_TEST_INITSQL') ]}"
-$body
+$lessons$body
 EOF
     close $fh or die "$conf: $!";
     return $conf;
