@@ -1,5 +1,6 @@
 # Routing: which methods each route allows (405 + Allow), OPTIONS,
-# unknown paths and non-integer ids (404 problem), trailing slashes.
+# unknown paths and non-integer ids (404 problem), trailing slashes; and
+# the methods of the health check and the metrics (GET and HEAD).
 use strict;
 use warnings FATAL => 'all';
 
@@ -130,6 +131,28 @@ is_deeply db_lessons(), $before, '404s left the table unchanged';
 
 # ---- the mount point itself is the collection with one slash, not two
 is call(GET => '/api/lessons/')->code, 200, 'one trailing slash: collection';
+
+# ---- the health check and the metrics: GET and HEAD, without a token;
+# every other method is 405 with Allow: GET, HEAD and a problem body, as
+# on the API's routes, whatever token comes with it (OPTIONS too: they
+# have no other method to list, and no browser preflights them; TRACE
+# too, with nothing echoed).
+for my $path ('/health', '/metrics') {
+    is call($_ => $path, token => undef)->code, 200, "$_ $path: 200" for qw(GET HEAD);
+    for my $m (qw(POST PUT DELETE PATCH OPTIONS TRACE PROPFIND FOO)) {
+        for my $t ([ 'no token', token => undef ], [ 'a token' ],
+                   [ 'a bad token', auth => 'Bearer secret-looking' ]) {
+            my ($how, @o) = @$t;
+            my $r = call($m => $path, @o,
+                         $m =~ /^(POST|PUT|PATCH)$/ ? (json => $valid) : ());
+            is_problem($r, 405, "$m $path with $how");
+            is $r->header('Allow'), 'GET, HEAD', "$m $path with $how: Allow: GET, HEAD";
+            unlike $r->content, qr/Authorization|Bearer|secret-looking/i,
+                "$m $path with $how: the request is not echoed";
+        }
+    }
+}
+is_deeply db_lessons(), $before, 'nothing changed there';
 
 # ---- another mount point: routes are relative to its LessonsBasePath
 {
