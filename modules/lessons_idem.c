@@ -84,6 +84,48 @@ static lessons_idem_key_e lessons_idem_string(apr_pool_t *p, const char *s,
                                     : LESSONS_IDEM_KEY_OK;
 }
 
+/* A key without quotes, as Stripe's and most clients send it: printable
+ * ASCII up to a space, ';', ',' or the end, taken as the key its quoted
+ * form names.  Refused where that would be a guess: a quote, an
+ * apostrophe or a backslash (a quoting gone wrong: which characters are
+ * the key?), and what RFC 8941 reads as another item whose value is not
+ * its text: an inner list '(', a byte sequence ':', a boolean '?'.
+ * *end is past the key.
+ */
+static lessons_idem_key_e lessons_idem_bare(apr_pool_t *p, const char *s,
+                                            const char **key,
+                                            const char **end)
+{
+    apr_size_t n = 0;
+    unsigned char c;
+
+    if (*s == '\0' || *s == '(' || *s == ':' || *s == '?') {
+        return LESSONS_IDEM_KEY_NOT_STRING;
+    }
+    for (;;) {
+        c = (unsigned char)s[n];
+        if (c <= 0x20 || c > 0x7e || c == ',' || c == ';') {
+            break;
+        }
+        if (c == '"' || c == '\'' || c == '\\') {
+            return LESSONS_IDEM_KEY_BARE_CHAR;
+        }
+        n++;
+    }
+    if (c != '\0' && c != ' ' && c != ',' && c != ';') {
+        return LESSONS_IDEM_KEY_BAD_CHAR;
+    }
+    if (n == 0) {
+        return LESSONS_IDEM_KEY_NOT_STRING;     /* ",..." or ";..." */
+    }
+    if (n > LESSONS_IDEM_KEY_MAX) {
+        return LESSONS_IDEM_KEY_TOO_LONG;
+    }
+    *key = apr_pstrmemdup(p, s, n);
+    *end = s + n;
+    return LESSONS_IDEM_KEY_OK;
+}
+
 lessons_idem_key_e lessons_idem_key_parse(apr_pool_t *p, const char *field,
                                           const char **key)
 {
@@ -94,10 +136,8 @@ lessons_idem_key_e lessons_idem_key_parse(apr_pool_t *p, const char *field,
     while (*s == ' ') {
         s++;
     }
-    if (*s != '"') {
-        return LESSONS_IDEM_KEY_NOT_STRING;
-    }
-    rc = lessons_idem_string(p, s + 1, &k, &end);
+    rc = *s == '"' ? lessons_idem_string(p, s + 1, &k, &end)
+                   : lessons_idem_bare(p, s, &k, &end);
     if (rc != LESSONS_IDEM_KEY_OK) {
         return rc;
     }
@@ -122,18 +162,23 @@ const char *lessons_idem_key_describe(lessons_idem_key_e rc)
     case LESSONS_IDEM_KEY_OK:
         return "a valid key";
     case LESSONS_IDEM_KEY_NOT_STRING:
-        return "not one quoted string (RFC 8941 sf-string): a bare token, "
-               "a number, a list, or the header given more than once";
+        return "not one key, quoted or not: an empty value, a list, the "
+               "header given more than once, or what RFC 8941 reads as "
+               "an inner list '(', a byte sequence ':' or a boolean '?'";
     case LESSONS_IDEM_KEY_BAD_CHAR:
         return "a character outside printable ASCII, or a backslash "
                "before anything but '\"' or '\\'";
+    case LESSONS_IDEM_KEY_BARE_CHAR:
+        return "a quote, an apostrophe or a backslash in a key without "
+               "quotes";
     case LESSONS_IDEM_KEY_UNTERMINATED:
         return "no closing quote";
     case LESSONS_IDEM_KEY_PARAMETERS:
-        return "parameters after the string, which the API defines none "
-               "of";
+        return "parameters (';') after the key, which the API defines "
+               "none of";
     case LESSONS_IDEM_KEY_TRAILING:
-        return "something after the closing quote";
+        return "something after the key: a space in a key without "
+               "quotes, or anything after the closing quote";
     case LESSONS_IDEM_KEY_EMPTY:
         return "an empty key";
     case LESSONS_IDEM_KEY_TOO_LONG:
@@ -143,21 +188,26 @@ const char *lessons_idem_key_describe(lessons_idem_key_e rc)
     return "not a valid key";
 }
 
-const char *lessons_idem_caller(apr_pool_t *p, const char *issuer,
-                                const char *subject, const char *user)
+const char *lessons_idem_caller(apr_pool_t *p, const char *verifier,
+                                const char *issuer, const char *subject,
+                                const char *user)
 {
-    lessons_digest_field_t f[3];
+    lessons_digest_field_t f[4];
 
-    if ((!subject || !*subject) && (!user || !*user)) {
+    if (!verifier || !*verifier
+        || ((!subject || !*subject) && (!user || !*user))) {
         return NULL;
     }
-    /* Which of the two names the caller is part of the scope: a subject
-     * "x" is not the user "x" of a token without a subject.
+    /* The verifier first: what a token claims (its iss) names a caller
+     * only among the tokens of the keys that vouched for it.  Which of
+     * the two names the caller is part of the scope: a subject "x" is
+     * not the user "x" of a token without a subject.
      */
-    f[0] = lessons_idem_text(issuer);
-    f[1] = lessons_idem_text(subject && *subject ? subject : NULL);
-    f[2] = lessons_idem_text(subject && *subject ? NULL : user);
-    return lessons_idem_hex(p, f, 3, "mod_lessons idempotency caller 1");
+    f[0] = lessons_idem_text(verifier);
+    f[1] = lessons_idem_text(issuer);
+    f[2] = lessons_idem_text(subject && *subject ? subject : NULL);
+    f[3] = lessons_idem_text(subject && *subject ? NULL : user);
+    return lessons_idem_hex(p, f, 4, "mod_lessons idempotency caller 2");
 }
 
 const char *lessons_idem_fingerprint(apr_pool_t *p, const char *method,

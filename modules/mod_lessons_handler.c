@@ -233,7 +233,7 @@ static int lessons_key_of(lessons_ctx *c, lessons_store_key_t *key,
     const char *field = apr_table_get(r->headers_in, "Idempotency-Key");
     json_t *claims;
     lessons_idem_key_e rc;
-    const char *name = NULL;
+    const char *name = NULL, *verifier;
 
     memset(key, 0, sizeof(*key));
     *keyed = 0;
@@ -245,15 +245,28 @@ static int lessons_key_of(lessons_ctx *c, lessons_store_key_t *key,
         return lessons_key_refused(c, HTTP_BAD_REQUEST, LESSONSLOG(00410),
             apr_psprintf(r->pool, "Idempotency-Key: %s",
                          lessons_idem_key_describe(rc)),
-            apr_psprintf(r->pool, "Idempotency-Key must be one quoted "
-                         "string (RFC 8941) of 1 to %d printable ASCII "
-                         "characters, such as Idempotency-Key: "
-                         "\"8e03978e-40d5-43e8-bc93-6894a57f9324\"; this "
-                         "one is %s.", LESSONS_IDEM_KEY_MAX,
+            apr_psprintf(r->pool, "Idempotency-Key must be one key of 1 "
+                         "to %d printable ASCII characters: a quoted "
+                         "string (RFC 8941), such as Idempotency-Key: "
+                         "\"8e03978e-40d5-43e8-bc93-6894a57f9324\", or the "
+                         "same without quotes (the same key) if it has no "
+                         "space, quote, apostrophe, backslash, comma or "
+                         "semicolon and does not begin with '(', ':' or "
+                         "'?'; this one is %s.", LESSONS_IDEM_KEY_MAX,
                          lessons_idem_key_describe(rc)));
     }
+    /* The scope starts with whoever verified the token, never with what
+     * it claims: a token verified by one section's keys that names
+     * another block's issuer and subject is not that block's caller.
+     */
+    verifier = lessons_request_verifier(r);
+    if (!verifier) {
+        return lessons_dbd_failed(c, "Idempotency-Key: the keys that "
+                                  "verified the request's token are not "
+                                  "known");
+    }
     claims = lessons_request_claims(r);
-    key->caller = lessons_idem_caller(r->pool,
+    key->caller = lessons_idem_caller(r->pool, verifier,
                                       lessons_claim_text(claims, "iss"),
                                       lessons_claim_text(claims, "sub"),
                                       r->user);

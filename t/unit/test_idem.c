@@ -1,7 +1,7 @@
 /* Licensed under the Apache License, Version 2.0.
  *
  * test_idem.c: lessons_idem -- Idempotency-Key's value (RFC 8941
- * sf-string, bounded), the caller's scope, the request's fingerprint
+ * sf-string or the same key bare, bounded), the caller's scope, the request's fingerprint
  * and the claim number.  The digests are stored in the database and
  * compared by every server that shares it, so their encoding is pinned
  * by values computed apart from this code (Python's hashlib over the
@@ -61,20 +61,91 @@ static void test_key_strings(void **state)
     key_ok("\"say \\\"hi\\\" \\\\o/\"", "say \"hi\" \\o/");
 }
 
+/* A key without quotes, as Stripe's and most clients send it: itself,
+ * the same key as its quoted form (a bare key holds nothing to escape).
+ */
+static void bare_ok(const char *bare)
+{
+    key_ok(bare, bare);
+    key_ok(apr_pstrcat(pool, "\"", bare, "\"", NULL), bare);
+}
+
+static void test_key_bare(void **state)
+{
+    char field[LESSONS_IDEM_KEY_MAX + 8];
+    char want[LESSONS_IDEM_KEY_MAX + 2];
+
+    (void)state;
+    bare_ok("8e03978e-40d5-43e8-bc93-6894a57f9324");
+    bare_ok("k");
+    /* a number, a token, base64 with its padding: their text */
+    bare_ok("42");
+    bare_ok("order:42/create");
+    bare_ok("YWJj+/==");
+    bare_ok("*a");
+    /* '(' ':' '?' are refused at the start only */
+    bare_ok("a(b)c:d?e");
+    /* every printable ASCII character a bare key may hold */
+    bare_ok("!#$%&()*+-./09:<=>?@AZ[]^_`az{|}~");
+    /* spaces around it are not part of it, as around a quoted one */
+    key_ok("  k-1  ", "k-1");
+    /* 255 characters pass, 256 do not */
+    memset(want, 'k', LESSONS_IDEM_KEY_MAX);
+    want[LESSONS_IDEM_KEY_MAX] = '\0';
+    key_ok(want, want);
+    apr_snprintf(field, sizeof(field), "%sk", want);
+    key_refused(field, LESSONS_IDEM_KEY_TOO_LONG);
+}
+
+static void test_key_bare_refused(void **state)
+{
+    (void)state;
+    /* a space inside: two tokens, or a key to guess at */
+    key_refused("a b", LESSONS_IDEM_KEY_TRAILING);
+    key_refused("8e03978e 40d5", LESSONS_IDEM_KEY_TRAILING);
+    /* a list, or the header twice */
+    key_refused("a,b", LESSONS_IDEM_KEY_NOT_STRING);
+    key_refused("a, b", LESSONS_IDEM_KEY_NOT_STRING);
+    key_refused("a, \"b\"", LESSONS_IDEM_KEY_NOT_STRING);
+    key_refused("\"a\", b", LESSONS_IDEM_KEY_NOT_STRING);
+    key_refused(",a", LESSONS_IDEM_KEY_NOT_STRING);
+    /* parameters */
+    key_refused("a;v=1", LESSONS_IDEM_KEY_PARAMETERS);
+    key_refused("a;", LESSONS_IDEM_KEY_PARAMETERS);
+    key_refused(";v=1", LESSONS_IDEM_KEY_NOT_STRING);
+    /* quotes half done, quoted the wrong way, escapes outside quotes */
+    key_refused("a\"", LESSONS_IDEM_KEY_BARE_CHAR);
+    key_refused("a\"b\"", LESSONS_IDEM_KEY_BARE_CHAR);
+    key_refused("'a'", LESSONS_IDEM_KEY_BARE_CHAR);
+    key_refused("it's", LESSONS_IDEM_KEY_BARE_CHAR);
+    key_refused("a\\b", LESSONS_IDEM_KEY_BARE_CHAR);
+    key_refused("\\\"a\\\"", LESSONS_IDEM_KEY_BARE_CHAR);
+    /* outside printable ASCII */
+    key_refused("caf\xc3\xa9", LESSONS_IDEM_KEY_BAD_CHAR);
+    key_refused("\xc3\xa9", LESSONS_IDEM_KEY_BAD_CHAR);
+    key_refused("a\tb", LESSONS_IDEM_KEY_BAD_CHAR);
+    key_refused("a\x7f", LESSONS_IDEM_KEY_BAD_CHAR);
+    key_refused("a\x01", LESSONS_IDEM_KEY_BAD_CHAR);
+    /* what RFC 8941 reads as another item, whose value is not its text:
+     * a byte sequence, an inner list, a boolean
+     */
+    key_refused(":abc=:", LESSONS_IDEM_KEY_NOT_STRING);
+    key_refused(":YWJj", LESSONS_IDEM_KEY_NOT_STRING);
+    key_refused("(a)", LESSONS_IDEM_KEY_NOT_STRING);
+    key_refused("(a b)", LESSONS_IDEM_KEY_NOT_STRING);
+    key_refused("?0", LESSONS_IDEM_KEY_NOT_STRING);
+}
+
 static void test_key_not_a_string(void **state)
 {
     (void)state;
     key_refused(NULL, LESSONS_IDEM_KEY_NOT_STRING);
     key_refused("", LESSONS_IDEM_KEY_NOT_STRING);
     key_refused("   ", LESSONS_IDEM_KEY_NOT_STRING);
-    /* a token, as Stripe's clients send it: not an sf-string */
-    key_refused("8e03978e-40d5-43e8-bc93-6894a57f9324",
-                LESSONS_IDEM_KEY_NOT_STRING);
-    key_refused("42", LESSONS_IDEM_KEY_NOT_STRING);
     key_refused("?1", LESSONS_IDEM_KEY_NOT_STRING);
     key_refused(":YWJj:", LESSONS_IDEM_KEY_NOT_STRING);
     key_refused("(\"a\")", LESSONS_IDEM_KEY_NOT_STRING);
-    key_refused("'a'", LESSONS_IDEM_KEY_NOT_STRING);
+    key_refused("'a'", LESSONS_IDEM_KEY_BARE_CHAR);
     /* the header twice: httpd joins the fields with ", " */
     key_refused("\"a\", \"b\"", LESSONS_IDEM_KEY_NOT_STRING);
     key_refused("\"a\",\"a\"", LESSONS_IDEM_KEY_NOT_STRING);
@@ -162,39 +233,78 @@ static void assert_hex_digest(const char *d)
 }
 
 #define ISS "https://auth.example.org"
+/* A caller's digest, as the fingerprint and claim number take it. */
 #define CALLER "43f0dc743ed8e902b88ab9219d4f2cb74b27ab4d335e6af01af3fe6366e78678"
+/* Who verified the token (lessons_request_verifier). */
+#define ANY "key file /etc/lessons/jwt.key for any issuer"
+#define BLOCK "key file /etc/lessons/jwt.key for " ISS
+
+static const char *caller(const char *verifier, const char *issuer,
+                          const char *subject, const char *user)
+{
+    const char *d = lessons_idem_caller(pool, verifier, issuer, subject,
+                                        user);
+
+    assert_hex_digest(d);
+    return d;
+}
 
 static void test_caller(void **state)
 {
-    const char *a = lessons_idem_caller(pool, ISS, "anna", NULL);
+    const char *a = caller(ANY, ISS, "anna", NULL);
 
     (void)state;
-    assert_hex_digest(a);
-    assert_string_equal(a, CALLER);
+    assert_string_equal(a,
+        "852570bda16f57cba5a9361c2a61896485ec64a7c9970393a03dbcf66565705e");
     /* the subject names the caller: the user (another claim) does not
      * change it
      */
-    assert_string_equal(lessons_idem_caller(pool, ISS, "anna", "a@x.org"),
-                        CALLER);
+    assert_string_equal(caller(ANY, ISS, "anna", "a@x.org"), a);
     /* another subject, another issuer, no issuer: another scope */
-    assert_string_not_equal(lessons_idem_caller(pool, ISS, "berta", NULL),
-                            CALLER);
-    assert_string_not_equal(lessons_idem_caller(pool, "https://other.org",
-                                                "anna", NULL), CALLER);
-    assert_string_not_equal(lessons_idem_caller(pool, NULL, "anna", NULL),
-                            CALLER);
-    assert_string_not_equal(lessons_idem_caller(pool, "", "anna", NULL),
-                            lessons_idem_caller(pool, NULL, "anna", NULL));
+    assert_string_not_equal(caller(ANY, ISS, "berta", NULL), a);
+    assert_string_not_equal(caller(ANY, "https://other.org", "anna", NULL),
+                            a);
+    assert_string_not_equal(caller(ANY, NULL, "anna", NULL), a);
+    assert_string_not_equal(caller(ANY, "", "anna", NULL),
+                            caller(ANY, NULL, "anna", NULL));
     /* without a subject, the user; never the same scope as a subject */
-    assert_string_equal(lessons_idem_caller(pool, NULL, NULL, "anna"),
-        "8a78b116c47943c50e9893a0fe9f47f87dbf86f477eb06487dd3ed0a10772395");
-    assert_string_not_equal(lessons_idem_caller(pool, NULL, NULL, "anna"),
-                            lessons_idem_caller(pool, NULL, "anna", NULL));
-    assert_string_equal(lessons_idem_caller(pool, NULL, "", "anna"),
-                        lessons_idem_caller(pool, NULL, NULL, "anna"));
+    assert_string_equal(caller(ANY, NULL, NULL, "anna"),
+        "794be5b65690240f3a2db3aa09b62257cd62c766c097435fdc9dee34313d2400");
+    assert_string_not_equal(caller(ANY, NULL, NULL, "anna"),
+                            caller(ANY, NULL, "anna", NULL));
+    assert_string_equal(caller(ANY, NULL, "", "anna"),
+                        caller(ANY, NULL, NULL, "anna"));
     /* a token that names nobody has no scope */
-    assert_null(lessons_idem_caller(pool, ISS, NULL, NULL));
-    assert_null(lessons_idem_caller(pool, ISS, "", ""));
+    assert_null(lessons_idem_caller(pool, ANY, ISS, NULL, NULL));
+    assert_null(lessons_idem_caller(pool, ANY, ISS, "", ""));
+}
+
+/* Issue 40: the same claims verified by other keys, or by the same keys
+ * for another issuer, are another caller; a token never claims its way
+ * into the callers of keys that did not verify it.
+ */
+static void test_caller_verifier(void **state)
+{
+    const char *a = caller(BLOCK, ISS, "anna", NULL);
+
+    (void)state;
+    assert_string_equal(caller(BLOCK, ISS, "anna", NULL), a);
+    assert_string_not_equal(caller(ANY, ISS, "anna", NULL), a);
+    assert_string_not_equal(caller("key file /etc/lessons/other.pem for "
+                                   "any issuer", ISS, "anna", NULL), a);
+    assert_string_not_equal(caller("keys URL https://idp.example/certs for "
+                                   ISS, ISS, "anna", NULL), a);
+    assert_string_not_equal(caller(BLOCK, ISS, NULL, "anna"),
+                            caller(ANY, ISS, NULL, "anna"));
+    /* field boundaries: the verifier never runs into the issuer */
+    assert_string_not_equal(caller("ab", "c", "anna", NULL),
+                            caller("a", "bc", "anna", NULL));
+    /* the old scope (issuer and subject alone) is none of these */
+    assert_string_not_equal(a, CALLER);
+    assert_string_not_equal(caller(ANY, ISS, "anna", NULL), CALLER);
+    /* no verifier: no scope, never a shared one */
+    assert_null(lessons_idem_caller(pool, NULL, ISS, "anna", NULL));
+    assert_null(lessons_idem_caller(pool, "", ISS, "anna", NULL));
 }
 
 #define BODY "{\"levelId\":1,\"title\":\"Hallo\",\"order\":1}"
@@ -256,12 +366,15 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_key_strings),
+        cmocka_unit_test(test_key_bare),
+        cmocka_unit_test(test_key_bare_refused),
         cmocka_unit_test(test_key_not_a_string),
         cmocka_unit_test(test_key_characters),
         cmocka_unit_test(test_key_after_the_string),
         cmocka_unit_test(test_key_length),
         cmocka_unit_test(test_key_describe),
         cmocka_unit_test(test_caller),
+        cmocka_unit_test(test_caller_verifier),
         cmocka_unit_test(test_fingerprint),
         cmocka_unit_test(test_claim_id),
     };
