@@ -1,5 +1,6 @@
 # Retry-safe creates (issue 21 §2): POST with Idempotency-Key (IETF
-# httpapi draft; its value an RFC 8941 sf-string).  The first request
+# httpapi draft; its value an RFC 8941 sf-string, or the same key bare,
+# issue 40).  The first request
 # creates and keeps its key, with the request's fingerprint and its
 # answer, in the create's own transaction; the same request again gets
 # that answer (Idempotent-Replayed: true) and writes nothing, on either
@@ -183,11 +184,23 @@ is list_etag(), $tag, 'the refusals moved no version';
 
 # ---------------------------------------------------------------- bad keys
 for my $case (
-    [ 'a bare token',           'k-1' ],
     [ 'an empty string',        '""' ],
-    [ 'a number',               '42' ],
+    [ 'an empty value',         '' ],
     [ 'a byte sequence',        ':YWJj:' ],
+    [ 'a byte sequence, padded', ':abc=:' ],
     [ 'an inner list',          '("k-1")' ],
+    [ 'an inner list, bare',    '(k-1)' ],
+    [ 'a boolean',              '?1' ],
+    [ 'bare, with a space',     'k-1 k-2' ],
+    [ 'bare, a list of two',    'k-1, k-2' ],
+    [ 'bare, with a comma',     'k-1,k-2' ],
+    [ 'bare, with a semicolon', 'k-1;v=1' ],
+    [ 'bare, with a quote',     'k-1"' ],
+    [ 'bare, in single quotes', "'k-1'" ],
+    [ 'bare, with a backslash', 'k-1\\x' ],
+    [ 'bare, non-ASCII',        "caf\xc3\xa9" ],
+    [ 'bare, 256 characters',   'k' x 256 ],
+    [ 'a list of two keys',     '"k-1", "k-2"' ],
     [ 'no closing quote',       '"k-1' ],
     [ 'a backslash before n',   '"a\\nb"' ],
     [ 'a non-ASCII character',  "\"caf\xc3\xa9\"" ],
@@ -211,6 +224,8 @@ for my $case (
     refused_ok($res, 400, '00410', 'Idempotency-Key given twice');
     my $p = json_of($res) || {};
     like $p->{detail} // '', qr/quoted string \(RFC 8941\)/, '... the detail says what a key is';
+    like $p->{detail} // '', qr/or the same without quotes \(the same key\)/,
+        '... quoted or bare';
     my $long = 'k' x 255;
     $res = post_key($long, { %$body, title => 'Lang' });
     is $res->code, 201, '255 characters: 201';
@@ -221,6 +236,61 @@ for my $case (
         '... kept as the string means it';
     is post_key('a "quoted" \\ key', { %$body, title => 'Zitat' })->header('Idempotent-Replayed'),
         'true', '... and found again';
+}
+
+# ---------------------------------------------------------------- bare keys
+# A key without quotes, as Stripe's and most clients send it (issue 40):
+# the same key as its quoted form, whichever comes first.
+{
+    my $uuid = '8e03978e-40d5-43e8-bc93-6894a57f9324';
+    my $json = { %$body, title => 'Ohne Anführungszeichen' };
+    my $res = call(POST => '/api/lessons', json => $json,
+                   headers => [ 'Idempotency-Key' => $uuid ]);
+    is $res->code, 201, 'a bare key: 201' or diag $res->as_string;
+    ok !defined $res->header('Idempotent-Replayed'), '... a create';
+    my $bid = (json_of($res) || {})->{id} // 0;
+    my @k = grep { $_->{idem_key} eq $uuid } @{ keys_rows() };
+    is scalar @k, 1, '... kept';
+    is $k[0]{lesson_id}, $bid, '... with its lesson';
+    my $again = post_key($uuid, $json);
+    is $again->code, 201, 'its quoted form: 201';
+    is $again->header('Idempotent-Replayed'), 'true', '... a replay';
+    is((json_of($again) || {})->{id}, $bid, '... of the same lesson');
+    is $again->content, $res->content, '... the same body';
+    is_deeply titled('Ohne Anführungszeichen'), [ $bid ], '... no second lesson';
+    is scalar(grep { $_->{idem_key} eq $uuid } @{ keys_rows() }), 1, '... no second key';
+    before();
+    refused_ok(post_key($uuid, { %$json, order => 9 }), 422, '00414',
+               'the quoted form with another body');
+
+    # The other way round: quoted first, then bare.
+    my $key = 'k-bare-2';
+    $json = { %$body, title => 'Erst zitiert' };
+    $res = post_key($key, $json);
+    is $res->code, 201, 'a quoted key: 201';
+    my $qid = (json_of($res) || {})->{id} // 0;
+    $again = call(POST => '/api/lessons', json => $json,
+                  headers => [ 'Idempotency-Key' => " $key " ]);
+    is $again->code, 201, 'its bare form: 201';
+    is $again->header('Idempotent-Replayed'), 'true', '... a replay';
+    is((json_of($again) || {})->{id}, $qid, '... of the same lesson');
+    is_deeply titled('Erst zitiert'), [ $qid ], '... no second lesson';
+    is scalar(grep { $_->{idem_key} eq $key } @{ keys_rows() }), 1, '... no second key';
+
+    # 255 characters bare: the key of 255 sent quoted above.
+    $res = call(POST => '/api/lessons', json => { %$body, title => 'Lang' },
+                headers => [ 'Idempotency-Key' => 'k' x 255 ]);
+    is $res->code, 201, '255 characters bare: 201';
+    is $res->header('Idempotent-Replayed'), 'true', '... the quoted one\'s replay';
+    # RFC 8941's other items' text is a key where it reads as itself (a
+    # number, a token).
+    for my $bare ('42', 'order:42/create', 'YWJj+/==') {
+        my $t = 'Bar ' . length($bare) . ' ' . substr($bare, 0, 5);
+        $res = call(POST => '/api/lessons', json => { %$body, title => $t },
+                    headers => [ 'Idempotency-Key' => $bare ]);
+        is $res->code, 201, "bare key $t: 201";
+        is scalar(grep { $_->{idem_key} eq $bare } @{ keys_rows() }), 1, '... kept as sent';
+    }
 }
 
 # ---------------------------------------------------------------- PUT, DELETE

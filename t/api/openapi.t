@@ -376,8 +376,14 @@ my $created;
     is $again->content, $res->content, "$op again: the first answer's body";
     walk($op, '/api/lessons', 422, 'the key with another body',
          json => { %$lesson, order => 9 }, @key, params_valid => 1);
-    walk($op, '/api/lessons', 400, 'a bare token as Idempotency-Key', json => $lesson,
-         headers => [ 'Idempotency-Key' => 'openapi-1' ], params_valid => 0);
+    $again = walk($op, '/api/lessons', 201, 'the key without quotes (the same key)',
+                  json => $lesson, headers => [ 'Idempotency-Key' => 'openapi-1' ],
+                  params_valid => 1);
+    is $again->header('Idempotent-Replayed'), 'true', "$op, the key bare: Idempotent-Replayed";
+    walk($op, '/api/lessons', 400, 'a byte sequence as Idempotency-Key', json => $lesson,
+         headers => [ 'Idempotency-Key' => ':b3BlbmFwaS0x:' ], params_valid => 0);
+    walk($op, '/api/lessons', 400, 'a bare key with a space', json => $lesson,
+         headers => [ 'Idempotency-Key' => 'openapi 1' ], params_valid => 0);
     walk($op, '/api/lessons', 400, 'a key of 256 characters', json => $lesson,
          headers => [ 'Idempotency-Key' => '"' . ('k' x 256) . '"' ], params_valid => 0);
     # 409: while the first with a key waits behind its level's row

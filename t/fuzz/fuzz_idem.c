@@ -1,10 +1,12 @@
 /* Licensed under the Apache License, Version 2.0.
  *
  * fuzz_idem.c: Idempotency-Key field values (the input, split at 0x01:
- * the field, then a body), read as RFC 8941 sf-strings.  Whatever is
- * taken must be a key the rules allow (1 to 255 printable ASCII
- * characters) that comes back the same when written as an sf-string
- * again; its caller, fingerprint and claim number are made.
+ * the field, then a body), read as RFC 8941 sf-strings or bare keys.
+ * Whatever is taken must be a key the rules allow (1 to 255 printable
+ * ASCII characters; taken bare, none of the characters a bare key must
+ * not hold) that comes back the same when written as an sf-string
+ * again, and, written bare, is refused or the same key; its caller,
+ * fingerprint and claim number are made.
  */
 #include "fuzz.h"
 
@@ -32,11 +34,19 @@ static char *fuzz_quote(apr_pool_t *p, const char *key)
     return out;
 }
 
+/* A key taken without quotes holds none of what ends or spoils one,
+ * and does not begin as another RFC 8941 item would.
+ */
+static int fuzz_bare_allowed(const char *key)
+{
+    return !strchr("(:?", key[0]) && !strpbrk(key, " \"'\\,;");
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     apr_pool_t *p;
     char *field, *body;
-    const char *key = NULL, *again = NULL, *caller;
+    const char *key = NULL, *again = NULL, *bare = NULL, *caller, *f;
     size_t i, n;
 
     apr_pool_create(&p, fuzz_root);
@@ -55,7 +65,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             != LESSONS_IDEM_KEY_OK || strcmp(again, key) != 0) {
             abort();
         }
-        caller = lessons_idem_caller(p, body, key, NULL);
+        f = field + strspn(field, " ");
+        if (*f != '"' && !fuzz_bare_allowed(key)) {
+            abort();                /* taken bare, yet not a bare key */
+        }
+        /* Written bare, the same key or none (spaces around a key are
+         * the field's, not the key's; a key that begins with '"' is then
+         * a quoted one).
+         */
+        if (key[0] != ' ' && key[0] != '"' && key[n - 1] != ' '
+            && lessons_idem_key_parse(p, key, &bare) == LESSONS_IDEM_KEY_OK
+            && (strcmp(bare, key) != 0 || !fuzz_bare_allowed(key))) {
+            abort();
+        }
+        caller = lessons_idem_caller(p, "key file fuzz for any issuer", body,
+                                     key, NULL);
         if (!caller || strlen(caller) != LESSONS_IDEM_DIGEST_HEX
             || !lessons_idem_fingerprint(p, "POST", field, caller, body,
                                          strlen(body))) {
