@@ -7,6 +7,11 @@
  * says what that means).  Each proof is kept until it could no longer
  * pass the iat window anyway, and its slot is then free again.
  *
+ * The table is shared by every client, so one client must not fill it:
+ * each proof is counted against its owner (the key it is made with), and
+ * a key that holds its share of the slots has its own new proofs refused
+ * until some of them are over, while every other key is taken as before.
+ *
  * The caller holds one lock around each check (a global mutex: the
  * processes of the server share the table); the unit knows memory and
  * time, not locks or httpd.
@@ -19,6 +24,8 @@
 
 #define LESSONS_REPLAY_KEY_LEN   16     /* bytes of a proof's key */
 #define LESSONS_REPLAY_PROBES    32     /* slots a key may live in */
+#define LESSONS_REPLAY_SHARE     16     /* the proofs of one key hold at
+                                         * most 1/16 of the slots */
 
 typedef struct lessons_replay_t lessons_replay_t;
 
@@ -32,24 +39,36 @@ apr_size_t lessons_replay_size(int slots);
 lessons_replay_t *lessons_replay_attach(void *mem, apr_size_t size,
                                         int slots, int fresh);
 
+/* The proofs one key may hold at once: slots / LESSONS_REPLAY_SHARE. */
+int lessons_replay_share(const lessons_replay_t *t);
+
 /* The key of a proof: its key's thumbprint and its jti (a SHA-256 over
  * both, cut to LESSONS_REPLAY_KEY_LEN bytes).  0, or -1.
  */
 int lessons_replay_key(const char *jkt, const char *jti,
                        unsigned char key[LESSONS_REPLAY_KEY_LEN]);
 
+/* The owner of a proof: its key's thumbprint, hashed (SHA-256, its
+ * first four bytes), which the table counts proofs by.  0, or -1.
+ */
+int lessons_replay_owner(const char *jkt, apr_uint32_t *owner);
+
 typedef enum {
     LESSONS_REPLAY_NEW = 0,         /* not seen: kept until expires */
     LESSONS_REPLAY_SEEN,            /* seen, and still within its time */
-    LESSONS_REPLAY_FULL             /* not seen, but no room to keep it:
+    LESSONS_REPLAY_FULL,            /* not seen, but no room to keep it:
                                      * refuse it, it could come again */
+    LESSONS_REPLAY_OVER_SHARE       /* not seen, but its owner holds its
+                                     * share already: refuse it (its
+                                     * owner's older proofs are over
+                                     * within the window) */
 } lessons_replay_e;
 
-/* Take a proof's key at now, to be kept until expires.  The caller holds
- * the table's lock.
+/* Take a proof's key, made with owner's key, at now, to be kept until
+ * expires.  The caller holds the table's lock.
  */
 lessons_replay_e lessons_replay_check(
     lessons_replay_t *t, const unsigned char key[LESSONS_REPLAY_KEY_LEN],
-    apr_time_t expires, apr_time_t now);
+    apr_uint32_t owner, apr_time_t expires, apr_time_t now);
 
 #endif /* LESSONS_REPLAY_H */
