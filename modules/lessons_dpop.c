@@ -213,6 +213,64 @@ const char *lessons_dpop_uri_normalize(apr_pool_t *p, const char *uri)
                         *path ? path : "/");
 }
 
+const char *lessons_dpop_server_uri(apr_pool_t *p, const char *scheme,
+                                    const char *host, apr_port_t port,
+                                    const char *target)
+{
+    const char *path;
+    apr_size_t len;
+
+    if (!scheme || !host || !*host || !target) {
+        return NULL;
+    }
+    if (*target == '/') {
+        len = strcspn(target, "?#");
+        path = apr_pstrmemdup(p, target, len);
+    }
+    else {
+        apr_uri_t u;
+
+        /* absolute-form: the path only; the scheme, host and port the
+         * client wrote there are not this server's to take.
+         */
+        if (apr_uri_parse(p, target, &u) != APR_SUCCESS || !u.scheme
+            || !u.hostname) {
+            return NULL;
+        }
+        path = u.path && *u.path ? u.path : "/";
+    }
+    if (strchr(host, ':') && *host != '[') {
+        host = apr_pstrcat(p, "[", host, "]", NULL);
+    }
+    return lessons_dpop_uri_normalize(p, apr_psprintf(p, "%s://%s:%u%s",
+                                                      scheme, host,
+                                                      (unsigned)port,
+                                                      path));
+}
+
+int lessons_dpop_htu_matches(apr_pool_t *p, const char *htu,
+                             const char *uri)
+{
+    const char *mine = lessons_dpop_uri_normalize(p, uri);
+    const char *theirs = lessons_dpop_uri_normalize(p, htu);
+
+    return mine && theirs && strcmp(mine, theirs) == 0;
+}
+
+lessons_dpop_e lessons_dpop_check_iat(const lessons_dpop_request_t *req,
+                                      double iat)
+{
+    return (double)req->now - iat > (double)req->window
+           || iat - (double)req->now > (double)req->ahead
+           ? LESSONS_DPOP_STALE : LESSONS_DPOP_OK;
+}
+
+apr_int64_t lessons_dpop_kept_until(const lessons_dpop_request_t *req,
+                                    apr_int64_t iat)
+{
+    return iat + req->window + 1;
+}
+
 /* --- the proof ------------------------------------------------------ */
 
 /* The algorithms a proof may use: asymmetric ones (RFC 9449 4.2), PS*
@@ -324,7 +382,7 @@ lessons_dpop_e lessons_dpop_check(apr_pool_t *p, const char *proof,
                                   lessons_dpop_proof_t *out,
                                   const char **why)
 {
-    const char *sink, *jti, *htm, *htu, *ath, *mine, *theirs;
+    const char *sink, *jti, *htm, *htu, *ath;
     const lessons_keyset_t *set = NULL;
     json_t *header, *jwk, *claims = NULL, *iat;
     char hash[LESSONS_DPOP_HASH_LEN];
@@ -364,14 +422,12 @@ lessons_dpop_e lessons_dpop_check(apr_pool_t *p, const char *proof,
         *why = "htm is not the request's method";
         return LESSONS_DPOP_BAD_METHOD;
     }
-    mine = lessons_dpop_uri_normalize(p, req->uri);
-    theirs = lessons_dpop_uri_normalize(p, htu);
-    if (!mine || !theirs || strcmp(mine, theirs) != 0) {
+    if (!lessons_dpop_htu_matches(p, htu, req->uri)) {
         *why = "htu is not the request's URI";
         return LESSONS_DPOP_BAD_URI;
     }
-    if ((double)req->now - json_number_value(iat) > (double)req->window
-        || json_number_value(iat) - (double)req->now > (double)req->window) {
+    if (lessons_dpop_check_iat(req, json_number_value(iat))
+        != LESSONS_DPOP_OK) {
         *why = "iat is outside the window";
         return LESSONS_DPOP_STALE;
     }

@@ -9,14 +9,16 @@
  *
  * This unit checks one proof against one request: its key (a public JWK,
  * held to what a JWKS key must be), its signature (libjwt, through
- * lessons_token_verify_jws), htm, htu (normalised as RFC 9449 4.3 says),
- * iat within a window, ath; and gives the key's RFC 7638 thumbprint and
- * the jti for the caller's binding and replay checks.
+ * lessons_token_verify_jws), htm, htu (normalised as RFC 9449 4.3 says,
+ * against the URI the server names itself by), iat within a window, ath;
+ * and gives the key's RFC 7638 thumbprint and the jti for the caller's
+ * binding and replay checks.
  */
 #ifndef LESSONS_DPOP_H
 #define LESSONS_DPOP_H
 
 #include <jansson.h>
+#include "apr_network_io.h"     /* apr_port_t */
 #include "apr_pools.h"
 #include "lessons_keyset.h"
 
@@ -27,6 +29,14 @@
 
 /* Bytes of a base64url SHA-256 (a thumbprint, an ath), NUL included. */
 #define LESSONS_DPOP_HASH_LEN     44
+
+/* Seconds a proof's iat may be ahead of the server's clock, the
+ * section's LessonsJWTLeeway added: a client's clock a little fast, no
+ * more.  A proof is kept in the replay table until it is too old, so
+ * every second allowed ahead is a second more that each proof holds a
+ * slot.
+ */
+#define LESSONS_DPOP_AHEAD        5
 
 typedef enum {
     LESSONS_DPOP_OK = 0,
@@ -46,13 +56,14 @@ typedef enum {
 /* The request a proof must be for. */
 typedef struct {
     const char *method;             /* as sent: "GET" */
-    const char *uri;                /* as the client addressed it:
+    const char *uri;                /* this server's URI for it
+                                     * (lessons_dpop_server_uri):
                                      * scheme://host[:port]/path; a query
                                      * is ignored */
     const char *token;              /* the access token it comes with */
     apr_int64_t now;                /* seconds since the epoch */
-    long window;                    /* iat may be this many seconds old,
-                                     * or ahead */
+    long window;                    /* iat may be this many seconds old */
+    long ahead;                     /* ... and this many ahead */
     unsigned caps;                  /* what the libjwt in use verifies
                                      * (lessons_jwtcaps) */
 } lessons_dpop_request_t;
@@ -90,6 +101,40 @@ int lessons_dpop_ath(const char *token, char out[LESSONS_DPOP_HASH_LEN]);
  * information.
  */
 const char *lessons_dpop_uri_normalize(apr_pool_t *p, const char *uri);
+
+/* The URI of a request as this server names it, for htu: scheme, host
+ * and port as the server knows itself (the caller's: httpd's, never what
+ * the client put in the request-target) and the path of target, the
+ * request-target as sent -- origin-form ("/path?query") or absolute-form
+ * ("https://elsewhere:8443/path?query": only its path is taken), query
+ * left out -- normalised as lessons_dpop_uri_normalize.  A host with a
+ * ':' and no brackets is an IPv6 address.  NULL when target has no path
+ * ("*", authority-form) or these make no URI.
+ */
+const char *lessons_dpop_server_uri(apr_pool_t *p, const char *scheme,
+                                    const char *host, apr_port_t port,
+                                    const char *target);
+
+/* Whether htu names uri, both normalised (RFC 9449 4.3): 1, or 0 (also
+ * when either is no absolute http(s) URI).
+ */
+int lessons_dpop_htu_matches(apr_pool_t *p, const char *htu,
+                             const char *uri);
+
+/* Whether iat (a proof's, seconds since the epoch) is within req's
+ * window: at most req->window seconds before req->now and at most
+ * req->ahead after it.  LESSONS_DPOP_OK, or LESSONS_DPOP_STALE.
+ */
+lessons_dpop_e lessons_dpop_check_iat(const lessons_dpop_request_t *req,
+                                      double iat);
+
+/* Until when (seconds since the epoch) a proof of this iat, taken for
+ * req, must be kept to be known as used before: the second after it is
+ * too old for req's window.  At most req->window + req->ahead + 1
+ * seconds after req->now, since iat is at most req->ahead ahead.
+ */
+apr_int64_t lessons_dpop_kept_until(const lessons_dpop_request_t *req,
+                                    apr_int64_t iat);
 
 /* A token's "cnf": {"jkt": ...} (RFC 9449 6.1): the thumbprint, or NULL
  * when it has none (a bearer token), or "" when "cnf" is there but not

@@ -18,8 +18,10 @@
 #include "lessons_replay.h"
 
 #define LESSONS_DPOP_KEPT   "mod_lessons-dpop-replay"
-/* Proofs a server keeps: each for the window and a second, so this many
- * a window's worth (about 540 a second) before a full run refuses one.
+/* Proofs a server keeps, each until it is too old (at most 66 s with no
+ * LessonsJWTLeeway): the first refusal comes with 31,000 of them held at
+ * the fewest, so some 350 a second (t/unit/test_replay.c measures it;
+ * DIRECTIVES.md quotes it); one key holds at most 1/16 of them.
  */
 #define LESSONS_DPOP_SLOTS  65536
 
@@ -67,6 +69,13 @@ int lessons_dpop_post_config(apr_pool_t *pconf, server_rec *s)
     kept = ap_retained_data_get(LESSONS_DPOP_KEPT);
     if (!kept) {
         kept = ap_retained_data_create(LESSONS_DPOP_KEPT, sizeof(*kept));
+    }
+    /* A block too small for this build's table (a restart onto a newer
+     * module): another one, the proofs seen so far forgotten once.
+     */
+    if (*kept && apr_shm_size_get(*kept) < size) {
+        apr_shm_destroy(*kept);
+        *kept = NULL;
     }
     if (!*kept) {
         rv = apr_shm_create(kept, size, NULL, s->process->pool);
@@ -120,26 +129,29 @@ void lessons_dpop_child_init(apr_pool_t *pchild, server_rec *s)
     }
 }
 
-/* The URI the client addressed, as htu must name it: httpd's scheme,
- * name and port for this request (ServerName with a scheme and
- * UseCanonicalName On make them the public ones behind a proxy), and
- * the request-target as it was sent, its query left out.
+/* The URI htu must name: this server's, as httpd names itself in the
+ * URLs it makes -- its scheme, and its name and port for this request
+ * (ServerName with UseCanonicalName On; else the Host the request came
+ * with) -- and the path of the request-target, its query left out.  A
+ * request-target in absolute-form (GET https://elsewhere:8443/path) gives
+ * its path only: httpd would take its authority for the request's name
+ * and port, so such a request is named as UseCanonicalName On names it,
+ * by ServerName, whatever the client wrote there.
  */
 static const char *lessons_dpop_request_uri(request_rec *r)
 {
     const char *target = r->unparsed_uri ? r->unparsed_uri : r->uri;
-    const char *q = strchr(target, '?');
-    apr_port_t port = ap_get_server_port(r);
 
-    if (q) {
-        target = apr_pstrmemdup(r->pool, target, (apr_size_t)(q - target));
+    if (target && *target != '/') {
+        return lessons_dpop_server_uri(r->pool, ap_http_scheme(r),
+                                       r->server->server_hostname,
+                                       r->server->port ? r->server->port
+                                                       : ap_default_port(r),
+                                       target);
     }
-    if (*target != '/') {
-        return target;              /* absolute-form: the URI itself */
-    }
-    return apr_psprintf(r->pool, "%s://%s:%u%s", ap_http_scheme(r),
-                        ap_get_server_name_for_url(r), (unsigned)port,
-                        target);
+    return lessons_dpop_server_uri(r->pool, ap_http_scheme(r),
+                                   ap_get_server_name_for_url(r),
+                                   ap_get_server_port(r), target);
 }
 
 static int lessons_dpop_refuse(request_rec *r, const char *error,
@@ -201,6 +213,7 @@ int lessons_dpop_gate(request_rec *r, int mode, int dpop_scheme,
     lessons_dpop_request_t req;
     lessons_dpop_proof_t out;
     unsigned char key[LESSONS_REPLAY_KEY_LEN];
+    apr_uint32_t owner;
     lessons_replay_e seen;
     lessons_dpop_e rc;
 
@@ -243,6 +256,7 @@ int lessons_dpop_gate(request_rec *r, int mode, int dpop_scheme,
     req.token = token;
     req.now = (apr_int64_t)apr_time_sec(r->request_time);
     req.window = LESSONS_DPOP_WINDOW + leeway;
+    req.ahead = LESSONS_DPOP_AHEAD + leeway;
     req.caps = sconf->jwt_caps;
     rc = lessons_dpop_check(r->pool, proof, &req, &out, &why);
     if (rc != LESSONS_DPOP_OK) {
@@ -256,18 +270,37 @@ int lessons_dpop_gate(request_rec *r, int mode, int dpop_scheme,
     }
     if (!sconf->replay || !sconf->replay_lock
         || lessons_replay_key(jkt, out.jti, key) != 0
+        || lessons_replay_owner(jkt, &owner) != 0
         || apr_global_mutex_lock(sconf->replay_lock) != APR_SUCCESS) {
         return lessons_dpop_unavailable(r, APLOG_ERR, LESSONSLOG(00241)
                                         "the DPoP proofs seen cannot be "
                                         "read in this process");
     }
-    seen = lessons_replay_check(sconf->replay, key,
-                                apr_time_from_sec(out.iat + req.window + 1),
+    seen = lessons_replay_check(sconf->replay, key, owner,
+                                apr_time_from_sec(
+                                    lessons_dpop_kept_until(&req, out.iat)),
                                 apr_time_now());
     apr_global_mutex_unlock(sconf->replay_lock);
     if (seen == LESSONS_REPLAY_SEEN) {
         return lessons_dpop_refuse(r, "invalid_dpop_proof", "The DPoP proof "
                                    "has been used before", NULL);
+    }
+    if (seen == LESSONS_REPLAY_OVER_SHARE) {
+        /* The client's doing, not the server's: its own proofs are
+         * refused (401, as any proof that cannot be taken, logged at
+         * info), every other key's are taken as before.  Its proofs
+         * end within the window, so it may try again soon.
+         */
+        apr_table_setn(r->err_headers_out, "Retry-After",
+                       LESSONS_RETRY_AFTER);
+        return lessons_dpop_refuse(r, "invalid_dpop_proof", "Too many DPoP "
+                                   "proofs made with this key within the "
+                                   "window; try again later",
+                                   apr_psprintf(r->pool, "the key already "
+                                                "holds its share of the "
+                                                "DPoP proofs seen (%d)",
+                                                lessons_replay_share(
+                                                    sconf->replay)));
     }
     if (seen == LESSONS_REPLAY_FULL) {
         return lessons_dpop_unavailable(r, APLOG_WARNING, LESSONSLOG(00242)

@@ -1,12 +1,15 @@
 /* Licensed under the Apache License, Version 2.0.
  *
  * test_dpop.c: lessons_dpop -- RFC 7638 thumbprints and RFC 9449's ath
- * against the RFCs' own examples, htu normalisation, a token's cnf.jkt,
- * and whole proofs made with libjwt and fresh keys: each check refuses
- * what it must.  libjwt 1.10 refuses every typ but JWT inside
- * jwt_decode, so there a good proof is refused as BAD_TYPE (tested),
- * and the checks after the signature run where libjwt lets dpop+jwt
- * through (Debian 13's libjwt 1.17; skipped on 1.10 with the reason).
+ * against the RFCs' own examples, htu normalisation, the server's own URI
+ * for a request (never an absolute-form target's authority), the iat
+ * window (a few seconds ahead at most) and how long a proof is kept, a
+ * token's cnf.jkt, and whole proofs made with libjwt and fresh keys:
+ * each check refuses what it must.  libjwt 1.10 refuses every typ but
+ * JWT inside jwt_decode, so there a good proof is refused as BAD_TYPE
+ * (tested), and the checks after the signature run where libjwt lets
+ * dpop+jwt through (Debian 13's libjwt 1.17; skipped on 1.10 with the
+ * reason).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -146,6 +149,129 @@ static void test_uri_normalize(void **state)
     norm_is(NULL, NULL);
 }
 
+static void server_uri_is(const char *scheme, const char *host,
+                          apr_port_t port, const char *target,
+                          const char *want)
+{
+    const char *got = lessons_dpop_server_uri(pool, scheme, host, port,
+                                              target);
+
+    if (!want) {
+        if (got) {
+            fail_msg("%s: %s, want none", target ? target : "(null)", got);
+        }
+        return;
+    }
+    if (!got || strcmp(got, want) != 0) {
+        fail_msg("%s: %s, want %s", target ? target : "(null)",
+                 got ? got : "(none)", want);
+    }
+}
+
+/* The URI htu is compared with: the server's scheme, name and port, the
+ * request-target's path.
+ */
+static void test_server_uri(void **state)
+{
+    (void)state;
+    server_uri_is("http", "127.0.0.1", 8080, "/dpop/api/lessons?x=1",
+                  "http://127.0.0.1:8080/dpop/api/lessons");
+    server_uri_is("https", "API.example.org", 443, "/api/lessons/./7",
+                  "https://api.example.org/api/lessons/7");
+    server_uri_is("http", "h", 80, "/%7Euser/a%2f#top",
+                  "http://h/~user/a%2F");
+    /* absolute-form: its path, never its scheme, host or port. */
+    server_uri_is("http", "127.0.0.1", 8080,
+                  "https://rs.other.example:8443/dpop/api/lessons?x=1",
+                  "http://127.0.0.1:8080/dpop/api/lessons");
+    server_uri_is("https", "api.example.org", 443,
+                  "http://EVIL.example/api/lessons",
+                  "https://api.example.org/api/lessons");
+    server_uri_is("https", "h", 443, "https://other.example",
+                  "https://h/");
+    /* IPv6: as httpd gives it, bracketed or not. */
+    server_uri_is("https", "::1", 8443, "/p", "https://[::1]:8443/p");
+    server_uri_is("https", "[::1]", 8443, "/p", "https://[::1]:8443/p");
+    /* No path (asterisk-form, authority-form), no host, no target. */
+    server_uri_is("http", "h", 80, "*", NULL);
+    server_uri_is("http", "h", 80, "h:443", NULL);
+    server_uri_is("http", "", 80, "/p", NULL);
+    server_uri_is("http", "h", 80, NULL, NULL);
+    server_uri_is("ftp", "h", 21, "/p", NULL);
+    server_uri_is("http", "h", 80, "/a%zz", NULL);
+}
+
+/* htu against the server's URI: a proof made for another resource
+ * server does not name this one, however the request names it.
+ */
+static void test_htu_matches(void **state)
+{
+    const char *mine = lessons_dpop_server_uri(
+        pool, "http", "127.0.0.1", 8080,
+        "http://rs.other.example:8443/dpop/api/lessons");
+
+    (void)state;
+    assert_false(lessons_dpop_htu_matches(
+        pool, "http://rs.other.example:8443/dpop/api/lessons", mine));
+    assert_true(lessons_dpop_htu_matches(
+        pool, "http://127.0.0.1:8080/dpop/api/lessons", mine));
+    assert_true(lessons_dpop_htu_matches(
+        pool, "HTTP://127.0.0.1:8080/dpop/api/./lessons?q=1", mine));
+    assert_false(lessons_dpop_htu_matches(
+        pool, "https://127.0.0.1:8080/dpop/api/lessons", mine));
+    assert_false(lessons_dpop_htu_matches(
+        pool, "http://localhost:8080/dpop/api/lessons", mine));
+    assert_false(lessons_dpop_htu_matches(pool, "/dpop/api/lessons", mine));
+    assert_false(lessons_dpop_htu_matches(pool, NULL, mine));
+    assert_false(lessons_dpop_htu_matches(pool, mine, NULL));
+}
+
+/* iat: up to the window old, a few seconds ahead; and a proof is kept
+ * until it is too old, so at most window + ahead + 1 seconds.
+ */
+static void test_iat_window(void **state)
+{
+    lessons_dpop_request_t req;
+    const apr_int64_t now = 1700000000;
+
+    (void)state;
+    memset(&req, 0, sizeof(req));
+    req.now = now;
+    req.window = 60;
+    req.ahead = LESSONS_DPOP_AHEAD;
+    assert_int_equal(LESSONS_DPOP_AHEAD, 5);
+    assert_int_equal(lessons_dpop_check_iat(&req, now), LESSONS_DPOP_OK);
+    assert_int_equal(lessons_dpop_check_iat(&req, now - 60),
+                     LESSONS_DPOP_OK);
+    assert_int_equal(lessons_dpop_check_iat(&req, now - 60.5),
+                     LESSONS_DPOP_STALE);
+    assert_int_equal(lessons_dpop_check_iat(&req, now - 3600),
+                     LESSONS_DPOP_STALE);
+    assert_int_equal(lessons_dpop_check_iat(&req, now + 5),
+                     LESSONS_DPOP_OK);
+    assert_int_equal(lessons_dpop_check_iat(&req, now + 5.5),
+                     LESSONS_DPOP_STALE);
+    assert_int_equal(lessons_dpop_check_iat(&req, now + 6),
+                     LESSONS_DPOP_STALE);
+    assert_int_equal(lessons_dpop_check_iat(&req, now + 60),
+                     LESSONS_DPOP_STALE);
+    /* Kept until the second after it is too old: 66 s at the most. */
+    assert_int_equal(lessons_dpop_kept_until(&req, now + 5), now + 66);
+    assert_int_equal(lessons_dpop_kept_until(&req, now), now + 61);
+    assert_int_equal(lessons_dpop_kept_until(&req, now - 60), now + 1);
+    /* LessonsJWTLeeway 30 widens both sides (the module adds it). */
+    req.window = 60 + 30;
+    req.ahead = LESSONS_DPOP_AHEAD + 30;
+    assert_int_equal(lessons_dpop_check_iat(&req, now + 35),
+                     LESSONS_DPOP_OK);
+    assert_int_equal(lessons_dpop_check_iat(&req, now + 36),
+                     LESSONS_DPOP_STALE);
+    assert_int_equal(lessons_dpop_check_iat(&req, now - 90),
+                     LESSONS_DPOP_OK);
+    assert_int_equal(lessons_dpop_check_iat(&req, now - 91),
+                     LESSONS_DPOP_STALE);
+}
+
 static void test_token_jkt(void **state)
 {
     json_t *c;
@@ -240,6 +366,7 @@ static lessons_dpop_request_t request(apr_int64_t now)
     req.token = TOKEN;
     req.now = now;
     req.window = 60;
+    req.ahead = LESSONS_DPOP_AHEAD;
     req.caps = caps;
     return req;
 }
@@ -320,10 +447,16 @@ static void test_good_proof(void **state)
     /* The same URI written otherwise is the same URI. */
     req.uri = "HTTPS://API.example.org:443/api/lessons/./7?x=1";
     assert_int_equal(check(proof, &req, &out), LESSONS_DPOP_OK);
-    /* The window, both ways. */
+    /* The window, both ways: a minute old, a few seconds ahead. */
     req = request(1700000000 + 60);
     assert_int_equal(check(proof, &req, &out), LESSONS_DPOP_OK);
     req = request(1700000000 + 61);
+    assert_int_equal(check(proof, &req, &out), LESSONS_DPOP_STALE);
+    req = request(1700000000 - LESSONS_DPOP_AHEAD);
+    assert_int_equal(check(proof, &req, &out), LESSONS_DPOP_OK);
+    req = request(1700000000 - LESSONS_DPOP_AHEAD - 1);
+    assert_int_equal(check(proof, &req, &out), LESSONS_DPOP_STALE);
+    req = request(1700000000 - 60);
     assert_int_equal(check(proof, &req, &out), LESSONS_DPOP_STALE);
     req = request(1700000000 - 61);
     assert_int_equal(check(proof, &req, &out), LESSONS_DPOP_STALE);
@@ -395,6 +528,9 @@ int main(void)
         cmocka_unit_test(test_thumbprint_rfc9449),
         cmocka_unit_test(test_ath_rfc9449),
         cmocka_unit_test(test_uri_normalize),
+        cmocka_unit_test(test_server_uri),
+        cmocka_unit_test(test_htu_matches),
+        cmocka_unit_test(test_iat_window),
         cmocka_unit_test(test_token_jkt),
         cmocka_unit_test(test_refused_before_the_signature),
         cmocka_unit_test(test_good_proof),
