@@ -242,6 +242,19 @@ static int lessons_at_claims_ok(json_t *claims, const lessons_times_t *t)
     return t->has_iat > 0;
 }
 
+/* Is iss the policy's issuer (a string equal byte for byte), or does
+ * the policy require none?
+ */
+static int lessons_issuer_ok(const lessons_token_policy_t *pol,
+                             json_t *claims)
+{
+    json_t *iss = json_object_get(claims, "iss");
+
+    return !pol->issuer
+           || (json_is_string(iss)
+               && strcmp(json_string_value(iss), pol->issuer) == 0);
+}
+
 /* On OK, *found holds what a cache hit must check again. */
 static lessons_token_e lessons_check_claims(apr_pool_t *p,
                                             const lessons_token_policy_t *pol,
@@ -252,7 +265,7 @@ static lessons_token_e lessons_check_claims(apr_pool_t *p,
 {
     lessons_times_t t;
     lessons_token_e rc;
-    json_t *iss, *sub;
+    json_t *sub;
 
     memset(&t, 0, sizeof(t));
     t.has_exp = lessons_claim_time(claims, "exp", &t.exp);
@@ -265,12 +278,8 @@ static lessons_token_e lessons_check_claims(apr_pool_t *p,
     if (at && !lessons_at_claims_ok(claims, &t)) {
         return LESSONS_TOKEN_AT_CLAIMS;
     }
-    if (pol->issuer) {
-        iss = json_object_get(claims, "iss");
-        if (!json_is_string(iss)
-            || strcmp(json_string_value(iss), pol->issuer) != 0) {
-            return LESSONS_TOKEN_BAD_ISSUER;
-        }
+    if (!lessons_issuer_ok(pol, claims)) {
+        return LESSONS_TOKEN_BAD_ISSUER;
     }
     if (pol->audience
         && !lessons_audience_ok(json_object_get(claims, "aud"),
@@ -540,6 +549,24 @@ static lessons_token_e lessons_verify_full(apr_pool_t *p,
         return LESSONS_TOKEN_MALFORMED;
     }
     rc = lessons_header_check(pol, header, &talg, &at, &kid);
+    if (rc != LESSONS_TOKEN_OK) {
+        goto done;
+    }
+    /* The signature covers these exact bytes; claims are read from
+     * them rather than through libjwt's lossy getters, and trusted only
+     * once it has verified.  A token of another issuer can never pass
+     * here: refused before any key is looked for, so that its kid,
+     * unknown to this issuer's set, never makes a keys URL or a provider
+     * be asked again.
+     */
+    found->payload = NULL;
+    found->payload_len = 0;
+    claims = lessons_segment_object(p, dot[0] + 1,
+                                    (apr_size_t)(dot[1] - dot[0] - 1),
+                                    &found->payload, &found->payload_len);
+    if (claims && !lessons_issuer_ok(pol, claims)) {
+        rc = LESSONS_TOKEN_BAD_ISSUER;
+    }
     if (rc == LESSONS_TOKEN_OK) {
         rc = lessons_pick_keys(pol, talg, kid, tries, &ntries);
     }
@@ -549,15 +576,6 @@ static lessons_token_e lessons_verify_full(apr_pool_t *p,
     if (rc != LESSONS_TOKEN_OK) {
         goto done;
     }
-
-    /* The signature covers these exact bytes; read claims from them
-     * rather than through libjwt's lossy getters.
-     */
-    found->payload = NULL;
-    found->payload_len = 0;
-    claims = lessons_segment_object(p, dot[0] + 1,
-                                    (apr_size_t)(dot[1] - dot[0] - 1),
-                                    &found->payload, &found->payload_len);
     if (!claims) {
         rc = LESSONS_TOKEN_BAD_CLAIMS;
         goto done;
@@ -950,7 +968,7 @@ const char *lessons_token_describe(lessons_token_e result)
     case LESSONS_TOKEN_NOT_YET_VALID:
         return "The access token is not valid yet";
     case LESSONS_TOKEN_BAD_ISSUER:
-        return "The access token issuer is not accepted";
+        return "The access token issuer is not accepted here";
     case LESSONS_TOKEN_BAD_AUDIENCE:
         return "The access token audience is not accepted";
     case LESSONS_TOKEN_KEY_MISFIT:

@@ -98,6 +98,10 @@ typedef enum {
  * the epoch).  On LESSONS_TOKEN_OK, *subject is the sub claim copied
  * into p, or NULL when the token has none (sub, if present, must be a
  * string).  Nothing from the token is trusted before this returns OK.
+ * Where the policy names an issuer, a token whose payload names another
+ * (or none) is LESSONS_TOKEN_BAD_ISSUER once its header has passed,
+ * before any key is looked for: never LESSONS_TOKEN_UNKNOWN_KID, which
+ * makes a keys URL be asked again.
  */
 lessons_token_e lessons_token_verify(apr_pool_t *p,
                                      const lessons_token_policy_t *policy,

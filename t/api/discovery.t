@@ -174,6 +174,37 @@ control(POST => '/token-claims?realm=school', {});
                     'HS256 with the discovered key\'s kid', 'invalid_token');
 }
 
+# ---- another issuer's token: refused for that, nothing fetched --------
+# (issue 40) Its kid is one the school's set lacks, which made the
+# school's keys be fetched again whenever LessonsJWTKeysMinRefresh
+# allowed, for a token that could never pass: its iss is checked first.
+{
+    my $before = realm_state('school');
+    my $logpos = length error_log();
+    my @tokens = ([ 'another realm\'s token' => idp_token(realm => 'teachers') ],
+                  [ 'the same again' => idp_token(realm => 'teachers') ],
+                  [ 'a token without iss, its kid unknown here'
+                      => token(alg => 'RS256', header => { kid => 'not-the-schools' }) ]);
+    for my $t (@tokens) {
+        sleep $MIN + 0.2;       # a refetch would be allowed by now
+        $res = get('/school/api/lessons', $t->[1]);
+        is_unauthorized($res, $t->[0], 'invalid_token');
+        like $res->header('WWW-Authenticate') // '',
+            qr/error_description="The access token issuer is not accepted here"/,
+            "$t->[0]: the issuer is not accepted here";
+    }
+    my $after = realm_state('school');
+    is $after->{jwks_requests}, $before->{jwks_requests},
+        '... and the school\'s keys were not fetched again';
+    is $after->{discovery_requests}, $before->{discovery_requests},
+        '... nor its metadata';
+    my $log = substr(error_log(), $logpos);
+    is scalar(() = $log =~ /LESSONS00204: GET \/school\/api\/lessons refused \(401\): The access token issuer is not accepted here/g),
+        3, 'each logged once at info';
+    unlike $log, qr/LESSONS00218/, '... never as a key the server does not know';
+    $st = $after;
+}
+
 # ---- rotation through discovery: one refetch of metadata and keys ------
 sleep $MIN + 0.2;
 my $kid2 = control(POST => '/keys?realm=school', { alg => 'ES256' })->{kid};

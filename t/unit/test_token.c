@@ -268,6 +268,44 @@ static void test_set_unknown_kid(void **state)
            LESSONS_TOKEN_OK);
 }
 
+/* Where the policy names an issuer, a token naming another (or none) is
+ * refused for that before its kid is looked up: UNKNOWN_KID, which makes
+ * a keys URL or a provider be asked again, never comes for it (issue
+ * 40).  Its header is judged first, as before.
+ */
+static void test_set_other_issuer_before_kid(void **state)
+{
+    lessons_token_policy_t p = set_policy(mixed_set(), RS | ES | HS);
+    const char *other = "{\"iss\":\"https://evil.example.org\","
+                        "\"sub\":\"alice\",\"exp\":1700003600}";
+    const char *mine = "{\"iss\":\"" ISSUER "\",\"sub\":\"alice\","
+                       "\"exp\":1700003600}";
+    char *t;
+
+    (void)state;
+    p.issuer = ISSUER;
+    verify(&p, lj_token_kid(JWT_ALG_RS256, rsa_priv, strlen(rsa_priv), other,
+                            "zz"), LESSONS_TOKEN_BAD_ISSUER);
+    verify(&p, lj_token_kid(JWT_ALG_RS256, rsa_priv, strlen(rsa_priv),
+                            STD_CLAIMS, "zz"), LESSONS_TOKEN_BAD_ISSUER);
+    /* the issuer's own token with a kid its set lacks: a rotation */
+    verify(&p, lj_token_kid(JWT_ALG_RS256, rsa_priv, strlen(rsa_priv), mine,
+                            "zz"), LESSONS_TOKEN_UNKNOWN_KID);
+    verify(&p, lj_token_kid(JWT_ALG_RS256, rsa_priv, strlen(rsa_priv), mine,
+                            "r1"), LESSONS_TOKEN_OK);
+    /* another issuer's token, whatever its signature */
+    verify(&p, lj_token_kid(JWT_ALG_RS256, rsa2_priv, strlen(rsa2_priv),
+                            other, "r1"), LESSONS_TOKEN_BAD_ISSUER);
+    /* the header still comes first */
+    t = lj_token_kid(JWT_ALG_ES256, ec_priv, strlen(ec_priv), other, "zz");
+    p.algs = RS;
+    verify(&p, t, LESSONS_TOKEN_BAD_ALG);
+    /* no issuer in the policy: the kid decides, as before */
+    p = set_policy(mixed_set(), RS | ES | HS);
+    verify(&p, lj_token_kid(JWT_ALG_RS256, rsa_priv, strlen(rsa_priv), other,
+                            "zz"), LESSONS_TOKEN_UNKNOWN_KID);
+}
+
 /* The forgery: HS256 keyed with the RSA key's public PEM, naming the RSA
  * key's kid, or none; with HS256 accepted beside a real secret.
  */
@@ -2016,6 +2054,7 @@ int main(void)
         cmocka_unit_test(test_set_kid_picks_its_key),
         cmocka_unit_test(test_set_without_kid_tries_fitting_keys),
         cmocka_unit_test(test_set_unknown_kid),
+        cmocka_unit_test(test_set_other_issuer_before_kid),
         cmocka_unit_test(test_set_rsa_pem_as_hmac_secret),
         cmocka_unit_test(test_set_key_alg_and_policy_algs),
         cmocka_unit_test(test_set_misfit_and_bad_kid),
