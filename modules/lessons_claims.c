@@ -194,8 +194,16 @@ lessons_claim_text_e lessons_claims_text(apr_pool_t *p, json_t *value,
         /* Joined into one buffer: members may hold NULs, so no strcat. */
         total = 0;
         json_array_foreach(value, k, m) {
-            if (!lessons_claims_raw(p, m, &n)) {
+            raw = lessons_claims_raw(p, m, &n);
+            if (!raw) {
                 return LESSONS_CLAIM_TEXT_NO_MEMORY;
+            }
+            /* Only a join that a split at its commas undoes: whoever
+             * reads the variable must get back the members the token
+             * has, neither "x,admin" as two nor "" as one more.
+             */
+            if (n == 0 || memchr(raw, ',', n) || (k == 0 && *raw == '[')) {
+                return LESSONS_CLAIM_TEXT_LIST;
             }
             total += n + 1;
         }
@@ -239,6 +247,40 @@ lessons_claim_text_e lessons_claims_user(apr_pool_t *p, json_t *value,
     return lessons_claims_text(p, value, max, text);
 }
 
+lessons_claim_text_e lessons_claims_qualify(apr_pool_t *p, const char *user,
+                                            const char *issuer,
+                                            const char *const *issuers,
+                                            int n, const char **name)
+{
+    apr_size_t len, ilen;
+    const char *q;
+    int i;
+
+    *name = NULL;
+    if (!p || !user || !issuer) {
+        return LESSONS_CLAIM_TEXT_ABSENT;
+    }
+    q = apr_pstrcat(p, user, "@", issuer, NULL);
+    len = strlen(q);
+    /* Two pairs give one name only when it ends with "@" and each
+     * issuer, one of them then longer than the other: a name belongs to
+     * the longest issuer that ends it, and is refused to a shorter one.
+     * So the names of a section never meet, whatever its issuers are.
+     */
+    for (i = 0; i < n; i++) {
+        if (!issuers[i]) {
+            continue;
+        }
+        ilen = strlen(issuers[i]);
+        if (ilen > strlen(issuer) && ilen < len && q[len - ilen - 1] == '@'
+            && memcmp(q + len - ilen, issuers[i], ilen) == 0) {
+            return LESSONS_CLAIM_TEXT_OTHER_ISSUER;
+        }
+    }
+    *name = q;
+    return LESSONS_CLAIM_TEXT_OK;
+}
+
 const char *lessons_claims_text_describe(lessons_claim_text_e rc)
 {
     switch (rc) {
@@ -252,6 +294,13 @@ const char *lessons_claims_text_describe(lessons_claim_text_e rc)
         return "is too long";
     case LESSONS_CLAIM_TEXT_NOT_NAME:
         return "is not a string or an integer";
+    case LESSONS_CLAIM_TEXT_LIST:
+        return "is a list whose members a comma cannot join (one is "
+               "empty or null, holds a comma, or the first starts with "
+               "\"[\")";
+    case LESSONS_CLAIM_TEXT_OTHER_ISSUER:
+        return "reads, qualified with its issuer, as a user of another "
+               "issuer of the section";
     case LESSONS_CLAIM_TEXT_NO_MEMORY:
         break;
     }

@@ -53,6 +53,10 @@ typedef enum {
     LESSONS_CLAIM_TEXT_TOO_LONG,    /* over max bytes */
     LESSONS_CLAIM_TEXT_NOT_NAME,    /* a user name must be a string or an
                                      * integer */
+    LESSONS_CLAIM_TEXT_LIST,        /* a list whose members a comma-split
+                                     * would not give back */
+    LESSONS_CLAIM_TEXT_OTHER_ISSUER,/* a qualified user name that reads as
+                                     * a user of another issuer too */
     LESSONS_CLAIM_TEXT_NO_MEMORY
 } lessons_claim_text_e;
 
@@ -67,7 +71,12 @@ lessons_claim_text_e lessons_claims_text_check(const char *text,
  *   number, boolean    its JSON text ("42", "1.5", "true")
  *   null               ""
  *   array of scalars   members joined with "," (strings raw, numbers
- *                      and booleans as JSON text, null as "")
+ *                      and booleans as JSON text), when splitting the
+ *                      text at its commas gives each member back: no
+ *                      member is empty ("" or null) or holds a comma,
+ *                      and the first does not start with "[" (as the
+ *                      JSON form below does); else
+ *                      LESSONS_CLAIM_TEXT_LIST.  [] is "".
  *   object, or array   compact JSON text (the whole array, when any
  *   with an object or  member is itself an object or array)
  *   array member
@@ -80,6 +89,19 @@ lessons_claim_text_e lessons_claims_text(apr_pool_t *p, json_t *value,
  */
 lessons_claim_text_e lessons_claims_user(apr_pool_t *p, json_t *value,
                                          apr_size_t max, const char **text);
+
+/* In a section that accepts several issuers, the user name of user
+ * (a name under the rule above) from the issuer its token was verified
+ * for: "user@issuer", into *name in p.  Never the same string for two
+ * (issuer, user) pairs of one section: a name that also ends with "@"
+ * and a longer one of the n issuers (which only issuers holding an "@"
+ * can make: "x@a" of issuer "b" beside issuer "a@b") reads as that
+ * issuer's, and is LESSONS_CLAIM_TEXT_OTHER_ISSUER, *name NULL.
+ */
+lessons_claim_text_e lessons_claims_qualify(apr_pool_t *p, const char *user,
+                                            const char *issuer,
+                                            const char *const *issuers,
+                                            int n, const char **name);
 
 /* Why a value was not handed over, for a log line or a 401's
  * description ("holds a control character", ...).

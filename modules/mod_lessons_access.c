@@ -12,6 +12,11 @@
 
 #include "mod_lessons.h"
 
+/* How long a refusal's body is drained at most (a read already
+ * waiting still ends at httpd's Timeout).
+ */
+#define LESSONS_DRAIN_TIME  apr_time_from_sec(5)
+
 /* HTTP/2: answering before the request's DATA arrived makes mod_http2
  * end the stream with RST_STREAM(NO_ERROR) after the answer (RFC 9113
  * 8.1 allows it), and curl 7.88 (Debian 12) then loses the answer: 17
@@ -19,16 +24,20 @@
  * anyway (a Content-Length within LessonsMaxBodySize) is read and
  * dropped first, as httpd drops it after answering over HTTP/1.1
  * (ap_discard_request_body does nothing on HTTP/2's connections);
- * larger or unsized ones are left as they are.
+ * larger or unsized ones are left as they are.  Dropped as it comes, one
+ * read at a time, never gathered: a refusal holds a read's worth, not
+ * the body (8 MiB POSTs without a token, ten at a time, raised a child's
+ * peak by 85 MiB when it was gathered, by 7 MiB since: t/api/drain.t),
+ * and the draining stops after LESSONS_DRAIN_TIME.
  */
 static void lessons_drain_small_body(request_rec *r)
 {
     const char *cl = apr_table_get(r->headers_in, "Content-Length");
-    const char *body;
-    apr_size_t n;
-    apr_status_t rv;
-    apr_off_t len, max;
+    apr_bucket_brigade *bb;
+    apr_off_t len, max, seen = 0, n;
+    apr_time_t until;
     char *end;
+    int eos = 0;
 
     if (r->proto_num < 2000 || r->main || lessons_state(r)->body_read || !cl
         || apr_strtoff(&len, cl, &end, 10) != APR_SUCCESS || *end
@@ -37,9 +46,23 @@ static void lessons_drain_small_body(request_rec *r)
     }
     max = lessons_max_body(ap_get_module_config(r->per_dir_config,
                                                 &lessons_module));
-    if (len <= max) {
-        (void)lessons_read_body(r, max, &body, &n, &rv);
+    if (len > max) {
+        return;
     }
+    lessons_state(r)->body_read = 1;
+    until = apr_time_now() + LESSONS_DRAIN_TIME;
+    bb = apr_brigade_create(r->pool, r->connection->bucket_alloc);
+    while (!eos && seen <= max && apr_time_now() < until
+           && ap_get_brigade(r->input_filters, bb, AP_MODE_READBYTES,
+                             APR_BLOCK_READ, HUGE_STRING_LEN)
+              == APR_SUCCESS
+           && apr_brigade_length(bb, 1, &n) == APR_SUCCESS) {
+        eos = !APR_BRIGADE_EMPTY(bb)
+              && APR_BUCKET_IS_EOS(APR_BRIGADE_LAST(bb));
+        seen += n;
+        apr_brigade_cleanup(bb);
+    }
+    apr_brigade_destroy(bb);
 }
 
 /* The section's LessonsJWTDPoP, off where it says nothing. */
@@ -50,7 +73,10 @@ static int lessons_dpop_mode(const lessons_dir_conf *conf)
 
 /* A refusal with its challenge: Bearer's (RFC 6750), or DPoP's (RFC
  * 9449 7.1) for a request that came with DPoP and where a section
- * requires it; both where DPoP is optional and the request sent neither.
+ * requires it.  Where DPoP is optional, a request that did not use it
+ * gets both: the error in Bearer's, the scheme it used, and DPoP's bare
+ * (realm and algs), as RFC 6750 3.1 answers a scheme the request did
+ * not try; an error there would say that a DPoP token failed.
  */
 static int lessons_challenge(request_rec *r, int status, const char *error,
                              const char *description)
@@ -67,8 +93,7 @@ static int lessons_challenge(request_rec *r, int status, const char *error,
                        lessons_challenge_value(r, error, description));
         if (mode == LESSONS_DPOP_OPTIONAL) {
             apr_table_addn(r->err_headers_out, "WWW-Authenticate",
-                           lessons_dpop_challenge_value(r, error,
-                                                        description));
+                           lessons_dpop_challenge_value(r, NULL, NULL));
         }
     }
     lessons_drain_small_body(r);
@@ -90,8 +115,9 @@ static int lessons_misconfigured(request_rec *r, const char *why)
 
 /* LessonsJWTExportClaims: each claim the token has, as JWT_CLAIM_<name>,
  * when it keeps the rule of lessons_claims_text (no control character,
- * at most LESSONS_CLAIM_MAX bytes); one it lacks is left unset, and so
- * is one that breaks the rule, with an info line naming it.
+ * at most LESSONS_CLAIM_MAX bytes, a list only where its commas give
+ * its members back); one it lacks is left unset, and so is one that
+ * breaks the rule, with an info line naming it (never its value).
  */
 static void lessons_export_claims(request_rec *r,
                                   const lessons_dir_conf *conf,
@@ -114,10 +140,12 @@ static void lessons_export_claims(request_rec *r,
         }
         else if (rc != LESSONS_CLAIM_TEXT_ABSENT) {
             ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00216)
-                          "claim %s not exported: it %s (at most %d "
-                          "bytes, no control characters)", name,
+                          "claim %s not exported: it %s%s", name,
                           lessons_claims_text_describe(rc),
-                          LESSONS_CLAIM_MAX);
+                          rc == LESSONS_CLAIM_TEXT_LIST ? ""
+                          : apr_psprintf(r->pool, " (at most %d bytes, no "
+                                         "control characters)",
+                                         LESSONS_CLAIM_MAX));
         }
     }
 }
@@ -147,12 +175,30 @@ static int lessons_bearer_of(request_rec *r, const lessons_dir_conf *conf,
 {
     const char *header = apr_table_get(r->headers_in, "Authorization");
     lessons_bearer_e rc = lessons_bearer_parse(r->pool, header, token);
+    const char *other;
 
     /* Where a section takes DPoP, its scheme carries the token too. */
     if (rc == LESSONS_BEARER_OTHER_SCHEME
         && lessons_dpop_mode(conf) != LESSONS_DPOP_OFF) {
         rc = lessons_auth_parse(r->pool, header, "DPoP", token);
         lessons_state(r)->dpop = rc != LESSONS_BEARER_OTHER_SCHEME;
+    }
+    /* Where it does not, a DPoP client did send a token, in a scheme not
+     * taken here: say that, not that none came.  Bearer's challenge stays
+     * bare (RFC 6750 3.1: a scheme the server does not support is no
+     * error of a bearer token), and the token is not looked at.
+     */
+    else if (rc == LESSONS_BEARER_OTHER_SCHEME
+             && lessons_auth_parse(r->pool, header, "DPoP", &other)
+                != LESSONS_BEARER_OTHER_SCHEME) {
+        lessons_count(r, LESSONS_M_REFUSED + LESSONS_REFUSED_DPOP);
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00223)
+                      "%s: the DPoP scheme, which this section does not "
+                      "take (LessonsJWTDPoP off)",
+                      lessons_refused(r, HTTP_UNAUTHORIZED));
+        return lessons_challenge(r, HTTP_UNAUTHORIZED, NULL,
+                                 "DPoP is not accepted here: send the "
+                                 "access token with the Bearer scheme.");
     }
     switch (rc) {
     case LESSONS_BEARER_NONE:
@@ -184,13 +230,29 @@ static int lessons_bearer_of(request_rec *r, const lessons_dir_conf *conf,
     return OK;
 }
 
+/* The issuers of a section's <LessonsJWTIssuer> blocks, in order. */
+static const char *const *lessons_issuer_names(request_rec *r,
+                                               const lessons_dir_conf *conf)
+{
+    int n = conf->issuers->nelts, i;
+    const char **names = apr_palloc(r->pool, sizeof(*names) * (apr_size_t)n);
+
+    for (i = 0; i < n; i++) {
+        names[i] = APR_ARRAY_IDX(conf->issuers, i, lessons_dir_conf *)->issuer;
+    }
+    return names;
+}
+
 /* r->user from the verified token's user claim (subject when it is sub,
- * else from claims).  The user goes into logs, REMOTE_USER and headers
- * an admin builds from it: a claim that cannot be one as it is refuses
- * the token (401), rather than making it someone else by cleaning or
- * cutting it.  A token without the claim leaves the user unset.
+ * else from claims); where the section takes several issuers (unit is
+ * then the block of the token's), qualified with its issuer.  The user
+ * goes into logs, REMOTE_USER and headers an admin builds from it: a
+ * claim that cannot be one as it is refuses the token (401), rather than
+ * making it someone else by cleaning or cutting it.  A token without the
+ * claim leaves the user unset.
  */
 static int lessons_set_user(request_rec *r, const lessons_dir_conf *conf,
+                            const lessons_dir_conf *unit,
                             const char *subject, json_t *claims)
 {
     const char *user = NULL;
@@ -208,14 +270,24 @@ static int lessons_set_user(request_rec *r, const lessons_dir_conf *conf,
                       : LESSONS_CLAIM_TEXT_ABSENT;
         user = subject;
     }
+    /* Two issuers' "alice" are two users: "alice@" and the issuer. */
+    if (urc == LESSONS_CLAIM_TEXT_OK && conf->issuers && unit != conf) {
+        urc = lessons_claims_qualify(r->pool, user, unit->issuer,
+                                     lessons_issuer_names(r, conf),
+                                     conf->issuers->nelts, &user);
+    }
     if (urc != LESSONS_CLAIM_TEXT_OK && urc != LESSONS_CLAIM_TEXT_ABSENT) {
         lessons_count(r, LESSONS_M_REFUSED + LESSONS_REFUSED_USER_CLAIM);
         ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00217)
-                      "%s: the user claim %s %s (at most %d bytes, no "
-                      "control characters)",
+                      "%s: the user claim %s %s (%s)",
                       lessons_refused(r, HTTP_UNAUTHORIZED),
                       conf->user_claim ? conf->user_claim : "sub",
-                      lessons_claims_text_describe(urc), LESSONS_USER_MAX);
+                      lessons_claims_text_describe(urc),
+                      urc == LESSONS_CLAIM_TEXT_OTHER_ISSUER
+                      ? apr_pstrcat(r->pool, "issuer names with \"@\" in "
+                                    "the section at ", conf->jwt_where, NULL)
+                      : apr_psprintf(r->pool, "at most %d bytes, no control "
+                                     "characters", LESSONS_USER_MAX));
         return lessons_challenge(r, HTTP_UNAUTHORIZED, "invalid_token",
                                  "The access token's user claim cannot "
                                  "be used as a user name.");
@@ -246,13 +318,10 @@ static int lessons_block_of(request_rec *r, const lessons_dir_conf *conf,
                             const char *token, const lessons_dir_conf **unit)
 {
     int n = conf->issuers->nelts, i;
-    const char **names = apr_palloc(r->pool, sizeof(*names) * (apr_size_t)n);
     lessons_token_e rc;
 
-    for (i = 0; i < n; i++) {
-        names[i] = APR_ARRAY_IDX(conf->issuers, i, lessons_dir_conf *)->issuer;
-    }
-    rc = lessons_token_pick_issuer(r->pool, token, names, n, &i);
+    rc = lessons_token_pick_issuer(r->pool, token,
+                                   lessons_issuer_names(r, conf), n, &i);
     if (rc == LESSONS_TOKEN_UNKNOWN_ISSUER) {
         /* Never the iss itself: a claim's value. */
         ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00222)
@@ -351,7 +420,7 @@ static int lessons_authenticate(request_rec *r, const lessons_dir_conf *conf,
             return rc;
         }
     }
-    rc = lessons_set_user(r, conf, subject, claims);
+    rc = lessons_set_user(r, conf, unit, subject, claims);
     if (rc != OK) {
         return rc;
     }

@@ -56,6 +56,36 @@ for my $auth ('Basic ' . b64url('user:pass'), 'Digest username="x"',
     is_unauthorized($res, "scheme " . substr($auth, 0, 12));
 }
 
+# ---- the DPoP scheme where LessonsJWTDPoP is off (the default): a
+# token did come, in a scheme not taken here, and the answer says so
+# (issue 40): 401, Bearer's bare challenge (RFC 6750 3.1), never the
+# token, counted as a DPoP refusal and logged once at info.
+for my $case ([ 'a token' => 'DPoP ' . good_token() ],
+              [ 'lower case' => 'dpop ' . good_token(claims => { sub => 'tester' }) ],
+              [ 'no token' => 'DPoP' ],
+              [ 'two tokens' => 'DPoP ' . good_token() . ' ' . good_token() ]) {
+    my ($what, $auth) = @$case;
+    my $name = "scheme DPoP where it is off, $what";
+    my $from = suite_log_size();
+    my $res = call(GET => '/api/lessons', auth => $auth);
+    is_unauthorized($res, $name);
+    my $p = json_of($res) || {};
+    is $p->{detail}, 'DPoP is not accepted here: send the access token with the Bearer scheme.',
+        "$name: the problem says DPoP is not accepted here";
+    my ($payload) = $auth =~ /\.([^.\s]+)\./;
+    ok !grep({ defined $payload && index($_, $payload) >= 0 || /tester/ }
+             $res->content, $res->header('WWW-Authenticate') // ''),
+        "$name: the answer never echoes the token";
+    my $log = suite_log_since($from);
+    like $log, qr/\[lessons:info\].*LESSONS00223: GET \/api\/lessons refused \(401\): the DPoP scheme, which this section does not take \(LessonsJWTDPoP off\)/,
+        "$name: logged at info (LESSONS00223)";
+    unlike $log, qr/LESSONS00202/, "$name: not as \"no bearer token\"";
+}
+is call(GET => '/api/lessons', auth => 'DPoPx ' . good_token())->code, 401,
+    'a scheme that only starts with DPoP: 401';
+is((json_of(call(GET => '/api/lessons', auth => 'DPoPx ' . good_token())) || {})->{detail},
+   'A bearer token is required.', '... as another scheme');
+
 # ---- malformed Bearer: 400 invalid_request
 for my $case (
     [ 'Bearer with no token',      'Bearer' ],

@@ -63,6 +63,44 @@ $res = call(GET => '/claims/api/lessons', token => $bare);
 is $res->code, 200, 'a token without the claims: 200';
 ok !defined $res->header('X-Tenant'), '... nothing exported';
 
+# ---- lists (issue 40): joined with commas only where splitting the
+# value at its commas gives back exactly the members the token has;
+# any other list is left unset, with an info line naming the claim and
+# never its value.
+{
+    my $from = suite_log_size();
+    my $list = good_token(claims => {
+        sub => 'u-130', profile => { login => 'anna' }, tenant => 'nord',
+        roles => [ 'x,admin', 'user' ],
+        realm_access => { roles => [ 'reader', 'a b', ' c', 'd]' ] },
+    });
+    $res = call(GET => '/claims/api/lessons/level/4', token => $list);
+    is $res->code, 200, 'a list member with a comma: still 200';
+    my $line = line_for('/claims/api/lessons/level/4');
+    my @f = split /\|/, $line, -1;
+    is $f[2], '-', '["x,admin","user"] is not exported (it would read as x, admin, user)';
+    is_deeply [ split /,/, $f[3], -1 ], [ 'reader', 'a b', ' c', 'd]' ],
+        'a list without commas in its members reads back exactly, spaces included';
+    my $log = suite_log_since($from);
+    like $log, qr/\[lessons:info\].*LESSONS00216: claim roles not exported: it is a list whose members a comma cannot join/,
+        '... and an info line names the claim';
+    unlike $log, qr/x,admin/, '... never its value';
+}
+{
+    my $from = suite_log_size();
+    my $t = good_token(claims => {
+        sub => 'u-131', profile => { login => 'anna' }, tenant => 'sued',
+        roles => [], realm_access => { roles => [ 'admin', undef ] },
+    });
+    is call(GET => '/claims/api/lessons/level/5', token => $t)->code, 200,
+        'an empty list, and a list with null: 200';
+    my @f = split /\|/, line_for('/claims/api/lessons/level/5'), -1;
+    is $f[2], '', '[] is exported as the empty value';
+    is $f[3], '-', '["admin",null] is not ("admin," would read as admin and "")';
+    like suite_log_since($from), qr/LESSONS00216: claim realm_access\.roles not exported/,
+        '... and the log says which';
+}
+
 # where no directive asks, sub stays the user and nothing is exported
 $res = call(GET => '/api/lessons', token => $token);
 is $res->code, 200, 'the plain API';

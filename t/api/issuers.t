@@ -54,21 +54,15 @@ make_path("$dir/static");
     close $fh or die $!;
 }
 
-sub blocks {
-    return <<"EOF";
-    <LessonsJWTIssuer $A>
-        LessonsJWTKey RS256 "$RSA"
-        LessonsJWTAudience lessons-a
-    </LessonsJWTIssuer>
-    <LessonsJWTIssuer $B>
-        LessonsJWTKey HS256 "$HS"
-    </LessonsJWTIssuer>
-    <LessonsJWTIssuer $C>
-        LessonsJWTAlgorithm ES256
-        LessonsJWTKeyFile "$ec_jwks"
-    </LessonsJWTIssuer>
-EOF
-}
+my %block = (
+    A => "    <LessonsJWTIssuer $A>\n        LessonsJWTKey RS256 \"$RSA\"\n"
+       . "        LessonsJWTAudience lessons-a\n    </LessonsJWTIssuer>\n",
+    B => "    <LessonsJWTIssuer $B>\n        LessonsJWTKey HS256 \"$HS\"\n"
+       . "    </LessonsJWTIssuer>\n",
+    C => "    <LessonsJWTIssuer $C>\n        LessonsJWTAlgorithm ES256\n"
+       . "        LessonsJWTKeyFile \"$ec_jwks\"\n    </LessonsJWTIssuer>\n",
+);
+sub blocks { join '', @block{qw(A B C)} }
 my $only_b = "<LessonsJWTIssuer $B>\n    LessonsJWTKey HS256 \"$HS\"\n</LessonsJWTIssuer>";
 
 my $port  = free_port();
@@ -128,6 +122,32 @@ Listen 127.0.0.1:$vport
         LessonsJWTKey HS256 "$HS"
         LessonsJWTAudience app-t2
     </LessonsJWTIssuer>
+</Location>
+# Who the user is (issue 40): two issuers' "alice" are two users.
+LoadModule authz_user_module    "$mods/mod_authz_user.so"
+LogFormat "%u|%U" userfmt
+CustomLog "$dir/user.log" userfmt
+<Location "/who/api/lessons">
+    SetHandler lessons
+$block{A}$block{B}</Location>
+<LocationMatch "^/who/api/lessons/level/1\$">
+    Require user alice\@$A
+</LocationMatch>
+# Issuers with an "@": every name of ops\@batch ends with "\@batch" too.
+<Location "/at/api/lessons">
+    SetHandler lessons
+    <LessonsJWTIssuer batch>
+        LessonsJWTKey HS256 "$HS"
+    </LessonsJWTIssuer>
+    <LessonsJWTIssuer ops\@batch>
+        LessonsJWTKey HS256 "$HS"
+    </LessonsJWTIssuer>
+</Location>
+# One issuer, no blocks: the user as the token names it.
+<Location "/one/api/lessons">
+    SetHandler lessons
+    LessonsJWTKey HS256 "$HS"
+    LessonsJWTIssuer $B
 </Location>
 Alias "/static" "$dir/static"
 <Directory "$dir/static">
@@ -271,6 +291,56 @@ is_unauthorized(get('/multi-any/api/lessons', undef), 'Satisfy Any: no token');
 refused(get('/multi-any/api/lessons', $good{A}), 'Satisfy Any: a token of no issuer here', $NO_ISSUER);
 refused(get('/multi-any/api/lessons', $forged[0][1]), 'Satisfy Any: A\'s key in B\'s name');
 is get('/multi-any/api/lessons', $good{B})->code, 200, 'Satisfy Any: B\'s token 200';
+
+# ---- who the user is: qualified with the issuer (issue 40) -------------
+# Where a section takes several issuers, r->user (%u, REMOTE_USER,
+# Require user) is the user claim, "@" and the issuer as its block names
+# it: issuer A's alice and issuer B's alice are two users.  A section of
+# one issuer keeps the bare user.
+sub user_line {
+    my ($path) = @_;
+    for (1 .. 50) {             # httpd logs after answering
+        if (open my $fh, '<', "$dir/user.log") {
+            my @l = grep { /\|\Q$path\E\n\z/ } <$fh>;
+            return $l[-1] if @l;
+        }
+        select undef, undef, undef, 0.1;
+    }
+    return '';
+}
+{
+    my $alice_a = token(alg => 'RS256', claims => { iss => $A, aud => 'lessons-a', sub => 'alice' });
+    my $alice_b = token(alg => 'HS256', claims => { iss => $B, sub => 'alice' });
+    is get('/who/api/lessons/level/2', $alice_a)->code, 200, 'A\'s alice: 200';
+    is user_line('/who/api/lessons/level/2'), "alice\@$A|/who/api/lessons/level/2\n",
+        '... logged as alice@ and A\'s issuer';
+    is get('/who/api/lessons/level/3', $alice_b)->code, 200, 'B\'s alice: 200';
+    is user_line('/who/api/lessons/level/3'), "alice\@$B|/who/api/lessons/level/3\n",
+        '... logged as alice@ and B\'s issuer: another user';
+    is get('/who/api/lessons/level/1', $alice_a)->code, 200, "Require user alice\@$A: A's alice 200";
+    is_problem(get('/who/api/lessons/level/1', $alice_b), 403, "Require user alice\@$A: B's alice");
+    is get('/one/api/lessons/level/2', $alice_b)->code, 200, 'one issuer, no blocks: 200';
+    is user_line('/one/api/lessons/level/2'), "alice|/one/api/lessons/level/2\n",
+        '... and the bare user';
+}
+# Issuers "batch" and "ops@batch": "x@ops" of batch and "x" of
+# ops@batch would both be "x@ops@batch".  The name is the longer
+# issuer's; batch's "x@ops" is refused (401), never made someone else.
+{
+    my $of = sub { token(alg => 'HS256', claims => { iss => $_[0], sub => $_[1] }) };
+    is get('/at/api/lessons/level/2', $of->('ops@batch', 'x'))->code, 200, 'x of ops@batch: 200';
+    is user_line('/at/api/lessons/level/2'), "x\@ops\@batch|/at/api/lessons/level/2\n",
+        '... x@ops@batch';
+    is get('/at/api/lessons/level/3', $of->('batch', 'x'))->code, 200, 'x of batch: 200';
+    is user_line('/at/api/lessons/level/3'), "x\@batch|/at/api/lessons/level/3\n", '... x@batch';
+    my $logpos = length error_log();
+    my $res = get('/at/api/lessons/level/4', $of->('batch', 'x@ops'));
+    refused($res, 'x@ops of batch, which would read as x of ops@batch',
+            'The access token\'s user claim cannot be used as a user name.');
+    like substr(error_log(), $logpos),
+        qr/\[lessons:info\].*LESSONS00217: GET \/at\/api\/lessons\/level\/4 refused \(401\): the user claim sub reads, qualified with its issuer, as a user of another issuer of the section \(issuer names with "\@" in the section at \S+:\d+\)/,
+        '... logged at info (LESSONS00217), saying why';
+}
 
 # ---- a <Directory>, and a virtual host's blocks ------------------------
 is_unauthorized(get('/static/file.txt', undef), '<Directory> with blocks: no token');

@@ -318,13 +318,40 @@ static void test_text_arrays(void **state)
 
     (void)state;
     assert_string_equal(text_of(c, "realm_access.roles", BIG), "admin,user");
-    assert_string_equal(text_of(c, "arr", BIG), "1,two,true,");
+    assert_string_equal(text_of(js("{\"a\":[1,\"two\",true,1.5]}"), "a",
+                                BIG), "1,two,true,1.5");
     assert_string_equal(text_of(js("{\"a\":[]}"), "a", BIG), "");
     assert_string_equal(text_of(js("{\"a\":[\"x\"]}"), "a", BIG), "x");
-    assert_string_equal(text_of(js("{\"a\":[\"\",\"\"]}"), "a", BIG), ",");
-    /* a comma inside a member stays: the join is not reversible */
-    assert_string_equal(text_of(js("{\"a\":[\"x,y\",\"z\"]}"), "a", BIG),
-                        "x,y,z");
+    assert_string_equal(text_of(js("{\"a\":[\"a b\",\" c\",\"x]\"]}"),
+                                "a", BIG), "a b, c,x]");
+    assert_string_equal(text_of(js("{\"a\":[\"x\",\"[y\"]}"), "a", BIG),
+                        "x,[y");
+    /* Only a join that splitting at its commas undoes (issue 40):
+     * ["x,admin","user"] would read back as x, admin and user.
+     */
+    assert_int_equal(rule_of(js("{\"a\":[\"x,admin\",\"user\"]}"), "a",
+                             BIG), LESSONS_CLAIM_TEXT_LIST);
+    assert_null(text_of(js("{\"a\":[\"x,admin\",\"user\"]}"), "a", BIG));
+    assert_int_equal(rule_of(js("{\"a\":[\"user\",\",\"]}"), "a", BIG),
+                     LESSONS_CLAIM_TEXT_LIST);
+    /* an empty member: [""] and [] and ["",""] would all be ""/"," */
+    assert_int_equal(rule_of(js("{\"a\":[\"\"]}"), "a", BIG),
+                     LESSONS_CLAIM_TEXT_LIST);
+    assert_int_equal(rule_of(js("{\"a\":[\"\",\"\"]}"), "a", BIG),
+                     LESSONS_CLAIM_TEXT_LIST);
+    assert_int_equal(rule_of(js("{\"a\":[\"x\",\"\"]}"), "a", BIG),
+                     LESSONS_CLAIM_TEXT_LIST);
+    /* null is "" too */
+    assert_int_equal(rule_of(c, "arr", BIG), LESSONS_CLAIM_TEXT_LIST);
+    /* a first member starting with "[" would read as the JSON form */
+    assert_int_equal(rule_of(js("{\"a\":[\"[{\\\"b\\\":1}]\"]}"), "a",
+                             BIG), LESSONS_CLAIM_TEXT_LIST);
+    assert_string_equal(text_of(js("{\"a\":[{\"b\":1}]}"), "a", BIG),
+                        "[{\"b\":1}]");
+    assert_string_equal(lessons_claims_text_describe(LESSONS_CLAIM_TEXT_LIST),
+                        "is a list whose members a comma cannot join (one "
+                        "is empty or null, holds a comma, or the first "
+                        "starts with \"[\")");
     /* any object or array member: the whole array as JSON */
     assert_string_equal(text_of(c, "objs", BIG), "[{\"a\":1},\"b\"]");
     assert_string_equal(text_of(c, "nested", BIG), "[[\"x\"]]");
@@ -471,6 +498,111 @@ static void test_user(void **state)
                         "holds a control character");
 }
 
+/* ----------------------------------------------------------- qualify */
+
+/* user@issuer, and never one name for two (issuer, user) pairs of a
+ * section (issue 40), whatever "@" the users and issuers hold.
+ */
+typedef struct {
+    const char *user, *issuer;
+    int plain;                      /* issuers without "@", else with */
+    int n;                          /* how many of them */
+    lessons_claim_text_e want;
+    const char *name;
+} qualify_case_t;
+
+static const char *const QPLAIN[] = { "https://a.example.org",
+                                      "https://sso.example.org/realms/b" };
+static const char *const QAT[] = { "b", "a@b", "x" };
+
+static const qualify_case_t qualify_cases[] = {
+    { "alice", "https://a.example.org", 1, 2, LESSONS_CLAIM_TEXT_OK,
+      "alice@https://a.example.org" },
+    { "alice", "https://sso.example.org/realms/b", 1, 2,
+      LESSONS_CLAIM_TEXT_OK, "alice@https://sso.example.org/realms/b" },
+    /* a user with "@" (an e-mail address) is no trouble where issuers
+     * hold none: the name's last "@" starts the issuer
+     */
+    { "bob@https://a.example.org", "https://sso.example.org/realms/b", 1, 2,
+      LESSONS_CLAIM_TEXT_OK,
+      "bob@https://a.example.org@https://sso.example.org/realms/b" },
+    { "", "https://a.example.org", 1, 2, LESSONS_CLAIM_TEXT_OK,
+      "@https://a.example.org" },
+    /* issuers "b" and "a@b": "x@a" of b and "x" of a@b would both be
+     * "x@a@b", which belongs to the longer issuer: refused to b
+     */
+    { "x@a", "b", 0, 3, LESSONS_CLAIM_TEXT_OTHER_ISSUER, NULL },
+    { "x", "a@b", 0, 3, LESSONS_CLAIM_TEXT_OK, "x@a@b" },
+    { "@a", "b", 0, 3, LESSONS_CLAIM_TEXT_OTHER_ISSUER, NULL },
+    { "", "a@b", 0, 3, LESSONS_CLAIM_TEXT_OK, "@a@b" },
+    /* ... and b's other users are b's */
+    { "x", "b", 0, 3, LESSONS_CLAIM_TEXT_OK, "x@b" },
+    { "a", "b", 0, 3, LESSONS_CLAIM_TEXT_OK, "a@b" },
+    { "x@c", "a@b", 0, 3, LESSONS_CLAIM_TEXT_OK, "x@c@a@b" },
+    { "y@a", "x", 0, 3, LESSONS_CLAIM_TEXT_OK, "y@a@x" },
+    /* one issuer: nothing to tell apart */
+    { "x@a", "b", 0, 1, LESSONS_CLAIM_TEXT_OK, "x@a@b" },
+    { NULL, "b", 0, 3, LESSONS_CLAIM_TEXT_ABSENT, NULL },
+};
+
+static void test_qualify(void **state)
+{
+    apr_size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(qualify_cases) / sizeof(qualify_cases[0]); i++) {
+        const qualify_case_t *c = &qualify_cases[i];
+        const char *name = "unset";
+
+        assert_int_equal(lessons_claims_qualify(pool, c->user, c->issuer,
+                                                c->plain ? QPLAIN : QAT,
+                                                c->n, &name), c->want);
+        if (c->name) {
+            assert_string_equal(name, c->name);
+        }
+        else {
+            assert_null(name);
+        }
+    }
+}
+
+/* Over every pair of users from a small alphabet with "@" and every
+ * issuer of a list with "@" in names: two names handed out are equal
+ * only for the same (issuer, user).
+ */
+static void test_qualify_never_merges(void **state)
+{
+    const char *const iss[] = { "b", "a@b", "@b", "b@", "a", "@" };
+    const char *const users[] = { "", "a", "x", "x@a", "x@a@b", "@", "a@",
+                                  "@a", "x@", "b", "@b", "x@@a" };
+    const int ni = (int)(sizeof(iss) / sizeof(iss[0]));
+    const int nu = (int)(sizeof(users) / sizeof(users[0]));
+    const char **got = apr_pcalloc(pool, sizeof(*got) * (apr_size_t)(ni * nu));
+    int i, u, j, handed = 0;
+
+    (void)state;
+    for (i = 0; i < ni; i++) {
+        for (u = 0; u < nu; u++) {
+            if (lessons_claims_qualify(pool, users[u], iss[i], iss, ni,
+                                       &got[i * nu + u])
+                != LESSONS_CLAIM_TEXT_OK) {
+                got[i * nu + u] = NULL;
+            }
+            handed += got[i * nu + u] != NULL;
+        }
+    }
+    /* most are handed out: only names a longer issuer ends are not */
+    assert_true(handed > ni * nu / 2);
+    for (i = 0; i < ni * nu; i++) {
+        for (j = i + 1; j < ni * nu; j++) {
+            if (got[i] && got[j] && strcmp(got[i], got[j]) == 0) {
+                fail_msg("%s and %s of %s both give %s", users[i % nu],
+                         users[j % nu], iss[i / nu], got[i]);
+            }
+        }
+    }
+}
+
 /* ---------------------------------------------------------- env name */
 
 static void test_env_name(void **state)
@@ -528,6 +660,8 @@ int main(void)
         cmocka_unit_test(test_text_too_long),
         cmocka_unit_test(test_user),
         cmocka_unit_test(test_text_long),
+        cmocka_unit_test(test_qualify),
+        cmocka_unit_test(test_qualify_never_merges),
         cmocka_unit_test(test_env_name),
         cmocka_unit_test(test_env_name_collisions),
     };
