@@ -5,9 +5,14 @@
 #                   tools (t/tools/deps.sh test)
 #   make run        serve the API on http://127.0.0.1:8080 (SQLite, dev key)
 #   make token      print a dev token signed with the dev key
-#   make test       unit tests, then the Apache::Test suite on SQLite and
-#                   on a throw-away PostgreSQL cluster: one line per suite,
-#                   the details of failures, and "N passed, N failed"
+#   make test       this release's tests, in minutes: unit tests, the
+#                   house checks, the Apache::Test suite on SQLite and on a
+#                   throw-away PostgreSQL cluster side by side, and the
+#                   package test: one line per suite, the details of
+#                   failures, and "N passed, N failed"
+#   make test-all   everything CI runs (.ci/run): make test's suites, and
+#                   the sanitizer runs, fuzzers, generated layouts,
+#                   failover and the other Debian release's root
 #   make unit, make integration   each half of make test alone
 #   make lint       the house checks (no circles between files, every config
 #                   field merged, directives documented), also in make test
@@ -166,7 +171,7 @@ endef
 -include t/idp/idp.mk t/openapi/openapi.mk t/package/package.mk t/fuzz/fuzz.mk t/promtool/promtool.mk \
          t/layouts/layouts.mk t/failover/failover.mk t/release/release.mk
 
-.PHONY: all deps test-deps dev run token test check test-release unit lint integration asan-test install \
+.PHONY: all deps test-deps dev run token test test-all check test-release unit lint integration asan-test install \
         clean clean-module distclean
 
 all: $(MODULE)
@@ -185,7 +190,7 @@ define compile
 endef
 
 # The module again with AddressSanitizer and UBSan (gcc's), for the
-# integration suite's sanitizer runs (make asan-test; make test runs them).
+# integration suite's sanitizer runs (make asan-test; make test-all runs them).
 ASAN_OBJ    = build/asan/obj
 ASAN_MODULE = build/asan/mod_lessons.so
 ASAN_FLAGS  = -fsanitize=address,undefined -fno-omit-frame-pointer -g -O1
@@ -381,14 +386,37 @@ FRAGMENT_SUITES ?=
 test-tools: $(TEST_TOOLS)
 .PHONY: test-tools
 
-# Sub-make, so that flags from pkg-config are read after test-deps has
-# installed the packages.
+# The integration suite on both databases at once: PostgreSQL's run in
+# the background (its lines held back until SQLite's is done), as each
+# run alone leaves a third of the machine idle waiting on its servers.
+# $(1): empty, or LESSONS_SANITIZE=1.
+define run_integration_both
+pg_out=$$(mktemp) && pg_counts=$$(mktemp) || exit 1; \
+(counts=$$pg_counts; $(call run_integration,$(1),pgsql)) \
+    >$$pg_out 2>&1 </dev/null & pg_pid=$$!; \
+$(call run_integration,$(1),sqlite3); \
+wait $$pg_pid; cat $$pg_out; \
+if [ -s $$pg_counts ]; then cat $$pg_counts >>$$counts; else echo "0 1" >>$$counts; fi; \
+rm -f $$pg_out $$pg_counts
+endef
+
+# make test: what a developer runs after a change.  Sub-make, so that
+# flags from pkg-config are read after test-deps has installed the
+# packages.
+test: test-deps
+	@$(MAKE) -s --no-print-directory all $(UNIT_TESTS) test-tools
+	@$(mine)
+	@$(with_counts); $(run_units); $(run_house); \
+	    $(call run_integration_both,); \
+	    $(call run_fragment_suites_of,t/package/package-test.sh); $(summary)
+
+# make test-all: everything, what CI runs.
 # The fuzzers (BACKGROUND_SUITES) go beside the integration suite; the
 # other release's run (RELEASE_SUITE, t/release/release.mk) beside the
 # sanitizer runs and the fragments.  Their lines are held back until the
-# rest is done: make test stays within CI's time.
+# rest is done: make test-all stays within CI's time.
 TEST_BUILDS ?=
-test: test-deps
+test-all: test-deps
 	@$(MAKE) -s --no-print-directory all $(UNIT_TESTS) $(ASAN_MODULE) test-tools $(TEST_BUILDS)
 	@$(mine)
 	@$(with_counts); $(run_units); $(run_house); \
@@ -408,7 +436,8 @@ test-release:
 	    $(call run_fragment_suites_of,t/package/package-test.sh $(JWT_FLAVOR_SUITE)); $(summary)
 
 # The day-to-day subset (a few minutes): unit tests, the house checks and
-# the integration suite on SQLite.  make test (what CI runs) runs it all.
+# the integration suite on SQLite.  make test adds PostgreSQL and the
+# package test; make test-all (what CI runs) runs it all.
 check: test-deps
 	@$(MAKE) -s --no-print-directory all $(UNIT_TESTS) test-tools
 	@$(mine)

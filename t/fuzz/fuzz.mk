@@ -4,7 +4,7 @@
 # build/fuzz/fuzz_NAME.
 #   make fuzz                 every harness for FUZZ_TIME seconds (60)
 #   make fuzz FUZZ=token      one harness
-# make test runs them all (t/fuzz/run.sh): per harness executions, edges
+# make test-all runs them all (t/fuzz/run.sh): per harness executions, edges
 # and crashes; a crash fails the suite and leaves its input in
 # build/fuzz/crashes.  Inputs under t/fuzz/regress/NAME/ (crashes found
 # before, kept as regression tests) run first, every time.
@@ -38,7 +38,7 @@ fuzz: test-deps
 	@$(MAKE) -s --no-print-directory fuzz-build
 	@t/fuzz/run.sh $(FUZZ)
 
-# In make test, beside the integration suite (one CPU: FUZZ_JOBS=1),
+# In make test-all, beside the integration suite (one CPU: FUZZ_JOBS=1),
 # built with the rest beforehand.
 BACKGROUND_SUITES += t/fuzz/run.sh
 TEST_BUILDS += fuzz-build

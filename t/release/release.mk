@@ -1,11 +1,11 @@
-# The other Debian release (issue 22): make test runs the core suites
+# The other Debian release (issue 22): make test-all runs the core suites
 # again inside a Debian 13 root on Debian 12, or a Debian 12 root on 13
 # (t/release/run.sh says how), beside its own sanitizer runs and
 # fragments.  make release-test runs it alone.
 RELEASE_SUITE = t/release/run.sh
 
 # libjwt's GnuTLS build, which verifies PS* where Debian's OpenSSL build
-# does not (t/release/flavor.sh): in make test, and in the other
+# does not (t/release/flavor.sh): in make test-all, and in the other
 # release's root (make test-release); a SKIP line where libjwt is older
 # than 1.16.
 FRAGMENT_SUITES += t/release/flavor.sh
