@@ -129,29 +129,62 @@ void lessons_dpop_child_init(apr_pool_t *pchild, server_rec *s)
     }
 }
 
+/* Does the request's Host name this server: its ServerName or one of
+ * its ServerAlias names?  Only then is it the server's own name.
+ */
+static int lessons_dpop_own_host(request_rec *r)
+{
+    const server_rec *s = r->server;
+    const char *host = r->hostname;
+    int i;
+
+    if (!host) {
+        return 0;
+    }
+    if (s->server_hostname && strcasecmp(host, s->server_hostname) == 0) {
+        return 1;
+    }
+    for (i = 0; s->names && i < s->names->nelts; i++) {
+        if (strcasecmp(host, APR_ARRAY_IDX(s->names, i, const char *)) == 0) {
+            return 1;
+        }
+    }
+    for (i = 0; s->wild_names && i < s->wild_names->nelts; i++) {
+        if (ap_strcasecmp_match(host, APR_ARRAY_IDX(s->wild_names, i,
+                                                    const char *)) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* The URI htu must name: this server's, as httpd names itself in the
  * URLs it makes -- its scheme, and its name and port for this request
  * (ServerName with UseCanonicalName On; else the Host the request came
- * with) -- and the path of the request-target, its query left out.  A
- * request-target in absolute-form (GET https://elsewhere:8443/path) gives
- * its path only: httpd would take its authority for the request's name
- * and port, so such a request is named as UseCanonicalName On names it,
- * by ServerName, whatever the client wrote there.
+ * with, where that names this server: its ServerName or a ServerAlias,
+ * on ServerName's port or the one the request came in on) -- and the
+ * path of the request-target, its query left out.  Whatever else a
+ * client writes, a Host naming another server or port, or a
+ * request-target in absolute-form (GET https://elsewhere:8443/path),
+ * gives only the path: the server is then named as UseCanonicalName On
+ * names it, by its ServerName and port, never by the client.
  */
 static const char *lessons_dpop_request_uri(request_rec *r)
 {
     const char *target = r->unparsed_uri ? r->unparsed_uri : r->uri;
+    apr_port_t port = ap_get_server_port(r);
+    apr_port_t own = r->server->port ? r->server->port : ap_default_port(r);
+    const apr_sockaddr_t *local = r->connection->local_addr;
 
-    if (target && *target != '/') {
+    if ((target && *target != '/') || !lessons_dpop_own_host(r)
+        || (port != own && (!local || port != local->port))) {
         return lessons_dpop_server_uri(r->pool, ap_http_scheme(r),
-                                       r->server->server_hostname,
-                                       r->server->port ? r->server->port
-                                                       : ap_default_port(r),
+                                       r->server->server_hostname, own,
                                        target);
     }
     return lessons_dpop_server_uri(r->pool, ap_http_scheme(r),
-                                   ap_get_server_name_for_url(r),
-                                   ap_get_server_port(r), target);
+                                   ap_get_server_name_for_url(r), port,
+                                   target);
 }
 
 static int lessons_dpop_refuse(request_rec *r, const char *error,

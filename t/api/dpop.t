@@ -120,7 +120,9 @@ sub bound_token { good_token(claims => { cnf => { jkt => $_[0]{jkt} } }) }
 
 my $port = free_port();
 my $base = "http://127.0.0.1:$port";
-start_httpd(httpd_conf("$dir", $port, "LogLevel info\n" . sections()), $port);
+# The server's own name and port: a Host naming another is the client's.
+start_httpd(httpd_conf("$dir", $port, "ServerName 127.0.0.1:$port\nLogLevel info\n"
+                       . sections()), $port);
 
 # DPoP requests: Authorization: DPoP, and the proofs given.
 sub dpop_call {
@@ -186,10 +188,11 @@ is $res->code, 200, 'a proof 2 s ahead (a client clock a little fast): 200';
 # ---- absolute-form: the request-target's path, this server's name
 # One request as sent, its request-target as given.
 sub raw_dpop {
-    my ($p, $target, $tok, $prf) = @_;
+    my ($p, $target, $tok, $prf, $host) = @_;
+    $host //= "127.0.0.1:$p";
     my $sock = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$p", Timeout => 60)
         or die "connect 127.0.0.1:$p: $!\n";
-    print $sock "GET $target HTTP/1.1\r\nHost: 127.0.0.1:$p\r\n"
+    print $sock "GET $target HTTP/1.1\r\nHost: $host\r\n"
         . "Authorization: DPoP $tok\r\nDPoP: $prf\r\nConnection: close\r\n\r\n";
     local $/;
     my $text = <$sock> // '';
@@ -201,6 +204,17 @@ for my $elsewhere ("http://rs.other.example:8443/dpop/api/lessons",
     is_dpop_refusal(raw_dpop($port, $elsewhere, $token, proof(GET => $elsewhere, $token)),
                     'invalid_dpop_proof', 'another URI',
                     "absolute-form $elsewhere, a proof for it");
+}
+
+# A Host naming another server, or this one on another port, is the
+# client's word: htu is this server's URI all the same.
+for my $host ('rs.other.example:8443', '127.0.0.1:1') {
+    my $there = "http://$host/dpop/api/lessons";
+    is_dpop_refusal(raw_dpop($port, '/dpop/api/lessons', $token, proof(GET => $there, $token), $host),
+                    'invalid_dpop_proof', 'another URI',
+                    "Host: $host, a proof for $there");
+    is raw_dpop($port, '/dpop/api/lessons', $token, proof(GET => $uri, $token), $host)->code,
+       200, "Host: $host, a proof for this server's own URI: 200";
 }
 
 # ---- another key: the thief has the token, not the key
@@ -303,6 +317,7 @@ my $rdir = File::Temp->newdir;
 my $rport = free_port();
 my $rbase = "http://127.0.0.1:$rport";
 start_httpd(httpd_conf("$rdir", $rport, <<"EOF", mpm => 'prefork'), $rport);
+ServerName 127.0.0.1:$rport
 StartServers 3
 MinSpareServers 3
 MaxSpareServers 3
