@@ -39,17 +39,7 @@ LogLevel info
 EOF
 my $ppid = start_httpd($conf, $port);
 
-sub parent_of {
-    open my $fh, '<', "/proc/$_[0]/stat" or return 0;
-    my $stat = <$fh> // '';
-    return $stat =~ /\)\s+\S+\s+(\d+)/ ? $1 : 0;
-}
-my @kids;
-for (1 .. 100) {
-    @kids = grep { parent_of($_) == $ppid } map { m{/proc/(\d+)$} ? $1 : () } glob '/proc/[0-9]*';
-    last if @kids;
-    sleep 0.1;
-}
+my @kids = httpd_children($ppid);
 is scalar @kids, 1, 'one child process';
 my $child = $kids[0];
 

@@ -33,7 +33,8 @@ our @EXPORT = qw(
     call base_url json_of top_keys object_keys lesson_keys
     is_problem is_validation is_empty_404 is_json_lesson is_unauthorized
     db_rows db_do db_lessons db_count seed sq lesson_row
-    free_port wait_port httpd_conf start_httpd one_process_conf pg_ctl pg_start
+    free_port wait_port httpd_conf start_httpd httpd_children one_process_conf
+    pg_ctl pg_start
     jwt_caps api_location
     suite_log_size suite_log_since
     LESSON_TYPE PROBLEM_TYPE VALIDATION_TITLE
@@ -126,6 +127,25 @@ sub one_process_conf {
     return join '', map { "$_\n" } 'StartServers 1', 'ServerLimit 1',
         'MinSpareThreads 1', "MaxSpareThreads $threads",
         "ThreadsPerChild $threads", "MaxRequestWorkers $threads";
+}
+
+# The child processes of the httpd whose pid is $ppid: the parent listens
+# before it forks, so this waits (bounded, 10 s) until there is one.
+sub httpd_children {
+    my ($ppid) = @_;
+    my $parent_of = sub {
+        open my $fh, '<', "/proc/$_[0]/stat" or return 0;
+        my $stat = <$fh> // '';
+        return $stat =~ /\)\s+\S+\s+(\d+)/ ? $1 : 0;
+    };
+    my @kids;
+    for (1 .. 100) {
+        @kids = grep { $parent_of->($_) == $ppid }
+                map { m{/proc/(\d+)$} ? $1 : () } glob '/proc/[0-9]*';
+        last if @kids;
+        select undef, undef, undef, 0.1;
+    }
+    return @kids;
 }
 
 # start_httpd($conf, $port): starts it, waits for its port (bails out
