@@ -39,7 +39,7 @@ LogLevel info
 EOF
 my $ppid = start_httpd($conf, $port);
 
-my @kids = httpd_children($ppid);
+my @kids = child_pids($ppid);
 is scalar @kids, 1, 'one child process';
 my $child = $kids[0];
 

@@ -58,7 +58,7 @@ LogLevel crit
 EOF
 my $ppid = start_httpd($conf, $port);
 
-my @kids = httpd_children($ppid);
+my @kids = child_pids($ppid);
 is scalar @kids, 1, 'one child process';
 my $child = $kids[0];
 

@@ -33,7 +33,7 @@ our @EXPORT = qw(
     call base_url json_of top_keys object_keys lesson_keys
     is_problem is_validation is_empty_404 is_json_lesson is_unauthorized
     db_rows db_do db_lessons db_count seed sq lesson_row
-    free_port wait_port httpd_conf start_httpd httpd_children one_process_conf
+    free_port wait_port httpd_conf start_httpd child_pids one_process_conf
     pg_ctl pg_start
     jwt_caps api_location
     suite_log_size suite_log_since
@@ -131,7 +131,7 @@ sub one_process_conf {
 
 # The child processes of the httpd whose pid is $ppid: the parent listens
 # before it forks, so this waits (bounded, 10 s) until there is one.
-sub httpd_children {
+sub child_pids {
     my ($ppid) = @_;
     my $parent_of = sub {
         open my $fh, '<', "/proc/$_[0]/stat" or return 0;
