@@ -473,6 +473,8 @@ static APR_INLINE const char *lessons_base_path(const lessons_dir_conf *conf)
 
 /* mod_lessons_config.c: a directive's first argument in the tree */
 const char *lessons_tree_arg(apr_pool_t *p, const ap_directive_t *d);
+/* mod_lessons_config.c: a URL path without trailing slashes ("/" stays) */
+const char *lessons_trim_slashes(apr_pool_t *p, const char *arg);
 
 /* mod_lessons_init.c: start-up and child start */
 int lessons_check_config(apr_pool_t *pconf, apr_pool_t *plog,

@@ -350,7 +350,7 @@ const char *lessons_tree_arg(apr_pool_t *p, const ap_directive_t *d)
 /* A URL path without trailing slashes ("/" stays "/"), so a Location
  * header is always base + "/" + id.
  */
-static const char *lessons_trim_slashes(apr_pool_t *p, const char *arg)
+const char *lessons_trim_slashes(apr_pool_t *p, const char *arg)
 {
     char *path = apr_pstrdup(p, arg);
     apr_size_t n = strlen(path);

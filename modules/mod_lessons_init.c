@@ -180,7 +180,6 @@ static const char *lessons_plain_path(apr_pool_t *p,
                                       const char *kind)
 {
     const char *path;
-    apr_size_t n;
 
     if (!node || strcasecmp(node->directive, kind) != 0) {
         return NULL;
@@ -189,11 +188,7 @@ static const char *lessons_plain_path(apr_pool_t *p,
     if (*path != '/' || strpbrk(path, "*?[~")) {
         return NULL;
     }
-    n = strlen(path);
-    while (n > 1 && path[n - 1] == '/') {
-        n--;
-    }
-    return apr_pstrmemdup(p, path, n);
+    return lessons_trim_slashes(p, path);
 }
 
 /* Does a request under path also match the section at outer (the same
