@@ -66,6 +66,7 @@
 #include "lessons_claims.h"
 #include "lessons_cors.h"
 #include "lessons_db.h"
+#include "lessons_decide.h"
 #include "lessons_discovery.h"
 #include "lessons_etag.h"
 #include "lessons_fetch.h"
@@ -109,7 +110,7 @@ APLOG_USE_MODULE(lessons);
 #define LESSONS_DBD_DEFAULT_MAX  10     /* mod_dbd's DBDMax default */
 #define LESSONS_DEFAULT_KEY_LIFETIME 86400  /* seconds: Idempotency-Key */
 #define LESSONS_MAX_KEY_LIFETIME (30 * 86400)
-#define LESSONS_RETRY_AFTER      "5"
+#define LESSONS_RETRY_AFTER      APR_STRINGIFY(LESSONS_RETRY_SECONDS)
 /* No pooled connection given back for this long while every one is
  * held: the database is not answering (lessons_gate.h).  The slowest
  * healthy hold make bench measured was 0.82 s (PostgreSQL creates, p99,
@@ -123,9 +124,7 @@ APLOG_USE_MODULE(lessons);
 #define LESSONS_GZIP_MIN         1024   /* smaller bodies stay as they are */
 #define LESSONS_TOKEN_CACHE      10000  /* verified tokens per process */
 #define LESSONS_WRITE_MUTEX      "lessons-sqlite-write"
-#define LESSONS_CLAIM_MAX        1024   /* bytes of one exported claim */
 #define LESSONS_CA_FILE_MAX      (1024 * 1024)  /* LessonsJWTKeysCA */
-#define LESSONS_USER_MAX         256    /* bytes of r->user from a claim */
 
 #define LESSONS_CT_JSON     "application/json; charset=utf-8"
 #define LESSONS_CT_PROBLEM  "application/problem+json"
@@ -298,17 +297,27 @@ typedef struct {
                                      * merged) */
 } lessons_srv_conf;
 
-/* LessonsJWTDPoP (RFC 9449). */
-#define LESSONS_DPOP_OFF       1    /* tokens are bearer tokens, as ever */
-#define LESSONS_DPOP_OPTIONAL  2    /* a bound token needs its proof */
-#define LESSONS_DPOP_REQUIRED  3    /* and unbound tokens are refused */
-#define LESSONS_DPOP_WINDOW    60   /* seconds a proof's iat may be off,
-                                     * LessonsJWTLeeway added */
+/* LessonsJWTDPoP (RFC 9449): LESSONS_DPOP_* in lessons_decide.h. */
 #define LESSONS_DPOP_MUTEX     "lessons-dpop-replay"
 
 /* LessonsJWTTokenType. */
 #define LESSONS_TYPE_ANY     1      /* JWT, or at+jwt where libjwt can */
 #define LESSONS_TYPE_AT_JWT  2      /* at+jwt only (RFC 9068 4) */
+
+/* A verified token, as the gate let it through: what later phases ask of
+ * it (Require jwt-claim, Idempotency-Key's scope).
+ */
+typedef struct {
+    const char *token;              /* the access token */
+    const lessons_decide_unit_t *unit;  /* the section or issuer block
+                                     * whose keys verified it */
+    lessons_token_policy_t policy;  /* the policy it verified under (its
+                                     * key set held for the request) */
+    json_t *claims;                 /* its claims, decoded on first use */
+    int claims_done;                /* claims has been asked for */
+    int dpop;                       /* it came with RFC 9449's DPoP
+                                     * scheme */
+} lessons_passed_t;
 
 /* Per-request: whether the request is for the API (known from the
  * location walk before translate_name), and the outcome of the token
@@ -323,22 +332,14 @@ typedef struct {
     int checked;                    /* the token check has run */
     int status;                     /* its verdict: OK, or the refusal's
                                      * HTTP status */
-    const char *token;              /* the bearer token, once verified */
-    const lessons_dir_conf *unit;   /* ... the section or issuer block
-                                     * whose keys verified it */
-    const struct lessons_keys_src *src; /* ... and their source (NULL: a
-                                     * key file): lessons_request_verifier */
-    lessons_token_policy_t policy;  /* the policy it verified under (its
-                                     * key set held for the request) */
-    json_t *claims;                 /* its claims, decoded on first use */
-    int claims_done;                /* claims has been asked for */
+    lessons_passed_t passed;        /* what the gate let through */
+    int refusal;                    /* the gate's refusal to count at log
+                                     * time (LESSONS_REFUSED_* + 1), 0:
+                                     * none, or the parent's */
     const char *denied_claim;       /* a Require jwt-claim that refused */
     int problem_status;             /* a refusal of ours (lessons_refuse) */
     const char *problem_detail;     /* ... and its problem+json detail */
     int problem_sent;               /* our error body is on its way */
-    int dpop;                       /* its Authorization is RFC 9449's
-                                     * DPoP scheme, in a section that
-                                     * takes it */
     int body_read;                  /* the request body has been read (or
                                      * its reading has failed) */
     int trace_held;                 /* httpd's TRACE answer waits for the
@@ -450,6 +451,8 @@ int lessons_token_required(const lessons_dir_conf *conf);
 const char *lessons_gate_policy(apr_pool_t *p, const lessons_dir_conf *conf,
                                 unsigned caps, lessons_token_policy_t *policy,
                                 struct lessons_keys_src **src);
+void lessons_decide_policy_of(apr_pool_t *p, const lessons_dir_conf *conf,
+                              unsigned caps, lessons_decide_policy_t *policy);
 lessons_algs_t lessons_discovery_algs(unsigned jwt_caps);
 int lessons_db_timeout(const lessons_srv_conf *sconf);
 apr_interval_time_t lessons_share_window(const lessons_srv_conf *sconf);
@@ -518,9 +521,7 @@ const char *lessons_keys_src_issuer(const lessons_keys_src *src);
 const char *lessons_keys_src_label(apr_pool_t *p, const lessons_keys_src *src);
 apr_array_header_t *lessons_keys_sources(apr_pool_t *pconf);
 void lessons_keys_child_init(apr_pool_t *pchild, server_rec *s);
-int lessons_keys_policy(request_rec *r, lessons_keys_src *src,
-                        lessons_token_policy_t *policy);
-int lessons_keys_refetch(request_rec *r, lessons_keys_src *src);
+void lessons_keys_unit(lessons_keys_src *src, lessons_decide_unit_t *unit);
 
 /* mod_lessons_trace.c: TRACE behind the token gate */
 int lessons_map_storage(request_rec *r);
@@ -552,8 +553,8 @@ int lessons_dpop_post_config(apr_pool_t *pconf, server_rec *s);
 void lessons_dpop_child_init(apr_pool_t *pchild, server_rec *s);
 const char *lessons_dpop_challenge_value(request_rec *r, const char *error,
                                          const char *description);
-int lessons_dpop_gate(request_rec *r, int mode, int dpop_scheme,
-                      const char *token, json_t *claims, long leeway);
+void lessons_dpop_facts(request_rec *r, lessons_decide_facts_t *facts);
+void lessons_dpop_policy(request_rec *r, lessons_decide_policy_t *policy);
 
 /* mod_lessons_metrics.c: the server's counters */
 lessons_metrics_t *lessons_metrics_block(server_rec *s);
@@ -561,7 +562,6 @@ void lessons_metrics_child_init(apr_pool_t *pchild, server_rec *s);
 void lessons_count(request_rec *r, lessons_metrics_id_e id);
 void lessons_count_source(server_rec *s, int source,
                           lessons_metrics_src_e what, apr_uint64_t n);
-lessons_metrics_refusal_e lessons_refusal_of(lessons_token_e rc);
 lessons_metrics_fault_e lessons_fault_of(lessons_db_fault_e fault, int lost);
 int lessons_metrics_log(request_rec *r);
 int lessons_metrics_handler(request_rec *r);

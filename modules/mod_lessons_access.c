@@ -6,8 +6,11 @@
  * httpd's merge of Satisfy, Require and Order decides which access hooks
  * run, so the gate is asked again where that merge cannot skip it:
  * access_checker_ex (which Satisfy Any reaches) and fixups (which every
- * request reaches).  A refusal is a status returned to httpd, so nothing
- * after the gate runs, and the body comes from httpd's error path.
+ * request reaches).  What the gate decides is lessons_decide's, an
+ * httpd-free unit: here it gets the request's facts and the section's
+ * policy, and its verdict is applied.  A refusal is a status returned to
+ * httpd, so nothing after the gate runs, and the body comes from httpd's
+ * error path.
  */
 
 #include "mod_lessons.h"
@@ -65,376 +68,130 @@ static void lessons_drain_small_body(request_rec *r)
     apr_brigade_destroy(bb);
 }
 
-/* The section's LessonsJWTDPoP, off where it says nothing. */
-static int lessons_dpop_mode(const lessons_dir_conf *conf)
-{
-    return conf && conf->dpop ? conf->dpop : LESSONS_DPOP_OFF;
-}
-
-/* A refusal with its challenge: Bearer's (RFC 6750), or DPoP's (RFC
- * 9449 7.1) for a request that came with DPoP and where a section
- * requires it.  Where DPoP is optional, a request that did not use it
- * gets both: the error in Bearer's, the scheme it used, and DPoP's bare
- * (realm and algs), as RFC 6750 3.1 answers a scheme the request did
- * not try; an error there would say that a DPoP token failed.
+/* A verdict's log line: a refusal's after what was refused and who
+ * asked, a fault's alone (and throttled).
  */
-static int lessons_challenge(request_rec *r, int status, const char *error,
-                             const char *description)
+static void lessons_log_line(request_rec *r, int status,
+                             const lessons_decide_line_t *line)
 {
-    int mode = lessons_dpop_mode(ap_get_module_config(r->per_dir_config,
-                                                      &lessons_module));
-
-    if (lessons_state(r)->dpop || mode == LESSONS_DPOP_REQUIRED) {
-        apr_table_setn(r->err_headers_out, "WWW-Authenticate",
-                       lessons_dpop_challenge_value(r, error, description));
+    if (line->fault) {
+        lessons_log_fault(r, line->level, apr_psprintf(r->pool,
+                          "LESSONS%05d: %s", line->tag, line->text));
     }
     else {
+        ap_log_rerror(APLOG_MARK, line->level, 0, r, "LESSONS%05d: %s: %s",
+                      line->tag, lessons_refused(r, status), line->text);
+    }
+}
+
+/* A refusal as httpd sends it: its challenge (Bearer's, RFC 6750, or
+ * DPoP's, RFC 9449 7.1, or Bearer's with DPoP's bare beside it) and
+ * Retry-After in err_headers_out, the body drained, the status back to
+ * httpd, and the reason kept to be counted once, at log time.
+ */
+static int lessons_refuse_verdict(request_rec *r, const lessons_verdict_t *v)
+{
+    lessons_req_state *st = lessons_state(r);
+
+    lessons_log_line(r, v->status, &v->line);
+    switch (v->challenge) {
+    case LESSONS_CHALLENGE_DPOP:
         apr_table_setn(r->err_headers_out, "WWW-Authenticate",
-                       lessons_challenge_value(r, error, description));
-        if (mode == LESSONS_DPOP_OPTIONAL) {
+                       lessons_dpop_challenge_value(r, v->error,
+                                                    v->description));
+        break;
+    case LESSONS_CHALLENGE_BEARER_DPOP:
+    case LESSONS_CHALLENGE_BEARER:
+        apr_table_setn(r->err_headers_out, "WWW-Authenticate",
+                       lessons_challenge_value(r, v->error, v->description));
+        if (v->challenge == LESSONS_CHALLENGE_BEARER_DPOP) {
             apr_table_addn(r->err_headers_out, "WWW-Authenticate",
                            lessons_dpop_challenge_value(r, NULL, NULL));
         }
+        break;
+    default:
+        break;
     }
+    if (v->retry_after > 0) {
+        apr_table_setn(r->err_headers_out, "Retry-After",
+                       apr_itoa(r->pool, v->retry_after));
+    }
+    st->refusal = v->refusal >= 0 ? v->refusal + 1 : 0;
     lessons_drain_small_body(r);
-    return lessons_refuse(r, status, description);
+    return lessons_refuse(r, v->status, v->description);
 }
 
-/* The request fails closed with 500: the configuration in effect cannot
- * verify tokens.  Start-up refuses every such configuration it can see;
- * this is what holds for the ones only a merge produces.
+/* An allowed request: the user, the exported claims, the scheme, and
+ * what later phases ask of the token (lessons_request_claims,
+ * lessons_request_verifier).
  */
-static int lessons_misconfigured(request_rec *r, const char *why)
-{
-    lessons_log_fault(r, APLOG_ERR, apr_psprintf(r->pool, LESSONSLOG(00201)
-                      "%s; refusing to serve %s", why, r->uri));
-    lessons_drain_small_body(r);
-    return lessons_refuse(r, HTTP_INTERNAL_SERVER_ERROR,
-                          "The server is misconfigured.");
-}
-
-/* LessonsJWTExportClaims: each claim the token has, as JWT_CLAIM_<name>,
- * when it keeps the rule of lessons_claims_text (no control character,
- * at most LESSONS_CLAIM_MAX bytes, a list only where its commas give
- * its members back); one it lacks is left unset, and so is one that
- * breaks the rule, with an info line naming it (never its value).
- */
-static void lessons_export_claims(request_rec *r,
-                                  const lessons_dir_conf *conf,
-                                  json_t *claims)
+static int lessons_allow_verdict(request_rec *r, const lessons_verdict_t *v,
+                                 lessons_req_state *st)
 {
     int i;
 
-    for (i = 0; claims && conf->export_claims
-                && i < conf->export_claims->nelts; i++) {
-        const char *name = APR_ARRAY_IDX(conf->export_claims, i,
-                                         const char *);
-        const char *text = NULL;
-        lessons_claim_text_e rc;
-
-        rc = lessons_claims_text(r->pool, lessons_claims_get(claims, name),
-                                 LESSONS_CLAIM_MAX, &text);
-        if (rc == LESSONS_CLAIM_TEXT_OK) {
-            apr_table_setn(r->subprocess_env,
-                           lessons_claims_env_name(r->pool, name), text);
-        }
-        else if (rc != LESSONS_CLAIM_TEXT_ABSENT) {
-            ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00216)
-                          "claim %s not exported: it %s%s", name,
-                          lessons_claims_text_describe(rc),
-                          rc == LESSONS_CLAIM_TEXT_LIST ? ""
-                          : apr_psprintf(r->pool, " (at most %d bytes, no "
-                                         "control characters)",
-                                         LESSONS_CLAIM_MAX));
-        }
+    if (v->user) {
+        r->user = apr_pstrdup(r->pool, v->user);
     }
+    for (i = 0; v->exports && i < v->exports->nelts; i++) {
+        const lessons_decide_export_t *e =
+            &APR_ARRAY_IDX(v->exports, i, lessons_decide_export_t);
+
+        apr_table_setn(r->subprocess_env, e->name, e->value);
+    }
+    r->ap_auth_type = v->dpop ? "DPoP" : "Bearer";
+    st->passed.dpop = v->dpop;
+    st->passed.token = v->token;
+    st->passed.unit = v->unit;
+    st->passed.policy = v->policy;
+    st->passed.claims = v->claims;
+    st->passed.claims_done = v->claims_done;
+    return OK;
 }
 
-/* The token against a policy, through the process's verified-token
- * cache.
+/* The gate's decision for this request (lessons_decide): the facts from
+ * httpd, the policy from the merged section, the verdict applied.
  */
-static lessons_token_e lessons_verify(request_rec *r,
-                                      const lessons_token_policy_t *policy,
-                                      const char *token,
-                                      const char **subject, json_t **claims)
+static int lessons_decide_request(request_rec *r, lessons_dir_conf *conf,
+                                  lessons_req_state *st)
 {
     lessons_srv_conf *sconf =
         ap_get_module_config(r->server->module_config, &lessons_module);
+    lessons_decide_policy_t policy;
+    lessons_decide_facts_t facts;
+    lessons_verdict_t v;
+    int i;
 
-    return lessons_token_verify_claims(r->pool, policy, sconf->tokens, token,
-                                       (apr_int64_t)apr_time_sec(
-                                           r->request_time),
-                                       subject, claims);
-}
-
-/* The request's bearer token into *token: OK, or the refusal (401
- * without one, 400 for a malformed Authorization header).
- */
-static int lessons_bearer_of(request_rec *r, const lessons_dir_conf *conf,
-                             const char **token)
-{
-    const char *header = apr_table_get(r->headers_in, "Authorization");
-    lessons_bearer_e rc = lessons_bearer_parse(r->pool, header, token);
-    const char *other;
-
-    /* Where a section takes DPoP, its scheme carries the token too. */
-    if (rc == LESSONS_BEARER_OTHER_SCHEME
-        && lessons_dpop_mode(conf) != LESSONS_DPOP_OFF) {
-        rc = lessons_auth_parse(r->pool, header, "DPoP", token);
-        lessons_state(r)->dpop = rc != LESSONS_BEARER_OTHER_SCHEME;
-    }
-    /* Where it does not, a DPoP client did send a token, in a scheme not
-     * taken here: say that, not that none came.  Bearer's challenge stays
-     * bare (RFC 6750 3.1: a scheme the server does not support is no
-     * error of a bearer token), and the token is not looked at.
-     */
-    else if (rc == LESSONS_BEARER_OTHER_SCHEME
-             && lessons_auth_parse(r->pool, header, "DPoP", &other)
-                != LESSONS_BEARER_OTHER_SCHEME) {
-        lessons_count(r, LESSONS_M_REFUSED + LESSONS_REFUSED_DPOP);
-        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00223)
-                      "%s: the DPoP scheme, which this section does not "
-                      "take (LessonsJWTDPoP off)",
-                      lessons_refused(r, HTTP_UNAUTHORIZED));
-        return lessons_challenge(r, HTTP_UNAUTHORIZED, NULL,
-                                 "DPoP is not accepted here: send the "
-                                 "access token with the Bearer scheme.");
-    }
-    switch (rc) {
-    case LESSONS_BEARER_NONE:
-    case LESSONS_BEARER_OTHER_SCHEME:
-        /* A refusal like any other: info.  A bearer client sends its
-         * token from the first request on.
-         */
-        lessons_count(r, LESSONS_M_REFUSED + LESSONS_REFUSED_NO_TOKEN);
-        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00202)
-                      "%s: no bearer token",
-                      lessons_refused(r, HTTP_UNAUTHORIZED));
-        return lessons_challenge(r, HTTP_UNAUTHORIZED, NULL,
-                                 "A bearer token is required.");
-    case LESSONS_BEARER_MALFORMED:
-        /* Never the header itself: it may hold a token. */
-        lessons_count(r, LESSONS_M_REFUSED + LESSONS_REFUSED_BAD_HEADER);
-        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00203)
-                      "%s: malformed Authorization header",
-                      lessons_refused(r, HTTP_BAD_REQUEST));
-        return lessons_challenge(r, HTTP_BAD_REQUEST, "invalid_request",
-                                 lessons_state(r)->dpop
-                                 ? "The Authorization header must be "
-                                   "'DPoP' followed by one token."
-                                 : "The Authorization header must be "
-                                   "'Bearer' followed by one token.");
-    case LESSONS_BEARER_OK:
-        break;
-    }
-    return OK;
-}
-
-/* The issuers of a section's <LessonsJWTIssuer> blocks, in order. */
-static const char *const *lessons_issuer_names(request_rec *r,
-                                               const lessons_dir_conf *conf)
-{
-    int n = conf->issuers->nelts, i;
-    const char **names = apr_palloc(r->pool, sizeof(*names) * (apr_size_t)n);
-
-    for (i = 0; i < n; i++) {
-        names[i] = APR_ARRAY_IDX(conf->issuers, i, lessons_dir_conf *)->issuer;
-    }
-    return names;
-}
-
-/* r->user from the verified token's user claim (subject when it is sub,
- * else from claims); where the section takes several issuers (unit is
- * then the block of the token's), qualified with its issuer.  The user
- * goes into logs, REMOTE_USER and headers an admin builds from it: a
- * claim that cannot be one as it is refuses the token (401), rather than
- * making it someone else by cleaning or cutting it.  A token without the
- * claim leaves the user unset.
- */
-static int lessons_set_user(request_rec *r, const lessons_dir_conf *conf,
-                            const lessons_dir_conf *unit,
-                            const char *subject, json_t *claims)
-{
-    const char *user = NULL;
-    lessons_claim_text_e urc;
-
-    if (conf->user_claim && strcmp(conf->user_claim, "sub")) {
-        urc = lessons_claims_user(r->pool,
-                                  lessons_claims_get(claims,
-                                                     conf->user_claim),
-                                  LESSONS_USER_MAX, &user);
-    }
-    else {
-        urc = subject ? lessons_claims_text_check(subject, strlen(subject),
-                                                  LESSONS_USER_MAX)
-                      : LESSONS_CLAIM_TEXT_ABSENT;
-        user = subject;
-    }
-    /* Two issuers' "alice" are two users: "alice@" and the issuer. */
-    if (urc == LESSONS_CLAIM_TEXT_OK && conf->issuers && unit != conf) {
-        urc = lessons_claims_qualify(r->pool, user, unit->issuer,
-                                     lessons_issuer_names(r, conf),
-                                     conf->issuers->nelts, &user);
-    }
-    if (urc != LESSONS_CLAIM_TEXT_OK && urc != LESSONS_CLAIM_TEXT_ABSENT) {
-        lessons_count(r, LESSONS_M_REFUSED + LESSONS_REFUSED_USER_CLAIM);
-        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00217)
-                      "%s: the user claim %s %s (%s)",
-                      lessons_refused(r, HTTP_UNAUTHORIZED),
-                      conf->user_claim ? conf->user_claim : "sub",
-                      lessons_claims_text_describe(urc),
-                      urc == LESSONS_CLAIM_TEXT_OTHER_ISSUER
-                      ? apr_pstrcat(r->pool, "issuer names with \"@\" in "
-                                    "the section at ", conf->jwt_where, NULL)
-                      : apr_psprintf(r->pool, "at most %d bytes, no control "
-                                     "characters", LESSONS_USER_MAX));
-        return lessons_challenge(r, HTTP_UNAUTHORIZED, "invalid_token",
-                                 "The access token's user claim cannot "
-                                 "be used as a user name.");
-    }
-    if (urc == LESSONS_CLAIM_TEXT_OK) {
-        r->user = apr_pstrdup(r->pool, user);
-    }
-    return OK;
-}
-
-/* A token refused for what it is (RFC 6750 invalid_token): 401. */
-static int lessons_token_refused(request_rec *r, lessons_token_e rc)
-{
-    lessons_count(r, LESSONS_M_REFUSED + lessons_refusal_of(rc));
-    ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00204)
-                  "%s: %s", lessons_refused(r, HTTP_UNAUTHORIZED),
-                  lessons_token_describe(rc));
-    return lessons_challenge(r, HTTP_UNAUTHORIZED, "invalid_token",
-                             lessons_token_describe(rc));
-}
-
-/* In a section with <LessonsJWTIssuer> blocks, the block of the issuer
- * the token names (read before its signature, trusted for nothing
- * else: only that issuer's keys will be tried, and its iss checked
- * again once they verify).  OK with *unit, or the refusal.
- */
-static int lessons_block_of(request_rec *r, const lessons_dir_conf *conf,
-                            const char *token, const lessons_dir_conf **unit)
-{
-    int n = conf->issuers->nelts, i;
-    lessons_token_e rc;
-
-    rc = lessons_token_pick_issuer(r->pool, token,
-                                   lessons_issuer_names(r, conf), n, &i);
-    if (rc == LESSONS_TOKEN_UNKNOWN_ISSUER) {
-        /* Never the iss itself: a claim's value. */
-        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00222)
-                      "%s: the token names none of the %d issuers of the "
-                      "section at %s", lessons_refused(r, HTTP_UNAUTHORIZED),
-                      n, conf->jwt_where);
-        return lessons_challenge(r, HTTP_UNAUTHORIZED, "invalid_token",
-                                 lessons_token_describe(rc));
-    }
-    if (rc != LESSONS_TOKEN_OK) {
-        return lessons_token_refused(r, rc);
-    }
-    *unit = APR_ARRAY_IDX(conf->issuers, i, lessons_dir_conf *);
-    return OK;
-}
-
-/* Verify the request's bearer token.  OK sets r->user to the user
- * claim; anything else is the refusal's status (401, 400, 500, 503),
- * its body left to httpd's error path.
- */
-static int lessons_authenticate(request_rec *r, const lessons_dir_conf *conf,
-                                lessons_req_state *st)
-{
-    const lessons_srv_conf *sconf =
-        ap_get_module_config(r->server->module_config, &lessons_module);
-    const lessons_dir_conf *unit = conf;
-    lessons_token_policy_t policy;
-    lessons_keys_src *src = NULL;
-    const char *token = NULL, *subject = NULL, *why;
-    json_t *claims = NULL;
-    int want_claims, rc;
-
-    /* Whatever the merge left must verify; else nothing passes. */
-    why = lessons_gate_policy(r->pool, conf, sconf->jwt_caps, &policy, &src);
-    if (why) {
-        return lessons_misconfigured(r, why);
-    }
-
-    rc = lessons_bearer_of(r, conf, &token);
-    if (rc != OK) {
-        return rc;
-    }
-    if (conf->issuers) {
-        rc = lessons_block_of(r, conf, token, &unit);
-        if (rc != OK) {
-            return rc;
-        }
-        why = lessons_unit_policy(r->pool, conf, unit, sconf->jwt_caps,
-                                  &policy, &src);
-        if (why) {
-            return lessons_misconfigured(r, why);
+    lessons_decide_policy_of(r->pool, conf, sconf->jwt_caps, &policy);
+    if (policy.needed) {
+        policy.tokens = sconf->tokens;
+        lessons_dpop_policy(r, &policy);
+        memset(&facts, 0, sizeof(facts));
+        facts.method = r->method;
+        facts.path = r->uri;
+        facts.authorization = apr_table_get(r->headers_in, "Authorization");
+        facts.now = (apr_int64_t)apr_time_sec(r->request_time);
+        facts.clock = apr_time_now();
+        if (policy.dpop && policy.dpop != LESSONS_DPOP_OFF) {
+            lessons_dpop_facts(r, &facts);
         }
     }
+    lessons_decide(r->pool, &policy, &facts, &v);
+    for (i = 0; v.notes && i < v.notes->nelts; i++) {
+        const lessons_decide_line_t *note =
+            &APR_ARRAY_IDX(v.notes, i, lessons_decide_line_t);
 
-    /* A keys URL's set is held for the request: a refresh may swap it. */
-    rc = lessons_keys_policy(r, src, &policy);
-    if (rc != OK) {
-        return rc;
+        ap_log_rerror(APLOG_MARK, note->level, 0, r, "LESSONS%05d: %s",
+                      note->tag, note->text);
     }
-    /* Each distinct token is verified once per process; exp and nbf
-     * are still checked against the clock on every request.  The claims
-     * are decoded only where a directive asks for them.
-     */
-    want_claims = (conf->user_claim && strcmp(conf->user_claim, "sub"))
-                  || (conf->export_claims && conf->export_claims->nelts)
-                  || lessons_dpop_mode(conf) != LESSONS_DPOP_OFF;
-    rc = lessons_verify(r, &policy, token, &subject,
-                        want_claims ? &claims : NULL);
-    /* A kid the set lacks may be a rotation: one refetch (at most once
-     * per LessonsJWTKeysMinRefresh), then judge it again.
-     */
-    if (rc == LESSONS_TOKEN_UNKNOWN_KID && lessons_keys_refetch(r, src)
-        && !lessons_unit_policy(r->pool, conf, unit, sconf->jwt_caps,
-                                &policy, &src)
-        && lessons_keys_policy(r, src, &policy) == OK) {
-        rc = lessons_verify(r, &policy, token, &subject,
-                            want_claims ? &claims : NULL);
+    switch (v.kind) {
+    case LESSONS_VERDICT_ALLOW:
+        return lessons_allow_verdict(r, &v, st);
+    case LESSONS_VERDICT_REFUSE:
+        return lessons_refuse_verdict(r, &v);
+    default:
+        return DECLINED;
     }
-    if (rc == LESSONS_TOKEN_KEY_MISFIT) {
-        return lessons_misconfigured(r, apr_psprintf(r->pool,
-            "the keys of %s (section at %s) allow none of the algorithms %s",
-            src ? lessons_keys_src_label(r->pool, src) : unit->key_file,
-            unit->jwt_where ? unit->jwt_where : "(an issuer line)",
-            unit->alg_name ? unit->alg_name : "of a discovered issuer"));
-    }
-    if (rc != LESSONS_TOKEN_OK) {
-        return lessons_token_refused(r, rc);
-    }
-    /* A token bound to a key needs a proof made with it (RFC 9449). */
-    if (lessons_dpop_mode(conf) != LESSONS_DPOP_OFF) {
-        rc = lessons_dpop_gate(r, lessons_dpop_mode(conf),
-                               lessons_state(r)->dpop, token, claims,
-                               conf->leeway > 0 ? conf->leeway : 0);
-        if (rc != OK) {
-            lessons_drain_small_body(r);
-            return rc;
-        }
-    }
-    rc = lessons_set_user(r, conf, unit, subject, claims);
-    if (rc != OK) {
-        return rc;
-    }
-    lessons_export_claims(r, conf, claims);
-    r->ap_auth_type = lessons_state(r)->dpop ? "DPoP" : "Bearer";
-    st->token = token;
-    st->unit = unit;
-    st->src = src;
-    st->policy = policy;
-    if (want_claims) {
-        st->claims = claims;
-        st->claims_done = 1;
-    }
-    return OK;
 }
 
 /* The gate's verdict for this request, worked out once: OK, or the
@@ -447,12 +204,8 @@ int lessons_gate(request_rec *r)
 {
     lessons_dir_conf *conf =
         ap_get_module_config(r->per_dir_config, &lessons_module);
-    lessons_req_state *st, *from = NULL;
+    lessons_req_state *st = lessons_state(r), *from = NULL;
 
-    if (!lessons_token_required(conf)) {
-        return DECLINED;            /* costs the rest of the server nothing */
-    }
-    st = lessons_state(r);
     if (st->checked) {
         return st->status;
     }
@@ -467,18 +220,13 @@ int lessons_gate(request_rec *r)
     }
     if (from && from->checked) {
         st->status = from->status;
-        st->token = from->token;
-        st->unit = from->unit;
-        st->src = from->src;
-        st->policy = from->policy;
-        st->claims = from->claims;
-        st->claims_done = from->claims_done;
-        if (st->status != OK) {
+        st->passed = from->passed;
+        if (st->status != OK && st->status != DECLINED) {
             lessons_refuse(r, from->problem_status, from->problem_detail);
         }
         return st->status;
     }
-    return st->status = lessons_authenticate(r, conf, st);
+    return st->status = lessons_decide_request(r, conf, st);
 }
 
 /* The verified token's claims, for Require jwt-claim: decoded on first
@@ -487,20 +235,27 @@ int lessons_gate(request_rec *r)
  */
 json_t *lessons_request_claims(request_rec *r)
 {
+    lessons_srv_conf *sconf =
+        ap_get_module_config(r->server->module_config, &lessons_module);
     lessons_req_state *st = lessons_state(r);
+    lessons_passed_t *passed = &st->passed;
     const char *subject = NULL;
 
-    if (!st->checked || st->status != OK || !st->token) {
+    if (!st->checked || st->status != OK || !passed->token) {
         return NULL;
     }
-    if (!st->claims_done) {
-        st->claims_done = 1;
-        if (lessons_verify(r, &st->policy, st->token, &subject,
-                           &st->claims) != LESSONS_TOKEN_OK) {
-            st->claims = NULL;
+    if (!passed->claims_done) {
+        passed->claims_done = 1;
+        if (lessons_token_verify_claims(r->pool, &passed->policy,
+                                        sconf->tokens, passed->token,
+                                        (apr_int64_t)apr_time_sec(
+                                            r->request_time),
+                                        &subject, &passed->claims)
+            != LESSONS_TOKEN_OK) {
+            passed->claims = NULL;
         }
     }
-    return st->claims;
+    return passed->claims;
 }
 
 /* Who vouched for the request's verified token: the source of the keys
@@ -513,18 +268,18 @@ json_t *lessons_request_claims(request_rec *r)
 const char *lessons_request_verifier(request_rec *r)
 {
     lessons_req_state *st = lessons_state(r);
+    const lessons_passed_t *passed = &st->passed;
+    const char *issuer = passed->policy.issuer;
 
-    if (!st->checked || st->status != OK || !st->token || !st->unit) {
+    if (!st->checked || st->status != OK || !passed->token
+        || !passed->unit) {
         return NULL;
     }
-    return apr_pstrcat(r->pool, st->src ? lessons_keys_src_label(r->pool,
-                                                                 st->src)
-                                        : apr_pstrcat(r->pool, "key file ",
-                                                      st->unit->key_file
-                                                      ? st->unit->key_file
-                                                      : "", NULL),
-                       st->policy.issuer ? " for " : " for any issuer",
-                       st->policy.issuer ? st->policy.issuer : "", NULL);
+    return apr_pstrcat(r->pool, passed->unit->fetched ? "" : "key file ",
+                       passed->unit->keys_name ? passed->unit->keys_name
+                                               : "",
+                       issuer ? " for " : " for any issuer",
+                       issuer ? issuer : "", NULL);
 }
 
 /* The gate where a key must be in force (the API's handler): no key
@@ -535,7 +290,12 @@ int lessons_gate_required(request_rec *r)
     int rc = lessons_gate(r);
 
     if (rc == DECLINED) {
-        return lessons_misconfigured(r, "no LessonsJWTKey in effect");
+        lessons_log_fault(r, APLOG_ERR, apr_psprintf(r->pool,
+                          LESSONSLOG(00201) "no LessonsJWTKey in effect; "
+                          "refusing to serve %s", r->uri));
+        lessons_drain_small_body(r);
+        return lessons_refuse(r, HTTP_INTERNAL_SERVER_ERROR,
+                              "The server is misconfigured.");
     }
     return rc;
 }

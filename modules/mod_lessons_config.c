@@ -232,6 +232,77 @@ const char *lessons_gate_policy(apr_pool_t *p, const lessons_dir_conf *conf,
     return lessons_unit_policy(p, conf, conf, caps, policy, src);
 }
 
+/* One section's or block's unit of the gate's policy: its token policy,
+ * where its keys come from, and why it cannot verify (broken).
+ */
+static void lessons_decide_unit_of(const lessons_dir_conf *unit,
+                                   const lessons_token_policy_t *token,
+                                   lessons_keys_src *src, const char *broken,
+                                   lessons_decide_unit_t *out)
+{
+    out->token = *token;
+    out->broken = broken;
+    out->where = unit->jwt_where;
+    out->alg_name = unit->alg_name;
+    out->keys_name = unit->key_file;
+    if (src) {
+        lessons_keys_unit(src, out);
+    }
+}
+
+/* The gate's policy for a request's merged configuration (the httpd
+ * facts, a process's caches, are the caller's to add): a token is
+ * needed wherever gate_where says so, whatever the merge did to the
+ * rest; what the rest cannot verify is broken, so refused.
+ */
+void lessons_decide_policy_of(apr_pool_t *p, const lessons_dir_conf *conf,
+                              unsigned caps, lessons_decide_policy_t *policy)
+{
+    lessons_decide_unit_t *units;
+    lessons_token_policy_t token;
+    lessons_keys_src *src = NULL;
+    int i;
+
+    memset(policy, 0, sizeof(*policy));
+    policy->needed = conf->gate_where;
+    if (!policy->needed) {
+        return;                     /* costs the rest of the server nothing */
+    }
+    policy->where = conf->jwt_where;
+    policy->dpop = conf->dpop;
+    policy->leeway = conf->leeway > 0 ? conf->leeway : 0;
+    policy->user_claim = conf->user_claim;
+    if (conf->export_claims) {
+        policy->export_claims = (const char *const *)conf->export_claims->elts;
+        policy->nexport = conf->export_claims->nelts;
+    }
+    policy->caps = caps;
+    policy->broken = lessons_gate_policy(p, conf, caps, &token, &src);
+    if (policy->broken) {
+        return;
+    }
+    if (!conf->issuers) {
+        units = apr_pcalloc(p, sizeof(*units));
+        lessons_decide_unit_of(conf, &token, src, NULL, units);
+        policy->units = units;
+        policy->nunits = 1;
+        return;
+    }
+    policy->blocks = 1;
+    policy->nunits = conf->issuers->nelts;
+    units = apr_pcalloc(p, sizeof(*units) * (apr_size_t)policy->nunits);
+    for (i = 0; i < policy->nunits; i++) {
+        const lessons_dir_conf *block =
+            APR_ARRAY_IDX(conf->issuers, i, lessons_dir_conf *);
+        const char *broken = lessons_unit_policy(p, conf, block, caps, &token,
+                                                 &src);
+
+        lessons_decide_unit_of(block, &token, src, broken, &units[i]);
+        units[i].issuer = block->issuer;
+    }
+    policy->units = units;
+}
+
 /* The algorithms a discovered issuer's keys may verify where the admin
  * names none: every public-key algorithm the libjwt in use verifies.
  * Each key still decides which of them may use it (its type, curve and

@@ -1,14 +1,12 @@
 /* Licensed under the Apache License, Version 2.0.
  *
- * mod_lessons_dpop.c: DPoP (RFC 9449) as httpd meets it.  The gate asks
- * here once the access token has verified: a token bound to a key
- * (cnf.jkt) needs a proof made with that key for this very request
- * (lessons_dpop), taken once per server (lessons_replay, in shared
- * memory made before the fork and kept across restarts, under a global
- * mutex the Mutex directive can configure); a bound token sent as a
- * bearer token is refused, and so is a bearer token where a section
- * requires DPoP.  Refusals carry RFC 9449's WWW-Authenticate: DPoP
- * challenge.
+ * mod_lessons_dpop.c: DPoP (RFC 9449) as httpd meets it.  The gate's
+ * decision (lessons_decide) checks a bound token's proof; here are what
+ * it needs from httpd: the server's own URI for the request, the
+ * request's DPoP headers, and the table of proofs seen, taken once per
+ * server (lessons_replay, in shared memory made before the fork and
+ * kept across restarts, under a global mutex the Mutex directive can
+ * configure); and RFC 9449's WWW-Authenticate: DPoP challenge.
  */
 
 #include "apr_shm.h"
@@ -187,158 +185,60 @@ static const char *lessons_dpop_request_uri(request_rec *r)
                                    target);
 }
 
-static int lessons_dpop_refuse(request_rec *r, const char *error,
-                               const char *description, const char *detail)
-{
-    lessons_count(r, LESSONS_M_REFUSED + LESSONS_REFUSED_DPOP);
-    ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00240)
-                  "%s: %s", lessons_refused(r, HTTP_UNAUTHORIZED),
-                  detail ? detail : description);
-    apr_table_setn(r->err_headers_out, "WWW-Authenticate",
-                   lessons_dpop_challenge_value(r, error, description));
-    return lessons_refuse(r, HTTP_UNAUTHORIZED, description);
-}
-
-/* The proofs seen cannot be asked (a fault, or a full table): 503, never
- * a proof taken unchecked.
- */
-static int lessons_dpop_unavailable(request_rec *r, int level,
-                                    const char *line)
-{
-    lessons_log_fault(r, level, apr_pstrcat(r->pool, line, ": answered 503",
-                                            NULL));
-    apr_table_setn(r->err_headers_out, "Retry-After", LESSONS_RETRY_AFTER);
-    return lessons_refuse(r, HTTP_SERVICE_UNAVAILABLE, "The server cannot "
-                          "check DPoP proofs now; try again later.");
-}
-
-/* The one DPoP header of the request, or NULL (none, or more than one:
- * RFC 9449 4.3 takes exactly one).
- */
-static int lessons_dpop_count(void *count, const char *key,
+/* The DPoP headers of the request: how many, and the first. */
+static int lessons_dpop_count(void *facts, const char *key,
                               const char *value)
 {
+    lessons_decide_facts_t *f = facts;
+
     (void)key;
-    (void)value;
-    (*(int *)count)++;
+    if (!f->dpop_lines++) {
+        f->dpop = value;
+    }
     return 1;
 }
 
-static const char *lessons_dpop_header(request_rec *r)
+/* What a DPoP proof is checked against: the server's own URI for the
+ * request, and its DPoP headers, as they came.
+ */
+void lessons_dpop_facts(request_rec *r, lessons_decide_facts_t *facts)
 {
-    const char *proof;
-    int n = 0;
-
-    apr_table_do(lessons_dpop_count, &n, r->headers_in, "DPoP", NULL);
-    proof = n == 1 ? apr_table_get(r->headers_in, "DPoP") : NULL;
-    /* httpd joins repeated header lines with ", ", and no JWS holds a
-     * comma: such a value is several proofs.
-     */
-    return proof && !strchr(proof, ',') ? proof : NULL;
+    facts->uri = lessons_dpop_request_uri(r);
+    facts->dpop = NULL;
+    facts->dpop_lines = 0;
+    apr_table_do(lessons_dpop_count, facts, r->headers_in, "DPoP", NULL);
 }
 
-int lessons_dpop_gate(request_rec *r, int mode, int dpop_scheme,
-                      const char *token, json_t *claims, long leeway)
+/* Take a proof in the server's table, under its mutex (the decision's
+ * replay callback; baton: the server's config).  -1 when this process
+ * cannot reach the table.
+ */
+static int lessons_dpop_take(void *baton, const unsigned char *key,
+                             apr_uint32_t owner, apr_time_t expires,
+                             apr_time_t now)
+{
+    const lessons_srv_conf *sconf = baton;
+    lessons_replay_e seen;
+
+    if (!sconf->replay || !sconf->replay_lock
+        || apr_global_mutex_lock(sconf->replay_lock) != APR_SUCCESS) {
+        return -1;
+    }
+    seen = lessons_replay_check(sconf->replay, key, owner, expires, now);
+    apr_global_mutex_unlock(sconf->replay_lock);
+    return (int)seen;
+}
+
+/* The server's replay table, for a section that takes DPoP. */
+void lessons_dpop_policy(request_rec *r, lessons_decide_policy_t *policy)
 {
     lessons_srv_conf *sconf =
         ap_get_module_config(r->server->module_config, &lessons_module);
-    const char *jkt = lessons_dpop_token_jkt(claims), *proof, *why = NULL;
-    lessons_dpop_request_t req;
-    lessons_dpop_proof_t out;
-    unsigned char key[LESSONS_REPLAY_KEY_LEN];
-    apr_uint32_t owner;
-    lessons_replay_e seen;
-    lessons_dpop_e rc;
 
-    /* Whether the token is bound is in its claims: without them,
-     * nothing is known, and nothing is taken.
-     */
-    if (!claims) {
-        return lessons_dpop_refuse(r, "invalid_token", "The access token's "
-                                   "claims could not be read", NULL);
+    if (policy->dpop && policy->dpop != LESSONS_DPOP_OFF) {
+        policy->replay = lessons_dpop_take;
+        policy->replay_baton = sconf;
+        policy->replay_share = sconf->replay
+                               ? lessons_replay_share(sconf->replay) : 0;
     }
-    if (!dpop_scheme) {
-        /* RFC 9449 7.2: a bound token is no bearer token. */
-        if (jkt) {
-            return lessons_dpop_refuse(r, "invalid_token", "The access "
-                                       "token is bound to a DPoP key: send "
-                                       "it with Authorization: DPoP and a "
-                                       "proof", NULL);
-        }
-        if (mode == LESSONS_DPOP_REQUIRED) {
-            return lessons_dpop_refuse(r, "invalid_token", "This resource "
-                                       "takes DPoP-bound access tokens "
-                                       "only", NULL);
-        }
-        return OK;
-    }
-    if (!jkt || !*jkt) {
-        return lessons_dpop_refuse(r, "invalid_token",
-                                   "The access token is not bound to a DPoP "
-                                   "key", NULL);
-    }
-    proof = lessons_dpop_header(r);
-    if (!proof) {
-        return lessons_dpop_refuse(r, "invalid_dpop_proof", "Exactly one "
-                                   "DPoP header with a proof is required",
-                                   NULL);
-    }
-    memset(&req, 0, sizeof(req));
-    req.method = r->method;
-    req.uri = lessons_dpop_request_uri(r);
-    req.token = token;
-    req.now = (apr_int64_t)apr_time_sec(r->request_time);
-    req.window = LESSONS_DPOP_WINDOW + leeway;
-    req.ahead = LESSONS_DPOP_AHEAD + leeway;
-    req.caps = sconf->jwt_caps;
-    rc = lessons_dpop_check(r->pool, proof, &req, &out, &why);
-    if (rc != LESSONS_DPOP_OK) {
-        return lessons_dpop_refuse(r, "invalid_dpop_proof",
-                                   lessons_dpop_describe(rc), why);
-    }
-    if (strcmp(out.jkt, jkt) != 0) {
-        return lessons_dpop_refuse(r, "invalid_dpop_proof", "The DPoP proof "
-                                   "is made with another key than the access "
-                                   "token's", NULL);
-    }
-    if (!sconf->replay || !sconf->replay_lock
-        || lessons_replay_key(jkt, out.jti, key) != 0
-        || lessons_replay_owner(jkt, &owner) != 0
-        || apr_global_mutex_lock(sconf->replay_lock) != APR_SUCCESS) {
-        return lessons_dpop_unavailable(r, APLOG_ERR, LESSONSLOG(00241)
-                                        "the DPoP proofs seen cannot be "
-                                        "read in this process");
-    }
-    seen = lessons_replay_check(sconf->replay, key, owner,
-                                apr_time_from_sec(
-                                    lessons_dpop_kept_until(&req, out.iat)),
-                                apr_time_now());
-    apr_global_mutex_unlock(sconf->replay_lock);
-    if (seen == LESSONS_REPLAY_SEEN) {
-        return lessons_dpop_refuse(r, "invalid_dpop_proof", "The DPoP proof "
-                                   "has been used before", NULL);
-    }
-    if (seen == LESSONS_REPLAY_OVER_SHARE) {
-        /* The client's doing, not the server's: its own proofs are
-         * refused (401, as any proof that cannot be taken, logged at
-         * info), every other key's are taken as before.  Its proofs
-         * end within the window, so it may try again soon.
-         */
-        apr_table_setn(r->err_headers_out, "Retry-After",
-                       LESSONS_RETRY_AFTER);
-        return lessons_dpop_refuse(r, "invalid_dpop_proof", "Too many DPoP "
-                                   "proofs made with this key within the "
-                                   "window; try again later",
-                                   apr_psprintf(r->pool, "the key already "
-                                                "holds its share of the "
-                                                "DPoP proofs seen (%d)",
-                                                lessons_replay_share(
-                                                    sconf->replay)));
-    }
-    if (seen == LESSONS_REPLAY_FULL) {
-        return lessons_dpop_unavailable(r, APLOG_WARNING, LESSONSLOG(00242)
-                                        "too many DPoP proofs within the "
-                                        "window to keep one more");
-    }
-    return OK;
 }

@@ -25,6 +25,7 @@
 
 struct lessons_keys_src {
     const char *url;                /* the keys URL, or the issuer */
+    const char *label;              /* how the log names it */
     int discover;                   /* url is an issuer: its metadata
                                      * names the keys URL */
     int used;                       /* some section may take its keys (an
@@ -86,6 +87,8 @@ lessons_keys_src *lessons_keys_src_get(cmd_parms *cmd, const char *url,
     src->metrics_source = -1;
     src->url = apr_pstrdup(cmd->pool, url);
     src->discover = discover;
+    src->label = apr_pstrcat(cmd->pool, discover ? "issuer " : "keys URL ",
+                             url, NULL);
     src->s = cmd->server;
     APR_ARRAY_PUSH(list, lessons_keys_src *) = src;
     return src;
@@ -102,8 +105,8 @@ const char *lessons_keys_src_issuer(const lessons_keys_src *src)
 /* How a source is named in the log. */
 const char *lessons_keys_src_label(apr_pool_t *p, const lessons_keys_src *src)
 {
-    return apr_pstrcat(p, src->discover ? "issuer " : "keys URL ", src->url,
-                       NULL);
+    (void)p;
+    return src->label;
 }
 
 /* A section (or block) that uses the source adds its settings, at
@@ -332,76 +335,14 @@ void lessons_keys_child_init(apr_pool_t *pchild, server_rec *s)
     }
 }
 
-/* The token policy of a request: policy holds its section's (or
- * block's) values; the current set of src (a keys URL or a discovered
- * issuer, or NULL for none) takes the key file's place (which serves
- * until the first fetch succeeds).  OK, or 503 (lessons_refuse) when
- * there are no keys yet.
+/* A section's or block's keys from src in this process, for the gate's
+ * decision (lessons_decide: it takes the current set, and asks for a
+ * refetch when a token names a kid the set lacks).
  */
-int lessons_keys_policy(request_rec *r, lessons_keys_src *src,
-                        lessons_token_policy_t *policy)
+void lessons_keys_unit(lessons_keys_src *src, lessons_decide_unit_t *unit)
 {
-    const lessons_keyset_t *set;
-
-    if (!src) {
-        return OK;
-    }
-    set = src->live ? lessons_keysource_take(src->live, r->pool) : NULL;
-    if (set) {
-        policy->keys = set;
-        policy->fp = NULL;          /* made from this set, per request */
-        return OK;
-    }
-    if (policy->keys) {
-        return OK;                  /* LessonsJWTKeyFile's, meanwhile */
-    }
-    /* A fault (the fetcher's LESSONS00211 line says why): error. */
-    lessons_count(r, LESSONS_M_REFUSED + LESSONS_REFUSED_NO_KEYS);
-    lessons_log_fault(r, APLOG_ERR, apr_psprintf(r->pool,
-        LESSONSLOG(00214) "%s has not given a key set yet: answering 503",
-        lessons_keys_src_label(r->pool, src)));
-    apr_table_setn(r->err_headers_out, "Retry-After",
-                   apr_itoa(r->pool, lessons_keys_min_refresh(src)));
-    return lessons_refuse(r, HTTP_SERVICE_UNAVAILABLE,
-        "The server cannot verify access tokens yet; try again later.");
-}
-
-/* A token named a kid the set lacks: ask the fetcher for a fresh set
- * (lessons_keysource_refetch; a discovered issuer's metadata is read
- * again too).  1 when a new set is in use since the request took its
- * own.
- */
-int lessons_keys_refetch(request_rec *r, lessons_keys_src *src)
-{
-    apr_interval_time_t since = 0, until = 0;
-
-    if (!src || !src->live) {
-        return 0;
-    }
-    switch (lessons_keysource_refetch(src->live, &since, &until)) {
-    case LESSONS_KEYSOURCE_NEW:
-        return 1;
-    case LESSONS_KEYSOURCE_TOO_SOON:
-        /* Say when, so that a rotation that outruns the interval can be
-         * told from a forged kid.
-         */
-        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00218)
-                      "%s: the token's kid is not in the key set fetched %"
-                      APR_TIME_T_FMT " s ago; the next fetch may happen in %"
-                      APR_TIME_T_FMT " s (LessonsJWTKeysMinRefresh)",
-                      lessons_keys_src_label(r->pool, src),
-                      apr_time_sec(since), apr_time_sec(until) + 1);
-        return 0;
-    case LESSONS_KEYSOURCE_BUSY:
-        /* A kid flood at a slow provider: say that this one did not
-         * wait, so that the bound can be seen at work.
-         */
-        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00220)
-                      "%s: the token's kid is not in the key set and enough "
-                      "requests wait for the fetch already; this one did "
-                      "not wait", lessons_keys_src_label(r->pool, src));
-        return 0;
-    default:
-        return 0;
-    }
+    unit->fetched = 1;
+    unit->live = src->live;
+    unit->keys_name = src->label;
+    unit->retry_after = lessons_keys_min_refresh(src);
 }

@@ -196,29 +196,6 @@ void lessons_count_source(server_rec *s, int source,
     }
 }
 
-lessons_metrics_refusal_e lessons_refusal_of(lessons_token_e rc)
-{
-    switch (rc) {
-    case LESSONS_TOKEN_MALFORMED:       return LESSONS_REFUSED_MALFORMED;
-    case LESSONS_TOKEN_BAD_ALG:         return LESSONS_REFUSED_ALGORITHM;
-    case LESSONS_TOKEN_CRIT:            return LESSONS_REFUSED_CRIT;
-    case LESSONS_TOKEN_BAD_SIGNATURE:   return LESSONS_REFUSED_SIGNATURE;
-    case LESSONS_TOKEN_BAD_CLAIMS:
-    case LESSONS_TOKEN_AT_CLAIMS:       return LESSONS_REFUSED_CLAIMS;
-    case LESSONS_TOKEN_NO_EXP:          return LESSONS_REFUSED_NO_EXP;
-    case LESSONS_TOKEN_EXPIRED:         return LESSONS_REFUSED_EXPIRED;
-    case LESSONS_TOKEN_NOT_YET_VALID:   return LESSONS_REFUSED_NOT_YET_VALID;
-    case LESSONS_TOKEN_BAD_ISSUER:      return LESSONS_REFUSED_ISSUER;
-    case LESSONS_TOKEN_BAD_AUDIENCE:    return LESSONS_REFUSED_AUDIENCE;
-    case LESSONS_TOKEN_BAD_TYPE:
-    case LESSONS_TOKEN_NOT_AT_JWT:      return LESSONS_REFUSED_TYPE;
-    case LESSONS_TOKEN_BAD_IAT:         return LESSONS_REFUSED_IAT;
-    case LESSONS_TOKEN_UNKNOWN_KID:     return LESSONS_REFUSED_UNKNOWN_KID;
-    case LESSONS_TOKEN_UNKNOWN_ISSUER:  return LESSONS_REFUSED_UNKNOWN_ISSUER;
-    default:                            return LESSONS_REFUSED_OTHER;
-    }
-}
-
 lessons_metrics_fault_e lessons_fault_of(lessons_db_fault_e fault, int lost)
 {
     switch (fault) {
@@ -273,15 +250,31 @@ int lessons_metrics_log(request_rec *r)
 {
     lessons_req_state *st =
         ap_get_module_config(r->request_config, &lessons_module);
-    lessons_metrics_slot_t *slot;
+    lessons_metrics_slot_t *slot = lessons_metrics_slot_of(r->server);
     lessons_metrics_op_e op;
-    request_rec *last = r;
+    request_rec *last;
 
-    if (!st || !st->api || !(slot = lessons_metrics_slot_of(r->server))) {
+    if (!slot) {
         return DECLINED;
     }
-    while (last->next) {
-        last = last->next;          /* the status sent, as %>s logs it */
+    /* The gate's refusals, each once: the request's own, and those of
+     * its internal redirects that were decided afresh (one that took its
+     * parent's verdict has refusal 0).
+     */
+    for (last = r; last; last = last->next) {
+        lessons_req_state *gate =
+            ap_get_module_config(last->request_config, &lessons_module);
+
+        if (gate && gate->refusal > 0) {
+            lessons_metrics_add(slot, LESSONS_M_REFUSED + gate->refusal - 1,
+                                1);
+        }
+    }
+    if (!st || !st->api) {
+        return DECLINED;
+    }
+    for (last = r; last->next; last = last->next) {
+        ;                           /* the status sent, as %>s logs it */
     }
     op = lessons_metrics_op(r);
     lessons_metrics_add(slot, lessons_metrics_request_id(op, last->status),
