@@ -41,7 +41,7 @@ LIBJWT_VERSION := $(shell pkg-config --modversion libjwt 2>/dev/null)
 LIBJWT_PS_NAMES := $(shell pkg-config --atleast-version=1.16 libjwt 2>/dev/null && echo 1)
 LIBJWT_CFLAGS   = $(if $(LIBJWT_VERSION),-DLESSONS_LIBJWT_VERSION='"$(LIBJWT_VERSION)"') \
                   $(if $(LIBJWT_PS_NAMES),-DLESSONS_LIBJWT_PS_NAMES=1)
-LIBS       = -ljansson -ljwt -lcrypto -lcurl $(foreach e,$(ENGINES),$(ENGINE_LIBS_$(e))) -lz
+LIBS       = -lcjose -ljansson -ljwt -lcrypto -lcurl $(foreach e,$(ENGINES),$(ENGINE_LIBS_$(e))) -lz
 
 # The httpd-free units and the httpd-facing files of the module itself
 # (mod_lessons.c and modules/mod_lessons_*.c).  The units are compiled

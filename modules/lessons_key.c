@@ -1,8 +1,8 @@
 /* Licensed under the Apache License, Version 2.0.
  *
  * lessons_key.c: algorithm names, key files, and which algorithms a key
- * allows.  Keys are inspected once, at start-up, with OpenSSL (libjwt
- * 1.10 cannot say what a key is); lessons_key_allows is then a cheap
+ * allows.  Keys are inspected once, when read, with OpenSSL, and made
+ * into the JWK cjose verifies with; lessons_key_allows is then a cheap
  * check made wherever a key meets a token.
  */
 #include <string.h>
@@ -11,6 +11,7 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/core_names.h>
+#include <cjose/jwk.h>
 
 #include "apr_file_io.h"
 #include "apr_strings.h"
@@ -159,6 +160,82 @@ static size_t lessons_alg_index(jwt_alg_t alg)
     return i;
 }
 
+/* cjose's JWK of a key lives as long as the key's pool. */
+static apr_status_t lessons_key_release(void *jwk)
+{
+    cjose_jwk_release(jwk);
+    return APR_SUCCESS;
+}
+
+static const char *lessons_key_hold(apr_pool_t *p, lessons_key_t *key,
+                                    cjose_jwk_t *jwk)
+{
+    if (!jwk) {
+        return "the verifier (cjose) cannot take the key";
+    }
+    key->jwk = jwk;
+    apr_pool_cleanup_register(p, jwk, lessons_key_release,
+                              apr_pool_cleanup_null);
+    return NULL;
+}
+
+/* A number of pkey (OSSL_PKEY_PARAM_*), big-endian: width bytes, or as
+ * many as it has (width 0).  NULL when it has no such number.
+ */
+static uint8_t *lessons_key_number(apr_pool_t *p, const EVP_PKEY *pkey,
+                                   const char *name, int width, size_t *len)
+{
+    BIGNUM *bn = NULL;
+    uint8_t *out = NULL;
+    int n;
+
+    if (!EVP_PKEY_get_bn_param(pkey, name, &bn)) {
+        return NULL;
+    }
+    n = width ? width : BN_num_bytes(bn);
+    if (n > 0) {
+        out = apr_palloc(p, (apr_size_t)n);
+        if (BN_bn2binpad(bn, out, n) != n) {
+            out = NULL;
+        }
+    }
+    BN_free(bn);
+    *len = (size_t)n;
+    return out;
+}
+
+/* The public key as cjose's JWK: RSA's n and e, EC's curve and point. */
+static cjose_jwk_t *lessons_key_jwk(apr_pool_t *p, const EVP_PKEY *pkey,
+                                    const lessons_key_t *key)
+{
+    cjose_err err;
+
+    if (key->type == LESSONS_KEY_RSA) {
+        cjose_jwk_rsa_keyspec rsa;
+
+        memset(&rsa, 0, sizeof(rsa));
+        rsa.n = lessons_key_number(p, pkey, OSSL_PKEY_PARAM_RSA_N, 0,
+                                   &rsa.nlen);
+        rsa.e = lessons_key_number(p, pkey, OSSL_PKEY_PARAM_RSA_E, 0,
+                                   &rsa.elen);
+        return rsa.n && rsa.e ? cjose_jwk_create_RSA_spec(&rsa, &err) : NULL;
+    }
+    else {
+        cjose_jwk_ec_keyspec ec;
+        int width = (EVP_PKEY_get_bits(pkey) + 7) / 8;
+
+        memset(&ec, 0, sizeof(ec));
+        ec.crv = key->ec_alg == JWT_ALG_ES256 ? CJOSE_JWK_EC_P_256
+                 : key->ec_alg == JWT_ALG_ES384 ? CJOSE_JWK_EC_P_384
+                 : CJOSE_JWK_EC_P_521;
+        ec.x = lessons_key_number(p, pkey, OSSL_PKEY_PARAM_EC_PUB_X, width,
+                                  &ec.xlen);
+        ec.y = lessons_key_number(p, pkey, OSSL_PKEY_PARAM_EC_PUB_Y, width,
+                                  &ec.ylen);
+        return ec.x && ec.y ? cjose_jwk_create_EC_spec(&ec, &err) : NULL;
+    }
+}
+
 /* The PEM must be an RSA or EC public key; fill in what it is. */
 static const char *lessons_key_public(apr_pool_t *p, const unsigned char *data,
                                       apr_size_t len, lessons_key_t *key)
@@ -214,6 +291,9 @@ static const char *lessons_key_public(apr_pool_t *p, const unsigned char *data,
     else {
         msg = "the public key is neither RSA nor EC";
     }
+    if (!msg) {
+        msg = lessons_key_hold(p, key, lessons_key_jwk(p, pkey, key));
+    }
     EVP_PKEY_free(pkey);
     return msg;
 }
@@ -246,10 +326,49 @@ const char *lessons_key_make(apr_pool_t *p, const unsigned char *data,
                "a PEM public key";
     }
     else {
-        key->type = LESSONS_KEY_SECRET;
+        msg = lessons_key_secret(p, data, len, key);
+        if (msg) {
+            return msg;
+        }
     }
     *out = key;
     return NULL;
+}
+
+const char *lessons_key_secret(apr_pool_t *p, const unsigned char *data,
+                               apr_size_t len, lessons_key_t *key)
+{
+    cjose_err err;
+
+    memset(key, 0, sizeof(*key));
+    key->type = LESSONS_KEY_SECRET;
+    key->data = data;
+    key->len = len;
+    return lessons_key_hold(p, key, cjose_jwk_create_oct_spec(data, len,
+                                                              &err));
+}
+
+apr_size_t lessons_key_sig_len(const lessons_key_t *key, jwt_alg_t alg)
+{
+    if (!lessons_key_allows(key, alg)) {
+        return 0;
+    }
+    switch (alg) {
+    case JWT_ALG_HS256:
+        return 32;
+    case JWT_ALG_HS384:
+        return 48;
+    case JWT_ALG_HS512:
+        return 64;
+    case JWT_ALG_ES256:
+        return 64;
+    case JWT_ALG_ES384:
+        return 96;
+    case JWT_ALG_ES512:
+        return 132;
+    default:
+        return (apr_size_t)(key->bits + 7) / 8;    /* RS*, PS* */
+    }
 }
 
 int lessons_key_allows(const lessons_key_t *key, jwt_alg_t alg)

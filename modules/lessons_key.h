@@ -10,6 +10,7 @@
 #define LESSONS_KEY_H
 
 #include <jwt.h>
+#include <cjose/jwk.h>
 #include "apr_pools.h"
 
 /* Minimum strengths we accept. */
@@ -22,8 +23,9 @@ typedef enum {
     LESSONS_KEY_EC                  /* EC public key: ES* on its curve */
 } lessons_key_type_e;
 
-/* A key as libjwt takes it (the secret, or the PEM text), with what the
- * inspection found.  Read-only once made.
+/* A key (the secret, or the PEM text), with what the inspection found,
+ * and the same key as the verifier (cjose) takes it.  Read-only once
+ * made.
  */
 typedef struct {
     lessons_key_type_e type;
@@ -31,6 +33,8 @@ typedef struct {
     jwt_alg_t ec_alg;               /* EC: the one ES* of its curve */
     const unsigned char *data;
     apr_size_t len;
+    const cjose_jwk_t *jwk;         /* for cjose_jws_verify; released
+                                     * with the pool the key was made in */
 } lessons_key_t;
 
 /* Parse an algorithm as the admin writes it: exactly one of HS256,
@@ -69,6 +73,19 @@ const char *lessons_key_read(apr_pool_t *p, const char *path,
  */
 const char *lessons_key_make(apr_pool_t *p, const unsigned char *data,
                              apr_size_t len, lessons_key_t **key);
+
+/* A shared secret of len bytes at data (a JWK's "k"), as a key in p,
+ * without the inspection lessons_key_make gives key files: the bytes are
+ * a secret by the JWK's word.  NULL, or why not.
+ */
+const char *lessons_key_secret(apr_pool_t *p, const unsigned char *data,
+                               apr_size_t len, lessons_key_t *key);
+
+/* How many bytes a signature of alg made with key has (RFC 7518: the
+ * hash's for HS*, the modulus's for RS* and PS*, twice a coordinate's
+ * for ES*), or 0 when the key does not allow alg.
+ */
+apr_size_t lessons_key_sig_len(const lessons_key_t *key, jwt_alg_t alg);
 
 /* Does the key allow this algorithm?  The key decides: a secret of at
  * least LESSONS_HMAC_MIN_BYTES only HS*, an RSA key of at least

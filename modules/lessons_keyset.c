@@ -449,11 +449,8 @@ static const char *lessons_jwk_oct(const lessons_jwk_ctx_t *c, json_t *jwk,
      * the JWK's word, and random bytes may happen to look like JSON or
      * hold "-----BEGIN".
      */
-    memset(out, 0, sizeof(*out));
-    out->type = LESSONS_KEY_SECRET;
-    out->data = apr_pmemdup(c->p, k, klen);
-    out->len = klen;
-    return NULL;
+    msg = lessons_key_secret(c->p, apr_pmemdup(c->p, k, klen), klen, out);
+    return msg ? lessons_jwk_err(c, "%s", msg) : NULL;
 }
 
 /* A few words on what a key is, for messages. */

@@ -36,6 +36,7 @@ static void fuzz_setup(apr_pool_t *p)
     if (lessons_keyset_parse_jwks(p, FUZZ_JWKS, strlen(FUZZ_JWKS), &set)) {
         abort();
     }
+    fuzz_keep_keys(set);
     memset(&policy, 0, sizeof(policy));
     policy.keys = set;
     policy.algs = LESSONS_ALG_BIT(JWT_ALG_HS256)
