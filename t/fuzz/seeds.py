@@ -127,6 +127,92 @@ def main():
     for i, name in enumerate(['realm_access.roles', 'a.b', 'scope', 'n', 'sub', 'x..y']):
         write('claims', i, json.dumps(claims) + '\x01' + name + '\x01editor')
 
+    decide_seeds(n, e, base)
+
+
+# fuzz_decide.c's input: four bytes choosing the policy and the request's
+# shape (as its comment lays them out), then the Authorization header, the
+# DPoP header, the method and the URI, split at 0x01.
+DECIDE_LAYOUTS = ['single_set', 'single_key', 'blocks', 'fetched_none',
+                  'fetched_file', 'no_key', 'blocks_fetched', 'no_units',
+                  'live', 'blocks_no_key', 'blocks_live', 'any_issuer']
+DECIDE_URI = 'https://api.example/api/lessons/7'
+
+
+def decide_selector(layout='single_set', needed=1, broken=0, no_auth=0,
+                    no_dpop=1, lines=0, dpop=0, user=0, exports=0, replay=0,
+                    block=0, leeway=0):
+    return bytes([needed | broken << 2 | no_auth << 4 | no_dpop << 5 | lines << 6,
+                  DECIDE_LAYOUTS.index(layout),
+                  dpop | user << 2 | exports << 4 | replay << 5 | block << 7,
+                  leeway])
+
+
+def decide_seeds(n, e, base):
+    other = dict(base, iss='https://other.example')
+    rs_jwk = {'kty': 'RSA', 'n': n, 'e': e}
+    jkt = b64(hashlib.sha256(json.dumps({'e': e, 'kty': 'RSA', 'n': n},
+                                        separators=(',', ':')).encode()).digest())
+    good_hs = jws({'alg': 'HS256', 'typ': 'JWT', 'kid': 'hs'}, base, 'HS256')
+    good_rs = jws({'alg': 'RS256', 'kid': 'rs'},
+                  dict(base, email='anna@example.org', preferred_username='anna.k',
+                       groups=['editor', 'viewer'], realm_access={'roles': ['editor']}),
+                  'RS256')
+    other_rs = jws({'alg': 'RS256', 'kid': 'rs'}, other, 'RS256')
+    other_hs = jws({'alg': 'HS256', 'kid': 'hs'}, other, 'HS256')
+    expired = jws({'alg': 'HS256', 'kid': 'hs'}, dict(base, exp=NOW - 100), 'HS256')
+    bad_claims = jws({'alg': 'HS256', 'kid': 'hs'},
+                     dict(base, email='eve\nadmin', groups=['a,b', 'c'], sub='x\u0007'),
+                     'HS256')
+    no_iss = jws({'alg': 'HS256', 'kid': 'hs'},
+                 {k: v for k, v in base.items() if k != 'iss'}, 'HS256')
+    bad_exports = jws({'alg': 'HS256', 'kid': 'hs'},
+                      dict(base, groups=['a,b', 'c'], email='x\u0001y'), 'HS256')
+    near_misses = [jws({'alg': 'HS256', 'kid': 'hs'}, c, 'HS256') for c in [
+        dict(base, aud='another-api'), dict(base, nbf=NOW + 600),
+        {k: v for k, v in base.items() if k != 'exp'}, dict(base, iat=NOW + 600)]]
+    bound = jws({'alg': 'HS256', 'kid': 'hs'}, dict(base, cnf={'jkt': jkt}), 'HS256')
+    proof = jws({'typ': 'dpop+jwt', 'alg': 'RS256', 'jwk': rs_jwk},
+                {'jti': 'proof-1', 'htm': 'GET', 'htu': DECIDE_URI, 'iat': NOW,
+                 'ath': b64(hashlib.sha256(bound.encode()).digest())}, 'RS256')
+    seeds = [
+        (decide_selector(), 'Bearer ' + good_hs),
+        (decide_selector(user=2, exports=1), 'Bearer ' + good_rs),
+        (decide_selector('single_key'), 'Bearer ' + good_hs),
+        (decide_selector('blocks'), 'Bearer ' + other_rs),
+        (decide_selector('blocks', user=3, exports=1), 'Bearer ' + good_rs),
+        (decide_selector('blocks'), 'Bearer ' + other_hs),
+        (decide_selector('fetched_none'), 'Bearer ' + good_hs),
+        (decide_selector('fetched_file'), 'Bearer ' + good_rs),
+        (decide_selector('no_key'), 'Bearer ' + good_hs),
+        (decide_selector('live'), 'Bearer ' + good_rs),
+        (decide_selector('blocks_live'), 'Bearer ' + other_rs),
+        (decide_selector('blocks_fetched'), 'Bearer ' + other_rs),
+        (decide_selector('blocks_no_key'), 'Bearer ' + other_rs),
+        (decide_selector('any_issuer'), 'Bearer ' + other_rs),
+        (decide_selector(dpop=2, replay=1, no_dpop=0, lines=1),
+         'DPoP ' + bound + '\x01' + proof + '\x01GET\x01' + DECIDE_URI),
+        (decide_selector(dpop=3, no_dpop=0, lines=2),
+         'DPoP ' + bound + '\x01' + proof),
+        (decide_selector(dpop=2), 'Bearer ' + bound),
+        (decide_selector(dpop=3), 'Bearer ' + good_hs),
+        (decide_selector(dpop=1), 'DPoP ' + good_hs),
+        (decide_selector(broken=1), 'Bearer ' + good_hs),
+        (decide_selector('blocks', broken=2, block=1), 'Bearer ' + other_rs),
+        (decide_selector(needed=0), 'Bearer ' + good_hs),
+        (decide_selector(), 'Bearer a b'),
+        (decide_selector(no_auth=1, dpop=2), ''),
+        (decide_selector(leeway=1), 'Bearer ' + expired),
+        (decide_selector(user=2, exports=1), 'Bearer ' + bad_claims),
+        (decide_selector('blocks'), 'Bearer ' + no_iss),
+        (decide_selector('no_units'), 'Bearer ' + good_hs),
+        (decide_selector(dpop=2), 'Bearer ' + good_hs),
+        (decide_selector(dpop=2, no_dpop=0, lines=1), 'DPoP ' + good_hs + '\x01' + proof),
+        (decide_selector(exports=1), 'Bearer ' + bad_exports),
+    ] + [(decide_selector(), 'Bearer ' + t) for t in near_misses]
+    for i, (sel, rest) in enumerate(seeds):
+        write('decide', i, sel + rest.encode())
+
 
 if __name__ == '__main__':
     sys.exit(main())

@@ -1,0 +1,582 @@
+/* Licensed under the Apache License, Version 2.0.
+ *
+ * fuzz_decide.c: the gate's whole decision (lessons_decide) under every
+ * kind of policy a merge can leave, held to what lessons_decide.h
+ * promises: a policy that needs a token never allows a request without
+ * one that verifies under the keys of one of its own units, whatever
+ * else it says (broken, no unit, no key, no key set yet).
+ *
+ * The input's first four bytes (FUZZ_SEL_LEN) choose the policy and
+ * the shape of the request (LLVMFuzzerTestOneInput lays them out, and
+ * half the mutations flip them alone); the rest is the Authorization
+ * header, the DPoP header, the method and the URI, split at 0x01.  The
+ * policies are made once, from the real keys of fuzz_keys.h (an HS256
+ * secret "hs" and the RSA key "rs"), with one issuer
+ * ("https://idp.example") or two <LessonsJWTIssuer> blocks (and
+ * "https://other.example", RS256 only), so that the seeds' valid tokens
+ * (t/fuzz/corpus/decide) are allowed and the fuzzer starts deep.  The
+ * clock is fixed, so the seeds stay valid.  Each request is decided
+ * without a token cache, then twice through one.
+ *
+ * Checked on every input, with abort():
+ *   a verdict is NOT_NEEDED exactly when the policy needs no token;
+ *   ALLOW only for the token of the Authorization header that
+ *     lessons_token_verify (no cache) accepts under the verdict's
+ *     policy, which is its unit's (the unit one of the policy's, neither
+ *     it nor the policy broken; its keys, or its fetcher's set); the
+ *     DPoP scheme only where the section takes it, a proof taken from
+ *     the replay table, a bound token never as a bearer token, a user
+ *     and exports that keep the text rule;
+ *   REFUSE with a status of 400, 401, 403, 500 or 503, a description and
+ *     a log line, a challenge exactly for what is not a fault, and
+ *     neither holding a JWT-shaped token of the request;
+ *   a good bearer token, where nothing but the token is asked, is
+ *     allowed, by the unit of the issuer it names (so that the checks
+ *     above are not met by refusing all);
+ *   the three decisions agree (a cache hit judges as a full verify).
+ */
+#include "fuzz.h"
+
+#include "apr_strings.h"
+
+#include "lessons_claims.h"
+#include "lessons_decide.h"
+#include "lessons_dpop.h"
+#include "lessons_jwtcaps.h"
+#include "lessons_keyset.h"
+#include "lessons_keysource.h"
+#include "lessons_replay.h"
+#include "lessons_token.h"
+#include "lessons_tokencache.h"
+
+#include "fuzz_keys.h"
+
+/* The fetcher's pools are unmanaged: APR's allocator keeps its nodes in
+ * memory of its own (mmap), which the leak check does not read, so their
+ * allocators would count as leaked at every check while the fetcher
+ * runs.  They are told apart, and only they.
+ */
+#define FUZZ_NOT_LEAKED(pool) FUZZ_KEEP(apr_pool_allocator_get(pool))
+
+#define FUZZ_NOW      1700000000
+#define FUZZ_ISS_A    "https://idp.example"
+#define FUZZ_ISS_B    "https://other.example"
+#define FUZZ_URI      "https://api.example/api/lessons/7"
+#define FUZZ_SEL_LEN  4
+#define FUZZ_SLOTS    64
+
+/* The layouts a merge can leave (the policy byte s[1], modulo). */
+enum {
+    FUZZ_SINGLE_SET = 0,    /* the section's key file: the whole set */
+    FUZZ_SINGLE_KEY,        /* one HS256 secret, one algorithm */
+    FUZZ_BLOCKS,            /* two issuer blocks: A (set), B (rs only) */
+    FUZZ_FETCHED_NONE,      /* a keys URL whose fetcher could not start,
+                             * no key file */
+    FUZZ_FETCHED_FILE,      /* ... with a key file's set meanwhile */
+    FUZZ_NO_KEY,            /* no key at all (what a merge may leave) */
+    FUZZ_BLOCKS_FETCHED,    /* blocks, B fetched without a set */
+    FUZZ_NO_UNITS,          /* needed, and no unit */
+    FUZZ_LIVE,              /* a keys URL with a running fetcher */
+    FUZZ_BLOCKS_NO_KEY,     /* blocks, B without a key */
+    FUZZ_BLOCKS_LIVE,       /* blocks, B's keys from a running fetcher */
+    FUZZ_ANY_ISSUER,        /* the whole set, no issuer nor audience */
+    FUZZ_LAYOUTS
+};
+
+static const char *const fuzz_issuers[] = { FUZZ_ISS_A, FUZZ_ISS_B };
+static lessons_decide_unit_t layouts[FUZZ_LAYOUTS][2];
+static int layout_units[FUZZ_LAYOUTS];
+static int layout_blocks[FUZZ_LAYOUTS];
+static lessons_keyset_t *set_all, *set_rs;
+static unsigned caps;
+static lessons_keysource_t *live;
+static apr_pool_t *live_pool;
+static void *replay_mem;
+static apr_size_t replay_size;
+
+/* The fetcher's set: the public keys of FUZZ_JWKS (rs), as a keys URL
+ * gives them.
+ */
+static const char *fuzz_fetch(void *baton, apr_pool_t *set_pool,
+                              apr_pool_t *scratch,
+                              const lessons_keyset_t **set)
+{
+    const char *msg;
+
+    (void)baton;
+    FUZZ_NOT_LEAKED(set_pool);
+    FUZZ_NOT_LEAKED(scratch);
+    msg = lessons_keysource_parse(set_pool, scratch, FUZZ_JWKS,
+                                  strlen(FUZZ_JWKS),
+                                  LESSONS_ALG_BIT(JWT_ALG_RS256), 0, set);
+    fuzz_keep_keys(msg ? NULL : *set);
+    return msg;
+}
+
+static lessons_decide_unit_t fuzz_unit(const char *issuer,
+                                       const lessons_keyset_t *keys,
+                                       lessons_algs_t algs)
+{
+    lessons_decide_unit_t u;
+
+    memset(&u, 0, sizeof(u));
+    u.token.keys = keys;
+    u.token.algs = algs;
+    u.token.issuer = issuer;
+    u.token.audience = "lessons";
+    u.token.caps = caps;
+    u.keys_name = "the key file fuzz-keys";
+    u.where = "fuzz-conf:1";
+    u.alg_name = "HS256 RS256";
+    u.retry_after = 7;
+    return u;
+}
+
+/* The fetcher's thread ends before the leak check at exit, which
+ * would count its pool.
+ */
+static void fuzz_stop(void)
+{
+    apr_pool_destroy(live_pool);
+}
+
+static void fuzz_setup(apr_pool_t *p)
+{
+    const lessons_algs_t both = LESSONS_ALG_BIT(JWT_ALG_HS256)
+                                | LESSONS_ALG_BIT(JWT_ALG_RS256);
+    const lessons_algs_t rs = LESSONS_ALG_BIT(JWT_ALG_RS256);
+    lessons_keysource_opts_t o;
+    lessons_decide_unit_t *u;
+    apr_pool_t *hold;
+    int i;
+
+    /* What the libjwt in use verifies, as start-up asks it. */
+    caps = lessons_jwtcaps_probe();
+    if (lessons_keyset_parse_jwks(p, FUZZ_JWKS, strlen(FUZZ_JWKS), &set_all)
+        || lessons_keyset_parse_jwks_ex(p, FUZZ_JWKS, strlen(FUZZ_JWKS),
+                                        LESSONS_JWKS_PUBLIC_ONLY, &set_rs)
+        || set_all->nkeys != 2 || set_rs->nkeys != 1) {
+        abort();
+    }
+    fuzz_keep_keys(set_all);
+    fuzz_keep_keys(set_rs);
+    /* A fetcher that has its set, and is never asked again. */
+    memset(&o, 0, sizeof(o));
+    o.refresh = apr_time_from_sec(86400);
+    o.min_refresh = apr_time_from_sec(86400);
+    o.wait = apr_time_from_sec(5);
+    o.max_waiters = 2;
+    o.fetch = fuzz_fetch;
+    if (apr_pool_create(&live_pool, p) != APR_SUCCESS
+        || lessons_keysource_start(&live, &o, live_pool) != APR_SUCCESS
+        || atexit(fuzz_stop) != 0) {
+        abort();
+    }
+    /* Its first and only fetch ends here, before any input. */
+    if (apr_pool_create(&hold, p) != APR_SUCCESS
+        || !lessons_keysource_take(live, hold)) {
+        abort();
+    }
+    apr_pool_destroy(hold);
+    replay_size = lessons_replay_size(FUZZ_SLOTS);
+    replay_mem = apr_palloc(p, replay_size);
+
+    for (i = 0; i < FUZZ_LAYOUTS; i++) {
+        layout_units[i] = 1;
+        layouts[i][0] = fuzz_unit(FUZZ_ISS_A, set_all, both);
+    }
+    u = layouts[FUZZ_SINGLE_KEY];
+    u->token.keys = NULL;
+    u->token.algs = 0;
+    u->token.alg = JWT_ALG_HS256;
+    u->token.key = &set_all->keys[0].key;   /* "hs" */
+    u->alg_name = "HS256";
+
+    u = layouts[FUZZ_FETCHED_NONE];
+    u->fetched = 1;
+    u->token.keys = NULL;
+    u->keys_name = "keys URL https://idp.example/certs";
+    layouts[FUZZ_FETCHED_FILE][0].fetched = 1;
+    layouts[FUZZ_NO_KEY][0].token.keys = NULL;
+    layout_units[FUZZ_NO_UNITS] = 0;
+    u = layouts[FUZZ_LIVE];
+    u->fetched = 1;
+    u->live = live;
+    u->token.keys = NULL;
+    u->token.algs = rs;
+    u->keys_name = "keys URL https://idp.example/certs";
+    u = layouts[FUZZ_ANY_ISSUER];
+    u->token.issuer = NULL;
+    u->token.audience = NULL;
+
+    for (i = FUZZ_BLOCKS; i < FUZZ_LAYOUTS; i++) {
+        if (i != FUZZ_BLOCKS && i != FUZZ_BLOCKS_FETCHED
+            && i != FUZZ_BLOCKS_NO_KEY && i != FUZZ_BLOCKS_LIVE) {
+            continue;
+        }
+        layout_units[i] = 2;
+        layout_blocks[i] = 1;
+        layouts[i][0].issuer = FUZZ_ISS_A;
+        layouts[i][1] = fuzz_unit(FUZZ_ISS_B, set_rs, rs);
+        layouts[i][1].issuer = FUZZ_ISS_B;
+        layouts[i][1].where = "fuzz-conf:2";
+    }
+    u = &layouts[FUZZ_BLOCKS_FETCHED][1];
+    u->fetched = 1;
+    u->token.keys = NULL;
+    u = &layouts[FUZZ_BLOCKS_NO_KEY][1];
+    u->token.keys = NULL;
+    u = &layouts[FUZZ_BLOCKS_LIVE][1];
+    u->fetched = 1;
+    u->live = live;
+    u->token.keys = NULL;
+}
+
+/* The replay table the glue asks under its mutex: a real one, and
+ * whether it took a proof.
+ */
+typedef struct {
+    lessons_replay_t *table;
+    int taken;
+} fuzz_replay_t;
+
+static int fuzz_replay(void *baton, const unsigned char *key,
+                       apr_uint32_t owner, apr_time_t expires, apr_time_t now)
+{
+    fuzz_replay_t *r = baton;
+    lessons_replay_e rc = lessons_replay_check(r->table, key, owner, expires,
+                                               now);
+
+    r->taken += rc == LESSONS_REPLAY_NEW;
+    return (int)rc;
+}
+
+/* The claim text rule: no control character, at most max bytes. */
+static int fuzz_text_ok(const char *s, apr_size_t max)
+{
+    return s && lessons_claims_text_check(s, strlen(s), max)
+                == LESSONS_CLAIM_TEXT_OK;
+}
+
+static int fuzz_same_str(const char *a, const char *b)
+{
+    return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+/* The token the Authorization header holds in a section of this DPoP
+ * mode (and whether in the DPoP scheme), or NULL.
+ */
+static const char *fuzz_header_token(apr_pool_t *p, const char *header,
+                                     int mode, int *dpop)
+{
+    const char *token = NULL;
+
+    *dpop = 0;
+    if (lessons_bearer_parse(p, header, &token) == LESSONS_BEARER_OK) {
+        return token;
+    }
+    if ((mode == LESSONS_DPOP_OPTIONAL || mode == LESSONS_DPOP_REQUIRED)
+        && lessons_auth_parse(p, header, "DPoP", &token)
+           == LESSONS_BEARER_OK) {
+        *dpop = 1;
+        return token;
+    }
+    return NULL;
+}
+
+/* What ALLOW must be. */
+static void fuzz_check_allow(apr_pool_t *p,
+                             const lessons_decide_policy_t *policy,
+                             const lessons_decide_facts_t *facts,
+                             const lessons_verdict_t *v,
+                             const fuzz_replay_t *replay)
+{
+    const lessons_decide_unit_t *unit = v->unit;
+    const lessons_token_policy_t *mine, *used = &v->policy;
+    const char *token, *subject = NULL, *name;
+    json_t *claims = NULL;
+    int mode = policy->dpop ? policy->dpop : LESSONS_DPOP_OFF;
+    int dpop, i;
+
+    if (!policy->needed || policy->broken || !policy->units
+        || policy->nunits < 1 || !unit || unit < policy->units
+        || unit >= policy->units + policy->nunits || unit->broken) {
+        abort();
+    }
+    token = fuzz_header_token(p, facts->authorization, mode, &dpop);
+    if (!token || !v->token || strcmp(token, v->token) != 0
+        || dpop != !!v->dpop) {
+        abort();
+    }
+    /* The policy it verified under is its unit's: only the keys may be
+     * its fetcher's set.
+     */
+    mine = &unit->token;
+    if (used->alg != mine->alg || used->key != mine->key
+        || used->algs != mine->algs || used->leeway != mine->leeway
+        || used->caps != mine->caps
+        || used->require_at_jwt != mine->require_at_jwt
+        || !fuzz_same_str(used->issuer, mine->issuer)
+        || !fuzz_same_str(used->audience, mine->audience)
+        || (used->keys != mine->keys
+            && !(unit->fetched && unit->live && used->keys))) {
+        abort();
+    }
+    if (lessons_token_verify(p, used, token, facts->now, &subject)
+        != LESSONS_TOKEN_OK) {
+        abort();
+    }
+    /* A block verifies only the tokens naming its issuer. */
+    if (policy->blocks
+        && (!unit->issuer
+            || lessons_token_pick_issuer(p, token, &unit->issuer, 1, &i)
+               != LESSONS_TOKEN_OK)) {
+        abort();
+    }
+    /* DPoP: the scheme only where the section takes it, with the one
+     * proof the table took; a bound token never as a bearer token, and
+     * where DPoP is required, no bearer token at all.
+     */
+    if (lessons_token_verify_claims(p, used, NULL, token, facts->now,
+                                    &subject, &claims) != LESSONS_TOKEN_OK
+        || !claims) {
+        abort();
+    }
+    if (v->dpop) {
+        if (facts->dpop_lines != 1 || !facts->dpop || !policy->replay
+            || replay->taken != 1
+            || !lessons_dpop_token_jkt(claims)) {
+            abort();
+        }
+    }
+    else if (mode == LESSONS_DPOP_REQUIRED
+             || (mode == LESSONS_DPOP_OPTIONAL
+                 && lessons_dpop_token_jkt(claims))) {
+        abort();
+    }
+    if (v->user && !fuzz_text_ok(v->user, (apr_size_t)-1)) {
+        abort();
+    }
+    for (i = 0; v->exports && i < v->exports->nelts; i++) {
+        const lessons_decide_export_t *e =
+            &APR_ARRAY_IDX(v->exports, i, lessons_decide_export_t);
+
+        name = e->name;
+        if (!name || strncmp(name, LESSONS_CLAIMS_ENV_PREFIX,
+                             strlen(LESSONS_CLAIMS_ENV_PREFIX)) != 0
+            || !e->value || !fuzz_text_ok(e->value, LESSONS_CLAIM_MAX)) {
+            abort();
+        }
+    }
+}
+
+/* What REFUSE must be. */
+static void fuzz_check_refuse(const lessons_decide_facts_t *facts,
+                              const lessons_verdict_t *v)
+{
+    const char *auth = facts->authorization, *token;
+
+    if ((v->status != 400 && v->status != 401 && v->status != 403
+         && v->status != 500 && v->status != 503)
+        || !v->description || !v->line.text
+        || v->refusal < -1 || v->refusal >= LESSONS_REFUSED_COUNT
+        || (v->status >= 500) != (v->challenge == LESSONS_CHALLENGE_NONE)
+        || (v->status >= 500) != !!v->line.fault) {
+        abort();
+    }
+    /* No token in what is logged or answered: one that looks like a
+     * JWT (two dots, long enough not to be a word of the text).
+     */
+    token = auth ? strrchr(auth, ' ') : NULL;
+    if (token && strlen(++token) >= 24 && strchr(token, '.')
+        && strchr(token, '.') != strrchr(token, '.')
+        && (strstr(v->line.text, token) || strstr(v->description, token))) {
+        abort();
+    }
+}
+
+/* The verdict as a few numbers, to compare two decisions. */
+static int fuzz_same_verdict(const lessons_verdict_t *a,
+                             const lessons_verdict_t *b)
+{
+    return a->kind == b->kind && a->status == b->status
+           && a->refusal == b->refusal && a->line.tag == b->line.tag
+           && a->unit == b->unit && fuzz_same_str(a->user, b->user);
+}
+
+/* Half the mutations flip a bit or two of the selector alone: the
+ * seeds' tokens are valid only as they are, and a mutation anywhere in
+ * an input of some 500 bytes would seldom try one under another policy.
+ */
+size_t LLVMFuzzerMutate(uint8_t *data, size_t size, size_t max_size);
+
+size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size,
+                               unsigned int seed)
+{
+    if (size < FUZZ_SEL_LEN || seed % 2) {
+        return LLVMFuzzerMutate(data, size, max_size);
+    }
+    data[(seed >> 1) % FUZZ_SEL_LEN] ^= (uint8_t)(1u << (seed >> 3) % 8);
+    if (seed & 0x40) {
+        data[(seed >> 7) % FUZZ_SEL_LEN] ^= (uint8_t)(1u << (seed >> 9) % 8);
+    }
+    return size;
+}
+
+/* One decision of the request, checked: the replay table fresh, so that
+ * decisions of one input can be compared.
+ */
+static void fuzz_decide_once(apr_pool_t *p,
+                             const lessons_decide_policy_t *policy,
+                             const lessons_decide_facts_t *facts,
+                             fuzz_replay_t *replay, lessons_verdict_t *v)
+{
+    replay->table = lessons_replay_attach(replay_mem, replay_size,
+                                          FUZZ_SLOTS, 1);
+    replay->taken = 0;
+    if (!replay->table) {
+        abort();
+    }
+    if (lessons_decide(p, policy, facts, v) != v->kind) {
+        abort();
+    }
+    switch (v->kind) {
+    case LESSONS_VERDICT_NOT_NEEDED:
+        if (policy->needed) {
+            abort();
+        }
+        break;
+    case LESSONS_VERDICT_ALLOW:
+        fuzz_check_allow(p, policy, facts, v, replay);
+        break;
+    case LESSONS_VERDICT_REFUSE:
+        fuzz_check_refuse(facts, v);
+        break;
+    default:
+        abort();
+    }
+    if (!policy->needed && v->kind != LESSONS_VERDICT_NOT_NEEDED) {
+        abort();
+    }
+}
+
+/* A good bearer token where nothing else is asked is allowed, by the
+ * unit of the issuer it names.
+ */
+static void fuzz_check_good_token(apr_pool_t *p,
+                                  const lessons_decide_policy_t *policy,
+                                  const lessons_decide_facts_t *facts,
+                                  int layout, const lessons_verdict_t *v)
+{
+    const lessons_decide_unit_t *units = policy->units;
+    const char *token, *subject = NULL;
+    int i = 0, dpop;
+
+    token = fuzz_header_token(p, facts->authorization, LESSONS_DPOP_OFF,
+                              &dpop);
+    if (!token || !policy->needed || policy->broken
+        || (layout != FUZZ_SINGLE_SET && layout != FUZZ_SINGLE_KEY
+            && layout != FUZZ_ANY_ISSUER && layout != FUZZ_BLOCKS)
+        || (policy->dpop != 0 && policy->dpop != LESSONS_DPOP_OFF)
+        || (policy->user_claim && strcmp(policy->user_claim, "sub"))) {
+        return;
+    }
+    if ((!policy->blocks
+         || lessons_token_pick_issuer(p, token, fuzz_issuers, 2, &i)
+            == LESSONS_TOKEN_OK)
+        && !units[i].broken
+        && lessons_token_verify(p, &units[i].token, token, FUZZ_NOW,
+                                &subject) == LESSONS_TOKEN_OK
+        && (!subject || fuzz_text_ok(subject, LESSONS_USER_MAX))
+        && (v->kind != LESSONS_VERDICT_ALLOW || v->unit != &units[i])) {
+        abort();
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static const char *const exports[] = { "groups", "email",
+                                           "realm_access.roles" };
+    static const char *const user_claims[] = { NULL, "sub", "email",
+                                               "preferred_username" };
+    uint8_t s[FUZZ_SEL_LEN] = { 0 };
+    lessons_decide_unit_t units[2];
+    lessons_decide_policy_t policy;
+    lessons_decide_facts_t facts;
+    lessons_verdict_t v, again;
+    fuzz_replay_t replay;
+    apr_pool_t *p;
+    char *auth, *dpop, *method, *uri, *rest;
+    int layout, pass;
+
+    memcpy(s, data, size < FUZZ_SEL_LEN ? size : FUZZ_SEL_LEN);
+    data += size < FUZZ_SEL_LEN ? size : FUZZ_SEL_LEN;
+    size -= size < FUZZ_SEL_LEN ? size : FUZZ_SEL_LEN;
+    apr_pool_create(&p, fuzz_root);
+
+    /* The request: Authorization, DPoP, method, URI; s[0] bits 4-7. */
+    fuzz_split(p, data, size, &auth, &rest);
+    fuzz_split(p, (const uint8_t *)rest, strlen(rest), &dpop, &rest);
+    fuzz_split(p, (const uint8_t *)rest, strlen(rest), &method, &uri);
+    memset(&facts, 0, sizeof(facts));
+    facts.method = *method ? method : "GET";
+    facts.path = "/api/lessons/7";
+    facts.uri = *uri ? uri : FUZZ_URI;
+    facts.authorization = s[0] & 0x10 ? NULL : auth;
+    facts.dpop = s[0] & 0x20 ? NULL : dpop;
+    facts.dpop_lines = facts.dpop ? s[0] >> 6 : 0;
+    facts.now = FUZZ_NOW;
+    facts.clock = apr_time_from_sec(FUZZ_NOW);
+
+    /* The policy:
+     *   s[0] bits 0-1   needed (0: none)
+     *   s[0] bits 2-3   1: the policy broken, 2: a unit broken
+     *   s[1]            the layout (modulo FUZZ_LAYOUTS)
+     *   s[2] bits 0-1   dpop: 0, OFF, OPTIONAL, REQUIRED
+     *   s[2] bits 2-3   user claim: none, sub, email, preferred_username
+     *   s[2] bit 4      export claims
+     *   s[2] bit 5      a replay table (else none)
+     *   s[2] bit 7      which block is broken
+     *   s[3] bit 0      leeway 30 s
+     */
+    layout = s[1] % FUZZ_LAYOUTS;
+    units[0] = layouts[layout][0];
+    units[1] = layouts[layout][1];
+    memset(&policy, 0, sizeof(policy));
+    policy.needed = s[0] & 0x03 ? "fuzz-conf:1" : NULL;
+    policy.broken = (s[0] >> 2 & 3) == 1 ? "a section merged after it "
+                                           "left no key" : NULL;
+    if ((s[0] >> 2 & 3) == 2) {
+        units[layout_units[layout] == 2 ? s[2] >> 7 : 0].broken =
+            "its keys do not verify";
+    }
+    policy.units = layout_units[layout] ? units : NULL;
+    policy.nunits = layout_units[layout];
+    policy.blocks = layout_blocks[layout];
+    policy.where = "fuzz-conf:1";
+    policy.caps = caps;
+    policy.dpop = s[2] & 3;
+    policy.leeway = s[3] & 1 ? 30 : 0;
+    units[0].token.leeway = units[1].token.leeway = policy.leeway;
+    policy.user_claim = user_claims[s[2] >> 2 & 3];
+    policy.export_claims = s[2] & 0x10 ? exports : NULL;
+    policy.nexport = s[2] & 0x10 ? 3 : 0;
+    policy.replay = s[2] & 0x20 ? fuzz_replay : NULL;
+    policy.replay_baton = &replay;
+    policy.replay_share = FUZZ_SLOTS / LESSONS_REPLAY_SHARE;
+
+    /* Without a token cache, then twice through one (a miss that may
+     * store the token, then a hit): the same verdict each time.
+     */
+    fuzz_decide_once(p, &policy, &facts, &replay, &v);
+    fuzz_check_good_token(p, &policy, &facts, layout, &v);
+    policy.tokens = lessons_tokencache_make(p, 4);
+    for (pass = 0; pass < 2; pass++) {
+        fuzz_decide_once(p, &policy, &facts, &replay, &again);
+        if (!fuzz_same_verdict(&v, &again)) {
+            abort();
+        }
+    }
+    apr_pool_destroy(p);
+    return 0;
+}
