@@ -34,14 +34,7 @@ ENGINE_LIBS_pgsql     = -lpq
 # libpq's header lives in its own directory on Debian.
 ENGINE_CFLAGS_pgsql   = -I$(shell pg_config --includedir 2>/dev/null || echo /usr/include/postgresql)
 ENGINE_CFLAGS = $(foreach e,$(ENGINES),-DLESSONS_ENGINE_$(shell echo $(e) | tr a-z A-Z) $(ENGINE_CFLAGS_$(e)))
-# The libjwt built against, by its own word (what it can verify is asked
-# of it at start-up: modules/lessons_jwtcaps.c).
-LIBJWT_VERSION := $(shell pkg-config --modversion libjwt 2>/dev/null)
-# 1.16 and later name PS256/384/512 (whether they verify them is asked too).
-LIBJWT_PS_NAMES := $(shell pkg-config --atleast-version=1.16 libjwt 2>/dev/null && echo 1)
-LIBJWT_CFLAGS   = $(if $(LIBJWT_VERSION),-DLESSONS_LIBJWT_VERSION='"$(LIBJWT_VERSION)"') \
-                  $(if $(LIBJWT_PS_NAMES),-DLESSONS_LIBJWT_PS_NAMES=1)
-LIBS       = -lcjose -ljansson -ljwt -lcrypto -lcurl $(foreach e,$(ENGINES),$(ENGINE_LIBS_$(e))) -lz
+LIBS       = -lcjose -ljansson -lcrypto -lcurl $(foreach e,$(ENGINES),$(ENGINE_LIBS_$(e))) -lz
 
 # The httpd-free units and the httpd-facing files of the module itself
 # (mod_lessons.c and modules/mod_lessons_*.c).  The units are compiled
@@ -75,7 +68,7 @@ APR_CFLAGS = $(shell pkg-config --cflags apr-util-1 2>/dev/null)
 APR_LIBS   = $(shell pkg-config --libs apr-util-1 2>/dev/null) \
              $(shell pkg-config --libs apr-1 2>/dev/null)
 UNIT_TESTS = $(patsubst t/unit/%.c,build/unit/%,$(wildcard t/unit/test_*.c))
-UNIT_CFLAGS = -std=c99 -D_GNU_SOURCE -g -O1 $(WARN) -Imodules $(APR_CFLAGS) $(ENGINE_CFLAGS) $(LIBJWT_CFLAGS) \
+UNIT_CFLAGS = -std=c99 -D_GNU_SOURCE -g -O1 $(WARN) -Imodules $(APR_CFLAGS) $(ENGINE_CFLAGS) \
               -DLESSONS_SQL_DIR='"$(CURDIR)/sql"'
 
 # The dev key and database, made once and kept across runs and make clean.
@@ -185,7 +178,7 @@ define compile
 @$(need_apxs)
 @mkdir -p $(@D)
 @echo "  CC    $@"
-@$(HTTPD_CC) $(MOD_CFLAGS) $(1) $(WARN) $(ENGINE_CFLAGS) $(LIBJWT_CFLAGS) -Imodules -c -o $@ $< \
+@$(HTTPD_CC) $(MOD_CFLAGS) $(1) $(WARN) $(ENGINE_CFLAGS) -Imodules -c -o $@ $< \
     || { $(call missing_hint,build,deps); exit 1; }
 endef
 
@@ -433,7 +426,7 @@ test-release:
 	@$(MAKE) -s --no-print-directory all $(UNIT_TESTS) test-tools
 	@$(mine)
 	@$(with_counts); $(run_units); $(run_house); $(call run_integration,); \
-	    $(call run_fragment_suites_of,t/package/package-test.sh $(JWT_FLAVOR_SUITE)); $(summary)
+	    $(call run_fragment_suites_of,t/package/package-test.sh); $(summary)
 
 # The day-to-day subset (a few minutes): unit tests, the house checks and
 # the integration suite on SQLite.  make test adds PostgreSQL and the

@@ -58,8 +58,8 @@ static const command_rec lessons_cmds[] = {
     AP_INIT_TAKE_ARGV("LessonsJWTKey", lessons_set_key, NULL,
                       RSRC_CONF | ACCESS_CONF,
                       "One or more JWT algorithms (HS256, HS384, HS512, "
-                      "RS256, RS384, RS512, ES256, ES384, ES512; PS256, PS384, "
-                      "PS512 where the libjwt in use verifies them), then the "
+                      "RS256, RS384, RS512, ES256, ES384, ES512, PS256, PS384, "
+                      "PS512), then the "
                       "key file (a shared secret, a PEM public key or a "
                       "JWKS) or an https:// JWKS URL that verifies tokens"),
     AP_INIT_TAKE_ARGV("LessonsJWTAlgorithm", lessons_set_alg, NULL,
@@ -111,12 +111,11 @@ static const command_rec lessons_cmds[] = {
                   "off (default), optional or required: whether tokens "
                   "bound to a key (cnf.jkt) are taken only with a DPoP "
                   "proof made with it (RFC 9449), and whether unbound "
-                  "tokens are refused; needs libjwt 1.12 or later"),
+                  "tokens are refused"),
     AP_INIT_TAKE1("LessonsJWTTokenType", lessons_set_token_type, NULL,
                   RSRC_CONF | ACCESS_CONF,
-                  "any (default: typ JWT, or RFC 9068's at+jwt where the "
-                  "libjwt in use verifies it) or at+jwt (access tokens "
-                  "only, never an ID token)"),
+                  "any (default: typ JWT, or RFC 9068's at+jwt) or "
+                  "at+jwt (access tokens only, never an ID token)"),
     AP_INIT_TAKE1("LessonsJWTLeeway", lessons_set_number,
                   (void *)&lessons_leeway_n,
                   RSRC_CONF | ACCESS_CONF,

@@ -426,7 +426,6 @@ static int decide_dpop(lessons_decision_t *d)
                                                            : 0);
     req.ahead = LESSONS_DPOP_AHEAD + (policy->leeway > 0 ? policy->leeway
                                                          : 0);
-    req.caps = policy->caps;
     rc = lessons_dpop_check(d->p, proof, &req, &out, &why);
     if (rc != LESSONS_DPOP_OK) {
         return decide_dpop_refuse(d, "invalid_dpop_proof",

@@ -96,7 +96,6 @@ typedef struct {
     const char *user_claim;         /* NULL: sub */
     const char *const *export_claims;
     int nexport;
-    unsigned caps;                  /* what the libjwt in use verifies */
     lessons_tokencache_t *tokens;   /* the process's verified tokens, or
                                      * NULL */
     lessons_decide_replay_fn replay;    /* NULL: no table, DPoP proofs

@@ -3,7 +3,7 @@
  * lessons_dpop.c: one proof against one request.  The proof's key comes
  * from the proof itself, so it is held to everything a JWKS key is
  * (lessons_keyset: public members only, sizes, curves, fitting algs)
- * before libjwt verifies anything with it; then the claims are read
+ * before cjose verifies anything with it; then the claims are read
  * from the bytes the signature covers.
  */
 #include <string.h>
@@ -15,7 +15,6 @@
 #include <openssl/evp.h>
 
 #include "lessons_dpop.h"
-#include "lessons_jwtcaps.h"
 #include "lessons_token.h"
 
 /* base64url(SHA-256(data)), no padding: 43 characters and a NUL. */
@@ -273,55 +272,44 @@ apr_int64_t lessons_dpop_kept_until(const lessons_dpop_request_t *req,
 
 /* --- the proof ------------------------------------------------------ */
 
-/* The algorithms a proof may use: asymmetric ones (RFC 9449 4.2), PS*
- * where libjwt verifies them, in the order the challenge names them.
+/* The algorithms a proof may use: asymmetric ones (RFC 9449 4.2), in
+ * the order the challenge names them.
  */
-static const jwt_alg_t lessons_dpop_alg_list[] = {
-    JWT_ALG_ES256, JWT_ALG_ES384, JWT_ALG_ES512,
-    JWT_ALG_RS256, JWT_ALG_RS384, JWT_ALG_RS512,
-#ifdef LESSONS_LIBJWT_PS_NAMES
-    JWT_ALG_PS256, JWT_ALG_PS384, JWT_ALG_PS512,
-#endif
+static const lessons_alg_t lessons_dpop_alg_list[] = {
+    LESSONS_ALG_ES256, LESSONS_ALG_ES384, LESSONS_ALG_ES512,
+    LESSONS_ALG_RS256, LESSONS_ALG_RS384, LESSONS_ALG_RS512,
+    LESSONS_ALG_PS256, LESSONS_ALG_PS384, LESSONS_ALG_PS512,
 };
 
-static int lessons_dpop_alg_ok(jwt_alg_t alg, unsigned caps)
-{
-    return !lessons_alg_is_pss(alg) || (caps & LESSONS_JWTCAP_PSS);
-}
+#define LESSONS_DPOP_NALGS \
+    (sizeof(lessons_dpop_alg_list) / sizeof(lessons_dpop_alg_list[0]))
 
-static lessons_algs_t lessons_dpop_algs(unsigned caps)
+static lessons_algs_t lessons_dpop_algs(void)
 {
     lessons_algs_t algs = 0;
     apr_size_t i;
 
-    for (i = 0; i < sizeof(lessons_dpop_alg_list)
-                    / sizeof(lessons_dpop_alg_list[0]); i++) {
-        if (lessons_dpop_alg_ok(lessons_dpop_alg_list[i], caps)) {
-            algs |= LESSONS_ALG_BIT(lessons_dpop_alg_list[i]);
-        }
+    for (i = 0; i < LESSONS_DPOP_NALGS; i++) {
+        algs |= LESSONS_ALG_BIT(lessons_dpop_alg_list[i]);
     }
     return algs;
 }
 
-const char *lessons_dpop_algs_text(apr_pool_t *p, unsigned caps)
+const char *lessons_dpop_algs_text(apr_pool_t *p)
 {
     const char *text = NULL;
     apr_size_t i;
 
-    for (i = 0; i < sizeof(lessons_dpop_alg_list)
-                    / sizeof(lessons_dpop_alg_list[0]); i++) {
-        if (lessons_dpop_alg_ok(lessons_dpop_alg_list[i], caps)) {
-            const char *name = jwt_alg_str(lessons_dpop_alg_list[i]);
+    for (i = 0; i < LESSONS_DPOP_NALGS; i++) {
+        const char *name = lessons_alg_name(lessons_dpop_alg_list[i]);
 
-            text = text ? apr_pstrcat(p, text, " ", name, NULL) : name;
-        }
+        text = text ? apr_pstrcat(p, text, " ", name, NULL) : name;
     }
     return text ? text : "";
 }
 
 /* The proof's own key, held to what a key URL's JWK must be. */
 static lessons_dpop_e lessons_dpop_key(apr_pool_t *p, json_t *jwk,
-                                       unsigned caps,
                                        const lessons_keyset_t **set,
                                        const char **why)
 {
@@ -337,8 +325,7 @@ static lessons_dpop_e lessons_dpop_key(apr_pool_t *p, json_t *jwk,
     }
     err = lessons_keyset_parse_jwks_ex(p, text, strlen(text),
                                        LESSONS_JWKS_PUBLIC_ONLY
-                                       | ((caps & LESSONS_JWTCAP_PSS)
-                                          ? LESSONS_JWKS_PSS : 0), &made);
+                                       | LESSONS_JWKS_PSS, &made);
     free(text);
     if (err) {
         *why = apr_pstrcat(p, "the proof's jwk: ", err, NULL);
@@ -399,13 +386,13 @@ lessons_dpop_e lessons_dpop_check(apr_pool_t *p, const char *proof,
         *why = header ? "the proof has no jwk" : "the proof is not a JWS";
         return LESSONS_DPOP_MALFORMED;
     }
-    rc = lessons_dpop_key(p, jwk, req->caps, &set, why);
+    rc = lessons_dpop_key(p, jwk, &set, why);
     if (rc != LESSONS_DPOP_OK) {
         return rc;
     }
     rc = lessons_dpop_signature(lessons_token_verify_jws(
-        p, proof, "dpop+jwt", lessons_dpop_algs(req->caps), &set->keys[0],
-        req->caps, &claims));
+        p, proof, "dpop+jwt", lessons_dpop_algs(), &set->keys[0],
+        &claims));
     if (rc != LESSONS_DPOP_OK) {
         *why = lessons_dpop_describe(rc);
         return rc;

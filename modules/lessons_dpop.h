@@ -8,7 +8,7 @@
  * useless without the key.
  *
  * This unit checks one proof against one request: its key (a public JWK,
- * held to what a JWKS key must be), its signature (libjwt, through
+ * held to what a JWKS key must be), its signature (cjose, through
  * lessons_token_verify_jws), htm, htu (normalised as RFC 9449 4.3 says,
  * against the URI the server names itself by), iat within a window, ath;
  * and gives the key's RFC 7638 thumbprint and the jti for the caller's
@@ -64,8 +64,6 @@ typedef struct {
     apr_int64_t now;                /* seconds since the epoch */
     long window;                    /* iat may be this many seconds old */
     long ahead;                     /* ... and this many ahead */
-    unsigned caps;                  /* what the libjwt in use verifies
-                                     * (lessons_jwtcaps) */
 } lessons_dpop_request_t;
 
 /* What a good proof gives the caller. */
@@ -142,10 +140,10 @@ apr_int64_t lessons_dpop_kept_until(const lessons_dpop_request_t *req,
  */
 const char *lessons_dpop_token_jkt(const json_t *claims);
 
-/* The algorithms a proof may be signed with where libjwt verifies caps,
- * as a challenge's algs names them ("ES256 ES384 ... RS512").
+/* The algorithms a proof may be signed with, as a challenge's algs
+ * names them ("ES256 ES384 ... PS512").
  */
-const char *lessons_dpop_algs_text(apr_pool_t *p, unsigned caps);
+const char *lessons_dpop_algs_text(apr_pool_t *p);
 
 /* Client-safe words for a result (the error_description, the log). */
 const char *lessons_dpop_describe(lessons_dpop_e rc);

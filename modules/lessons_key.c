@@ -23,31 +23,26 @@
 /* Read-only table: the algorithms we accept and what key each needs. */
 static const struct {
     const char *name;
-    jwt_alg_t alg;
+    lessons_alg_t alg;
     const char *curve;          /* ES*: OpenSSL group name */
 } lessons_algs[] = {
-    { "HS256", JWT_ALG_HS256, NULL },
-    { "HS384", JWT_ALG_HS384, NULL },
-    { "HS512", JWT_ALG_HS512, NULL },
-    { "RS256", JWT_ALG_RS256, NULL },
-    { "RS384", JWT_ALG_RS384, NULL },
-    { "RS512", JWT_ALG_RS512, NULL },
-    { "ES256", JWT_ALG_ES256, "prime256v1" },
-    { "ES384", JWT_ALG_ES384, "secp384r1" },
-    { "ES512", JWT_ALG_ES512, "secp521r1" },
-#ifdef LESSONS_LIBJWT_PS_NAMES
-    /* Named here where libjwt's headers name them; taken only where the
-     * libjwt in use verifies them (lessons_jwtcaps).
-     */
-    { "PS256", JWT_ALG_PS256, NULL },
-    { "PS384", JWT_ALG_PS384, NULL },
-    { "PS512", JWT_ALG_PS512, NULL },
-#endif
+    { "HS256", LESSONS_ALG_HS256, NULL },
+    { "HS384", LESSONS_ALG_HS384, NULL },
+    { "HS512", LESSONS_ALG_HS512, NULL },
+    { "RS256", LESSONS_ALG_RS256, NULL },
+    { "RS384", LESSONS_ALG_RS384, NULL },
+    { "RS512", LESSONS_ALG_RS512, NULL },
+    { "ES256", LESSONS_ALG_ES256, "prime256v1" },
+    { "ES384", LESSONS_ALG_ES384, "secp384r1" },
+    { "ES512", LESSONS_ALG_ES512, "secp521r1" },
+    { "PS256", LESSONS_ALG_PS256, NULL },
+    { "PS384", LESSONS_ALG_PS384, NULL },
+    { "PS512", LESSONS_ALG_PS512, NULL },
 };
 
 #define LESSONS_NALGS (sizeof(lessons_algs) / sizeof(lessons_algs[0]))
 
-jwt_alg_t lessons_alg_parse(const char *name)
+lessons_alg_t lessons_alg_parse(const char *name)
 {
     size_t i;
 
@@ -56,18 +51,25 @@ jwt_alg_t lessons_alg_parse(const char *name)
             return lessons_algs[i].alg;
         }
     }
-    return JWT_ALG_INVAL;
+    return LESSONS_ALG_INVAL;
 }
 
-int lessons_alg_is_pss(jwt_alg_t alg)
+const char *lessons_alg_name(lessons_alg_t alg)
 {
-#ifdef LESSONS_LIBJWT_PS_NAMES
-    return alg == JWT_ALG_PS256 || alg == JWT_ALG_PS384
-           || alg == JWT_ALG_PS512;
-#else
-    (void)alg;
-    return 0;
-#endif
+    size_t i;
+
+    for (i = 0; i < LESSONS_NALGS; i++) {
+        if (lessons_algs[i].alg == alg) {
+            return lessons_algs[i].name;
+        }
+    }
+    return "none";
+}
+
+int lessons_alg_is_pss(lessons_alg_t alg)
+{
+    return alg == LESSONS_ALG_PS256 || alg == LESSONS_ALG_PS384
+           || alg == LESSONS_ALG_PS512;
 }
 
 const char *lessons_file_read(apr_pool_t *p, const char *path,
@@ -148,7 +150,7 @@ static int lessons_key_has(const unsigned char *key, apr_size_t len,
     return 0;
 }
 
-static size_t lessons_alg_index(jwt_alg_t alg)
+static size_t lessons_alg_index(lessons_alg_t alg)
 {
     size_t i;
 
@@ -225,8 +227,8 @@ static cjose_jwk_t *lessons_key_jwk(apr_pool_t *p, const EVP_PKEY *pkey,
         int width = (EVP_PKEY_get_bits(pkey) + 7) / 8;
 
         memset(&ec, 0, sizeof(ec));
-        ec.crv = key->ec_alg == JWT_ALG_ES256 ? CJOSE_JWK_EC_P_256
-                 : key->ec_alg == JWT_ALG_ES384 ? CJOSE_JWK_EC_P_384
+        ec.crv = key->ec_alg == LESSONS_ALG_ES256 ? CJOSE_JWK_EC_P_256
+                 : key->ec_alg == LESSONS_ALG_ES384 ? CJOSE_JWK_EC_P_384
                  : CJOSE_JWK_EC_P_521;
         ec.x = lessons_key_number(p, pkey, OSSL_PKEY_PARAM_EC_PUB_X, width,
                                   &ec.xlen);
@@ -276,14 +278,14 @@ static const char *lessons_key_public(apr_pool_t *p, const unsigned char *data,
                                                OSSL_PKEY_PARAM_GROUP_NAME,
                                                group, sizeof(group), &glen)) {
         key->type = LESSONS_KEY_EC;
-        key->ec_alg = JWT_ALG_INVAL;
+        key->ec_alg = LESSONS_ALG_INVAL;
         for (i = 0; i < LESSONS_NALGS; i++) {
             if (lessons_algs[i].curve
                 && strcmp(group, lessons_algs[i].curve) == 0) {
                 key->ec_alg = lessons_algs[i].alg;
             }
         }
-        if (key->ec_alg == JWT_ALG_INVAL) {
+        if (key->ec_alg == LESSONS_ALG_INVAL) {
             msg = apr_psprintf(p, "EC keys on curve %s are not supported; "
                                "use P-256, P-384 or P-521", group);
         }
@@ -348,53 +350,51 @@ const char *lessons_key_secret(apr_pool_t *p, const unsigned char *data,
                                                               &err));
 }
 
-apr_size_t lessons_key_sig_len(const lessons_key_t *key, jwt_alg_t alg)
+apr_size_t lessons_key_sig_len(const lessons_key_t *key, lessons_alg_t alg)
 {
     if (!lessons_key_allows(key, alg)) {
         return 0;
     }
     switch (alg) {
-    case JWT_ALG_HS256:
+    case LESSONS_ALG_HS256:
         return 32;
-    case JWT_ALG_HS384:
+    case LESSONS_ALG_HS384:
         return 48;
-    case JWT_ALG_HS512:
+    case LESSONS_ALG_HS512:
         return 64;
-    case JWT_ALG_ES256:
+    case LESSONS_ALG_ES256:
         return 64;
-    case JWT_ALG_ES384:
+    case LESSONS_ALG_ES384:
         return 96;
-    case JWT_ALG_ES512:
+    case LESSONS_ALG_ES512:
         return 132;
     default:
         return (apr_size_t)(key->bits + 7) / 8;    /* RS*, PS* */
     }
 }
 
-int lessons_key_allows(const lessons_key_t *key, jwt_alg_t alg)
+int lessons_key_allows(const lessons_key_t *key, lessons_alg_t alg)
 {
     if (!key || !key->data || key->len == 0) {
         return 0;
     }
     switch (alg) {
-    case JWT_ALG_HS256:
-    case JWT_ALG_HS384:
-    case JWT_ALG_HS512:
+    case LESSONS_ALG_HS256:
+    case LESSONS_ALG_HS384:
+    case LESSONS_ALG_HS512:
         return key->type == LESSONS_KEY_SECRET
                && key->len >= LESSONS_HMAC_MIN_BYTES;
-    case JWT_ALG_RS256:
-    case JWT_ALG_RS384:
-    case JWT_ALG_RS512:
-#ifdef LESSONS_LIBJWT_PS_NAMES
-    case JWT_ALG_PS256:
-    case JWT_ALG_PS384:
-    case JWT_ALG_PS512:
-#endif
+    case LESSONS_ALG_RS256:
+    case LESSONS_ALG_RS384:
+    case LESSONS_ALG_RS512:
+    case LESSONS_ALG_PS256:
+    case LESSONS_ALG_PS384:
+    case LESSONS_ALG_PS512:
         return key->type == LESSONS_KEY_RSA
                && key->bits >= LESSONS_RSA_MIN_BITS;
-    case JWT_ALG_ES256:
-    case JWT_ALG_ES384:
-    case JWT_ALG_ES512:
+    case LESSONS_ALG_ES256:
+    case LESSONS_ALG_ES384:
+    case LESSONS_ALG_ES512:
         return key->type == LESSONS_KEY_EC && key->ec_alg == alg;
     default:
         return 0;
@@ -402,7 +402,7 @@ int lessons_key_allows(const lessons_key_t *key, jwt_alg_t alg)
 }
 
 const char *lessons_key_misfit(apr_pool_t *p, const lessons_key_t *key,
-                               jwt_alg_t alg)
+                               lessons_alg_t alg)
 {
     size_t i = lessons_alg_index(alg);
     const char *name;
@@ -443,7 +443,7 @@ const char *lessons_key_misfit(apr_pool_t *p, const lessons_key_t *key,
                         lessons_algs[i].curve);
 }
 
-const char *lessons_key_check(apr_pool_t *p, jwt_alg_t alg,
+const char *lessons_key_check(apr_pool_t *p, lessons_alg_t alg,
                               const unsigned char *data, apr_size_t len)
 {
     lessons_key_t *key = NULL;

@@ -9,9 +9,30 @@
 #ifndef LESSONS_KEY_H
 #define LESSONS_KEY_H
 
-#include <jwt.h>
 #include <cjose/jwk.h>
 #include "apr_pools.h"
+
+/* The JWS algorithms (RFC 7518 3.1) a token may be signed with, and
+ * none, which is never taken.
+ */
+typedef enum {
+    LESSONS_ALG_NONE = 0,
+    LESSONS_ALG_HS256,
+    LESSONS_ALG_HS384,
+    LESSONS_ALG_HS512,
+    LESSONS_ALG_RS256,
+    LESSONS_ALG_RS384,
+    LESSONS_ALG_RS512,
+    LESSONS_ALG_ES256,
+    LESSONS_ALG_ES384,
+    LESSONS_ALG_ES512,
+    LESSONS_ALG_PS256,
+    LESSONS_ALG_PS384,
+    LESSONS_ALG_PS512,
+    LESSONS_ALG_TERM                /* one past the last */
+} lessons_alg_t;
+
+#define LESSONS_ALG_INVAL  LESSONS_ALG_TERM     /* not an algorithm */
 
 /* Minimum strengths we accept. */
 #define LESSONS_HMAC_MIN_BYTES  32      /* RFC 7518 3.2: key >= hash size */
@@ -30,7 +51,7 @@ typedef enum {
 typedef struct {
     lessons_key_type_e type;
     int bits;                       /* RSA modulus bits; 0 otherwise */
-    jwt_alg_t ec_alg;               /* EC: the one ES* of its curve */
+    lessons_alg_t ec_alg;               /* EC: the one ES* of its curve */
     const unsigned char *data;
     apr_size_t len;
     const cjose_jwk_t *jwk;         /* for cjose_jws_verify; released
@@ -38,16 +59,17 @@ typedef struct {
 } lessons_key_t;
 
 /* Parse an algorithm as the admin writes it: exactly one of HS256,
- * HS384, HS512, RS256, RS384, RS512, ES256, ES384, ES512, and PS256,
- * PS384, PS512 where libjwt's headers name them (1.16 and later), upper
- * case.  Returns JWT_ALG_INVAL for anything else, "none" included.
+ * HS384, HS512, RS256, RS384, RS512, ES256, ES384, ES512, PS256, PS384,
+ * PS512, upper case.  Returns LESSONS_ALG_INVAL for anything else,
+ * "none" included.
  */
-jwt_alg_t lessons_alg_parse(const char *name);
+lessons_alg_t lessons_alg_parse(const char *name);
 
-/* Is alg one of PS256/384/512 (which only some builds of libjwt
- * verify: lessons_jwtcaps)?
- */
-int lessons_alg_is_pss(jwt_alg_t alg);
+/* Its name as RFC 7518 spells it, or "none". */
+const char *lessons_alg_name(lessons_alg_t alg);
+
+/* Is alg one of PS256/384/512 (RSASSA-PSS)? */
+int lessons_alg_is_pss(lessons_alg_t alg);
 
 /* The whole of a file (what names it in messages: "key file", "CA
  * file"), NUL-terminated, in p: at most max bytes, a regular file, not
@@ -85,7 +107,7 @@ const char *lessons_key_secret(apr_pool_t *p, const unsigned char *data,
  * hash's for HS*, the modulus's for RS* and PS*, twice a coordinate's
  * for ES*), or 0 when the key does not allow alg.
  */
-apr_size_t lessons_key_sig_len(const lessons_key_t *key, jwt_alg_t alg);
+apr_size_t lessons_key_sig_len(const lessons_key_t *key, lessons_alg_t alg);
 
 /* Does the key allow this algorithm?  The key decides: a secret of at
  * least LESSONS_HMAC_MIN_BYTES only HS*, an RSA key of at least
@@ -93,16 +115,16 @@ apr_size_t lessons_key_sig_len(const lessons_key_t *key, jwt_alg_t alg);
  * its curve.
  * Cheap: called wherever a key meets a token.
  */
-int lessons_key_allows(const lessons_key_t *key, jwt_alg_t alg);
+int lessons_key_allows(const lessons_key_t *key, lessons_alg_t alg);
 
 /* Why the key does not allow alg, for the admin; NULL when it does. */
 const char *lessons_key_misfit(apr_pool_t *p, const lessons_key_t *key,
-                               jwt_alg_t alg);
+                               lessons_alg_t alg);
 
 /* lessons_key_make then lessons_key_misfit: NULL when the bytes make a
  * key that allows alg, else a message.
  */
-const char *lessons_key_check(apr_pool_t *p, jwt_alg_t alg,
+const char *lessons_key_check(apr_pool_t *p, lessons_alg_t alg,
                               const unsigned char *key, apr_size_t len);
 
 #endif /* LESSONS_KEY_H */

@@ -5,7 +5,7 @@
  * base64url members, sane sizes, a point on its curve, no private
  * material, an "alg" that fits the key.  RSA and EC members become PEM
  * text that goes through lessons_key_make, so a JWK is inspected by the
- * same code as a PEM file and libjwt 1.10 gets the form it takes.
+ * same code as a PEM file and made into cjose's key the same way.
  */
 #include <limits.h>
 #include <stdarg.h>
@@ -27,24 +27,6 @@
 
 #include "lessons_keyset.h"
 
-/* The JWS algorithms libjwt verifies for us, each with the key it needs. */
-static const struct {
-    const char *name;
-    jwt_alg_t alg;
-} lessons_jws_algs[] = {
-    { "HS256", JWT_ALG_HS256 }, { "HS384", JWT_ALG_HS384 },
-    { "HS512", JWT_ALG_HS512 }, { "RS256", JWT_ALG_RS256 },
-    { "RS384", JWT_ALG_RS384 }, { "RS512", JWT_ALG_RS512 },
-    { "ES256", JWT_ALG_ES256 }, { "ES384", JWT_ALG_ES384 },
-    { "ES512", JWT_ALG_ES512 },
-#ifdef LESSONS_LIBJWT_PS_NAMES
-    { "PS256", JWT_ALG_PS256 }, { "PS384", JWT_ALG_PS384 },
-    { "PS512", JWT_ALG_PS512 },     /* read with LESSONS_JWKS_PSS only */
-#endif
-};
-
-#define LESSONS_NJWS (sizeof(lessons_jws_algs) / sizeof(lessons_jws_algs[0]))
-
 /* The curves we take, with their OpenSSL group and field length (RFC 7518
  * 6.2.1.2: x and y are exactly this many octets).
  */
@@ -65,18 +47,6 @@ static const struct {
  */
 #define LESSONS_RSA_MIN_E     65537UL
 #define LESSONS_RSA_MAX_E_BITS  64
-
-static const char *lessons_alg_name(jwt_alg_t alg)
-{
-    size_t i;
-
-    for (i = 0; i < LESSONS_NJWS; i++) {
-        if (lessons_jws_algs[i].alg == alg) {
-            return lessons_jws_algs[i].name;
-        }
-    }
-    return "?";
-}
 
 /* ------------------------------------------------------------ base64url */
 
@@ -464,11 +434,11 @@ static const char *lessons_key_what(apr_pool_t *p, const lessons_key_t *key)
         return apr_psprintf(p, "an RSA key of %d bits", key->bits);
     case LESSONS_KEY_EC:
         switch (key->ec_alg) {
-        case JWT_ALG_ES256:
+        case LESSONS_ALG_ES256:
             return "an EC P-256 key";
-        case JWT_ALG_ES384:
+        case LESSONS_ALG_ES384:
             return "an EC P-384 key";
-        case JWT_ALG_ES512:
+        case LESSONS_ALG_ES512:
             return "an EC P-521 key";
         default:
             return "an EC key";
@@ -559,22 +529,19 @@ static const char *lessons_jwk_not_ours(lessons_jwk_ctx_t *c,
                                         const char *use, const char *alg,
                                         const char *kty, lessons_jwk_t *jwk)
 {
-    size_t i;
-
     if (use && strcmp(use, "sig") != 0) {
         return apr_psprintf(c->tmp, "\"use\" is \"%s\"",
                             lessons_printable(c->tmp, use, LESSONS_SHOW_MAX));
     }
-    jwk->alg = JWT_ALG_NONE;
+    jwk->alg = LESSONS_ALG_NONE;
     if (alg) {
-        for (i = 0; i < LESSONS_NJWS; i++) {
-            if (strcmp(alg, lessons_jws_algs[i].name) == 0) {
-                jwk->alg = lessons_jws_algs[i].alg;
-            }
+        jwk->alg = lessons_alg_parse(alg);
+        if (jwk->alg == LESSONS_ALG_INVAL) {
+            jwk->alg = LESSONS_ALG_NONE;
         }
-        if (jwk->alg == JWT_ALG_NONE
+        if (jwk->alg == LESSONS_ALG_NONE
             || (lessons_alg_is_pss(jwk->alg) && !c->pss)) {
-            jwk->alg = JWT_ALG_NONE;
+            jwk->alg = LESSONS_ALG_NONE;
             return apr_psprintf(c->tmp, "\"alg\" \"%s\" is not one we "
                                 "verify", lessons_printable(c->tmp, alg,
                                                             LESSONS_SHOW_MAX));
@@ -681,7 +648,7 @@ static const char *lessons_jwk_read(lessons_jwk_ctx_t *c, json_t *obj,
     if (msg) {
         return msg;
     }
-    if (jwk->alg != JWT_ALG_NONE && !lessons_key_allows(&jwk->key, jwk->alg)) {
+    if (jwk->alg != LESSONS_ALG_NONE && !lessons_key_allows(&jwk->key, jwk->alg)) {
         return lessons_jwk_err(c, "\"alg\" %s does not fit %s",
                                lessons_alg_name(jwk->alg),
                                lessons_key_what(c->tmp, &jwk->key));
@@ -870,7 +837,7 @@ const char *lessons_keyset_from_key(apr_pool_t *p, const lessons_key_t *key,
     set = apr_pcalloc(p, sizeof(*set));
     jwk = apr_pcalloc(p, sizeof(*jwk));
     jwk->kid = NULL;
-    jwk->alg = JWT_ALG_NONE;
+    jwk->alg = LESSONS_ALG_NONE;
     jwk->key = *key;
     set->nkeys = 1;
     set->keys = jwk;
@@ -933,30 +900,29 @@ const char *lessons_keyset_make_ex(apr_pool_t *p, const unsigned char *data,
 
 int lessons_algs_hmac_only(lessons_algs_t algs)
 {
-    return algs && !(algs & ~(LESSONS_ALG_BIT(JWT_ALG_HS256)
-                              | LESSONS_ALG_BIT(JWT_ALG_HS384)
-                              | LESSONS_ALG_BIT(JWT_ALG_HS512)));
+    return algs && !(algs & ~(LESSONS_ALG_BIT(LESSONS_ALG_HS256)
+                              | LESSONS_ALG_BIT(LESSONS_ALG_HS384)
+                              | LESSONS_ALG_BIT(LESSONS_ALG_HS512)));
 }
 
 int lessons_algs_name_pss(lessons_algs_t algs)
 {
-    size_t a;
+    int a;
 
-    for (a = 0; a < LESSONS_NJWS; a++) {
-        if ((algs & LESSONS_ALG_BIT(lessons_jws_algs[a].alg))
-            && lessons_alg_is_pss(lessons_jws_algs[a].alg)) {
+    for (a = LESSONS_ALG_HS256; a < LESSONS_ALG_TERM; a++) {
+        if ((algs & LESSONS_ALG_BIT(a)) && lessons_alg_is_pss((lessons_alg_t)a)) {
             return 1;
         }
     }
     return 0;
 }
 
-int lessons_jwk_allows(const lessons_jwk_t *jwk, jwt_alg_t alg)
+int lessons_jwk_allows(const lessons_jwk_t *jwk, lessons_alg_t alg)
 {
     if (!jwk) {
         return 0;
     }
-    if (jwk->alg != JWT_ALG_NONE && jwk->alg != alg) {
+    if (jwk->alg != LESSONS_ALG_NONE && jwk->alg != alg) {
         return 0;
     }
     return lessons_key_allows(&jwk->key, alg);
@@ -966,17 +932,17 @@ const char *lessons_keyset_check(apr_pool_t *p, const lessons_keyset_t *set,
                                  lessons_algs_t algs)
 {
     const char *names = NULL, *who, *hint;
-    size_t a;
+    int a;
     int i, fits;
 
     if (!set || set->nkeys < 1 || !set->keys) {
         return "no key";
     }
-    for (a = 0; a < LESSONS_NJWS; a++) {
-        if (algs & LESSONS_ALG_BIT(lessons_jws_algs[a].alg)) {
-            names = names ? apr_pstrcat(p, names, ", ",
-                                        lessons_jws_algs[a].name, NULL)
-                          : lessons_jws_algs[a].name;
+    for (a = LESSONS_ALG_HS256; a < LESSONS_ALG_TERM; a++) {
+        if (algs & LESSONS_ALG_BIT(a)) {
+            names = names ? apr_pstrcat(p, names, ", ", lessons_alg_name(
+                                            (lessons_alg_t)a), NULL)
+                          : lessons_alg_name((lessons_alg_t)a);
         }
     }
     if (!names) {
@@ -986,9 +952,9 @@ const char *lessons_keyset_check(apr_pool_t *p, const lessons_keyset_t *set,
         const lessons_jwk_t *k = &set->keys[i];
 
         fits = 0;
-        for (a = 0; a < LESSONS_NJWS && !fits; a++) {
-            fits = (algs & LESSONS_ALG_BIT(lessons_jws_algs[a].alg))
-                   && lessons_jwk_allows(k, lessons_jws_algs[a].alg);
+        for (a = LESSONS_ALG_HS256; a < LESSONS_ALG_TERM && !fits; a++) {
+            fits = (algs & LESSONS_ALG_BIT(a))
+                   && lessons_jwk_allows(k, (lessons_alg_t)a);
         }
         if (fits) {
             continue;
@@ -997,7 +963,7 @@ const char *lessons_keyset_check(apr_pool_t *p, const lessons_keyset_t *set,
               : set->nkeys == 1 ? "the key"
               : apr_psprintf(p, "usable key %d of %d (no kid)", i + 1,
                              set->nkeys);
-        if (k->alg != JWT_ALG_NONE) {
+        if (k->alg != LESSONS_ALG_NONE) {
             return apr_psprintf(p, "%s is for %s only (its \"alg\"), which "
                                 "is not among %s", who,
                                 lessons_alg_name(k->alg), names);

@@ -10,7 +10,6 @@
 #ifndef LESSONS_KEYSET_H
 #define LESSONS_KEYSET_H
 
-#include <jwt.h>
 #include "apr_pools.h"
 #include "lessons_key.h"
 
@@ -23,7 +22,7 @@
 /* Bytes of a key set's digest. */
 #define LESSONS_KEYSET_DIGEST_LEN  32
 
-/* A set of algorithms: bit (1u << alg) per jwt_alg_t. */
+/* A set of algorithms: bit (1u << alg) per lessons_alg_t. */
 typedef unsigned int lessons_algs_t;
 #define LESSONS_ALG_BIT(alg)  (1u << (unsigned)(alg))
 
@@ -31,10 +30,11 @@ typedef unsigned int lessons_algs_t;
 typedef struct {
     const char *kid;                /* its "kid", or NULL (a PEM or secret
                                      * file, or a JWK without one) */
-    jwt_alg_t alg;                  /* its own "alg", or JWT_ALG_NONE when
-                                     * it names none (its type decides) */
-    lessons_key_t key;              /* as libjwt takes it: the secret, or
-                                     * PEM text made from the JWK members */
+    lessons_alg_t alg;              /* its own "alg", or LESSONS_ALG_NONE
+                                     * when it names none (its type
+                                     * decides) */
+    lessons_key_t key;              /* the secret, or PEM text made from
+                                     * the JWK members, and cjose's JWK */
 } lessons_jwk_t;
 
 typedef struct {
@@ -42,7 +42,7 @@ typedef struct {
     const lessons_jwk_t *keys;
     int skipped;                    /* JWKs left out as not for us: "use"
                                      * other than "sig", an encryption
-                                     * "alg", a kty libjwt cannot verify;
+                                     * "alg", a kty we do not verify;
                                      * and secrets_skipped */
     int secrets_skipped;            /* oct keys left out of a keys URL's
                                      * set (LESSONS_JWKS_PUBLIC_ONLY) */
@@ -82,7 +82,7 @@ const char *lessons_keyset_make_ex(apr_pool_t *p, const unsigned char *data,
  * not fit the key's type and curve; a "use" that is not a string;
  * "key_ops" without "verify".  Skipped (counted in skipped, not an
  * error): "use" other than "sig", an "alg" that is not a JWS algorithm
- * libjwt verifies (RSA-OAEP, EdDSA...; PS256/384/512 without
+ * we verify (RSA-OAEP, EdDSA...; PS256/384/512 without
  * LESSONS_JWKS_PSS), a kty other than RSA, EC and oct.
  */
 const char *lessons_keyset_parse_jwks(apr_pool_t *p, const char *json,
@@ -91,7 +91,7 @@ const char *lessons_keyset_parse_jwks(apr_pool_t *p, const char *json,
 /* The same with flags: LESSONS_JWKS_PUBLIC_ONLY skips "oct" keys (shared
  * secrets) as well, counting them in secrets_skipped: for a keys URL,
  * whose set anyone can read.  LESSONS_JWKS_PSS reads keys whose "alg" is
- * PS256/384/512, for a libjwt that verifies them (lessons_jwtcaps).  A
+ * PS256/384/512, for a section that names them.  A
  * set left with no key is refused.
  */
 #define LESSONS_JWKS_PUBLIC_ONLY  1
@@ -115,7 +115,7 @@ const char *lessons_keyset_from_key(apr_pool_t *p, const lessons_key_t *key,
 /* Does this key allow alg?  Its type decides (lessons_key_allows), and
  * its own "alg", when it has one, must be alg.  Cheap.
  */
-int lessons_jwk_allows(const lessons_jwk_t *jwk, jwt_alg_t alg);
+int lessons_jwk_allows(const lessons_jwk_t *jwk, lessons_alg_t alg);
 
 /* NULL when every key of the set fits at least one of algs (and algs is
  * not empty); else a message naming the first key that fits none, for

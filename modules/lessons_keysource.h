@@ -135,8 +135,8 @@ typedef struct {
                                      * the system's */
     apr_size_t ca_len;
     lessons_algs_t algs;            /* every key must fit one of these */
-    int jwks_flags;                 /* LESSONS_JWKS_PSS where libjwt
-                                     * verifies PS* */
+    int jwks_flags;                 /* LESSONS_JWKS_PSS where a section
+                                     * names PS* */
     long connect_timeout_ms, total_timeout_ms;
     int max_redirects;
 } lessons_keysource_url_t;

@@ -2,13 +2,13 @@
  *
  * lessons_token.c: bearer extraction and JWT verification.
  *
- * libjwt 1.10 verifies signatures and nothing else, and has traps (see
- * shared notes): it takes "none" in any case, compares alg names
- * case-insensitively, lets an HS256 token keyed with an RSA public PEM
- * through, and its base64 decoder skips stray characters.  So: bound
- * the length, insist on three strict base64url segments, pin the header
- * alg ourselves, let libjwt check the signature with the configured key,
- * then decode and check the claims here with jansson.
+ * cjose verifies signatures and nothing else, and leaves to its caller
+ * what a JOSE library must not be trusted with: which algorithm a key
+ * may verify, and the signature's length.  So: bound the length, insist
+ * on three strict base64url segments, pin the header alg ourselves to
+ * one the key allows, check the signature's length for that alg and
+ * key, let cjose check the signature, then decode and check the claims
+ * here with jansson.
  *
  * lessons_token_verify_cached puts lessons_tokencache in front of that:
  * keyed by a fingerprint of the policy (computed here, per call) and the
@@ -25,7 +25,6 @@
 #include <cjose/jws.h>
 
 #include "lessons_json.h"
-#include "lessons_jwtcaps.h"
 #include "lessons_token.h"
 
 /* The characters of a token, one table lookup each (every request
@@ -324,9 +323,9 @@ static int lessons_policy_usable(const lessons_token_policy_t *pol)
         return lessons_key_allows(pol->key, pol->alg);
     }
     for (i = 0; i < pol->keys->nkeys; i++) {
-        for (a = JWT_ALG_HS256; a < JWT_ALG_TERM; a++) {
+        for (a = LESSONS_ALG_HS256; a < LESSONS_ALG_TERM; a++) {
             if ((pol->algs & LESSONS_ALG_BIT(a))
-                && lessons_jwk_allows(&pol->keys->keys[i], (jwt_alg_t)a)) {
+                && lessons_jwk_allows(&pol->keys->keys[i], (lessons_alg_t)a)) {
                 return 1;
             }
         }
@@ -340,7 +339,7 @@ static int lessons_policy_usable(const lessons_token_policy_t *pol)
  * such kid); without a kid, every key that allows alg.
  */
 static lessons_token_e lessons_pick_keys(const lessons_token_policy_t *pol,
-                                         jwt_alg_t alg, const char *kid,
+                                         lessons_alg_t alg, const char *kid,
                                          const lessons_key_t **tries,
                                          int *ntries)
 {
@@ -447,33 +446,30 @@ static int lessons_typ_kind(json_t *typ)
 }
 
 /* What the header may say, before any key is tried: an algorithm of the
- * policy (*talg), no "crit", a "typ" the policy and libjwt take (*at: 1
+ * policy (*talg), no "crit", a "typ" the policy takes (*at: 1
  * for at+jwt), a string "kid" if any (*kid, or NULL).
  */
 static lessons_token_e lessons_header_check(const lessons_token_policy_t *pol,
-                                            json_t *header, jwt_alg_t *talg,
+                                            json_t *header, lessons_alg_t *talg,
                                             int *at, const char **kid)
 {
     json_t *alg = json_object_get(header, "alg");
     json_t *k;
 
     *talg = json_is_string(alg) ? lessons_alg_parse(json_string_value(alg))
-                                : JWT_ALG_INVAL;
-    /* PS* only where libjwt verifies them, whatever a merge gave. */
-    if (*talg == JWT_ALG_INVAL
-        || !(lessons_policy_algs(pol) & LESSONS_ALG_BIT(*talg))
-        || (lessons_alg_is_pss(*talg) && !(pol->caps & LESSONS_JWTCAP_PSS))) {
+                                : LESSONS_ALG_INVAL;
+    if (*talg == LESSONS_ALG_INVAL
+        || !(lessons_policy_algs(pol) & LESSONS_ALG_BIT(*talg))) {
         return LESSONS_TOKEN_BAD_ALG;
     }
     if (json_object_get(header, "crit")) {
         return LESSONS_TOKEN_CRIT;              /* RFC 7515 4.1.11 */
     }
-    /* libjwt 1.10 takes only "JWT" (any case) inside jwt_decode, so
-     * there RFC 9068's "at+jwt" cannot be verified: refuse it, and any
-     * other value, here with a reason rather than as a bad signature.
+    /* JWT (or none), or RFC 9068's at+jwt; any other typ is not an
+     * access token (an ID token, a DPoP proof, a logout token).
      */
     *at = lessons_typ_kind(json_object_get(header, "typ"));
-    if (*at < 0 || (*at && !(pol->caps & LESSONS_JWTCAP_TYPED))) {
+    if (*at < 0) {
         return LESSONS_TOKEN_BAD_TYPE;
     }
     if (pol->require_at_jwt && !*at) {
@@ -506,7 +502,7 @@ static apr_size_t lessons_sig_bytes(const char *token)
  */
 static lessons_token_e lessons_signature_check(const char *token,
                                                const lessons_key_t *const *tries,
-                                               int ntries, jwt_alg_t talg)
+                                               int ntries, lessons_alg_t talg)
 {
     apr_size_t sig_len = lessons_sig_bytes(token);
     cjose_jws_t *jws;
@@ -540,7 +536,7 @@ static lessons_token_e lessons_verify_full(apr_pool_t *p,
     json_t *header = NULL, *claims = NULL;
     const lessons_key_t *tries[LESSONS_TOKEN_MAX_TRIES];
     int ntries = 0;
-    jwt_alg_t talg;
+    lessons_alg_t talg;
     int at = 0;
     lessons_token_e rc;
 
@@ -566,7 +562,7 @@ static lessons_token_e lessons_verify_full(apr_pool_t *p,
         goto done;
     }
     /* The signature covers these exact bytes; claims are read from
-     * them rather than through libjwt's lossy getters, and trusted only
+     * them rather than through a JOSE library's getters, and trusted only
      * once it has verified.  A token of another issuer can never pass
      * here: refused before any key is looked for, so that its kid,
      * unknown to this issuer's set, never makes a keys URL or a provider
@@ -756,7 +752,6 @@ int lessons_token_policy_fingerprint(const lessons_token_policy_t *pol,
     lessons_fp_string(&f, pol->issuer);
     lessons_fp_string(&f, pol->audience);
     lessons_fp_number(&f, (apr_int64_t)pol->leeway);
-    lessons_fp_number(&f, (apr_int64_t)pol->caps);
     lessons_fp_number(&f, (apr_int64_t)pol->require_at_jwt);
     if (f.ok && !f.ctx) {
         f.ok = EVP_Digest(f.buf, f.n, fp, &n, EVP_sha256(), NULL) == 1;
@@ -898,12 +893,12 @@ lessons_token_e lessons_token_verify_jws(apr_pool_t *p, const char *jws,
                                          const char *typ,
                                          lessons_algs_t algs,
                                          const lessons_jwk_t *key,
-                                         unsigned caps, json_t **payload)
+                                         json_t **payload)
 {
     const char *dot[2] = { NULL, NULL };
     const lessons_key_t *tries[1];
     json_t *header = NULL, *alg;
-    jwt_alg_t talg;
+    lessons_alg_t talg;
     lessons_token_e rc;
 
     *payload = NULL;
@@ -921,18 +916,15 @@ lessons_token_e lessons_token_verify_jws(apr_pool_t *p, const char *jws,
     }
     alg = json_object_get(header, "alg");
     talg = json_is_string(alg) ? lessons_alg_parse(json_string_value(alg))
-                               : JWT_ALG_INVAL;
-    if (talg == JWT_ALG_INVAL || !(algs & LESSONS_ALG_BIT(talg))
-        || (lessons_alg_is_pss(talg) && !(caps & LESSONS_JWTCAP_PSS))
+                               : LESSONS_ALG_INVAL;
+    if (talg == LESSONS_ALG_INVAL || !(algs & LESSONS_ALG_BIT(talg))
         || !lessons_jwk_allows(key, talg)) {
         rc = LESSONS_TOKEN_BAD_ALG;
     }
     else if (json_object_get(header, "crit")) {
         rc = LESSONS_TOKEN_CRIT;
     }
-    else if (!lessons_typ_is(json_object_get(header, "typ"), typ)
-             || (strcasecmp(typ, "JWT") != 0
-                 && !(caps & LESSONS_JWTCAP_TYPED))) {
+    else if (!lessons_typ_is(json_object_get(header, "typ"), typ)) {
         rc = LESSONS_TOKEN_BAD_TYPE;
     }
     else {

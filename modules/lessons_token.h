@@ -1,20 +1,20 @@
 /* Licensed under the Apache License, Version 2.0.
  *
  * lessons_token.h: bearer token extraction (RFC 6750) and JWT
- * verification on top of libjwt 1.10, which checks signatures only:
- * algorithm pinning, segment syntax and every claim are checked here.
+ * verification on top of cjose, which checks signatures only:
+ * algorithm pinning, segment syntax, signature length and every claim
+ * are checked here.
  */
 #ifndef LESSONS_TOKEN_H
 #define LESSONS_TOKEN_H
 
 #include <jansson.h>
-#include <jwt.h>
 #include "apr_pools.h"
 #include "lessons_key.h"
 #include "lessons_keyset.h"
 #include "lessons_tokencache.h"
 
-/* Longer tokens are refused before libjwt sees them (it allocas). */
+/* Longer tokens are refused before anything decodes them. */
 #define LESSONS_TOKEN_MAX_LEN  8192
 
 /* Kid-less tokens are tried against at most this many keys of a set. */
@@ -25,7 +25,7 @@
  * decides which algorithms may use it, whatever the policy says.
  */
 typedef struct {
-    jwt_alg_t alg;                  /* one key: the only algorithm */
+    lessons_alg_t alg;                  /* one key: the only algorithm */
     const lessons_key_t *key;       /* one key: must allow alg */
     const lessons_keyset_t *keys;   /* a set: a token with a kid is
                                      * checked against that key only (or,
@@ -36,8 +36,6 @@ typedef struct {
     const char *issuer;             /* required iss, or NULL */
     const char *audience;           /* required aud member, or NULL */
     long leeway;                    /* clock skew allowed, seconds */
-    unsigned caps;                  /* what the libjwt in use verifies
-                                     * (lessons_jwtcaps_probe) */
     int require_at_jwt;             /* only "typ": "at+jwt" (RFC 9068
                                      * 4), never a JWT that may be an
                                      * ID token */
@@ -73,7 +71,8 @@ typedef enum {
     LESSONS_TOKEN_MALFORMED,        /* length, segments, alphabet, header */
     LESSONS_TOKEN_BAD_ALG,          /* header alg is not the configured one */
     LESSONS_TOKEN_CRIT,             /* a crit header we cannot honour */
-    LESSONS_TOKEN_BAD_SIGNATURE,    /* libjwt refused it */
+    LESSONS_TOKEN_BAD_SIGNATURE,    /* of the wrong length, or cjose
+                                     * refused it */
     LESSONS_TOKEN_BAD_CLAIMS,       /* payload not an object, wrong types */
     LESSONS_TOKEN_NO_EXP,           /* exp missing */
     LESSONS_TOKEN_EXPIRED,
@@ -83,7 +82,7 @@ typedef enum {
     LESSONS_TOKEN_KEY_MISFIT,       /* the server's key does not allow the
                                      * policy's alg: a server fault, 500 */
     LESSONS_TOKEN_BAD_TYPE,         /* typ neither absent nor "JWT", nor
-                                     * "at+jwt" where libjwt lets it by */
+                                     * "at+jwt" */
     LESSONS_TOKEN_NOT_AT_JWT,       /* the policy requires typ at+jwt */
     LESSONS_TOKEN_AT_CLAIMS,        /* an at+jwt without a claim RFC 9068
                                      * 2.2 requires */
@@ -178,17 +177,15 @@ json_t *lessons_token_peek_header(apr_pool_t *p, const char *jws);
 /* A compact JWS that is not an access token (RFC 9449's DPoP proof):
  * the shape of a token; a header whose "typ" is typ (a media type,
  * compared case-insensitively, "application/" may be left out), whose
- * "alg" is one of algs that key allows (PS* only with
- * LESSONS_JWTCAP_PSS), without "crit"; and its signature verified by
- * libjwt with key, which needs LESSONS_JWTCAP_TYPED in caps for any typ
- * but JWT.  On OK, *payload is its claims object, owned by p; no claim
- * is checked here: they are the caller's.
+ * "alg" is one of algs that key allows, without "crit"; and its
+ * signature verified (cjose) with key.  On OK, *payload is its claims
+ * object, owned by p; no claim is checked here: they are the caller's.
  */
 lessons_token_e lessons_token_verify_jws(apr_pool_t *p, const char *jws,
                                          const char *typ,
                                          lessons_algs_t algs,
                                          const lessons_jwk_t *key,
-                                         unsigned caps, json_t **payload);
+                                         json_t **payload);
 
 /* A fixed, client-safe description of a result, for the
  * error_description attribute and the problem detail.  Never contains

@@ -1,9 +1,9 @@
 /* Licensed under the Apache License, Version 2.0.
  *
  * lessons_tokencache.h: a per-process cache of verified tokens (issue 7).
- * libjwt 1.10 re-parses a PEM key on every call, so an RS256 or ES256
- * token costs a key parse plus a signature check per request; the cache
- * lets each distinct token pay that once per process.
+ * An RS256 or ES256 token costs a public-key signature check per
+ * request; the cache lets each distinct token pay that once per
+ * process.
  *
  * An entry is keyed by the verification policy's fingerprint plus the
  * whole token string, and both are compared in full on a hit (never a

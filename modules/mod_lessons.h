@@ -79,7 +79,6 @@
 #include "lessons_json.h"
 #include "lessons_metrics.h"
 #include "lessons_replay.h"
-#include "lessons_jwtcaps.h"
 #include "lessons_key.h"
 #include "lessons_keyset.h"
 #include "lessons_payload.h"
@@ -135,7 +134,7 @@ APLOG_USE_MODULE(lessons);
 #define LESSONS_ADVANCED_FIRST   4
 #define LESSONS_ADVANCED_SECOND  5
 
-/* Per-directory config.  NULL / JWT_ALG_INVAL / -1 mean "not set here",
+/* Per-directory config.  NULL / LESSONS_ALG_INVAL / -1 mean "not set here",
  * so merge can tell an inherited value from a configured one.
  *
  * The algorithm and the key are one setting: a section that sets either
@@ -278,8 +277,6 @@ typedef struct {
                                      * merged) */
     apr_array_header_t *key_sources;    /* main server: every keys URL's
                                          * lessons_keys_src (not merged) */
-    unsigned jwt_caps;              /* what the libjwt in use verifies,
-                                     * probed by post_config (not merged) */
     lessons_replay_t *replay;       /* DPoP proofs seen, in shared memory,
                                      * set by post_config where a section
                                      * takes DPoP (not merged) */
@@ -301,7 +298,7 @@ typedef struct {
 #define LESSONS_DPOP_MUTEX     "lessons-dpop-replay"
 
 /* LessonsJWTTokenType. */
-#define LESSONS_TYPE_ANY     1      /* JWT, or at+jwt where libjwt can */
+#define LESSONS_TYPE_ANY     1      /* JWT, or at+jwt */
 #define LESSONS_TYPE_AT_JWT  2      /* at+jwt only (RFC 9068 4) */
 
 /* A verified token, as the gate let it through: what later phases ask of
@@ -435,25 +432,20 @@ const char *lessons_set_export_claim(cmd_parms *cmd, void *dconf,
 const char *lessons_set_cors_origin(cmd_parms *cmd, void *dconf,
                                     const char *arg);
 
-/* mod_lessons_config.c: the lessons_keyset_parse_jwks_ex flags that the
- * libjwt in use can serve (LESSONS_JWKS_PSS where it verifies PS*).
- */
-int lessons_jwks_flags(void);
-
 /* mod_lessons_config.c: the values in effect, defaults applied */
-void lessons_policy_of(const lessons_dir_conf *conf, unsigned jwt_caps,
+void lessons_policy_of(const lessons_dir_conf *conf,
                        lessons_token_policy_t *policy);
 const char *lessons_unit_policy(apr_pool_t *p, const lessons_dir_conf *conf,
-                                const lessons_dir_conf *unit, unsigned caps,
+                                const lessons_dir_conf *unit,
                                 lessons_token_policy_t *policy,
                                 struct lessons_keys_src **src);
 int lessons_token_required(const lessons_dir_conf *conf);
 const char *lessons_gate_policy(apr_pool_t *p, const lessons_dir_conf *conf,
-                                unsigned caps, lessons_token_policy_t *policy,
+                                lessons_token_policy_t *policy,
                                 struct lessons_keys_src **src);
 void lessons_decide_policy_of(apr_pool_t *p, const lessons_dir_conf *conf,
-                              unsigned caps, lessons_decide_policy_t *policy);
-lessons_algs_t lessons_discovery_algs(unsigned jwt_caps);
+                              lessons_decide_policy_t *policy);
+lessons_algs_t lessons_discovery_algs(void);
 int lessons_db_timeout(const lessons_srv_conf *sconf);
 apr_interval_time_t lessons_share_window(const lessons_srv_conf *sconf);
 int lessons_key_lifetime(const lessons_srv_conf *sconf);

@@ -162,7 +162,7 @@ static int lessons_decide_request(request_rec *r, lessons_dir_conf *conf,
     lessons_verdict_t v;
     int i;
 
-    lessons_decide_policy_of(r->pool, conf, sconf->jwt_caps, &policy);
+    lessons_decide_policy_of(r->pool, conf, &policy);
     if (policy.needed) {
         policy.tokens = sconf->tokens;
         lessons_dpop_policy(r, &policy);

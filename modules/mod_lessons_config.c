@@ -117,14 +117,11 @@ int lessons_key_lifetime(const lessons_srv_conf *sconf)
                                : LESSONS_DEFAULT_KEY_LIFETIME;
 }
 
-/* The token policy a config holds (its fingerprint, if made), for a
- * process whose libjwt verifies jwt_caps.
- */
-void lessons_policy_of(const lessons_dir_conf *conf, unsigned jwt_caps,
+/* The token policy a config holds (its fingerprint, if made). */
+void lessons_policy_of(const lessons_dir_conf *conf,
                        lessons_token_policy_t *policy)
 {
     memset(policy, 0, sizeof(*policy));
-    policy->caps = jwt_caps;
     policy->require_at_jwt = conf->token_type == LESSONS_TYPE_AT_JWT;
     policy->algs = conf->algs;
     policy->keys = conf->keyset;
@@ -144,13 +141,13 @@ void lessons_policy_of(const lessons_dir_conf *conf, unsigned jwt_caps,
  * the merge left no policy that can verify (a server fault: 500).
  */
 const char *lessons_unit_policy(apr_pool_t *p, const lessons_dir_conf *conf,
-                                const lessons_dir_conf *unit, unsigned caps,
+                                const lessons_dir_conf *unit,
                                 lessons_token_policy_t *policy,
                                 lessons_keys_src **src)
 {
     const char *discovered;
 
-    lessons_policy_of(conf, caps, policy);
+    lessons_policy_of(conf, policy);
     if (unit != conf) {
         /* A block: its issuer's own keys, algorithms and audience. */
         policy->algs = unit->algs;
@@ -169,7 +166,7 @@ const char *lessons_unit_policy(apr_pool_t *p, const lessons_dir_conf *conf,
     }
     if (discovered) {
         if (!policy->algs) {
-            policy->algs = lessons_discovery_algs(caps);
+            policy->algs = lessons_discovery_algs();
         }
         if (policy->issuer && strcmp(policy->issuer, discovered) != 0) {
             return apr_psprintf(p, "the keys discovered from %s are in "
@@ -203,7 +200,7 @@ int lessons_token_required(const lessons_dir_conf *conf)
  * such merge it can see.
  */
 const char *lessons_gate_policy(apr_pool_t *p, const lessons_dir_conf *conf,
-                                unsigned caps, lessons_token_policy_t *policy,
+                                lessons_token_policy_t *policy,
                                 lessons_keys_src **src)
 {
     memset(policy, 0, sizeof(*policy));
@@ -229,7 +226,7 @@ const char *lessons_gate_policy(apr_pool_t *p, const lessons_dir_conf *conf,
         }
         return NULL;
     }
-    return lessons_unit_policy(p, conf, conf, caps, policy, src);
+    return lessons_unit_policy(p, conf, conf, policy, src);
 }
 
 /* One section's or block's unit of the gate's policy: its token policy,
@@ -256,7 +253,7 @@ static void lessons_decide_unit_of(const lessons_dir_conf *unit,
  * rest; what the rest cannot verify is broken, so refused.
  */
 void lessons_decide_policy_of(apr_pool_t *p, const lessons_dir_conf *conf,
-                              unsigned caps, lessons_decide_policy_t *policy)
+                              lessons_decide_policy_t *policy)
 {
     lessons_decide_unit_t *units;
     lessons_token_policy_t token;
@@ -276,8 +273,7 @@ void lessons_decide_policy_of(apr_pool_t *p, const lessons_dir_conf *conf,
         policy->export_claims = (const char *const *)conf->export_claims->elts;
         policy->nexport = conf->export_claims->nelts;
     }
-    policy->caps = caps;
-    policy->broken = lessons_gate_policy(p, conf, caps, &token, &src);
+    policy->broken = lessons_gate_policy(p, conf, &token, &src);
     if (policy->broken) {
         return;
     }
@@ -294,7 +290,7 @@ void lessons_decide_policy_of(apr_pool_t *p, const lessons_dir_conf *conf,
     for (i = 0; i < policy->nunits; i++) {
         const lessons_dir_conf *block =
             APR_ARRAY_IDX(conf->issuers, i, lessons_dir_conf *);
-        const char *broken = lessons_unit_policy(p, conf, block, caps, &token,
+        const char *broken = lessons_unit_policy(p, conf, block, &token,
                                                  &src);
 
         lessons_decide_unit_of(block, &token, src, broken, &units[i]);
@@ -304,30 +300,24 @@ void lessons_decide_policy_of(apr_pool_t *p, const lessons_dir_conf *conf,
 }
 
 /* The algorithms a discovered issuer's keys may verify where the admin
- * names none: every public-key algorithm the libjwt in use verifies.
+ * names none: every public-key algorithm.
  * Each key still decides which of them may use it (its type, curve and
  * own "alg"), and a keys URL never gives a shared secret, so HS* never
  * comes from a provider.  The metadata's
  * id_token_signing_alg_values_supported is about ID tokens, not access
  * tokens, and is not read.
  */
-lessons_algs_t lessons_discovery_algs(unsigned jwt_caps)
+lessons_algs_t lessons_discovery_algs(void)
 {
-    lessons_algs_t algs = LESSONS_ALG_BIT(JWT_ALG_RS256)
-                          | LESSONS_ALG_BIT(JWT_ALG_RS384)
-                          | LESSONS_ALG_BIT(JWT_ALG_RS512)
-                          | LESSONS_ALG_BIT(JWT_ALG_ES256)
-                          | LESSONS_ALG_BIT(JWT_ALG_ES384)
-                          | LESSONS_ALG_BIT(JWT_ALG_ES512);
-    int a;
-
-    for (a = JWT_ALG_HS256; a < JWT_ALG_TERM; a++) {
-        if (lessons_alg_is_pss((jwt_alg_t)a)
-            && (jwt_caps & LESSONS_JWTCAP_PSS)) {
-            algs |= LESSONS_ALG_BIT(a);
-        }
-    }
-    return algs;
+    return LESSONS_ALG_BIT(LESSONS_ALG_RS256)
+           | LESSONS_ALG_BIT(LESSONS_ALG_RS384)
+           | LESSONS_ALG_BIT(LESSONS_ALG_RS512)
+           | LESSONS_ALG_BIT(LESSONS_ALG_ES256)
+           | LESSONS_ALG_BIT(LESSONS_ALG_ES384)
+           | LESSONS_ALG_BIT(LESSONS_ALG_ES512)
+           | LESSONS_ALG_BIT(LESSONS_ALG_PS256)
+           | LESSONS_ALG_BIT(LESSONS_ALG_PS384)
+           | LESSONS_ALG_BIT(LESSONS_ALG_PS512);
 }
 
 /* The values in effect, defaults applied. */
@@ -485,15 +475,15 @@ static const char *lessons_jwt_part(cmd_parms *cmd, lessons_dir_conf *conf)
     lessons_gates(cmd, conf);
     if (conf->algs && set) {
         if (set->nkeys == 1 && !set->keys[0].kid
-            && set->keys[0].alg == JWT_ALG_NONE) {
-            for (a = JWT_ALG_HS256; a < JWT_ALG_TERM && !err; a++) {
+            && set->keys[0].alg == LESSONS_ALG_NONE) {
+            for (a = LESSONS_ALG_HS256; a < LESSONS_ALG_TERM && !err; a++) {
                 if (conf->algs & LESSONS_ALG_BIT(a)) {
                     err = lessons_key_misfit(cmd->temp_pool,
                                              &set->keys[0].key,
-                                             (jwt_alg_t)a);
+                                             (lessons_alg_t)a);
                     if (err) {
                         err = apr_psprintf(cmd->pool, "algorithm %s: %s",
-                                           jwt_alg_str((jwt_alg_t)a), err);
+                                           lessons_alg_name((lessons_alg_t)a), err);
                     }
                 }
             }
@@ -508,46 +498,6 @@ static const char *lessons_jwt_part(cmd_parms *cmd, lessons_dir_conf *conf)
         }
     }
     return lessons_touch(cmd, conf);
-}
-
-/* A setting the libjwt in use cannot serve, found by a known token it
- * refused (lessons_jwtcaps): what, why, and what to do instead.
- */
-static const char *lessons_libjwt_cannot(cmd_parms *cmd, const char *what,
-                                         const char *why, const char *known,
-                                         const char *instead)
-{
-    return apr_psprintf(cmd->pool, "%s: the libjwt in use (built against "
-                        "%s) %s (it refused a known %s token); %s", what,
-                        lessons_jwtcaps_built_with(), why, known, instead);
-}
-
-/* PS256/384/512 (RSASSA-PSS) are taken where the libjwt in use verifies
- * them, found out by a known token (neither Debian release's libjwt-dev
- * does: 1.10 knows no PS*; 1.17's OpenSSL build leaves them out of its
- * verification, fixed upstream in 1.18.1; its GnuTLS build verifies
- * them).  NULL, or why not.
- */
-static const char *lessons_pss_refused(cmd_parms *cmd, const char *name)
-{
-    if (lessons_jwtcaps_probe() & LESSONS_JWTCAP_PSS) {
-        return NULL;
-    }
-    return lessons_libjwt_cannot(cmd, apr_psprintf(cmd->pool, "%s: %s",
-                                                   cmd->cmd->name, name),
-                                 "verifies no PS256/384/512 token", "PS256",
-                                 "libjwt 1.16 and later built with GnuTLS, "
-                                 "or 1.18.1 and later with OpenSSL, do. Use "
-                                 "RS256/384/512 with the same RSA key");
-}
-
-/* The JWKS flags for this process's libjwt: PS* keys are read where it
- * verifies them, skipped with the others it cannot verify elsewhere.
- */
-int lessons_jwks_flags(void)
-{
-    return lessons_jwtcaps_probe() & LESSONS_JWTCAP_PSS ? LESSONS_JWKS_PSS
-                                                        : 0;
 }
 
 /* LessonsJWTAlgorithm ALG...: one or more, each exactly as RFC 7518
@@ -574,22 +524,14 @@ const char *lessons_set_alg(cmd_parms *cmd, void *dconf,
                             cmd->cmd->name);
     }
     for (i = 0; i < argc; i++) {
-        jwt_alg_t alg = lessons_alg_parse(argv[i]);
+        lessons_alg_t alg = lessons_alg_parse(argv[i]);
 
-        /* PS* by name: libjwt's headers before 1.16 know none. */
-        if (strncmp(argv[i], "PS", 2) == 0
-            && (!strcmp(argv[i] + 2, "256") || !strcmp(argv[i] + 2, "384")
-                || !strcmp(argv[i] + 2, "512"))
-            && (err = lessons_pss_refused(cmd, argv[i])) != NULL) {
-            return err;
-        }
-        if (alg == JWT_ALG_INVAL) {
+        if (alg == LESSONS_ALG_INVAL) {
             return apr_psprintf(cmd->pool, "%s: unknown or unsupported "
                                 "algorithm '%s'; use one of HS256, HS384, "
                                 "HS512, RS256, RS384, RS512, ES256, ES384, "
-                                "ES512%s", cmd->cmd->name, argv[i],
-                                lessons_jwtcaps_probe() & LESSONS_JWTCAP_PSS
-                                ? ", PS256, PS384, PS512" : "");
+                                "ES512, PS256, PS384, PS512", cmd->cmd->name,
+                                argv[i]);
         }
         algs |= LESSONS_ALG_BIT(alg);
         conf->alg_name = i ? apr_pstrcat(cmd->pool, conf->alg_name, " ",
@@ -624,7 +566,7 @@ const char *lessons_set_key_file(cmd_parms *cmd, void *dconf,
     err = lessons_key_read(cmd->pool, path, &data, &len);
     if (!err) {
         err = lessons_keyset_make_ex(cmd->pool, data, len,
-                                     lessons_jwks_flags(), &set);
+                                     LESSONS_JWKS_PSS, &set);
     }
     if (err) {
         return apr_psprintf(cmd->pool, "%s %s: %s", cmd->cmd->name, path,
@@ -914,10 +856,7 @@ const char *lessons_issuer_section(cmd_parms *cmd, void *dconf,
     return lessons_touch(cmd, conf);
 }
 
-/* any (JWT, or at+jwt where libjwt lets it through) or at+jwt; at+jwt
- * is refused where libjwt can verify no such token (1.10: its typ check
- * inside jwt_decode), as configtest says.
- */
+/* any (JWT, or RFC 9068's at+jwt) or at+jwt (access tokens only). */
 const char *lessons_set_token_type(cmd_parms *cmd, void *dconf,
                                    const char *arg)
 {
@@ -927,13 +866,6 @@ const char *lessons_set_token_type(cmd_parms *cmd, void *dconf,
         conf->token_type = LESSONS_TYPE_ANY;
     }
     else if (strcasecmp(arg, "at+jwt") == 0) {
-        if (!(lessons_jwtcaps_probe() & LESSONS_JWTCAP_TYPED)) {
-            return lessons_libjwt_cannot(cmd, "LessonsJWTTokenType at+jwt",
-                                         "refuses every token whose typ is "
-                                         "not JWT, so it verifies no at+jwt "
-                                         "token", "at+jwt", "libjwt 1.12 and "
-                                         "later can (Debian 13)");
-        }
         conf->token_type = LESSONS_TYPE_AT_JWT;
     }
     else {
@@ -965,18 +897,6 @@ const char *lessons_set_dpop(cmd_parms *cmd, void *dconf, const char *arg)
     }
     else if (strcasecmp(arg, "optional") == 0
              || strcasecmp(arg, "required") == 0) {
-        /* A proof is typed dpop+jwt (RFC 9449 4.2), which libjwt 1.10
-         * refuses inside jwt_decode, whatever the signature.
-         */
-        if (!(lessons_jwtcaps_probe() & LESSONS_JWTCAP_TYPED)) {
-            return lessons_libjwt_cannot(cmd, apr_psprintf(cmd->pool,
-                                         "LessonsJWTDPoP %s", arg),
-                                         "refuses every token whose typ is "
-                                         "not JWT, so it verifies no DPoP "
-                                         "proof (typ dpop+jwt)", "at+jwt",
-                                         "libjwt 1.12 and later can (Debian "
-                                         "13); leave LessonsJWTDPoP off");
-        }
         conf->dpop = strcasecmp(arg, "required") == 0 ? LESSONS_DPOP_REQUIRED
                                                       : LESSONS_DPOP_OPTIONAL;
         apr_pool_userdata_setn((void *)1, LESSONS_DPOP_SEEN, NULL, cmd->pool);

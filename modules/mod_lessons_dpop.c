@@ -26,12 +26,9 @@
 const char *lessons_dpop_challenge_value(request_rec *r, const char *error,
                                          const char *description)
 {
-    const lessons_srv_conf *sconf =
-        ap_get_module_config(r->server->module_config, &lessons_module);
     const char *value = apr_psprintf(r->pool, "DPoP realm=\"%s\", "
                                      "algs=\"%s\"", lessons_realm(r),
-                                     lessons_dpop_algs_text(r->pool,
-                                                            sconf->jwt_caps));
+                                     lessons_dpop_algs_text(r->pool));
 
     if (error) {
         value = apr_psprintf(r->pool, "%s, error=\"%s\", "

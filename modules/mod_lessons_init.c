@@ -47,7 +47,7 @@ static int lessons_configure_source(apr_pool_t *ptemp, lessons_keys_src *src,
     const char *err;
 
     if (!algs && lessons_keys_src_issuer(src)) {
-        algs = lessons_discovery_algs(lessons_jwtcaps_probe());
+        algs = lessons_discovery_algs();
     }
     err = lessons_keys_src_configure(ptemp, src, c, algs, eager);
     if (err) {
@@ -316,8 +316,7 @@ static int lessons_check_merges(apr_pool_t *ptemp, server_rec *main_server)
             if (!lessons_token_required(merged)) {
                 continue;
             }
-            why = lessons_gate_policy(ptemp, merged, lessons_jwtcaps_probe(),
-                                      &policy, &src);
+            why = lessons_gate_policy(ptemp, merged, &policy, &src);
             if (why) {
                 ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0,
                              NULL, LESSONSLOG(00112) "%s:%d: %s; every "
@@ -390,7 +389,6 @@ int lessons_post_config(apr_pool_t *pconf, apr_pool_t *plog,
                         apr_pool_t *ptemp, server_rec *s)
 {
     lessons_token_policy_t policy;
-    unsigned jwt_caps;
     apr_global_mutex_t *writers = NULL;
     apr_status_t rv;
     ap_dbd_t *(*acquire)(request_rec *) =
@@ -420,9 +418,6 @@ int lessons_post_config(apr_pool_t *pconf, apr_pool_t *plog,
             return HTTP_INTERNAL_SERVER_ERROR;
         }
     }
-    jwt_caps = lessons_jwtcaps_probe();
-    ap_log_error(APLOG_MARK, APLOG_INFO, 0, s, LESSONSLOG(00109) "%s",
-                 lessons_jwtcaps_describe(ptemp, jwt_caps));
     /* What each engine's driver leaves unbounded, before any thread. */
     lessons_engines_process_init(ptemp,
                                  1000L * lessons_db_timeout(mconf));
@@ -438,7 +433,7 @@ int lessons_post_config(apr_pool_t *pconf, apr_pool_t *plog,
             lessons_dir_conf *c =
                 APR_ARRAY_IDX(sconf->sections, i, lessons_dir_conf *);
 
-            lessons_policy_of(c, jwt_caps, &policy);
+            lessons_policy_of(c, &policy);
             c->has_fp = c->algs && c->keyset && !c->keys_url
                         && lessons_token_policy_fingerprint(&policy, c->fp)
                            == 0;
@@ -448,7 +443,6 @@ int lessons_post_config(apr_pool_t *pconf, apr_pool_t *plog,
         sconf->dbd_close = dbd_close;
         sconf->dbd_module = dbd_module;
         sconf->writers = writers;
-        sconf->jwt_caps = jwt_caps;
     }
     /* The counters, kept across restarts, and the keys URLs in them. */
     metrics = ap_state_query(AP_SQ_MAIN_STATE) != AP_SQ_MS_CREATE_PRE_CONFIG

@@ -266,10 +266,9 @@ static void lessons_keys_done(void *baton, int ok, int asked,
     }
 }
 
-/* A provider's PS* keys are read only for sections that name PS*,
- * which start-up allows only where libjwt verifies them; for the others
- * they are skipped, as keys of an algorithm we do not verify, rather
- * than refusing the provider's whole set.
+/* A provider's PS* keys are read only for sections that name PS*; for
+ * the others they are skipped, as keys of an algorithm the section does
+ * not take, rather than refusing the provider's whole set.
  */
 static int lessons_keys_jwks_flags(const lessons_keys_src *src)
 {

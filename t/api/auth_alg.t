@@ -1,7 +1,7 @@
 # Algorithm pinning: each location accepts its configured algorithm only.
 # alg none (any case), another HMAC size, lower-case names, algorithm
 # confusion (HS256 keyed with the RSA public key), and signature strings
-# libjwt's lenient base64 decoder would otherwise accept.
+# a lenient base64 decoder would otherwise accept.
 use strict;
 use warnings FATAL => 'all';
 
@@ -54,7 +54,8 @@ my $rs = token(alg => 'RS256', claims => { sub => 'rsa-user' });
         '/rs item route';
 }
 # Algorithm confusion: an HS256 token whose HMAC key is the server's RSA
-# public key PEM.  libjwt itself would accept it.
+# public key PEM.  A verifier that takes the PEM as an HMAC secret would
+# accept it.
 my $pem = rsa_public_pem();
 for my $variant ([ 'PEM as is', $pem ], [ 'PEM without final newline', $pem =~ s/\n\z//r ]) {
     bad_ok('/rs/api/lessons', token(alg => 'HS256', key => $variant->[1]),
@@ -80,8 +81,8 @@ bad_ok('/rs/api/lessons', token(alg => 'RS256', claims => { exp => time - 3600 }
     bad_ok('/rs/api/lessons', token(alg => 'RS256', key => $other),
            'RS256 token signed by another key');
 }
-# Same signature written differently: libjwt's base64 decoder skips
-# characters outside its alphabet and ignores padding.
+# Same signature written differently: a lenient base64 decoder (libjwt's
+# was one) skips characters outside its alphabet and ignores padding.
 {
     my ($h, $p, $s) = split /\./, $rs;
     bad_ok('/rs/api/lessons', "$h.$p.$s==", 'RS256 signature with == padding');

@@ -7,10 +7,6 @@
 #   - a bearer token that fails, or a malformed Bearer header: Bearer
 #     with the error and its description, DPoP bare (realm and algs);
 #   - a DPoP token that fails: DPoP with the error, nothing else.
-#
-# LessonsJWTDPoP optional needs a libjwt that verifies dpop+jwt proofs:
-# on Debian 12 (libjwt 1.10) it fails configtest (t/api/dpop.t tests
-# that), and this test is skipped; Debian 13 (t/release/run.sh) runs it.
 use strict;
 use warnings FATAL => 'all';
 
@@ -19,11 +15,6 @@ use lib "$FindBin::Bin/../lib";
 use Apache::Test qw(-withtestmore);
 use File::Temp ();
 use LessonsTest;
-
-if (!jwt_caps()->{at_jwt}) {
-    plan skip_all => 'libjwt 1.10 (Debian 12) verifies no dpop+jwt proof: '
-                   . 'LessonsJWTDPoP optional is refused at start-up';
-}
 
 my $dir  = File::Temp->newdir;
 my $port = free_port();

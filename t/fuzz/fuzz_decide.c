@@ -42,7 +42,6 @@
 #include "lessons_claims.h"
 #include "lessons_decide.h"
 #include "lessons_dpop.h"
-#include "lessons_jwtcaps.h"
 #include "lessons_keyset.h"
 #include "lessons_keysource.h"
 #include "lessons_replay.h"
@@ -88,7 +87,6 @@ static lessons_decide_unit_t layouts[FUZZ_LAYOUTS][2];
 static int layout_units[FUZZ_LAYOUTS];
 static int layout_blocks[FUZZ_LAYOUTS];
 static lessons_keyset_t *set_all, *set_rs;
-static unsigned caps;
 static lessons_keysource_t *live;
 static apr_pool_t *live_pool;
 static void *replay_mem;
@@ -108,7 +106,7 @@ static const char *fuzz_fetch(void *baton, apr_pool_t *set_pool,
     FUZZ_NOT_LEAKED(scratch);
     msg = lessons_keysource_parse(set_pool, scratch, FUZZ_JWKS,
                                   strlen(FUZZ_JWKS),
-                                  LESSONS_ALG_BIT(JWT_ALG_RS256), 0, set);
+                                  LESSONS_ALG_BIT(LESSONS_ALG_RS256), 0, set);
     fuzz_keep_keys(msg ? NULL : *set);
     return msg;
 }
@@ -124,7 +122,6 @@ static lessons_decide_unit_t fuzz_unit(const char *issuer,
     u.token.algs = algs;
     u.token.issuer = issuer;
     u.token.audience = "lessons";
-    u.token.caps = caps;
     u.keys_name = "the key file fuzz-keys";
     u.where = "fuzz-conf:1";
     u.alg_name = "HS256 RS256";
@@ -142,16 +139,14 @@ static void fuzz_stop(void)
 
 static void fuzz_setup(apr_pool_t *p)
 {
-    const lessons_algs_t both = LESSONS_ALG_BIT(JWT_ALG_HS256)
-                                | LESSONS_ALG_BIT(JWT_ALG_RS256);
-    const lessons_algs_t rs = LESSONS_ALG_BIT(JWT_ALG_RS256);
+    const lessons_algs_t both = LESSONS_ALG_BIT(LESSONS_ALG_HS256)
+                                | LESSONS_ALG_BIT(LESSONS_ALG_RS256);
+    const lessons_algs_t rs = LESSONS_ALG_BIT(LESSONS_ALG_RS256);
     lessons_keysource_opts_t o;
     lessons_decide_unit_t *u;
     apr_pool_t *hold;
     int i;
 
-    /* What the libjwt in use verifies, as start-up asks it. */
-    caps = lessons_jwtcaps_probe();
     if (lessons_keyset_parse_jwks(p, FUZZ_JWKS, strlen(FUZZ_JWKS), &set_all)
         || lessons_keyset_parse_jwks_ex(p, FUZZ_JWKS, strlen(FUZZ_JWKS),
                                         LESSONS_JWKS_PUBLIC_ONLY, &set_rs)
@@ -188,7 +183,7 @@ static void fuzz_setup(apr_pool_t *p)
     u = layouts[FUZZ_SINGLE_KEY];
     u->token.keys = NULL;
     u->token.algs = 0;
-    u->token.alg = JWT_ALG_HS256;
+    u->token.alg = LESSONS_ALG_HS256;
     u->token.key = &set_all->keys[0].key;   /* "hs" */
     u->alg_name = "HS256";
 
@@ -314,7 +309,6 @@ static void fuzz_check_allow(apr_pool_t *p,
     mine = &unit->token;
     if (used->alg != mine->alg || used->key != mine->key
         || used->algs != mine->algs || used->leeway != mine->leeway
-        || used->caps != mine->caps
         || used->require_at_jwt != mine->require_at_jwt
         || !fuzz_same_str(used->issuer, mine->issuer)
         || !fuzz_same_str(used->audience, mine->audience)
@@ -554,7 +548,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     policy.nunits = layout_units[layout];
     policy.blocks = layout_blocks[layout];
     policy.where = "fuzz-conf:1";
-    policy.caps = caps;
     policy.dpop = s[2] & 3;
     policy.leeway = s[3] & 1 ? 30 : 0;
     units[0].token.leeway = units[1].token.leeway = policy.leeway;

@@ -2,7 +2,7 @@
  *
  * fuzz_jwks.c: the bytes of a key file or a fetched key set: a JWKS
  * parsed as a file's and as a keys URL's (public keys only, PS* keys
- * read as where libjwt verifies them), each JWK
+ * read as where a section names them), each JWK
  * checked and turned into PEM (OpenSSL), a secret or a PEM public key
  * (lessons_keyset_make), then the set checked against every algorithm
  * and looked up by kid.
@@ -21,13 +21,13 @@ static void use_set(apr_pool_t *p, const lessons_keyset_t *set)
     lessons_algs_t all = 0;
     int i;
 
-    for (i = JWT_ALG_HS256; i < JWT_ALG_TERM; i++) {     /* PS* too */
+    for (i = LESSONS_ALG_HS256; i < LESSONS_ALG_TERM; i++) {     /* PS* too */
         all |= LESSONS_ALG_BIT(i);
     }
     lessons_keyset_check(p, set, all);
-    lessons_keyset_check(p, set, LESSONS_ALG_BIT(JWT_ALG_RS256));
+    lessons_keyset_check(p, set, LESSONS_ALG_BIT(LESSONS_ALG_RS256));
     for (i = 0; i < set->nkeys; i++) {
-        lessons_jwk_allows(&set->keys[i], JWT_ALG_ES256);
+        lessons_jwk_allows(&set->keys[i], LESSONS_ALG_ES256);
         if (set->keys[i].kid) {
             lessons_keyset_find(set, set->keys[i].kid);
         }

@@ -39,8 +39,8 @@ static void fuzz_setup(apr_pool_t *p)
     fuzz_keep_keys(set);
     memset(&policy, 0, sizeof(policy));
     policy.keys = set;
-    policy.algs = LESSONS_ALG_BIT(JWT_ALG_HS256)
-                  | LESSONS_ALG_BIT(JWT_ALG_RS256);
+    policy.algs = LESSONS_ALG_BIT(LESSONS_ALG_HS256)
+                  | LESSONS_ALG_BIT(LESSONS_ALG_RS256);
     policy.issuer = "https://idp.example";
     policy.audience = "lessons";
     policy.leeway = 30;

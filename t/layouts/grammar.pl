@@ -350,8 +350,8 @@ sub fill {
         push @lines, ["LessonsJWTIssuer $iss"];
     }
     push @lines, ['LessonsJWTAudience ' . pick(@AUDS)] if (!$blocks || chance(0.03)) && chance(0.2);
-    # DPoP optional/required and at+jwt are refused where the libjwt
-    # cannot verify them (Debian 12): now and then only.
+    # DPoP optional/required and at+jwt change which tokens pass, not
+    # whether a request is gated: now and then only.
     push @lines, ['LessonsJWTDPoP ' . (chance(0.96) ? 'off' : pick(qw(optional required)))] if chance(0.08);
     if (chance(0.15)) {
         push @lines, ['LessonsCORSOrigins ' . pick('https://app.example', '*', 'none',

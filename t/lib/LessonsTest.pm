@@ -35,7 +35,7 @@ our @EXPORT = qw(
     db_rows db_do db_lessons db_count seed sq lesson_row
     free_port wait_port httpd_conf start_httpd child_pids one_process_conf
     pg_ctl pg_start
-    jwt_caps api_location
+    api_location
     suite_log_size suite_log_since
     LESSON_TYPE PROBLEM_TYPE VALIDATION_TITLE
 );
@@ -482,21 +482,6 @@ sub db_name {
 }
 
 sub db_driver { env('LESSONS_TEST_DRIVER') }
-
-# What the libjwt in use verifies, as the suite's server found it at
-# start-up (LESSONS00109 in its error log): { at_jwt => 0|1, pss => 0|1,
-# line => the line }.  Tests that only one release can pass ask it.
-sub jwt_caps {
-    my $log = Apache::Test::vars('t_logs') . '/error_log';
-    open my $fh, '<', $log or die "$log: $!";
-    my ($line) = reverse grep { /LESSONS00109: / } <$fh>;
-    die "no LESSONS00109 line in $log: the module did not say what libjwt verifies\n"
-        unless $line;
-    chomp $line;
-    return { at_jwt => $line =~ /at\+jwt tokens verified/ ? 1 : 0,
-             pss    => $line =~ m{PS256/384/512 verified} ? 1 : 0,
-             line   => $line };
-}
 
 # The suite's error log: its size now, and what it gained since a size.
 sub suite_log_size { -s Apache::Test::vars('t_logs') . '/error_log' || 0 }

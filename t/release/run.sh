@@ -20,7 +20,7 @@
 #                         /var/cache/mod-lessons/roots)
 # LESSONS_RELEASE_FRESH=1 make the root again from nothing
 # LESSONS_RELEASE_TARGET  the make target run in the root (default
-#                         test-release; e.g. jwt-flavor-test)
+#                         test-release)
 set -uo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)

@@ -34,7 +34,7 @@ for arg in "$@"; do
     esac
 done
 
-BUILD_PACKAGES="apache2 apache2-dev libcjose-dev libjansson-dev libjwt-dev libssl-dev
+BUILD_PACKAGES="apache2 apache2-dev libcjose-dev libjansson-dev libssl-dev
 libaprutil1-dev libpq-dev libsqlite3-dev libaprutil1-dbd-sqlite3
 libaprutil1-dbd-pgsql sqlite3 openssl pkg-config zlib1g-dev
 libcurl4-openssl-dev"

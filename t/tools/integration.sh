@@ -26,9 +26,6 @@
 # lands in sanitizer/ in that directory, and a report with a frame of the
 # module's own code fails the run.
 #
-# LESSONS_TEST_LIBDIR=DIR puts a copy of DIR's libraries first on the
-# suite's LD_LIBRARY_PATH (so on the httpd it starts): libjwt's GnuTLS
-# build under the OpenSSL build's name, for t/release/flavor.sh.
 # LESSONS_TEST_LABEL names the run on its result line.
 set -euo pipefail
 
@@ -48,7 +45,6 @@ else
     LABEL="integration $DRIVER"
 fi
 LABEL=${LESSONS_TEST_LABEL:-$LABEL}
-LIBDIR=${LESSONS_TEST_LIBDIR:-}
 HTTPD=${HTTPD:-/usr/sbin/apache2}
 APXS=${APXS:-$(command -v apxs 2>/dev/null || echo /usr/bin/apxs)}
 HTTPD_MODULES=${HTTPD_MODULES:-/usr/lib/apache2/modules}
@@ -137,12 +133,6 @@ tar -C "$ROOT" -cf - \
     --exclude=t/conf/modperl_inc.pl --exclude=t/conf/modperl_startup.pl \
     t sql conf/openapi.yaml | tar -C "$WORK/src" -xf -
 cp "$MODULE" "$WORK/src/build/mod_lessons.so"
-LIB_ENV=()
-if [ -n "$LIBDIR" ]; then
-    mkdir -p "$WORK/lib"
-    cp -L "$LIBDIR"/* "$WORK/lib/"
-    LIB_ENV=(LD_LIBRARY_PATH="$WORK/lib" LESSONS_TEST_LIBDIR_SET=1)
-fi
 
 # --- sanitizers: httpd through a wrapper that preloads their runtimes ---
 if [ -n "$SANITIZE" ]; then
@@ -435,7 +425,6 @@ setsid "${AS_USER[@]}" env \
     LESSONS_TEST_HTTPD="$HTTPD" \
     LESSONS_TEST_HTTPD_MODULES="$HTTPD_MODULES" \
     "${PG_ENV[@]}" \
-    "${LIB_ENV[@]}" \
     perl t/TEST -apxs "$APXS" -httpd "$HTTPD" -httpd_conf "$WORK/base.conf" \
         -port "$HTTPD_PORT" "$@" </dev/null >"$WORK/suite.log" 2>&1 &
 SUITE_PID=$!

@@ -6,10 +6,8 @@
  * table: no token needed; a broken policy refuses (500) whatever the
  * token; each refusal its status, challenge, error, reason and log tag;
  * a good token allowed with its user, unit and exports; issuer blocks;
- * fetched keys not there yet (503); the user claim; DPoP.  libjwt 1.10
- * (Debian 12) refuses every typ but JWT inside jwt_decode, so a good
- * DPoP proof cannot pass there: those cases are skipped with the reason
- * (lessons_jwtcaps_probe), as in test_dpop.c.
+ * fetched keys not there yet (503); the user claim; DPoP, with proofs
+ * signed by cjose.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,7 +20,6 @@
 #include "lessons_claims.h"
 #include "lessons_decide.h"
 #include "lessons_dpop.h"
-#include "lessons_jwtcaps.h"
 #include "lessons_keyset.h"
 #include "lessons_replay.h"
 #include "lessons_token.h"
@@ -44,7 +41,6 @@ static const unsigned char other_secret[] =
     "another-key-for-decide-tests-0123456789abcdefghi";
 #define SECRET_LEN (sizeof(secret) - 1)
 
-static unsigned caps;
 static const char *rsa_pub, *rsa_priv, *rsa2_priv;
 static const lessons_key_t *hs_key;
 static lessons_keyset_t *rs_set;
@@ -67,7 +63,6 @@ static int group_setup(void **state)
                             strlen(rsa_pub), &rs_set)) {
         return -1;
     }
-    caps = lessons_jwtcaps_probe();
     return 0;
 }
 
@@ -77,11 +72,10 @@ static lessons_decide_unit_t unit_hs(void)
     lessons_decide_unit_t u;
 
     memset(&u, 0, sizeof(u));
-    u.token.alg = JWT_ALG_HS256;
+    u.token.alg = LESSONS_ALG_HS256;
     u.token.key = hs_key;
     u.token.issuer = ISS_A;
     u.token.audience = AUD;
-    u.token.caps = caps;
     u.keys_name = "/etc/lessons/jwt.key";
     u.where = "lessons.conf:10";
     u.alg_name = "HS256";
@@ -96,10 +90,9 @@ static lessons_decide_unit_t unit_rs(void)
     memset(&u, 0, sizeof(u));
     u.issuer = ISS_B;
     u.token.keys = rs_set;
-    u.token.algs = LESSONS_ALG_BIT(JWT_ALG_RS256);
+    u.token.algs = LESSONS_ALG_BIT(LESSONS_ALG_RS256);
     u.token.issuer = ISS_B;
     u.token.audience = AUD;
-    u.token.caps = caps;
     u.keys_name = "/etc/lessons/b.pem";
     u.where = "lessons.conf:20";
     u.alg_name = "RS256";
@@ -116,7 +109,6 @@ static lessons_decide_policy_t policy_of(const lessons_decide_unit_t *units,
     p.units = units;
     p.nunits = n;
     p.where = "lessons.conf:10";
-    p.caps = caps;
     return p;
 }
 
@@ -145,18 +137,18 @@ static const char *claims_with(const char *iss, const char *more)
 
 static const char *hs_token(const char *claims)
 {
-    return lj_token(JWT_ALG_HS256, secret, SECRET_LEN, claims);
+    return lj_token(LESSONS_ALG_HS256, secret, SECRET_LEN, claims);
 }
 
 static const char *rs_token(const char *claims)
 {
-    return lj_token(JWT_ALG_RS256, rsa_priv, strlen(rsa_priv), claims);
+    return lj_token(LESSONS_ALG_RS256, rsa_priv, strlen(rsa_priv), claims);
 }
 
 /* Signed by an RSA key no unit has. */
 static const char *other_rs_token(const char *claims)
 {
-    return lj_token(JWT_ALG_RS256, rsa2_priv, strlen(rsa2_priv), claims);
+    return lj_token(LESSONS_ALG_RS256, rsa2_priv, strlen(rsa2_priv), claims);
 }
 
 static const char *bearer(const char *token)
@@ -397,7 +389,7 @@ static void test_key_misfit(void **state)
     lessons_verdict_t v;
 
     (void)state;
-    u.token.alg = JWT_ALG_RS256;
+    u.token.alg = LESSONS_ALG_RS256;
     v = decide(&p, &f);
     is_misconfigured(&v);
 }
@@ -550,7 +542,7 @@ static void test_refused_tokens(void **state)
     u.token.leeway = 0;
 
     /* Signed with another secret. */
-    token = lj_token(JWT_ALG_HS256, other_secret, SECRET_LEN,
+    token = lj_token(LESSONS_ALG_HS256, other_secret, SECRET_LEN,
                      claims_with(ISS_A, ""));
     v = decide_auth(&p, bearer(token));
     is_token_refused(&v, LESSONS_REFUSED_SIGNATURE);
@@ -602,12 +594,12 @@ static void test_unknown_kid(void **state)
     assert_null(lessons_keyset_parse_jwks(pool, jwks, strlen(jwks), &set));
     u.token.key = NULL;
     u.token.keys = set;
-    u.token.algs = LESSONS_ALG_BIT(JWT_ALG_HS256);
-    token = lj_token_kid(JWT_ALG_HS256, secret, SECRET_LEN,
+    u.token.algs = LESSONS_ALG_BIT(LESSONS_ALG_HS256);
+    token = lj_token_kid(LESSONS_ALG_HS256, secret, SECRET_LEN,
                          claims_with(ISS_A, ""), "hs");
     v = decide_auth(&p, bearer(token));
     is_allowed(&v, token, &u, "alice", NOW);
-    v = decide_auth(&p, bearer(lj_token_kid(JWT_ALG_HS256, secret,
+    v = decide_auth(&p, bearer(lj_token_kid(LESSONS_ALG_HS256, secret,
                                             SECRET_LEN,
                                             claims_with(ISS_A, ""),
                                             "gone")));
@@ -642,7 +634,7 @@ static void test_token_cache(void **state)
     v = decide(&p, &f);
     is_token_refused(&v, LESSONS_REFUSED_EXPIRED);
     /* A bad token through the cache is refused and not kept. */
-    f = facts_of(bearer(lj_token(JWT_ALG_HS256, other_secret, SECRET_LEN,
+    f = facts_of(bearer(lj_token(LESSONS_ALG_HS256, other_secret, SECRET_LEN,
                                  claims_with(ISS_A, ""))));
     v = decide(&p, &f);
     is_token_refused(&v, LESSONS_REFUSED_SIGNATURE);
@@ -979,7 +971,7 @@ static const char *proof_for(const ec_key_t *k, const char *token,
     char ath[LESSONS_DPOP_HASH_LEN];
 
     assert_int_equal(lessons_dpop_ath(token, ath), 0);
-    return lj_token_with(JWT_ALG_ES256, k->priv, strlen(k->priv),
+    return lj_token_with(LESSONS_ALG_ES256, k->priv, strlen(k->priv),
                          apr_psprintf(pool, "{\"jti\":\"%s\",\"htm\":\"GET\","
                                       "\"htu\":\"" URI "\",\"iat\":%"
                                       APR_INT64_T_FMT ",\"ath\":\"%s\"}",
@@ -1081,14 +1073,6 @@ static void test_dpop_refusals(void **state)
     f.dpop = proof_for(&k, plain, NOW, "j-2");
     v = decide(&p, &f);
     is_dpop_refused(&v, "invalid_dpop_proof");
-    /* A good proof, on a libjwt that cannot verify a typed JWT: refused
-     * (BAD_TYPE), never taken.
-     */
-    if (!(caps & LESSONS_JWTCAP_TYPED)) {
-        f.dpop = proof;
-        v = decide(&p, &f);
-        is_dpop_refused(&v, "invalid_dpop_proof");
-    }
     /* None of these reached the replay table. */
     assert_int_equal(box.calls, 0);
 }
@@ -1108,10 +1092,6 @@ static void test_dpop_good_proof(void **state)
     lessons_verdict_t v;
 
     (void)state;
-    if (!(caps & LESSONS_JWTCAP_TYPED)) {
-        free(mem);
-        skip();                 /* libjwt refuses typ dpop+jwt: see above */
-    }
     assert_non_null(mem);
     box.table = lessons_replay_attach(mem, size, 64, 1);
     assert_non_null(box.table);
@@ -1187,9 +1167,6 @@ static void test_dpop_no_table(void **state)
     lessons_verdict_t v;
 
     (void)state;
-    if (!(caps & LESSONS_JWTCAP_TYPED)) {
-        skip();                 /* libjwt refuses typ dpop+jwt */
-    }
     p.dpop = LESSONS_DPOP_OPTIONAL;
     f.dpop = proof_for(&k, bound, NOW, "j-1");
     f.dpop_lines = 1;

@@ -37,7 +37,7 @@
 #define OCT "{\"kty\":\"oct\",\"kid\":\"s\"," \
     "\"k\":\"MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY\"}"
 
-#define B(a) LESSONS_ALG_BIT(JWT_ALG_##a)
+#define B(a) LESSONS_ALG_BIT(LESSONS_ALG_##a)
 
 #define assert_has(s, sub) do { \
         const char *s_ = (s); \

@@ -4,7 +4,7 @@
  * _find and lessons_jwk_allows against lessons_keyset.h.  Keys are made
  * by OpenSSL at start-up and their JWK members exported (big-endian
  * bytes, base64url by apr_encode), so every set here holds real keys;
- * tokens signed by libjwt with the private keys prove that the PEM made
+ * tokens signed by cjose with the private keys prove that the PEM made
  * from a JWK is that very key.
  */
 #include <stdarg.h>
@@ -16,7 +16,6 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include <jwt.h>
 #include <openssl/bio.h>
 #include <openssl/bn.h>
 #include <openssl/core_names.h>
@@ -240,7 +239,7 @@ static void test_rsa_key(void **state)
     assert_int_equal(set->nkeys, 1);
     assert_int_equal(set->skipped, 0);
     assert_string_equal(set->keys[0].kid, "r1");
-    assert_int_equal(set->keys[0].alg, JWT_ALG_RS256);
+    assert_int_equal(set->keys[0].alg, LESSONS_ALG_RS256);
     assert_int_equal(set->keys[0].key.type, LESSONS_KEY_RSA);
     assert_int_equal(set->keys[0].key.bits, 2048);
     same_pem(&set->keys[0], rsa1.pub);
@@ -249,7 +248,8 @@ static void test_rsa_key(void **state)
 static void test_ec_keys(void **state)
 {
     const test_key_t *keys[] = { &p256, &p384, &p521 };
-    const jwt_alg_t algs[] = { JWT_ALG_ES256, JWT_ALG_ES384, JWT_ALG_ES512 };
+    const lessons_alg_t algs[] = { LESSONS_ALG_ES256, LESSONS_ALG_ES384,
+                                   LESSONS_ALG_ES512 };
     const lessons_keyset_t *set;
     size_t i;
 
@@ -258,7 +258,7 @@ static void test_ec_keys(void **state)
         set = parse_ok(one(keys[i]->members));
         assert_int_equal(set->nkeys, 1);
         assert_null(set->keys[0].kid);
-        assert_int_equal(set->keys[0].alg, JWT_ALG_NONE);
+        assert_int_equal(set->keys[0].alg, LESSONS_ALG_NONE);
         assert_int_equal(set->keys[0].key.type, LESSONS_KEY_EC);
         assert_int_equal(set->keys[0].key.ec_alg, algs[i]);
         same_pem(&set->keys[0], keys[i]->pub);
@@ -277,7 +277,7 @@ static void test_oct_key(void **state)
     assert_int_equal(set->keys[0].key.type, LESSONS_KEY_SECRET);
     assert_int_equal(set->keys[0].key.len, sizeof(oct_bytes));
     assert_memory_equal(set->keys[0].key.data, oct_bytes, sizeof(oct_bytes));
-    assert_int_equal(set->keys[0].alg, JWT_ALG_HS256);
+    assert_int_equal(set->keys[0].alg, LESSONS_ALG_HS256);
 }
 
 /* From a keys URL (LESSONS_JWKS_PUBLIC_ONLY) an oct key is skipped and
@@ -393,9 +393,9 @@ static void test_keycloak_like_set(void **state)
     assert_null(lessons_keyset_find(set, "enc-kid"));
 }
 
-/* A PS256 key is read only with LESSONS_JWKS_PSS (a libjwt that
- * verifies PS*), and only where libjwt's headers name PS* at all; it is
- * an RSA key like any other, and its "alg" must fit its type.
+/* A PS256 key is read only with LESSONS_JWKS_PSS (a section that names
+ * PS*); it is an RSA key like any other, and its "alg" must fit its
+ * type.
  */
 static void test_pss_key_with_the_flag(void **state)
 {
@@ -412,39 +412,33 @@ static void test_pss_key_with_the_flag(void **state)
     assert_int_equal(set->skipped, 1);
     assert_null(lessons_keyset_find(set, "ps"));
     set = parse_ok_ex(json, LESSONS_JWKS_PUBLIC_ONLY | LESSONS_JWKS_PSS);
-#ifdef LESSONS_LIBJWT_PS_NAMES
     assert_int_equal(set->nkeys, 2);
     assert_int_equal(set->skipped, 0);
     assert_non_null(lessons_keyset_find(set, "ps"));
-    assert_int_equal(lessons_keyset_find(set, "ps")->alg, JWT_ALG_PS256);
+    assert_int_equal(lessons_keyset_find(set, "ps")->alg, LESSONS_ALG_PS256);
     assert_true(lessons_jwk_allows(lessons_keyset_find(set, "ps"),
-                                   JWT_ALG_PS256));
+                                   LESSONS_ALG_PS256));
     assert_false(lessons_jwk_allows(lessons_keyset_find(set, "ps"),
-                                    JWT_ALG_RS256));
+                                    LESSONS_ALG_RS256));
     assert_true(lessons_jwk_allows(lessons_keyset_find(set, "rs"),
-                                   JWT_ALG_PS512));
+                                   LESSONS_ALG_PS512));
     same_pem(lessons_keyset_find(set, "ps"), rsa2.pub);
     /* a PS* "alg" on an EC key is refused, as RS256 on one would be */
     set = NULL;
     assert_non_null(lessons_keyset_parse_jwks_ex(pool, ec, strlen(ec),
                                                  LESSONS_JWKS_PSS, &set));
     assert_null(set);
-    assert_true(lessons_algs_name_pss(LESSONS_ALG_BIT(JWT_ALG_RS256)
-                                      | LESSONS_ALG_BIT(JWT_ALG_PS384)));
-#else
-    (void)ec;
-    assert_int_equal(set->nkeys, 1);                /* 1.10: no PS* */
-    assert_int_equal(set->skipped, 1);
-#endif
+    assert_true(lessons_algs_name_pss(LESSONS_ALG_BIT(LESSONS_ALG_RS256)
+                                      | LESSONS_ALG_BIT(LESSONS_ALG_PS384)));
     assert_false(lessons_algs_name_pss(0));
-    assert_false(lessons_algs_name_pss(LESSONS_ALG_BIT(JWT_ALG_RS256)
-                                       | LESSONS_ALG_BIT(JWT_ALG_ES512)
-                                       | LESSONS_ALG_BIT(JWT_ALG_HS256)));
+    assert_false(lessons_algs_name_pss(LESSONS_ALG_BIT(LESSONS_ALG_RS256)
+                                       | LESSONS_ALG_BIT(LESSONS_ALG_ES512)
+                                       | LESSONS_ALG_BIT(LESSONS_ALG_HS256)));
     /* HMAC alone: what no keys URL or discovered issuer can serve. */
-    assert_true(lessons_algs_hmac_only(LESSONS_ALG_BIT(JWT_ALG_HS256)
-                                       | LESSONS_ALG_BIT(JWT_ALG_HS512)));
-    assert_false(lessons_algs_hmac_only(LESSONS_ALG_BIT(JWT_ALG_HS256)
-                                        | LESSONS_ALG_BIT(JWT_ALG_RS256)));
+    assert_true(lessons_algs_hmac_only(LESSONS_ALG_BIT(LESSONS_ALG_HS256)
+                                       | LESSONS_ALG_BIT(LESSONS_ALG_HS512)));
+    assert_false(lessons_algs_hmac_only(LESSONS_ALG_BIT(LESSONS_ALG_HS256)
+                                        | LESSONS_ALG_BIT(LESSONS_ALG_RS256)));
     assert_false(lessons_algs_hmac_only(0));
 }
 
@@ -461,7 +455,7 @@ static void test_from_key(void **state)
     assert_int_equal(set->nkeys, 1);
     assert_int_equal(set->skipped, 0);
     assert_null(set->keys[0].kid);
-    assert_int_equal(set->keys[0].alg, JWT_ALG_NONE);
+    assert_int_equal(set->keys[0].alg, LESSONS_ALG_NONE);
     assert_int_equal(set->keys[0].key.type, LESSONS_KEY_RSA);
     same_pem(&set->keys[0], rsa1.pub);
 
@@ -510,7 +504,7 @@ static void test_make_detects_the_form(void **state)
     set = made(text, strlen(text));
     assert_int_equal(set->nkeys, 2);
     assert_string_equal(set->keys[1].kid, "b");
-    assert_int_equal(set->keys[1].key.ec_alg, JWT_ALG_ES384);
+    assert_int_equal(set->keys[1].key.ec_alg, LESSONS_ALG_ES384);
 
     /* a PEM public key */
     set = made(rsa2.pub, strlen(rsa2.pub) - 1);
@@ -518,7 +512,7 @@ static void test_make_detects_the_form(void **state)
     assert_null(set->keys[0].kid);
     assert_int_equal(set->keys[0].key.type, LESSONS_KEY_RSA);
     set = made(p521.pub, strlen(p521.pub));
-    assert_int_equal(set->keys[0].key.ec_alg, JWT_ALG_ES512);
+    assert_int_equal(set->keys[0].key.ec_alg, LESSONS_ALG_ES512);
 
     /* a secret */
     set = made(secret, strlen(secret));
@@ -608,10 +602,11 @@ static void test_digest(void **state)
 
 static void test_jwk_allows(void **state)
 {
-    static const jwt_alg_t all[] = {
-        JWT_ALG_NONE, JWT_ALG_HS256, JWT_ALG_HS384, JWT_ALG_HS512,
-        JWT_ALG_RS256, JWT_ALG_RS384, JWT_ALG_RS512, JWT_ALG_ES256,
-        JWT_ALG_ES384, JWT_ALG_ES512, JWT_ALG_INVAL
+    static const lessons_alg_t all[] = {
+        LESSONS_ALG_NONE, LESSONS_ALG_HS256, LESSONS_ALG_HS384,
+        LESSONS_ALG_HS512, LESSONS_ALG_RS256, LESSONS_ALG_RS384,
+        LESSONS_ALG_RS512, LESSONS_ALG_ES256, LESSONS_ALG_ES384,
+        LESSONS_ALG_ES512, LESSONS_ALG_INVAL
     };
     const lessons_keyset_t *set;
     /* per key, the algorithms it allows, as a bit set */
@@ -643,7 +638,7 @@ static void test_jwk_allows(void **state)
                              expect);
         }
     }
-    assert_false(lessons_jwk_allows(NULL, JWT_ALG_RS256));
+    assert_false(lessons_jwk_allows(NULL, LESSONS_ALG_RS256));
 }
 
 static void check_fails(const lessons_keyset_t *set, lessons_algs_t algs,
@@ -657,7 +652,7 @@ static void check_fails(const lessons_keyset_t *set, lessons_algs_t algs,
     assert_non_null(strstr(msg, want));
 }
 
-#define B(a) LESSONS_ALG_BIT(JWT_ALG_##a)
+#define B(a) LESSONS_ALG_BIT(LESSONS_ALG_##a)
 
 static void test_check(void **state)
 {
@@ -674,7 +669,7 @@ static void test_check(void **state)
     check_fails(rs, B(ES256), "the key with kid \"a\"");
     check_fails(rs, B(HS256) | B(ES384), "fits none of HS256, ES384");
     check_fails(rs, 0, "no algorithm");
-    check_fails(rs, LESSONS_ALG_BIT(JWT_ALG_NONE), "no algorithm");
+    check_fails(rs, LESSONS_ALG_BIT(LESSONS_ALG_NONE), "no algorithm");
 
     mixed = parse_ok(apr_psprintf(pool, "{\"keys\":[{%s,\"kid\":\"r\"},"
                                   "{%s,\"kid\":\"e\"}]}", rsa1.members,
@@ -1035,20 +1030,53 @@ static void test_one_bad_key_refuses_the_set(void **state)
                 "2048 needed");
 }
 
-/* --------------------------------------------- libjwt signs, we verify */
+/* ---------------------------------------------- cjose signs, we verify */
 
+/* Does cjose verify token with the key as the set holds it: its bytes
+ * (the secret, or the PEM made from the JWK, read again as start-up
+ * reads a key file), and its own JWK?  Both must say the same.
+ */
 static int verifies(const char *token, const lessons_jwk_t *k)
 {
-    jwt_t *jwt = NULL;
-    int rc;
+    lessons_key_t *again = NULL;
+    cjose_jwk_t *oct = NULL;
+    const cjose_jwk_t *jwk;
+    cjose_jws_t *jws;
+    cjose_err err;
+    uint8_t *plain = NULL;
+    size_t plainlen = 0;
+    json_t *claims;
+    int ok, own;
 
     assert_true(k->key.len > 0);
-    rc = jwt_decode(&jwt, token, k->key.data, (int)k->key.len);
-    if (rc == 0) {
-        assert_string_equal(jwt_get_grant(jwt, "sub"), "alice");
+    assert_non_null(k->key.jwk);
+    if (k->key.type == LESSONS_KEY_SECRET) {
+        oct = cjose_jwk_create_oct_spec(k->key.data, k->key.len, &err);
+        assert_non_null(oct);
+        jwk = oct;
     }
-    jwt_free(jwt);
-    return rc == 0;
+    else {
+        assert_null(lessons_key_make(pool, k->key.data, k->key.len, &again));
+        jwk = again->jwk;
+    }
+    jws = cjose_jws_import(token, strlen(token), &err);
+    assert_non_null(jws);
+    ok = cjose_jws_verify(jws, jwk, &err);
+    own = cjose_jws_verify(jws, k->key.jwk, &err);
+    assert_int_equal(ok, own);
+    if (ok) {
+        assert_true(cjose_jws_get_plaintext(jws, &plain, &plainlen, &err));
+        claims = json_loadb((const char *)plain, plainlen, 0, NULL);
+        assert_non_null(claims);
+        assert_string_equal(json_string_value(json_object_get(claims,
+                                                              "sub")),
+                            "alice");
+        json_decref(claims);
+    }
+    cjose_jws_release(jws);
+    if (oct)
+        cjose_jwk_release(oct);
+    return ok;
 }
 
 static void test_tokens_verify_with_jwk_keys(void **state)
@@ -1072,25 +1100,32 @@ static void test_tokens_verify_with_jwk_keys(void **state)
     h = lessons_keyset_find(set, "h");
     assert_true(r1 && r2 && e256 && e256b && e384 && e521 && h);
 
-    t = lj_token(JWT_ALG_RS256, rsa1.priv, strlen(rsa1.priv), "{\"sub\":\"alice\"}");
+    t = lj_token(LESSONS_ALG_RS256, rsa1.priv, strlen(rsa1.priv),
+                 "{\"sub\":\"alice\"}");
     assert_true(verifies(t, r1));
     assert_false(verifies(t, r2));
-    t = lj_token(JWT_ALG_RS512, rsa2.priv, strlen(rsa2.priv), "{\"sub\":\"alice\"}");
+    t = lj_token(LESSONS_ALG_RS512, rsa2.priv, strlen(rsa2.priv),
+                 "{\"sub\":\"alice\"}");
     assert_true(verifies(t, r2));
     assert_false(verifies(t, r1));
 
-    t = lj_token(JWT_ALG_ES256, p256.priv, strlen(p256.priv), "{\"sub\":\"alice\"}");
+    t = lj_token(LESSONS_ALG_ES256, p256.priv, strlen(p256.priv),
+                 "{\"sub\":\"alice\"}");
     assert_true(verifies(t, e256));
     assert_false(verifies(t, e256b));
-    t = lj_token(JWT_ALG_ES384, p384.priv, strlen(p384.priv), "{\"sub\":\"alice\"}");
+    t = lj_token(LESSONS_ALG_ES384, p384.priv, strlen(p384.priv),
+                 "{\"sub\":\"alice\"}");
     assert_true(verifies(t, e384));
-    t = lj_token(JWT_ALG_ES512, p521.priv, strlen(p521.priv), "{\"sub\":\"alice\"}");
+    t = lj_token(LESSONS_ALG_ES512, p521.priv, strlen(p521.priv),
+                 "{\"sub\":\"alice\"}");
     assert_true(verifies(t, e521));
     assert_false(verifies(t, e256));
 
-    t = lj_token(JWT_ALG_HS256, oct_bytes, sizeof(oct_bytes), "{\"sub\":\"alice\"}");
+    t = lj_token(LESSONS_ALG_HS256, oct_bytes, sizeof(oct_bytes),
+                 "{\"sub\":\"alice\"}");
     assert_true(verifies(t, h));
-    t = lj_token(JWT_ALG_HS256, oct2_bytes, sizeof(oct_bytes), "{\"sub\":\"alice\"}");
+    t = lj_token(LESSONS_ALG_HS256, oct2_bytes, sizeof(oct_bytes),
+                 "{\"sub\":\"alice\"}");
     assert_false(verifies(t, h));
 }
 

@@ -659,7 +659,7 @@ static void test_fetch_url_refuses_http(void **state)
 
     memset(&url, 0, sizeof(url));
     url.url = "http://127.0.0.1:1/jwks.json";
-    url.algs = LESSONS_ALG_BIT(JWT_ALG_RS256);
+    url.algs = LESSONS_ALG_BIT(LESSONS_ALG_RS256);
     url.connect_timeout_ms = 1000;
     url.total_timeout_ms = 1000;
     err = lessons_keysource_fetch_url(&url, *state, *state, &set);

@@ -4,7 +4,7 @@
  * (issue 7).  A hit needs the same policy and the same whole token; exp,
  * nbf and iat are checked on every hit exactly as a full verify checks
  * them; only OK results are stored; the bound holds; threads share it.
- * Tokens are made as in test_token.c: by libjwt, or by hand with HMAC.
+ * Tokens are made as in test_token.c: by cjose, or by hand with HMAC.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,7 +16,6 @@
 #include <cmocka.h>
 
 #include <jansson.h>
-#include <jwt.h>
 #include <openssl/bio.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -84,7 +83,7 @@ static const lessons_key_t *make_key(const void *data, apr_size_t len)
     return key;
 }
 
-static lessons_token_policy_t policy(jwt_alg_t alg, const void *key,
+static lessons_token_policy_t policy(lessons_alg_t alg, const void *key,
                                      apr_size_t len)
 {
     lessons_token_policy_t p;
@@ -98,10 +97,10 @@ static lessons_token_policy_t policy(jwt_alg_t alg, const void *key,
 
 static lessons_token_policy_t hs_policy(void)
 {
-    return policy(JWT_ALG_HS256, secret, SECRET_LEN);
+    return policy(LESSONS_ALG_HS256, secret, SECRET_LEN);
 }
 
-static lessons_token_policy_t pem_policy(jwt_alg_t alg, const char *pem)
+static lessons_token_policy_t pem_policy(lessons_alg_t alg, const char *pem)
 {
     return policy(alg, pem, strlen(pem));
 }
@@ -285,11 +284,11 @@ static void test_watch(void **state)
 static void test_hits_rs256_es256(void **state)
 {
     lessons_tokencache_t *c = new_cache(100);
-    lessons_token_policy_t rs = pem_policy(JWT_ALG_RS256, rsa_pub);
-    lessons_token_policy_t es = pem_policy(JWT_ALG_ES256, ec_pub);
-    const char *trs = lj_token(JWT_ALG_RS256, rsa_priv, strlen(rsa_priv),
+    lessons_token_policy_t rs = pem_policy(LESSONS_ALG_RS256, rsa_pub);
+    lessons_token_policy_t es = pem_policy(LESSONS_ALG_ES256, ec_pub);
+    const char *trs = lj_token(LESSONS_ALG_RS256, rsa_priv, strlen(rsa_priv),
                                "{\"sub\":\"rsa-user\",\"exp\":1700003600}");
-    const char *tes = lj_token(JWT_ALG_ES256, ec_priv, strlen(ec_priv),
+    const char *tes = lj_token(LESSONS_ALG_ES256, ec_priv, strlen(ec_priv),
                                "{\"sub\":\"ec-user\",\"exp\":1700003600}");
 
     (void)state;
@@ -467,13 +466,14 @@ static void test_policy_other_key(void **state)
 {
     lessons_tokencache_t *c = new_cache(100);
     lessons_token_policy_t a = hs_policy();
-    lessons_token_policy_t b = policy(JWT_ALG_HS256, other_secret, OTHER_LEN);
-    lessons_token_policy_t ea = pem_policy(JWT_ALG_ES256, ec_pub);
-    lessons_token_policy_t eb = pem_policy(JWT_ALG_ES256, ec2_pub);
+    lessons_token_policy_t b = policy(LESSONS_ALG_HS256, other_secret,
+                                      OTHER_LEN);
+    lessons_token_policy_t ea = pem_policy(LESSONS_ALG_ES256, ec_pub);
+    lessons_token_policy_t eb = pem_policy(LESSONS_ALG_ES256, ec2_pub);
 
     (void)state;
     cross(c, &a, &b, hs_token(STD_CLAIMS), NOW, LESSONS_TOKEN_BAD_SIGNATURE);
-    cross(c, &ea, &eb, lj_token(JWT_ALG_ES256, ec_priv, strlen(ec_priv),
+    cross(c, &ea, &eb, lj_token(LESSONS_ALG_ES256, ec_priv, strlen(ec_priv),
                                 STD_CLAIMS), NOW,
           LESSONS_TOKEN_BAD_SIGNATURE);
 }
@@ -511,13 +511,13 @@ static void test_policy_other_alg(void **state)
 {
     lessons_tokencache_t *c = new_cache(100);
     lessons_token_policy_t a = hs_policy(), b = a;
-    lessons_token_policy_t rs = pem_policy(JWT_ALG_RS256, rsa_pub);
-    lessons_token_policy_t rs384 = pem_policy(JWT_ALG_RS384, rsa_pub);
+    lessons_token_policy_t rs = pem_policy(LESSONS_ALG_RS256, rsa_pub);
+    lessons_token_policy_t rs384 = pem_policy(LESSONS_ALG_RS384, rsa_pub);
 
     (void)state;
-    b.alg = JWT_ALG_HS384;              /* same secret, another alg */
+    b.alg = LESSONS_ALG_HS384;              /* same secret, another alg */
     cross(c, &a, &b, hs_token(STD_CLAIMS), NOW, LESSONS_TOKEN_BAD_ALG);
-    cross(c, &rs, &rs384, lj_token(JWT_ALG_RS256, rsa_priv,
+    cross(c, &rs, &rs384, lj_token(LESSONS_ALG_RS256, rsa_priv,
                                    strlen(rsa_priv), STD_CLAIMS), NOW,
           LESSONS_TOKEN_BAD_ALG);
 }
@@ -570,7 +570,7 @@ static void test_fingerprint(void **state)
         assert_int_equal(lessons_token_policy_fingerprint(&q, f), 0); \
         assert_memory_not_equal(f0, f, sizeof(f)); \
     } while (0)
-    DIFFERS(q.alg = JWT_ALG_HS512);
+    DIFFERS(q.alg = LESSONS_ALG_HS512);
     DIFFERS(q.key = make_key(other_secret, OTHER_LEN));
     DIFFERS(q.key = make_key(longer, sizeof(longer) - 1));
     DIFFERS(q.issuer = ISSUER);
@@ -619,9 +619,9 @@ static void test_tampered_is_not_a_hit(void **state)
 {
     lessons_tokencache_t *c = new_cache(100);
     lessons_token_policy_t p = hs_policy();
-    lessons_token_policy_t rs = pem_policy(JWT_ALG_RS256, rsa_pub);
+    lessons_token_policy_t rs = pem_policy(LESSONS_ALG_RS256, rsa_pub);
     const char *t = hs_token(STD_CLAIMS);
-    const char *trs = lj_token(JWT_ALG_RS256, rsa_priv, strlen(rsa_priv),
+    const char *trs = lj_token(LESSONS_ALG_RS256, rsa_priv, strlen(rsa_priv),
                                STD_CLAIMS);
 
     (void)state;
@@ -1124,7 +1124,7 @@ static void run_threads(apr_size_t max_entries)
     apr_thread_t *thd[NTHREADS];
     apr_status_t rv;
     lessons_token_policy_t hs = hs_policy();
-    lessons_token_policy_t es = pem_policy(JWT_ALG_ES256, ec_pub);
+    lessons_token_policy_t es = pem_policy(LESSONS_ALG_ES256, ec_pub);
     lessons_tokencache_stats_t st;
     int i;
 
@@ -1140,7 +1140,7 @@ static void run_threads(apr_size_t max_entries)
     }
     s.policy[4] = &es;
     s.subject[4] = "ec-user";
-    s.token[4] = lj_token(JWT_ALG_ES256, ec_priv, strlen(ec_priv),
+    s.token[4] = lj_token(LESSONS_ALG_ES256, ec_priv, strlen(ec_priv),
                           "{\"sub\":\"ec-user\",\"exp\":1700003600}");
     s.expect[4] = LESSONS_TOKEN_OK;
     s.policy[5] = &hs;
