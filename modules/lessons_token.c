@@ -379,6 +379,37 @@ static lessons_token_e lessons_pick_keys(const lessons_token_policy_t *pol,
 /* A token's shape: 1..LESSONS_TOKEN_MAX_LEN characters of base64url in
  * three non-empty segments; dot[] gets the two dots.
  */
+/* The value of a base64url character (lessons_is_b64url holds). */
+static unsigned lessons_b64url_value(unsigned char c)
+{
+    return c >= 'A' && c <= 'Z' ? (unsigned)(c - 'A')
+           : c >= 'a' && c <= 'z' ? (unsigned)(c - 'a') + 26
+           : c >= '0' && c <= '9' ? (unsigned)(c - '0') + 52
+           : c == '-' ? 62 : 63;
+}
+
+/* A segment of n characters ending at end is the one spelling of its
+ * bytes: no length a decoder must guess at (4k + 1), and the bits its
+ * last character carries past the bytes all zero (RFC 4648 3.5).  Else
+ * one token would have up to sixteen spellings, each its own token (a
+ * cache entry, a DPoP proof's replay key).
+ */
+static int lessons_b64url_canonical(const char *end, apr_size_t n)
+{
+    unsigned last = n ? lessons_b64url_value((unsigned char)end[-1]) : 0;
+
+    switch (n % 4) {
+    case 1:
+        return 0;
+    case 2:
+        return (last & 0x0F) == 0;
+    case 3:
+        return (last & 0x03) == 0;
+    default:
+        return 1;
+    }
+}
+
 static lessons_token_e lessons_token_shape(const char *token,
                                            const char *dot[2])
 {
@@ -404,7 +435,12 @@ static lessons_token_e lessons_token_shape(const char *token,
         }
     }
     if (ndots != 2 || dot[0] == token || dot[1] == dot[0] + 1
-        || dot[1] == token + len - 1) {
+        || dot[1] == token + len - 1
+        || !lessons_b64url_canonical(dot[0], (apr_size_t)(dot[0] - token))
+        || !lessons_b64url_canonical(dot[1],
+                                     (apr_size_t)(dot[1] - dot[0] - 1))
+        || !lessons_b64url_canonical(token + len,
+                                     (apr_size_t)(token + len - dot[1] - 1))) {
         return LESSONS_TOKEN_MALFORMED;
     }
     return LESSONS_TOKEN_OK;
