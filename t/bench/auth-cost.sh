@@ -10,8 +10,10 @@
 #   blocks      two <LessonsJWTIssuer> blocks, the token of the first
 #   dpop-bearer LessonsJWTDPoP optional, an unbound bearer token
 #   dpop        LessonsJWTDPoP required, a bound token and a fresh proof
-#               per request (where the libjwt in use verifies typed JWTs:
-#               Debian 13; on Debian 12 the row says why it is missing)
+#               per request
+#   verify ALG  then the signature check alone, uncached, per algorithm
+#               (HS256, RS256, PS256, ES256): microseconds per distinct
+#               token (t/bench/verify-cost.c)
 #
 #   t/bench/auth-cost.sh        (make auth-cost: after make and
 #                                make idp-deps; needs valgrind, curl, node)
@@ -94,35 +96,13 @@ sqlite3 "$DB" <"$ROOT/sql/schema.sqlite.sql"
 sqlite3 "$DB" <"$ROOT/sql/sample-lessons.sql"
 [ "$(id -u)" -ne 0 ] || chown -R "$USER_:" "$WORK/run" "$WORK/logs" "$WORK/cg" "$WORK/db"
 
-# What the libjwt in use verifies decides whether DPoP can be served:
-# configtest says so (LessonsJWTDPoP is refused where it verifies no
-# typed JWT).
-cat >"$WORK/typed.conf" <<EOF
-ServerRoot "$WORK"
-Listen 127.0.0.1:9
-PidFile "$WORK/run/t.pid"
-ErrorLog "$WORK/logs/t.log"
-DefaultRuntimeDir "$WORK/run"
-LoadModule mpm_event_module $MODS/mod_mpm_event.so
-LoadModule authz_core_module $MODS/mod_authz_core.so
-LoadModule dbd_module $MODS/mod_dbd.so
-LoadModule lessons_module $ROOT/build/mod_lessons.so
-<Location "/x">
-    LessonsJWTKey HS256 "$K/hs256.key"
-    LessonsJWTDPoP required
-</Location>
-EOF
-if "$HTTPD" -t -f "$WORK/typed.conf" >/dev/null 2>&1; then TYPED=yes; else TYPED=no; fi
 
 PORT=$(pick_port)
-DPOP_SECTION=""
-if [ "$TYPED" = yes ]; then
-    DPOP_SECTION="<Location \"/dpop/api/lessons\">
+DPOP_SECTION="<Location \"/dpop/api/lessons\">
     SetHandler lessons
     LessonsJWTKey HS256 \"$K/hs256.key\"
     LessonsJWTDPoP required
 </Location>"
-fi
 cat >"$WORK/httpd.conf" <<EOF
 ServerName 127.0.0.1
 Listen 127.0.0.1:$PORT
@@ -170,7 +150,6 @@ DBDParams "file:$DB?mode=rw"
 </Location>
 $DPOP_SECTION
 EOF
-[ "$TYPED" = yes ] || sed -i '/dpop-bearer/,/<\/Location>/d' "$WORK/httpd.conf"
 
 cd "$ROOT"
 setsid "${AS[@]}" valgrind --tool=callgrind --callgrind-out-file="$WORK/cg/out.%p" \
@@ -217,28 +196,25 @@ row_blocks()      { gets /blocks/api/lessons/1 "$IDP_TOKEN" "$1"; }
 row_dpop_bearer() { gets /dpop-bearer/api/lessons/1 "$HS" "$1"; }
 # DPoP: one proof per request, made beforehand (the client's cost is not
 # the server's).
-DPOP_TOKEN=""
-if [ "$TYPED" = yes ]; then
-    JKT=$(perl -I"$ROOT/t/lib" -MLessonsTest::JWT=b64url -MDigest::SHA=sha256 -e '
-        my $der = `openssl pkey -in $ARGV[0] -pubout -outform DER 2>/dev/null`;
-        my $xy = substr($der, -64);
-        my ($x, $y) = (b64url(substr($xy, 0, 32)), b64url(substr($xy, 32)));
-        print b64url(sha256(qq({"crv":"P-256","kty":"EC","x":"$x","y":"$y"})));' "$K/client.key")
-    DPOP_TOKEN=$(perl -I"$ROOT/t/lib" -MLessonsTest::JWT=jwt,read_secret -e \
-        'print jwt(key => read_secret($ARGV[0]), claims => { sub => "bench", exp => time + 14400, cnf => { jkt => $ARGV[1] } })' \
-        "$K/hs256.key" "$JKT")
-    perl -I"$ROOT/t/lib" -MLessonsTest::JWT=jwt,b64url,json_text -MDigest::SHA=sha256 -e '
-        my ($key, $uri, $tok, $n) = @ARGV;
-        my $der = `openssl pkey -in $key -pubout -outform DER 2>/dev/null`;
-        my $xy = substr($der, -64);
-        my %jwk = (kty => "EC", crv => "P-256", x => b64url(substr($xy, 0, 32)), y => b64url(substr($xy, 32)));
-        for my $i (1 .. $n) {
-            print jwt(alg => "ES256", key => $key, header => { typ => "dpop+jwt", jwk => \%jwk },
-                      payload_raw => json_text({ jti => "p$i-" . rand(), htm => "GET", htu => $uri,
-                                                 iat => time, ath => b64url(sha256($tok)) })), "\n";
-        }' "$K/client.key" "http://127.0.0.1:$PORT/dpop/api/lessons/1" "$DPOP_TOKEN" $((WARM + N)) \
-        >"$WORK/proofs"
-fi
+JKT=$(perl -I"$ROOT/t/lib" -MLessonsTest::JWT=b64url -MDigest::SHA=sha256 -e '
+    my $der = `openssl pkey -in $ARGV[0] -pubout -outform DER 2>/dev/null`;
+    my $xy = substr($der, -64);
+    my ($x, $y) = (b64url(substr($xy, 0, 32)), b64url(substr($xy, 32)));
+    print b64url(sha256(qq({"crv":"P-256","kty":"EC","x":"$x","y":"$y"})));' "$K/client.key")
+DPOP_TOKEN=$(perl -I"$ROOT/t/lib" -MLessonsTest::JWT=jwt,read_secret -e \
+    'print jwt(key => read_secret($ARGV[0]), claims => { sub => "bench", exp => time + 14400, cnf => { jkt => $ARGV[1] } })' \
+    "$K/hs256.key" "$JKT")
+perl -I"$ROOT/t/lib" -MLessonsTest::JWT=jwt,b64url,json_text -MDigest::SHA=sha256 -e '
+    my ($key, $uri, $tok, $n) = @ARGV;
+    my $der = `openssl pkey -in $key -pubout -outform DER 2>/dev/null`;
+    my $xy = substr($der, -64);
+    my %jwk = (kty => "EC", crv => "P-256", x => b64url(substr($xy, 0, 32)), y => b64url(substr($xy, 32)));
+    for my $i (1 .. $n) {
+        print jwt(alg => "ES256", key => $key, header => { typ => "dpop+jwt", jwk => \%jwk },
+                  payload_raw => json_text({ jti => "p$i-" . rand(), htm => "GET", htu => $uri,
+                                             iat => time, ath => b64url(sha256($tok)) })), "\n";
+    }' "$K/client.key" "http://127.0.0.1:$PORT/dpop/api/lessons/1" "$DPOP_TOKEN" $((WARM + N)) \
+    >"$WORK/proofs"
 PROOF_AT=0
 row_dpop() {
     local n=$1 args=() i proof
@@ -257,10 +233,24 @@ measure file row_file
 measure url row_url
 measure discovered row_discovered
 measure blocks row_blocks
-if [ "$TYPED" = yes ]; then
-    measure dpop-bearer row_dpop_bearer
-    measure dpop row_dpop
-else
-    echo "dpop-bearer  (none: the libjwt in use verifies no typed JWT, so LessonsJWTDPoP is refused)"
-    echo "dpop         (none: the libjwt in use verifies no typed JWT, so LessonsJWTDPoP is refused)"
-fi
+measure dpop-bearer row_dpop_bearer
+measure dpop row_dpop
+
+# The signature check alone, uncached: each of AUTH_COST_TOKENS distinct
+# tokens verified once by lessons_token_verify (t/bench/verify-cost.c,
+# linked with the units), wall-clock microseconds per token.
+TOKENS=${AUTH_COST_TOKENS:-2000}
+openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$WORK/vc-rs.pem" 2>/dev/null
+openssl pkey -in "$WORK/vc-rs.pem" -pubout -out "$WORK/vc-rs.pub"
+openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$WORK/vc-ec.pem" 2>/dev/null
+openssl pkey -in "$WORK/vc-ec.pem" -pubout -out "$WORK/vc-ec.pub"
+for row in "HS256 $K/hs256.key $K/hs256.key" "RS256 $WORK/vc-rs.pem $WORK/vc-rs.pub" \
+           "PS256 $WORK/vc-rs.pem $WORK/vc-rs.pub" "ES256 $WORK/vc-ec.pem $WORK/vc-ec.pub"; do
+    set -- $row
+    perl -I"$ROOT/t/lib" -MLessonsTest::JWT=jwt,read_secret -e '
+        my ($alg, $key, $n) = @ARGV;
+        $key = read_secret($key) if $alg =~ /\AHS/;
+        print jwt(alg => $alg, key => $key, claims => { sub => "u$_", exp => time + 3600 }), "\n"
+            for 1 .. $n;' "$1" "$2" "$TOKENS" >"$WORK/vc-$1.tokens"
+    "$ROOT/build/bench/verify-cost" "$1" "$3" "$WORK/vc-$1.tokens"
+done

@@ -28,5 +28,11 @@ bench: bench-deps
 # in instructions as make bench counts them (t/bench/auth-cost.sh).
 .PHONY: auth-cost
 auth-cost: bench-deps
-	@$(MAKE) -s --no-print-directory all idp-deps
+	@$(MAKE) -s --no-print-directory all idp-deps build/bench/verify-cost
 	@t/bench/auth-cost.sh
+
+# Its last rows: a token's verification alone, uncached, per algorithm.
+build/bench/verify-cost: t/bench/verify-cost.c $(UNIT_LIB) $(HEADERS)
+	@mkdir -p $(dir $@)
+	@echo "  CC    $@"
+	@$(CC) $(UNIT_CFLAGS) -O2 -o $@ $< $(UNIT_LIB) $(LIBS) $(APR_LIBS)
