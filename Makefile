@@ -161,7 +161,7 @@ endef
 # Fragments of the test tools, each owning its files: they add targets to
 # TEST_TOOLS (built before the suites) and scripts to FRAGMENT_SUITES.
 .DEFAULT_GOAL := all
--include t/idp/idp.mk t/openapi/openapi.mk t/package/package.mk t/fuzz/fuzz.mk t/promtool/promtool.mk \
+-include t/idp/idp.mk t/oidcp/oidcp.mk t/openapi/openapi.mk t/package/package.mk t/fuzz/fuzz.mk t/promtool/promtool.mk \
          t/layouts/layouts.mk t/failover/failover.mk t/release/release.mk
 
 .PHONY: all deps test-deps dev run token test test-all check test-release unit lint integration asan-test install \
@@ -372,7 +372,7 @@ integration: all test-tools
 asan-test: $(ASAN_MODULE) test-tools
 	@$(with_counts); $(call run_integration,LESSONS_SANITIZE=1); $(summary)
 
-# What the suites need from npm (the test identity provider, the OpenAPI
+# What the suites need from npm (the test identity providers, the OpenAPI
 # validator) and the package test: targets in the included fragments.
 TEST_TOOLS    ?=
 FRAGMENT_SUITES ?=

@@ -161,6 +161,13 @@ if [ -d "$ROOT/build/idp/node_modules" ] && [ -f "$WORK/src/t/idp/idp.js" ]; the
     cp -R "$ROOT/build/idp/node_modules" "$WORK/src/t/idp/node_modules"
     IDP_DIR=$WORK/src/t/idp
 fi
+# The same for the OpenID Certified provider and client (t/oidcp, make
+# oidcp-deps): LESSONS_TEST_OIDCP, empty without them.
+OIDCP_DIR=""
+if [ -d "$ROOT/build/oidcp/node_modules" ] && [ -f "$WORK/src/t/oidcp/provider.mjs" ]; then
+    cp -R "$ROOT/build/oidcp/node_modules" "$WORK/src/t/oidcp/node_modules"
+    OIDCP_DIR=$WORK/src/t/oidcp
+fi
 # promtool (make promtool-deps), for t/api/metrics.t, where the test
 # user can run it (empty without it: the test says so and skips that).
 PROMTOOL=""
@@ -413,6 +420,7 @@ setsid "${AS_USER[@]}" env \
     LESSONS_TEST_SMALLFS="$SMALLFS" \
     LESSONS_TEST_SANITIZE="$SANITIZE" \
     LESSONS_TEST_IDP="$IDP_DIR" \
+    LESSONS_TEST_OIDCP="$OIDCP_DIR" \
     LESSONS_TEST_PROMTOOL="$PROMTOOL" \
     LESSONS_TEST_INITSQL="$INITSQL" \
     LESSONS_TEST_KEY_DIR="$K" \

@@ -9,6 +9,8 @@ package LessonsTest::IdP;
 #   my $token = idp_token($idp);    # a client-credentials grant
 #   idp_token($idp, realm => 'school');     # a realm's (POST /realms)
 #   test_ca($dir, 'other');         # another CA: "$dir/other.crt"
+#   server_cert($dir, 'ca', 'name');  # "$dir/name.crt" for 127.0.0.1
+#   start_node($dir, 'name', @argv);  # another Node.js server of the tests
 #
 # The provider is stopped when the process that started it ends.
 
@@ -21,7 +23,8 @@ use JSON::PP ();
 use Time::HiRes qw(sleep);
 use LessonsTest ();
 
-our @EXPORT_OK = qw(start_idp idp_control idp_token test_ca);
+our @EXPORT_OK = qw(start_idp idp_control idp_token test_ca server_cert
+                    start_node);
 
 my $JSON = JSON::PP->new->utf8->canonical;
 my @RUNNING;    # [provider pid, pid of the process that started it]
@@ -47,6 +50,51 @@ sub test_ca {
     return "$dir/$name.crt";
 }
 
+# A certificate for 127.0.0.1 and localhost signed by the CA
+# "$dir/$ca.crt": "$dir/$name.crt" and "$dir/$name.key".
+sub server_cert {
+    my ($dir, $ca, $name) = @_;
+    openssl_quiet($dir, "req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes"
+                  . " -keyout $dir/$name.key -out $dir/$name.csr -subj /CN=127.0.0.1");
+    open my $ext, '>', "$dir/$name.ext" or die "$dir/$name.ext: $!";
+    print $ext "subjectAltName=IP:127.0.0.1,DNS:localhost\n";
+    close $ext or die "$dir/$name.ext: $!";
+    openssl_quiet($dir, "x509 -req -in $dir/$name.csr -CA $dir/$ca.crt -CAkey $dir/$ca.key"
+                  . " -CAcreateserial -days 2 -extfile $dir/$name.ext -out $dir/$name.crt");
+    return "$dir/$name.crt";
+}
+
+# A Node.js server of the tests: node @argv, its output in
+# "$dir/$name.out" and "$dir/$name.err", stopped when the process that
+# started it ends.  BAIL_OUT without node, or when no line "$name ready
+# ..." comes within 20 s.  Its pid and its ready line.
+sub start_node {
+    my ($dir, $name, @argv) = @_;
+    my $node = `sh -c 'command -v node'`;
+    chomp $node;
+    Test::More::BAIL_OUT('node not found: t/tools/deps.sh test installs it') unless $node;
+    my $pid = fork // die "fork: $!";
+    if (!$pid) {
+        open STDOUT, '>', "$dir/$name.out";
+        open STDERR, '>', "$dir/$name.err";
+        exec $node, @argv;
+        exit 127;
+    }
+    push @RUNNING, [ $pid, $$ ];
+    my $ready;
+    for (1 .. 200) {
+        if (open my $fh, '<', "$dir/$name.out") {
+            ($ready) = grep { /^\Q$name\E ready / } <$fh>;
+        }
+        last if $ready;
+        sleep 0.1;
+    }
+    $ready or Test::More::BAIL_OUT("$name did not start: "
+                                   . do { local (@ARGV, $/) = ("$dir/$name.err"); <> // '' });
+    chomp $ready;
+    return ($pid, $ready);
+}
+
 # The provider on a free port with a certificate for 127.0.0.1 signed by
 # "$dir/ca.crt"; BAIL_OUT when it cannot start (make test installs it).
 sub start_idp {
@@ -54,39 +102,14 @@ sub start_idp {
     my $idp_dir = $ENV{LESSONS_TEST_IDP};
     Test::More::BAIL_OUT('no test identity provider: run make idp-deps (make test does)')
         unless $idp_dir && -f "$idp_dir/idp.js";
-    my $node = `sh -c 'command -v node'`;
-    chomp $node;
-    Test::More::BAIL_OUT('node not found: t/tools/deps.sh test installs it') unless $node;
 
     my $ca = test_ca($dir, 'ca');
-    openssl_quiet($dir, "req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes"
-                  . " -keyout $dir/idp.key -out $dir/idp.csr -subj /CN=127.0.0.1");
-    open my $ext, '>', "$dir/idp.ext" or die "$dir/idp.ext: $!";
-    print $ext "subjectAltName=IP:127.0.0.1,DNS:localhost\n";
-    close $ext or die "$dir/idp.ext: $!";
-    openssl_quiet($dir, "x509 -req -in $dir/idp.csr -CA $ca -CAkey $dir/ca.key"
-                  . " -CAcreateserial -days 2 -extfile $dir/idp.ext -out $dir/idp.crt");
+    server_cert($dir, 'ca', 'idp');
 
     my ($port, $ctl) = (LessonsTest::free_port(), LessonsTest::free_port());
-    my $pid = fork // die "fork: $!";
-    if (!$pid) {
-        open STDOUT, '>', "$dir/idp.out";
-        open STDERR, '>', "$dir/idp.err";
-        exec $node, "$idp_dir/idp.js", '--port', $port, '--control-port', $ctl,
-            '--cert', "$dir/idp.crt", '--key', "$dir/idp.key";
-        exit 127;
-    }
-    push @RUNNING, [ $pid, $$ ];
-    my $ready = 0;
-    for (1 .. 200) {
-        if (open my $fh, '<', "$dir/idp.out") {
-            $ready = 1 if grep { /^idp ready / } <$fh>;
-        }
-        last if $ready;
-        sleep 0.1;
-    }
-    $ready or Test::More::BAIL_OUT('the identity provider did not start: '
-                                   . do { local (@ARGV, $/) = ("$dir/idp.err"); <> // '' });
+    my ($pid) = start_node($dir, 'idp', "$idp_dir/idp.js", '--port', $port,
+                           '--control-port', $ctl, '--cert', "$dir/idp.crt",
+                           '--key', "$dir/idp.key");
     my $iss = "https://127.0.0.1:$port";
     return { iss => $iss, jwks => "$iss/jwks", ca => $ca,
              ctl => "http://127.0.0.1:$ctl", pid => $pid };

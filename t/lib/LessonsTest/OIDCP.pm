@@ -1,0 +1,104 @@
+package LessonsTest::OIDCP;
+
+# The OpenID Certified provider and client (t/oidcp: npm oidc-provider
+# and openid-client) for t/api/oidc_provider.t, over TLS with a test CA
+# of their own.
+#
+#   my $op = start_oidcp($dir, resources => [$api, $elsewhere]);
+#       # { iss, other, ca, ctl, pid, clients => { RS256 => {client_id,
+#       #   client_secret}, ... } }
+#   oidcp_control($op, POST => '/keys', { alg => 'RS256' });
+#   oidcp_control($op, GET => '/state?issuer=other');
+#   my $res = oidc_token($op, alg => 'PS256', resource => $api);
+#       # the token response, through openid-client; issuer => 'other'
+#       # for the other issuer's, dpop_key => FILE (dpop_alg => 'PS256')
+#       # for a DPoP-bound one
+#   my $r = oidc_request($op, token => $t, method => 'GET', url => $url,
+#                        dpop_key => FILE, body => $json, send => 0);
+#       # { status, www_authenticate, body, dpop, authorization }: a
+#       # request made by openid-client (send => 0: only its proof)
+#
+# The provider is stopped when the process that started it ends.
+
+use strict;
+use warnings;
+
+use Exporter 'import';
+use JSON::PP ();
+use LessonsTest::IdP qw(test_ca server_cert start_node idp_control);
+
+our @EXPORT_OK = qw(start_oidcp oidcp_control oidc_token oidc_request);
+
+my $JSON = JSON::PP->new->utf8->canonical;
+
+# The provider's two issuers on free ports; BAIL_OUT when it cannot
+# start (make test installs it: make oidcp-deps).
+sub start_oidcp {
+    my ($dir, %opt) = @_;
+    my $mods = $ENV{LESSONS_TEST_OIDCP};
+    Test::More::BAIL_OUT('no OpenID Certified provider: run make oidcp-deps (make test does)')
+        unless $mods && -f "$mods/provider.mjs" && -d "$mods/node_modules";
+    # oidc-provider 9 needs what Node.js 20.19 has (URL.parse, crypto.hash):
+    # Debian 13's node does, Debian 12's own (18) does not.  A failure,
+    # not a skip: the suite is to run on both releases.
+    chomp(my $v = `node --version 2>/dev/null` // '');
+    my ($maj, $min) = $v =~ /\Av(\d+)\.(\d+)\./;
+    die "node (@{[ $v || 'none found' ]}): oidc-provider 9 needs Node.js 20.19 or later\n"
+        unless $maj && ($maj > 20 || ($maj == 20 && $min >= 19));
+    my $ca = test_ca($dir, 'oidcp-ca');
+    server_cert($dir, 'oidcp-ca', 'oidcp');
+    my ($port, $other, $ctl) = map { LessonsTest::free_port() } 1 .. 3;
+    my ($pid, $ready) = start_node($dir, 'oidcp', "$mods/provider.mjs",
+        '--port', $port, '--other-port', $other, '--control-port', $ctl,
+        '--cert', "$dir/oidcp.crt", '--key', "$dir/oidcp.key",
+        map { ('--resource', $_) } @{ $opt{resources} || [] });
+    my $op = { iss => "https://127.0.0.1:$port", other => "https://127.0.0.1:$other",
+               ca => $ca, ctl => "http://127.0.0.1:$ctl", pid => $pid,
+               dir => $dir, mods => $mods, ready => $ready };
+    $op->{clients} = { map { ($_->{alg} => $_) } @{ oidcp_control($op, GET => '/state')->{clients} } };
+    return $op;
+}
+
+sub oidcp_control { idp_control(@_) }
+
+# node client.mjs COMMAND ARGS, trusting the test CA: its JSON answer;
+# dies with what it said on stderr.
+sub client {
+    my ($op, @args) = @_;
+    my $err = "$op->{dir}/client.err";
+    my $pid = open(my $out, '-|') // die "fork: $!";
+    if (!$pid) {
+        open STDERR, '>', $err or die "$err: $!";
+        $ENV{NODE_EXTRA_CA_CERTS} = $op->{ca};
+        exec 'node', "$op->{mods}/client.mjs", @args;
+        exit 127;
+    }
+    my $text = do { local $/; <$out> } // '';
+    close $out;
+    my $rc = $? >> 8;
+    die "client.mjs $args[0]: exit $rc: " . do { local (@ARGV, $/) = ($err); <> // '' } . "\n"
+        if $rc;
+    return $JSON->decode($text);
+}
+
+sub oidc_token {
+    my ($op, %o) = @_;
+    my $c = $op->{clients}{ $o{alg} || 'RS256' } or die "no client for $o{alg}\n";
+    my @dpop = $o{dpop_key} ? ('--dpop-key', $o{dpop_key},
+                               $o{dpop_alg} ? ('--dpop-alg', $o{dpop_alg}) : ()) : ();
+    return client($op, 'token', '--issuer', ($o{issuer} || '') eq 'other' ? $op->{other} : $op->{iss},
+                  '--client-id', $c->{client_id}, '--client-secret', $c->{client_secret},
+                  '--resource', $o{resource}, defined $o{scope} ? ('--scope', $o{scope}) : (),
+                  @dpop);
+}
+
+sub oidc_request {
+    my ($op, %o) = @_;
+    return client($op, 'request', '--issuer', $op->{iss}, '--token', $o{token},
+                  '--method', $o{method}, '--url', $o{url},
+                  $o{dpop_key} ? ('--dpop-key', $o{dpop_key}) : (),
+                  defined $o{body} ? ('--body', $o{body}) : (),
+                  defined $o{send} && !$o{send} ? ('--no-send') : ());
+}
+
+1;
