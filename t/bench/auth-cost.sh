@@ -79,7 +79,7 @@ chmod 644 "$K"/*
 
 IDP_PORT=$(pick_port)
 IDP_CTL=$(pick_port "$IDP_PORT")
-cp "$ROOT/t/idp/idp.js" "$WORK/idp/"
+cp "$ROOT/t/idp/idp.js" "$ROOT/t/idp/control.js" "$WORK/idp/"
 NODE_PATH=$ROOT/build/idp/node_modules node "$WORK/idp/idp.js" \
     --port "$IDP_PORT" --control-port "$IDP_CTL" \
     --cert "$K/idp.crt" --key "$K/idp.key" >"$WORK/idp/out" 2>&1 &

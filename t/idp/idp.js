@@ -95,6 +95,7 @@ const http = require('node:http');
 const https = require('node:https');
 const { OAuth2Server } = require('oauth2-mock-server');
 const jose = require('jose');
+const { controlHandler } = require('./control.js');
 
 const HOST = '127.0.0.1';
 const ALGS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512'];
@@ -102,7 +103,6 @@ const JWKS_PATH = '/jwks';
 const DISCOVERY_PATH = '/.well-known/openid-configuration';
 const OAUTH_PATH = '/.well-known/oauth-authorization-server';
 const TOKEN_PATH = '/token';
-const BODY_MAX = 64 * 1024;
 
 function usage(msg) {
   if (msg) process.stderr.write(`idp: ${msg}\n`);
@@ -490,48 +490,6 @@ const routes = {
   },
 };
 
-function reply(res, status, obj) {
-  const text = JSON.stringify(obj);
-  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
-  res.end(text);
-}
-
-function controlRequest(req, res) {
-  const url = new URL(req.url || '/', 'http://control');
-  const route = routes[`${req.method} ${url.pathname}`];
-  if (!route) {
-    reply(res, 404, { error: `no control endpoint ${req.method} ${req.url}` });
-    return;
-  }
-  const realm = realms.get(url.searchParams.get('realm') ?? '');
-  if (!realm) {
-    reply(res, 400, { error: `no realm ${url.searchParams.get('realm')}` });
-    return;
-  }
-  const chunks = [];
-  let size = 0;
-  req.on('data', (c) => {
-    size += c.length;
-    if (size > BODY_MAX) req.destroy();
-    else chunks.push(c);
-  });
-  req.on('end', async () => {
-    let body = {};
-    const text = Buffer.concat(chunks).toString('utf8').trim();
-    try {
-      if (text !== '') body = JSON.parse(text);
-    } catch (e) {
-      reply(res, 400, { error: `bad JSON: ${e.message}` });
-      return;
-    }
-    try {
-      reply(res, 200, await route(realm, body ?? {}));
-    } catch (e) {
-      reply(res, 400, { error: e.message });
-    }
-  });
-}
-
 // ------------------------------------------------------------- main
 
 let control = null;
@@ -551,7 +509,7 @@ async function main() {
   root.mock = await buildMock(root);
   await addKey(root, { alg: 'RS256' });
   await startProvider();
-  control = http.createServer(controlRequest);
+  control = http.createServer(controlHandler(routes, 'realm', realms));
   await new Promise((resolve, reject) => {
     control.once('error', reject);
     control.listen(args.controlPort, HOST, resolve);

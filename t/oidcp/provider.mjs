@@ -66,12 +66,15 @@ import * as fs from 'node:fs';
 import * as http from 'node:http';
 import * as https from 'node:https';
 import Provider, { errors } from 'oidc-provider';
+// The control port's plumbing, shared with t/idp/idp.js.
+import idpControl from '../idp/control.js';
+
+const { controlHandler } = idpControl;
 
 const HOST = '127.0.0.1';
 const ALGS = ['RS256', 'PS256', 'ES256'];
 const SCOPE = 'lessons:read lessons:write';
 const TTL = 600;
-const BODY_MAX = 64 * 1024;
 
 function log(msg) {
   process.stderr.write(`oidcp: ${msg}\n`);
@@ -296,51 +299,6 @@ const routes = {
   },
 };
 
-function reply(res, status, obj) {
-  const text = JSON.stringify(obj);
-  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
-  res.end(text);
-}
-
-function controlRequest(req, res) {
-  const url = new URL(req.url || '/', 'http://control');
-  const route = routes[`${req.method} ${url.pathname}`];
-  if (!route) {
-    reply(res, 404, { error: `no control endpoint ${req.method} ${url.pathname}` });
-    return;
-  }
-  const issuer = issuers.get(url.searchParams.get('issuer') ?? '');
-  if (!issuer) {
-    reply(res, 400, { error: `no issuer ${url.searchParams.get('issuer')}` });
-    return;
-  }
-  const chunks = [];
-  let size = 0;
-  req.on('data', (c) => {
-    size += c.length;
-    if (size > BODY_MAX) req.destroy();
-    else chunks.push(c);
-  });
-  req.on('end', () => {
-    let body = {};
-    const text = Buffer.concat(chunks).toString('utf8').trim();
-    try {
-      if (text !== '') body = JSON.parse(text);
-      if (body === null || typeof body !== 'object' || Array.isArray(body)) {
-        throw new Error('the body must be a JSON object');
-      }
-    } catch (e) {
-      reply(res, 400, { error: `bad JSON: ${e.message}` });
-      return;
-    }
-    try {
-      reply(res, 200, route(issuer, body));
-    } catch (e) {
-      reply(res, 400, { error: e.message });
-    }
-  });
-}
-
 // ------------------------------------------------------------- main
 
 let control = null;
@@ -363,7 +321,7 @@ async function main() {
     build(issuer);
     await start(issuer);
   }
-  control = http.createServer(controlRequest);
+  control = http.createServer(controlHandler(routes, 'issuer', issuers));
   await new Promise((resolve, reject) => {
     control.once('error', reject);
     control.listen(args.controlPort, HOST, resolve);

@@ -16,7 +16,8 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 NODE=${NODE:-node}
 die() { echo "selftest: $*" >&2; exit 1; }
 # ES modules find their packages only beside or above them: the scripts
-# are copied into the work directory, next to a link to the modules.
+# are copied into the work directory as t/ has them (provider.mjs takes
+# ../idp/control.js), next to a link to the modules.
 if [ -d "$ROOT/t/oidcp/node_modules" ]; then
     MODS=$ROOT/t/oidcp/node_modules
 else
@@ -32,8 +33,10 @@ cleanup() {
     rm -rf "$W"
 }
 trap cleanup EXIT
-cp "$ROOT/t/oidcp/provider.mjs" "$ROOT/t/oidcp/client.mjs" "$ROOT/t/oidcp/package.json" "$W/"
-ln -s "$MODS" "$W/node_modules"
+mkdir "$W/oidcp" "$W/idp"
+cp "$ROOT/t/oidcp/provider.mjs" "$ROOT/t/oidcp/client.mjs" "$ROOT/t/oidcp/package.json" "$W/oidcp/"
+cp "$ROOT/t/idp/control.js" "$W/idp/"
+ln -s "$MODS" "$W/oidcp/node_modules"
 
 pass=0 fail=0
 ok()  { pass=$((pass + 1)); echo "ok    $*"; }
@@ -59,7 +62,7 @@ P=$(pick_port)
 Q=$(pick_port "$P")
 C=$(pick_port "$Q")
 echo "selftest: $("$NODE" --version), issuers on $P and $Q, control port $C"
-"$NODE" "$W/provider.mjs" --port "$P" --other-port "$Q" --control-port "$C" \
+"$NODE" "$W/oidcp/provider.mjs" --port "$P" --other-port "$Q" --control-port "$C" \
     --cert "$W/op.crt" --key "$W/op.key" --resource "$API" \
     >"$W/op.out" 2>"$W/op.err" &
 PID=$!
@@ -79,7 +82,7 @@ ctl()   { local path=$1; shift; curl -sS --max-time 20 -X POST -H 'Content-Type:
 state() { curl -sS --max-time 10 "$CTL/state${1:+?issuer=$1}"; }
 js()    { "$NODE" -e "$1" "${@:2}"; }
 field() { js 'const o=JSON.parse(process.argv[1]);const v=process.argv[2].split(".").reduce((a,k)=>a==null?a:a[k],o);console.log(typeof v==="object"?JSON.stringify(v):v)' "$1" "$2"; }
-client() { NODE_EXTRA_CA_CERTS=$W/ca.crt "$NODE" "$W/client.mjs" "$@"; }
+client() { NODE_EXTRA_CA_CERTS=$W/ca.crt "$NODE" "$W/oidcp/client.mjs" "$@"; }
 secret() { field "$(state "${2:-}")" "clients" | js 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).find(c=>c.alg===process.argv[1]).client_secret))' "$1"; }
 # token ALG [ISSUER] [client.mjs options]: the access token
 token() {
