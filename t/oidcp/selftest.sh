@@ -13,7 +13,8 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-NODE=${NODE:-node}
+# The pinned Node.js (t/oidcp/package.json) where npm had one for this machine.
+NODE=${NODE:-}
 die() { echo "selftest: $*" >&2; exit 1; }
 # ES modules find their packages only beside or above them: the scripts
 # are copied into the work directory as t/ has them (provider.mjs takes
@@ -23,6 +24,10 @@ if [ -d "$ROOT/t/oidcp/node_modules" ]; then
 else
     [ -d "$ROOT/build/oidcp/node_modules" ] || die "run make oidcp-deps first"
     MODS=$ROOT/build/oidcp/node_modules
+fi
+if [ -z "$NODE" ]; then
+    NODE=node
+    [ -x "$MODS/.bin/node" ] && NODE=$MODS/.bin/node
 fi
 . "$ROOT/t/tools/ports.sh"
 

