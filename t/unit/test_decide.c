@@ -931,34 +931,15 @@ typedef struct {
     char jkt[LESSONS_DPOP_HASH_LEN];
 } ec_key_t;
 
-static const char *bn_b64(const BIGNUM *bn, int size)
-{
-    unsigned char buf[66];
-
-    assert_true(size <= (int)sizeof(buf));
-    assert_int_equal(BN_bn2binpad(bn, buf, size), size);
-    return b64url(buf, (size_t)size);
-}
-
 static ec_key_t ec_key(void)
 {
-    EVP_PKEY *k = EVP_EC_gen("P-256");
-    BIGNUM *x = NULL, *y = NULL;
-    json_t *jwk;
+    uj_ec_key_t k = uj_ec_p256();
+    json_t *jwk = json_loads(k.jwk, 0, NULL);
     ec_key_t out;
 
-    assert_non_null(k);
-    assert_int_equal(EVP_PKEY_get_bn_param(k, OSSL_PKEY_PARAM_EC_PUB_X, &x),
-                     1);
-    assert_int_equal(EVP_PKEY_get_bn_param(k, OSSL_PKEY_PARAM_EC_PUB_Y, &y),
-                     1);
-    out.jwk = apr_psprintf(pool, "{\"kty\":\"EC\",\"crv\":\"P-256\","
-                           "\"x\":\"%s\",\"y\":\"%s\"}", bn_b64(x, 32),
-                           bn_b64(y, 32));
-    BN_free(x);
-    BN_free(y);
-    assert_int_equal(make_keypair(k, NULL, &out.priv), 0);
-    jwk = json_loads(out.jwk, 0, NULL);
+    out.priv = k.priv;
+    out.jwk = k.jwk;
+    assert_non_null(jwk);
     assert_int_equal(lessons_dpop_thumbprint(jwk, out.jkt), 0);
     json_decref(jwk);
     return out;

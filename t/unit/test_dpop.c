@@ -288,39 +288,8 @@ static void test_token_jkt(void **state)
 
 /* --- whole proofs ---------------------------------------------------- */
 
-typedef struct {
-    const char *priv;               /* PEM */
-    const char *jwk;                /* its public JWK, as JSON text */
-} ec_key_t;
-
-static const char *bn_b64(const BIGNUM *bn, int size)
-{
-    unsigned char buf[66];
-
-    assert_true(size <= (int)sizeof(buf));
-    assert_int_equal(BN_bn2binpad(bn, buf, size), size);
-    return b64url(buf, (size_t)size);
-}
-
-static ec_key_t ec_key(void)
-{
-    EVP_PKEY *k = EVP_EC_gen("P-256");
-    BIGNUM *x = NULL, *y = NULL;
-    ec_key_t out;
-
-    assert_non_null(k);
-    assert_int_equal(EVP_PKEY_get_bn_param(k, OSSL_PKEY_PARAM_EC_PUB_X, &x),
-                     1);
-    assert_int_equal(EVP_PKEY_get_bn_param(k, OSSL_PKEY_PARAM_EC_PUB_Y, &y),
-                     1);
-    out.jwk = apr_psprintf(pool, "{\"kty\":\"EC\",\"crv\":\"P-256\","
-                           "\"x\":\"%s\",\"y\":\"%s\"}", bn_b64(x, 32),
-                           bn_b64(y, 32));
-    BN_free(x);
-    BN_free(y);
-    assert_int_equal(make_keypair(k, NULL, &out.priv), 0);
-    return out;
-}
+typedef uj_ec_key_t ec_key_t;
+#define ec_key uj_ec_p256
 
 #define URI     "https://api.example.org/api/lessons/7"
 #define TOKEN   "an-access-token"

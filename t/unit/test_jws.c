@@ -170,22 +170,6 @@ static const lessons_keyset_t *key_file(const void *data, size_t len)
     return set;
 }
 
-/* lessons_token_verify, compared with expect; returns the subject. */
-static const char *verify_at(const lessons_token_policy_t *p,
-                             const char *token, apr_int64_t now,
-                             lessons_token_e expect)
-{
-    const char *subject = SENTINEL;
-    lessons_token_e r = lessons_token_verify(pool, p, token, now, &subject);
-
-    if (r != expect)
-        print_error("lessons_token_verify: expected %s, got %s\n",
-                    result_name(expect), result_name(r));
-    assert_int_equal(r, expect);
-    if (r != LESSONS_TOKEN_OK)
-        assert_null(subject);
-    return subject;
-}
 
 /* lessons_token_verify_jws (typ JWT), compared with expect; returns the
  * payload (NULL unless OK, whatever *payload held before).

@@ -104,20 +104,6 @@ static lessons_token_policy_t pem_policy(lessons_alg_t alg, const char *pem)
     return p;
 }
 
-/* Verify and compare the result; returns the subject. */
-static const char *verify_at(const lessons_token_policy_t *p,
-                             const char *token, apr_int64_t now,
-                             lessons_token_e expect)
-{
-    const char *subject = SENTINEL;
-    lessons_token_e r = lessons_token_verify(pool, p, token, now, &subject);
-
-    if (r != expect)
-        print_error("expected %s, got %s\n", result_name(expect),
-                    result_name(r));
-    assert_int_equal(r, expect);
-    return subject;
-}
 
 static const char *verify(const lessons_token_policy_t *p,
                           const char *token, lessons_token_e expect)

@@ -288,4 +288,60 @@ static inline lessons_token_policy_t set_policy(const lessons_keyset_t *set,
 /* What a subject out-parameter holds before the call: it must change. */
 #define SENTINEL ((const char *)"sentinel")
 
+/* lessons_token_verify at now, compared with expect; returns the
+ * subject, which a refusal leaves NULL.
+ */
+static inline const char *verify_at(const lessons_token_policy_t *p,
+                                    const char *token, apr_int64_t now,
+                                    lessons_token_e expect)
+{
+    const char *subject = SENTINEL;
+    lessons_token_e r = lessons_token_verify(pool, p, token, now, &subject);
+
+    if (r != expect)
+        print_error("lessons_token_verify: expected %s, got %s\n",
+                    result_name(expect), result_name(r));
+    assert_int_equal(r, expect);
+    if (r != LESSONS_TOKEN_OK)
+        assert_null(subject);
+    return subject;
+}
+
+/* A fresh P-256 key: its private PEM, to sign proofs with, and its
+ * public JWK as JSON text.
+ */
+typedef struct {
+    const char *priv;
+    const char *jwk;
+} uj_ec_key_t;
+
+static inline const char *uj_bn_b64(const BIGNUM *bn, int size)
+{
+    unsigned char buf[66];
+
+    assert_true(size <= (int)sizeof(buf));
+    assert_int_equal(BN_bn2binpad(bn, buf, size), size);
+    return b64url(buf, (size_t)size);
+}
+
+static inline uj_ec_key_t uj_ec_p256(void)
+{
+    EVP_PKEY *k = EVP_EC_gen("P-256");
+    BIGNUM *x = NULL, *y = NULL;
+    uj_ec_key_t out = { NULL, NULL };
+
+    assert_non_null(k);
+    assert_int_equal(EVP_PKEY_get_bn_param(k, OSSL_PKEY_PARAM_EC_PUB_X, &x),
+                     1);
+    assert_int_equal(EVP_PKEY_get_bn_param(k, OSSL_PKEY_PARAM_EC_PUB_Y, &y),
+                     1);
+    out.jwk = apr_psprintf(pool, "{\"kty\":\"EC\",\"crv\":\"P-256\","
+                           "\"x\":\"%s\",\"y\":\"%s\"}", uj_bn_b64(x, 32),
+                           uj_bn_b64(y, 32));
+    BN_free(x);
+    BN_free(y);
+    assert_int_equal(make_keypair(k, NULL, &out.priv), 0);
+    return out;
+}
+
 #endif /* UNIT_JWT_H */
