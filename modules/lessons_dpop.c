@@ -314,19 +314,16 @@ static lessons_dpop_e lessons_dpop_key(apr_pool_t *p, json_t *jwk,
                                        const char **why)
 {
     json_t *doc = json_pack("{s:[O]}", "keys", jwk);
-    char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
     lessons_keyset_t *made = NULL;
     const char *err;
 
-    json_decref(doc);
-    if (!text) {
+    if (!doc) {
         *why = "the proof's jwk cannot be read";
         return LESSONS_DPOP_BAD_KEY;
     }
-    err = lessons_keyset_parse_jwks_ex(p, text, strlen(text),
-                                       LESSONS_JWKS_PUBLIC_ONLY
-                                       | LESSONS_JWKS_PSS, &made);
-    free(text);
+    err = lessons_keyset_from_jwks(p, doc, LESSONS_JWKS_PUBLIC_ONLY
+                                           | LESSONS_JWKS_PSS, &made);
+    json_decref(doc);
     if (err) {
         *why = apr_pstrcat(p, "the proof's jwk: ", err, NULL);
         return LESSONS_DPOP_BAD_KEY;

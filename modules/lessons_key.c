@@ -13,6 +13,7 @@
 #include <openssl/core_names.h>
 #include <cjose/jwk.h>
 
+#include "apr_encode.h"
 #include "apr_file_io.h"
 #include "apr_strings.h"
 
@@ -25,19 +26,20 @@ static const struct {
     const char *name;
     lessons_alg_t alg;
     const char *curve;          /* ES*: OpenSSL group name */
+    const char *crv;            /* ES*: the JWK's name of the curve */
 } lessons_algs[] = {
-    { "HS256", LESSONS_ALG_HS256, NULL },
-    { "HS384", LESSONS_ALG_HS384, NULL },
-    { "HS512", LESSONS_ALG_HS512, NULL },
-    { "RS256", LESSONS_ALG_RS256, NULL },
-    { "RS384", LESSONS_ALG_RS384, NULL },
-    { "RS512", LESSONS_ALG_RS512, NULL },
-    { "ES256", LESSONS_ALG_ES256, "prime256v1" },
-    { "ES384", LESSONS_ALG_ES384, "secp384r1" },
-    { "ES512", LESSONS_ALG_ES512, "secp521r1" },
-    { "PS256", LESSONS_ALG_PS256, NULL },
-    { "PS384", LESSONS_ALG_PS384, NULL },
-    { "PS512", LESSONS_ALG_PS512, NULL },
+    { "HS256", LESSONS_ALG_HS256, NULL, NULL },
+    { "HS384", LESSONS_ALG_HS384, NULL, NULL },
+    { "HS512", LESSONS_ALG_HS512, NULL, NULL },
+    { "RS256", LESSONS_ALG_RS256, NULL, NULL },
+    { "RS384", LESSONS_ALG_RS384, NULL, NULL },
+    { "RS512", LESSONS_ALG_RS512, NULL, NULL },
+    { "ES256", LESSONS_ALG_ES256, "prime256v1", "P-256" },
+    { "ES384", LESSONS_ALG_ES384, "secp384r1", "P-384" },
+    { "ES512", LESSONS_ALG_ES512, "secp521r1", "P-521" },
+    { "PS256", LESSONS_ALG_PS256, NULL, NULL },
+    { "PS384", LESSONS_ALG_PS384, NULL, NULL },
+    { "PS512", LESSONS_ALG_PS512, NULL, NULL },
 };
 
 #define LESSONS_NALGS (sizeof(lessons_algs) / sizeof(lessons_algs[0]))
@@ -181,6 +183,50 @@ static const char *lessons_key_hold(apr_pool_t *p, lessons_key_t *key,
     return NULL;
 }
 
+static const char *lessons_key_b64(apr_pool_t *p, const unsigned char *d,
+                                   apr_size_t n)
+{
+    return apr_pencode_base64_binary(p, d, (apr_ssize_t)n,
+                                     APR_ENCODE_BASE64URL
+                                     | APR_ENCODE_NOPADDING, NULL);
+}
+
+const char *lessons_key_canon(apr_pool_t *p, const lessons_key_t *key,
+                              const unsigned char *a, apr_size_t alen,
+                              const unsigned char *b, apr_size_t blen)
+{
+    size_t i = lessons_alg_index(key->ec_alg);
+
+    if (key->type == LESSONS_KEY_RSA) {
+        return apr_pstrcat(p, "{\"e\":\"", lessons_key_b64(p, b, blen),
+                           "\",\"kty\":\"RSA\",\"n\":\"",
+                           lessons_key_b64(p, a, alen), "\"}", NULL);
+    }
+    if (key->type != LESSONS_KEY_EC || i == LESSONS_NALGS
+        || !lessons_algs[i].crv) {
+        return NULL;
+    }
+    return apr_pstrcat(p, "{\"crv\":\"", lessons_algs[i].crv,
+                       "\",\"kty\":\"EC\",\"x\":\"",
+                       lessons_key_b64(p, a, alen), "\",\"y\":\"",
+                       lessons_key_b64(p, b, blen), "\"}", NULL);
+}
+
+/* key->data becomes lessons_key_canon's text; 0 when there is none. */
+static int lessons_key_set_canon(apr_pool_t *p, lessons_key_t *key,
+                                 const unsigned char *a, apr_size_t alen,
+                                 const unsigned char *b, apr_size_t blen)
+{
+    const char *canon = lessons_key_canon(p, key, a, alen, b, blen);
+
+    if (!canon) {
+        return 0;
+    }
+    key->data = (const unsigned char *)canon;
+    key->len = strlen(canon);
+    return 1;
+}
+
 /* A number of pkey (OSSL_PKEY_PARAM_*), big-endian: width bytes, or as
  * many as it has (width 0).  NULL when it has no such number.
  */
@@ -206,9 +252,12 @@ static uint8_t *lessons_key_number(apr_pool_t *p, const EVP_PKEY *pkey,
     return out;
 }
 
-/* The public key as cjose's JWK: RSA's n and e, EC's curve and point. */
+/* The public key as cjose's JWK: RSA's n and e, EC's curve and point;
+ * and the same numbers as key->data (lessons_key_canon), so that a PEM
+ * file and a JWK of one key are one key.
+ */
 static cjose_jwk_t *lessons_key_jwk(apr_pool_t *p, const EVP_PKEY *pkey,
-                                    const lessons_key_t *key)
+                                    lessons_key_t *key)
 {
     cjose_err err;
 
@@ -220,7 +269,12 @@ static cjose_jwk_t *lessons_key_jwk(apr_pool_t *p, const EVP_PKEY *pkey,
                                    &rsa.nlen);
         rsa.e = lessons_key_number(p, pkey, OSSL_PKEY_PARAM_RSA_E, 0,
                                    &rsa.elen);
-        return rsa.n && rsa.e ? cjose_jwk_create_RSA_spec(&rsa, &err) : NULL;
+        if (!rsa.n || !rsa.e || !lessons_key_set_canon(p, key, rsa.n,
+                                                       rsa.nlen, rsa.e,
+                                                       rsa.elen)) {
+            return NULL;
+        }
+        return cjose_jwk_create_RSA_spec(&rsa, &err);
     }
     else {
         cjose_jwk_ec_keyspec ec;
@@ -234,7 +288,11 @@ static cjose_jwk_t *lessons_key_jwk(apr_pool_t *p, const EVP_PKEY *pkey,
                                   &ec.xlen);
         ec.y = lessons_key_number(p, pkey, OSSL_PKEY_PARAM_EC_PUB_Y, width,
                                   &ec.ylen);
-        return ec.x && ec.y ? cjose_jwk_create_EC_spec(&ec, &err) : NULL;
+        if (!ec.x || !ec.y || !lessons_key_set_canon(p, key, ec.x, ec.xlen,
+                                                     ec.y, ec.ylen)) {
+            return NULL;
+        }
+        return cjose_jwk_create_EC_spec(&ec, &err);
     }
 }
 
@@ -335,6 +393,21 @@ const char *lessons_key_make(apr_pool_t *p, const unsigned char *data,
     }
     *out = key;
     return NULL;
+}
+
+const char *lessons_key_import_jwk(apr_pool_t *p, json_t *jwk,
+                                   const unsigned char *a, apr_size_t alen,
+                                   const unsigned char *b, apr_size_t blen,
+                                   lessons_key_t *key)
+{
+    cjose_err err;
+
+    if (!lessons_key_set_canon(p, key, a, alen, b, blen)) {
+        return "the key is neither RSA nor EC on a curve we take";
+    }
+    return lessons_key_hold(p, key,
+                            cjose_jwk_import_json((cjose_header_t *)jwk,
+                                                  &err));
 }
 
 const char *lessons_key_secret(apr_pool_t *p, const unsigned char *data,

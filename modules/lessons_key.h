@@ -10,6 +10,7 @@
 #define LESSONS_KEY_H
 
 #include <cjose/jwk.h>
+#include <jansson.h>
 #include "apr_pools.h"
 
 /* The JWS algorithms (RFC 7518 3.1) a token may be signed with, and
@@ -44,15 +45,16 @@ typedef enum {
     LESSONS_KEY_EC                  /* EC public key: ES* on its curve */
 } lessons_key_type_e;
 
-/* A key (the secret, or the PEM text), with what the inspection found,
- * and the same key as the verifier (cjose) takes it.  Read-only once
- * made.
+/* A key (the secret, or a public key known by its RFC 7638 form), with
+ * what the inspection found, and the same key as the verifier (cjose)
+ * takes it.  Read-only once made.
  */
 typedef struct {
     lessons_key_type_e type;
     int bits;                       /* RSA modulus bits; 0 otherwise */
     lessons_alg_t ec_alg;               /* EC: the one ES* of its curve */
-    const unsigned char *data;
+    const unsigned char *data;      /* a secret's bytes; a public key's
+                                     * identity (lessons_key_canon) */
     apr_size_t len;
     const cjose_jwk_t *jwk;         /* for cjose_jws_verify; released
                                      * with the pool the key was made in */
@@ -95,6 +97,28 @@ const char *lessons_key_read(apr_pool_t *p, const char *path,
  */
 const char *lessons_key_make(apr_pool_t *p, const unsigned char *data,
                              apr_size_t len, lessons_key_t **key);
+
+/* A public key's identity, the bytes its fingerprints and its set's
+ * digest are taken over: RFC 7638's thumbprint input, in p, from its
+ * numbers (RSA: a = n, b = e, minimal octets; EC: a = x, b = y, the
+ * curve's width; the curve from key->ec_alg).  One text per key, whether
+ * it came as PEM or as a JWK.  NULL for a key of another type.
+ */
+const char *lessons_key_canon(apr_pool_t *p, const lessons_key_t *key,
+                              const unsigned char *a, apr_size_t alen,
+                              const unsigned char *b, apr_size_t blen);
+
+/* A JWK's public key (RSA or EC) as a key in p: cjose's own import
+ * (cjose_jwk_import_json) makes it from jwk, whose members the caller has
+ * checked and decoded into a and b as for lessons_key_canon (->data);
+ * for EC, cjose checks the point (in range, on the curve, of the curve's
+ * order).  key->type, ->bits and ->ec_alg are the caller's.  NULL, or
+ * why there is no key.
+ */
+const char *lessons_key_import_jwk(apr_pool_t *p, json_t *jwk,
+                                   const unsigned char *a, apr_size_t alen,
+                                   const unsigned char *b, apr_size_t blen,
+                                   lessons_key_t *key);
 
 /* A shared secret of len bytes at data (a JWK's "k"), as a key in p,
  * without the inspection lessons_key_make gives key files: the bytes are

@@ -3,9 +3,8 @@
  * lessons_keyset.c: key sets from a key file or a JWKS (RFC 7517).  Each
  * JWK is checked strictly once, when the set is made: canonical
  * base64url members, sane sizes, a point on its curve, no private
- * material, an "alg" that fits the key.  RSA and EC members become PEM
- * text that goes through lessons_key_make, so a JWK is inspected by the
- * same code as a PEM file and made into cjose's key the same way.
+ * material, an "alg" that fits the key.  RSA and EC keys are then made
+ * by cjose's own JWK import, from the checked members.
  */
 #include <limits.h>
 #include <stdarg.h>
@@ -14,30 +13,57 @@
 
 #include <jansson.h>
 
-#include <openssl/bio.h>
 #include <openssl/bn.h>
-#include <openssl/core_names.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
-#include <openssl/param_build.h>
-#include <openssl/pem.h>
 
 #include "apr_encode.h"
 #include "apr_strings.h"
 
 #include "lessons_keyset.h"
 
-/* The curves we take, with their OpenSSL group and field length (RFC 7518
- * 6.2.1.2: x and y are exactly this many octets).
+/* The field primes of the curves we take, big-endian: a coordinate must
+ * be below its curve's (SEC 1 2.3.5), which cjose's import leaves to
+ * OpenSSL's EC_POINT_set_affine_coordinates, and that reduces modulo p.
+ */
+static const unsigned char lessons_p256[32] = {
+    0xff, 0xff, 0xff, 0xff, 0x00, 0x00, 0x00, 0x01,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff,
+    0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+};
+static const unsigned char lessons_p384[48] = {
+    0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+    0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+    0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+    0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xfe,
+    0xff, 0xff, 0xff, 0xff, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff,
+};
+static const unsigned char lessons_p521[66] = {
+    0x01, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+    0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+    0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+    0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+    0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+    0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+    0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+    0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+    0xff, 0xff,
+};
+
+/* The curves we take, with their algorithm, field length (RFC 7518
+ * 6.2.1.2: x and y are exactly this many octets) and prime.
  */
 static const struct {
     const char *crv;
-    const char *group;
+    lessons_alg_t alg;
     apr_size_t bytes;
+    const unsigned char *prime;
 } lessons_curves[] = {
-    { "P-256", "prime256v1", 32 },
-    { "P-384", "secp384r1", 48 },
-    { "P-521", "secp521r1", 66 },
+    { "P-256", LESSONS_ALG_ES256, 32, lessons_p256 },
+    { "P-384", LESSONS_ALG_ES384, 48, lessons_p384 },
+    { "P-521", LESSONS_ALG_ES512, 66, lessons_p521 },
 };
 
 #define LESSONS_NCURVES (sizeof(lessons_curves) / sizeof(lessons_curves[0]))
@@ -168,89 +194,18 @@ static const char *lessons_jwk_bytes(const lessons_jwk_ctx_t *c, json_t *jwk,
     return why ? lessons_jwk_err(c, "\"%s\" %s", name, why) : NULL;
 }
 
-/* PEM text of a public key, in p; NULL if OpenSSL cannot write it. */
-static const char *lessons_pkey_pem(apr_pool_t *p, EVP_PKEY *pkey,
-                                    apr_size_t *len)
-{
-    BIO *bio = BIO_new(BIO_s_mem());
-    char *data = NULL;
-    const char *pem = NULL;
-    long n;
-
-    if (bio && PEM_write_bio_PUBKEY(bio, pkey) == 1) {
-        n = BIO_get_mem_data(bio, &data);
-        if (n > 0 && data) {
-            pem = apr_pstrmemdup(p, data, (apr_size_t)n);
-            *len = (apr_size_t)n;
-        }
-    }
-    BIO_free(bio);
-    return pem;
-}
-
-/* Build a public key from the members in bld and write it as PEM text
- * (in c->tmp).  With check, test it as OpenSSL tests a peer's key (EC:
- * on the curve, in range, of the right order).  NULL means refused:
- * *why says why, bad when OpenSSL will not take the members.
+/* The key from the checked members (a, b: RSA n, e; EC x, y) by cjose's
+ * own import.
  */
-static const char *lessons_pkey_from(const lessons_jwk_ctx_t *c,
-                                     const char *type, OSSL_PARAM_BLD *bld,
-                                     int check, const char *bad,
-                                     apr_size_t *len, const char **why)
+static const char *lessons_jwk_import(const lessons_jwk_ctx_t *c,
+                                      json_t *jwk,
+                                      const unsigned char *a, apr_size_t alen,
+                                      const unsigned char *b, apr_size_t blen,
+                                      const char *refused, lessons_key_t *out)
 {
-    OSSL_PARAM *params = NULL;
-    EVP_PKEY_CTX *ctx = NULL, *vctx = NULL;
-    EVP_PKEY *pkey = NULL;
-    const char *pem = NULL;
-
-    *why = bad;
-    if (!bld || !(params = OSSL_PARAM_BLD_to_param(bld))
-        || !(ctx = EVP_PKEY_CTX_new_from_name(NULL, type, NULL))
-        || EVP_PKEY_fromdata_init(ctx) <= 0
-        || EVP_PKEY_fromdata(ctx, &pkey, EVP_PKEY_PUBLIC_KEY, params) <= 0
-        || !pkey) {
-        goto done;
+    if (lessons_key_import_jwk(c->p, jwk, a, alen, b, blen, out)) {
+        return lessons_jwk_err(c, "%s", refused);
     }
-    if (check) {
-        vctx = EVP_PKEY_CTX_new_from_pkey(NULL, pkey, NULL);
-        if (!vctx || EVP_PKEY_public_check(vctx) != 1) {
-            goto done;
-        }
-    }
-    pem = lessons_pkey_pem(c->tmp, pkey, len);
-    if (!pem) {
-        *why = "OpenSSL cannot write the key as PEM";
-    }
-done:
-    EVP_PKEY_CTX_free(vctx);
-    EVP_PKEY_free(pkey);
-    EVP_PKEY_CTX_free(ctx);
-    OSSL_PARAM_free(params);
-    ERR_clear_error();
-    return pem;
-}
-
-/* PEM text through lessons_key_make (the same inspection as a PEM file);
- * the key must come out of the type the JWK says.
- */
-static const char *lessons_jwk_pem_key(const lessons_jwk_ctx_t *c,
-                                       const char *pem, apr_size_t len,
-                                       lessons_key_type_e type,
-                                       lessons_key_t *out)
-{
-    lessons_key_t *key = NULL;
-    const char *msg;
-    const char *copy = apr_pstrmemdup(c->p, pem, len);
-
-    msg = lessons_key_make(c->p, (const unsigned char *)copy, len, &key);
-    if (msg) {
-        return lessons_jwk_err(c, "%s", msg);
-    }
-    if (!key || key->type != type) {
-        return lessons_jwk_err(c, "the key made of its members is not of "
-                               "its kty");
-    }
-    *out = *key;
     return NULL;
 }
 
@@ -258,11 +213,10 @@ static const char *lessons_jwk_rsa(const lessons_jwk_ctx_t *c, json_t *jwk,
                                    lessons_key_t *out)
 {
     const unsigned char *n, *e;
-    apr_size_t nlen = 0, elen = 0, pemlen = 0;
+    apr_size_t nlen = 0, elen = 0;
     BIGNUM *bn = NULL, *be = NULL;
-    OSSL_PARAM_BLD *bld = NULL;
-    const char *msg = NULL, *pem = NULL, *why = NULL;
-    int nbits, ebits;
+    const char *msg = NULL;
+    int nbits = 0, ebits;
 
     if ((msg = lessons_jwk_bytes(c, jwk, "n", &n, &nlen))
         || (msg = lessons_jwk_bytes(c, jwk, "e", &e, &elen))) {
@@ -311,27 +265,19 @@ static const char *lessons_jwk_rsa(const lessons_jwk_ctx_t *c, json_t *jwk,
                               "%lu needed", (unsigned long)BN_get_word(be),
                               LESSONS_RSA_MIN_E);
     }
-    if (msg) {
-        goto done;
-    }
-    bld = OSSL_PARAM_BLD_new();
-    if (bld && OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_N, bn)
-        && OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_E, be)) {
-        pem = lessons_pkey_from(c, "RSA", bld, 0,
-                                "OpenSSL does not take \"n\" and \"e\" "
-                                "as an RSA key", &pemlen, &why);
-    }
-    else {
-        why = "out of memory";
-    }
-    msg = pem ? lessons_jwk_pem_key(c, pem, pemlen, LESSONS_KEY_RSA, out)
-              : lessons_jwk_err(c, "%s", why);
 done:
-    OSSL_PARAM_BLD_free(bld);
     BN_free(bn);
     BN_free(be);
     ERR_clear_error();
-    return msg;
+    if (msg) {
+        return msg;
+    }
+    memset(out, 0, sizeof(*out));
+    out->type = LESSONS_KEY_RSA;
+    out->bits = nbits;
+    return lessons_jwk_import(c, jwk, n, nlen, e, elen,
+                              "the verifier (cjose) does not take \"n\" "
+                              "and \"e\" as an RSA key", out);
 }
 
 static const char *lessons_jwk_ec(const lessons_jwk_ctx_t *c, json_t *jwk,
@@ -339,10 +285,8 @@ static const char *lessons_jwk_ec(const lessons_jwk_ctx_t *c, json_t *jwk,
 {
     json_t *crv = json_object_get(jwk, "crv");
     const unsigned char *x, *y;
-    unsigned char *point;
-    apr_size_t xlen = 0, ylen = 0, pemlen = 0, size;
-    OSSL_PARAM_BLD *bld;
-    const char *msg, *pem = NULL, *why = NULL;
+    apr_size_t xlen = 0, ylen = 0, size;
+    const char *msg;
     size_t i;
 
     if (!crv) {
@@ -375,30 +319,17 @@ static const char *lessons_jwk_ec(const lessons_jwk_ctx_t *c, json_t *jwk,
                                lessons_curves[i].crv, (int)size, (int)xlen,
                                (int)ylen);
     }
-    /* SEC 1 uncompressed point: 0x04 || x || y */
-    point = apr_palloc(c->tmp, 1 + 2 * size);
-    point[0] = 0x04;
-    memcpy(point + 1, x, size);
-    memcpy(point + 1 + size, y, size);
-    bld = OSSL_PARAM_BLD_new();
-    if (bld
-        && OSSL_PARAM_BLD_push_utf8_string(bld, OSSL_PKEY_PARAM_GROUP_NAME,
-                                           lessons_curves[i].group, 0)
-        && OSSL_PARAM_BLD_push_octet_string(bld, OSSL_PKEY_PARAM_PUB_KEY,
-                                            point, 1 + 2 * size)) {
-        pem = lessons_pkey_from(c, "EC", bld, 1,
-                                "the point (x, y) is not on the curve",
-                                &pemlen, &why);
+    if (memcmp(x, lessons_curves[i].prime, size) >= 0
+        || memcmp(y, lessons_curves[i].prime, size) >= 0) {
+        return lessons_jwk_err(c, "the point (x, y) is not on the curve: "
+                               "a coordinate is not below the field's "
+                               "prime");
     }
-    else {
-        why = "out of memory";
-    }
-    OSSL_PARAM_BLD_free(bld);
-    ERR_clear_error();
-    if (!pem) {
-        return lessons_jwk_err(c, "%s", why);
-    }
-    return lessons_jwk_pem_key(c, pem, pemlen, LESSONS_KEY_EC, out);
+    memset(out, 0, sizeof(*out));
+    out->type = LESSONS_KEY_EC;
+    out->ec_alg = lessons_curves[i].alg;
+    return lessons_jwk_import(c, jwk, x, xlen, y, ylen,
+                              "the point (x, y) is not on the curve", out);
 }
 
 static const char *lessons_jwk_oct(const lessons_jwk_ctx_t *c, json_t *jwk,
@@ -783,7 +714,6 @@ static const char *lessons_jwks_load(apr_pool_t *p, const char *json,
 {
     json_error_t err;
     json_t *root;
-    apr_pool_t *tmp;
     const char *msg;
 
     root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &err);
@@ -794,12 +724,21 @@ static const char *lessons_jwks_load(apr_pool_t *p, const char *json,
                                               JSON_ERROR_TEXT_LENGTH),
                             err.line, err.column);
     }
+    msg = lessons_keyset_from_jwks(p, root, flags, set);
+    json_decref(root);
+    return msg;
+}
+
+const char *lessons_keyset_from_jwks(apr_pool_t *p, json_t *root, int flags,
+                                     lessons_keyset_t **set)
+{
+    apr_pool_t *tmp;
+    const char *msg;
+
     if (apr_pool_create(&tmp, p) != APR_SUCCESS) {
-        json_decref(root);
         return "out of memory";
     }
     msg = lessons_jwks_from_root(p, tmp, root, flags, set);
-    json_decref(root);
     apr_pool_destroy(tmp);
     return msg;
 }

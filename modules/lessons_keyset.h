@@ -33,8 +33,9 @@ typedef struct {
     lessons_alg_t alg;              /* its own "alg", or LESSONS_ALG_NONE
                                      * when it names none (its type
                                      * decides) */
-    lessons_key_t key;              /* the secret, or PEM text made from
-                                     * the JWK members, and cjose's JWK */
+    lessons_key_t key;              /* the secret, or the public key
+                                     * (its RFC 7638 form as data), and
+                                     * cjose's JWK */
 } lessons_jwk_t;
 
 typedef struct {
@@ -99,6 +100,12 @@ const char *lessons_keyset_parse_jwks(apr_pool_t *p, const char *json,
 const char *lessons_keyset_parse_jwks_ex(apr_pool_t *p, const char *json,
                                          apr_size_t len, int flags,
                                          lessons_keyset_t **set);
+
+/* The same for a JWKS already parsed (a DPoP proof's "jwk", wrapped):
+ * root is only read.
+ */
+const char *lessons_keyset_from_jwks(apr_pool_t *p, json_t *root, int flags,
+                                     lessons_keyset_t **set);
 
 /* Does algs hold PS256, PS384 or PS512? */
 int lessons_algs_name_pss(lessons_algs_t algs);

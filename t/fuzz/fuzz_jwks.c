@@ -3,7 +3,7 @@
  * fuzz_jwks.c: the bytes of a key file or a fetched key set: a JWKS
  * parsed as a file's and as a keys URL's (public keys only, PS* keys
  * read as where a section names them), each JWK
- * checked and turned into PEM (OpenSSL), a secret or a PEM public key
+ * checked and imported by cjose, a secret or a PEM public key
  * (lessons_keyset_make), then the set checked against every algorithm
  * and looked up by kid.
  */

@@ -19,6 +19,8 @@
 #include <openssl/bio.h>
 #include <openssl/bn.h>
 #include <openssl/core_names.h>
+#include <openssl/ec.h>
+#include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/rand.h>
@@ -197,11 +199,19 @@ static void parse_fails(const char *json, const char *want)
     assert_null(why);
 }
 
-/* The key's PEM as made from its JWK must be OpenSSL's own PEM of it. */
+/* A key made from its JWK is the key its PEM file makes: the same
+ * identity (RFC 7638's thumbprint input), which must be that text.
+ */
 static void same_pem(const lessons_jwk_t *jwk, const char *pub)
 {
-    assert_int_equal(jwk->key.len, strlen(pub));
-    assert_memory_equal(jwk->key.data, pub, strlen(pub));
+    lessons_key_t *file = NULL;
+
+    assert_null(lessons_key_make(pool, (const unsigned char *)pub,
+                                 strlen(pub), &file));
+    assert_int_equal(jwk->key.len, file->len);
+    assert_memory_equal(jwk->key.data, file->data, file->len);
+    assert_int_equal(jwk->key.data[0], '{');
+    assert_non_null(strstr((const char *)file->data, "\"kty\":\""));
 }
 
 /* The base64url text with its last character moved one place on in the
@@ -746,6 +756,72 @@ static const char *ec_xy(const char *crv, const char *x, const char *y)
                 crv, x, y);
 }
 
+/* A point of curve nid with a small x (the first x from 1 up that is on
+ * the curve), as base64url x and y of width octets; and in *x_plus_p,
+ * x + p, which still fits: the same point to anyone who reduces modulo
+ * p first.
+ */
+static void small_x_point(int nid, int width, const char **x,
+                          const char **y, const char **x_plus_p)
+{
+    EC_GROUP *g = EC_GROUP_new_by_curve_name(nid);
+    EC_POINT *pt = g ? EC_POINT_new(g) : NULL;
+    BIGNUM *bx = BN_new(), *by = BN_new(), *p = BN_new();
+    unsigned char buf[66];
+
+    assert_non_null(pt);
+    assert_true(width <= (int)sizeof(buf));
+    assert_int_equal(EC_GROUP_get_curve(g, p, NULL, NULL, NULL), 1);
+    assert_int_equal(BN_set_word(bx, 1), 1);
+    while (EC_POINT_set_compressed_coordinates(g, pt, bx, 0, NULL) != 1) {
+        assert_int_equal(BN_add_word(bx, 1), 1);
+    }
+    ERR_clear_error();
+    assert_int_equal(EC_POINT_get_affine_coordinates(g, pt, bx, by, NULL), 1);
+    assert_int_equal(BN_bn2binpad(bx, buf, width), width);
+    *x = b64url(buf, (size_t)width);
+    assert_int_equal(BN_bn2binpad(by, buf, width), width);
+    *y = b64url(buf, (size_t)width);
+    assert_int_equal(BN_add(bx, bx, p), 1);
+    assert_int_equal(BN_bn2binpad(bx, buf, width), width);
+    *x_plus_p = b64url(buf, (size_t)width);
+    BN_free(bx);
+    BN_free(by);
+    BN_free(p);
+    EC_POINT_free(pt);
+    EC_GROUP_free(g);
+}
+
+/* Coordinates must be below the field prime: x + p names the same point
+ * modulo p, and is refused on every curve; the point itself is taken.
+ */
+static void test_ec_coordinate_not_reduced(void **state)
+{
+    static const struct {
+        const char *crv;
+        int nid, width;
+    } curves[] = {
+        { "P-256", NID_X9_62_prime256v1, 32 },
+        { "P-384", NID_secp384r1, 48 },
+        { "P-521", NID_secp521r1, 66 },
+    };
+    const char *x, *y, *x_plus_p, *good;
+    lessons_keyset_t *set;
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(curves) / sizeof(curves[0]); i++) {
+        small_x_point(curves[i].nid, curves[i].width, &x, &y, &x_plus_p);
+        good = ec_xy(curves[i].crv, x, y);
+        set = NULL;
+        assert_null(lessons_keyset_parse_jwks(pool, good, strlen(good),
+                                              &set));
+        assert_int_equal(set->nkeys, 1);
+        parse_fails(ec_xy(curves[i].crv, x_plus_p, y),
+                    "not below the field's prime");
+    }
+}
+
 static void hostile_cases(void)
 {
     unsigned char *b, *big, *bad_y;
@@ -1033,12 +1109,11 @@ static void test_one_bad_key_refuses_the_set(void **state)
 /* ---------------------------------------------- cjose signs, we verify */
 
 /* Does cjose verify token with the key as the set holds it: its bytes
- * (the secret, or the PEM made from the JWK, read again as start-up
- * reads a key file), and its own JWK?  Both must say the same.
+ * (the secret, or the key's RFC 7638 JSON imported by cjose anew), and
+ * its own JWK?  Both must say the same.
  */
 static int verifies(const char *token, const lessons_jwk_t *k)
 {
-    lessons_key_t *again = NULL;
     cjose_jwk_t *oct = NULL;
     const cjose_jwk_t *jwk;
     cjose_jws_t *jws;
@@ -1056,8 +1131,9 @@ static int verifies(const char *token, const lessons_jwk_t *k)
         jwk = oct;
     }
     else {
-        assert_null(lessons_key_make(pool, k->key.data, k->key.len, &again));
-        jwk = again->jwk;
+        oct = cjose_jwk_import((const char *)k->key.data, k->key.len, &err);
+        assert_non_null(oct);
+        jwk = oct;
     }
     jws = cjose_jws_import(token, strlen(token), &err);
     assert_non_null(jws);
@@ -1134,6 +1210,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rsa_key),
         cmocka_unit_test(test_ec_keys),
+        cmocka_unit_test(test_ec_coordinate_not_reduced),
         cmocka_unit_test(test_oct_key),
         cmocka_unit_test(test_oct_key_from_url),
         cmocka_unit_test(test_oct_key_that_looks_like_pem),
