@@ -152,6 +152,9 @@ typedef struct {
     int public_only;                /* oct keys are skipped, not read */
     int pss;                        /* PS* keys are read, not skipped */
     int secrets;                    /* ... and counted here */
+    int fatal;                      /* the last refusal was of the whole
+                                     * set, even where keys are judged one
+                                     * by one (private material) */
 } lessons_jwk_ctx_t;
 
 static const char *lessons_jwk_err(const lessons_jwk_ctx_t *c,
@@ -444,6 +447,7 @@ static const char *lessons_jwk_no_private(lessons_jwk_ctx_t *c, json_t *obj,
 
     for (i = 0; i < n; i++) {
         if (json_object_get(obj, lessons_private_members[i])) {
+            c->fatal = 1;
             return lessons_jwk_err(c, "holds private key material (\"%s\"); "
                                    "publish only the public key",
                                    lessons_private_members[i]);
@@ -633,15 +637,54 @@ static const char *lessons_keyset_digest(lessons_keyset_t *set)
 
 /* ---------------------------------------------------------------- sets */
 
+static const char *lessons_algs_names(apr_pool_t *p, lessons_algs_t algs);
+static int lessons_jwk_fits(const lessons_jwk_t *k, lessons_algs_t algs);
+static const char *lessons_jwk_misfit(apr_pool_t *p, const lessons_jwk_t *k,
+                                      const char *who, const char *names);
+
+/* Read key i into jwk: NULL with *skip (why it is left out, in p) or
+ * without (usable), or a refusal of the whole set.  Leniently (a
+ * provider's set), a key's own faults and a key fitting none of algs
+ * (when given) are skips too.
+ */
+static const char *lessons_jwks_key(lessons_jwk_ctx_t *c, json_t *obj,
+                                    int lenient, lessons_algs_t algs,
+                                    const char *names, lessons_jwk_t *jwk,
+                                    const char **skip)
+{
+    const char *msg;
+
+    c->fatal = 0;
+    msg = lessons_jwk_read(c, obj, jwk, skip);
+    if (msg) {
+        if (!lenient || c->fatal) {
+            return msg;
+        }
+        *skip = msg;
+        return NULL;
+    }
+    if (*skip) {
+        *skip = lessons_jwk_err(c, "%s", *skip);
+    }
+    else if (lenient && names && !lessons_jwk_fits(jwk, algs)) {
+        *skip = lessons_jwk_err(c, "%s", lessons_jwk_misfit(c->tmp, jwk,
+                                                           "it", names));
+    }
+    return NULL;
+}
+
 static const char *lessons_jwks_from_root(apr_pool_t *p, apr_pool_t *tmp,
                                           json_t *root, int flags,
+                                          lessons_algs_t algs,
                                           lessons_keyset_t **out)
 {
     json_t *keys;
     lessons_jwk_t *list;
+    lessons_jwk_skip_t *skips;
     lessons_keyset_t *set;
     lessons_jwk_ctx_t c;
-    const char *msg, *skip, *first_skip = NULL;
+    const char *msg, *skip, *names;
+    int lenient = (flags & LESSONS_JWKS_LENIENT) != 0;
     size_t i, n;
     int j;
 
@@ -663,8 +706,10 @@ static const char *lessons_jwks_from_root(apr_pool_t *p, apr_pool_t *tmp,
         return apr_psprintf(p, "the JWKS holds %d keys, at most %d allowed",
                             (int)n, LESSONS_JWKS_MAX_KEYS);
     }
+    names = algs ? lessons_algs_names(tmp, algs) : NULL;
     set = apr_pcalloc(p, sizeof(*set));
     list = apr_pcalloc(p, n * sizeof(*list));
+    skips = apr_pcalloc(p, n * sizeof(*skips));
     memset(&c, 0, sizeof(c));
     c.p = p;
     c.tmp = tmp;
@@ -674,15 +719,16 @@ static const char *lessons_jwks_from_root(apr_pool_t *p, apr_pool_t *tmp,
         lessons_jwk_t *jwk = &list[set->nkeys];
 
         c.index = (int)i;
-        msg = lessons_jwk_read(&c, json_array_get(keys, i), jwk, &skip);
+        msg = lessons_jwks_key(&c, json_array_get(keys, i), lenient, algs,
+                               names, jwk, &skip);
         if (msg) {
             return msg;
         }
         if (skip) {
-            if (!first_skip) {
-                first_skip = lessons_jwk_err(&c, "%s", skip);
-            }
+            skips[set->skipped].kid = c.kid;
+            skips[set->skipped].why = skip;
             set->skipped++;
+            memset(jwk, 0, sizeof(*jwk));
             continue;
         }
         for (j = 0; jwk->kid && j < set->nkeys; j++) {
@@ -695,9 +741,10 @@ static const char *lessons_jwks_from_root(apr_pool_t *p, apr_pool_t *tmp,
     if (set->nkeys == 0) {
         return apr_psprintf(p, "the JWKS holds no key we can verify with "
                             "(%d skipped; first: %s)", set->skipped,
-                            first_skip);
+                            skips[0].why);
     }
     set->keys = list;
+    set->skips = skips;
     set->secrets_skipped = c.secrets;
     msg = lessons_keyset_digest(set);
     if (msg) {
@@ -707,29 +754,9 @@ static const char *lessons_jwks_from_root(apr_pool_t *p, apr_pool_t *tmp,
     return NULL;
 }
 
-/* Parse text already known to be within bounds. */
-static const char *lessons_jwks_load(apr_pool_t *p, const char *json,
-                                     apr_size_t len, int flags,
-                                     lessons_keyset_t **set)
-{
-    json_error_t err;
-    json_t *root;
-    const char *msg;
-
-    root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &err);
-    if (!root) {
-        return apr_psprintf(p, "the JWKS is not valid JSON: %s (line %d, "
-                            "column %d)",
-                            lessons_printable(p, err.text,
-                                              JSON_ERROR_TEXT_LENGTH),
-                            err.line, err.column);
-    }
-    msg = lessons_keyset_from_jwks(p, root, flags, set);
-    json_decref(root);
-    return msg;
-}
-
-const char *lessons_keyset_from_jwks(apr_pool_t *p, json_t *root, int flags,
+/* A parsed JWKS into a set in p, with a scratch pool of its own. */
+static const char *lessons_jwks_root(apr_pool_t *p, json_t *root, int flags,
+                                     lessons_algs_t algs,
                                      lessons_keyset_t **set)
 {
     apr_pool_t *tmp;
@@ -738,21 +765,21 @@ const char *lessons_keyset_from_jwks(apr_pool_t *p, json_t *root, int flags,
     if (apr_pool_create(&tmp, p) != APR_SUCCESS) {
         return "out of memory";
     }
-    msg = lessons_jwks_from_root(p, tmp, root, flags, set);
+    msg = lessons_jwks_from_root(p, tmp, root, flags, algs, set);
     apr_pool_destroy(tmp);
     return msg;
 }
 
-const char *lessons_keyset_parse_jwks(apr_pool_t *p, const char *json,
-                                      apr_size_t len, lessons_keyset_t **set)
+/* Parse text: empty, too large or not JSON is refused here. */
+static const char *lessons_jwks_load(apr_pool_t *p, const char *json,
+                                     apr_size_t len, int flags,
+                                     lessons_algs_t algs,
+                                     lessons_keyset_t **set)
 {
-    return lessons_keyset_parse_jwks_ex(p, json, len, 0, set);
-}
+    json_error_t err;
+    json_t *root;
+    const char *msg;
 
-const char *lessons_keyset_parse_jwks_ex(apr_pool_t *p, const char *json,
-                                         apr_size_t len, int flags,
-                                         lessons_keyset_t **set)
-{
     if (!json || len == 0) {
         return "the JWKS is empty";
     }
@@ -760,7 +787,45 @@ const char *lessons_keyset_parse_jwks_ex(apr_pool_t *p, const char *json,
         return apr_psprintf(p, "the JWKS is larger than %d bytes",
                             LESSONS_JWKS_MAX_BYTES);
     }
-    return lessons_jwks_load(p, json, len, flags, set);
+    root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &err);
+    if (!root) {
+        return apr_psprintf(p, "the JWKS is not valid JSON: %s (line %d, "
+                            "column %d)",
+                            lessons_printable(p, err.text,
+                                              JSON_ERROR_TEXT_LENGTH),
+                            err.line, err.column);
+    }
+    msg = lessons_jwks_root(p, root, flags, algs, set);
+    json_decref(root);
+    return msg;
+}
+
+const char *lessons_keyset_from_jwks(apr_pool_t *p, json_t *root, int flags,
+                                     lessons_keyset_t **set)
+{
+    return lessons_jwks_root(p, root, flags, 0, set);
+}
+
+const char *lessons_keyset_parse_jwks(apr_pool_t *p, const char *json,
+                                      apr_size_t len, lessons_keyset_t **set)
+{
+    return lessons_jwks_load(p, json, len, 0, 0, set);
+}
+
+const char *lessons_keyset_parse_jwks_ex(apr_pool_t *p, const char *json,
+                                         apr_size_t len, int flags,
+                                         lessons_keyset_t **set)
+{
+    return lessons_jwks_load(p, json, len, flags, 0, set);
+}
+
+const char *lessons_keyset_parse_fetched(apr_pool_t *p, const char *json,
+                                         apr_size_t len, int flags,
+                                         lessons_algs_t algs,
+                                         lessons_keyset_t **set)
+{
+    return lessons_jwks_load(p, json, len, flags | LESSONS_JWKS_PUBLIC_ONLY
+                                          | LESSONS_JWKS_LENIENT, algs, set);
 }
 
 const char *lessons_keyset_from_key(apr_pool_t *p, const lessons_key_t *key,
@@ -824,7 +889,7 @@ const char *lessons_keyset_make_ex(apr_pool_t *p, const unsigned char *data,
         jwks = !root || json_object_get(root, "keys") != NULL;
         json_decref(root);
         if (jwks) {
-            return lessons_jwks_load(p, (const char *)data, len, flags,
+            return lessons_jwks_load(p, (const char *)data, len, flags, 0,
                                      set);
         }
     }
@@ -867,16 +932,12 @@ int lessons_jwk_allows(const lessons_jwk_t *jwk, lessons_alg_t alg)
     return lessons_key_allows(&jwk->key, alg);
 }
 
-const char *lessons_keyset_check(apr_pool_t *p, const lessons_keyset_t *set,
-                                 lessons_algs_t algs)
+/* The names of algs, "RS256, ES256", or NULL for none. */
+static const char *lessons_algs_names(apr_pool_t *p, lessons_algs_t algs)
 {
-    const char *names = NULL, *who, *hint;
+    const char *names = NULL;
     int a;
-    int i, fits;
 
-    if (!set || set->nkeys < 1 || !set->keys) {
-        return "no key";
-    }
     for (a = LESSONS_ALG_HS256; a < LESSONS_ALG_TERM; a++) {
         if (algs & LESSONS_ALG_BIT(a)) {
             names = names ? apr_pstrcat(p, names, ", ", lessons_alg_name(
@@ -884,44 +945,88 @@ const char *lessons_keyset_check(apr_pool_t *p, const lessons_keyset_t *set,
                           : lessons_alg_name((lessons_alg_t)a);
         }
     }
+    return names;
+}
+
+static int lessons_jwk_fits(const lessons_jwk_t *k, lessons_algs_t algs)
+{
+    int a;
+
+    for (a = LESSONS_ALG_HS256; a < LESSONS_ALG_TERM; a++) {
+        if ((algs & LESSONS_ALG_BIT(a))
+            && lessons_jwk_allows(k, (lessons_alg_t)a)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Why k (called who) fits none of the algorithms named names. */
+static const char *lessons_jwk_misfit(apr_pool_t *p, const lessons_jwk_t *k,
+                                      const char *who, const char *names)
+{
+    const char *hint = "";
+
+    if (k->alg != LESSONS_ALG_NONE) {
+        return apr_psprintf(p, "%s is for %s only (its \"alg\"), which "
+                            "is not among %s", who,
+                            lessons_alg_name(k->alg), names);
+    }
+    if (k->key.type == LESSONS_KEY_SECRET
+        && k->key.len < LESSONS_HMAC_MIN_BYTES) {
+        hint = apr_psprintf(p, "; a secret needs at least %d bytes",
+                            LESSONS_HMAC_MIN_BYTES);
+    }
+    else if (k->key.type == LESSONS_KEY_RSA
+             && k->key.bits < LESSONS_RSA_MIN_BITS) {
+        hint = apr_psprintf(p, "; an RSA key needs at least %d bits",
+                            LESSONS_RSA_MIN_BITS);
+    }
+    return apr_psprintf(p, "%s (%s) fits none of %s%s", who,
+                        lessons_key_what(p, &k->key), names, hint);
+}
+
+const char *lessons_keyset_check(apr_pool_t *p, const lessons_keyset_t *set,
+                                 lessons_algs_t algs)
+{
+    const char *names = lessons_algs_names(p, algs), *who;
+    int i;
+
+    if (!set || set->nkeys < 1 || !set->keys) {
+        return "no key";
+    }
     if (!names) {
         return "no algorithm to check the keys against";
     }
     for (i = 0; i < set->nkeys; i++) {
         const lessons_jwk_t *k = &set->keys[i];
 
-        fits = 0;
-        for (a = LESSONS_ALG_HS256; a < LESSONS_ALG_TERM && !fits; a++) {
-            fits = (algs & LESSONS_ALG_BIT(a))
-                   && lessons_jwk_allows(k, (lessons_alg_t)a);
-        }
-        if (fits) {
+        if (lessons_jwk_fits(k, algs)) {
             continue;
         }
         who = k->kid ? apr_psprintf(p, "the key with kid \"%s\"", k->kid)
               : set->nkeys == 1 ? "the key"
               : apr_psprintf(p, "usable key %d of %d (no kid)", i + 1,
                              set->nkeys);
-        if (k->alg != LESSONS_ALG_NONE) {
-            return apr_psprintf(p, "%s is for %s only (its \"alg\"), which "
-                                "is not among %s", who,
-                                lessons_alg_name(k->alg), names);
-        }
-        hint = "";
-        if (k->key.type == LESSONS_KEY_SECRET
-            && k->key.len < LESSONS_HMAC_MIN_BYTES) {
-            hint = apr_psprintf(p, "; a secret needs at least %d bytes",
-                                LESSONS_HMAC_MIN_BYTES);
-        }
-        else if (k->key.type == LESSONS_KEY_RSA
-                 && k->key.bits < LESSONS_RSA_MIN_BITS) {
-            hint = apr_psprintf(p, "; an RSA key needs at least %d bits",
-                                LESSONS_RSA_MIN_BITS);
-        }
-        return apr_psprintf(p, "%s (%s) fits none of %s%s", who,
-                            lessons_key_what(p, &k->key), names, hint);
+        return lessons_jwk_misfit(p, k, who, names);
     }
     return NULL;
+}
+
+int lessons_keyset_same(const lessons_keyset_t *a, const lessons_keyset_t *b)
+{
+    int i;
+
+    if (!a || !b || memcmp(a->digest, b->digest, sizeof(a->digest)) != 0
+        || a->skipped != b->skipped || !a->skips != !b->skips) {
+        return 0;
+    }
+    for (i = 0; a->skips && i < a->skipped; i++) {
+        if (strcmp(a->skips[i].why, b->skips[i].why) != 0) {
+            return 0;
+        }
+    }
+    return 1;
 }
 
 const lessons_jwk_t *lessons_keyset_find(const lessons_keyset_t *set,

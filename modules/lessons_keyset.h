@@ -38,13 +38,23 @@ typedef struct {
                                      * cjose's JWK */
 } lessons_jwk_t;
 
+/* A JWK a set left out, and why ("key 2 (kid "abc"): ..."). */
+typedef struct {
+    const char *kid;                /* its kid, or NULL (none, or one we
+                                     * would not read) */
+    const char *why;
+} lessons_jwk_skip_t;
+
 typedef struct {
     int nkeys;                      /* >= 1 in every set that was made */
     const lessons_jwk_t *keys;
+    const lessons_jwk_skip_t *skips;/* the skipped keys, skipped of them */
     int skipped;                    /* JWKs left out as not for us: "use"
                                      * other than "sig", an encryption
                                      * "alg", a kty we do not verify;
-                                     * and secrets_skipped */
+                                     * and secrets_skipped; and with
+                                     * LESSONS_JWKS_LENIENT, keys that fail
+                                     * their checks or fit no algorithm */
     int secrets_skipped;            /* oct keys left out of a keys URL's
                                      * set (LESSONS_JWKS_PUBLIC_ONLY) */
     unsigned char digest[LESSONS_KEYSET_DIGEST_LEN];
@@ -97,6 +107,7 @@ const char *lessons_keyset_parse_jwks(apr_pool_t *p, const char *json,
  */
 #define LESSONS_JWKS_PUBLIC_ONLY  1
 #define LESSONS_JWKS_PSS          2
+#define LESSONS_JWKS_LENIENT      4
 const char *lessons_keyset_parse_jwks_ex(apr_pool_t *p, const char *json,
                                          apr_size_t len, int flags,
                                          lessons_keyset_t **set);
@@ -106,6 +117,28 @@ const char *lessons_keyset_parse_jwks_ex(apr_pool_t *p, const char *json,
  */
 const char *lessons_keyset_from_jwks(apr_pool_t *p, json_t *root, int flags,
                                      lessons_keyset_t **set);
+
+/* A JWKS a provider serves (a keys URL's, a discovered issuer's), judged
+ * key by key: public keys only (LESSONS_JWKS_PUBLIC_ONLY and
+ * LESSONS_JWKS_LENIENT with flags).  A key that fails its own checks
+ * (sizes, curve, members, kid, key_ops) or fits none of algs is skipped
+ * with its reason in set->skips, and the others serve: providers publish
+ * encryption keys and keys of other algorithms beside the signing keys a
+ * section takes.  The whole set is still refused when it is not a JWKS
+ * within bounds, when a key holds private material (a leak that must not
+ * look like a working set), when two usable keys share a kid (a token
+ * naming it would be ambiguous), and when no key is left.
+ */
+const char *lessons_keyset_parse_fetched(apr_pool_t *p, const char *json,
+                                         apr_size_t len, int flags,
+                                         lessons_algs_t algs,
+                                         lessons_keyset_t **set);
+
+/* Are a and b the same set: the same keys (digest) and the same keys
+ * left out for the same reasons?  A fetch that changes only what was
+ * skipped is news for the log, not for the token cache.
+ */
+int lessons_keyset_same(const lessons_keyset_t *a, const lessons_keyset_t *b);
 
 /* Does algs hold PS256, PS384 or PS512? */
 int lessons_algs_name_pss(lessons_algs_t algs);

@@ -98,8 +98,7 @@ static void keysource_install(lessons_keysource_t *src,
 {
     if (ref) {
         int same = src->current
-            && memcmp(src->current->set->digest, ref->set->digest,
-                      sizeof(ref->set->digest)) == 0;
+                   && lessons_keyset_same(src->current->set, ref->set);
 
         if (same) {
             keysource_unref(ref);
@@ -382,8 +381,10 @@ const char *lessons_keysource_parse(apr_pool_t *set_pool, apr_pool_t *scratch,
     lessons_keyset_t *made = NULL;
     const char *err;
 
-    err = lessons_keyset_parse_jwks_ex(set_pool, body, len,
-                                       LESSONS_JWKS_PUBLIC_ONLY | jwks_flags,
+    /* Key by key: what does not fit is skipped, the rest serve; the
+     * check after it only holds that line (every key left fits).
+     */
+    err = lessons_keyset_parse_fetched(set_pool, body, len, jwks_flags, algs,
                                        &made);
     if (!err) {
         err = lessons_keyset_check(scratch, made, algs);

@@ -134,7 +134,7 @@ typedef struct {
     const char *ca_pem;             /* the only CAs to trust, or NULL for
                                      * the system's */
     apr_size_t ca_len;
-    lessons_algs_t algs;            /* every key must fit one of these */
+    lessons_algs_t algs;            /* a key that fits none is skipped */
     int jwks_flags;                 /* LESSONS_JWKS_PSS where a section
                                      * names PS* */
     long connect_timeout_ms, total_timeout_ms;
@@ -149,10 +149,12 @@ const char *lessons_keysource_fetch_url(void *baton, apr_pool_t *set_pool,
                                         apr_pool_t *scratch,
                                         const lessons_keyset_t **set);
 
-/* A fetched JWKS (len bytes) as every fetched set is taken: public keys
- * only (oct keys skipped), jwks_flags as lessons_keyset_parse_jwks_ex's,
- * each key fitting one of algs.  NULL with *set made in set_pool, or
- * "the key set was refused: ..." (in scratch).
+/* A fetched JWKS (len bytes) as every fetched set is taken, key by key
+ * (lessons_keyset_parse_fetched): public keys only (oct keys skipped),
+ * jwks_flags as lessons_keyset_parse_jwks_ex's, a key that fails its
+ * checks or fits none of algs skipped with its reason in set->skips.
+ * NULL with *set made in set_pool, or "the key set was refused: ..." (in
+ * scratch).
  */
 const char *lessons_keysource_parse(apr_pool_t *set_pool, apr_pool_t *scratch,
                                     const char *body, apr_size_t len,

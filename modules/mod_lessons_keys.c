@@ -206,6 +206,7 @@ static void lessons_keys_report(void *baton, const lessons_keyset_t *set,
 {
     lessons_keys_src *src = baton;
     const char *label = lessons_keys_src_label(scratch, src);
+    int i;
     const char *then = serving
         ? "the last good key set still serves"
         : "no key set yet: requests get 503 (or the LessonsJWTKeyFile "
@@ -232,6 +233,13 @@ static void lessons_keys_report(void *baton, const lessons_keyset_t *set,
                  set->nkeys, lessons_keys_kids(scratch, set), set->skipped,
                  src->discover ? ", from " : "",
                  src->discover ? src->discovery.jwks_uri : "");
+    /* One line per key left out, so that an admin sees which of the
+     * provider's keys this section will not take, and why.
+     */
+    for (i = 0; set->skips && i < set->skipped; i++) {
+        ap_log_error(APLOG_MARK, APLOG_INFO, 0, src->s, LESSONSLOG(00230)
+                     "%s: skipped %s", label, set->skips[i].why);
+    }
     if (set->secrets_skipped) {
         ap_log_error(APLOG_MARK, APLOG_WARNING, 0, src->s, LESSONSLOG(00219)
                      "%s: %d \"oct\" key(s) skipped: a shared secret "

@@ -10,7 +10,9 @@
 #   - a flood of tokens with random kids: at most one fetch per
 #     LessonsJWTKeysMinRefresh (the provider counts its requests);
 #   - HS256 signed with the RSA key's public PEM: 401;
-#   - typ at+jwt (RFC 9068): 200, on Debian 12 and 13 alike.
+#   - typ at+jwt (RFC 9068): 200, on Debian 12 and 13 alike;
+#   - keys a section does not take are skipped one by one, logged at
+#     info, and the rest serve.
 #
 # Server B is started here: one process, so that fetches are counted
 # exactly, on the suite's database.
@@ -381,6 +383,40 @@ my $refused = do { local (@ARGV, $/) = ("$dir/error_log"); <> };
 like $refused, qr/LESSONS00211: keys URL \Q$JWKS?rotate\E: the key set was refused: .*RSA modulus/,
     '... and the log says why';
 control(POST => '/jwks-fault', {});
+
+# ---- a provider's set is judged key by key (issue 42) ------------------
+# Beside its signing keys a provider publishes keys this section does not
+# take: one for RS512 only, an encryption key, a short RSA key.  Each is
+# skipped with an info line naming its kid and why; the rest serve.
+{
+    my $real = $JSON->decode(scalar `curl -sS --max-time 20 --cacert $dir/ca.crt '$JWKS?rotate'`);
+    my ($rsa) = grep { $_->{kty} eq 'RSA' } @{ $real->{keys} };
+    my $set = { keys => [
+        { %$rsa, kid => 'rs512-only', alg => 'RS512' },
+        { %$rsa, kid => 'for-enc', use => 'enc', alg => 'RSA-OAEP' },
+        @{ $real->{keys} },
+        { kty => 'RSA', kid => 'short', n => 'AQAB', e => 'AQAB' },
+    ] };
+    control(POST => '/jwks-fault', { body => $JSON->encode($set) });
+    sleep $REFRESH + $MIN + 0.5;    # a refresh has met it by now
+    is get('/rotate/api/lessons', $second)->code, 200,
+        'a set with keys the section does not take: its RS256 key serves';
+    is get('/rotate/api/lessons', $ec)->code, 200, '... and its ES256 key';
+    my $log = do { local (@ARGV, $/) = ("$dir/error_log"); <> };
+    my $n = @{ $real->{keys} };
+    like $log, qr/\[lessons:info\].*LESSONS00213: keys URL \Q$JWKS?rotate\E: $n key\(s\) in use \([^)]*\), 3 skipped/,
+        '... the set in use, 3 keys skipped'
+        or diag join '', grep { /\?rotate/ && !/ GET / } split /^/, $log;
+    for ([ 'rs512-only', qr/is for RS512 only \(its "alg"\), which is not among RS256, ES256/ ],
+         [ 'for-enc',    qr/"use" is "enc"/ ],
+         [ 'short',      qr/RSA modulus of \d+ bits, at least 2048 needed/ ]) {
+        my ($kid, $why) = @$_;
+        my @lines = $log =~ /^(.*LESSONS00230: keys URL \Q$JWKS?rotate\E: skipped key \d+ \(kid "\Q$kid\E"\): .*)$/mg;
+        ok @lines && $lines[-1] =~ /\[lessons:info\]/ && $lines[-1] =~ $why,
+            "kid $kid: one info line says why it was skipped" or diag @lines;
+    }
+    control(POST => '/jwks-fault', {});
+}
 
 # ---- the provider stopped: the last good set serves -------------------
 control(POST => '/stop');

@@ -2,7 +2,8 @@
  *
  * fuzz_jwks.c: the bytes of a key file or a fetched key set: a JWKS
  * parsed as a file's and as a keys URL's (public keys only, PS* keys
- * read as where a section names them), each JWK
+ * read as where a section names them) and key by key as a provider's
+ * (lessons_keyset_parse_fetched: what is left must fit), each JWK
  * checked and imported by cjose, a secret or a PEM public key
  * (lessons_keyset_make), then the set checked against every algorithm
  * and looked up by kid.
@@ -50,6 +51,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     set = NULL;
     if (!lessons_keyset_parse_jwks_ex(p, text, size, LESSONS_JWKS_PUBLIC_ONLY
                                       | LESSONS_JWKS_PSS, &set) && set) {
+        use_set(p, set);
+    }
+    /* A provider's set, key by key: whatever is left fits the section's
+     * algorithms, and a key that is read strictly is never skipped.
+     */
+    set = NULL;
+    if (!lessons_keyset_parse_fetched(p, text, size, LESSONS_JWKS_PSS,
+                                      LESSONS_ALG_BIT(LESSONS_ALG_RS256)
+                                      | LESSONS_ALG_BIT(LESSONS_ALG_ES256),
+                                      &set) && set) {
+        if (set->nkeys < 1
+            || lessons_keyset_check(p, set,
+                                    LESSONS_ALG_BIT(LESSONS_ALG_RS256)
+                                    | LESSONS_ALG_BIT(LESSONS_ALG_ES256))) {
+            abort();
+        }
         use_set(p, set);
     }
     set = NULL;

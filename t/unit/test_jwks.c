@@ -1106,6 +1106,164 @@ static void test_one_bad_key_refuses_the_set(void **state)
                 "2048 needed");
 }
 
+/* --------------------------------------- a provider's set, key by key */
+
+/* lessons_keyset_parse_fetched with algs: the set, or fail the test. */
+static const lessons_keyset_t *fetched_ok(const char *json,
+                                          lessons_algs_t algs)
+{
+    lessons_keyset_t *set = NULL;
+    const char *msg = lessons_keyset_parse_fetched(pool, json, strlen(json),
+                                                   0, algs, &set);
+
+    if (msg)
+        print_error("refused: %s\n", msg);
+    assert_null(msg);
+    assert_non_null(set);
+    return set;
+}
+
+static void fetched_fails(const char *json, lessons_algs_t algs,
+                          const char *want)
+{
+    lessons_keyset_t *set = NULL;
+    const char *msg = lessons_keyset_parse_fetched(pool, json, strlen(json),
+                                                   0, algs, &set);
+
+    if (!msg || !strstr(msg, want))
+        print_error("message \"%s\" lacks \"%s\"\n", msg ? msg : "(none)",
+                    want);
+    assert_non_null(msg);
+    assert_non_null(strstr(msg, want));
+}
+
+/* The skip of key kid (NULL: the one without) says want. */
+static void skipped_for(const lessons_keyset_t *set, const char *kid,
+                        const char *want)
+{
+    int i;
+
+    for (i = 0; i < set->skipped; i++) {
+        const lessons_jwk_skip_t *k = &set->skips[i];
+
+        if (kid ? k->kid && strcmp(k->kid, kid) == 0 : !k->kid) {
+            if (!strstr(k->why, want))
+                print_error("skip of %s: \"%s\" lacks \"%s\"\n",
+                            kid ? kid : "(no kid)", k->why, want);
+            assert_non_null(strstr(k->why, want));
+            return;
+        }
+    }
+    print_error("no skip of %s\n", kid ? kid : "(no kid)");
+    fail();
+}
+
+/* What providers publish beside the signing keys a section takes (an
+ * ES256 key while it moves from RS256, an encryption key, keys of other
+ * types and curves, a short RSA key) is skipped, each with its reason;
+ * the RS256 key serves.  The same set read as a key file is refused.
+ */
+static void test_fetched_key_by_key(void **state)
+{
+    const lessons_keyset_t *set;
+    const char *doc;
+
+    (void)state;
+    doc = apr_psprintf(pool, "{\"keys\":["
+        "{%s,\"kid\":\"es\",\"alg\":\"ES256\"},"
+        "{%s,\"kid\":\"enc\",\"use\":\"enc\",\"alg\":\"RSA-OAEP\"},"
+        "{%s,\"kid\":\"rs\",\"alg\":\"RS256\",\"use\":\"sig\"},"
+        "{%s,\"kid\":\"short\"},"
+        "{\"kty\":\"EC\",\"kid\":\"p192\",\"crv\":\"P-192\",\"x\":\"AA\","
+        "\"y\":\"AA\"},"
+        "{%s,\"kid\":\"ops\",\"key_ops\":[\"encrypt\"]},"
+        "{\"kty\":\"OKP\",\"kid\":\"ed\",\"crv\":\"Ed25519\",\"x\":\"AA\"},"
+        "{%s,\"kid\":7},"
+        "{%s,\"kid\":\"p384\"}]}",
+        p256.members, rsa2.members, rsa1.members, rsa1024.members,
+        rsa2.members, rsa2.members, p384.members);
+    set = fetched_ok(doc, B(RS256));
+    assert_int_equal(set->nkeys, 1);
+    assert_string_equal(set->keys[0].kid, "rs");
+    assert_int_equal(set->skipped, 8);
+    skipped_for(set, "es", "ES256 only");
+    skipped_for(set, "enc", "\"use\" is \"enc\"");
+    skipped_for(set, "short", "RSA modulus of 1024 bits");
+    skipped_for(set, "p192", "not supported");
+    skipped_for(set, "ops", "\"key_ops\" does not hold \"verify\"");
+    skipped_for(set, "ed", "\"kty\" \"OKP\"");
+    skipped_for(set, NULL, "\"kid\" is not a string");
+    skipped_for(set, "p384", "fits none of RS256");
+    assert_null(lessons_keyset_find(set, "es"));
+    assert_non_null(lessons_keyset_find(set, "rs"));
+
+    /* as a key file's set: refused at the first key that fails */
+    parse_fails(doc, "kid \"short\"): RSA modulus of 1024 bits");
+    /* where the section takes ES256 too, that key serves as well */
+    set = fetched_ok(doc, B(RS256) | B(ES256));
+    assert_int_equal(set->nkeys, 2);
+    assert_non_null(lessons_keyset_find(set, "es"));
+    skipped_for(set, "p384", "fits none of RS256, ES256");
+}
+
+/* What still refuses a provider's whole set: private material in any
+ * key, two usable keys under one kid, nothing left to verify with.  A
+ * skipped key may share a usable key's kid.
+ */
+static void test_fetched_whole_set_refusals(void **state)
+{
+    const lessons_keyset_t *set;
+
+    (void)state;
+    fetched_fails(apr_psprintf(pool, "{\"keys\":[{%s,\"kid\":\"rs\"},"
+                               "{%s,\"kid\":\"leak\",\"d\":\"AA\"}]}",
+                               rsa1.members, p256.members),
+                  B(RS256), "private key material (\"d\")");
+    fetched_fails(apr_psprintf(pool, "{\"keys\":[{%s,\"kid\":\"k\"},"
+                               "{%s,\"kid\":\"k\"}]}", rsa1.members,
+                               rsa2.members),
+                  B(RS256), "another key has the same kid");
+    fetched_fails(apr_psprintf(pool, "{\"keys\":[{%s,\"kid\":\"rs\"},"
+                               "{%s,\"kid\":\"es\"}]}", rsa1.members,
+                               p256.members),
+                  B(ES384), "holds no key we can verify with (2 skipped; "
+                            "first: key 0 (kid \"rs\")");
+    fetched_fails("{\"keys\":[]}", B(RS256), "holds no keys");
+    set = fetched_ok(apr_psprintf(pool, "{\"keys\":[{%s,\"kid\":\"k\","
+                                  "\"use\":\"enc\"},{%s,\"kid\":\"k\"}]}",
+                                  rsa2.members, rsa1.members), B(RS256));
+    assert_int_equal(set->nkeys, 1);
+    assert_int_equal(set->skipped, 1);
+}
+
+/* The same keys with other keys left out: another set for the log (the
+ * fetcher reports it), the same one for the token cache (digest).
+ */
+static void test_same_set(void **state)
+{
+    const char *plain = apr_psprintf(pool, "{\"keys\":[{%s,\"kid\":\"rs\"}]}",
+                                     rsa1.members);
+    const char *more = apr_psprintf(pool, "{\"keys\":[{%s,\"kid\":\"rs\"},"
+                                    "{%s,\"kid\":\"e\",\"use\":\"enc\"}]}",
+                                    rsa1.members, rsa2.members);
+    const char *other = apr_psprintf(pool, "{\"keys\":[{%s,\"kid\":\"rs\"},"
+                                     "{%s,\"kid\":\"e\",\"alg\":\"RS512\"}]}",
+                                     rsa1.members, rsa2.members);
+    const lessons_keyset_t *a = fetched_ok(plain, B(RS256));
+    const lessons_keyset_t *b = fetched_ok(plain, B(RS256));
+    const lessons_keyset_t *c = fetched_ok(more, B(RS256));
+    const lessons_keyset_t *d = fetched_ok(other, B(RS256));
+
+    (void)state;
+    assert_true(lessons_keyset_same(a, b));
+    assert_false(lessons_keyset_same(a, c));
+    assert_false(lessons_keyset_same(c, d));
+    assert_true(lessons_keyset_same(c, fetched_ok(more, B(RS256))));
+    assert_memory_equal(a->digest, c->digest, LESSONS_KEYSET_DIGEST_LEN);
+    assert_memory_equal(c->digest, d->digest, LESSONS_KEYSET_DIGEST_LEN);
+    assert_false(lessons_keyset_same(a, NULL));
+}
+
 /* ---------------------------------------------- cjose signs, we verify */
 
 /* Does cjose verify token with the key as the set holds it: its bytes
@@ -1211,6 +1369,9 @@ int main(void)
         cmocka_unit_test(test_rsa_key),
         cmocka_unit_test(test_ec_keys),
         cmocka_unit_test(test_ec_coordinate_not_reduced),
+        cmocka_unit_test(test_fetched_key_by_key),
+        cmocka_unit_test(test_fetched_whole_set_refusals),
+        cmocka_unit_test(test_same_set),
         cmocka_unit_test(test_oct_key),
         cmocka_unit_test(test_oct_key_from_url),
         cmocka_unit_test(test_oct_key_that_looks_like_pem),
