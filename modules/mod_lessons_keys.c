@@ -237,7 +237,7 @@ static void lessons_keys_report(void *baton, const lessons_keyset_t *set,
      * provider's keys this section will not take, and why.
      */
     for (i = 0; set->skips && i < set->skipped; i++) {
-        ap_log_error(APLOG_MARK, APLOG_INFO, 0, src->s, LESSONSLOG(00230)
+        ap_log_error(APLOG_MARK, APLOG_INFO, 0, src->s, LESSONSLOG(00212)
                      "%s: skipped %s", label, set->skips[i].why);
     }
     if (set->secrets_skipped) {

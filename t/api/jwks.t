@@ -411,7 +411,7 @@ control(POST => '/jwks-fault', {});
          [ 'for-enc',    qr/"use" is "enc"/ ],
          [ 'short',      qr/RSA modulus of \d+ bits, at least 2048 needed/ ]) {
         my ($kid, $why) = @$_;
-        my @lines = $log =~ /^(.*LESSONS00230: keys URL \Q$JWKS?rotate\E: skipped key \d+ \(kid "\Q$kid\E"\): .*)$/mg;
+        my @lines = $log =~ /^(.*LESSONS00212: keys URL \Q$JWKS?rotate\E: skipped key \d+ \(kid "\Q$kid\E"\): .*)$/mg;
         ok @lines && $lines[-1] =~ /\[lessons:info\]/ && $lines[-1] =~ $why,
             "kid $kid: one info line says why it was skipped" or diag @lines;
     }
