@@ -168,6 +168,72 @@ const char *lessons_fetch_check_url(apr_pool_t *p, const char *url,
     return url_parse(p, url, allow_http, NULL);
 }
 
+const char *lessons_fetch_check_proxy(apr_pool_t *p, const char *url)
+{
+    CURLU *u;
+    CURLUcode rc;
+    char *host, *port, *user, *pass, *path, *query, *frag;
+    const char *err = NULL;
+    long n;
+
+    if (url == NULL || *url == '\0') {
+        return "the proxy URL is empty";
+    }
+    /* A proxy spoken to in plain HTTP, which only ever sees CONNECT
+     * host:port: the TLS to the provider runs inside the tunnel, so the
+     * proxy needs no trust of ours and sees no keys in clear.
+     */
+    if (strncasecmp(url, "http://", 7) != 0) {
+        return "the proxy must be given as http://host:port";
+    }
+    if (url[7] == '\0' || url[7] == '/') {
+        return "the proxy URL has no host";
+    }
+    u = curl_url();
+    if (u == NULL) {
+        return "out of memory parsing the URL";
+    }
+    rc = curl_url_set(u, CURLUPART_URL, url, 0);
+    if (rc != CURLUE_OK) {
+        err = apr_psprintf(p, "the proxy URL cannot be parsed: %s",
+                           curl_url_strerror(rc));
+        goto done;
+    }
+    if (url_part(p, u, CURLUPART_HOST, 0, &host) != NULL
+        || host == NULL || *host == '\0') {
+        err = "the proxy URL has no host";
+        goto done;
+    }
+    /* Its password would be in every log line naming the proxy. */
+    url_part(p, u, CURLUPART_USER, 0, &user);
+    url_part(p, u, CURLUPART_PASSWORD, 0, &pass);
+    if (user != NULL || pass != NULL) {
+        err = "the proxy URL must not hold a user name or password";
+        goto done;
+    }
+    /* No default: port 80 is rarely a proxy's, and a guess is not what
+     * the admin meant. */
+    if (url_part(p, u, CURLUPART_PORT, 0, &port) != NULL || port == NULL
+        || (n = strtol(port, NULL, 10)) < 1 || n > 65535) {
+        err = "the proxy URL must name its port (http://host:port)";
+        goto done;
+    }
+    /* A proxy is a host and a port; anything more would be dropped by
+     * libcurl without a word. */
+    url_part(p, u, CURLUPART_PATH, 0, &path);
+    url_part(p, u, CURLUPART_QUERY, 0, &query);
+    url_part(p, u, CURLUPART_FRAGMENT, 0, &frag);
+    if ((path != NULL && strcmp(path, "/") != 0) || query != NULL
+        || frag != NULL) {
+        err = "the proxy URL must be http://host:port, without a path, "
+              "query or fragment";
+        goto done;
+    }
+done:
+    curl_url_cleanup(u);
+    return err;
+}
+
 static int same_origin(const lessons_origin_t *a, const lessons_origin_t *b)
 {
     return strcmp(a->scheme, b->scheme) == 0
@@ -213,21 +279,24 @@ static const char *curl_failure(apr_pool_t *p, CURLcode rc,
                                 const lessons_fetch_opts_t *opts)
 {
     const char *words = errbuf[0] ? errbuf : curl_easy_strerror(rc);
+    /* curl's words for a proxy that is down name only its address. */
+    const char *via = opts->proxy
+        ? apr_psprintf(p, " (through the proxy %s)", opts->proxy) : "";
 
     if (b->too_big || rc == CURLE_FILESIZE_EXCEEDED) {
         return apr_psprintf(p, "the response is larger than %" APR_SIZE_T_FMT
                             " bytes", opts->max_bytes);
     }
     if (rc == CURLE_OPERATION_TIMEDOUT) {
-        return apr_psprintf(p, "timed out (limit %ld ms): %s",
-                            opts->total_timeout_ms, words);
+        return apr_psprintf(p, "timed out (limit %ld ms): %s%s",
+                            opts->total_timeout_ms, words, via);
     }
-    return apr_psprintf(p, "%s", words);
+    return apr_psprintf(p, "%s%s", words, via);
 }
 
 /* Everything that stays the same for every hop: TLS verified against
- * the given CAs only, no proxy, the protocols, the caps, the headers and
- * where the body goes.
+ * the given CAs only, the admin's proxy or none, the protocols, the
+ * caps, the headers and where the body goes.
  */
 static void fetch_setup(CURL *h, const lessons_fetch_opts_t *opts,
                         struct curl_slist *hdrs, lessons_body_t *b,
@@ -254,10 +323,25 @@ static void fetch_setup(CURL *h, const lessons_fetch_opts_t *opts,
         curl_easy_setopt(h, CURLOPT_CAPATH, NULL);
         curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &blob);
     }
-    /* Never a proxy the admin did not name for this fetch: "" switches
-     * off http_proxy, https_proxy and all_proxy from the environment.
-     */
-    curl_easy_setopt(h, CURLOPT_PROXY, "");
+    if (opts->proxy != NULL) {
+        /* The admin's proxy, as a CONNECT tunnel whatever the scheme:
+         * TLS (verified as above, against the same CAs) runs from us to
+         * the server inside it, and the proxy sees host:port only.  ""
+         * for NOPROXY: no_proxy from the environment never sends a
+         * fetch around it.
+         */
+        curl_easy_setopt(h, CURLOPT_PROXY, opts->proxy);
+        curl_easy_setopt(h, CURLOPT_PROXYTYPE, (long)CURLPROXY_HTTP);
+        curl_easy_setopt(h, CURLOPT_HTTPPROXYTUNNEL, 1L);
+        curl_easy_setopt(h, CURLOPT_NOPROXY, "");
+    }
+    else {
+        /* Never a proxy the admin did not name for this fetch: ""
+         * switches off http_proxy, https_proxy and all_proxy from the
+         * environment.
+         */
+        curl_easy_setopt(h, CURLOPT_PROXY, "");
+    }
 #if LIBCURL_VERSION_NUM >= 0x075500     /* 7.85: the string form */
     curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR,
                      opts->allow_http ? "http,https" : "https");
@@ -344,6 +428,10 @@ const char *lessons_fetch_get_ex(apr_pool_t *p,
     }
     err = url_parse(p, opts->url, opts->allow_http, &origin);
     if (err != NULL) {
+        return err;
+    }
+    if (opts->proxy != NULL
+        && (err = lessons_fetch_check_proxy(p, opts->proxy)) != NULL) {
         return err;
     }
     h = curl_easy_init();

@@ -3,8 +3,9 @@
  * lessons_fetch.h: one bounded HTTPS GET of a JWKS (or of a provider's
  * metadata) with libcurl.  TLS is
  * verified (the system's CAs, or exactly the admin's, held in memory),
- * time and size are capped, no proxy from the environment is used, and
- * a redirect is followed only to the same scheme, host and port.
+ * time and size are capped, no proxy from the environment is used (only
+ * the one the admin named, as a CONNECT tunnel), and a redirect is
+ * followed only to the same scheme, host and port.
  * httpd-free: the caller decides when to fetch and what to keep.
  */
 #ifndef LESSONS_FETCH_H
@@ -24,6 +25,11 @@ typedef struct {
     apr_size_t max_bytes;           /* body cap: more is an error */
     int max_redirects;              /* same-origin redirects followed */
     int allow_http;
+    const char *proxy;              /* http://host:port of an outgoing
+                                     * proxy (lessons_fetch_check_proxy),
+                                     * every fetch a CONNECT tunnel
+                                     * through it; NULL: straight to the
+                                     * server.  Never the environment's */
 } lessons_fetch_opts_t;
 
 /* Call once per process before any thread fetches (curl_global_init is
@@ -38,10 +44,18 @@ const char *lessons_fetch_global_init(void);
 const char *lessons_fetch_check_url(apr_pool_t *p, const char *url,
                                     int allow_http);
 
+/* Is url an outgoing proxy lessons_fetch_get would use: http://host:port
+ * with the port spelt out, no path but "/", no query, fragment, user
+ * name or password?  NULL, or a message for configtest.
+ */
+const char *lessons_fetch_check_proxy(apr_pool_t *p, const char *url);
+
 /* GET opts->url.  On success returns NULL with *body (NUL-terminated,
  * in p) and *len; the final status must be 200.  Otherwise a one-line
  * message for the error log (curl's own words, the status, "larger
- * than N bytes", "redirect to another origin ..."), never the body.
+ * than N bytes", "redirect to another origin ..."; "(through the proxy
+ * http://host:port)" after a failure to reach the server when one was
+ * named), never the body.
  * Thread-safe: one easy handle per call.
  */
 const char *lessons_fetch_get(apr_pool_t *p, const lessons_fetch_opts_t *opts,

@@ -5,6 +5,9 @@
  * thread on loopback (two ports, and 127.0.0.2 when it can be bound), and
  * the TLS cases run `openssl s_server -WWW` with a throw-away CA made by
  * openssl in a temporary directory (skipped when openssl is missing).
+ * Any listener also plays an outgoing proxy: it takes CONNECT host:port,
+ * counts it, and serves the tunnelled request itself when the target is
+ * one of its own ports, or relays the bytes (to s_server) otherwise.
  * Every wait is bounded; nothing asserts how long anything took.
  */
 #include <stdarg.h>
@@ -51,6 +54,9 @@ static struct {
     int port[L_MAX];
     int hits[L_MAX];            /* requests answered on each listener */
     char last_req[2048];        /* the last request's head */
+    int connects[L_MAX];        /* CONNECTs taken on each listener */
+    char last_connect[300];     /* the last CONNECT's host:port */
+    int refuse_connect;         /* answer CONNECT with 403 */
     int stop[2];                /* pipe: the thread ends when readable */
     pthread_t thread;
     pthread_mutex_t lock;
@@ -121,6 +127,73 @@ static void redirect(int fd, const char *status, const char *location)
     respond(fd, status, extra, "moved", 5, 1);
 }
 
+static void serve(int fd, int which);
+
+/* Bytes both ways between a and b until either closes (or 5 s of
+ * silence). */
+static void relay(int a, int b)
+{
+    char buf[4096];
+
+    for (;;) {
+        struct pollfd pf[2] = { { .fd = a, .events = POLLIN },
+                                { .fd = b, .events = POLLIN } };
+        int i;
+
+        if (poll(pf, 2, 5000) <= 0)
+            return;
+        for (i = 0; i < 2; i++) {
+            if (pf[i].revents) {
+                ssize_t r = recv(pf[i].fd, buf, sizeof(buf), 0);
+
+                if (r <= 0)
+                    return;
+                send_all(i == 0 ? b : a, buf, (size_t)r);
+            }
+        }
+    }
+}
+
+/* CONNECT host:port as a proxy does it, and what goes through. */
+static void tunnel(int fd, int which, const char *target)
+{
+    struct sockaddr_in sa;
+    int port = 0, i, up;
+
+    pthread_mutex_lock(&srv.lock);
+    srv.connects[which]++;
+    apr_cpystrn(srv.last_connect, target, sizeof(srv.last_connect));
+    pthread_mutex_unlock(&srv.lock);
+    if (srv.refuse_connect) {
+        respond(fd, "403 Forbidden", NULL, "no", 2, 1);
+        return;
+    }
+    if (sscanf(target, "127.0.0.1:%d", &port) != 1) {
+        respond(fd, "502 Bad Gateway", NULL, "no", 2, 1);
+        return;
+    }
+    send_all(fd, "HTTP/1.1 200 Connection established\r\n\r\n", 39);
+    /* One of ours: this thread answers it (it cannot also accept),
+     * counted as the proxy's, so that the server's own count shows what
+     * came straight to it. */
+    for (i = 0; i < L_MAX; i++) {
+        if (srv.fd[i] >= 0 && srv.port[i] == port && i != L_HOST2) {
+            serve(fd, which);
+            return;
+        }
+    }
+    up = socket(AF_INET, SOCK_STREAM, 0);
+    if (up < 0)
+        return;
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons((uint16_t)port);
+    inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+    if (connect(up, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+        relay(fd, up);
+    close(up);
+}
+
 /* Read the request head (bounded in size and time) and answer by path. */
 static void serve(int fd, int which)
 {
@@ -139,6 +212,10 @@ static void serve(int fd, int which)
         n += (size_t)r;
     }
     req[n] = '\0';
+    if (sscanf(req, "CONNECT %255s ", path) == 1) {
+        tunnel(fd, which, path);
+        return;
+    }
     if (sscanf(req, "GET %255s ", path) != 1)
         return;
 
@@ -908,6 +985,207 @@ static void test_tls(void **state)
     assert_non_null(get(&o, &body, &len));
 }
 
+/* -------------------------------------------------------------- proxy */
+
+static int connects(int which, char *target, size_t size)
+{
+    int n;
+
+    pthread_mutex_lock(&srv.lock);
+    n = srv.connects[which];
+    if (target)
+        apr_cpystrn(target, srv.last_connect, size);
+    pthread_mutex_unlock(&srv.lock);
+    return n;
+}
+
+static const char *proxy_url(int port)
+{
+    return apr_psprintf(pool, "http://127.0.0.1:%d", port);
+}
+
+static void test_check_proxy(void **state)
+{
+    static const char *good[] = {
+        "http://127.0.0.1:3128", "http://proxy.example.org:8080/",
+        "HTTP://Proxy.Example.org:8080", "http://[::1]:3128", NULL
+    };
+    static const struct { const char *url, *why; } bad[] = {
+        { "", "empty" },
+        { "none", "http://host:port" },
+        { "proxy.example.org:3128", "http://host:port" },
+        { "https://proxy.example.org:3128", "http://host:port" },
+        { "socks5://proxy.example.org:1080", "http://host:port" },
+        { "http://", "no host" },
+        { "http:///x", "no host" },
+        { "http://proxy.example.org", "port" },
+        { "http://proxy.example.org/", "port" },
+        { "http://proxy.example.org:0", "port" },
+        { "http://proxy.example.org:3128/path", "without a path" },
+        { "http://proxy.example.org:3128/?a=b", "without a path" },
+        { "http://proxy.example.org:3128#f", "without a path" },
+        { "http://u:pw@proxy.example.org:3128", "password" },
+        { "http://u@proxy.example.org:3128", "password" },
+        { "http://proxy example:3128", "parsed" },
+    };
+    size_t i;
+
+    (void)state;
+    for (i = 0; good[i]; i++) {
+        const char *err = lessons_fetch_check_proxy(pool, good[i]);
+
+        if (err)
+            fail_msg("%s refused: %s", good[i], err);
+    }
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_has(lessons_fetch_check_proxy(pool, bad[i].url), bad[i].why);
+    }
+    assert_non_null(lessons_fetch_check_proxy(pool, NULL));
+}
+
+/* Through the proxy: one CONNECT to the server's host:port, and the
+ * request inside the tunnel, never at the server's own listener.
+ */
+static void test_proxy_tunnel(void **state)
+{
+    lessons_fetch_opts_t o = opts_for(url(L_MAIN, "/ok"));
+    char *body = NULL, target[300];
+    apr_size_t len = 0;
+    int main_before = hits(L_MAIN), before = connects(L_OTHER, NULL, 0);
+
+    (void)state;
+    o.proxy = proxy_url(srv.port[L_OTHER]);
+    assert_null(get(&o, &body, &len));
+    assert_string_equal(body, OK_BODY);
+    assert_int_equal(connects(L_OTHER, target, sizeof(target)), before + 1);
+    assert_string_equal(target, apr_psprintf(pool, "127.0.0.1:%d",
+                                             srv.port[L_MAIN]));
+    assert_int_equal(hits(L_MAIN), main_before);
+    /* Redirects through it as without: the same origin followed ... */
+    o.url = url(L_MAIN, "/redir/2");
+    assert_null(get(&o, &body, &len));
+    assert_string_equal(body, "done");
+    assert_true(connects(L_OTHER, NULL, 0) >= before + 2);
+    assert_int_equal(hits(L_MAIN), main_before);
+    /* ... another refused */
+    o.url = url(L_MAIN, "/other-port");
+    assert_has(get(&o, &body, &len), "redirect to another origin refused");
+    assert_null(body);
+}
+
+static void test_proxy_refuses(void **state)
+{
+    lessons_fetch_opts_t o = opts_for(url(L_MAIN, "/ok"));
+    char *body = NULL;
+    apr_size_t len = 0;
+    const char *err;
+    int main_before = hits(L_MAIN), before = connects(L_OTHER, NULL, 0);
+
+    (void)state;
+    o.proxy = proxy_url(srv.port[L_OTHER]);
+    srv.refuse_connect = 1;
+    err = get(&o, &body, &len);
+    srv.refuse_connect = 0;
+    assert_has(err, "403");
+    assert_has(err, apr_psprintf(pool, "(through the proxy %s)", o.proxy));
+    assert_null(body);
+    assert_int_equal(connects(L_OTHER, NULL, 0), before + 1);
+    assert_int_equal(hits(L_MAIN), main_before);
+}
+
+static void test_proxy_down(void **state)
+{
+    lessons_fetch_opts_t o = opts_for(url(L_MAIN, "/ok"));
+    char *body = NULL;
+    apr_size_t len = 0;
+    long status = -1;
+    int main_before = hits(L_MAIN);
+
+    (void)state;
+    o.proxy = proxy_url(closed_port);
+    assert_has(lessons_fetch_get_ex(pool, &o, &body, &len, &status),
+               apr_psprintf(pool, "(through the proxy %s)", o.proxy));
+    assert_null(body);
+    assert_int_equal(status, 0);
+    assert_int_equal(hits(L_MAIN), main_before);
+    /* A malformed one is refused before any connection. */
+    o.proxy = "http://127.0.0.1";
+    assert_has(get(&o, &body, &len), "port");
+}
+
+/* The environment's proxies are never used: not without a proxy named
+ * (straight to the server), and no_proxy never sends a fetch around the
+ * one named.
+ */
+static void test_proxy_env_ignored(void **state)
+{
+    static const char *vars[] = { "http_proxy", "HTTP_PROXY", "https_proxy",
+        "HTTPS_PROXY", "all_proxy", "ALL_PROXY" };
+    lessons_fetch_opts_t o = opts_for(url(L_MAIN, "/ok"));
+    char *body = NULL;
+    apr_size_t len = 0;
+    int main_before = hits(L_MAIN), before = connects(L_OTHER, NULL, 0);
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
+        setenv(vars[i], proxy_url(srv.port[L_OTHER]), 1);
+    assert_null(get(&o, &body, &len));
+    assert_string_equal(body, OK_BODY);
+    assert_int_equal(hits(L_MAIN), main_before + 1);
+    assert_int_equal(connects(L_OTHER, NULL, 0), before);
+    for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
+        unsetenv(vars[i]);
+
+    setenv("no_proxy", "*", 1);
+    setenv("NO_PROXY", "127.0.0.1", 1);
+    o.proxy = proxy_url(srv.port[L_OTHER]);
+    assert_null(get(&o, &body, &len));
+    assert_int_equal(connects(L_OTHER, NULL, 0), before + 1);
+    assert_int_equal(hits(L_MAIN), main_before + 1);
+    unsetenv("no_proxy");
+    unsetenv("NO_PROXY");
+}
+
+/* https through the proxy: the TLS is ours with the server, checked
+ * against the CA given and nothing else; the proxy relays bytes.
+ */
+static void test_proxy_tls(void **state)
+{
+    lessons_fetch_opts_t o;
+    char *body = NULL, target[300];
+    apr_size_t len = 0, ca_len = 0, other_len = 0;
+    const char *ca, *other;
+    int before = connects(L_OTHER, NULL, 0);
+
+    (void)state;
+    if (!tls_ok) {
+        print_message("openssl s_server could not be started: skipped\n");
+        skip();
+    }
+    ca = slurp(apr_psprintf(pool, "%s/ca.crt", tls_dir), &ca_len);
+    other = slurp(apr_psprintf(pool, "%s/other.crt", tls_dir), &other_len);
+    assert_non_null(ca);
+    assert_non_null(other);
+    o = opts_for(apr_psprintf(pool, "https://127.0.0.1:%d/jwks.json",
+                              tls_port[0]));
+    o.allow_http = 0;
+    o.proxy = proxy_url(srv.port[L_OTHER]);
+    o.ca_pem = ca;
+    o.ca_len = ca_len;
+    assert_null(get(&o, &body, &len));
+    assert_string_equal(body, OK_BODY);
+    assert_int_equal(connects(L_OTHER, target, sizeof(target)), before + 1);
+    assert_string_equal(target, apr_psprintf(pool, "127.0.0.1:%d",
+                                             tls_port[0]));
+    /* Another CA: refused in the tunnel as it would be without one. */
+    o.ca_pem = other;
+    o.ca_len = other_len;
+    assert_has(get(&o, &body, &len), "through the proxy");
+    assert_null(body);
+    assert_int_equal(connects(L_OTHER, NULL, 0), before + 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -930,6 +1208,12 @@ int main(void)
         cmocka_unit_test(test_tls),
         cmocka_unit_test(test_ca_check),
         cmocka_unit_test(test_tls_only_the_named_ca),
+        cmocka_unit_test(test_check_proxy),
+        cmocka_unit_test(test_proxy_tunnel),
+        cmocka_unit_test(test_proxy_refuses),
+        cmocka_unit_test(test_proxy_down),
+        cmocka_unit_test(test_proxy_env_ignored),
+        cmocka_unit_test(test_proxy_tls),
     };
 
     return cmocka_run_group_tests(tests, group_setup, group_teardown_all);
