@@ -80,6 +80,12 @@ static const command_rec lessons_cmds[] = {
                   RSRC_CONF | ACCESS_CONF,
                   "PEM file of the CAs the keys URL's server must chain to "
                   "(default: the system's CAs)"),
+    AP_INIT_TAKE1("LessonsJWTKeysProxy", lessons_set_keys_proxy, NULL,
+                  RSRC_CONF | ACCESS_CONF,
+                  "http://host:port of the outgoing proxy the keys URL's "
+                  "(or the issuer's metadata) fetches go through, as a "
+                  "CONNECT tunnel (default: none; never the "
+                  "environment's)"),
     AP_INIT_TAKE1("LessonsJWTKeysRefresh", lessons_set_number,
                   (void *)&lessons_keys_refresh_n,
                   RSRC_CONF | ACCESS_CONF,

@@ -178,6 +178,7 @@ static const char *lessons_discovery_get(lessons_discovery_t *d,
     opts.url = url;
     opts.ca_pem = d->fetch.ca_pem;
     opts.ca_len = d->fetch.ca_len;
+    opts.proxy = d->fetch.proxy;
     opts.connect_timeout_ms = d->fetch.connect_timeout_ms < left
                               ? d->fetch.connect_timeout_ms : left;
     opts.total_timeout_ms = left;

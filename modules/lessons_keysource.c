@@ -361,6 +361,7 @@ const char *lessons_keysource_fetch_url(void *baton, apr_pool_t *set_pool,
     opts.url = url->url;
     opts.ca_pem = url->ca_pem;
     opts.ca_len = url->ca_len;
+    opts.proxy = url->proxy;
     opts.connect_timeout_ms = url->connect_timeout_ms;
     opts.total_timeout_ms = url->total_timeout_ms;
     opts.max_bytes = LESSONS_JWKS_MAX_BYTES;

@@ -134,6 +134,8 @@ typedef struct {
     const char *ca_pem;             /* the only CAs to trust, or NULL for
                                      * the system's */
     apr_size_t ca_len;
+    const char *proxy;              /* http://host:port to fetch through
+                                     * (a CONNECT tunnel), or NULL */
     lessons_algs_t algs;            /* a key that fits none is skipped */
     int jwks_flags;                 /* LESSONS_JWKS_PSS where a section
                                      * names PS* */

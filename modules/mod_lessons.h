@@ -176,17 +176,18 @@ typedef struct {
     const lessons_keyset_t *keyset; /* from key_file: one key, or a JWKS */
     struct lessons_keys_src *keys_url;  /* LessonsJWTKeysURL; its keys
                                      * replace keyset's once fetched */
-    /* Not merged: these three configure the section's keys URL at
-     * start-up, where keys_url (which is merged) carries them. */
+    /* Not merged: these configure the section's keys URL at start-up,
+     * where keys_url (which is merged) carries them. */
     const char *keys_ca;            /* LessonsJWTKeysCA (not merged) */
     const char *keys_ca_pem;        /* its certificates, read with the
                                      * configuration (not merged) */
     apr_size_t keys_ca_len;         /* (not merged) */
+    const char *keys_proxy;         /* LessonsJWTKeysProxy (not merged) */
     int keys_refresh;               /* seconds; 0: not set here (not
                                      * merged) */
     int keys_min_refresh;           /* (not merged) */
     const char *keys_where;         /* file:line of the first of those
-                                     * three (not merged) */
+                                     * (not merged) */
     const char *location;           /* plain <Location> path of the section
                                      * that set the key: default base */
     const char *issuer;
@@ -412,6 +413,8 @@ const char *lessons_set_key(cmd_parms *cmd, void *dconf,
                             int argc, char *const argv[]);
 const char *lessons_set_keys_ca(cmd_parms *cmd, void *dconf,
                                 const char *arg);
+const char *lessons_set_keys_proxy(cmd_parms *cmd, void *dconf,
+                                   const char *arg);
 const char *lessons_set_string(cmd_parms *cmd, void *dconf,
                                const char *arg);
 const char *lessons_set_issuer(cmd_parms *cmd, void *dconf,

@@ -385,7 +385,8 @@ static const char *lessons_touch(cmd_parms *cmd, lessons_dir_conf *conf)
      * it when the section lacks its URL.
      */
     if (!conf->keys_where
-        && (conf->keys_ca || conf->keys_refresh || conf->keys_min_refresh)) {
+        && (conf->keys_ca || conf->keys_proxy || conf->keys_refresh
+            || conf->keys_min_refresh)) {
         conf->keys_where = apr_psprintf(cmd->pool, "%s:%d",
                                         cmd->directive->filename,
                                         cmd->directive->line_num);
@@ -656,6 +657,36 @@ const char *lessons_set_keys_ca(cmd_parms *cmd, void *dconf,
     return lessons_touch(cmd, conf);
 }
 
+/* LessonsJWTKeysProxy URL: the outgoing proxy a keys URL's (or a
+ * discovered issuer's) fetches go through, as a CONNECT tunnel.  Named
+ * here or nowhere: the environment's proxies are never used.
+ */
+const char *lessons_set_keys_proxy(cmd_parms *cmd, void *dconf,
+                                   const char *arg)
+{
+    lessons_dir_conf *conf = dconf;
+    const ap_directive_t *sec = cmd->directive->parent;
+    const char *err = lessons_fetch_check_proxy(cmd->temp_pool, arg);
+    const char *at = strrchr(arg, '@'), *scheme = strstr(arg, "://");
+
+    if (err) {
+        /* A password in it is not repeated on the console or in a log. */
+        const char *shown = at && scheme && scheme < at
+            ? apr_psprintf(cmd->temp_pool, "%.*s://...%s",
+                           (int)(scheme - arg), arg, at)
+            : arg;
+
+        return apr_psprintf(cmd->pool, "%s %s (in %s): %s", cmd->cmd->name,
+                            shown, sec ? apr_psprintf(cmd->temp_pool,
+                                                    "%s %s>", sec->directive,
+                                                    lessons_tree_arg(
+                                                        cmd->temp_pool, sec))
+                                     : "the server's main level", err);
+    }
+    conf->keys_proxy = apr_pstrdup(cmd->pool, arg);
+    return lessons_touch(cmd, conf);
+}
+
 const char *lessons_set_string(cmd_parms *cmd, void *dconf,
                                const char *arg)
 {
@@ -709,8 +740,9 @@ const char *lessons_set_audience(cmd_parms *cmd, void *dconf,
  */
 static const char *const lessons_block_directives[] = {
     "LessonsJWTKey", "LessonsJWTAlgorithm", "LessonsJWTKeyFile",
-    "LessonsJWTKeysURL", "LessonsJWTKeysCA", "LessonsJWTKeysRefresh",
-    "LessonsJWTKeysMinRefresh", "LessonsJWTAudience", NULL
+    "LessonsJWTKeysURL", "LessonsJWTKeysCA", "LessonsJWTKeysProxy",
+    "LessonsJWTKeysRefresh", "LessonsJWTKeysMinRefresh", "LessonsJWTAudience",
+    NULL
 };
 
 static const char *lessons_block_refuses(cmd_parms *cmd,
@@ -727,8 +759,9 @@ static const char *lessons_block_refuses(cmd_parms *cmd,
                         "<LessonsJWTIssuer>: a block holds its issuer's "
                         "keys (LessonsJWTKey, or LessonsJWTAlgorithm with "
                         "LessonsJWTKeyFile or LessonsJWTKeysURL, and "
-                        "LessonsJWTKeysCA, LessonsJWTKeysRefresh, "
-                        "LessonsJWTKeysMinRefresh) and LessonsJWTAudience; "
+                        "LessonsJWTKeysCA, LessonsJWTKeysProxy, "
+                        "LessonsJWTKeysRefresh, LessonsJWTKeysMinRefresh) "
+                        "and LessonsJWTAudience; "
                         "the rest applies to every issuer of the section",
                         d->filename, d->line_num, d->directive);
 }
@@ -768,10 +801,11 @@ static const char *lessons_block_complete(cmd_parms *cmd,
                             "with them; a shared secret belongs in a key "
                             "file", b->issuer, b->alg_name);
     }
-    if ((b->keys_ca || b->keys_refresh || b->keys_min_refresh)
-        && !b->keys_url) {
+    if ((b->keys_ca || b->keys_proxy || b->keys_refresh
+         || b->keys_min_refresh) && !b->keys_url) {
         return apr_psprintf(cmd->pool, "<LessonsJWTIssuer %s>: "
-                            "LessonsJWTKeysCA, LessonsJWTKeysRefresh and "
+                            "LessonsJWTKeysCA, LessonsJWTKeysProxy, "
+                            "LessonsJWTKeysRefresh and "
                             "LessonsJWTKeysMinRefresh are for keys fetched "
                             "from a keys URL or the issuer's metadata, not "
                             "for a key file", b->issuer);

@@ -71,10 +71,12 @@ static int lessons_check_blocks(apr_pool_t *ptemp, lessons_dir_conf *c,
 {
     int rc = OK, blocks = 0, i;
 
-    if (c->keys_ca || c->keys_refresh || c->keys_min_refresh) {
+    if (c->keys_ca || c->keys_proxy || c->keys_refresh
+        || c->keys_min_refresh) {
         ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0,
                      NULL, LESSONSLOG(00111) "%s: LessonsJWTKeysCA, "
-                     "LessonsJWTKeysRefresh and LessonsJWTKeysMinRefresh "
+                     "LessonsJWTKeysProxy, LessonsJWTKeysRefresh and "
+                     "LessonsJWTKeysMinRefresh "
                      "beside <LessonsJWTIssuer> blocks: put them in the "
                      "block of the issuer whose keys they fetch",
                      c->keys_where);
@@ -113,11 +115,12 @@ static int lessons_check_section(apr_pool_t *ptemp, lessons_dir_conf *c,
      * URL's source takes its sections' settings (here, so that
      * configtest sees a conflict).
      */
-    if ((c->keys_ca || c->keys_refresh || c->keys_min_refresh)
-        && !c->keys_url && !c->issuer_src) {
+    if ((c->keys_ca || c->keys_proxy || c->keys_refresh
+         || c->keys_min_refresh) && !c->keys_url && !c->issuer_src) {
         ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0,
                      NULL, LESSONSLOG(00105) "%s: LessonsJWTKeysCA, "
-                     "LessonsJWTKeysRefresh and LessonsJWTKeysMin"
+                     "LessonsJWTKeysProxy, LessonsJWTKeysRefresh and "
+                     "LessonsJWTKeysMin"
                      "Refresh need LessonsJWTKeysURL in the same section "
                      "(or an https:// LessonsJWTIssuer whose keys are "
                      "discovered)",

@@ -36,6 +36,7 @@ struct lessons_keys_src {
                                      * (else at the first request that
                                      * needs them) */
     const char *ca;                 /* LessonsJWTKeysCA's path, or NULL */
+    const char *proxy;              /* LessonsJWTKeysProxy, or NULL */
     const char *ca_pem;             /* ... its certificates, read at
                                      * start-up (as root) */
     apr_size_t ca_len;
@@ -110,8 +111,8 @@ const char *lessons_keys_src_label(apr_pool_t *p, const lessons_keys_src *src)
 }
 
 /* A section (or block) that uses the source adds its settings, at
- * start-up: the shortest intervals win; two different CA files are a
- * conflict; every key must fit one of the algorithms some user takes
+ * start-up: the shortest intervals win; two different CA files, or two
+ * different proxies, are a conflict; every key must fit one of the algorithms some user takes
  * (algs); eager when one of them surely takes these keys.
  */
 const char *lessons_keys_src_configure(apr_pool_t *p, lessons_keys_src *src,
@@ -130,6 +131,17 @@ const char *lessons_keys_src_configure(apr_pool_t *p, lessons_keys_src *src,
         src->ca = conf->keys_ca;
         src->ca_pem = conf->keys_ca_pem;
         src->ca_len = conf->keys_ca_len;
+    }
+    if (conf->keys_proxy) {
+        if (src->proxy && strcmp(src->proxy, conf->keys_proxy) != 0) {
+            return apr_psprintf(p, "%s: LessonsJWTKeysProxy %s, but another "
+                                "section gives %s for %s",
+                                conf->keys_where ? conf->keys_where
+                                                 : conf->jwt_where,
+                                conf->keys_proxy, src->proxy,
+                                lessons_keys_src_label(p, src));
+        }
+        src->proxy = conf->keys_proxy;
     }
     if (conf->keys_refresh
         && (!src->refresh || conf->keys_refresh < src->refresh)) {
@@ -293,6 +305,7 @@ static void lessons_keys_fetch_init(lessons_keys_src *src)
     src->fetch.url = src->url;
     src->fetch.ca_pem = src->ca_pem;
     src->fetch.ca_len = src->ca_len;
+    src->fetch.proxy = src->proxy;
     src->fetch.algs = src->algs;
     src->fetch.jwks_flags = lessons_keys_jwks_flags(src);
     src->fetch.connect_timeout_ms = LESSONS_KEYS_CONNECT_MS;

@@ -320,10 +320,10 @@ bad_ok("LessonsJWTKeysURL https://idp.example.org/certs",
 # also in a section that sets nothing else (the layouts suite found
 # "a section:" there).  The <Location>'s directives start at line 15.
 bad_ok("LessonsJWTKey HS256 $hs_good\nLessonsJWTKeysRefresh 60",
-       qr/httpd-\d+\.conf:16: LessonsJWTKeysCA, LessonsJWTKeysRefresh and LessonsJWTKeysMinRefresh need LessonsJWTKeysURL in the same section/,
+       qr/httpd-\d+\.conf:16: LessonsJWTKeysCA, LessonsJWTKeysProxy, LessonsJWTKeysRefresh and LessonsJWTKeysMinRefresh need LessonsJWTKeysURL in the same section/,
        'LessonsJWTKeysRefresh without a URL');
 bad_ok("LessonsJWTKeysMinRefresh 30\nLessonsJWTKeysRefresh 60",
-       qr/httpd-\d+\.conf:15: LessonsJWTKeysCA, LessonsJWTKeysRefresh and LessonsJWTKeysMinRefresh need LessonsJWTKeysURL/,
+       qr/httpd-\d+\.conf:15: LessonsJWTKeysCA, LessonsJWTKeysProxy, LessonsJWTKeysRefresh and LessonsJWTKeysMinRefresh need LessonsJWTKeysURL/,
        'keys URL settings alone in a section');
 bad_ok("LessonsJWTAlgorithm RS256\nLessonsJWTKeysURL https://idp.example.org/certs\n"
        . "LessonsJWTKeysMinRefresh 0", qr/from 1 to 3600/, 'LessonsJWTKeysMinRefresh 0');
@@ -420,12 +420,12 @@ bad_ok(block($iss, 'LessonsJWTAlgorithm HS256'),
        qr/on line 15 .*<LessonsJWTIssuer \Q$iss\E>: keys from a URL or from the issuer's metadata are public keys only \(RSA, EC\): HS256/s,
        'a block with HS256 alone and discovered keys');
 bad_ok(block($iss, "LessonsJWTKey HS256 $hs_good", "LessonsJWTKeysCA $ca_good"),
-       qr/on line 15 .*LessonsJWTKeysCA, LessonsJWTKeysRefresh and LessonsJWTKeysMinRefresh are for keys fetched/s,
+       qr/on line 15 .*LessonsJWTKeysCA, LessonsJWTKeysProxy, LessonsJWTKeysRefresh and LessonsJWTKeysMinRefresh are for keys fetched/s,
        'a block with a key file and a CA');
 bad_ok(block($iss, "LessonsJWTKey RS256 $hs_good"),
        qr/on line 16 .*PEM|RSA|public key/s, 'a block whose key does not fit (named at its own line)');
 bad_ok("$two\nLessonsJWTKeysCA $ca_good",
-       qr/LESSONS00111: \S*httpd-\d+\.conf:22: LessonsJWTKeysCA, LessonsJWTKeysRefresh and LessonsJWTKeysMinRefresh beside <LessonsJWTIssuer> blocks/,
+       qr/LESSONS00111: \S*httpd-\d+\.conf:22: LessonsJWTKeysCA, LessonsJWTKeysProxy, LessonsJWTKeysRefresh and LessonsJWTKeysMinRefresh beside <LessonsJWTIssuer> blocks/,
        'a section-level CA beside blocks');
 bad_ok("<LessonsJWTIssuer>\n</LessonsJWTIssuer>", qr/on line 15 .*<LessonsJWTIssuer> takes one issuer/s,
        'a block with no issuer');
@@ -435,6 +435,55 @@ bad_ok(block($iss, "LessonsJWTKeysCA $ca_good"),
        qr/LESSONS00106: \S*httpd-\d+\.conf:\d+: LessonsJWTKeysCA \S+, but another section gives \S+ for issuer \Q$iss\E/,
        'two CA files for one discovered issuer in two sections\' blocks',
        qq{<Location "/other">\n} . block($iss, "LessonsJWTKeysCA $dir/ca2.crt") . "\n</Location>");
+
+# ---- LessonsJWTKeysProxy: an outgoing proxy for keys and discovery
+# fetches, http://host:port only, beside the URL or issuer it is for
+my $kurl = 'LessonsJWTKey RS256 https://idp.example.org/certs';
+good_ok("$kurl\nLessonsJWTKeysProxy http://proxy.example.org:3128\nLessonsJWTKeysCA $ca_good",
+        'a keys URL through a proxy');
+good_ok("LessonsJWTIssuer $iss\nLessonsJWTKeysProxy http://10.0.0.1:8080/",
+        'a discovered issuer through a proxy');
+good_ok(block($iss, 'LessonsJWTKeysProxy http://proxy.example.org:3128'),
+        'a proxy inside an issuer block');
+for my $case ([ 'none', 'the proxy must be given as http://host:port', 'none' ],
+              [ 'https://proxy.example.org:3128', 'the proxy must be given as http://host:port', 'an https proxy' ],
+              [ 'socks5://proxy.example.org:1080', 'the proxy must be given as http://host:port', 'a SOCKS proxy' ],
+              [ 'proxy.example.org:3128', 'the proxy must be given as http://host:port', 'no scheme' ],
+              [ 'http://proxy.example.org', 'the proxy URL must name its port', 'no port' ],
+              [ 'http://proxy.example.org:3128/proxy', 'the proxy URL must be http://host:port, without a path, query or fragment', 'a path' ],
+              [ 'http://proxy.example.org:3128/?x=1', 'the proxy URL must be http://host:port, without a path, query or fragment', 'a query' ],
+              [ 'http://user:secret@proxy.example.org:3128', 'the proxy URL must not hold a user name or password', 'a password',
+                'http://...@proxy.example.org:3128' ]) {
+    my ($value, $why, $name, $shown) = @$case;
+    $shown //= $value;
+    bad_ok("$kurl\nLessonsJWTKeysProxy $value",
+           qr/on line 16 of \S*httpd-\d+\.conf:\s+LessonsJWTKeysProxy \Q$shown\E \(in <Location "?\/api\/lessons"?>\): \Q$why\E/s,
+           "LessonsJWTKeysProxy: $name");
+}
+my (undef, $pwout) = configtest("$kurl\nLessonsJWTKeysProxy http://user:secret\@proxy.example.org:3128");
+unlike $pwout, qr/secret/, 'a refused proxy\'s password is not repeated';
+bad_ok('', qr/on line \d+ of \S*httpd-\d+\.conf:\s+LessonsJWTKeysProxy http:\/\/p \(in the server's main level\): .*port/s,
+       'a bad proxy at the main level', 'LessonsJWTKeysProxy http://p');
+bad_ok("LessonsJWTKey HS256 $hs_good\nLessonsJWTKeysProxy http://proxy.example.org:3128",
+       qr/httpd-\d+\.conf:16: LessonsJWTKeysCA, LessonsJWTKeysProxy, LessonsJWTKeysRefresh and LessonsJWTKeysMinRefresh need LessonsJWTKeysURL in the same section/,
+       'a proxy beside a key file');
+bad_ok(block($iss, "LessonsJWTKey HS256 $hs_good", 'LessonsJWTKeysProxy http://proxy.example.org:3128'),
+       qr/on line 15 .*LessonsJWTKeysCA, LessonsJWTKeysProxy, LessonsJWTKeysRefresh and LessonsJWTKeysMinRefresh are for keys fetched/s,
+       'a block with a key file and a proxy');
+bad_ok("$two\nLessonsJWTKeysProxy http://proxy.example.org:3128",
+       qr/LESSONS00111: \S*httpd-\d+\.conf:22: LessonsJWTKeysCA, LessonsJWTKeysProxy, .* beside <LessonsJWTIssuer> blocks/,
+       'a section-level proxy beside blocks');
+bad_ok("$kurl\nLessonsJWTKeysProxy http://proxy-a.example.org:3128",
+       qr/LESSONS00106: \S*httpd-\d+\.conf:\d+: LessonsJWTKeysProxy http:\/\/proxy-\w\.example\.org:3128, but another section gives http:\/\/proxy-\w\.example\.org:3128 for keys URL https:\/\/idp\.example\.org\/certs/,
+       'two proxies for one keys URL',
+       qq{<Location "/other">\n    $kurl\n    LessonsJWTKeysProxy http://proxy-b.example.org:3128\n</Location>});
+bad_ok("LessonsJWTIssuer $iss\nLessonsJWTKeysProxy http://proxy-a.example.org:3128",
+       qr/LESSONS00106: .*LessonsJWTKeysProxy \S+, but another section gives \S+ for issuer \Q$iss\E/,
+       'two proxies for one discovered issuer',
+       qq{<Location "/other">\n    LessonsJWTIssuer $iss\n    LessonsJWTKeysProxy http://proxy-b.example.org:3128\n</Location>});
+good_ok("$kurl\nLessonsJWTKeysProxy http://proxy.example.org:3128",
+        'one proxy for a keys URL named by two sections, one of them silent on it',
+        qq{<Location "/other">\n    $kurl\n</Location>});
 
 # ---- LessonsJWTExportClaims: two names, one variable
 bad_ok("LessonsJWTKey HS256 $hs_good\nLessonsJWTExportClaims tenant a.b a_b",
