@@ -14,6 +14,11 @@
 #include "lessons_fetch.h"
 #include "lessons_keysource.h"
 
+/* The longest last fetch error lessons_keysource_state gives (longer
+ * ones are cut: the fetcher's own log line has it whole).
+ */
+#define LESSONS_KEYSOURCE_ERR_LEN   512
+
 /* One fetched set, in a pool of its own, freed by its last holder. */
 typedef struct {
     apr_pool_t *pool;
@@ -37,6 +42,10 @@ struct lessons_keysource {
                                      * by a lazy source's first take) */
     int dormant;                    /* lazy, and nobody has asked yet */
     int waiters;                    /* holders waiting for a fetch */
+    apr_time_t installed_at;        /* when current was taken into use */
+    char last_err[LESSONS_KEYSOURCE_ERR_LEN];   /* the last fetch's error
+                                     * ("": it gave a set), for
+                                     * lessons_keysource_state */
 };
 
 /* Drop one hold; the last one frees the set.  Call with the lock held. */
@@ -111,10 +120,14 @@ static void keysource_install(lessons_keysource_t *src,
             keysource_unref(src->current);
             src->current = ref;
             src->installed++;
+            src->installed_at = apr_time_now();
         }
+        src->last_err[0] = '\0';
         src->next_fetch = started + src->opts.refresh;
     }
     else {
+        apr_cpystrn(src->last_err, err ? err : "the fetch failed",
+                    sizeof(src->last_err));
         /* Try again after the minimum interval. */
         src->next_fetch = started + src->opts.min_refresh;
         if (src->opts.report) {
@@ -344,6 +357,20 @@ void lessons_keysource_stats(lessons_keysource_t *src,
     stats->installed = src->installed;
     stats->holds = src->current ? src->current->refs : 0;
     stats->waiters = src->waiters;
+    apr_thread_mutex_unlock(src->lock);
+}
+
+void lessons_keysource_state(lessons_keysource_t *src, apr_pool_t *p,
+                             lessons_keysource_state_t *state)
+{
+    apr_thread_mutex_lock(src->lock);
+    state->held = src->current != NULL;
+    state->installed = src->current ? src->installed_at : 0;
+    state->fetches = src->ended;
+    state->fetching = src->fetching;
+    state->dormant = src->dormant && !src->wanted;
+    state->last_err = src->last_err[0] ? apr_pstrdup(p, src->last_err)
+                                       : NULL;
     apr_thread_mutex_unlock(src->lock);
 }
 

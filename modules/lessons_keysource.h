@@ -128,6 +128,25 @@ typedef struct {
 void lessons_keysource_stats(lessons_keysource_t *src,
                              lessons_keysource_stats_t *stats);
 
+/* Where the source stands now, without waiting for anything and
+ * without starting a fetch (a health check asks this; it must neither
+ * block on a slow provider nor wake a lazy source).
+ */
+typedef struct {
+    int held;                       /* a set is in use */
+    apr_time_t installed;           /* when it was taken into use; 0:
+                                     * none */
+    unsigned long fetches;          /* fetches ended, good or not */
+    int fetching;                   /* a fetch is in flight */
+    int dormant;                    /* lazy, and nobody has asked yet */
+    const char *last_err;           /* why the last fetch failed (in p),
+                                     * NULL when it gave a set or none
+                                     * has ended */
+} lessons_keysource_state_t;
+
+void lessons_keysource_state(lessons_keysource_t *src, apr_pool_t *p,
+                             lessons_keysource_state_t *state);
+
 /* A keys URL, as lessons_keysource_fetch_url fetches it. */
 typedef struct {
     const char *url;

@@ -247,6 +247,82 @@ static void test_lazy_source(void **state)
     apr_pool_destroy(holder);
 }
 
+/* What a health check asks: the state, at once, whatever the fetch is
+ * doing; it neither waits for a fetch in flight nor wakes a lazy
+ * source.  No set until one is installed; the error of the last fetch
+ * (a failed first one, or one after a good set: the set still held);
+ * when the set in use was installed, unchanged by a failure.
+ */
+static void test_state_does_not_wait(void **state)
+{
+    lessons_keysource_opts_t o = opts_of(MS(60000), MS(20));
+    lessons_keysource_t *src = NULL, *lazy = NULL;
+    lessons_keysource_state_t st;
+    apr_time_t before, installed;
+    apr_pool_t *req;
+
+    apr_pool_create(&req, pool);
+    o.lazy = 1;
+    assert_int_equal(lessons_keysource_start(&lazy, &o, *state),
+                     APR_SUCCESS);
+    fake_set("k1", "HTTP 503", MS(2000));
+    src = start(state, MS(60000), MS(20));
+    before = apr_time_now();
+    lessons_keysource_state(src, req, &st);
+    assert_true(apr_time_now() - before < MS(1500));
+    assert_false(st.held);
+    assert_int_equal(st.installed, 0);
+    assert_int_equal(st.fetches, 0);
+    assert_null(st.last_err);
+    assert_false(st.dormant);
+
+    /* Asking a lazy source does not start its fetch. */
+    lessons_keysource_state(lazy, req, &st);
+    assert_true(st.dormant);
+    assert_int_equal(st.fetches, 0);
+    apr_sleep(MS(50));
+    assert_int_equal(stats_of(lazy).fetches, 0);
+
+    /* The first fetch failed: no set, and why. */
+    await_fetches(src, 1);
+    lessons_keysource_state(src, req, &st);
+    assert_false(st.held);
+    assert_int_equal(st.installed, 0);
+    assert_true(st.fetches >= 1);
+    assert_non_null(st.last_err);
+    assert_string_equal(st.last_err, "HTTP 503");
+
+    /* The provider is back: once a fetch has begun since (a retry after
+     * min_refresh), a set, since when, and no error.
+     */
+    before = apr_time_now();
+    fake_set("k1", NULL, 0);
+    st.held = 0;
+    while (!st.held && apr_time_now() < before + DEADLINE) {
+        apr_sleep(MS(5));
+        lessons_keysource_state(src, req, &st);
+    }
+    assert_true(st.held);
+    assert_true(st.installed >= before);
+    assert_true(st.installed <= apr_time_now());
+    assert_null(st.last_err);
+    installed = st.installed;
+
+    /* It fails again: the set is still held, installed as before, and
+     * the error is the new one.
+     */
+    fake_set("k2", "connection refused", 0);
+    apr_sleep(MS(30));              /* past min_refresh */
+    assert_int_equal(lessons_keysource_refetch(src, NULL, NULL),
+                     LESSONS_KEYSOURCE_SAME);
+    lessons_keysource_state(src, req, &st);
+    assert_true(st.held);
+    assert_int_equal(st.installed, installed);
+    assert_non_null(st.last_err);
+    assert_string_equal(st.last_err, "connection refused");
+    apr_pool_destroy(req);
+}
+
 /* The first take waits for the first fetch and gets its set. */
 static void test_first_take_waits_for_first_fetch(void **state)
 {
@@ -671,6 +747,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_lazy_source, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_state_does_not_wait, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_first_take_waits_for_first_fetch,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_first_fetch_fails,
