@@ -15,7 +15,8 @@
 
 #include "lessons_metrics.h"
 
-#define LESSONS_METRICS_MAGIC   0x4c4d5431u     /* "LMT1" */
+#define LESSONS_METRICS_MAGIC   0x4c4d5432u     /* "LMT2": the slot's
+                                                 * layout */
 #define LESSONS_METRICS_LINE    64              /* a cache line */
 
 struct lessons_metrics_t {
@@ -91,8 +92,11 @@ static lessons_metrics_slot_t *lessons_metrics_take(lessons_metrics_t *m,
         apr_atomic_set64(&s->v[i], 0);
     }
     for (i = 0; i < LESSONS_METRICS_SOURCES; i++) {
-        apr_atomic_set64(&s->src[i][LESSONS_SRC_FETCHED], 0);
-        apr_atomic_set64(&s->src[i][LESSONS_SRC_KEYS], 0);
+        int j;
+
+        for (j = LESSONS_SRC_FETCHED; j < LESSONS_SRC_COUNT; j++) {
+            apr_atomic_set64(&s->src[i][j], 0);
+        }
     }
     return s;
 }
@@ -274,11 +278,13 @@ void lessons_metrics_read(lessons_metrics_t *m,
                           void *baton, lessons_metrics_sum_t *sum)
 {
     apr_time_t newest[LESSONS_METRICS_SOURCES];
+    int no_set[LESSONS_METRICS_SOURCES];
     apr_uint32_t i, owner;
     int j, live;
 
     memset(sum, 0, sizeof(*sum));
     memset(newest, 0, sizeof(newest));
+    memset(no_set, 0, sizeof(no_set));
     if (!m) {
         return;
     }
@@ -296,15 +302,25 @@ void lessons_metrics_read(lessons_metrics_t *m,
             }
         }
         for (j = 0; j < LESSONS_METRICS_SOURCES; j++) {
-            apr_time_t fetched;
+            apr_time_t fetched, installed;
 
             sum->src[j].failures +=
                 apr_atomic_read64(&s->src[j][LESSONS_SRC_FAILURES]);
             sum->src[j].refetches +=
                 apr_atomic_read64(&s->src[j][LESSONS_SRC_REFETCHES]);
+            if (!live) {
+                continue;
+            }
+            installed = (apr_time_t)apr_atomic_read64(
+                &s->src[j][LESSONS_SRC_INSTALLED]);
+            if (installed > sum->src[j].installed) {
+                sum->src[j].installed = installed;
+            }
+            no_set[j] |= apr_atomic_read64(&s->src[j][LESSONS_SRC_NO_SET])
+                         != 0;
             fetched = (apr_time_t)apr_atomic_read64(
                 &s->src[j][LESSONS_SRC_FETCHED]);
-            if (!live || fetched <= 0) {
+            if (fetched <= 0) {
                 continue;
             }
             if (!sum->src[j].oldest_in_use
@@ -322,6 +338,7 @@ void lessons_metrics_read(lessons_metrics_t *m,
         sum->src[j].name = m->names[j][0] ? m->names[j] : NULL;
         sum->src[j].last_fetched =
             (apr_time_t)apr_atomic_read64(&m->last_fetched[j]);
+        sum->src[j].held = sum->src[j].installed > 0 && !no_set[j];
     }
 }
 
@@ -464,12 +481,20 @@ static void lessons_sources(apr_array_header_t *out,
         { "lessons_keys_fetch_failures_total", "counter",
           "Fetches of the source that failed or gave a refused set." },
         { "lessons_keys_refetches_total", "counter",
-          "Fetches woken by a token naming a kid the set lacks." }
+          "Fetches woken by a token naming a kid the set lacks." },
+        { "lessons_keys_set_held", "gauge",
+          "1 when the live processes hold a usable key set from the "
+          "source; 0 when one has ended its fetches without one, or none "
+          "has one yet." },
+        { "lessons_keys_set_installed_timestamp_seconds", "gauge",
+          "When the newest key set a live process holds from the source "
+          "was taken into use (0: none holds one)." }
     };
+    const int families = (int)(sizeof(family) / sizeof(family[0]));
     apr_pool_t *p = out->pool;
     int f, i, at;
 
-    for (f = 0; f < 5; f++) {
+    for (f = 0; f < families; f++) {
         lessons_family(out, family[f][0], family[f][1], family[f][2]);
         for (i = 0; i < count; i++) {
             const char *labels;
@@ -484,6 +509,10 @@ static void lessons_sources(apr_array_header_t *out,
                 lessons_seconds(out, family[f][0], labels,
                                 sum->src[at].last_fetched);
                 break;
+            case 6:
+                lessons_seconds(out, family[f][0], labels,
+                                sum->src[at].installed);
+                break;
             case 1:
                 if (sum->src[at].oldest_in_use) {
                     apr_time_t age = now - sum->src[at].oldest_in_use;
@@ -497,7 +526,8 @@ static void lessons_sources(apr_array_header_t *out,
                             family[f][0], labels,
                             f == 2 ? sum->src[at].keys
                             : f == 3 ? sum->src[at].failures
-                                     : sum->src[at].refetches);
+                            : f == 4 ? sum->src[at].refetches
+                                     : (apr_uint64_t)sum->src[at].held);
                 break;
             }
         }

@@ -123,9 +123,15 @@ typedef enum {
     LESSONS_SRC_FAILURES = 0,       /* counter: fetches that failed */
     LESSONS_SRC_REFETCHES,          /* counter: refetches for an unknown
                                      * kid */
-    LESSONS_SRC_FETCHED,            /* gauge: when this process last
-                                     * fetched a good set (apr_time_t) */
+    LESSONS_SRC_FETCHED,            /* gauge (this one and the rest):
+                                     * when this process last fetched a
+                                     * good set (apr_time_t) */
     LESSONS_SRC_KEYS,               /* gauge: keys in its set */
+    LESSONS_SRC_INSTALLED,          /* gauge: when the set it uses was
+                                     * taken into use (apr_time_t); 0:
+                                     * it has none */
+    LESSONS_SRC_NO_SET,             /* gauge: 1 when its fetches have
+                                     * ended and it has no set */
     LESSONS_SRC_COUNT
 } lessons_metrics_src_e;
 
@@ -203,6 +209,12 @@ typedef struct {
         apr_time_t oldest_in_use;   /* the oldest set a live process
                                      * uses was fetched then; 0: none */
         apr_uint64_t keys;          /* keys in the newest set */
+        int held;                   /* some live process holds a set,
+                                     * and none has ended its fetches
+                                     * without one */
+        apr_time_t installed;       /* the newest set a live process
+                                     * holds was taken into use then; 0:
+                                     * none holds one */
     } src[LESSONS_METRICS_SOURCES];
 } lessons_metrics_sum_t;
 

@@ -517,6 +517,10 @@ const char *lessons_keys_src_label(apr_pool_t *p, const lessons_keys_src *src);
 apr_array_header_t *lessons_keys_sources(apr_pool_t *pconf);
 void lessons_keys_child_init(apr_pool_t *pchild, server_rec *s);
 void lessons_keys_unit(lessons_keys_src *src, lessons_decide_unit_t *unit);
+/* 1 when every key source some section surely takes its keys from holds
+ * a usable set in this process (the health check; never waits).
+ */
+int lessons_keys_health(request_rec *r);
 
 /* mod_lessons_trace.c: TRACE behind the token gate */
 int lessons_map_storage(request_rec *r);

@@ -3,10 +3,13 @@
  * mod_lessons_health.c: the "lessons-health" handler, for load balancers:
  * no token, GET or HEAD, 200 application/health+json {"status":"pass"}
  * when the database answers the catalog statement within
- * LessonsDBTimeout, else 503 with {"status":"fail"}.  Nothing more: the
- * catalog version it reads is the list ETag's source, which would let
- * anyone watch write activity.  The details of a failure go to the error
- * log, once a second at most.
+ * LessonsDBTimeout and every key source a section surely takes its keys
+ * from holds a usable set in this process (lessons_keys_health), else
+ * 503 with {"status":"fail"}.  Nothing more: the catalog version it
+ * reads is the list ETag's source, which would let anyone watch write
+ * activity, and a keys URL or a fetch error is the admin's business.
+ * The details of a failure go to the error log: a database's once a
+ * second at most, a key source's once per change of its state.
  */
 
 #include "mod_lessons.h"
@@ -35,7 +38,10 @@ int lessons_health_handler(request_rec *r)
     c.conf = ap_get_module_config(r->per_dir_config, &lessons_module);
     c.quiet = 1;
     c.lend = 1;
-    pass = lessons_dbd_open(&c) == DECLINED;
+    /* Keys first: they cost no connection, and without them every
+     * request the section gates gets 503 whatever the database says.
+     */
+    pass = lessons_keys_health(r) && lessons_dbd_open(&c) == DECLINED;
     if (pass && lessons_store_catalog(&c.db, r->pool, &cat, &err)
                 != LESSONS_STORE_OK) {
         lessons_dbd_answer(&c, lessons_db_fault(&c.db, c.db_pool, err), err,

@@ -11,6 +11,8 @@
  */
 
 #include "mod_lessons.h"
+#include "http_main.h"                 /* ap_server_conf */
+
 #include "lessons_keysource.h"
 
 #define LESSONS_KEYS_SOURCES      "lessons-keys-sources"
@@ -50,6 +52,12 @@ struct lessons_keys_src {
     lessons_keysource_url_t fetch;
     lessons_discovery_t discovery;  /* (discover) */
     lessons_keysource_t *live;
+    unsigned char in_use[LESSONS_KEYSET_DIGEST_LEN];    /* the set in use,
+                                     * by its digest (has_in_use), for the
+                                     * metrics' "installed" time */
+    int has_in_use;
+    volatile apr_uint32_t unhealthy;    /* the health check has logged
+                                     * that this source fails it */
 };
 
 /* Every source of the configuration, kept on pconf (no globals). */
@@ -262,7 +270,10 @@ static void lessons_keys_report(void *baton, const lessons_keyset_t *set,
 }
 
 /* Every fetch, for the metrics: failures, refetches a kid asked for,
- * and when this process last had a good set, and its keys.
+ * and when this process last had a good set, and its keys; whether it
+ * holds a set at all, and since when (a set is new when its digest
+ * differs from the one before: the source never installs the same set
+ * twice in a row).
  */
 static void lessons_keys_done(void *baton, int ok, int asked,
                               const lessons_keyset_t *set)
@@ -284,6 +295,17 @@ static void lessons_keys_done(void *baton, int ok, int asked,
         lessons_count_source(src->s, src->metrics_source, LESSONS_SRC_KEYS,
                              (apr_uint64_t)set->nkeys);
     }
+    if (set && (!src->has_in_use
+                || memcmp(src->in_use, set->digest,
+                          sizeof(src->in_use)) != 0)) {
+        memcpy(src->in_use, set->digest, sizeof(src->in_use));
+        src->has_in_use = 1;
+        lessons_count_source(src->s, src->metrics_source,
+                             LESSONS_SRC_INSTALLED,
+                             (apr_uint64_t)apr_time_now());
+    }
+    lessons_count_source(src->s, src->metrics_source, LESSONS_SRC_NO_SET,
+                         set ? 0 : 1);
 }
 
 /* A provider's PS* keys are read only for sections that name PS*; for
@@ -365,4 +387,59 @@ void lessons_keys_unit(lessons_keys_src *src, lessons_decide_unit_t *unit)
     unit->live = src->live;
     unit->keys_name = src->label;
     unit->retry_after = lessons_keys_min_refresh(src);
+}
+
+/* The health check's question about keys, in this process, without
+ * waiting for a fetch and without starting one: does every source some
+ * section surely takes its keys from (eager) hold a usable set?  One
+ * whose fetches have ended without a set (refused, failed), or whose
+ * fetcher could not start, fails it: every request it gates gets 503.
+ * One still at its first fetch does not (its requests wait for that
+ * fetch).  A lazy source is not asked: it may never be needed, and what
+ * it gates is served by the section's own keys until a token needs it.
+ * Each source's change of state is logged once, whatever the number of
+ * health requests.  Every virtual host's sources count: they are the
+ * process's.
+ */
+int lessons_keys_health(request_rec *r)
+{
+    lessons_srv_conf *mconf = ap_get_module_config(
+        ap_server_conf->module_config, &lessons_module);
+    apr_array_header_t *list = mconf->key_sources;
+    int i, pass = 1;
+
+    for (i = 0; list && i < list->nelts; i++) {
+        lessons_keys_src *src = APR_ARRAY_IDX(list, i, lessons_keys_src *);
+        lessons_keysource_state_t st;
+        const char *why = NULL;
+
+        if (!src->used || !src->eager) {
+            continue;
+        }
+        if (!src->live) {
+            why = "its fetcher did not start";
+        }
+        else {
+            lessons_keysource_state(src->live, r->pool, &st);
+            if (!st.held && st.fetches > 0) {
+                why = st.last_err ? st.last_err : "no key set";
+            }
+        }
+        if (why) {
+            pass = 0;
+            if (apr_atomic_cas32(&src->unhealthy, 1, 0) == 0) {
+                ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, LESSONSLOG(00240)
+                              "the health check fails: %s has no usable "
+                              "key set in this process (%s); the requests "
+                              "it gates get 503 until a fetch gives one",
+                              src->label, why);
+            }
+        }
+        else if (apr_atomic_cas32(&src->unhealthy, 0, 1) == 1) {
+            ap_log_rerror(APLOG_MARK, APLOG_NOTICE, 0, r, LESSONSLOG(00241)
+                          "the health check no longer fails for %s: it "
+                          "holds a usable key set", src->label);
+        }
+    }
+    return pass;
 }

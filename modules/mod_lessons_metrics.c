@@ -188,7 +188,7 @@ void lessons_count_source(server_rec *s, int source,
 {
     lessons_metrics_slot_t *slot = lessons_metrics_slot_of(s);
 
-    if (what == LESSONS_SRC_FETCHED || what == LESSONS_SRC_KEYS) {
+    if (what >= LESSONS_SRC_FETCHED) {        /* the gauges */
         lessons_metrics_source_set(slot, source, what, n);
     }
     else {

@@ -208,6 +208,9 @@ static void test_sources(void **state)
     lessons_metrics_source_set(a, x, LESSONS_SRC_KEYS, 2);
     lessons_metrics_source_set(b, x, LESSONS_SRC_FETCHED, T0 + 30);
     lessons_metrics_source_set(b, x, LESSONS_SRC_KEYS, 3);
+    /* a holds a set since T0 + 5; b's fetches ended without one. */
+    lessons_metrics_source_set(a, x, LESSONS_SRC_INSTALLED, T0 + 5);
+    lessons_metrics_source_set(b, x, LESSONS_SRC_NO_SET, 1);
     lessons_metrics_source_add(a, LESSONS_METRICS_SOURCES,
                                LESSONS_SRC_FAILURES, 9);
     lessons_metrics_read(m, test_alive, NULL, &sum);
@@ -219,7 +222,18 @@ static void test_sources(void **state)
     assert_int_equal(sum.src[x].keys, 3);
     assert_true(sum.src[y].last_fetched == 0);
     assert_true(sum.src[y].oldest_in_use == 0);
+    assert_int_equal(sum.src[x].held, 0);
+    assert_true(sum.src[x].installed == T0 + 5);
+    assert_int_equal(sum.src[y].held, 0);
+    assert_true(sum.src[y].installed == 0);
     assert_null(sum.src[2].name);
+
+    /* b gets a newer set: held, since b's. */
+    lessons_metrics_source_set(b, x, LESSONS_SRC_INSTALLED, T0 + 40);
+    lessons_metrics_source_set(b, x, LESSONS_SRC_NO_SET, 0);
+    lessons_metrics_read(m, test_alive, NULL, &sum);
+    assert_int_equal(sum.src[x].held, 1);
+    assert_true(sum.src[x].installed == T0 + 40);
 
     /* b exits: a's set is all that is in use; the last fetch stays. */
     lessons_metrics_release(b);
@@ -228,6 +242,20 @@ static void test_sources(void **state)
     assert_true(sum.src[x].oldest_in_use == T0 + 10);
     assert_int_equal(sum.src[x].keys, 2);
     assert_int_equal(sum.src[x].failures, 3);
+    assert_int_equal(sum.src[x].held, 1);
+    assert_true(sum.src[x].installed == T0 + 5);
+    /* A process that ends takes its "no set" with it: b's slot, claimed
+     * again, starts with none of its gauges.
+     */
+    lessons_metrics_source_set(a, x, LESSONS_SRC_NO_SET, 1);
+    lessons_metrics_read(m, test_alive, NULL, &sum);
+    assert_int_equal(sum.src[x].held, 0);
+    lessons_metrics_source_set(a, x, LESSONS_SRC_NO_SET, 0);
+    b = lessons_metrics_claim(m, 23, test_alive, NULL);
+    assert_non_null(b);
+    lessons_metrics_read(m, test_alive, NULL, &sum);
+    assert_int_equal(sum.src[x].held, 1);
+    assert_true(sum.src[x].installed == T0 + 5);
 
     /* Full: a name of this configuration takes the index of one that
      * is not, with nothing of the old one's figures.
@@ -308,6 +336,7 @@ static void test_prometheus(void **state)
     lessons_metrics_source_set(s, x, LESSONS_SRC_FETCHED, T0 + 1500000);
     lessons_metrics_source_set(s, x, LESSONS_SRC_KEYS, 2);
     lessons_metrics_source_add(s, x, LESSONS_SRC_FAILURES, 1);
+    lessons_metrics_source_set(s, x, LESSONS_SRC_INSTALLED, T0 + 1250000);
     lessons_metrics_read(m, NULL, NULL, &sum);
     text = lessons_metrics_prometheus(pool, &sum, names, 2,
                                       T0 + 61500000, &len);
@@ -339,6 +368,14 @@ static void test_prometheus(void **state)
                                  "\"} 1700000001.500\n"));
     assert_non_null(strstr(text, "lessons_keys_fetch_failures_total{source"
                                  "=\"https://idp.example/a\\\"b\\\\c\"} 1\n"));
+    assert_non_null(strstr(text, "# TYPE lessons_keys_set_held gauge\n"
+                                 "lessons_keys_set_held{source=\"https://"
+                                 "idp.example/a\\\"b\\\\c\"} 1\n"));
+    assert_non_null(strstr(text, "# TYPE lessons_keys_set_installed_"
+                                 "timestamp_seconds gauge\n"
+                                 "lessons_keys_set_installed_timestamp_"
+                                 "seconds{source=\"https://idp.example/a"
+                                 "\\\"b\\\\c\"} 1700000001.250\n"));
     assert_null(strstr(text, "gone"));
     assert_non_null(strstr(text, "lessons_processes 1\n"));
     assert_non_null(strstr(text, "lessons_metrics_start_time_seconds "
