@@ -3,9 +3,9 @@
 # gets the same figures.  Known traffic is driven and exactly those
 # numbers are read back: reads and the response and token caches,
 # refusals by reason, writes committed, an eviction, a keys URL's fetch
-# failure and an unknown-kid refetch; the counters go on across a
-# graceful restart; several processes add up; promtool accepts the
-# answer.
+# failure and an unknown-kid refetch, whether a source's set is held;
+# the counters go on across a graceful restart; several processes add
+# up; promtool accepts the answer.
 #
 # Server M is started here with one process (fetches and caches are
 # then exactly countable), server P with three (prefork), both on the
@@ -166,6 +166,15 @@ is $m0->{src('lessons_keys_fetch_failures_total', $DEAD)}, 1,
 cmp_ok $m0->{src('lessons_keys_last_fetch_timestamp_seconds', $DEAD)}, '==', 0,
     'dead keys URL: never fetched';
 ok !exists $m0->{src('lessons_keys_age_seconds', $DEAD)}, 'dead keys URL: no set, no age';
+is $m0->{src('lessons_keys_set_held', $JWKS)}, 1, 'keys URL: a set is held';
+cmp_ok $m0->{src('lessons_keys_set_installed_timestamp_seconds', $JWKS)}, '>', time - 120,
+    'keys URL: installed just now';
+cmp_ok $m0->{src('lessons_keys_set_installed_timestamp_seconds', $JWKS)}, '<=',
+    $m0->{src('lessons_keys_last_fetch_timestamp_seconds', $JWKS)} + 1,
+    'keys URL: installed by its good fetch';
+is $m0->{src('lessons_keys_set_held', $DEAD)}, 0, 'dead keys URL: no set held';
+cmp_ok $m0->{src('lessons_keys_set_installed_timestamp_seconds', $DEAD)}, '==', 0,
+    'dead keys URL: none installed';
 is $m0->{lessons_processes}, 1, 'one process counting';
 is $m0->{req('get', '2xx')}, 0, 'no API request yet';
 
