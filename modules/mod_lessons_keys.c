@@ -37,6 +37,10 @@ struct lessons_keys_src {
                                      * the first fetch at child start
                                      * (else at the first request that
                                      * needs them) */
+    int bare;                       /* some section surely takes its keys
+                                     * with no key file beside them: it
+                                     * answers 503 while there is no set
+                                     * (the health check asks these) */
     const char *ca;                 /* LessonsJWTKeysCA's path, or NULL */
     const char *proxy;              /* LessonsJWTKeysProxy, or NULL */
     const char *ca_pem;             /* ... its certificates, read at
@@ -162,6 +166,7 @@ const char *lessons_keys_src_configure(apr_pool_t *p, lessons_keys_src *src,
     src->algs |= algs;
     src->used = 1;
     src->eager |= eager;
+    src->bare |= eager && !conf->keyset;
     return NULL;
 }
 
@@ -391,12 +396,14 @@ void lessons_keys_unit(lessons_keys_src *src, lessons_decide_unit_t *unit)
 
 /* The health check's question about keys, in this process, without
  * waiting for a fetch and without starting one: does every source some
- * section surely takes its keys from (eager) hold a usable set?  One
- * whose fetches have ended without a set (refused, failed), or whose
- * fetcher could not start, fails it: every request it gates gets 503.
- * One still at its first fetch does not (its requests wait for that
- * fetch).  A lazy source is not asked: it may never be needed, and what
- * it gates is served by the section's own keys until a token needs it.
+ * section surely takes its keys from, with no key file beside them
+ * (bare), hold a usable set?  One whose fetches have ended without a
+ * set (refused, failed), or whose fetcher could not start, fails it:
+ * every request that section gates gets 503.  One still at its first
+ * fetch does not (its requests wait for that fetch).  Not asked: a lazy
+ * source (it may never be needed, and what it gates is served by the
+ * section's own keys until a token needs it), and one whose sections
+ * all have a key file beside it (the file's keys serve meanwhile).
  * Each source's change of state is logged once, whatever the number of
  * health requests.  Every virtual host's sources count: they are the
  * process's.
@@ -413,7 +420,7 @@ int lessons_keys_health(request_rec *r)
         lessons_keysource_state_t st;
         const char *why = NULL;
 
-        if (!src->used || !src->eager) {
+        if (!src->used || !src->bare) {
             continue;
         }
         if (!src->live) {
@@ -428,7 +435,7 @@ int lessons_keys_health(request_rec *r)
         if (why) {
             pass = 0;
             if (apr_atomic_cas32(&src->unhealthy, 1, 0) == 0) {
-                ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, LESSONSLOG(00240)
+                ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, LESSONSLOG(00230)
                               "the health check fails: %s has no usable "
                               "key set in this process (%s); the requests "
                               "it gates get 503 until a fetch gives one",
@@ -436,7 +443,7 @@ int lessons_keys_health(request_rec *r)
             }
         }
         else if (apr_atomic_cas32(&src->unhealthy, 0, 1) == 1) {
-            ap_log_rerror(APLOG_MARK, APLOG_NOTICE, 0, r, LESSONSLOG(00241)
+            ap_log_rerror(APLOG_MARK, APLOG_NOTICE, 0, r, LESSONSLOG(00231)
                           "the health check no longer fails for %s: it "
                           "holds a usable key set", src->label);
         }

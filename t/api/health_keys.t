@@ -13,7 +13,9 @@
 #   - the provider fixed: 200 after the next fetch, one log line, and the
 #     metrics say a set is held, since when;
 #   - an issuer beside another section's key (a lazy source), on a port
-#     where nothing listens, is never asked and never fails the check.
+#     where nothing listens, is never asked and never fails the check;
+#     nor does a keys URL there with a key file beside it (the file's
+#     keys serve its requests meanwhile).
 #
 # Server B is started here: one process, so that what it logs is its
 # one process's, on the suite's database.
@@ -65,6 +67,16 @@ LogLevel info
     LessonsJWTIssuer https://127.0.0.1:$dead
     LessonsJWTKeysCA "$dir/ca.crt"
 </LocationMatch>
+# A keys URL where nothing listens, with a key file beside it that
+# serves meanwhile: its requests are answered, so it fails nothing.
+<Location "/fallback/api/lessons">
+    SetHandler lessons
+    LessonsJWTAlgorithm RS256
+    LessonsJWTKeyFile "$ENV{LESSONS_TEST_RSA_PUB}"
+    LessonsJWTKeysURL https://127.0.0.1:$dead/fallback-jwks
+    LessonsJWTKeysCA "$dir/ca.crt"
+    LessonsJWTKeysMinRefresh 1
+</Location>
 <Location "/health">
     SetHandler lessons-health
 </Location>
@@ -79,8 +91,8 @@ sub get { call(GET => $_[0], base => $B, token => $_[1]) }
 sub health { get('/health') }
 sub error_log { do { local (@ARGV, $/) = ("$dir/error_log"); <> } }
 sub count_of { my ($re) = @_; my @n = error_log() =~ /$re/g; scalar @n }
-my $FAILS   = qr/LESSONS00240: the health check fails: keys URL \Q$JWKS\E has no usable key set[^\n]*/;
-my $PASSES  = qr/LESSONS00241: the health check no longer fails for keys URL \Q$JWKS\E[^\n]*/;
+my $FAILS   = qr/LESSONS00230: the health check fails: keys URL \Q$JWKS\E has no usable key set[^\n]*/;
+my $PASSES  = qr/LESSONS00231: the health check no longer fails for keys URL \Q$JWKS\E[^\n]*/;
 my $REFUSED = qr/LESSONS00211: keys URL \Q$JWKS\E: [^\n]*/;
 
 # name{labels} => value.
@@ -163,8 +175,12 @@ is_deeply [ grep { $_ != 503 } @codes ], [], scalar(@codes) . ' more health requ
 is count_of($FAILS), 1, 'one log line for it' or diag error_log();
 like error_log(), qr/$FAILS\(the key set was refused: [^\n]*verify with/,
     '... naming the source and the last error';
-like error_log(), qr/\[lessons:error\][^\n]*LESSONS00240/, '... at level error';
-is count_of(qr/LESSONS00240/), 1, 'no line for the lazy issuer';
+like error_log(), qr/\[lessons:error\][^\n]*LESSONS00230/, '... at level error';
+is count_of(qr/LESSONS00230/), 1, 'no line for the lazy issuer, nor the keys URL with a key file';
+is get('/fallback/api/lessons', token(alg => 'RS256'))->code, 200,
+    'the key file serves beside its dead keys URL';
+like error_log(), qr/LESSONS00211: keys URL https:\/\/127\.0\.0\.1:$dead\/fallback-jwks: /,
+    '... whose fetch failed';
 my $m = metrics();
 is $m->{$HELD}, 0, 'metrics: no set held';
 cmp_ok $m->{$SINCE}, '==', 0, 'metrics: installed never';
@@ -187,5 +203,7 @@ cmp_ok $m->{$SINCE}, '<=', time + 1, '... not in the future';
 ok !defined $m->{src('lessons_keys_set_held', "https://127.0.0.1:$dead")}
     || $m->{src('lessons_keys_set_held', "https://127.0.0.1:$dead")} == 0,
     'the lazy issuer: no set held, and the check passes all the same';
+is $m->{src('lessons_keys_set_held', "https://127.0.0.1:$dead/fallback-jwks")}, 0,
+    'the keys URL beside a key file: no set held, and the check passes all the same';
 
 done_testing();
