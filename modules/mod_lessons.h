@@ -517,8 +517,10 @@ const char *lessons_keys_src_label(apr_pool_t *p, const lessons_keys_src *src);
 apr_array_header_t *lessons_keys_sources(apr_pool_t *pconf);
 void lessons_keys_child_init(apr_pool_t *pchild, server_rec *s);
 void lessons_keys_unit(lessons_keys_src *src, lessons_decide_unit_t *unit);
-/* 1 when every key source some section surely takes its keys from holds
- * a usable set in this process (the health check; never waits).
+/* 1 when every key source that makes requests 503 while it has no set
+ * (no key file beside it; a lazy one once needed) holds a usable set in
+ * this process, else 0 after logging a change once (the health check;
+ * never waits, never starts a fetch).
  */
 int lessons_keys_health(request_rec *r);
 

@@ -37,10 +37,10 @@ struct lessons_keys_src {
                                      * the first fetch at child start
                                      * (else at the first request that
                                      * needs them) */
-    int bare;                       /* some section surely takes its keys
-                                     * with no key file beside them: it
-                                     * answers 503 while there is no set
-                                     * (the health check asks these) */
+    int bare;                       /* some section takes its keys with no
+                                     * key file beside them: it answers
+                                     * 503 while there is no set (the
+                                     * health check asks these) */
     const char *ca;                 /* LessonsJWTKeysCA's path, or NULL */
     const char *proxy;              /* LessonsJWTKeysProxy, or NULL */
     const char *ca_pem;             /* ... its certificates, read at
@@ -166,7 +166,7 @@ const char *lessons_keys_src_configure(apr_pool_t *p, lessons_keys_src *src,
     src->algs |= algs;
     src->used = 1;
     src->eager |= eager;
-    src->bare |= eager && !conf->keyset;
+    src->bare |= !conf->keyset;
     return NULL;
 }
 
@@ -395,18 +395,17 @@ void lessons_keys_unit(lessons_keys_src *src, lessons_decide_unit_t *unit)
 }
 
 /* The health check's question about keys, in this process, without
- * waiting for a fetch and without starting one: does every source some
- * section surely takes its keys from, with no key file beside them
- * (bare), hold a usable set?  One whose fetches have ended without a
- * set (refused, failed), or whose fetcher could not start, fails it:
- * every request that section gates gets 503.  One still at its first
- * fetch does not (its requests wait for that fetch).  Not asked: a lazy
- * source (it may never be needed, and what it gates is served by the
- * section's own keys until a token needs it), and one whose sections
- * all have a key file beside it (the file's keys serve meanwhile).
- * Each source's change of state is logged once, whatever the number of
- * health requests.  Every virtual host's sources count: they are the
- * process's.
+ * waiting for a fetch and without starting one: does every source a
+ * section takes its keys from with no key file beside them (bare) hold
+ * a usable set?  One whose fetches have ended without a set (refused,
+ * failed), or whose fetcher could not start, fails it: every request
+ * that section gates gets 503.  One still at its first fetch does not
+ * (its requests wait for that fetch), nor a lazy one nobody has needed
+ * yet (it may never be: an issuer line beside a key merged from
+ * elsewhere), nor one whose sections all have a key file beside it
+ * (the file's keys serve meanwhile).  Each source's change of state is
+ * logged once, whatever the number of health requests.  Every virtual
+ * host's sources count: they are the process's.
  */
 int lessons_keys_health(request_rec *r)
 {
@@ -428,7 +427,7 @@ int lessons_keys_health(request_rec *r)
         }
         else {
             lessons_keysource_state(src->live, r->pool, &st);
-            if (!st.held && st.fetches > 0) {
+            if (!st.held && st.fetches > 0) {     /* lazy and unasked: 0 */
                 why = st.last_err ? st.last_err : "no key set";
             }
         }

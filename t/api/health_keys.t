@@ -15,7 +15,10 @@
 #   - an issuer beside another section's key (a lazy source), on a port
 #     where nothing listens, is never asked and never fails the check;
 #     nor does a keys URL there with a key file beside it (the file's
-#     keys serve its requests meanwhile).
+#     keys serve its requests meanwhile);
+#   - an issuer alone in its section, whose keys are discovered when a
+#     request first needs them: nothing fails before; once a request
+#     has needed them and the set was refused, the check fails.
 #
 # Server B is started here: one process, so that what it logs is its
 # one process's, on the suite's database.
@@ -39,12 +42,19 @@ my $DELAY_MS = 6000;    # the first fetch's answer waits this long (the
 # ---- the provider; its set as it is, and with every key for encryption
 my $idp  = start_idp("$dir");
 my $JWKS = $idp->{jwks};
+my $ALONE = "$idp->{iss}/realms/alone";
 sub control { idp_control($idp, @_) }
+control(POST => '/realms', { name => 'alone' });
 sub idp_token { LessonsTest::IdP::idp_token($idp) }
 my $real = $JSON->decode(scalar `curl -sS --max-time 20 --cacert $dir/ca.crt $JWKS`);
 ok @{ $real->{keys} || [] } >= 1, 'the provider publishes a key';
 my $enc = $JSON->encode({ keys => [ map { { %$_, use => 'enc' } } @{ $real->{keys} } ] });
 control(POST => '/jwks-fault', { body => $enc, delay_ms => $DELAY_MS });
+# The same for the realm "alone": its keys are discovered from its issuer.
+my $alone = $JSON->decode(scalar `curl -sS --max-time 20 --cacert $dir/ca.crt $ALONE/jwks`);
+control(POST => '/jwks-fault?realm=alone',
+        { body => $JSON->encode({ keys => [ map { { %$_, use => 'enc' } } @{ $alone->{keys} } ] }) });
+control(POST => '/reset-count?realm=alone');       # the curl above
 
 # ---- server B
 my $port = free_port();
@@ -76,6 +86,13 @@ LogLevel info
     LessonsJWTKeysURL https://127.0.0.1:$dead/fallback-jwks
     LessonsJWTKeysCA "$dir/ca.crt"
     LessonsJWTKeysMinRefresh 1
+</Location>
+# An issuer alone, whose keys are discovered: fetched when a request
+# first needs them.
+<Location "/alone/api/lessons">
+    SetHandler lessons
+    LessonsJWTIssuer $ALONE
+    LessonsJWTKeysCA "$dir/ca.crt"
 </Location>
 <Location "/health">
     SetHandler lessons-health
@@ -205,5 +222,18 @@ ok !defined $m->{src('lessons_keys_set_held', "https://127.0.0.1:$dead")}
     'the lazy issuer: no set held, and the check passes all the same';
 is $m->{src('lessons_keys_set_held', "https://127.0.0.1:$dead/fallback-jwks")}, 0,
     'the keys URL beside a key file: no set held, and the check passes all the same';
+
+# The checks above passed with it configured all along:
+is control(GET => '/state?realm=alone')->{jwks_requests}, 0,
+    'an issuer alone: its keys not fetched before a request needs them';
+
+# ---- the issuer alone, needed: its set refused, the check fails -------
+is get('/alone/api/lessons', idp_token())->code, 503,
+    'a request that needs the issuer\'s keys: 503 (its set has nothing to verify with)';
+ok control(GET => '/state?realm=alone')->{jwks_requests} >= 1, '... which were fetched';
+$res = health_until(503, 30);
+is_fail($res, 'the issuer alone, needed and refused');
+is count_of(qr/LESSONS00230: the health check fails: issuer \Q$ALONE\E has no usable key set[^\n]*verify with/), 1,
+    'one log line naming the issuer and why' or diag error_log();
 
 done_testing();
