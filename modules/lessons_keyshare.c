@@ -135,6 +135,56 @@ int lessons_keyshare_bind(lessons_keyshare_t *ks, int i,
     return kept;
 }
 
+int lessons_keyshare_assign(lessons_keyshare_t *ks,
+                            const unsigned char (*ids)[LESSONS_KEYSHARE_ID_LEN],
+                            int n, int *slots)
+{
+    int k, i, j, kept = 0;
+
+    if (!ks || n < 0 || n > ks->nslots) {
+        return -1;
+    }
+    /* First the sources whose slot survived, then the rest into slots
+     * that no source of this configuration holds.
+     */
+    for (k = 0; k < n; k++) {
+        slots[k] = -1;
+        for (i = 0; i < ks->nslots; i++) {
+            lessons_keyshare_slot_t *slot = keyshare_slot(ks, i);
+
+            if (slot->bound
+                && memcmp(slot->id, ids[k], LESSONS_KEYSHARE_ID_LEN) == 0) {
+                slots[k] = i;
+                break;
+            }
+        }
+    }
+    for (k = 0; k < n; k++) {
+        int r;
+
+        if (slots[k] >= 0) {
+            r = lessons_keyshare_bind(ks, slots[k], ids[k]);
+            if (r < 0) {
+                return -1;
+            }
+            kept += r;
+            continue;
+        }
+        for (i = 0; i < ks->nslots && slots[k] < 0; i++) {
+            for (j = 0; j < n && slots[j] != i; j++) {
+            }
+            if (j == n) {           /* (a slot a source kept is in
+                                     * slots already) */
+                slots[k] = i;
+            }
+        }
+        if (slots[k] < 0 || lessons_keyshare_bind(ks, slots[k], ids[k]) < 0) {
+            return -1;
+        }
+    }
+    return kept;
+}
+
 apr_uint64_t lessons_keyshare_generation(lessons_keyshare_t *ks, int i)
 {
     lessons_keyshare_slot_t *slot = keyshare_slot(ks, i);

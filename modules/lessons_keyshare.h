@@ -52,6 +52,16 @@ lessons_keyshare_t *lessons_keyshare_attach(void *base, apr_size_t size,
 int lessons_keyshare_bind(lessons_keyshare_t *ks, int i,
                           const unsigned char id[LESSONS_KEYSHARE_ID_LEN]);
 
+/* Give each of n sources (ids[k]) a slot, in slots[k]: the slot that
+ * held its document before (a restart) when there is one, else one that
+ * no source of ids holds, emptied.  In the parent, before the fork, with
+ * n at most the block's slots.  The number of sources that kept their
+ * slot, or -1 (too many sources, the lock failed).
+ */
+int lessons_keyshare_assign(lessons_keyshare_t *ks,
+                            const unsigned char (*ids)[LESSONS_KEYSHARE_ID_LEN],
+                            int n, int *slots);
+
 /* The slot's generation: 0 while it holds no document.  Lock-free. */
 apr_uint64_t lessons_keyshare_generation(lessons_keyshare_t *ks, int i);
 

@@ -280,10 +280,18 @@ static void test_restart(void **state)
 
 /* ------------------------------------------- forked readers, one writer */
 
-#define READERS   3
-#define WRITES    3000
+#define READERS     3
+#define COPIES      50              /* each reader copies at least this
+                                     * many generations... */
+#define MAX_WRITES  2000000         /* ... unless the writer gives up */
 
-/* Document g: "g:" then g's digit pattern, of a length that changes
+/* What the writer and its readers share beside the block. */
+typedef struct {
+    volatile apr_uint64_t stop;     /* the last generation, once known */
+    volatile apr_uint32_t copies[READERS];
+} race_t;
+
+/* Document g: "g:" then g's letter pattern, of a length that changes
  * with g, so that half of one beside half of another cannot pass.
  */
 static apr_size_t make_doc(char *buf, apr_uint64_t g)
@@ -310,17 +318,18 @@ static int doc_whole(const char *doc, apr_size_t len, apr_uint64_t gen)
            || memcmp(want, doc, len) != 0;
 }
 
-static int reader(lessons_keyshare_t *ks, apr_pool_t *p)
+static int reader(lessons_keyshare_t *ks, race_t *race, int me,
+                  apr_pool_t *p)
 {
-    apr_uint64_t last = 0, g;
+    apr_uint64_t last = 0, g, stop;
     lessons_keyshare_view_t v;
-    int copies = 0;
 
     if (apr_global_mutex_child_init(&lock, apr_global_mutex_lockfile(lock),
                                     p) != APR_SUCCESS) {
         return 2;
     }
     for (;;) {
+        stop = __atomic_load_n(&race->stop, __ATOMIC_ACQUIRE);
         g = lessons_keyshare_generation(ks, 0);
         if (g < last) {
             return 3;               /* generations never go back */
@@ -333,28 +342,37 @@ static int reader(lessons_keyshare_t *ks, apr_pool_t *p)
                 return 5;
             }
             last = v.generation;
-            copies++;
+            __atomic_add_fetch(&race->copies[me], 1, __ATOMIC_RELEASE);
             apr_pool_clear(p);
         }
-        if (last >= WRITES) {
-            return copies > 1 ? 0 : 6;
+        if (stop && last >= stop) {
+            return 0;
         }
     }
 }
 
+/* Readers in other processes copy while one writer swaps documents of
+ * changing length under them, until each has copied COPIES
+ * generations: no copy is ever half of one and half of another.
+ */
 static void test_forked_readers_see_whole_documents(void **state)
 {
-    apr_shm_t *shm;
+    apr_shm_t *shm, *raceshm;
     lessons_keyshare_t *ks;
+    race_t *race;
     apr_size_t size = lessons_keyshare_size(1, CAP);
     pid_t pids[READERS];
     char buf[CAP + 1];
     apr_time_t when;
     apr_uint64_t g;
-    int i, status, bad = 0;
+    int i, status, bad = 0, enough = 0;
 
     (void)state;
     assert_int_equal(apr_shm_create(&shm, size, NULL, pool), APR_SUCCESS);
+    assert_int_equal(apr_shm_create(&raceshm, sizeof(*race), NULL, pool),
+                     APR_SUCCESS);
+    race = apr_shm_baseaddr_get(raceshm);
+    memset(race, 0, sizeof(*race));
     ks = lessons_keyshare_attach(apr_shm_baseaddr_get(shm), size, 1, CAP, 1,
                                  lock, pool);
     assert_non_null(ks);
@@ -366,10 +384,10 @@ static void test_forked_readers_see_whole_documents(void **state)
             apr_pool_t *p;
 
             apr_pool_create(&p, NULL);
-            _exit(reader(ks, p));
+            _exit(reader(ks, race, i, p));
         }
     }
-    for (g = 1; g <= WRITES; g++) {
+    for (g = 1; g <= MAX_WRITES && !enough; g++) {
         apr_size_t len = make_doc(buf, g);
 
         assert_int_equal(lessons_keyshare_claim(ks, 0, 1, T0 + S(g * 4000),
@@ -379,7 +397,12 @@ static void test_forked_readers_see_whole_documents(void **state)
                                                   T0 + S(g * 4000), buf,
                                                   len, S(3600), S(60)),
                          LESSONS_KEYSHARE_NEW);
+        for (enough = 1, i = 0; i < READERS; i++) {
+            enough &= __atomic_load_n(&race->copies[i], __ATOMIC_ACQUIRE)
+                      >= COPIES;
+        }
     }
+    __atomic_store_n(&race->stop, g - 1, __ATOMIC_RELEASE);
     for (i = 0; i < READERS; i++) {
         assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
         if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
@@ -387,7 +410,12 @@ static void test_forked_readers_see_whole_documents(void **state)
             bad++;
         }
     }
+    print_message("%" APR_UINT64_T_FMT " documents written, readers copied "
+                  "%u, %u and %u\n", g - 1, race->copies[0],
+                  race->copies[1], race->copies[2]);
     assert_int_equal(bad, 0);
+    assert_true(enough);
+    apr_shm_destroy(raceshm);
     apr_shm_destroy(shm);
 }
 
