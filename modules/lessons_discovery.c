@@ -235,7 +235,8 @@ static const char *lessons_discovery_metadata(lessons_discovery_t *d,
 
 const char *lessons_discovery_fetch(void *baton, apr_pool_t *set_pool,
                                     apr_pool_t *scratch,
-                                    const lessons_keyset_t **set)
+                                    const lessons_keyset_t **set,
+                                    const char **doc, apr_size_t *doclen)
 {
     lessons_discovery_t *d = baton;
     apr_time_t deadline = apr_time_now()
@@ -254,6 +255,8 @@ const char *lessons_discovery_fetch(void *baton, apr_pool_t *set_pool,
     err = lessons_discovery_get(d, scratch, jwks_uri, LESSONS_JWKS_MAX_BYTES,
                                 deadline, &body, &len, &status);
     if (!err) {
+        *doc = body;
+        *doclen = len;
         err = lessons_keysource_parse(set_pool, scratch, body, len,
                                       d->fetch.algs, d->fetch.jwks_flags,
                                       set);

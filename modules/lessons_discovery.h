@@ -111,10 +111,13 @@ typedef struct {
  * first answered with a status other than 200; checked with
  * lessons_discovery_parse; then the jwks_uri's key set, with public keys
  * only, each fitting algs, as lessons_keysource_fetch_url takes one.
- * Sets last (and jwks_uri once the metadata named one).
+ * Sets last (and jwks_uri once the metadata named one).  *doc: the
+ * keys' document (what the server's other processes parse, with
+ * lessons_keysource_parse_url and the baton's fetch member).
  */
 const char *lessons_discovery_fetch(void *baton, apr_pool_t *set_pool,
                                     apr_pool_t *scratch,
-                                    const lessons_keyset_t **set);
+                                    const lessons_keyset_t **set,
+                                    const char **doc, apr_size_t *len);
 
 #endif /* LESSONS_DISCOVERY_H */

@@ -1,12 +1,21 @@
 /* Licensed under the Apache License, Version 2.0.
  *
  * lessons_keysource.h: a key set that changes while the server runs
- * (LessonsJWTKeysURL).  A source keeps the last good set and one fetcher
- * thread, so that no request waits on the network but the first ones
- * (before any set) and a token naming a kid the set lacks; the latter
- * wake the fetcher at most once per min_refresh whatever the traffic.
+ * (LessonsJWTKeysURL, a discovered issuer).  A source keeps the last good
+ * set and one fetcher thread, so that no request waits on the network but
+ * the first ones (before any set) and a token naming a kid the set lacks.
  * Sets are refcounted: a request holds the one it verified with while
  * the fetcher swaps in the next, and the last holder frees it.
+ *
+ * A source is one process's view of a slot of a lessons_keyshare block
+ * (issue 42): the server's processes share one document per source.
+ * Whichever process holds the slot's lease fetches, for all of them; the
+ * others adopt what it published (parse the same bytes), at once when a
+ * request sees the generation move.  So a new child serves from the
+ * shared set without waiting, the provider sees about one fetch per
+ * refresh per server, and the unknown-kid allowance (one fetch per
+ * min_refresh) is the server's, spent only by fetches a kid asked for.
+ * Without a block (opts.share NULL) the source makes one of its own.
  *
  * What a fetch does is the caller's (lessons_keysource_fetch_url for a
  * keys URL; a test gives its own), and so is what a report is logged as:
@@ -21,16 +30,31 @@
 #include "apr_pools.h"
 #include "apr_time.h"
 #include "lessons_keyset.h"
+#include "lessons_keyshare.h"
 
 typedef struct lessons_keysource lessons_keysource_t;
 
-/* Make a set in set_pool (which the source owns and frees with the set);
- * NULL, or why there is none.  Called by the fetcher thread, without the
- * source's lock: it may take as long as its own time limit.
+/* Make a set in set_pool (which the source owns and frees with the set),
+ * and give the JWKS document it was made of (*doc, *len, in scratch),
+ * which the other processes will parse; NULL, or why there is none.
+ * Called by the fetcher thread, without the source's lock: it may take
+ * as long as its own time limit.
  */
 typedef const char *(*lessons_keysource_fetch_fn)(void *baton,
                                                   apr_pool_t *set_pool,
                                                   apr_pool_t *scratch,
+                                                  const lessons_keyset_t **set,
+                                                  const char **doc,
+                                                  apr_size_t *len);
+
+/* Make a set in set_pool of a document another process fetched (the
+ * same rules as the fetch's); NULL, or why not.
+ */
+typedef const char *(*lessons_keysource_parse_fn)(void *baton,
+                                                  apr_pool_t *set_pool,
+                                                  apr_pool_t *scratch,
+                                                  const char *doc,
+                                                  apr_size_t len,
                                                   const lessons_keyset_t **set);
 
 /* What the fetcher did, for the log: set is a set taken into use (it
@@ -53,6 +77,13 @@ typedef void (*lessons_keysource_report_fn)(void *baton,
 typedef void (*lessons_keysource_done_fn)(void *baton, int ok, int asked,
                                           const lessons_keyset_t *set);
 
+/* This process took into use a set another process of the server
+ * fetched (report and done are the fetching process's).  With the
+ * source's lock held, and report's baton.
+ */
+typedef void (*lessons_keysource_adopted_fn)(void *baton,
+                                             const lessons_keyset_t *set);
+
 typedef struct {
     apr_interval_time_t refresh;    /* fetch anyway this often */
     apr_interval_time_t min_refresh;/* never fetch more often than this
@@ -68,8 +99,15 @@ typedef struct {
                                      * network); then as any other */
     lessons_keysource_fetch_fn fetch;
     void *fetch_baton;
+    lessons_keysource_parse_fn parse;       /* needed with share */
+    void *parse_baton;
+    lessons_keyshare_t *share;              /* the server's block, made
+                                             * before the fork; NULL: one
+                                             * of the source's own */
+    int slot;                               /* the source's slot in it */
     lessons_keysource_report_fn report;     /* may be NULL */
     lessons_keysource_done_fn done;         /* may be NULL */
+    lessons_keysource_adopted_fn adopted;   /* may be NULL */
     void *report_baton;                     /* report's and done's */
 } lessons_keysource_opts_t;
 
@@ -163,11 +201,20 @@ typedef struct {
 } lessons_keysource_url_t;
 
 /* fetch for a keys URL (baton: a lessons_keysource_url_t): GET it
- * (lessons_fetch_get), parse the JWKS with public keys only, and check
- * every key against algs, as a key file's set is checked.
+ * (lessons_fetch_get) and parse it (lessons_keysource_parse_url).
  */
 const char *lessons_keysource_fetch_url(void *baton, apr_pool_t *set_pool,
                                         apr_pool_t *scratch,
+                                        const lessons_keyset_t **set,
+                                        const char **doc, apr_size_t *len);
+
+/* parse for a keys URL's or discovered issuer's document (baton: a
+ * lessons_keysource_url_t, its algs and jwks_flags): as
+ * lessons_keysource_parse.
+ */
+const char *lessons_keysource_parse_url(void *baton, apr_pool_t *set_pool,
+                                        apr_pool_t *scratch, const char *doc,
+                                        apr_size_t len,
                                         const lessons_keyset_t **set);
 
 /* A fetched JWKS (len bytes) as every fetched set is taken, key by key

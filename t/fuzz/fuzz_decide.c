@@ -97,7 +97,8 @@ static apr_size_t replay_size;
  */
 static const char *fuzz_fetch(void *baton, apr_pool_t *set_pool,
                               apr_pool_t *scratch,
-                              const lessons_keyset_t **set)
+                              const lessons_keyset_t **set,
+                              const char **doc, apr_size_t *len)
 {
     const char *msg;
 
@@ -108,6 +109,8 @@ static const char *fuzz_fetch(void *baton, apr_pool_t *set_pool,
                                   strlen(FUZZ_JWKS),
                                   LESSONS_ALG_BIT(LESSONS_ALG_RS256), 0, set);
     fuzz_keep_keys(msg ? NULL : *set);
+    *doc = FUZZ_JWKS;
+    *len = strlen(FUZZ_JWKS);
     return msg;
 }
 

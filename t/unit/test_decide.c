@@ -739,7 +739,8 @@ static void test_fetched_no_set(void **state)
 
 /* A fetcher with a set: its keys verify, held for the request. */
 static const char *fetch_rs(void *baton, apr_pool_t *set_pool,
-                            apr_pool_t *scratch, const lessons_keyset_t **set)
+                            apr_pool_t *scratch, const lessons_keyset_t **set,
+                            const char **doc, apr_size_t *len)
 {
     lessons_keyset_t *s = NULL;
     const char *why;
@@ -749,6 +750,8 @@ static const char *fetch_rs(void *baton, apr_pool_t *set_pool,
     why = lessons_keyset_make(set_pool, (const unsigned char *)rsa_pub,
                               strlen(rsa_pub), &s);
     *set = s;
+    *doc = rsa_pub;
+    *len = strlen(rsa_pub);
     return why;
 }
 

@@ -305,8 +305,23 @@ static int fetch_setup(void **state)
 
 static const char *fetch(const lessons_keyset_t **set)
 {
+    const char *doc = NULL, *err;
+    apr_size_t len = 0;
+
     *set = NULL;
-    return lessons_discovery_fetch(&disc, pool, pool, set);
+    err = lessons_discovery_fetch(&disc, pool, pool, set, &doc, &len);
+    /* A set comes with the document it was made of, for the other
+     * processes; parsed again, it is the same set.
+     */
+    if (!err) {
+        const lessons_keyset_t *again = NULL;
+
+        assert_non_null(doc);
+        assert_null(lessons_keysource_parse_url(&disc.fetch, pool, pool, doc,
+                                                len, &again));
+        assert_true(lessons_keyset_same(*set, again));
+    }
+    return err;
 }
 
 static void test_fetch_openid(void **state)

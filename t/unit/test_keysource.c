@@ -33,6 +33,7 @@ typedef struct {
     const char *kid;                /* the set: one secret with this kid */
     const char *fail;               /* or this error */
     apr_interval_time_t delay;      /* each fetch takes this long */
+    int pad;                        /* the document padded to this size */
     int calls;                      /* fetches begun */
     int freed;                      /* sets freed */
     int reports_new, reports_failed, last_serving;
@@ -53,7 +54,8 @@ static apr_status_t fake_freed(void *data)
 
 static const char *fake_fetch(void *baton, apr_pool_t *set_pool,
                               apr_pool_t *scratch,
-                              const lessons_keyset_t **set)
+                              const lessons_keyset_t **set,
+                              const char **doc, apr_size_t *len)
 {
     fake_t *f = baton;
     const char *kid, *fail, *err;
@@ -74,7 +76,8 @@ static const char *fake_fetch(void *baton, apr_pool_t *set_pool,
         return apr_pstrdup(scratch, fail);
     }
     json = apr_psprintf(scratch, "{\"keys\":[{\"kty\":\"oct\",\"kid\":\"%s\","
-                        "\"k\":\"" SECRET "\"}]}", kid);
+                        "\"k\":\"" SECRET "\"}]%*s}", kid,
+                        f->pad > 64 ? f->pad - 64 : 0, "");
     err = lessons_keyset_parse_jwks(set_pool, json, strlen(json), &made);
     if (err) {
         return err;
@@ -82,6 +85,8 @@ static const char *fake_fetch(void *baton, apr_pool_t *set_pool,
     apr_pool_cleanup_register(set_pool, NULL, fake_freed,
                               apr_pool_cleanup_null);
     *set = made;
+    *doc = json;
+    *len = strlen(json);
     return NULL;
 }
 
@@ -428,8 +433,10 @@ static void test_same_set_is_not_new(void **state)
     assert_int_equal(fake_read(&fake.freed), fake_read(&fake.calls));
 }
 
-/* Within min_refresh of the last fetch, a refetch does not fetch, and
- * says how long ago and how long until the next may.
+/* The schedule's fetches (the first one included: a start or a reload)
+ * do not spend the unknown-kid allowance: the first refetch fetches.
+ * Within min_refresh of it, a refetch does not fetch, and says how long
+ * ago and how long until the next may.
  */
 static void test_refetch_limit(void **state)
 {
@@ -442,15 +449,19 @@ static void test_refetch_limit(void **state)
     apr_pool_create(&req, pool);
     assert_non_null(lessons_keysource_take(src, req));
     fake_set("k2", NULL, 0);
+    assert_int_equal(lessons_keysource_refetch(src, &since, &until),
+                     LESSONS_KEYSOURCE_NEW);
+    assert_int_equal(fake_read(&fake.calls), 2);
+    fake_set("k3", NULL, 0);
     for (i = 0; i < 100; i++) {
         assert_int_equal(lessons_keysource_refetch(src, &since, &until),
                          LESSONS_KEYSOURCE_TOO_SOON);
     }
-    assert_int_equal(fake_read(&fake.calls), 1);
+    assert_int_equal(fake_read(&fake.calls), 2);
     assert_true(since >= 0 && since < MS(600000));
     assert_true(until > 0 && until <= MS(600000));
     assert_true(since + until <= MS(600000) + MS(1));
-    assert_string_equal(kid_of(lessons_keysource_take(src, req)), "k1");
+    assert_string_equal(kid_of(lessons_keysource_take(src, req)), "k2");
     apr_pool_destroy(req);
 }
 
@@ -521,9 +532,11 @@ static void test_min_refresh_capped(void **state)
     apr_pool_create(&req, pool);
     assert_non_null(lessons_keysource_take(src, req));
     assert_int_equal(lessons_keysource_refetch(src, &since, &until),
+                     LESSONS_KEYSOURCE_SAME);
+    assert_int_equal(lessons_keysource_refetch(src, &since, &until),
                      LESSONS_KEYSOURCE_TOO_SOON);
     assert_true(until <= MS(2000));
-    await_fetches(src, 2);          /* the refresh still comes */
+    await_fetches(src, 3);          /* the refresh still comes */
     apr_pool_destroy(req);
 }
 
@@ -731,16 +744,168 @@ static void test_fetch_url_refuses_http(void **state)
 {
     lessons_keysource_url_t url;
     const lessons_keyset_t *set = NULL;
-    const char *err;
+    const char *err, *doc = NULL;
+    apr_size_t len = 0;
 
     memset(&url, 0, sizeof(url));
     url.url = "http://127.0.0.1:1/jwks.json";
     url.algs = LESSONS_ALG_BIT(LESSONS_ALG_RS256);
     url.connect_timeout_ms = 1000;
     url.total_timeout_ms = 1000;
-    err = lessons_keysource_fetch_url(&url, *state, *state, &set);
+    err = lessons_keysource_fetch_url(&url, *state, *state, &set, &doc,
+                                      &len);
     assert_non_null(err);
     assert_null(set);
+    assert_null(doc);
+}
+
+/* ------------------------------------- one slot, several processes */
+
+/* The fake's document parsed as another process would. */
+static const char *fake_parse(void *baton, apr_pool_t *set_pool,
+                              apr_pool_t *scratch, const char *doc,
+                              apr_size_t len, const lessons_keyset_t **set)
+{
+    lessons_keyset_t *made = NULL;
+    const char *err;
+
+    (void)baton;
+    (void)scratch;
+    err = lessons_keyset_parse_jwks(set_pool, doc, len, &made);
+    if (!err) {
+        apr_pool_cleanup_register(set_pool, NULL, fake_freed,
+                                  apr_pool_cleanup_null);
+        *set = made;
+    }
+    return err;
+}
+
+/* A block of one slot in p, as post_config makes the server's. */
+static lessons_keyshare_t *one_slot(apr_pool_t *p)
+{
+    static const unsigned char id[LESSONS_KEYSHARE_ID_LEN] = { 's' };
+    apr_size_t size = lessons_keyshare_size(1, 4096);
+    apr_global_mutex_t *lock;
+    lessons_keyshare_t *ks;
+
+    assert_int_equal(apr_global_mutex_create(&lock, NULL, APR_LOCK_DEFAULT,
+                                             p), APR_SUCCESS);
+    ks = lessons_keyshare_attach(apr_pcalloc(p, size), size, 1, 4096, 1,
+                                 lock, p);
+    assert_non_null(ks);
+    assert_int_equal(lessons_keyshare_bind(ks, 0, id), 0);
+    return ks;
+}
+
+/* A source on ks, as a process of the server starts one. */
+static lessons_keysource_t *start_on(void **state, lessons_keyshare_t *ks,
+                                     int lazy)
+{
+    lessons_keysource_opts_t o = opts_of(MS(600000), MS(600000));
+    lessons_keysource_t *src = NULL;
+
+    o.share = ks;
+    o.slot = 0;
+    o.parse = fake_parse;
+    o.lazy = lazy;
+    assert_int_equal(lessons_keysource_start(&src, &o, *state),
+                     APR_SUCCESS);
+    return src;
+}
+
+/* A second process (a new child) serves the set the first fetched,
+ * without a fetch of its own, and without waiting.
+ */
+static void test_shared_new_child_adopts(void **state)
+{
+    lessons_keyshare_t *ks = one_slot(*state);
+    lessons_keysource_t *a = start_on(state, ks, 0), *b;
+    apr_pool_t *req;
+
+    apr_pool_create(&req, pool);
+    assert_string_equal(kid_of(lessons_keysource_take(a, req)), "k1");
+    b = start_on(state, ks, 0);
+    assert_string_equal(kid_of(lessons_keysource_take(b, req)), "k1");
+    assert_int_equal(fake_read(&fake.calls), 1);
+    assert_int_equal(fake_read(&fake.reports_new), 1);
+    /* even with the provider down */
+    fake_set("k1", "provider down", 0);
+    assert_string_equal(kid_of(lessons_keysource_take(start_on(state, ks, 1),
+                                                      req)), "k1");
+    assert_int_equal(fake_read(&fake.calls), 1);
+    apr_pool_destroy(req);
+}
+
+/* The unknown-kid allowance is the server's: one process's refetch
+ * gives the other the new set at once, and the other may not fetch
+ * again within min_refresh.
+ */
+static void test_shared_refetch_once_per_server(void **state)
+{
+    lessons_keyshare_t *ks = one_slot(*state);
+    lessons_keysource_t *a = start_on(state, ks, 0), *b;
+    apr_interval_time_t since = -1, until = -1;
+    apr_pool_t *req;
+
+    apr_pool_create(&req, pool);
+    assert_string_equal(kid_of(lessons_keysource_take(a, req)), "k1");
+    b = start_on(state, ks, 0);
+    assert_string_equal(kid_of(lessons_keysource_take(b, req)), "k1");
+    fake_set("k2", NULL, 0);
+    assert_int_equal(lessons_keysource_refetch(b, NULL, NULL),
+                     LESSONS_KEYSOURCE_NEW);
+    assert_int_equal(fake_read(&fake.calls), 2);
+    /* a: the new set, by the slot, with no fetch */
+    assert_int_equal(lessons_keysource_refetch(a, NULL, NULL),
+                     LESSONS_KEYSOURCE_NEW);
+    assert_string_equal(kid_of(lessons_keysource_take(a, req)), "k2");
+    fake_set("k3", NULL, 0);
+    assert_int_equal(lessons_keysource_refetch(a, &since, &until),
+                     LESSONS_KEYSOURCE_TOO_SOON);
+    assert_true(until > 0 && until <= MS(600000));
+    assert_int_equal(lessons_keysource_refetch(b, NULL, NULL),
+                     LESSONS_KEYSOURCE_TOO_SOON);
+    assert_int_equal(fake_read(&fake.calls), 2);
+    apr_pool_destroy(req);
+}
+
+/* A document over the slot's room is refused, with the reason, and
+ * nothing is published.
+ */
+static void test_shared_too_big(void **state)
+{
+    lessons_keyshare_t *ks = one_slot(*state);
+    lessons_keysource_t *a;
+    apr_pool_t *req;
+
+    fake.pad = 5000;                /* the slot holds 4096 */
+    a = start_on(state, ks, 0);
+    apr_pool_create(&req, pool);
+    assert_null(lessons_keysource_take(a, req));
+    assert_int_equal(fake_read(&fake.reports_failed), 1);
+    assert_non_null(strstr(fake.last_err, "does not fit the shared block"));
+    assert_int_equal(lessons_keyshare_generation(ks, 0), 0);
+    apr_pool_destroy(req);
+}
+
+/* While one process fetches (a slow provider), another that has no set
+ * waits for that fetch rather than making its own.
+ */
+static void test_shared_wait_for_another_fetch(void **state)
+{
+    lessons_keyshare_t *ks = one_slot(*state);
+    lessons_keysource_t *a, *b;
+    apr_pool_t *req;
+
+    fake_set("k1", NULL, MS(300));
+    a = start_on(state, ks, 0);
+    apr_sleep(MS(50));              /* a's fetch is under way */
+    b = start_on(state, ks, 0);
+    apr_pool_create(&req, pool);
+    assert_string_equal(kid_of(lessons_keysource_take(b, req)), "k1");
+    assert_string_equal(kid_of(lessons_keysource_take(a, req)), "k1");
+    assert_int_equal(fake_read(&fake.calls), 1);
+    apr_pool_destroy(req);
 }
 
 int main(void)
@@ -778,6 +943,14 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_options, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fetch_url_refuses_http,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_shared_new_child_adopts,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_shared_refetch_once_per_server,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_shared_wait_for_another_fetch,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_shared_too_big,
                                         setup, teardown),
     };
 
