@@ -278,6 +278,11 @@ typedef struct {
                                      * merged) */
     apr_array_header_t *key_sources;    /* main server: every keys URL's
                                          * lessons_keys_src (not merged) */
+    apr_shm_t *keys_shm;            /* the key sets shared by the server's
+                                     * processes, from post_config (not
+                                     * merged) */
+    apr_global_mutex_t *keys_lock;  /* ... its lock (not merged) */
+    int keys_slots;                 /* ... its slots (not merged) */
     lessons_replay_t *replay;       /* DPoP proofs seen, in shared memory,
                                      * set by post_config where a section
                                      * takes DPoP (not merged) */
@@ -294,6 +299,9 @@ typedef struct {
                                      * *), set with metrics (not
                                      * merged) */
 } lessons_srv_conf;
+
+/* The lock of the key sets shared by a server's processes. */
+#define LESSONS_KEYS_MUTEX     "lessons-keys"
 
 /* LessonsJWTDPoP (RFC 9449): LESSONS_DPOP_* in lessons_decide.h. */
 #define LESSONS_DPOP_MUTEX     "lessons-dpop-replay"
@@ -515,6 +523,8 @@ const char *lessons_keys_src_configure(apr_pool_t *p, lessons_keys_src *src,
 const char *lessons_keys_src_issuer(const lessons_keys_src *src);
 const char *lessons_keys_src_label(apr_pool_t *p, const lessons_keys_src *src);
 apr_array_header_t *lessons_keys_sources(apr_pool_t *pconf);
+int lessons_keys_pre_config(apr_pool_t *pconf);
+int lessons_keys_post_config(apr_pool_t *pconf, server_rec *s);
 void lessons_keys_child_init(apr_pool_t *pchild, server_rec *s);
 void lessons_keys_unit(lessons_keys_src *src, lessons_decide_unit_t *unit);
 /* 1 when every key source that makes requests 503 while it has no set

@@ -383,9 +383,12 @@ int lessons_pre_config(apr_pool_t *pconf, apr_pool_t *plog,
 {
     (void)plog;
     (void)ptemp;
-    return ap_mutex_register(pconf, LESSONS_WRITE_MUTEX, NULL,
-                             APR_LOCK_DEFAULT, 0) == APR_SUCCESS
-           ? lessons_dpop_pre_config(pconf) : !OK;
+    if (ap_mutex_register(pconf, LESSONS_WRITE_MUTEX, NULL,
+                          APR_LOCK_DEFAULT, 0) != APR_SUCCESS
+        || lessons_keys_pre_config(pconf) != OK) {
+        return !OK;
+    }
+    return lessons_dpop_pre_config(pconf);
 }
 
 int lessons_post_config(apr_pool_t *pconf, apr_pool_t *plog,
@@ -465,7 +468,12 @@ int lessons_post_config(apr_pool_t *pconf, apr_pool_t *plog,
     if (lessons_dpop_post_config(pconf, main_server) != OK) {
         return HTTP_INTERNAL_SERVER_ERROR;
     }
-    /* Keys URLs: curl's global state, once, before any thread. */
+    /* Keys URLs: their shared sets, and curl's global state, once,
+     * before any thread.
+     */
+    if (lessons_keys_post_config(pconf, main_server) != OK) {
+        return HTTP_INTERNAL_SERVER_ERROR;
+    }
     if (mconf->key_sources->nelts) {
         const char *err = lessons_fetch_global_init();
 

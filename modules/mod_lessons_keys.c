@@ -10,10 +10,15 @@
  * lines.
  */
 
+#include <openssl/evp.h>
+
 #include "mod_lessons.h"
 #include "http_main.h"                 /* ap_server_conf */
 
 #include "lessons_keysource.h"
+#include "lessons_keyshare.h"
+
+#include "apr_shm.h"
 
 #define LESSONS_KEYS_SOURCES      "lessons-keys-sources"
 #define LESSONS_KEYS_CONNECT_MS   5000
@@ -24,6 +29,24 @@
 #define LESSONS_KEYS_MAX_WAITERS  8     /* requests of a process that wait
                                          * on one URL's fetch; the rest
                                          * are answered at once */
+#define LESSONS_KEYS_KEPT         "mod_lessons-keys"
+#define LESSONS_KEYS_SHARED_CAP   (64 * 1024)   /* a source's JWKS in the
+                                         * shared block: over it, refused
+                                         * (LESSONS00211) */
+#define LESSONS_KEYS_MIN_SLOTS    8     /* room to add sources without a
+                                         * new block at the next restart */
+
+/* The server's shared key set documents (lessons_keyshare), made once
+ * per httpd run and kept across restarts with their lock, as the
+ * metrics' block is: a reload keeps the sets, their schedule and the
+ * unknown-kid allowance, and the children of the old generation and of
+ * the new one share one lock.
+ */
+typedef struct {
+    apr_shm_t *shm;
+    apr_global_mutex_t *lock;
+    int nslots;
+} lessons_keys_kept;
 
 struct lessons_keys_src {
     const char *url;                /* the keys URL, or the issuer */
@@ -51,6 +74,8 @@ struct lessons_keys_src {
     int refresh, min_refresh;       /* seconds */
     server_rec *s;                  /* for log lines */
     int metrics_source;             /* its index in the metrics, -1: none */
+    int slot;                       /* its slot in the shared block (from
+                                     * post_config), -1: none */
 
     /* Per process, from child_init: NULL when it could not start. */
     lessons_keysource_url_t fetch;
@@ -98,6 +123,7 @@ lessons_keys_src *lessons_keys_src_get(cmd_parms *cmd, const char *url,
     }
     src = apr_pcalloc(cmd->pool, sizeof(*src));
     src->metrics_source = -1;
+    src->slot = -1;
     src->url = apr_pstrdup(cmd->pool, url);
     src->discover = discover;
     src->label = apr_pstrcat(cmd->pool, discover ? "issuer " : "keys URL ",
@@ -280,6 +306,25 @@ static void lessons_keys_report(void *baton, const lessons_keyset_t *set,
  * differs from the one before: the source never installs the same set
  * twice in a row).
  */
+/* What this process holds, for the metrics: since when its set is in
+ * use, or that it has none.
+ */
+static void lessons_keys_held(lessons_keys_src *src,
+                              const lessons_keyset_t *set)
+{
+    if (set && (!src->has_in_use
+                || memcmp(src->in_use, set->digest,
+                          sizeof(src->in_use)) != 0)) {
+        memcpy(src->in_use, set->digest, sizeof(src->in_use));
+        src->has_in_use = 1;
+        lessons_count_source(src->s, src->metrics_source,
+                             LESSONS_SRC_INSTALLED,
+                             (apr_uint64_t)apr_time_now());
+    }
+    lessons_count_source(src->s, src->metrics_source, LESSONS_SRC_NO_SET,
+                         set ? 0 : 1);
+}
+
 static void lessons_keys_done(void *baton, int ok, int asked,
                               const lessons_keyset_t *set)
 {
@@ -300,17 +345,18 @@ static void lessons_keys_done(void *baton, int ok, int asked,
         lessons_count_source(src->s, src->metrics_source, LESSONS_SRC_KEYS,
                              (apr_uint64_t)set->nkeys);
     }
-    if (set && (!src->has_in_use
-                || memcmp(src->in_use, set->digest,
-                          sizeof(src->in_use)) != 0)) {
-        memcpy(src->in_use, set->digest, sizeof(src->in_use));
-        src->has_in_use = 1;
-        lessons_count_source(src->s, src->metrics_source,
-                             LESSONS_SRC_INSTALLED,
-                             (apr_uint64_t)apr_time_now());
-    }
-    lessons_count_source(src->s, src->metrics_source, LESSONS_SRC_NO_SET,
-                         set ? 0 : 1);
+    lessons_keys_held(src, set);
+}
+
+/* A set another process of the server fetched is in use here. */
+static void lessons_keys_adopted(void *baton, const lessons_keyset_t *set)
+{
+    lessons_keys_src *src = baton;
+
+    ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, src->s, LESSONSLOG(00224)
+                 "%s: %d key(s) in use, as another process of the server "
+                 "fetched them", src->label, set->nkeys);
+    lessons_keys_held(src, set);
 }
 
 /* A provider's PS* keys are read only for sections that name PS*; for
@@ -342,12 +388,161 @@ static void lessons_keys_fetch_init(lessons_keys_src *src)
     src->discovery.fetch = src->fetch;
 }
 
+/* A source's identity in the shared block: what decides how its
+ * document is fetched and read.  A restart that changes any of it
+ * starts that source's slot empty.
+ */
+static void lessons_keys_identity(const lessons_keys_src *src,
+                                  unsigned char id[LESSONS_KEYSHARE_ID_LEN])
+{
+    static const char tag[] = "mod_lessons key source 1";
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    char nums[64];
+    unsigned int len = 0;
+    int ok;
+
+    apr_snprintf(nums, sizeof(nums), "%d|%d|%" APR_UINT64_T_FMT,
+                 src->discover, lessons_keys_jwks_flags(src),
+                 (apr_uint64_t)src->algs);
+    ok = md && EVP_DigestInit_ex(md, EVP_sha256(), NULL)
+         && EVP_DigestUpdate(md, tag, sizeof(tag))
+         && EVP_DigestUpdate(md, src->url, strlen(src->url) + 1)
+         && EVP_DigestUpdate(md, nums, strlen(nums) + 1)
+         && EVP_DigestUpdate(md, src->proxy ? src->proxy : "",
+                             src->proxy ? strlen(src->proxy) + 1 : 1)
+         && (!src->ca_pem
+             || EVP_DigestUpdate(md, src->ca_pem, src->ca_len))
+         && EVP_DigestFinal_ex(md, id, &len)
+         && len == LESSONS_KEYSHARE_ID_LEN;
+    EVP_MD_CTX_free(md);
+    if (!ok) {
+        /* Never matches a kept slot: the source starts empty. */
+        memset(id, 0, LESSONS_KEYSHARE_ID_LEN);
+        apr_cpystrn((char *)id, src->url, LESSONS_KEYSHARE_ID_LEN);
+    }
+}
+
+int lessons_keys_pre_config(apr_pool_t *pconf)
+{
+    return ap_mutex_register(pconf, LESSONS_KEYS_MUTEX, NULL,
+                             APR_LOCK_DEFAULT, 0) == APR_SUCCESS ? OK : !OK;
+}
+
+/* The shared block and its lock, kept across restarts (made anew when
+ * it has too few slots), and every used source's slot in it.
+ */
+int lessons_keys_post_config(apr_pool_t *pconf, server_rec *s)
+{
+    lessons_srv_conf *sconf =
+        ap_get_module_config(s->module_config, &lessons_module);
+    apr_array_header_t *list = sconf->key_sources;
+    lessons_keys_kept *kept;
+    lessons_keyshare_t *ks;
+    unsigned char (*ids)[LESSONS_KEYSHARE_ID_LEN];
+    lessons_keys_src **used;
+    int *slots, n = 0, i, nslots, fresh = 0, kept_sets;
+    apr_status_t rv;
+
+    for (i = 0; list && i < list->nelts; i++) {
+        n += APR_ARRAY_IDX(list, i, lessons_keys_src *)->used;
+    }
+    if (!n || ap_state_query(AP_SQ_MAIN_STATE)
+              == AP_SQ_MS_CREATE_PRE_CONFIG) {
+        return OK;
+    }
+    kept = ap_retained_data_get(LESSONS_KEYS_KEPT);
+    if (!kept) {
+        kept = ap_retained_data_create(LESSONS_KEYS_KEPT, sizeof(*kept));
+    }
+    if (!kept->lock) {
+        /* On the process pool, as the block: one lock for every
+         * generation of children that will ever use the block.
+         */
+        rv = ap_global_mutex_create(&kept->lock, NULL, LESSONS_KEYS_MUTEX,
+                                    NULL, s, s->process->pool, 0);
+        if (rv != APR_SUCCESS) {
+            kept->lock = NULL;
+            return HTTP_INTERNAL_SERVER_ERROR;
+        }
+    }
+    nslots = n * 2 > LESSONS_KEYS_MIN_SLOTS ? n * 2 : LESSONS_KEYS_MIN_SLOTS;
+    if (kept->shm && kept->nslots < n) {
+        apr_shm_destroy(kept->shm);
+        kept->shm = NULL;
+    }
+    if (!kept->shm) {
+        apr_size_t size = lessons_keyshare_size(nslots,
+                                                LESSONS_KEYS_SHARED_CAP);
+
+        rv = apr_shm_create(&kept->shm, size, NULL, s->process->pool);
+        if (rv != APR_SUCCESS) {
+            ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, rv, NULL,
+                         LESSONSLOG(00127) "cannot make the shared memory "
+                         "for key sets (%" APR_SIZE_T_FMT " bytes)", size);
+            kept->shm = NULL;
+            return HTTP_INTERNAL_SERVER_ERROR;
+        }
+        kept->nslots = nslots;
+        fresh = 1;
+    }
+    ks = lessons_keyshare_attach(apr_shm_baseaddr_get(kept->shm),
+                                 apr_shm_size_get(kept->shm), kept->nslots,
+                                 LESSONS_KEYS_SHARED_CAP, fresh, kept->lock,
+                                 pconf);
+    ids = apr_pcalloc(pconf, (apr_size_t)n * sizeof(*ids));
+    used = apr_pcalloc(pconf, (apr_size_t)n * sizeof(*used));
+    slots = apr_pcalloc(pconf, (apr_size_t)n * sizeof(*slots));
+    for (i = 0, n = 0; i < list->nelts; i++) {
+        lessons_keys_src *src = APR_ARRAY_IDX(list, i, lessons_keys_src *);
+
+        if (src->used) {
+            lessons_keys_identity(src, ids[n]);
+            used[n++] = src;
+        }
+    }
+    kept_sets = ks ? lessons_keyshare_assign(ks, ids, n, slots) : -1;
+    if (kept_sets < 0) {
+        ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0, NULL,
+                     LESSONSLOG(00128) "cannot lay out the shared memory "
+                     "for key sets");
+        return HTTP_INTERNAL_SERVER_ERROR;
+    }
+    for (i = 0; i < n; i++) {
+        used[i]->slot = slots[i];
+    }
+    ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s, LESSONSLOG(00129)
+                 "key sets: %d source(s) in %d shared slot(s) of %d bytes, "
+                 "%d kept from before", n, kept->nslots,
+                 LESSONS_KEYS_SHARED_CAP, kept_sets);
+    for (; s; s = s->next) {
+        lessons_srv_conf *vconf =
+            ap_get_module_config(s->module_config, &lessons_module);
+
+        vconf->keys_shm = kept->shm;
+        vconf->keys_lock = kept->lock;
+        vconf->keys_slots = kept->nslots;
+    }
+    return OK;
+}
+
 void lessons_keys_child_init(apr_pool_t *pchild, server_rec *s)
 {
     lessons_srv_conf *sconf =
         ap_get_module_config(s->module_config, &lessons_module);
+    lessons_keyshare_t *ks = NULL;
+    apr_global_mutex_t *lock = sconf->keys_lock;
     int i;
 
+    if (sconf->keys_shm && lock
+        && apr_global_mutex_child_init(&lock,
+                                       apr_global_mutex_lockfile(lock),
+                                       pchild) == APR_SUCCESS) {
+        ks = lessons_keyshare_attach(apr_shm_baseaddr_get(sconf->keys_shm),
+                                     apr_shm_size_get(sconf->keys_shm),
+                                     sconf->keys_slots,
+                                     LESSONS_KEYS_SHARED_CAP, 0, lock,
+                                     pchild);
+    }
     for (i = 0; sconf->key_sources && i < sconf->key_sources->nelts; i++) {
         lessons_keys_src *src =
             APR_ARRAY_IDX(sconf->key_sources, i, lessons_keys_src *);
@@ -370,7 +565,19 @@ void lessons_keys_child_init(apr_pool_t *pchild, server_rec *s)
         opts.max_waiters = LESSONS_KEYS_MAX_WAITERS;
         opts.report = lessons_keys_report;
         opts.done = lessons_keys_done;
+        opts.adopted = lessons_keys_adopted;
         opts.report_baton = src;
+        opts.parse = lessons_keysource_parse_url;
+        opts.parse_baton = src->discover ? (void *)&src->discovery.fetch
+                                         : (void *)&src->fetch;
+        if (!ks || src->slot < 0) {
+            /* No shared block: this process fetches for itself. */
+            ap_log_error(APLOG_MARK, APLOG_ERR, 0, s, LESSONSLOG(00225)
+                         "%s: no shared key set in this process; it fetches "
+                         "its own", lessons_keys_src_label(pchild, src));
+        }
+        opts.share = ks && src->slot >= 0 ? ks : NULL;
+        opts.slot = src->slot;
         if (lessons_keysource_start(&src->live, &opts, pchild)
             != APR_SUCCESS) {
             ap_log_error(APLOG_MARK, APLOG_ERR, 0, s, LESSONSLOG(00215)

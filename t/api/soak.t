@@ -87,14 +87,11 @@ seed(@SEEDED);
 my %seeded = map { $_->{id} => $_->{title} } @{ db_rows('SELECT id, title FROM lessons') };
 
 # ---- the server -----------------------------------------------------------
-my %CHILDREN = (event => 2, prefork => 64);     # StartServers below
 my %MPM = (
     event   => "StartServers 2\nServerLimit 2\nThreadsPerChild 40\n"
              . "MaxRequestWorkers 80\nThreadLimit 40\n",
     # Every child from the start (and after each restart): 64 clients
-    # on kept-alive connections hold 64 children, and children made later
-    # for the load would each meet the keys URL without a set yet (503
-    # until their first fetch, README) outside any fault.
+    # on kept-alive connections hold 64 children.
     prefork => "StartServers 64\nServerLimit 64\nMaxRequestWorkers 64\n"
              . "MinSpareServers 8\nMaxSpareServers 64\n",
 );
@@ -261,26 +258,26 @@ sub fill_disk {
     return -s "$dir/filler";
 }
 
-# A server starts with no key set for the keys URL: each process fetches
-# its own, and answers 503 meanwhile (README; jwks.t tests it).  The soak
-# is about faults in a running server, so its clients start once every
-# process has its set (LESSONS00213, one per process's first set), or
-# after 60 s, when the checks say what happened.
+# A server starts with no key set for the keys URL: one process fetches
+# it for all (issue 42), and requests answer 503 until then (README;
+# jwks.t tests it).  The soak is about faults in a running server, so its
+# clients start once the server has its set (LESSONS00213, logged by the
+# process that fetched it; the others take it from the shared block at
+# their next request), or after 60 s, when the checks say what happened.
 sub warm_keys {
     my ($dir, $mpm) = @_;
     my $t0 = time;
-    my %pids;
-    while (time - $t0 < 60) {
+    my $seen = 0;
+    while (time - $t0 < 60 && !$seen) {
         if (open my $fh, '<', "$dir/error_log") {
             while (<$fh>) {
-                $pids{$1} = 1 if /\[pid (\d+)[^\]]*\].*LESSONS00213: keys URL \Q$IDP->{jwks}\E:/;
+                $seen = 1, last if /LESSONS00213: keys URL \Q$IDP->{jwks}\E:/;
             }
         }
-        last if keys %pids >= $CHILDREN{$mpm};
-        sleep 0.2;
+        sleep 0.2 unless $seen;
     }
-    diag sprintf '%s: %d of %d processes had their key set %.1f s after the start',
-        $mpm, scalar(keys %pids), $CHILDREN{$mpm}, time - $t0;
+    diag sprintf '%s: the key set %s %.1f s after the start', $mpm,
+        $seen ? 'was in use' : 'was still missing', time - $t0;
 }
 
 # Has some client's write that started after $t succeeded?
