@@ -40,6 +40,11 @@ struct lessons_keyshare {
     apr_size_t cap;
     apr_size_t stride;
     apr_global_mutex_t *lock;
+    unsigned char (*expect)[LESSONS_KEYSHARE_ID_LEN];
+                                    /* per slot, the source this process
+                                     * uses it for (lessons_keyshare_expect);
+                                     * NULL: any */
+    char *expecting;                /* which slots have one */
 };
 
 /* Slots start on 8-byte boundaries. */
@@ -64,6 +69,18 @@ static lessons_keyshare_slot_t *keyshare_slot(lessons_keyshare_t *ks, int i)
     return (lessons_keyshare_slot_t *)(ks->base
         + LESSONS_KEYSHARE_ALIGN(sizeof(lessons_keyshare_head_t))
         + (apr_size_t)i * ks->stride);
+}
+
+/* Is slot i still the source this process uses it for?  A child of an
+ * older generation, still ending its requests after a reload that gave
+ * the slot to another source, must neither read nor write it.
+ */
+static int keyshare_ours(lessons_keyshare_t *ks, int i,
+                         const lessons_keyshare_slot_t *slot)
+{
+    return !ks->expecting || !ks->expecting[i]
+           || (slot->bound && memcmp(slot->id, ks->expect[i],
+                                     LESSONS_KEYSHARE_ID_LEN) == 0);
 }
 
 static char *keyshare_doc(lessons_keyshare_slot_t *slot)
@@ -98,6 +115,23 @@ lessons_keyshare_t *lessons_keyshare_attach(void *base, apr_size_t size,
     ks->stride = keyshare_stride(cap);
     ks->lock = lock;
     return ks;
+}
+
+int lessons_keyshare_expect(lessons_keyshare_t *ks, int i,
+                            const unsigned char id[LESSONS_KEYSHARE_ID_LEN],
+                            apr_pool_t *p)
+{
+    if (!ks || i < 0 || i >= ks->nslots) {
+        return -1;
+    }
+    if (!ks->expect) {
+        ks->expect = apr_pcalloc(p, (apr_size_t)ks->nslots
+                                    * sizeof(*ks->expect));
+        ks->expecting = apr_pcalloc(p, (apr_size_t)ks->nslots);
+    }
+    memcpy(ks->expect[i], id, LESSONS_KEYSHARE_ID_LEN);
+    ks->expecting[i] = 1;
+    return 0;
 }
 
 static int keyshare_lock(lessons_keyshare_t *ks)
@@ -189,7 +223,11 @@ apr_uint64_t lessons_keyshare_generation(lessons_keyshare_t *ks, int i)
 {
     lessons_keyshare_slot_t *slot = keyshare_slot(ks, i);
 
-    return slot ? __atomic_load_n(&slot->generation, __ATOMIC_ACQUIRE) : 0;
+    /* (The identity is read without the lock: a torn read only says
+     * "not ours" for a moment, and every copy checks again under it.)
+     */
+    return slot && keyshare_ours(ks, i, slot)
+           ? __atomic_load_n(&slot->generation, __ATOMIC_ACQUIRE) : 0;
 }
 
 lessons_keyshare_claim_e lessons_keyshare_claim(lessons_keyshare_t *ks,
@@ -205,7 +243,11 @@ lessons_keyshare_claim_e lessons_keyshare_claim(lessons_keyshare_t *ks,
     if (!slot || owner == 0 || !keyshare_lock(ks)) {
         return LESSONS_KEYSHARE_FAILED;
     }
-    if (slot->owner && now < slot->lease_until) {
+    if (!keyshare_ours(ks, i, slot)) {
+        *when = now;
+        rc = LESSONS_KEYSHARE_FAILED;
+    }
+    else if (slot->owner && now < slot->lease_until) {
         *when = slot->lease_until;
         rc = LESSONS_KEYSHARE_BUSY;
     }
@@ -253,7 +295,7 @@ lessons_keyshare_publish_e lessons_keyshare_publish(lessons_keyshare_t *ks,
     if (!slot || !keyshare_lock(ks)) {
         return LESSONS_KEYSHARE_LOCK_FAILED;
     }
-    if (slot->owner != owner) {
+    if (slot->owner != owner || !keyshare_ours(ks, i, slot)) {
         keyshare_unlock(ks);
         return LESSONS_KEYSHARE_NOT_OWNER;
     }
@@ -306,6 +348,10 @@ apr_status_t lessons_keyshare_read(lessons_keyshare_t *ks, int i,
     }
     if (!keyshare_lock(ks)) {
         return APR_EGENERAL;
+    }
+    if (!keyshare_ours(ks, i, slot)) {
+        keyshare_unlock(ks);
+        return APR_EINVAL;
     }
     view->generation = slot->generation;
     view->fetched = slot->fetched;

@@ -62,6 +62,18 @@ int lessons_keyshare_assign(lessons_keyshare_t *ks,
                             const unsigned char (*ids)[LESSONS_KEYSHARE_ID_LEN],
                             int n, int *slots);
 
+/* This process uses slot i for the source whose identity is id (in
+ * child_init, after lessons_keyshare_assign gave it in the parent):
+ * from then on, if a later reload gives the slot to another source, this
+ * process (a child of the older generation, still ending its requests)
+ * reads generation 0 from it, cannot claim it (FAILED) or publish to it
+ * (NOT_OWNER), and copies nothing from it (APR_EINVAL).  0, or -1 for
+ * no such slot.
+ */
+int lessons_keyshare_expect(lessons_keyshare_t *ks, int i,
+                            const unsigned char id[LESSONS_KEYSHARE_ID_LEN],
+                            apr_pool_t *p);
+
 /* The slot's generation: 0 while it holds no document.  Lock-free. */
 apr_uint64_t lessons_keyshare_generation(lessons_keyshare_t *ks, int i);
 
@@ -74,7 +86,8 @@ typedef enum {
     LESSONS_KEYSHARE_TOO_SOON,      /* asked: a kid asked for a fetch
                                      * less than min_refresh ago (the next
                                      * may begin at *when) */
-    LESSONS_KEYSHARE_FAILED         /* the lock failed */
+    LESSONS_KEYSHARE_FAILED         /* the lock failed, or the slot is no
+                                     * longer this process's source's */
 } lessons_keyshare_claim_e;
 
 /* Ask to fetch for slot i at now.  Scheduled (asked 0): when the

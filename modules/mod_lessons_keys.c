@@ -76,6 +76,7 @@ struct lessons_keys_src {
     int metrics_source;             /* its index in the metrics, -1: none */
     int slot;                       /* its slot in the shared block (from
                                      * post_config), -1: none */
+    unsigned char id[LESSONS_KEYSHARE_ID_LEN];  /* its identity there */
 
     /* Per process, from child_init: NULL when it could not start. */
     lessons_keysource_url_t fetch;
@@ -496,7 +497,8 @@ int lessons_keys_post_config(apr_pool_t *pconf, server_rec *s)
         lessons_keys_src *src = APR_ARRAY_IDX(list, i, lessons_keys_src *);
 
         if (src->used) {
-            lessons_keys_identity(src, ids[n]);
+            lessons_keys_identity(src, src->id);
+            memcpy(ids[n], src->id, LESSONS_KEYSHARE_ID_LEN);
             used[n++] = src;
         }
     }
@@ -570,6 +572,14 @@ void lessons_keys_child_init(apr_pool_t *pchild, server_rec *s)
         opts.parse = lessons_keysource_parse_url;
         opts.parse_baton = src->discover ? (void *)&src->discovery.fetch
                                          : (void *)&src->fetch;
+        /* Bound to its own source: after a reload that gives the slot
+         * to another, this process (then of the older generation) leaves
+         * it alone.
+         */
+        if (ks && src->slot >= 0
+            && lessons_keyshare_expect(ks, src->slot, src->id, pchild) != 0) {
+            src->slot = -1;
+        }
         if (!ks || src->slot < 0) {
             /* No shared block: this process fetches for itself. */
             ap_log_error(APLOG_MARK, APLOG_ERR, 0, s, LESSONSLOG(00225)

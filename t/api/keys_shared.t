@@ -12,7 +12,8 @@
 #   - the provider down, then children recycled and a graceful restart:
 #     still 200 everywhere, with no fetch needed;
 #   - one token's answers never go from 200 to anything else while its
-#     key is published.
+#     key is published;
+#   - a reload that changes a URL's algorithms fetches its set anew.
 #
 # Each server here is started by the suite (the access log names the
 # child that answered: %P).
@@ -163,6 +164,30 @@ EOF
     push @history, @down[grep { $_ % 2 == 0 } 0 .. $#down],
                    @after[grep { $_ % 2 == 0 } 0 .. $#after];
     control(POST => '/start');
+
+    # ---- a reload that changes how the set is read: fetched anew ---------
+    # (the algorithms are part of a source's identity: the old set, read
+    # for RS256 alone, is not the new source's)
+    (my $text = do { local (@ARGV, $/) = ($conf); <> }) =~
+        s/LessonsJWTKey RS256 /LessonsJWTKey RS256 ES256 /;
+    { open my $fh, '>', $conf or die $!; print $fh $text; close $fh or die $! }
+    my $fetched = fetches();
+    system(LessonsTest::httpd_bin(), '-f', $conf, '-k', 'graceful') == 0
+        or die "graceful failed\n";
+    my @reload;
+    my $t2 = time;
+    while (time - $t2 < 15) {
+        my $st = hit($port, '/api/lessons', $token2);
+        push @reload, $st;
+        last if $st == 200 && @reload >= 5
+                && !grep { $_ != 200 } @reload[-5 .. -1];
+        sleep 0.1;
+    }
+    my @then = map { hit($port, '/api/lessons', $token2) } 1 .. 20;
+    is scalar(grep { $_ != 200 } @then), 0,
+        "$mpm: after a reload that changed the algorithms, 20 in a row 200"
+        or diag "@reload / @then";
+    ok fetches() > $fetched, "$mpm: ... with the set fetched anew for it";
 
     # ---- one token never flaps -------------------------------------------
     my ($seen200, $flaps) = (0, 0);

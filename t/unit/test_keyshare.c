@@ -278,6 +278,52 @@ static void test_restart(void **state)
     assert_int_equal(lessons_keyshare_generation(again, 0), 0);
 }
 
+/* A reload gives a slot to another source while a child of the older
+ * generation still runs: that child no longer sees the slot's document,
+ * and can neither claim the slot nor publish to it, so the new source
+ * never gets the old one's keys.
+ */
+static void test_older_generation_keeps_out(void **state)
+{
+    void *base;
+    lessons_keyshare_t *parent = fresh(1, &base), *old_child, *new_child;
+    apr_size_t size = lessons_keyshare_size(1, CAP);
+    const unsigned char (*ids)[LESSONS_KEYSHARE_ID_LEN] = &ID_B;
+    lessons_keyshare_view_t v;
+    apr_time_t when = 0;
+    int slot = -1;
+
+    (void)state;
+    old_child = lessons_keyshare_attach(base, size, 1, CAP, 0, lock, pool);
+    assert_int_equal(lessons_keyshare_expect(old_child, 0, ID_A, pool), 0);
+    assert_int_equal(lessons_keyshare_expect(old_child, 1, ID_A, pool), -1);
+    assert_int_equal(claim(old_child, 1, T0, 0, &when),
+                     LESSONS_KEYSHARE_CLAIMED);
+    assert_int_equal(publish(old_child, 1, T0, "{\"a\":1}"),
+                     LESSONS_KEYSHARE_NEW);
+
+    /* the reload: source B takes the slot (A is gone from the config) */
+    assert_int_equal(lessons_keyshare_assign(parent, ids, 1, &slot), 0);
+    assert_int_equal(slot, 0);
+    new_child = lessons_keyshare_attach(base, size, 1, CAP, 0, lock, pool);
+    assert_int_equal(lessons_keyshare_expect(new_child, 0, ID_B, pool), 0);
+    assert_int_equal(lessons_keyshare_generation(new_child, 0), 0);
+    assert_int_equal(claim(new_child, 2, T0 + S(1), 0, &when),
+                     LESSONS_KEYSHARE_CLAIMED);
+
+    /* the old child: nothing to see, claim or publish */
+    assert_int_equal(lessons_keyshare_generation(old_child, 0), 0);
+    assert_int_equal(claim(old_child, 3, T0 + S(100), 0, &when),
+                     LESSONS_KEYSHARE_FAILED);
+    assert_int_equal(publish(old_child, 2, T0 + S(2), "{\"a\":2}"),
+                     LESSONS_KEYSHARE_NOT_OWNER);
+    assert_int_equal(lessons_keyshare_read(old_child, 0, 1, pool, &v),
+                     APR_EINVAL);
+    assert_int_equal(publish(new_child, 2, T0 + S(2), "{\"b\":1}"),
+                     LESSONS_KEYSHARE_NEW);
+    assert_string_equal(doc_of(new_child, 0), "{\"b\":1}");
+}
+
 /* ------------------------------------------- forked readers, one writer */
 
 #define READERS     3
@@ -427,6 +473,7 @@ int main(void)
         cmocka_unit_test(test_asked_allowance),
         cmocka_unit_test(test_lease_expires),
         cmocka_unit_test(test_restart),
+        cmocka_unit_test(test_older_generation_keeps_out),
         cmocka_unit_test(test_forked_readers_see_whole_documents),
     };
 
