@@ -675,8 +675,13 @@ void lessons_keysource_state(lessons_keysource_t *src, apr_pool_t *p,
 
     lessons_keyshare_read(src->opts.share, src->opts.slot, 0, p, &view);
     apr_thread_mutex_lock(src->lock);
-    state->held = src->current != NULL;
-    state->installed = src->current ? src->installed_at : 0;
+    /* A set another process published counts as held: this process takes
+     * it at its next request, without the network.
+     */
+    state->held = src->current != NULL
+                  || (view.generation && view.generation != src->bad_gen);
+    state->installed = src->current ? src->installed_at
+                       : state->held ? view.changed : 0;
     /* The server's fetches: one process fetches for all of them. */
     state->fetches = src->ended > view.fetches ? src->ended
                                                : (unsigned long)view.fetches;

@@ -171,7 +171,9 @@ void lessons_keysource_stats(lessons_keysource_t *src,
  * block on a slow provider nor wake a lazy source).
  */
 typedef struct {
-    int held;                       /* a set is in use */
+    int held;                       /* a set is in use, or another
+                                     * process of the server published
+                                     * one this process takes next */
     apr_time_t installed;           /* when it was taken into use; 0:
                                      * none */
     unsigned long fetches;          /* fetches ended, good or not */

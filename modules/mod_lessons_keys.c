@@ -653,8 +653,8 @@ int lessons_keys_health(request_rec *r)
             if (apr_atomic_cas32(&src->unhealthy, 1, 0) == 0) {
                 ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, LESSONSLOG(00230)
                               "the health check fails: %s has no usable "
-                              "key set in this process (%s); the requests "
-                              "it gates get 503 until a fetch gives one",
+                              "key set (%s); the requests it gates get 503 "
+                              "until a fetch gives one",
                               src->label, why);
             }
         }

@@ -828,10 +828,19 @@ static void test_shared_new_child_adopts(void **state)
     assert_string_equal(kid_of(lessons_keysource_take(b, req)), "k1");
     assert_int_equal(fake_read(&fake.calls), 1);
     assert_int_equal(fake_read(&fake.reports_new), 1);
-    /* even with the provider down */
+    /* even with the provider down; and before it takes the set, a
+     * process counts it as held (the health check asks so)
+     */
     fake_set("k1", "provider down", 0);
-    assert_string_equal(kid_of(lessons_keysource_take(start_on(state, ks, 1),
-                                                      req)), "k1");
+    {
+        lessons_keysource_t *c = start_on(state, ks, 1);
+        lessons_keysource_state_t st;
+
+        lessons_keysource_state(c, req, &st);
+        assert_true(st.held);
+        assert_true(st.installed > 0);
+        assert_string_equal(kid_of(lessons_keysource_take(c, req)), "k1");
+    }
     assert_int_equal(fake_read(&fake.calls), 1);
     apr_pool_destroy(req);
 }
