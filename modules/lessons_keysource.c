@@ -68,8 +68,6 @@ struct lessons_keysource {
                                      * fetched nothing still ends a wait
                                      * for "the first fetch" */
     int fetching, wanted, stopping, adopting;
-    int refetch;                    /* wanted by a kid the set lacks (not
-                                     * by a lazy source's first take) */
     int dormant;                    /* lazy, and nobody has asked yet */
     int waiters;                    /* holders waiting for a fetch */
     apr_time_t busy_until;          /* another process's lease on the
@@ -284,7 +282,6 @@ static void keysource_fetch_now(lessons_keysource_t *src, apr_uint64_t owner,
     src->dormant = 0;
     src->fetching = 1;
     src->wanted = 0;
-    src->refetch = 0;
     src->last_start = started;
     apr_thread_mutex_unlock(src->lock);
 
@@ -338,7 +335,6 @@ static void *APR_THREAD_FUNC keysource_thread(apr_thread_t *thread,
         lessons_keyshare_claim_e rc;
         apr_uint64_t owner;
         apr_interval_time_t nap;
-        int asked;
 
         apr_pool_clear(scratch);
         if (keysource_behind(src)) {
@@ -355,13 +351,15 @@ static void *APR_THREAD_FUNC keysource_thread(apr_thread_t *thread,
             apr_thread_cond_wait(src->wake, src->lock);
             continue;
         }
+        /* The schedule's turn (a kid's refetch claims for itself, and
+         * hands the claim over).
+         */
         owner = keysource_owner(src);
-        asked = src->refetch;
         rc = lessons_keyshare_claim(src->opts.share, src->opts.slot, owner,
-                                    now, asked, src->opts.min_refresh,
+                                    now, 0, src->opts.min_refresh,
                                     keysource_lease(src), &when);
         if (rc == LESSONS_KEYSHARE_CLAIMED) {
-            keysource_fetch_now(src, owner, asked, now, scratch);
+            keysource_fetch_now(src, owner, 0, now, scratch);
             continue;
         }
         /* Nothing to fetch here now: whoever waited for this round
@@ -369,7 +367,6 @@ static void *APR_THREAD_FUNC keysource_thread(apr_thread_t *thread,
          * comes (polled while someone waits or no set is held).
          */
         src->wanted = 0;
-        src->refetch = 0;
         src->busy_until = rc == LESSONS_KEYSHARE_BUSY ? when : 0;
         src->passes++;
         apr_thread_cond_broadcast(src->done);
