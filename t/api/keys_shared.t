@@ -30,8 +30,8 @@ use LessonsTest;
 use LessonsTest::IdP qw(start_idp idp_control);
 
 my $dir     = File::Temp->newdir;
-my $REFRESH = 4;        # LessonsJWTKeysRefresh
-my $MIN     = 2;        # LessonsJWTKeysMinRefresh
+my $REFRESH = 2;        # LessonsJWTKeysRefresh
+my $MIN     = 1;        # LessonsJWTKeysMinRefresh
 
 
 my $idp = start_idp("$dir");
@@ -104,11 +104,11 @@ EOF
         sleep 0.1;
     }
     is $first, 200, "$mpm: the first set is in use";
-    my @st = map { hit($port, '/api/lessons', $token1) } 1 .. 90;
+    my @st = map { hit($port, '/api/lessons', $token1) } 1 .. 60;
     push @history, $first, @st;
     my %by = answered_by(0);
     is scalar(grep { $_ != 200 } @st), 0,
-        "$mpm: 90 requests, children recycled every 15: all 200"
+        "$mpm: 60 requests, children recycled every 15: all 200"
         or diag "@st";
     ok keys(%by) >= 4, "$mpm: answered by " . keys(%by) . ' children';
     my $errlog = do { local (@ARGV, $/) = ("$dir/error_log"); <> // '' };
@@ -151,13 +151,13 @@ EOF
 
     # ---- the provider down: recycling and a graceful restart -------------
     control(POST => '/stop');
-    my @down = map { hit($port, '/api/lessons', $_ % 2 ? $token1 : $token2) } 1 .. 40;
+    my @down = map { hit($port, '/api/lessons', $_ % 2 ? $token1 : $token2) } 1 .. 30;
     is scalar(grep { $_ != 200 } @down), 0,
         "$mpm: provider down, children recycled: every answer 200" or diag "@down";
     system(LessonsTest::httpd_bin(), '-f', $conf, '-k', 'graceful') == 0
         or die "graceful failed\n";
     sleep 1;
-    my @after = map { hit($port, '/api/lessons', $_ % 2 ? $token1 : $token2) } 1 .. 40;
+    my @after = map { hit($port, '/api/lessons', $_ % 2 ? $token1 : $token2) } 1 .. 30;
     is scalar(grep { $_ != 200 } @after), 0,
         "$mpm: provider down, after a graceful restart: every answer 200"
         or diag "@after";
