@@ -404,16 +404,18 @@ test: test-deps
 	    $(call run_fragment_suites_of,t/package/package-test.sh); $(summary)
 
 # make test-all: everything, what CI runs.
-# The fuzzers (BACKGROUND_SUITES) go beside the integration suite; the
-# other release's run (RELEASE_SUITE, t/release/release.mk) beside the
-# sanitizer runs and the fragments.  Their lines are held back until the
-# rest is done: make test-all stays within CI's time.
+# The fuzzers (BACKGROUND_SUITES) go beside the integration suite on
+# both databases at once (as make test runs it); the other release's run
+# (RELEASE_SUITE, t/release/release.mk), the longest single part, starts
+# as soon as that is done, beside the sanitizer runs and the fragments.
+# Their lines are held back until the rest is done: make test-all stays
+# within CI's 45 minutes.
 TEST_BUILDS ?=
 test-all: test-deps
 	@$(MAKE) -s --no-print-directory all $(UNIT_TESTS) $(ASAN_MODULE) test-tools $(TEST_BUILDS)
 	@$(mine)
 	@$(with_counts); $(run_units); $(run_house); \
-	    $(start_background); $(call run_integration,); \
+	    $(start_background); $(call run_integration_both,); \
 	    $(start_release); \
 	    $(call run_integration,LESSONS_SANITIZE=1); $(run_fragment_suites); \
 	    $(finish_background); $(finish_release); $(summary)
