@@ -13,3 +13,12 @@ TEST_TOOLS += idp-deps
 
 $(IDP_STAMP): t/idp/package.json t/idp/package-lock.json
 	$(call npm_ci,t/idp,$(IDP_DIR))
+
+# make idp: the provider in the foreground for trying the module by hand
+# (t/idp/serve.sh prints its issuer, ports, the CA to trust and a token
+# command); Ctrl-C stops it.  IDP_PORT and IDP_CONTROL_PORT move it.
+IDP_PORT ?= 8443
+IDP_CONTROL_PORT ?= 8444
+idp: $(IDP_STAMP)
+	@t/idp/serve.sh --port $(IDP_PORT) --control-port $(IDP_CONTROL_PORT)
+.PHONY: idp
