@@ -43,11 +43,15 @@ libcurl4-openssl-dev"
 # sanitizers' runtimes (libclang-rt-dev) and llvm-symbolizer (llvm), wrk for
 # the RSS check (t/api/rss.t).  Node.js for the test identity
 # provider and the OpenAPI validator is checked apart (node_ok): a
-# machine may have it from elsewhere.
+# machine may have it from elsewhere.  postgresql-client and
+# ca-certificates: what README's production guide installs beside the
+# build's packages, so that the package test, which runs it
+# (t/package/guide.sh), needs no network.
 TEST_PACKAGES="libcmocka-dev libapache2-mod-perl2 libwww-perl curl
 libjson-validator-perl libyaml-libyaml-perl libdbd-sqlite3-perl libdbd-pg-perl
 build-essential
-dpkg-dev debhelper fakeroot lintian wrk"
+dpkg-dev debhelper fakeroot lintian wrk
+postgresql-client ca-certificates"
 # What only make test on the machine itself needs, not the other
 # release's root (make test-release): the fuzzers' and sanitizers' clang,
 # and debootstrap, which makes that root.
