@@ -238,6 +238,10 @@ apt_get() {
     return $rc
 }
 
+# README's production guide, run as a test (guide_test, below); its
+# restore step (guide_restore) is part of ours.
+. "$ROOT/t/package/guide.sh"
+
 # --- putting things back ----------------------------------------------------
 # From $STATE alone, so that it also works for a run that died.
 restore() {
@@ -245,6 +249,7 @@ restore() {
     [ -d "$s" ] || return 0
     [ -n "$APT_LOG" ] || APT_LOG=$(mktemp)
     [ -n "${WORK:-}" ] || WORK=$(mktemp -d)
+    guide_restore
     if [ -e "$APACHE_ETC/conf-enabled/$TEST_CONF.conf" ]; then
         a2disconf -q "$TEST_CONF" >/dev/null 2>&1
     fi
@@ -634,6 +639,9 @@ check "after purge: the confs are gone" test ! -e $APACHE_ETC/mods-available/les
     -a ! -e $APACHE_ETC/mods-available/lessons.load -a ! -e $APACHE_ETC/conf-available/lessons-api.conf
 check "after purge: the key and the database are still there" test -s "$KEY" -a -s "$DB"
 check "after purge: configtest passes" apache2ctl configtest
+
+# --- README's production guide, on this release -----------------------------------------
+guide_test
 
 # --- as found ---------------------------------------------------------------------------
 cp -r "$STATE/before" "$WORK/before"
