@@ -552,5 +552,5 @@ run:
 token: $(DEV_KEY)
 	@t/tools/token --key $(DEV_KEY) --sub dev --ttl 3600
 
-# make bench: the benchmark behind BENCHMARKS.md (t/bench/bench.mk).
+# make bench: the benchmark behind docs/benchmarks.md (t/bench/bench.mk).
 -include t/bench/bench.mk

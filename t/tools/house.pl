@@ -193,7 +193,7 @@ sub context_of {
 
 sub directives {
     my $table = slurp("$root/mod_lessons.c");
-    my $ref = slurp("$root/DIRECTIVES.md");
+    my $ref = slurp("$root/docs/directives.md");
     my $readme = slurp("$root/README.md");
     my (%cmd, @problems);
 
