@@ -365,7 +365,7 @@ WAS_RUNNING=$(cat "$STATE/before/running")
 # so that a signal stops the whole build at once.
 mkdir "$WORK/src"
 tar -C "$ROOT" -cf - \
-    Makefile README.md DIRECTIVES.md mod_lessons.c modules conf sql debian | tar -C "$WORK/src" -xf -
+    Makefile README.md docs mod_lessons.c modules conf sql debian | tar -C "$WORK/src" -xf -
 (cd "$WORK/src" && exec setsid dpkg-buildpackage -us -uc -b) </dev/null >"$WORK/build.log" 2>&1 &
 BUILD_PID=$!
 wait "$BUILD_PID"
@@ -389,14 +389,14 @@ for f in "$MODULE_SO" $APACHE_ETC/mods-available/lessons.load \
          $APACHE_ETC/mods-available/lessons.conf $APACHE_ETC/conf-available/lessons-api.conf \
          $SQL_DIR/schema.sqlite.sql $SQL_DIR/schema.pgsql.sql $SQL_DIR/sample-lessons.sql \
          /usr/share/mod-lessons/openapi.yaml \
-         /usr/share/doc/$PKG/README.md.gz /usr/share/doc/$PKG/DIRECTIVES.md.gz \
+         /usr/share/doc/$PKG/README.md.gz /usr/share/doc/$PKG/docs/directives.md.gz \
          /usr/share/doc/$PKG/copyright; do
     grep -qx -- "$f" <<<"$contents" || missing+="$f "
 done
 if [ -z "$missing" ]; then
-    pass "the package holds the module, its confs, the SQL, the OpenAPI document, README and DIRECTIVES"
+    pass "the package holds the module, its confs, the SQL, the OpenAPI document, README and docs/"
 else
-    fail "the package holds the module, its confs, the SQL, the OpenAPI document, README and DIRECTIVES" "missing: $missing"
+    fail "the package holds the module, its confs, the SQL, the OpenAPI document, README and docs/" "missing: $missing"
 fi
 conffiles=$(dpkg-deb --ctrl-tarfile "$DEB" | tar -xOf - ./conffiles 2>/dev/null | sort)
 check "the three confs are conffiles" test "$conffiles" = "$(printf '%s\n' \
