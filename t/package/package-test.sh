@@ -4,11 +4,11 @@
 #   and check it with lintian (errors fail); install it with apt-get;
 #   a2enmod lessons (mod_dbd comes too) and configtest, with the running
 #   server still answering as before; a2enconf lessons-api: configtest
-#   names the missing key, then the missing database; make both as README
-#   says; configtest passes; the system Apache serves the API on a free
-#   loopback port (curl with a token: 401, 201 + Location, 200, list,
-#   204, 404, and the health handler); an upgrade (the same package
-#   repacked one version up) reloads the running Apache, which then runs
+#   names the missing key, then the missing database; make both as
+#   docs/operations.md says; configtest passes; the system Apache serves
+#   the API on a free loopback port (curl with a token: 401, 201 +
+#   Location, 200, list, 204, 404, and the health handler); an upgrade
+#   (the same package repacked one version up) reloads the running Apache, which then runs
 #   the new mod_lessons.so, and leaves a stopped one stopped; apt-get
 #   remove leaves the conffiles, the admin's key and database; apt-get
 #   purge removes the rest and still leaves the key and database.  Then the test removes
@@ -503,14 +503,14 @@ if [ -z "$SKIPPED_HTTP" ]; then
     expect "the running server still answers as before (404)" 404
 fi
 
-# The key, as README says (Deployment).
+# The key, as docs/operations.md says.
 : >"$STATE/made-key-dir"
-check "make the key as README says" sh -c "install -d -m 755 $KEY_DIR && (umask 077 && openssl rand -hex 32 > $KEY)"
+check "make the key as docs/operations.md says" sh -c "install -d -m 755 $KEY_DIR && (umask 077 && openssl rand -hex 32 > $KEY)"
 check_fails "configtest fails and names the missing database" "$DB" apache2ctl configtest
 
-# The SQLite database, as README says.
+# The SQLite database, as docs/operations.md says.
 : >"$STATE/made-db-dir"
-check "make the database as README says (sqlite3 prints wal)" sh -c "
+check "make the database as docs/operations.md says (sqlite3 prints wal)" sh -c "
     install -d -o www-data -g www-data -m 750 $DB_DIR &&
     runuser -u www-data -- sqlite3 $DB < $SQL_DIR/schema.sqlite.sql | grep -qx wal"
 check "configtest passes once the key and database exist" apache2ctl configtest
