@@ -8,8 +8,8 @@
 #   docs/operations.md says; configtest passes; the system Apache serves
 #   the API on a free loopback port (curl with a token: 401, 201 +
 #   Location, 200, list, 204, 404, and the health handler); an upgrade
-#   (the same package repacked one version up) reloads the running Apache, which then runs
-#   the new mod_lessons.so, and leaves a stopped one stopped; apt-get
+#   (the same package repacked one version up) reloads the running
+#   Apache, which then runs the new mod_lessons.so, and leaves a stopped one stopped; apt-get
 #   remove leaves the conffiles, the admin's key and database; apt-get
 #   purge removes the rest and still leaves the key and database.  Then the test removes
 #   what it made and checks that the system Apache is as it found it:
