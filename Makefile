@@ -464,7 +464,7 @@ install: deps
 	@if [ -f conf/openapi.yaml ]; then \
 	    install -m 644 conf/openapi.yaml $(DESTDIR)$(SHARE_DIR)/openapi.yaml; \
 	fi
-	@echo "next: a2enmod lessons; make the key and the database, then a2enconf lessons-api (README, Deployment)"
+	@echo "next: a2enmod lessons; make the key and the database, then a2enconf lessons-api (docs/operations.md)"
 
 # clean keeps build/dev (the dev key and database, and the pid file of a
 # make run that may be serving) and says where the database is.
@@ -552,5 +552,5 @@ run:
 token: $(DEV_KEY)
 	@t/tools/token --key $(DEV_KEY) --sub dev --ttl 3600
 
-# make bench: the benchmark behind BENCHMARKS.md (t/bench/bench.mk).
+# make bench: the benchmark behind docs/benchmarks.md (t/bench/bench.mk).
 -include t/bench/bench.mk

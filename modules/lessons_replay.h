@@ -3,9 +3,10 @@
  * lessons_replay.h: the DPoP proofs a server has seen (RFC 9449 11.1),
  * so that a proof is taken once.  A table in one block of shared memory,
  * made before the processes are forked, so that every process of the
- * server sees what the others took; another server has its own (README
- * says what that means).  Each proof is kept until it could no longer
- * pass the iat window anyway, and its slot is then free again.
+ * server sees what the others took; another server has its own
+ * (docs/identity-providers.md says what that means).  Each proof is
+ * kept until it could no longer pass the iat window anyway, and its slot
+ * is then free again.
  *
  * The table is shared by every client, so one client must not fill it:
  * each proof is counted against its owner (the key it is made with), and

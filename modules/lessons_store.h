@@ -213,8 +213,8 @@ lessons_store_e lessons_store_delete(const lessons_db_t *db, apr_pool_t *p,
                                      const lessons_if_match_t *im,
                                      const char **err);
 
-/* Retry-safe creates (Idempotency-Key, README): the key a create came
- * with, kept in the create's own transaction with its request's
+/* Retry-safe creates (Idempotency-Key, docs/api.md): the key a create
+ * came with, kept in the create's own transaction with its request's
  * fingerprint and the answer the create got, until it expires.
  */
 

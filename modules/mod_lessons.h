@@ -128,7 +128,7 @@ APLOG_USE_MODULE(lessons);
 #define LESSONS_CT_JSON     "application/json; charset=utf-8"
 #define LESSONS_CT_PROBLEM  "application/problem+json"
 
-/* Beginner and advanced are fixed pairs of levels (README, The API). */
+/* Beginner and advanced are fixed pairs of levels (docs/api.md). */
 #define LESSONS_BEGINNER_FIRST   1
 #define LESSONS_BEGINNER_SECOND  2
 #define LESSONS_ADVANCED_FIRST   4

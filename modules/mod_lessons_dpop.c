@@ -19,7 +19,7 @@
 /* Proofs a server keeps, each until it is too old (at most 66 s with no
  * LessonsJWTLeeway): the first refusal comes with 31,000 of them held at
  * the fewest, so some 350 a second (t/unit/test_replay.c measures it;
- * DIRECTIVES.md quotes it); one key holds at most 1/16 of them.
+ * docs/directives.md quotes it); one key holds at most 1/16 of them.
  */
 #define LESSONS_DPOP_SLOTS  65536
 

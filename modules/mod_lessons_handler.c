@@ -201,7 +201,7 @@ static int lessons_key_refused(lessons_ctx *c, int status, const char *where,
     return lessons_send_problem(c->r, status, NULL, detail, NULL);
 }
 
-/* PUT and DELETE are idempotent as they are (README): the header is
+/* PUT and DELETE are idempotent as they are (docs/api.md): the header is
  * refused there rather than taken and not kept.
  */
 static int lessons_key_not_here(lessons_ctx *c)

@@ -37,7 +37,8 @@ ALTER TABLE lessons ADD COLUMN IF NOT EXISTS version BIGINT NOT NULL DEFAULT 1;
 CREATE INDEX IF NOT EXISTS lessons_level_order
     ON lessons (level_id, sort_order, id);
 
--- ETags and the response cache (see README, "ETags and caching").
+-- ETags and the response cache (see docs/api.md, "ETags, conditional
+-- requests and caching").
 -- lessons.version moves on every change of a lesson, and of its level's
 -- name or code: a lesson's ETag and If-Match come from it.  The catalog
 -- counters move in the same transaction as any change of lessons or
@@ -117,7 +118,7 @@ CREATE OR REPLACE TRIGGER levels_catalog_truncate
 AFTER TRUNCATE ON levels
 FOR EACH STATEMENT EXECUTE FUNCTION lessons_catalog_bump();
 
--- Retry-safe creates (README, "Retry-safe creates: Idempotency-Key"):
+-- Retry-safe creates (docs/api.md, "Retry-safe creates: Idempotency-Key"):
 -- each key a caller sent with a create, the fingerprint of that request
 -- and the answer it got, stored in the create's own transaction and
 -- given again to a retry.  caller is a digest of the token's issuer and

@@ -65,7 +65,8 @@ BEGIN
     SELECT RAISE(ABORT, 'FOREIGN KEY constraint failed');
 END;
 
--- ETags and the response cache (see README, "ETags and caching").
+-- ETags and the response cache (see docs/api.md, "ETags, conditional
+-- requests and caching").
 -- lessons.version moves on every change of a lesson, and of its level's
 -- name or code: a lesson's ETag and If-Match come from it.  The catalog
 -- counter moves in the same transaction as any change of lessons or
@@ -119,7 +120,7 @@ BEGIN UPDATE lessons_catalog SET changes = changes + 1 WHERE stripe = 0; END;
 CREATE TRIGGER IF NOT EXISTS levels_catalog_delete AFTER DELETE ON levels
 BEGIN UPDATE lessons_catalog SET changes = changes + 1 WHERE stripe = 0; END;
 
--- Retry-safe creates (README, "Retry-safe creates: Idempotency-Key"):
+-- Retry-safe creates (docs/api.md, "Retry-safe creates: Idempotency-Key"):
 -- each key a caller sent with a create, the fingerprint of that request
 -- and the answer it got, stored in the create's own transaction and
 -- given again to a retry.  caller is a digest of the token's issuer and

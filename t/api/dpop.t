@@ -366,7 +366,7 @@ cmp_ok scalar(keys %pids), '>=', 2, 'the proofs reached ' . scalar(keys %pids) .
 # ---- one key floods the table of proofs seen: its share, then refused
 # A client with one bound token and its key, a fresh jti each time, as
 # fast as it can, while another client goes on: the flooder's proofs
-# are taken up to its share of the table (65,536 / 16, DIRECTIVES.md),
+# are taken up to its share of the table (65,536 / 16, docs/directives.md),
 # then its own new ones are refused (401, Retry-After), and the other
 # client gets 200 throughout.  Thousands of ES256 proofs: one openssl
 # command each would take minutes on a busy machine, so a small signer

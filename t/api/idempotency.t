@@ -647,7 +647,7 @@ my (undef, $B) = own_server($dir, 'LessonsIdempotencyLifetime 2');
     is $count->(), 0, '... nothing of the creates with a key was stored';
 
     # The upgrade file: on PostgreSQL taken at once (the statements are
-    # tried again), on SQLite after a graceful restart (README).
+    # tried again), on SQLite after a graceful restart (docs/operations.md).
     if ($SQLITE) {
         system("sqlite3 -bail '$name' < '$ENV{LESSONS_TEST_WORK}/src/$file'") == 0
             or BAIL_OUT('upgrade failed');

@@ -1,4 +1,4 @@
-# Log lines (issue 9; README's table of tags):
+# Log lines (issue 9; docs/operations.md's table of tags):
 # every refusal for the client's fault writes exactly one line of ours at
 # info (method, path, the user claim once known, why), every fault one
 # line at error with the driver's message, each with its LESSONSnnnnn tag;

@@ -15,7 +15,7 @@
 #   - DPoP-bound tokens (RFC 9449), proofs made by openid-client with an
 #     ES256 and a PS256 key: 200, 201, 204; a replayed proof, a proof for
 #     another URL or another method, the bound token sent as a bearer
-#     token: 401 with DIRECTIVES.md's reasons;
+#     token: 401 with docs/directives.md's reasons;
 #   - a token for another resource (audience), a token of another issuer
 #     (the provider's second issuer): 401 with their reasons;
 #   - a key rotation at the provider: a new key signs, the module reads

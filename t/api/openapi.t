@@ -710,7 +710,7 @@ is call(GET => '/api/lessonsX')->code, 404, 'GET /api/lessonsX (outside the moun
 is call(GET => '/api/lessons/beginner/')->content,
    call(GET => '/api/lessons/beginner')->content, 'a trailing slash: the same list';
 
-# The document, served as README shows it.
+# The document, served as docs/api.md shows it.
 {
     my $res = call(GET => '/api/openapi.yaml', token => undef);
     is $res->code, 200, 'the document is served';

@@ -259,11 +259,12 @@ sub fill_disk {
 }
 
 # A server starts with no key set for the keys URL: one process fetches
-# it for all (issue 42), and requests answer 503 until then (README;
-# jwks.t tests it).  The soak is about faults in a running server, so its
-# clients start once the server has its set (LESSONS00213, logged by the
-# process that fetched it; the others take it from the shared block at
-# their next request), or after 60 s, when the checks say what happened.
+# it for all (issue 42), and requests answer 503 until then
+# (docs/identity-providers.md; jwks.t tests it).  The soak is about faults
+# in a running server, so its clients start once the server has its set
+# (LESSONS00213, logged by the process that fetched it; the others take
+# it from the shared block at their next request), or after 60 s, when
+# the checks say what happened.
 sub warm_keys {
     my ($dir, $mpm) = @_;
     my $t0 = time;

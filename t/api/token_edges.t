@@ -1,4 +1,4 @@
-# Token edges (issue 6 item 4, issue 22; README, Authentication): typ
+# Token edges (issue 6 item 4, issue 22; docs/identity-providers.md): typ
 # absent or "JWT" (any case) goes on; RFC 9068's at+jwt goes on, on
 # Debian 12 and 13 alike (issue 41), with the claims RFC 9068 2.2 asks
 # for; any other typ and any non-string typ get 401 "unsupported token

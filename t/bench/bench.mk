@@ -1,7 +1,7 @@
-# make bench: the benchmark behind BENCHMARKS.md (issue 7), included by the
-# Makefile.  Nothing in make test depends on it.
+# make bench: the benchmark behind docs/benchmarks.md (issue 7), included
+# by the Makefile.  Nothing in make test depends on it.
 #   make bench                 the full run (about 10 minutes), writes
-#                              BENCHMARKS.md and prints it
+#                              docs/benchmarks.md and prints it
 #   make bench BENCH_QUICK=1   a smoke run: one round of 1 s, fewer
 #                              callgrind and memory requests
 #   BENCH_DBS=sqlite3 (or pgsql) runs one database only; BENCH_KEEP=1 keeps

@@ -1,7 +1,7 @@
 #!/bin/bash
 # make bench (issue 7): mod_lessons against the same httpd serving the same
 # bytes from files (the "static twin"), on SQLite and on a throw-away
-# PostgreSQL cluster.  Writes the report to BENCHMARKS.md and prints it.
+# PostgreSQL cluster.  Writes the report to docs/benchmarks.md and prints it.
 #
 #   t/bench/bench.sh            (make bench runs it after building)
 #
@@ -11,7 +11,7 @@
 #   BENCH_QUICK=1 smoke run: 1 round of 1 s, 20 callgrind requests,
 #                 20,000 memory requests
 #   BENCH_DBS     "sqlite3 pgsql" (default), or one of them
-#   BENCH_OUT     the report (default BENCHMARKS.md in the checkout)
+#   BENCH_OUT     the report (default docs/benchmarks.md in the checkout)
 #   BENCH_KEEP=1  keep the temp dir (logs, twins, callgrind dumps)
 #   BENCH_COMMAND the command line to quote in the report
 #
@@ -35,7 +35,7 @@ MODULE=${MODULE:-$ROOT/build/mod_lessons.so}
 HTTPD=${HTTPD:-/usr/sbin/apache2}
 HTTPD_MODULES=${HTTPD_MODULES:-/usr/lib/apache2/modules}
 PGBIN=${PGBIN:-$( (ls -d /usr/lib/postgresql/*/bin 2>/dev/null || true) | sort -V | tail -n 1)}
-OUT=${BENCH_OUT:-$ROOT/BENCHMARKS.md}
+OUT=${BENCH_OUT:-$ROOT/docs/benchmarks.md}
 DBS=${BENCH_DBS:-sqlite3 pgsql}
 PG_USER_SYS=lessons-test          # as root, PostgreSQL runs as this user (as in make test)
 
@@ -747,14 +747,14 @@ sanity_phase() {
     done
 }
 
-# --- many Apache servers, one PostgreSQL (issue 19, SCALING.md) ----------
+# --- many Apache servers, one PostgreSQL (issue 19, docs/scaling.md) -----
 # SERVERS separate httpds (bench.sh's server, each with its own run/ and
 # logs/) on the one database, each driven by its own wrk at CONNS clients
 # on GET by id, all at once: GETs a second in all, PostgreSQL's
 # statements per GET, its share of the machine's CPU time (postmaster and
-# backends, from /proc), and the httpd processes serving, for SCALING.md's
-# prediction (each read of a process comes a window after its last, or
-# serves at least 4 requests).
+# backends, from /proc), and the httpd processes serving, for
+# docs/scaling.md's prediction (each read of a process comes a window
+# after its last, or serves at least 4 requests).
 SERVERS=4
 stop_servers() {
     local p
@@ -812,7 +812,7 @@ servers_phase() {
     done
     meta "$db" servers "$SERVERS"
     # The window the servers ran with: httpd.conf's, else the module's
-    # default (2 ms, DIRECTIVES.md).
+    # default (2 ms, docs/directives.md).
     w=$(awk '$1 == "LessonsDBShareWindow" { print $2 }' "$WORK/httpd.conf")
     meta "$db" servers_window_us "${w:-2000}"
     stop_servers
@@ -873,7 +873,7 @@ BENCH_SOFTWARE="$("$HTTPD" -v | sed -n 's/^Server version: //p'), event MPM; SQL
 BENCH_REV="$rev (mod_lessons.so sha256 $MODULE_SUM…)" BENCH_COMMAND=$COMMAND BENCH_SECONDS=$(( $(date +%s) - START )) \
 BENCH_ROUNDS=$ROUNDS BENCH_DUR=$DUR BENCH_CONNS=$CONNS BENCH_CPUS=$(nproc) BENCH_CG_N=$CG_N BENCH_CG_WARM=$CG_WARM \
 BENCH_RSS_N=$RSS_N BENCH_RSS_WARM=$RSS_WARM BENCH_QUICK=$QUICK BENCH_LESSON_ID=$LESSON_ID BENCH_MAXCLIENTS=$MAXCLIENTS \
-    perl "$BENCH_DIR/report.pl" "$RESULTS" "$CGRES" "$META" "$DBS" >"$WORK/out/BENCHMARKS.md"
-cp "$WORK/out/BENCHMARKS.md" "$OUT"
+    perl "$BENCH_DIR/report.pl" "$RESULTS" "$CGRES" "$META" "$DBS" >"$WORK/out/benchmarks.md"
+cp "$WORK/out/benchmarks.md" "$OUT"
 cat "$OUT"
 log "wrote $OUT in $(( $(date +%s) - START )) s"

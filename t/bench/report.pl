@@ -1,5 +1,5 @@
 #!/usr/bin/perl
-# BENCHMARKS.md from make bench's measurements (t/bench/bench.sh).
+# docs/benchmarks.md from make bench's measurements (t/bench/bench.sh).
 #   report.pl RESULTS CALLGRIND META "DBS"
 # RESULTS: db route kind round rps p50-ms p99-ms requests non2xx sockerr
 #          statements (PostgreSQL's, for the module's runs; else - or none)
@@ -270,7 +270,7 @@ pair_table("The same twin against that minimal httpd writing the bench server's\
            'Static twin | bench server req/s | minimal httpd + access log req/s',
            'GET /static/all',
            stat_of('sanity', 'all', 'bench'), stat_of('sanity', 'all', 'minimal-log'));
-# Many servers, one database (issue 19; SCALING.md's prediction).
+# Many servers, one database (issue 19; docs/scaling.md's prediction).
 for my $db (@dbs) {
     my $s = stat_of($db, 'servers', 'mod') or next;
     my $m = $meta{$db} || {};
@@ -296,7 +296,7 @@ for my $db (@dbs) {
     push @notes, sprintf('%d servers on %s: %d requests got no answer (wrk socket errors).',
                          $m->{servers}, $dbname{$db}, $s->{sockerr}) if $s->{sockerr};
     print <<"EOT";
-Many Apache servers, one database (SCALING.md): $m->{servers} separate httpds
+Many Apache servers, one database ([scaling.md](scaling.md)): $m->{servers} separate httpds
 (this server's configuration, each with its own processes and pools) on
 the one $dbname{$db} database, each driven by its own `wrk -t1 -c$E{CONNS}`
 on GET by id at the same time; medians of $E{ROUNDS} round(s) of $E{DUR} s.

@@ -4,12 +4,12 @@
 #   and check it with lintian (errors fail); install it with apt-get;
 #   a2enmod lessons (mod_dbd comes too) and configtest, with the running
 #   server still answering as before; a2enconf lessons-api: configtest
-#   names the missing key, then the missing database; make both as README
-#   says; configtest passes; the system Apache serves the API on a free
-#   loopback port (curl with a token: 401, 201 + Location, 200, list,
-#   204, 404, and the health handler); an upgrade (the same package
-#   repacked one version up) reloads the running Apache, which then runs
-#   the new mod_lessons.so, and leaves a stopped one stopped; apt-get
+#   names the missing key, then the missing database; make both as
+#   docs/operations.md says; configtest passes; the system Apache serves
+#   the API on a free loopback port (curl with a token: 401, 201 +
+#   Location, 200, list, 204, 404, and the health handler); an upgrade
+#   (the same package repacked one version up) reloads the running
+#   Apache, which then runs the new mod_lessons.so, and leaves a stopped one stopped; apt-get
 #   remove leaves the conffiles, the admin's key and database; apt-get
 #   purge removes the rest and still leaves the key and database.  Then the test removes
 #   what it made and checks that the system Apache is as it found it:
@@ -370,7 +370,7 @@ WAS_RUNNING=$(cat "$STATE/before/running")
 # so that a signal stops the whole build at once.
 mkdir "$WORK/src"
 tar -C "$ROOT" -cf - \
-    Makefile README.md DIRECTIVES.md mod_lessons.c modules conf sql debian | tar -C "$WORK/src" -xf -
+    Makefile README.md docs mod_lessons.c modules conf sql debian | tar -C "$WORK/src" -xf -
 (cd "$WORK/src" && exec setsid dpkg-buildpackage -us -uc -b) </dev/null >"$WORK/build.log" 2>&1 &
 BUILD_PID=$!
 wait "$BUILD_PID"
@@ -394,14 +394,14 @@ for f in "$MODULE_SO" $APACHE_ETC/mods-available/lessons.load \
          $APACHE_ETC/mods-available/lessons.conf $APACHE_ETC/conf-available/lessons-api.conf \
          $SQL_DIR/schema.sqlite.sql $SQL_DIR/schema.pgsql.sql $SQL_DIR/sample-lessons.sql \
          /usr/share/mod-lessons/openapi.yaml \
-         /usr/share/doc/$PKG/README.md.gz /usr/share/doc/$PKG/DIRECTIVES.md.gz \
+         /usr/share/doc/$PKG/README.md.gz /usr/share/doc/$PKG/docs/directives.md.gz \
          /usr/share/doc/$PKG/copyright; do
     grep -qx -- "$f" <<<"$contents" || missing+="$f "
 done
 if [ -z "$missing" ]; then
-    pass "the package holds the module, its confs, the SQL, the OpenAPI document, README and DIRECTIVES"
+    pass "the package holds the module, its confs, the SQL, the OpenAPI document, README and docs/"
 else
-    fail "the package holds the module, its confs, the SQL, the OpenAPI document, README and DIRECTIVES" "missing: $missing"
+    fail "the package holds the module, its confs, the SQL, the OpenAPI document, README and docs/" "missing: $missing"
 fi
 conffiles=$(dpkg-deb --ctrl-tarfile "$DEB" | tar -xOf - ./conffiles 2>/dev/null | sort)
 check "the three confs are conffiles" test "$conffiles" = "$(printf '%s\n' \
@@ -508,14 +508,14 @@ if [ -z "$SKIPPED_HTTP" ]; then
     expect "the running server still answers as before (404)" 404
 fi
 
-# The key, as README says (Deployment).
+# The key, as docs/operations.md says.
 : >"$STATE/made-key-dir"
-check "make the key as README says" sh -c "install -d -m 755 $KEY_DIR && (umask 077 && openssl rand -hex 32 > $KEY)"
+check "make the key as docs/operations.md says" sh -c "install -d -m 755 $KEY_DIR && (umask 077 && openssl rand -hex 32 > $KEY)"
 check_fails "configtest fails and names the missing database" "$DB" apache2ctl configtest
 
-# The SQLite database, as README says.
+# The SQLite database, as docs/operations.md says.
 : >"$STATE/made-db-dir"
-check "make the database as README says (sqlite3 prints wal)" sh -c "
+check "make the database as docs/operations.md says (sqlite3 prints wal)" sh -c "
     install -d -o www-data -g www-data -m 750 $DB_DIR &&
     runuser -u www-data -- sqlite3 $DB < $SQL_DIR/schema.sqlite.sql | grep -qx wal"
 check "configtest passes once the key and database exist" apache2ctl configtest

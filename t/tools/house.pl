@@ -9,10 +9,11 @@
 #               handled by its merge function, or says in its declaration
 #               why not ("not merged")
 #   directives  every directive of mod_lessons.c's command table has its
-#               entry in the reference (DIRECTIVES.md, "## Name Directive")
-#               with the table's context, the reference names no
-#               directive the table lacks, and README's summary table
-#               lists the same directives
+#               entry in the reference (docs/directives.md, "## Name
+#               Directive") with the table's context, the reference names
+#               no directive the table lacks, and the summary table at the
+#               reference's top lists the same directives, each linking
+#               to an anchor of the page
 #
 #   t/tools/house.pl [--layers] [ROOT [OBJDIR]]
 #                                       (defaults: the checkout, build/obj)
@@ -193,8 +194,7 @@ sub context_of {
 
 sub directives {
     my $table = slurp("$root/mod_lessons.c");
-    my $ref = slurp("$root/DIRECTIVES.md");
-    my $readme = slurp("$root/README.md");
+    my $ref = slurp("$root/docs/directives.md");
     my (%cmd, @problems);
 
     # AP_INIT_xxx("Name", handler, data, FLAGS, "help"): the flags are
@@ -217,22 +217,39 @@ sub directives {
         $name =~ tr/\\//d;
         my ($context) = $body =~ /^\| Context: \| (.*?) \|$/m;
         $ref{$name} = $context // '';
-        push @problems, "$name: DIRECTIVES.md's entry has no $_ row"
+        push @problems, "$name: docs/directives.md's entry has no $_ row"
             for grep { $body !~ /^\| $_: \|/m } qw(Description Syntax Context);
     }
-    push @problems, "$_: in the command table, not in DIRECTIVES.md"
+    push @problems, "$_: in the command table, not in docs/directives.md"
         for grep { !exists $ref{$_} } sort keys %cmd;
-    push @problems, "$_: in DIRECTIVES.md, not in the command table"
+    push @problems, "$_: in docs/directives.md, not in the command table"
         for grep { !exists $cmd{$_} } sort keys %ref;
-    push @problems, "$_: DIRECTIVES.md gives context \"$ref{$_}\", the "
+    push @problems, "$_: docs/directives.md gives context \"$ref{$_}\", the "
                   . "command table \"$cmd{$_}\""
         for grep { exists $ref{$_} && $ref{$_} ne '' && $ref{$_} ne $cmd{$_} }
             sort keys %cmd;
-    my %summary = map { $_ => 1 }
-        $readme =~ /^\| \[`(<?Lessons\w+>?)`\]\(DIRECTIVES\.md#/mg;
-    push @problems, "$_: in the command table, not in README's summary"
+    # The summary at the page's top: "| [`Name`](#anchor) | ... |" rows,
+    # each linking to an anchor the page has (a heading's, as GitHub
+    # makes them, or an <a name>).
+    my %anchor = map { $_ => 1 } $ref =~ /<a name="([^"]+)">/g;
+    for my $heading ($ref =~ /^#+ (.*)$/mg) {
+        (my $slug = lc $heading) =~ s/[^\w\- ]//g;
+        $slug =~ tr/ /-/;
+        $anchor{$slug} = 1;
+    }
+    my %summary;
+    while ($ref =~ /^\| \[`(<?Lessons\w+>?)`\]\(#([^)]*)\) \|/mg) {
+        my ($name, $link) = ($1, $2);
+        $summary{$name} = 1;
+        push @problems, "$name: the summary links to #$link, which is no "
+                      . "anchor of docs/directives.md"
+            unless $anchor{$link};
+    }
+    push @problems, "$_: in the command table, not in docs/directives.md's "
+                  . "summary"
         for grep { !$summary{$_} } sort keys %cmd;
-    push @problems, "$_: in README's summary, not in the command table"
+    push @problems, "$_: in docs/directives.md's summary, not in the "
+                  . "command table"
         for grep { !$cmd{$_} } sort keys %summary;
     push @problems, 'no directive found in mod_lessons.c' unless %cmd;
     return @problems;

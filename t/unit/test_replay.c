@@ -6,7 +6,7 @@
  * memory under a global mutex take it exactly once; one key holds at
  * most its share, so that a client flooding the table with one key
  * leaves it to the others; and what the module's table holds, measured
- * (DIRECTIVES.md quotes the figures this prints).
+ * (docs/directives.md quotes the figures this prints).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -370,14 +370,15 @@ static void test_flood_from_one_key(void **state)
 
 /* What the module's table holds: proofs of many keys (as many keys as
  * proofs: no share is met) kept until the table refuses one, in 32
- * fills with other keys; and a steady flow at the rate DIRECTIVES.md
- * names, each proof kept the longest (66 s), for ten minutes, without a
- * refusal.  DIRECTIVES.md quotes what this prints (make unit keeps it
- * in build/unit/test_replay.log).
+ * fills with other keys; and a steady flow at the rate
+ * docs/directives.md names, each proof kept the longest (66 s), for ten
+ * minutes, without a refusal.  docs/directives.md quotes what this
+ * prints (make unit keeps it in build/unit/test_replay.log).
  */
 #define FILLS       32
-#define DOC_HELD    31000           /* DIRECTIVES.md: "31,000" */
-#define DOC_RATE    350             /* DIRECTIVES.md: "350 a second" */
+#define DOC_HELD    31000           /* docs/directives.md: "31,000" */
+#define DOC_RATE    350             /* docs/directives.md: "350 a
+                                     * second" */
 
 static void test_capacity(void **state)
 {
