@@ -24,7 +24,7 @@
 #include "apr_ring.h"
 #include "apr_thread_mutex.h"
 
-#include "lessons_cache.h"
+#include "api/lessons_cache.h"
 
 /* What an entry costs beyond its mallocs' payloads: the apr_hash entry
  * and malloc's own headers, so many tiny entries still stay bounded.

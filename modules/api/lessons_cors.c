@@ -10,7 +10,7 @@
 #include <string.h>
 #include "apr_lib.h"
 #include "apr_strings.h"
-#include "lessons_cors.h"
+#include "api/lessons_cors.h"
 
 const char *lessons_cors_origin_parse(apr_pool_t *p, const char *origin,
                                       const char **norm)

@@ -10,7 +10,7 @@
 #include "apr_lib.h"
 #include "apr_strings.h"
 
-#include "lessons_etag.h"
+#include "api/lessons_etag.h"
 
 #define LESSONS_GZIP_SUFFIX      "-gz"
 #define LESSONS_DEFLATE_SUFFIX   "-gzip"    /* what mod_deflate appends */

@@ -14,7 +14,7 @@
 #define LESSONS_ETAG_H
 
 #include "apr_pools.h"
-#include "lessons_store.h"
+#include "store/lessons_store.h"
 
 const char *lessons_etag_list(apr_pool_t *p, const lessons_catalog_t *cat);
 

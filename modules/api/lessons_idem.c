@@ -10,8 +10,8 @@
 #include "apr_general.h"
 #include "apr_strings.h"
 
-#include "lessons_digest.h"
-#include "lessons_idem.h"
+#include "base/lessons_digest.h"
+#include "api/lessons_idem.h"
 
 #define LESSONS_IDEM_SHA256 LESSONS_DIGEST_LEN
 

@@ -12,8 +12,8 @@
 
 #include "apr_strings.h"
 
-#include "lessons_json.h"
-#include "lessons_payload.h"
+#include "base/lessons_json.h"
+#include "api/lessons_payload.h"
 
 typedef enum {
     LESSONS_FIELD_INT,

@@ -8,7 +8,7 @@
 
 #include <jansson.h>
 #include "apr_pools.h"
-#include "lessons_lesson.h"
+#include "base/lessons_lesson.h"
 
 typedef enum {
     LESSONS_PAYLOAD_CREATE,         /* levelId, title, order required */

@@ -9,7 +9,7 @@
 
 #include "apr_strings.h"
 
-#include "lessons_route.h"
+#include "api/lessons_route.h"
 
 /* Parse a whole segment [s, end) as a decimal integer within [min, max]:
  * optional '-', then digits, no leading '+', no spaces, no overflow.

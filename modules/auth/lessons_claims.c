@@ -6,8 +6,8 @@
 
 #include "apr_strings.h"
 
-#include "lessons_claims.h"
-#include "lessons_json.h"
+#include "auth/lessons_claims.h"
+#include "base/lessons_json.h"
 
 json_t *lessons_claims_get(json_t *claims, const char *dotted)
 {

@@ -11,9 +11,9 @@
 
 #include "apr_strings.h"
 
-#include "lessons_claims.h"
-#include "lessons_decide.h"
-#include "lessons_dpop.h"
+#include "auth/lessons_claims.h"
+#include "auth/lessons_decide.h"
+#include "auth/lessons_dpop.h"
 
 /* The rest of the decision, as the steps hand it on. */
 typedef struct {

@@ -22,11 +22,11 @@
 #include "apr_tables.h"
 #include "apr_time.h"
 
-#include "lessons_keysource.h"
-#include "lessons_metrics.h"
-#include "lessons_replay.h"
-#include "lessons_token.h"
-#include "lessons_tokencache.h"
+#include "keys/lessons_keysource.h"
+#include "ops/lessons_metrics.h"
+#include "auth/lessons_replay.h"
+#include "auth/lessons_token.h"
+#include "auth/lessons_tokencache.h"
 
 /* LessonsJWTDPoP (RFC 9449). */
 #define LESSONS_DPOP_OFF       1    /* tokens are bearer tokens, as ever */

@@ -14,8 +14,8 @@
 #include "apr_uri.h"
 #include <openssl/evp.h>
 
-#include "lessons_dpop.h"
-#include "lessons_token.h"
+#include "auth/lessons_dpop.h"
+#include "auth/lessons_token.h"
 
 /* base64url(SHA-256(data)), no padding: 43 characters and a NUL. */
 static int lessons_dpop_hash(const void *data, apr_size_t len,

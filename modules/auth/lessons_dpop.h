@@ -20,7 +20,7 @@
 #include <jansson.h>
 #include "apr_network_io.h"     /* apr_port_t */
 #include "apr_pools.h"
-#include "lessons_keyset.h"
+#include "keys/lessons_keyset.h"
 
 /* A proof is bounded as a token is (LESSONS_TOKEN_MAX_LEN: an 8192-bit
  * RSA key and signature take under 4 KB); its jti is at most this long.

@@ -19,8 +19,8 @@
 #include <stddef.h>          /* offsetof, for APR_OFFSETOF */
 #include <string.h>
 
-#include "lessons_digest.h"
-#include "lessons_replay.h"
+#include "base/lessons_digest.h"
+#include "auth/lessons_replay.h"
 
 #define LESSONS_REPLAY_MAGIC     0x4c525032u    /* "LRP2" */
 #define LESSONS_REPLAY_COUNTERS  4096           /* in each row */

@@ -24,8 +24,8 @@
 #include <openssl/evp.h>
 #include <cjose/jws.h>
 
-#include "lessons_json.h"
-#include "lessons_token.h"
+#include "base/lessons_json.h"
+#include "auth/lessons_token.h"
 
 /* The characters of a token, one table lookup each (every request
  * reads its whole token): B64URL, base64url's alphabet (a JWT's

@@ -10,9 +10,9 @@
 
 #include <jansson.h>
 #include "apr_pools.h"
-#include "lessons_key.h"
-#include "lessons_keyset.h"
-#include "lessons_tokencache.h"
+#include "keys/lessons_key.h"
+#include "keys/lessons_keyset.h"
+#include "auth/lessons_tokencache.h"
 
 /* Longer tokens are refused before anything decodes them. */
 #define LESSONS_TOKEN_MAX_LEN  8192

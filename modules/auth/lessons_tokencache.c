@@ -17,7 +17,7 @@
 #include "apr_thread_mutex.h"
 #include "apr_time.h"
 
-#include "lessons_tokencache.h"
+#include "auth/lessons_tokencache.h"
 
 typedef struct lessons_tc_entry_t lessons_tc_entry_t;
 

@@ -4,7 +4,7 @@
  */
 #include <string.h>
 
-#include "lessons_buf.h"
+#include "base/lessons_buf.h"
 
 int lessons_buf_add(lessons_buf_t *b, const void *data, apr_size_t n,
                     apr_size_t first)

@@ -7,7 +7,7 @@
 #include <openssl/err.h>
 #include <openssl/evp.h>
 
-#include "lessons_digest.h"
+#include "base/lessons_digest.h"
 
 /* An absent field's length: no present field has it. */
 #define LESSONS_DIGEST_ABSENT (~(apr_uint64_t)0)

@@ -7,8 +7,8 @@
  */
 #include "apr_strings.h"
 
-#include "lessons_buf.h"
-#include "lessons_json.h"
+#include "base/lessons_buf.h"
+#include "base/lessons_json.h"
 
 static apr_status_t lessons_json_release(void *v)
 {

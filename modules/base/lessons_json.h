@@ -10,7 +10,7 @@
 #include <jansson.h>
 #include "apr_pools.h"
 #include "apr_tables.h"
-#include "lessons_lesson.h"
+#include "base/lessons_lesson.h"
 
 /* Hand a jansson value to a pool: it is decref'd when p is cleared.
  * Returns v (NULL stays NULL).

@@ -34,7 +34,8 @@
  *                          lessons-metrics handler (no token) and
  *                          mod_status's section
  *
- * The work itself lives in modules/lessons_*.c, which need no httpd.
+ * The work itself lives in the units of modules/base, ops, keys, store,
+ * auth and api (lessons_*.c), which need no httpd.
  */
 
 #ifndef MOD_LESSONS_H
@@ -62,30 +63,35 @@
 #include "mod_dbd.h"
 #include "mod_auth.h"
 
-#include "lessons_cache.h"
-#include "lessons_claims.h"
-#include "lessons_cors.h"
-#include "lessons_db.h"
-#include "lessons_decide.h"
-#include "lessons_discovery.h"
-#include "lessons_etag.h"
-#include "lessons_fetch.h"
-#include "lessons_flight.h"
-#include "lessons_group.h"
-#include "lessons_idem.h"
-#include "lessons_gate.h"
-#include "lessons_throttle.h"
+/* The units, by folder, lowest first. */
+#include "base/lessons_json.h"
 
-#include "lessons_json.h"
-#include "lessons_metrics.h"
-#include "lessons_replay.h"
-#include "lessons_key.h"
-#include "lessons_keyset.h"
-#include "lessons_payload.h"
-#include "lessons_route.h"
-#include "lessons_store.h"
-#include "lessons_token.h"
-#include "lessons_tokencache.h"
+#include "ops/lessons_metrics.h"
+#include "ops/lessons_throttle.h"
+
+#include "keys/lessons_discovery.h"
+#include "keys/lessons_fetch.h"
+#include "keys/lessons_key.h"
+#include "keys/lessons_keyset.h"
+
+#include "store/lessons_db.h"
+#include "store/lessons_flight.h"
+#include "store/lessons_gate.h"
+#include "store/lessons_group.h"
+#include "store/lessons_store.h"
+
+#include "auth/lessons_claims.h"
+#include "auth/lessons_decide.h"
+#include "auth/lessons_replay.h"
+#include "auth/lessons_token.h"
+#include "auth/lessons_tokencache.h"
+
+#include "api/lessons_cache.h"
+#include "api/lessons_cors.h"
+#include "api/lessons_etag.h"
+#include "api/lessons_idem.h"
+#include "api/lessons_payload.h"
+#include "api/lessons_route.h"
 
 /* Every file's log lines carry the module's name ([lessons:info]). */
 APLOG_USE_MODULE(lessons);

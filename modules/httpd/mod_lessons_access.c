@@ -13,7 +13,7 @@
  * error path.
  */
 
-#include "mod_lessons.h"
+#include "httpd/mod_lessons.h"
 
 /* How long a refusal's body is drained at most (a read already
  * waiting still ends at httpd's Timeout).

@@ -9,7 +9,7 @@
  * problem+json and RFC 6750's insufficient_scope challenge.
  */
 
-#include "mod_lessons.h"
+#include "httpd/mod_lessons.h"
 
 /* One parsed Require line. */
 typedef struct {

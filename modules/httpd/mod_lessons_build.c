@@ -4,7 +4,7 @@
  * store at a catalog version, for the read path to send and keep.
  */
 
-#include "mod_lessons.h"
+#include "httpd/mod_lessons.h"
 
 /* The document of a GET route, built from the database at catalog
  * version cat: DECLINED with *doc filled, or the finished answer (404

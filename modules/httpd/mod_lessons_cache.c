@@ -12,7 +12,7 @@
  * per version) are decided against the representation chosen.
  */
 
-#include "mod_lessons.h"
+#include "httpd/mod_lessons.h"
 
 /* Where cached bytes belong: this virtual host (its database is its
  * own, from its mod_dbd config), this base path, this route.  The

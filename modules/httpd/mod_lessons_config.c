@@ -6,7 +6,7 @@
  * mod_lessons_init.c.
  */
 
-#include "mod_lessons.h"
+#include "httpd/mod_lessons.h"
 
 void *lessons_create_dir_conf(apr_pool_t *p, char *dir)
 {

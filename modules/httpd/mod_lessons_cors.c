@@ -9,7 +9,7 @@
  * httpd's own error pages can be read by the script too.
  */
 
-#include "mod_lessons.h"
+#include "httpd/mod_lessons.h"
 
 static int lessons_cors_preflight(request_rec *r,
                                   const lessons_dir_conf *conf,

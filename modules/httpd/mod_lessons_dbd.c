@@ -4,7 +4,7 @@
  * LessonsDBTimeout, and database faults answered as what they are.
  */
 
-#include "mod_lessons.h"
+#include "httpd/mod_lessons.h"
 
 /* Answer a database fault as what it is: 503 with Retry-After when
  * trying again later can help (down, busy, locked, read-only, full, the

@@ -11,9 +11,9 @@
 
 #include "apr_shm.h"
 
-#include "mod_lessons.h"
-#include "lessons_dpop.h"
-#include "lessons_replay.h"
+#include "httpd/mod_lessons.h"
+#include "auth/lessons_dpop.h"
+#include "auth/lessons_replay.h"
 
 #define LESSONS_DPOP_KEPT   "mod_lessons-dpop-replay"
 /* Proofs a server keeps, each until it is too old (at most 66 s with no

@@ -9,7 +9,7 @@
  * request, as without the group.
  */
 
-#include "mod_lessons.h"
+#include "httpd/mod_lessons.h"
 
 const lessons_write_kind_t lessons_write_creates = {
     "create(s)", 0, lessons_store_create_many

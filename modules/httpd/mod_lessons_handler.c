@@ -5,7 +5,7 @@
  * builds with mod_lessons_build.c), writes from the body to the store.
  */
 
-#include "mod_lessons.h"
+#include "httpd/mod_lessons.h"
 
 /* The answer that carries a lesson written (200, or 201 with its
  * Location), built in p; 0 when its document cannot be encoded.

@@ -12,7 +12,7 @@
  * second at most, a key source's once per change of its state.
  */
 
-#include "mod_lessons.h"
+#include "httpd/mod_lessons.h"
 
 #define LESSONS_CT_HEALTH "application/health+json"
 

@@ -7,7 +7,7 @@
  * and the pool's size once mod_dbd connects.
  */
 
-#include "mod_lessons.h"
+#include "httpd/mod_lessons.h"
 
 /* Checked here: each section's own directives, whether the
  * configuration holds a key at all, and the merges that can be seen

@@ -6,7 +6,7 @@
  * that repeat at most once a second.
  */
 
-#include "mod_lessons.h"
+#include "httpd/mod_lessons.h"
 
 #define LESSONS_PROBLEM_FILTER  "LESSONS_PROBLEM"
 

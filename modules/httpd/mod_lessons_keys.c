@@ -12,11 +12,11 @@
 
 #include <openssl/evp.h>
 
-#include "mod_lessons.h"
+#include "httpd/mod_lessons.h"
 #include "http_main.h"                 /* ap_server_conf */
 
-#include "lessons_keysource.h"
-#include "lessons_keyshare.h"
+#include "keys/lessons_keysource.h"
+#include "keys/lessons_keyshare.h"
 
 #include "apr_shm.h"
 

@@ -4,7 +4,7 @@
  * translate_name), so that they skip httpd's filesystem walk.
  */
 
-#include "mod_lessons.h"
+#include "httpd/mod_lessons.h"
 
 /* The request's own record of what the module knows about it. */
 lessons_req_state *lessons_state(request_rec *r)

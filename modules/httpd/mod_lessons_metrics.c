@@ -17,7 +17,7 @@
 #include "apr_shm.h"
 #include "mod_status.h"
 
-#include "mod_lessons.h"
+#include "httpd/mod_lessons.h"
 
 #define LESSONS_METRICS_KEY     "mod_lessons-metrics"
 #define LESSONS_CT_METRICS      "text/plain; version=0.0.4; charset=utf-8"

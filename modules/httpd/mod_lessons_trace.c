@@ -11,7 +11,7 @@
 
 #include "mod_core.h"               /* ap_send_http_trace */
 
-#include "mod_lessons.h"
+#include "httpd/mod_lessons.h"
 
 /* Whether a token is needed is a question for the request's whole
  * configuration, which httpd has not merged yet: so core's own

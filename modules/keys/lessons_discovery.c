@@ -14,8 +14,8 @@
 #include "apr_strings.h"
 #include "apr_time.h"
 
-#include "lessons_discovery.h"
-#include "lessons_keysource.h"
+#include "keys/lessons_discovery.h"
+#include "keys/lessons_keysource.h"
 
 #define LESSONS_OPENID_PATH  "/.well-known/openid-configuration"
 #define LESSONS_OAUTH_PATH   "/.well-known/oauth-authorization-server"

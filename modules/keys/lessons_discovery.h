@@ -24,9 +24,9 @@
 #define LESSONS_DISCOVERY_H
 
 #include "apr_pools.h"
-#include "lessons_fetch.h"
-#include "lessons_keyset.h"
-#include "lessons_keysource.h"
+#include "keys/lessons_fetch.h"
+#include "keys/lessons_keyset.h"
+#include "keys/lessons_keysource.h"
 
 /* The largest metadata document read, and the longest issuer or
  * jwks_uri taken (bytes).

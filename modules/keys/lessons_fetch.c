@@ -26,8 +26,8 @@
 #include "apr_strings.h"
 #include "apr_time.h"
 
-#include "lessons_buf.h"
-#include "lessons_fetch.h"
+#include "base/lessons_buf.h"
+#include "keys/lessons_fetch.h"
 
 #define LESSONS_FETCH_UA      "mod_lessons"
 #define LESSONS_FETCH_ACCEPT  "Accept: application/jwk-set+json, application/json"

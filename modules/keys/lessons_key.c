@@ -17,7 +17,7 @@
 #include "apr_file_io.h"
 #include "apr_strings.h"
 
-#include "lessons_key.h"
+#include "keys/lessons_key.h"
 
 #define LESSONS_KEY_FILE_MAX  (64 * 1024)
 

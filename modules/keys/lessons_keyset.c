@@ -20,7 +20,7 @@
 #include "apr_encode.h"
 #include "apr_strings.h"
 
-#include "lessons_keyset.h"
+#include "keys/lessons_keyset.h"
 
 /* The field primes of the curves we take, big-endian: a coordinate must
  * be below its curve's (SEC 1 2.3.5), which cjose's import leaves to

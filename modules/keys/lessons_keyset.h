@@ -11,7 +11,7 @@
 #define LESSONS_KEYSET_H
 
 #include "apr_pools.h"
-#include "lessons_key.h"
+#include "keys/lessons_key.h"
 
 /* Bounds on what a JWKS may hold, whoever serves it. */
 #define LESSONS_JWKS_MAX_BYTES   (256 * 1024)

@@ -9,7 +9,7 @@
 
 #include "apr_strings.h"
 
-#include "lessons_keyshare.h"
+#include "keys/lessons_keyshare.h"
 
 #define LESSONS_KEYSHARE_MAGIC  0x6c6b7331u   /* "lks1" */
 

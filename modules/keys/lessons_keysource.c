@@ -14,8 +14,8 @@
 #include "apr_thread_mutex.h"
 #include "apr_thread_proc.h"
 
-#include "lessons_fetch.h"
-#include "lessons_keysource.h"
+#include "keys/lessons_fetch.h"
+#include "keys/lessons_keysource.h"
 
 /* The longest last fetch error lessons_keysource_state gives (longer
  * ones are cut: the fetcher's own log line has it whole).

@@ -29,8 +29,8 @@
 
 #include "apr_pools.h"
 #include "apr_time.h"
-#include "lessons_keyset.h"
-#include "lessons_keyshare.h"
+#include "keys/lessons_keyset.h"
+#include "keys/lessons_keyshare.h"
 
 typedef struct lessons_keysource lessons_keysource_t;
 

@@ -13,7 +13,7 @@
 #include "apr_strings.h"
 #include "apr_tables.h"
 
-#include "lessons_metrics.h"
+#include "ops/lessons_metrics.h"
 
 #define LESSONS_METRICS_MAGIC   0x4c4d5432u     /* "LMT2": the slot's
                                                  * layout */

@@ -9,7 +9,7 @@
 #include "apr_hash.h"
 #include "apr_thread_mutex.h"
 
-#include "lessons_throttle.h"
+#include "ops/lessons_throttle.h"
 
 struct lessons_throttle_t {
     apr_thread_mutex_t *mutex;

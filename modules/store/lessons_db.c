@@ -11,7 +11,7 @@
 #include "apr_lib.h"
 #include "apr_strings.h"
 
-#include "lessons_db.h"
+#include "store/lessons_db.h"
 
 #define LESSONS_CONN_KEY "lessons_db_conn"
 

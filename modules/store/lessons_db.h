@@ -16,8 +16,8 @@
 #define LESSONS_DB_H
 
 #include "apr_pools.h"
-#include "lessons_engine.h"
-#include "lessons_store.h"
+#include "store/lessons_engine.h"
+#include "store/lessons_store.h"
 
 /* Make db (driver and handle set) ready for a request.  On the
  * connection's first use, or when PostgreSQL has reconnected underneath

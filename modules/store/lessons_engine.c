@@ -5,7 +5,7 @@
  */
 #include <string.h>
 
-#include "lessons_engine.h"
+#include "store/lessons_engine.h"
 
 #ifdef LESSONS_ENGINE_SQLITE3
 extern const lessons_engine_t lessons_engine_sqlite3;

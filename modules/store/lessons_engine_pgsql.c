@@ -19,7 +19,7 @@
 #include "apr_env.h"
 #include "apr_strings.h"
 
-#include "lessons_engine.h"
+#include "store/lessons_engine.h"
 
 /* libpq's connect has no limit of its own: bound it (and PQreset's)
  * through PGCONNECT_TIMEOUT (whole seconds, at least 1), unless the

@@ -12,7 +12,7 @@
 
 #include "apr_strings.h"
 
-#include "lessons_engine.h"
+#include "store/lessons_engine.h"
 
 /* SQLite waits at most this long inside one step while holding
  * apr_dbd's process-wide mutex; the driver then retries with the mutex

@@ -28,7 +28,7 @@
 #include "apr_thread_cond.h"
 #include "apr_thread_mutex.h"
 
-#include "lessons_flight.h"
+#include "store/lessons_flight.h"
 
 #if defined(__linux__) && !defined(LESSONS_FLIGHT_NO_FUTEX)
 #include <limits.h>

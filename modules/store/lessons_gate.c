@@ -8,7 +8,7 @@
 #include "apr_thread_cond.h"
 #include "apr_thread_mutex.h"
 
-#include "lessons_gate.h"
+#include "store/lessons_gate.h"
 
 struct lessons_gate_t {
     apr_thread_mutex_t *mutex;

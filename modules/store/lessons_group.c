@@ -7,7 +7,7 @@
 #include "apr_thread_cond.h"
 #include "apr_thread_mutex.h"
 
-#include "lessons_group.h"
+#include "store/lessons_group.h"
 
 enum { QUEUED = 1, TAKEN, DONE };
 

@@ -17,8 +17,8 @@
 
 #include "apr_strings.h"
 
-#include "lessons_engine.h"
-#include "lessons_store.h"
+#include "store/lessons_engine.h"
+#include "store/lessons_store.h"
 
 /* Where a statement reads the database's epoch: the engine's epoch_sql
  * takes its place when the statement is prepared.

@@ -12,8 +12,8 @@
 #include "apr_hash.h"
 #include "apr_tables.h"
 #include "apr_dbd.h"
-#include "lessons_engine.h"
-#include "lessons_lesson.h"
+#include "store/lessons_engine.h"
+#include "base/lessons_lesson.h"
 
 /* A connection and its prepared statements (label -> apr_dbd_prepared_t*,
  * the way mod_dbd's ap_dbd_t keeps them).

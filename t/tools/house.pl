@@ -51,14 +51,29 @@ sub report {
 }
 
 # ---- circles ------------------------------------------------------------
-sub circles {
-    my @objs = glob "$objdir/*.o";
-    return ("no objects in $objdir: run make first") unless @objs;
-    my (%def, %uses, %edge);
+# The call graph between files: {file}{file it calls}{symbol}.  An object
+# is named by its source ("auth/lessons_token.c"); one whose source is
+# gone (an object of before a file moved) is left out.
+my %edge;
+my $graph_read;
+sub graph {
+    return $graph_read if defined $graph_read;
+    my @objs;
+    my @dirs = ($objdir);
+    while (my $d = shift @dirs) {
+        opendir my $dh, $d or last;
+        for my $e (sort grep { !/\A\./ } readdir $dh) {
+            if (-d "$d/$e") { push @dirs, "$d/$e" }
+            elsif ($e =~ /\.o\z/) { push @objs, "$d/$e" }
+        }
+        closedir $dh;
+    }
+    my (%def, %uses);
     for my $o (@objs) {
-        (my $file = $o) =~ s{.*/}{};
-        $file =~ s/\.o\z/.c/;
+        (my $file = substr($o, length($objdir) + 1)) =~ s/\.o\z/.c/;
+        next unless -e ($file =~ m{/} ? "$root/modules/$file" : "$root/$file");
         open my $nm, '-|', 'nm', $o or die "house: nm $o: $!\n";
+        $uses{$file} //= {};
         while (<$nm>) {
             my ($type, $sym) = /^\s*(?:[0-9a-f]+\s+)?([A-Za-z])\s+(\S+)$/
                 or next;
@@ -67,6 +82,7 @@ sub circles {
         }
         close $nm;
     }
+    return $graph_read = 0 unless %uses;
     for my $f (keys %uses) {
         for my $sym (keys %{ $uses{$f} }) {
             my $g = $def{$sym};
@@ -74,6 +90,11 @@ sub circles {
             $edge{$f}{$g}{$sym} = 1;
         }
     }
+    return $graph_read = 1;
+}
+
+sub circles {
+    return ("no objects in $objdir: run make first") unless graph();
     # Tarjan's strongly connected components: a circle is one of two or
     # more files.
     my ($index, @stack, %on, %idx, %low, @sccs) = (0);
@@ -164,8 +185,8 @@ sub fields_of {
 }
 
 sub merge {
-    my $header = slurp("$root/modules/mod_lessons.h");
-    my $config = slurp("$root/modules/mod_lessons_config.c");
+    my $header = slurp("$root/modules/httpd/mod_lessons.h");
+    my $config = slurp("$root/modules/httpd/mod_lessons_config.c");
     my @problems;
     for my $pair ([ lessons_dir_conf => 'lessons_merge_dir_conf' ],
                   [ lessons_srv_conf => 'lessons_merge_srv_conf' ]) {
