@@ -14,7 +14,8 @@
 #                   the sanitizer runs, fuzzers, generated layouts,
 #                   failover and the other Debian release's root
 #   make unit, make integration   each half of make test alone
-#   make lint       the house checks (no circles between files, every config
+#   make lint       the house checks (no circles between files, each folder
+#                   of modules/ uses only those below it, every config
 #                   field merged, directives documented), also in make test
 #   make install    put the module and a2enmod files where Debian looks
 #   make clean      remove what was built, not the dev key and database
@@ -41,7 +42,7 @@ LIBS       = -lcjose -ljansson -lcrypto -lcurl $(foreach e,$(ENGINES),$(ENGINE_L
 # record, directive table, hooks, as in mod_ssl), the httpd glue in
 # modules/httpd/ (mod_lessons.h, mod_lessons_*.c), and the httpd-free
 # units (lessons_*.c) in a folder each: base, ops, keys, store, auth,
-# api.
+# api (t/tools/house.pl says which may use which; make lint checks it).
 # The units are compiled once, into build/liblessons.a, which the module
 # and every unit test link; they are compiled without httpd's include
 # directory, so that a unit that includes an httpd header fails to build.
@@ -287,7 +288,8 @@ done
 endef
 
 # The checks that keep the house standing (t/tools/house.pl): no circles
-# between the module's files, every config field merged, the directive
+# between the module's files, the folders of modules/ in their order (no
+# httpd in the httpd-free ones), every config field merged, the directive
 # table and the reference in step.
 define run_house
 log=build/house.log; \
