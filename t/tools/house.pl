@@ -180,10 +180,10 @@ sub circles {
     return @problems;
 }
 
-# A file's layer: one above the highest it calls (no circles, so each
-# is reached once per path).
-sub print_layers {
-    my ($files, $edge) = @_;
+# Each node's layer: one above the highest it uses (no circles, so each
+# is reached once per path), as {layer}[nodes, in the order given].
+sub layers {
+    my ($nodes, $edge) = @_;
     my %layer;
     my $of;
     $of = sub {
@@ -196,11 +196,17 @@ sub print_layers {
         }
         return $layer{$f} = $l;
     };
-    $of->($_) for sort keys %$files;
     my %by;
-    push @{ $by{ $layer{$_} } }, $_ for sort keys %layer;
-    for my $l (sort { $b <=> $a } keys %by) {
-        print "    layer $l: ", join(' ', @{ $by{$l} }), "\n";
+    push @{ $by{ $of->($_) } }, $_ for @$nodes;
+    return \%by;
+}
+
+# Each file calls only files of lower layers.
+sub print_layers {
+    my ($files, $edge) = @_;
+    my $by = layers([ sort keys %$files ], $edge);
+    for my $l (sort { $b <=> $a } keys %$by) {
+        print "    layer $l: ", join(' ', @{ $by->{$l} }), "\n";
     }
 }
 
@@ -296,27 +302,13 @@ sub folders {
 # those of the lines below.
 sub print_folders {
     my ($use) = @_;
-    my %layer;
-    my $of;
-    $of = sub {
-        my ($f) = @_;
-        return $layer{$f} if exists $layer{$f};
-        my $l = 0;
-        for my $g (keys %{ $use->{$f} || {} }) {
-            my $lg = $of->($g) + 1;
-            $l = $lg if $lg > $l;
-        }
-        return $layer{$f} = $l;
-    };
-    $of->($_->[0]) for @FOLDERS;
-    my %by;
-    push @{ $by{ $layer{$_} } }, $_ for map { $_->[0] } @FOLDERS;
-    for my $l (sort { $b <=> $a } keys %by) {
+    my $by = layers([ map { $_->[0] } @FOLDERS ], $use);
+    for my $l (sort { $b <=> $a } keys %$by) {
         print "    folders $l: ", join(' ', map {
             my $f = $_;
-            my @u = sort grep { $use->{$f}{$_} } keys %{ $use->{$f} || {} };
+            my @u = sort keys %{ $use->{$f} || {} };
             @u ? "$f/ (uses " . join(' ', map { "$_/" } @u) . ')' : "$f/";
-        } @{ $by{$l} }), "\n";
+        } @{ $by->{$l} }), "\n";
     }
 }
 
