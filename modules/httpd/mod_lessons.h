@@ -17,6 +17,9 @@
  *                          answer
  *   mod_lessons_access.c   the token gate: access checker, access_checker_ex
  *                          and fixups ask one verdict, fail closed
+ *   mod_lessons_dpop.c     DPoP as httpd meets it: the server's own URI,
+ *                          the proofs' table in shared memory, the
+ *                          challenge
  *   mod_lessons_keys.c     keys URLs and discovered issuers: the fetcher
  *                          thread of each process, the last good set,
  *                          refetch on an unknown kid
@@ -25,6 +28,9 @@
  *   mod_lessons_cache.c    the read path: catalog version, the response
  *                          cache, ETags, 304 and gzip
  *   mod_lessons_build.c    the document of each GET route, from the store
+ *   mod_lessons_group.c    group commit: the creates (and the updates) of
+ *                          one process that arrive together share one
+ *                          transaction
  *   mod_lessons_dbd.c      a pooled connection within the time bound, and
  *                          database faults answered as what they are
  *   mod_lessons_io.c       request bodies in, responses out, refusals
@@ -34,8 +40,12 @@
  *                          lessons-metrics handler (no token) and
  *                          mod_status's section
  *
- * The work itself lives in the units of modules/base, ops, keys, store,
- * auth and api (lessons_*.c), which need no httpd.
+ * The work itself lives in the units (lessons_*.c), which need no httpd,
+ * in a folder of modules/ each by concern, lowest first: base (pool
+ * buffers, digests, JSON, the lesson record), ops (counters, throttled
+ * log lines), keys (where the keys come from), store (the database),
+ * auth (a request's token and proof checked), api (the API's requests
+ * and responses).  t/tools/house.pl (make lint) keeps that order.
  */
 
 #ifndef MOD_LESSONS_H
