@@ -14,7 +14,8 @@
 #                   the sanitizer runs, fuzzers, generated layouts,
 #                   failover and the other Debian release's root
 #   make unit, make integration   each half of make test alone
-#   make lint       the house checks (no circles between files, every config
+#   make lint       the house checks (no circles between files, each folder
+#                   of modules/ uses only those below it, every config
 #                   field merged, directives documented), also in make test
 #   make install    put the module and a2enmod files where Debian looks
 #   make clean      remove what was built, not the dev key and database
@@ -26,8 +27,9 @@
 APXS      ?= $(shell command -v apxs 2>/dev/null || echo /usr/bin/apxs)
 HTTPD     ?= /usr/sbin/apache2
 WARN       = -Wall -Wextra -Werror
-# The database engines built in (modules/lessons_engine_NAME.c each, NAME
-# as apr_dbd calls the driver), with what each links and includes.
+# The database engines built in (modules/store/lessons_engine_NAME.c
+# each, NAME as apr_dbd calls the driver), with what each links and
+# includes.
 ENGINES   ?= sqlite3 pgsql
 ENGINE_LIBS_sqlite3   = -lsqlite3
 ENGINE_LIBS_pgsql     = -lpq
@@ -36,20 +38,27 @@ ENGINE_CFLAGS_pgsql   = -I$(shell pg_config --includedir 2>/dev/null || echo /us
 ENGINE_CFLAGS = $(foreach e,$(ENGINES),-DLESSONS_ENGINE_$(shell echo $(e) | tr a-z A-Z) $(ENGINE_CFLAGS_$(e)))
 LIBS       = -lcjose -ljansson -lcrypto -lcurl $(foreach e,$(ENGINES),$(ENGINE_LIBS_$(e))) -lz
 
-# The httpd-free units and the httpd-facing files of the module itself
-# (mod_lessons.c and modules/mod_lessons_*.c).  The units are compiled
-# once, into build/liblessons.a, which the module and every unit test
-# link; they are compiled without httpd's include directory, so that a
-# unit that includes an httpd header fails to build.
-UNITS      = $(filter-out $(addprefix modules/lessons_engine_,$(addsuffix .c,$(filter-out $(ENGINES),$(patsubst modules/lessons_engine_%.c,%,$(wildcard modules/lessons_engine_*.c))))), \
-               $(wildcard modules/lessons_*.c))
-HEADERS    = $(wildcard modules/lessons_*.h)
-ENGINE     = mod_lessons.c $(wildcard modules/mod_lessons_*.c)
-ENGINE_H   = modules/mod_lessons.h
+# The module's sources, by concern: mod_lessons.c at the top (module
+# record, directive table, hooks, as in mod_ssl), the httpd glue in
+# modules/httpd/ (mod_lessons.h, mod_lessons_*.c), and the httpd-free
+# units (lessons_*.c) in a folder each: base, ops, keys, store, auth,
+# api (t/tools/house.pl says which may use which; make lint checks it).
+# The units are compiled once, into build/liblessons.a, which the module
+# and every unit test link; they are compiled without httpd's include
+# directory, so that a unit that includes an httpd header fails to build.
+# Each #include of ours names its folder ("auth/lessons_token.h", from
+# -Imodules): the line shows which folder a file leans on.  Objects keep
+# the folders (build/obj/auth/lessons_token.o).
+ALL_ENGINES = $(patsubst modules/store/lessons_engine_%.c,%,$(wildcard modules/store/lessons_engine_*.c))
+UNITS      = $(filter-out $(patsubst %,modules/store/lessons_engine_%.c,$(filter-out $(ENGINES),$(ALL_ENGINES))), \
+               $(wildcard modules/*/lessons_*.c))
+HEADERS    = $(wildcard modules/*/lessons_*.h)
+ENGINE     = mod_lessons.c $(wildcard modules/httpd/mod_lessons_*.c)
+ENGINE_H   = modules/httpd/mod_lessons.h
 OBJ        = build/obj
 UNIT_LIB   = build/liblessons.a
 UNIT_OBJS  = $(patsubst modules/%.c,$(OBJ)/%.o,$(UNITS))
-ENGINE_OBJS = $(patsubst %.c,$(OBJ)/%.o,$(notdir $(ENGINE)))
+ENGINE_OBJS = $(patsubst %.c,$(OBJ)/%.o,$(patsubst modules/%,%,$(ENGINE)))
 MODULE     = build/mod_lessons.so
 
 # httpd's compiler and flags, as apxs -c uses them (hardening included),
@@ -195,14 +204,14 @@ OBJ_FLAGS   =
 define object_rules
 $(1)/%.o: modules/%.c $$(HEADERS)
 	$$(call compile,$$($(2)))
-$(1)/mod_lessons_%.o: modules/mod_lessons_%.c $$(HEADERS) $$(ENGINE_H)
+$(1)/httpd/%.o: modules/httpd/%.c $$(HEADERS) $$(ENGINE_H)
 	$$(call compile,$$($(2)) $$(HTTPD_INC))
 $(1)/mod_lessons.o: mod_lessons.c $$(HEADERS) $$(ENGINE_H)
 	$$(call compile,$$($(2)) $$(HTTPD_INC))
 endef
 $(eval $(call object_rules,$(OBJ),OBJ_FLAGS))
 $(eval $(call object_rules,$(ASAN_OBJ),ASAN_FLAGS))
-$(ASAN_MODULE): $(addprefix $(ASAN_OBJ)/,$(notdir $(ENGINE_OBJS) $(UNIT_OBJS)))
+$(ASAN_MODULE): $(patsubst $(OBJ)/%,$(ASAN_OBJ)/%,$(ENGINE_OBJS) $(UNIT_OBJS))
 	@echo "  LD    $@"
 	@$(HTTPD_CC) $(MOD_LDFLAGS) $(ASAN_FLAGS) -o $@ $^ $(LIBS)
 
@@ -224,7 +233,7 @@ test-deps:
 	@t/tools/deps.sh test
 
 # It builds test_flight.c's cases on lessons_flight.c's other bells.
-build/unit/test_flight_portable: t/unit/test_flight.c modules/lessons_flight.c
+build/unit/test_flight_portable: t/unit/test_flight.c modules/store/lessons_flight.c
 
 build/unit/%: t/unit/%.c $(wildcard t/unit/*.h) $(UNIT_LIB) $(HEADERS)
 	@$(mine)
@@ -279,7 +288,8 @@ done
 endef
 
 # The checks that keep the house standing (t/tools/house.pl): no circles
-# between the module's files, every config field merged, the directive
+# between the module's files, the folders of modules/ in their order (no
+# httpd in the httpd-free ones), every config field merged, the directive
 # table and the reference in step.
 define run_house
 log=build/house.log; \

@@ -3,7 +3,7 @@
  * mod_lessons.c: the Lessons API (German-language lessons) as an httpd
  * handler.  This file holds the module record, the directive table and
  * every hook, provider and filter, registered in the order a request
- * meets them; modules/mod_lessons.h lists which file does what.
+ * meets them; modules/httpd/mod_lessons.h lists which file does what.
  *
  *   LoadModule dbd_module     modules/mod_dbd.so
  *   LoadModule lessons_module modules/mod_lessons.so
@@ -15,7 +15,7 @@
  *   </Location>
  */
 
-#include "mod_lessons.h"
+#include "httpd/mod_lessons.h"
 
 /* The numeric directives: what each counts, its bounds, where it goes. */
 static const lessons_number_t lessons_keys_refresh_n = {

@@ -16,8 +16,8 @@
 #include "apr_general.h"
 #include "apr_pools.h"
 
-#include "lessons_keyset.h"
-#include "lessons_token.h"
+#include "keys/lessons_keyset.h"
+#include "auth/lessons_token.h"
 
 int main(int argc, char **argv)
 {

@@ -16,7 +16,7 @@
 #include "apr_general.h"
 #include "apr_pools.h"
 
-#include "lessons_keyset.h"
+#include "keys/lessons_keyset.h"
 
 static apr_pool_t *fuzz_root;
 

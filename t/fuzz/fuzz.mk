@@ -18,7 +18,7 @@ FUZZ_LIB      = build/fuzz/liblessons.a
 FUZZ_HARNESS  = $(patsubst t/fuzz/fuzz_%.c,build/fuzz/fuzz_%,$(wildcard t/fuzz/fuzz_*.c))
 
 $(FUZZ_OBJ)/%.o: modules/%.c $(HEADERS)
-	@mkdir -p $(FUZZ_OBJ)
+	@mkdir -p $(@D)
 	@echo "  CC    $@"
 	@$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
 

@@ -7,7 +7,7 @@
  */
 #include "fuzz.h"
 
-#include "lessons_claims.h"
+#include "auth/lessons_claims.h"
 
 static void fuzz_setup(apr_pool_t *p)
 {

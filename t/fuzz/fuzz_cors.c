@@ -7,7 +7,7 @@
 #include "fuzz.h"
 
 #include "apr_tables.h"
-#include "lessons_cors.h"
+#include "api/lessons_cors.h"
 
 static apr_array_header_t *origins;
 

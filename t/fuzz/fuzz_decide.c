@@ -39,14 +39,14 @@
 
 #include "apr_strings.h"
 
-#include "lessons_claims.h"
-#include "lessons_decide.h"
-#include "lessons_dpop.h"
-#include "lessons_keyset.h"
-#include "lessons_keysource.h"
-#include "lessons_replay.h"
-#include "lessons_token.h"
-#include "lessons_tokencache.h"
+#include "auth/lessons_claims.h"
+#include "auth/lessons_decide.h"
+#include "auth/lessons_dpop.h"
+#include "keys/lessons_keyset.h"
+#include "keys/lessons_keysource.h"
+#include "auth/lessons_replay.h"
+#include "auth/lessons_token.h"
+#include "auth/lessons_tokencache.h"
 
 #include "fuzz_keys.h"
 

@@ -9,8 +9,8 @@
  */
 #include "fuzz.h"
 
-#include "lessons_discovery.h"
-#include "lessons_fetch.h"
+#include "keys/lessons_discovery.h"
+#include "keys/lessons_fetch.h"
 
 static void fuzz_setup(apr_pool_t *p)
 {

@@ -6,7 +6,7 @@
  */
 #include "fuzz.h"
 
-#include "lessons_etag.h"
+#include "api/lessons_etag.h"
 
 static void fuzz_setup(apr_pool_t *p)
 {

@@ -10,7 +10,7 @@
  */
 #include "fuzz.h"
 
-#include "lessons_idem.h"
+#include "api/lessons_idem.h"
 
 static void fuzz_setup(apr_pool_t *p)
 {

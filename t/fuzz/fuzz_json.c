@@ -8,8 +8,8 @@
 #include "fuzz.h"
 
 #include "apr_tables.h"
-#include "lessons_json.h"
-#include "lessons_payload.h"
+#include "base/lessons_json.h"
+#include "api/lessons_payload.h"
 
 static void fuzz_setup(apr_pool_t *p)
 {

@@ -10,7 +10,7 @@
  */
 #include "fuzz.h"
 
-#include "lessons_keyset.h"
+#include "keys/lessons_keyset.h"
 
 static void fuzz_setup(apr_pool_t *p)
 {

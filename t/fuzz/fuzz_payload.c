@@ -5,7 +5,7 @@
  */
 #include "fuzz.h"
 
-#include "lessons_payload.h"
+#include "api/lessons_payload.h"
 
 static void fuzz_setup(apr_pool_t *p)
 {

@@ -5,7 +5,7 @@
  */
 #include "fuzz.h"
 
-#include "lessons_route.h"
+#include "api/lessons_route.h"
 
 static void fuzz_setup(apr_pool_t *p)
 {

@@ -11,10 +11,10 @@
  */
 #include "fuzz.h"
 
-#include "lessons_claims.h"
-#include "lessons_keyset.h"
-#include "lessons_token.h"
-#include "lessons_tokencache.h"
+#include "auth/lessons_claims.h"
+#include "keys/lessons_keyset.h"
+#include "auth/lessons_token.h"
+#include "auth/lessons_tokencache.h"
 
 /* The seeds (t/fuzz/corpus/token) are signed with these: the secret is
  * "fuzz-secret-0123456789abcdefghij", the RSA key t/fuzz/keys/rs.pem's.

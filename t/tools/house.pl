@@ -5,6 +5,12 @@
 #               objects' symbols with nm) has no circle; the module
 #               record (lessons_module), data every file reads, is not a
 #               call and does not count
+#   folders     the folders of modules/ (@FOLDERS below) keep their order:
+#               a folder's files include and call only its own and those
+#               the table lets it use, each of them declared before it,
+#               so that no two folders lean on each other in a circle;
+#               the httpd-free folders include no httpd header; every
+#               #include of ours names its folder
 #   merge       every field of lessons_dir_conf and lessons_srv_conf is
 #               handled by its merge function, or says in its declaration
 #               why not ("not merged")
@@ -18,7 +24,8 @@
 #   t/tools/house.pl [--layers] [ROOT [OBJDIR]]
 #                                       (defaults: the checkout, build/obj)
 #   --layers also prints the call graph between files as layers: each file
-#   calls only files of lower layers (layer 0 calls none of ours).
+#   calls only files of lower layers (layer 0 calls none of ours); and the
+#   folders' order.
 #
 # Prints one "ok"/"not ok" line per check with what is wrong, and last
 # "N passed, N failed"; exits 1 when a check fails.
@@ -51,15 +58,62 @@ sub report {
     }
 }
 
+# ---- the folders of modules/ --------------------------------------------
+# Lowest first: each folder may use (include, call) its own files and
+# those of the folders it names, all declared above it, so the order has
+# no circle by construction.  httpd/ is the glue (mod_lessons.h,
+# mod_lessons_*.c, with mod_lessons.c at the top of the tree): it may use
+# every folder, and none may use it.  The others are httpd-free: their
+# files are lessons_*.[ch], compiled without httpd's headers.
+my @FOLDERS = (
+    # folder   may use
+    [ base  => [] ],                    # pool buffers, digests, JSON, the
+                                        # lesson record
+    [ ops   => [] ],                    # counters, throttled log lines
+    [ keys  => [qw(base)] ],            # where the keys come from
+    [ store => [qw(base)] ],            # the database; how threads share it
+    [ auth  => [qw(base ops keys)] ],   # a request's token and proof checked
+    [ api   => [qw(base store)] ],      # the API's requests and responses
+    [ httpd => [qw(base ops keys store auth api)] ],    # the glue
+);
+my $GLUE = 'httpd';
+my %USES = map { $_->[0] => { map { $_ => 1 } @{ $_->[1] } } } @FOLDERS;
+# An httpd header: httpd's own include directory (httpd.h, http_*.h,
+# ap_*.h, util_*.h, mod_*.h -- mod_lessons.h too --, mpm_*.h, ...).
+my $HTTPD_HEADER = qr/\A(?:httpd|os|scoreboard|unixd|heartbeat|cache_common
+                         |(?:ap|apache|http|mod|mpm|util)_\w+)\.h\z/x;
+
+# The folder of a file named as the objects name it ("auth/lessons_token.c",
+# "mod_lessons.c"): the top's file is the glue's.
+sub folder_of {
+    my ($file) = @_;
+    return $file =~ m{\A(\w+)/} ? $1 : $GLUE;
+}
+
 # ---- circles ------------------------------------------------------------
-sub circles {
-    my @objs = glob "$objdir/*.o";
-    return ("no objects in $objdir: run make first") unless @objs;
-    my (%def, %uses, %edge);
+# The call graph between files: {file}{file it calls}{symbol}.  An object
+# is named by its source ("auth/lessons_token.c"); one whose source is
+# gone (an object of before a file moved) is left out.
+my %edge;
+my $graph_read;
+sub graph {
+    return $graph_read if defined $graph_read;
+    my @objs;
+    my @dirs = ($objdir);
+    while (my $d = shift @dirs) {
+        opendir my $dh, $d or last;
+        for my $e (sort grep { !/\A\./ } readdir $dh) {
+            if (-d "$d/$e") { push @dirs, "$d/$e" }
+            elsif ($e =~ /\.o\z/) { push @objs, "$d/$e" }
+        }
+        closedir $dh;
+    }
+    my (%def, %uses);
     for my $o (@objs) {
-        (my $file = $o) =~ s{.*/}{};
-        $file =~ s/\.o\z/.c/;
+        (my $file = substr($o, length($objdir) + 1)) =~ s/\.o\z/.c/;
+        next unless -e ($file =~ m{/} ? "$root/modules/$file" : "$root/$file");
         open my $nm, '-|', 'nm', $o or die "house: nm $o: $!\n";
+        $uses{$file} //= {};
         while (<$nm>) {
             my ($type, $sym) = /^\s*(?:[0-9a-f]+\s+)?([A-Za-z])\s+(\S+)$/
                 or next;
@@ -68,6 +122,7 @@ sub circles {
         }
         close $nm;
     }
+    return $graph_read = 0 unless %uses;
     for my $f (keys %uses) {
         for my $sym (keys %{ $uses{$f} }) {
             my $g = $def{$sym};
@@ -75,6 +130,11 @@ sub circles {
             $edge{$f}{$g}{$sym} = 1;
         }
     }
+    return $graph_read = 1;
+}
+
+sub circles {
+    return ("no objects in $objdir: run make first") unless graph();
     # Tarjan's strongly connected components: a circle is one of two or
     # more files.
     my ($index, @stack, %on, %idx, %low, @sccs) = (0);
@@ -121,10 +181,10 @@ sub circles {
     return @problems;
 }
 
-# A file's layer: one above the highest it calls (no circles, so each
-# is reached once per path).
-sub print_layers {
-    my ($files, $edge) = @_;
+# Each node's layer: one above the highest it uses (no circles, so each
+# is reached once per path), as {layer}[nodes, in the order given].
+sub layers {
+    my ($nodes, $edge) = @_;
     my %layer;
     my $of;
     $of = sub {
@@ -137,11 +197,119 @@ sub print_layers {
         }
         return $layer{$f} = $l;
     };
-    $of->($_) for sort keys %$files;
     my %by;
-    push @{ $by{ $layer{$_} } }, $_ for sort keys %layer;
-    for my $l (sort { $b <=> $a } keys %by) {
-        print "    layer $l: ", join(' ', @{ $by{$l} }), "\n";
+    push @{ $by{ $of->($_) } }, $_ for @$nodes;
+    return \%by;
+}
+
+# Each file calls only files of lower layers.
+sub print_layers {
+    my ($files, $edge) = @_;
+    my $by = layers([ sort keys %$files ], $edge);
+    for my $l (sort { $b <=> $a } keys %$by) {
+        print "    layer $l: ", join(' ', @{ $by->{$l} }), "\n";
+    }
+}
+
+# ---- folders ------------------------------------------------------------
+# Each file of modules/ (and mod_lessons.c) with the folders it uses: by
+# its #include lines, and by its calls (the objects' graph, when built).
+sub folders {
+    my @problems;
+    my %rank;
+    for my $i (0 .. $#FOLDERS) {
+        my ($f, $uses) = @{ $FOLDERS[$i] };
+        for my $u (@$uses) {
+            push @problems, "\@FOLDERS: $f uses $u, which is not declared "
+                          . "before it (the order would have a circle)"
+                unless exists $rank{$u};
+        }
+        $rank{$f} = $i;
+    }
+    opendir my $dh, "$root/modules" or return ("modules/: $!");
+    my @entries = sort grep { !/\A\./ } readdir $dh;
+    closedir $dh;
+    my @files = ('mod_lessons.c');
+    for my $e (@entries) {
+        if (!-d "$root/modules/$e") {
+            push @problems, "modules/$e: every file of modules/ is in a "
+                          . "folder of \@FOLDERS";
+            next;
+        }
+        if (!exists $USES{$e}) {
+            push @problems, "modules/$e/: not in \@FOLDERS (say what it "
+                          . "may use, below what it uses)";
+            next;
+        }
+        opendir my $fh, "$root/modules/$e" or next;
+        for my $name (sort grep { !/\A\./ } readdir $fh) {
+            my $want = $e eq $GLUE ? qr/\Amod_lessons(?:_\w+)?\.[ch]\z/
+                                   : qr/\Alessons_\w+\.[ch]\z/;
+            push @problems, "modules/$e/$name: " . ($e eq $GLUE
+                    ? "the glue's files are mod_lessons*.[ch]"
+                    : "an httpd-free folder holds lessons_*.[ch]")
+                unless $name =~ $want;
+            push @files, "$e/$name";
+        }
+        closedir $fh;
+    }
+    my %use;
+    for my $file (@files) {
+        my $from = folder_of($file);
+        my $path = $file eq 'mod_lessons.c' ? $file : "modules/$file";
+        my $n = 0;
+        for my $line (split /\n/, slurp("$root/$path")) {
+            $n++;
+            my ($name) = $line =~ /^\s*#\s*include\s*[<"]([^>"]+)[>"]/
+                or next;
+            if ($from ne $GLUE && $name =~ $HTTPD_HEADER) {
+                push @problems, "$path:$n: includes $name, an httpd header, "
+                              . "in an httpd-free folder";
+            }
+            elsif ($name =~ m{\A(?:lessons|mod_lessons)\w*\.[ch]\z}) {
+                push @problems, "$path:$n: includes \"$name\": name its "
+                              . "folder (\"FOLDER/$name\")";
+            }
+            elsif ($name =~ m{\A(\w+)/(\w+\.[ch])\z} && exists $USES{$1}) {
+                my $to = $1;
+                push @problems, "$path:$n: includes $name, which is not there"
+                    unless -e "$root/modules/$name";
+                $use{$from}{$to} = 1 if $to ne $from;
+                push @problems, "$path:$n: includes $name: $from/ may not "
+                              . "use $to/ (\@FOLDERS)"
+                    unless $to eq $from || $USES{$from}{$to};
+            }
+        }
+    }
+    if (graph()) {
+        for my $f (sort keys %edge) {
+            my $from = folder_of($f);
+            for my $g (sort keys %{ $edge{$f} }) {
+                my $to = folder_of($g);
+                next if $to eq $from;
+                $use{$from}{$to} = 1;
+                push @problems, "$f calls $g ("
+                              . join(', ', sort keys %{ $edge{$f}{$g} })
+                              . "): $from/ may not use $to/ (\@FOLDERS)"
+                    unless $USES{$from}{$to};
+            }
+        }
+    }
+    print_folders(\%use) if $layers && !@problems;
+    return @problems;
+}
+
+# The folders' order as they are used: each line's folders use only
+# those of the lines below.
+sub print_folders {
+    my ($use) = @_;
+    my $by = layers([ map { $_->[0] } @FOLDERS ], $use);
+    for my $l (sort { $b <=> $a } keys %$by) {
+        print "    folders $l: ", join(' ', map {
+            my $f = $_;
+            my @u = sort keys %{ $use->{$f} || {} };
+            @u ? "$f/ (uses " . join(' ', map { "$_/" } @u) . ')' : "$f/";
+        } @{ $by->{$l} }), "\n";
     }
 }
 
@@ -165,8 +333,8 @@ sub fields_of {
 }
 
 sub merge {
-    my $header = slurp("$root/modules/mod_lessons.h");
-    my $config = slurp("$root/modules/mod_lessons_config.c");
+    my $header = slurp("$root/modules/httpd/mod_lessons.h");
+    my $config = slurp("$root/modules/httpd/mod_lessons_config.c");
     my @problems;
     for my $pair ([ lessons_dir_conf => 'lessons_merge_dir_conf' ],
                   [ lessons_srv_conf => 'lessons_merge_srv_conf' ]) {
@@ -256,6 +424,8 @@ sub directives {
 }
 
 report('no circles between the files of the module', circles());
+report('the folders of modules/ in their order, httpd only in httpd/',
+       folders());
 report('every config field is merged, or says why not', merge());
 report('the directive table and the reference agree', directives());
 print "$passed passed, $failed failed\n";

@@ -465,7 +465,7 @@ SKIP_NOTE=""
 [ "${ran:-0}" -eq 1 ] || failed=1
 [ $rc -ne 0 ] && [ "$failed" -eq 0 ] && failed=1
 # Sanitizer reports: one file per process that wrote any.  A report
-# with a frame in the module's code (its sources are modules/ and
+# with a frame in the module's code (its sources are modules/FOLDER/ and
 # mod_lessons.c) counts against the run; others (httpd, APR, a library)
 # are shown but are not the module's.
 SAN_NOTE=""
@@ -475,7 +475,7 @@ if [ -n "$SANITIZE" ]; then
         [ -f "$f" ] || continue
         n=$(grep -cE '^(==[0-9]+==ERROR: |.*runtime error: )' "$f" || true)
         reports=$((reports + n))
-        if grep -qE 'modules/(lessons|mod_lessons)_[a-z0-9_]+\.c|mod_lessons\.c' "$f"; then
+        if grep -qE 'modules/([a-z]+/)?(lessons|mod_lessons)_[a-z0-9_]+\.c|mod_lessons\.c' "$f"; then
             ours=$((ours + n))
         fi
     done

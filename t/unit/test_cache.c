@@ -20,7 +20,7 @@
 #include "apr_atomic.h"
 #include "apr_thread_proc.h"
 
-#include "lessons_cache.h"
+#include "api/lessons_cache.h"
 
 #include "unit_pool.h"
 

@@ -20,8 +20,8 @@
 #include "apr_pools.h"
 #include "apr_strings.h"
 
-#include "lessons_claims.h"
-#include "lessons_json.h"
+#include "auth/lessons_claims.h"
+#include "base/lessons_json.h"
 
 #include "unit_pool.h"
 

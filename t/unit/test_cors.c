@@ -13,7 +13,7 @@
 
 #include "apr_tables.h"
 #include "unit_pool.h"
-#include "lessons_cors.h"
+#include "api/lessons_cors.h"
 
 static int group_setup(void **state)
 {

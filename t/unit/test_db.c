@@ -22,7 +22,7 @@
 #include "apr_strings.h"
 #include "apr_time.h"
 
-#include "lessons_db.h"
+#include "store/lessons_db.h"
 
 #include "unit_pool.h"
 

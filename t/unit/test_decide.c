@@ -17,13 +17,13 @@
 
 #include <openssl/core_names.h>
 
-#include "lessons_claims.h"
-#include "lessons_decide.h"
-#include "lessons_dpop.h"
-#include "lessons_keyset.h"
-#include "lessons_replay.h"
-#include "lessons_token.h"
-#include "lessons_tokencache.h"
+#include "auth/lessons_claims.h"
+#include "auth/lessons_decide.h"
+#include "auth/lessons_dpop.h"
+#include "keys/lessons_keyset.h"
+#include "auth/lessons_replay.h"
+#include "auth/lessons_token.h"
+#include "auth/lessons_tokencache.h"
 
 #include "unit_pool.h"
 #include "unit_jwt.h"

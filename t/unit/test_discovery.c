@@ -17,7 +17,7 @@
 
 #include "apr_strings.h"
 
-#include "lessons_discovery.h"
+#include "keys/lessons_discovery.h"
 
 #include "unit_pool.h"
 

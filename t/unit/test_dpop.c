@@ -15,8 +15,8 @@
 
 #include <openssl/core_names.h>
 
-#include "lessons_dpop.h"
-#include "lessons_token.h"
+#include "auth/lessons_dpop.h"
+#include "auth/lessons_token.h"
 
 #include "unit_pool.h"
 #include "unit_jwt.h"

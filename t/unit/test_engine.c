@@ -17,7 +17,7 @@
 #include "apr_dbd.h"
 #include "apr_env.h"
 
-#include "lessons_engine.h"
+#include "store/lessons_engine.h"
 
 #include "unit_pool.h"
 

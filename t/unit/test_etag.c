@@ -11,7 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "lessons_etag.h"
+#include "api/lessons_etag.h"
 
 #include "unit_pool.h"
 

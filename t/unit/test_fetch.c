@@ -37,8 +37,8 @@
 #include "apr_pools.h"
 #include "apr_strings.h"
 
-#include "lessons_fetch.h"
-#include "lessons_key.h"
+#include "keys/lessons_fetch.h"
+#include "keys/lessons_key.h"
 
 #include "unit_pool.h"
 

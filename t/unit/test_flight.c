@@ -19,7 +19,7 @@
 #include "apr_thread_proc.h"
 #include "apr_time.h"
 
-#include "lessons_flight.h"
+#include "store/lessons_flight.h"
 
 #include "unit_pool.h"
 

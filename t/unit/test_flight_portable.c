@@ -5,5 +5,5 @@
  * variable of their own), so that path is tested on Linux too.
  */
 #define LESSONS_FLIGHT_NO_FUTEX 1
-#include "lessons_flight.c"
+#include "store/lessons_flight.c"
 #include "test_flight.c"

@@ -14,7 +14,7 @@
 #include "apr_thread_proc.h"
 #include "apr_time.h"
 
-#include "lessons_gate.h"
+#include "store/lessons_gate.h"
 
 #include "unit_pool.h"
 

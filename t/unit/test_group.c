@@ -17,7 +17,7 @@
 #include "apr_thread_proc.h"
 #include "apr_time.h"
 
-#include "lessons_group.h"
+#include "store/lessons_group.h"
 
 #include "unit_pool.h"
 

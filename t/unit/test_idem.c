@@ -16,7 +16,7 @@
 
 #include "apr_strings.h"
 
-#include "lessons_idem.h"
+#include "api/lessons_idem.h"
 
 #include "unit_pool.h"
 

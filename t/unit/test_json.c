@@ -19,7 +19,7 @@
 #include "apr_strings.h"
 #include "apr_tables.h"
 
-#include "lessons_json.h"
+#include "base/lessons_json.h"
 
 #include "unit_pool.h"
 

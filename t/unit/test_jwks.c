@@ -31,10 +31,10 @@
 #include "apr_strings.h"
 #include "apr_tables.h"
 
-#include "lessons_keyset.h"
+#include "keys/lessons_keyset.h"
 
 #include "unit_pool.h"
-#include "lessons_token.h"
+#include "auth/lessons_token.h"
 #include "unit_jwt.h"
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))

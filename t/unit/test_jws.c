@@ -32,8 +32,8 @@
 #include "apr_pools.h"
 #include "apr_strings.h"
 
-#include "lessons_keyset.h"
-#include "lessons_token.h"
+#include "keys/lessons_keyset.h"
+#include "auth/lessons_token.h"
 
 #include "unit_pool.h"
 #include "unit_jwt.h"

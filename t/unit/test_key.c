@@ -23,7 +23,7 @@
 #include "apr_pools.h"
 #include "apr_strings.h"
 
-#include "lessons_key.h"
+#include "keys/lessons_key.h"
 
 #include "unit_pool.h"
 

@@ -20,7 +20,7 @@
 #include "apr_shm.h"
 #include "apr_strings.h"
 
-#include "lessons_keyshare.h"
+#include "keys/lessons_keyshare.h"
 
 #include "unit_pool.h"
 

@@ -17,7 +17,7 @@
 #include "apr_thread_mutex.h"
 #include "apr_thread_proc.h"
 
-#include "lessons_keysource.h"
+#include "keys/lessons_keysource.h"
 
 #include "unit_pool.h"
 

@@ -20,7 +20,7 @@
 #include "apr_strings.h"
 #include "apr_thread_proc.h"
 
-#include "lessons_metrics.h"
+#include "ops/lessons_metrics.h"
 
 #include "unit_pool.h"
 

@@ -20,7 +20,7 @@
 #include "apr_pools.h"
 #include "apr_strings.h"
 
-#include "lessons_payload.h"
+#include "api/lessons_payload.h"
 
 #include "unit_pool.h"
 

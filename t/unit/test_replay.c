@@ -22,7 +22,7 @@
 #include "apr_shm.h"
 #include "apr_strings.h"
 
-#include "lessons_replay.h"
+#include "auth/lessons_replay.h"
 
 #include "unit_pool.h"
 

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "lessons_route.h"
+#include "api/lessons_route.h"
 
 #define BASE "/api/lessons"
 

@@ -23,7 +23,7 @@
 #include "apr_tables.h"
 #include "apr_dbd.h"
 
-#include "lessons_store.h"
+#include "store/lessons_store.h"
 
 #ifndef LESSONS_SQL_DIR
 #error "LESSONS_SQL_DIR must name the sql/ directory"

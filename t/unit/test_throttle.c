@@ -9,7 +9,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "lessons_throttle.h"
+#include "ops/lessons_throttle.h"
 
 #include "unit_pool.h"
 

@@ -27,7 +27,7 @@
 #include "apr_pools.h"
 #include "apr_strings.h"
 
-#include "lessons_token.h"
+#include "auth/lessons_token.h"
 
 #define NOW        ((apr_int64_t)1700000000)
 #define EXP        (NOW + 3600)

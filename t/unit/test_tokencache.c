@@ -26,8 +26,8 @@
 #include "apr_strings.h"
 #include "apr_thread_proc.h"
 
-#include "lessons_token.h"
-#include "lessons_tokencache.h"
+#include "auth/lessons_token.h"
+#include "auth/lessons_tokencache.h"
 
 #define NOW        ((apr_int64_t)1700000000)
 #define EXP        (NOW + 3600)

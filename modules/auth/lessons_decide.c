@@ -1,0 +1,634 @@
+/* Licensed under the Apache License, Version 2.0.
+ *
+ * lessons_decide.c: the gate's decision (see lessons_decide.h).  The
+ * steps, each of which may end in the verdict: is a token needed; can
+ * the section verify one at all; the Authorization header; the issuer
+ * block the token names; the keys (a fetched set, one refetch for a kid
+ * the set lacks); the token; DPoP; the user; the claims to export.
+ * Only the last step's end is ALLOW.
+ */
+#include <string.h>
+
+#include "apr_strings.h"
+
+#include "auth/lessons_claims.h"
+#include "auth/lessons_decide.h"
+#include "auth/lessons_dpop.h"
+
+/* The rest of the decision, as the steps hand it on. */
+typedef struct {
+    apr_pool_t *p;
+    const lessons_decide_policy_t *policy;
+    const lessons_decide_facts_t *facts;
+    lessons_verdict_t *v;
+    int mode;                       /* LESSONS_DPOP_* */
+} lessons_decision_t;
+
+static void decide_note(lessons_decision_t *d, int tag, const char *text)
+{
+    lessons_decide_line_t *line;
+
+    if (!d->v->notes) {
+        d->v->notes = apr_array_make(d->p, 2, sizeof(*line));
+    }
+    line = apr_array_push(d->v->notes);
+    line->level = LESSONS_DECIDE_INFO;
+    line->tag = tag;
+    line->fault = 0;
+    line->text = text;
+}
+
+/* A refusal: its status, words and log line.  A fault of the server,
+ * not of the request (500, 503), has no challenge, and its line
+ * stands alone (fault).
+ */
+static lessons_verdict_e decide_verdict(lessons_decision_t *d, int status,
+                                        int level, int tag, int fault,
+                                        const char *description,
+                                        const char *text)
+{
+    lessons_verdict_t *v = d->v;
+
+    v->kind = LESSONS_VERDICT_REFUSE;
+    v->status = status;
+    v->challenge = LESSONS_CHALLENGE_NONE;
+    v->error = NULL;
+    v->description = description;
+    v->refusal = -1;
+    v->line.level = level;
+    v->line.tag = tag;
+    v->line.fault = fault;
+    v->line.text = text;
+    return v->kind;
+}
+
+static lessons_verdict_e decide_fault(lessons_decision_t *d, int status,
+                                      int level, int tag,
+                                      const char *description,
+                                      const char *text)
+{
+    return decide_verdict(d, status, level, tag, 1, description, text);
+}
+
+/* A refusal of what the request brought: its line at info, counted as
+ * refusal.  The challenge as the section answers it: DPoP's for a
+ * request that used DPoP, or where DPoP is required; else Bearer's,
+ * and where DPoP is optional DPoP's bare beside it (RFC 6750 3.1: a
+ * scheme the request did not try gets no error).
+ */
+static lessons_verdict_e decide_refuse(lessons_decision_t *d, int status,
+                                       int refusal, int tag, const char *error,
+                                       const char *description,
+                                       const char *text)
+{
+    lessons_verdict_t *v = d->v;
+
+    decide_verdict(d, status, LESSONS_DECIDE_INFO, tag, 0, description,
+                   text);
+    v->error = error;
+    v->refusal = refusal;
+    v->challenge = v->dpop || d->mode == LESSONS_DPOP_REQUIRED
+                   ? LESSONS_CHALLENGE_DPOP
+                   : d->mode == LESSONS_DPOP_OPTIONAL
+                   ? LESSONS_CHALLENGE_BEARER_DPOP
+                   : LESSONS_CHALLENGE_BEARER;
+    return v->kind;
+}
+
+/* The configuration in effect cannot verify tokens: 500.  Start-up
+ * refuses every such layout it can see; this holds for the ones only a
+ * merge makes.
+ */
+static lessons_verdict_e decide_misconfigured(lessons_decision_t *d,
+                                              const char *why)
+{
+    return decide_fault(d, 500, LESSONS_DECIDE_ERR, 201,
+                        "The server is misconfigured.",
+                        apr_psprintf(d->p, "%s; refusing to serve %s", why,
+                                     d->facts->path ? d->facts->path
+                                                    : "the request"));
+}
+
+static lessons_verdict_e decide_token_refused(lessons_decision_t *d,
+                                              lessons_token_e rc)
+{
+    return decide_refuse(d, 401, lessons_refusal_of(rc), 204,
+                         "invalid_token", lessons_token_describe(rc),
+                         lessons_token_describe(rc));
+}
+
+/* The token from the Authorization header into d->v->token: 0, or the
+ * refusal (401 without one, 400 for a malformed header).
+ */
+static int decide_bearer(lessons_decision_t *d)
+{
+    const char *header = d->facts->authorization, *other;
+    lessons_verdict_t *v = d->v;
+    lessons_bearer_e rc = lessons_bearer_parse(d->p, header, &v->token);
+
+    /* Where a section takes DPoP, its scheme carries the token too. */
+    if (rc == LESSONS_BEARER_OTHER_SCHEME && d->mode != LESSONS_DPOP_OFF) {
+        rc = lessons_auth_parse(d->p, header, "DPoP", &v->token);
+        v->dpop = rc != LESSONS_BEARER_OTHER_SCHEME;
+    }
+    /* Where it does not, a DPoP client did send a token, in a scheme not
+     * taken here: say that, not that none came.  The token is not looked
+     * at, and Bearer's challenge stays bare (RFC 6750 3.1).
+     */
+    else if (rc == LESSONS_BEARER_OTHER_SCHEME
+             && lessons_auth_parse(d->p, header, "DPoP", &other)
+                != LESSONS_BEARER_OTHER_SCHEME) {
+        return decide_refuse(d, 401, LESSONS_REFUSED_DPOP, 223, NULL,
+                             "DPoP is not accepted here: send the access "
+                             "token with the Bearer scheme.",
+                             "the DPoP scheme, which this section does not "
+                             "take (LessonsJWTDPoP off)");
+    }
+    switch (rc) {
+    case LESSONS_BEARER_OK:
+        return 0;
+    case LESSONS_BEARER_MALFORMED:
+        /* Never the header itself: it may hold a token. */
+        return decide_refuse(d, 400, LESSONS_REFUSED_BAD_HEADER, 203,
+                             "invalid_request",
+                             v->dpop ? "The Authorization header must be "
+                                       "'DPoP' followed by one token."
+                                     : "The Authorization header must be "
+                                       "'Bearer' followed by one token.",
+                             "malformed Authorization header");
+    default:
+        /* None, or another scheme: a bearer client sends its token from
+         * the first request on.
+         */
+        return decide_refuse(d, 401, LESSONS_REFUSED_NO_TOKEN, 202, NULL,
+                             "A bearer token is required.",
+                             "no bearer token");
+    }
+}
+
+/* The issuers of the section's blocks, in order. */
+static const char *const *decide_issuers(lessons_decision_t *d)
+{
+    const lessons_decide_policy_t *policy = d->policy;
+    const char **names = apr_palloc(d->p, sizeof(*names)
+                                          * (apr_size_t)policy->nunits);
+    int i;
+
+    for (i = 0; i < policy->nunits; i++) {
+        names[i] = policy->units[i].issuer;
+    }
+    return names;
+}
+
+/* In a section with <LessonsJWTIssuer> blocks, the block of the issuer
+ * the token names (read before its signature, trusted for nothing
+ * else: only that issuer's keys are tried, and its iss checked again
+ * once they verify).  0 with d->v->unit, or the refusal.
+ */
+static int decide_block(lessons_decision_t *d)
+{
+    const lessons_decide_policy_t *policy = d->policy;
+    lessons_token_e rc;
+    int i = 0;
+
+    if (!policy->blocks) {
+        d->v->unit = &policy->units[0];
+        return 0;
+    }
+    rc = lessons_token_pick_issuer(d->p, d->v->token, decide_issuers(d),
+                                   policy->nunits, &i);
+    if (rc == LESSONS_TOKEN_UNKNOWN_ISSUER) {
+        /* Never the iss itself: a claim's value. */
+        return decide_refuse(d, 401, LESSONS_REFUSED_UNKNOWN_ISSUER, 222,
+                             "invalid_token", lessons_token_describe(rc),
+                             apr_psprintf(d->p, "the token names none of "
+                                          "the %d issuers of the section "
+                                          "at %s", policy->nunits,
+                                          policy->where ? policy->where
+                                                        : "(unknown)"));
+    }
+    if (rc != LESSONS_TOKEN_OK || i < 0 || i >= policy->nunits) {
+        return decide_token_refused(d, rc != LESSONS_TOKEN_OK
+                                       ? rc : LESSONS_TOKEN_MALFORMED);
+    }
+    d->v->unit = &policy->units[i];
+    return 0;
+}
+
+/* The unit's keys for this request: a fetched set (held in the pool: a
+ * refresh may swap it), else its key file's, which serve until the
+ * first fetch.  0, or the refusal (503 while there are none).
+ */
+static int decide_keys(lessons_decision_t *d)
+{
+    const lessons_decide_unit_t *unit = d->v->unit;
+    lessons_token_policy_t *token = &d->v->policy;
+    const lessons_keyset_t *set;
+
+    if (!unit->fetched) {
+        return 0;
+    }
+    set = unit->live ? lessons_keysource_take(unit->live, d->p) : NULL;
+    if (set) {
+        token->keys = set;
+        token->fp = NULL;           /* made from this set, per request */
+        return 0;
+    }
+    if (token->keys || token->key) {
+        return 0;                   /* LessonsJWTKeyFile's, meanwhile */
+    }
+    d->v->retry_after = unit->retry_after > 0 ? unit->retry_after : 1;
+    decide_fault(d, 503, LESSONS_DECIDE_ERR, 214,
+                 "The server cannot verify access tokens yet; try again "
+                 "later.",
+                 apr_psprintf(d->p, "%s has not given a key set yet: "
+                              "answering 503", unit->keys_name));
+    d->v->refusal = LESSONS_REFUSED_NO_KEYS;
+    return 1;
+}
+
+/* A kid the set lacks may be a rotation: one refetch (at most once per
+ * LessonsJWTKeysMinRefresh).  1 when a new set is in use since the
+ * request took its own.
+ */
+static int decide_refetch(lessons_decision_t *d)
+{
+    const lessons_decide_unit_t *unit = d->v->unit;
+    apr_interval_time_t since = 0, until = 0;
+
+    if (!unit->fetched || !unit->live) {
+        return 0;
+    }
+    switch (lessons_keysource_refetch(unit->live, &since, &until)) {
+    case LESSONS_KEYSOURCE_NEW:
+        return 1;
+    case LESSONS_KEYSOURCE_TOO_SOON:
+        /* Say when, so that a rotation that outruns the interval can be
+         * told from a forged kid.
+         */
+        decide_note(d, 218, apr_psprintf(d->p, "%s: the token's kid is not "
+                    "in the key set fetched %" APR_TIME_T_FMT " s ago; the "
+                    "next fetch may happen in %" APR_TIME_T_FMT " s "
+                    "(LessonsJWTKeysMinRefresh)", unit->keys_name,
+                    apr_time_sec(since), apr_time_sec(until) + 1));
+        return 0;
+    case LESSONS_KEYSOURCE_BUSY:
+        decide_note(d, 220, apr_psprintf(d->p, "%s: the token's kid is not "
+                    "in the key set and enough requests wait for the fetch "
+                    "already; this one did not wait", unit->keys_name));
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+/* Whether the claims are decoded: only where something reads them. */
+static int decide_wants_claims(const lessons_decision_t *d)
+{
+    const lessons_decide_policy_t *policy = d->policy;
+
+    return (policy->user_claim && strcmp(policy->user_claim, "sub"))
+           || policy->nexport > 0 || d->mode != LESSONS_DPOP_OFF;
+}
+
+/* The token against the unit's keys, through the process's cache: each
+ * distinct token is verified once per process, exp and nbf checked on
+ * every request.  0 with *subject, or the refusal.
+ */
+static int decide_token(lessons_decision_t *d, const char **subject)
+{
+    lessons_verdict_t *v = d->v;
+    const lessons_decide_unit_t *unit = v->unit;
+    json_t **claims = decide_wants_claims(d) ? &v->claims : NULL;
+    lessons_token_e rc;
+
+    v->claims_done = claims != NULL;
+    rc = lessons_token_verify_claims(d->p, &v->policy, d->policy->tokens,
+                                     v->token, d->facts->now, subject,
+                                     claims);
+    if (rc == LESSONS_TOKEN_UNKNOWN_KID && decide_refetch(d)) {
+        v->policy = unit->token;
+        if (decide_keys(d)) {
+            return 1;
+        }
+        rc = lessons_token_verify_claims(d->p, &v->policy,
+                                         d->policy->tokens, v->token,
+                                         d->facts->now, subject, claims);
+    }
+    if (rc == LESSONS_TOKEN_KEY_MISFIT) {
+        decide_misconfigured(d, apr_psprintf(d->p, "the keys of %s (section "
+                             "at %s) allow none of the algorithms %s",
+                             unit->keys_name ? unit->keys_name : "(none)",
+                             unit->where ? unit->where : "(an issuer line)",
+                             unit->alg_name ? unit->alg_name
+                                            : "of a discovered issuer"));
+        return 1;
+    }
+    if (rc != LESSONS_TOKEN_OK) {
+        decide_token_refused(d, rc);
+        return 1;
+    }
+    return 0;
+}
+
+/* A DPoP refusal (RFC 9449): always DPoP's challenge. */
+static int decide_dpop_refuse(lessons_decision_t *d, const char *error,
+                              const char *description, const char *why)
+{
+    decide_refuse(d, 401, LESSONS_REFUSED_DPOP, 240, error, description,
+                  why ? why : description);
+    d->v->challenge = LESSONS_CHALLENGE_DPOP;
+    return 1;
+}
+
+/* The request's one DPoP proof, or NULL (none, or several: RFC 9449 4.3
+ * takes exactly one, and a header value with a comma, which no JWS
+ * holds, is several joined).
+ */
+static const char *decide_proof(const lessons_decide_facts_t *facts)
+{
+    if (facts->dpop_lines != 1 || !facts->dpop
+        || strchr(facts->dpop, ',')) {
+        return NULL;
+    }
+    return facts->dpop;
+}
+
+/* A proof the server cannot check now: 503, never taken unchecked. */
+static int decide_dpop_unavailable(lessons_decision_t *d, int level, int tag,
+                                   const char *text)
+{
+    d->v->retry_after = LESSONS_RETRY_SECONDS;
+    decide_fault(d, 503, level, tag, "The server cannot check DPoP proofs "
+                 "now; try again later.",
+                 apr_pstrcat(d->p, text, ": answered 503", NULL));
+    return 1;
+}
+
+/* A token bound to a key (cnf.jkt) needs a proof made with it for this
+ * very request, taken once per server; a bound token sent as a bearer
+ * token is refused (RFC 9449 7.2), and so is a bearer token where DPoP
+ * is required.  0, or the refusal.
+ */
+static int decide_dpop(lessons_decision_t *d)
+{
+    const lessons_decide_policy_t *policy = d->policy;
+    lessons_verdict_t *v = d->v;
+    const char *jkt, *proof, *why = NULL;
+    lessons_dpop_request_t req;
+    lessons_dpop_proof_t out;
+    unsigned char key[LESSONS_REPLAY_KEY_LEN];
+    apr_uint32_t owner;
+    lessons_dpop_e rc;
+    int seen;
+
+    if (d->mode == LESSONS_DPOP_OFF) {
+        return 0;
+    }
+    /* Whether the token is bound is in its claims: without them,
+     * nothing is known, and nothing is taken.
+     */
+    if (!v->claims) {
+        return decide_dpop_refuse(d, "invalid_token", "The access token's "
+                                  "claims could not be read", NULL);
+    }
+    jkt = lessons_dpop_token_jkt(v->claims);
+    if (!v->dpop) {
+        if (jkt) {
+            return decide_dpop_refuse(d, "invalid_token", "The access "
+                                      "token is bound to a DPoP key: send "
+                                      "it with Authorization: DPoP and a "
+                                      "proof", NULL);
+        }
+        if (d->mode == LESSONS_DPOP_REQUIRED) {
+            return decide_dpop_refuse(d, "invalid_token", "This resource "
+                                      "takes DPoP-bound access tokens only",
+                                      NULL);
+        }
+        return 0;
+    }
+    if (!jkt || !*jkt) {
+        return decide_dpop_refuse(d, "invalid_token", "The access token is "
+                                  "not bound to a DPoP key", NULL);
+    }
+    proof = decide_proof(d->facts);
+    if (!proof) {
+        return decide_dpop_refuse(d, "invalid_dpop_proof", "Exactly one "
+                                  "DPoP header with a proof is required",
+                                  NULL);
+    }
+    memset(&req, 0, sizeof(req));
+    req.method = d->facts->method;
+    req.uri = d->facts->uri;
+    req.token = v->token;
+    req.now = d->facts->now;
+    req.window = LESSONS_DPOP_WINDOW + (policy->leeway > 0 ? policy->leeway
+                                                           : 0);
+    req.ahead = LESSONS_DPOP_AHEAD + (policy->leeway > 0 ? policy->leeway
+                                                         : 0);
+    rc = lessons_dpop_check(d->p, proof, &req, &out, &why);
+    if (rc != LESSONS_DPOP_OK) {
+        return decide_dpop_refuse(d, "invalid_dpop_proof",
+                                  lessons_dpop_describe(rc), why);
+    }
+    if (strcmp(out.jkt, jkt) != 0) {
+        return decide_dpop_refuse(d, "invalid_dpop_proof", "The DPoP proof "
+                                  "is made with another key than the "
+                                  "access token's", NULL);
+    }
+    if (!policy->replay || lessons_replay_key(jkt, out.jti, key) != 0
+        || lessons_replay_owner(jkt, &owner) != 0
+        || (seen = policy->replay(policy->replay_baton, key, owner,
+                                  apr_time_from_sec(lessons_dpop_kept_until(
+                                      &req, out.iat)),
+                                  d->facts->clock)) < 0) {
+        return decide_dpop_unavailable(d, LESSONS_DECIDE_ERR, 241,
+                                       "the DPoP proofs seen cannot be read "
+                                       "in this process");
+    }
+    switch (seen) {
+    case LESSONS_REPLAY_NEW:
+        return 0;
+    case LESSONS_REPLAY_SEEN:
+        return decide_dpop_refuse(d, "invalid_dpop_proof", "The DPoP proof "
+                                  "has been used before", NULL);
+    case LESSONS_REPLAY_OVER_SHARE:
+        /* The client's doing, not the server's: its own proofs are
+         * refused (401, as any proof that cannot be taken), every other
+         * key's are taken as before.  Its proofs end within the window,
+         * so it may try again soon.
+         */
+        v->retry_after = LESSONS_RETRY_SECONDS;
+        return decide_dpop_refuse(d, "invalid_dpop_proof", "Too many DPoP "
+                                  "proofs made with this key within the "
+                                  "window; try again later",
+                                  apr_psprintf(d->p, "the key already holds "
+                                               "its share of the DPoP "
+                                               "proofs seen (%d)",
+                                               policy->replay_share));
+    default:
+        return decide_dpop_unavailable(d, LESSONS_DECIDE_WARNING, 242,
+                                       "too many DPoP proofs within the "
+                                       "window to keep one more");
+    }
+}
+
+/* The user, from the verified token's user claim (subject when it is
+ * sub); where the section takes several issuers, qualified with the
+ * issuer of the block that verified it.  The user goes into logs,
+ * REMOTE_USER and headers an admin builds from it: a claim that cannot
+ * be one as it is refuses the token (401), rather than making it
+ * someone else by cleaning or cutting it.  No claim: no user.
+ */
+static int decide_user(lessons_decision_t *d, const char *subject)
+{
+    const lessons_decide_policy_t *policy = d->policy;
+    lessons_verdict_t *v = d->v;
+    const char *user = NULL;
+    lessons_claim_text_e urc;
+
+    if (policy->user_claim && strcmp(policy->user_claim, "sub")) {
+        urc = lessons_claims_user(d->p, lessons_claims_get(
+                                      v->claims, policy->user_claim),
+                                  LESSONS_USER_MAX, &user);
+    }
+    else {
+        urc = subject ? lessons_claims_text_check(subject, strlen(subject),
+                                                  LESSONS_USER_MAX)
+                      : LESSONS_CLAIM_TEXT_ABSENT;
+        user = subject;
+    }
+    /* Two issuers' "alice" are two users: "alice@" and the issuer. */
+    if (urc == LESSONS_CLAIM_TEXT_OK && policy->blocks) {
+        urc = lessons_claims_qualify(d->p, user, v->unit->issuer,
+                                     decide_issuers(d), policy->nunits,
+                                     &user);
+    }
+    if (urc != LESSONS_CLAIM_TEXT_OK && urc != LESSONS_CLAIM_TEXT_ABSENT) {
+        decide_refuse(d, 401, LESSONS_REFUSED_USER_CLAIM, 217,
+                      "invalid_token", "The access token's user claim "
+                      "cannot be used as a user name.",
+                      apr_psprintf(d->p, "the user claim %s %s (%s)",
+                                   policy->user_claim ? policy->user_claim
+                                                      : "sub",
+                                   lessons_claims_text_describe(urc),
+                                   urc == LESSONS_CLAIM_TEXT_OTHER_ISSUER
+                                   ? apr_pstrcat(d->p, "issuer names with "
+                                                 "\"@\" in the section at ",
+                                                 policy->where
+                                                 ? policy->where
+                                                 : "(unknown)", NULL)
+                                   : apr_psprintf(d->p, "at most %d bytes, "
+                                                  "no control characters",
+                                                  LESSONS_USER_MAX)));
+        return 1;
+    }
+    v->user = urc == LESSONS_CLAIM_TEXT_OK ? user : NULL;
+    return 0;
+}
+
+/* LessonsJWTExportClaims: each claim the token has whose text keeps the
+ * rule of lessons_claims_text; one it lacks is left out, and so is one
+ * that breaks the rule, with a note naming it (never its value).
+ */
+static void decide_exports(lessons_decision_t *d)
+{
+    const lessons_decide_policy_t *policy = d->policy;
+    lessons_verdict_t *v = d->v;
+    int i;
+
+    for (i = 0; v->claims && i < policy->nexport; i++) {
+        const char *name = policy->export_claims[i], *text = NULL;
+        lessons_decide_export_t *out;
+        lessons_claim_text_e rc;
+
+        rc = lessons_claims_text(d->p, lessons_claims_get(v->claims, name),
+                                 LESSONS_CLAIM_MAX, &text);
+        if (rc == LESSONS_CLAIM_TEXT_OK && text
+            && (name = lessons_claims_env_name(d->p, name)) != NULL) {
+            if (!v->exports) {
+                v->exports = apr_array_make(d->p, policy->nexport,
+                                            sizeof(*out));
+            }
+            out = apr_array_push(v->exports);
+            out->name = name;
+            out->value = text;
+        }
+        else if (rc != LESSONS_CLAIM_TEXT_OK
+                 && rc != LESSONS_CLAIM_TEXT_ABSENT) {
+            decide_note(d, 216, apr_psprintf(d->p, "claim %s not exported: "
+                        "it %s%s", name, lessons_claims_text_describe(rc),
+                        rc == LESSONS_CLAIM_TEXT_LIST ? ""
+                        : apr_psprintf(d->p, " (at most %d bytes, no control "
+                                       "characters)", LESSONS_CLAIM_MAX)));
+        }
+    }
+}
+
+lessons_verdict_e lessons_decide(apr_pool_t *p,
+                                 const lessons_decide_policy_t *policy,
+                                 const lessons_decide_facts_t *facts,
+                                 lessons_verdict_t *v)
+{
+    lessons_decision_t d;
+    const char *subject = NULL;
+
+    memset(v, 0, sizeof(*v));
+    v->refusal = -1;
+    d.p = p;
+    d.policy = policy;
+    d.facts = facts;
+    d.v = v;
+    d.mode = policy->dpop ? policy->dpop : LESSONS_DPOP_OFF;
+
+    if (!policy->needed) {
+        return v->kind = LESSONS_VERDICT_NOT_NEEDED;
+    }
+    /* From here on a token is needed: every way out but the last one is
+     * a refusal.  Whatever the merge left must verify, or nothing does.
+     */
+    if (policy->broken || !policy->units || policy->nunits < 1) {
+        return decide_misconfigured(&d, policy->broken
+                                    ? policy->broken
+                                    : apr_psprintf(p, "a token is needed "
+                                                   "here (from %s on), but "
+                                                   "no key is in effect",
+                                                   policy->needed));
+    }
+    if (decide_bearer(&d) || decide_block(&d)) {
+        return v->kind;
+    }
+    if (v->unit->broken) {
+        return decide_misconfigured(&d, v->unit->broken);
+    }
+    v->policy = v->unit->token;
+    if (decide_keys(&d) || decide_token(&d, &subject) || decide_dpop(&d)
+        || decide_user(&d, subject)) {
+        return v->kind;
+    }
+    decide_exports(&d);
+    return v->kind = LESSONS_VERDICT_ALLOW;
+}
+
+lessons_metrics_refusal_e lessons_refusal_of(lessons_token_e rc)
+{
+    switch (rc) {
+    case LESSONS_TOKEN_MALFORMED:       return LESSONS_REFUSED_MALFORMED;
+    case LESSONS_TOKEN_BAD_ALG:         return LESSONS_REFUSED_ALGORITHM;
+    case LESSONS_TOKEN_CRIT:            return LESSONS_REFUSED_CRIT;
+    case LESSONS_TOKEN_BAD_SIGNATURE:   return LESSONS_REFUSED_SIGNATURE;
+    case LESSONS_TOKEN_BAD_CLAIMS:
+    case LESSONS_TOKEN_AT_CLAIMS:       return LESSONS_REFUSED_CLAIMS;
+    case LESSONS_TOKEN_NO_EXP:          return LESSONS_REFUSED_NO_EXP;
+    case LESSONS_TOKEN_EXPIRED:         return LESSONS_REFUSED_EXPIRED;
+    case LESSONS_TOKEN_NOT_YET_VALID:   return LESSONS_REFUSED_NOT_YET_VALID;
+    case LESSONS_TOKEN_BAD_ISSUER:      return LESSONS_REFUSED_ISSUER;
+    case LESSONS_TOKEN_BAD_AUDIENCE:    return LESSONS_REFUSED_AUDIENCE;
+    case LESSONS_TOKEN_BAD_TYPE:
+    case LESSONS_TOKEN_NOT_AT_JWT:      return LESSONS_REFUSED_TYPE;
+    case LESSONS_TOKEN_BAD_IAT:         return LESSONS_REFUSED_IAT;
+    case LESSONS_TOKEN_UNKNOWN_KID:     return LESSONS_REFUSED_UNKNOWN_KID;
+    case LESSONS_TOKEN_UNKNOWN_ISSUER:  return LESSONS_REFUSED_UNKNOWN_ISSUER;
+    default:                            return LESSONS_REFUSED_OTHER;
+    }
+}

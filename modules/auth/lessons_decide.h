@@ -1,0 +1,193 @@
+/* Licensed under the Apache License, Version 2.0.
+ *
+ * lessons_decide.h: the gate's decision, as one unit.  The request's
+ * facts (method, the server's own URI for it, the headers that matter,
+ * the time) and the section's merged policy go in; one verdict comes
+ * out: no token needed here, allow (with the token, its claims and the
+ * user), or refuse (status, challenge, reason, the log line).  Nothing
+ * here knows httpd: the glue (mod_lessons_access.c) gathers the facts,
+ * applies the verdict, and counts it once at log time.
+ *
+ * Whether a token is needed is part of the policy (needed), and the
+ * only way to a verdict without one: a policy that needs a token never
+ * allows a request without a valid one, whatever else it says (no key,
+ * a broken merge, no key set yet: refuse, never allow).  t/fuzz/
+ * fuzz_decide.c holds every verdict to that.
+ */
+#ifndef LESSONS_DECIDE_H
+#define LESSONS_DECIDE_H
+
+#include <jansson.h>
+#include "apr_pools.h"
+#include "apr_tables.h"
+#include "apr_time.h"
+
+#include "keys/lessons_keysource.h"
+#include "ops/lessons_metrics.h"
+#include "auth/lessons_replay.h"
+#include "auth/lessons_token.h"
+#include "auth/lessons_tokencache.h"
+
+/* LessonsJWTDPoP (RFC 9449). */
+#define LESSONS_DPOP_OFF       1    /* tokens are bearer tokens, as ever */
+#define LESSONS_DPOP_OPTIONAL  2    /* a bound token needs its proof */
+#define LESSONS_DPOP_REQUIRED  3    /* and unbound tokens are refused */
+#define LESSONS_DPOP_WINDOW    60   /* seconds a proof's iat may be off,
+                                     * LessonsJWTLeeway added */
+
+/* Seconds a client is told to wait (Retry-After) for what passes soon. */
+#define LESSONS_RETRY_SECONDS  5
+
+/* What the gate hands on from a token, at most. */
+#define LESSONS_CLAIM_MAX      1024 /* bytes of one exported claim */
+#define LESSONS_USER_MAX       256  /* bytes of r->user from a claim */
+
+/* Log levels of a verdict's lines: syslog's, as httpd's APLOG_* are. */
+#define LESSONS_DECIDE_ERR      3
+#define LESSONS_DECIDE_WARNING  4
+#define LESSONS_DECIDE_INFO     6
+
+/* What may verify a token: the section itself, or one of its
+ * <LessonsJWTIssuer> blocks.
+ */
+typedef struct {
+    const char *issuer;             /* a block: the issuer its tokens name
+                                     * (picked by, before the signature);
+                                     * the section: NULL */
+    lessons_token_policy_t token;   /* its algorithms, issuer, audience,
+                                     * leeway, and its key file's keys
+                                     * (keys or key; none: NULL) */
+    int fetched;                    /* its keys come from a keys URL or a
+                                     * discovered issuer (live) */
+    lessons_keysource_t *live;      /* ... their fetcher in this process
+                                     * (NULL: it could not start) */
+    const char *keys_name;          /* "keys URL ...", "issuer ...", or
+                                     * the key file's path: who vouches */
+    int retry_after;                /* seconds, when its fetcher has no
+                                     * set yet (LessonsJWTKeysMinRefresh) */
+    const char *broken;             /* why its keys cannot verify (what
+                                     * the merge made of it), or NULL */
+    const char *where;              /* its directive's file and line */
+    const char *alg_name;           /* its LessonsJWTAlgorithm, or NULL */
+} lessons_decide_unit_t;
+
+/* Take a DPoP proof's key for owner until expires (RFC 9449 11.1): the
+ * table's answer, or -1 when the table cannot be asked.
+ */
+typedef int (*lessons_decide_replay_fn)(void *baton,
+                                        const unsigned char *key,
+                                        apr_uint32_t owner,
+                                        apr_time_t expires, apr_time_t now);
+
+/* The merged policy of a request's section. */
+typedef struct {
+    const char *needed;             /* where a token became needed (the
+                                     * outermost directive putting keys
+                                     * in force); NULL: none is needed */
+    const char *broken;             /* why the section as merged cannot
+                                     * verify any token, or NULL */
+    const lessons_decide_unit_t *units; /* the section's one, or each
+                                     * block's */
+    int nunits;
+    int blocks;                     /* units are <LessonsJWTIssuer> blocks */
+    const char *where;              /* the section's key directive */
+    int dpop;                       /* LESSONS_DPOP_* (0: off) */
+    long leeway;                    /* LessonsJWTLeeway, seconds */
+    const char *user_claim;         /* NULL: sub */
+    const char *const *export_claims;
+    int nexport;
+    lessons_tokencache_t *tokens;   /* the process's verified tokens, or
+                                     * NULL */
+    lessons_decide_replay_fn replay;    /* NULL: no table, DPoP proofs
+                                     * get 503 */
+    void *replay_baton;
+    int replay_share;               /* the proofs one key may hold */
+} lessons_decide_policy_t;
+
+/* The facts of one request. */
+typedef struct {
+    const char *method;
+    const char *path;               /* for log lines */
+    const char *uri;                /* the server's own URI for it, which
+                                     * a DPoP proof's htu must name */
+    const char *authorization;      /* the Authorization header, or NULL */
+    const char *dpop;               /* its first DPoP header, or NULL */
+    int dpop_lines;                 /* how many DPoP headers it has */
+    apr_int64_t now;                /* seconds: the request's time */
+    apr_time_t clock;               /* the time now (replay table) */
+} lessons_decide_facts_t;
+
+typedef enum {
+    LESSONS_VERDICT_NOT_NEEDED = 0, /* no token is needed here */
+    LESSONS_VERDICT_ALLOW,
+    LESSONS_VERDICT_REFUSE
+} lessons_verdict_e;
+
+/* The WWW-Authenticate a refusal carries. */
+typedef enum {
+    LESSONS_CHALLENGE_NONE = 0,     /* a fault: 500, 503 */
+    LESSONS_CHALLENGE_BEARER,       /* RFC 6750's, with the error */
+    LESSONS_CHALLENGE_BEARER_DPOP,  /* and DPoP's bare (optional DPoP) */
+    LESSONS_CHALLENGE_DPOP          /* RFC 9449's, with the error */
+} lessons_challenge_e;
+
+/* A log line: its tag's number and text (never a token nor a claim
+ * value).  A refusal's line follows "<method> <path> refused (<status>)"
+ * and is logged as is; a fault's (fault set) stands alone and is
+ * throttled.
+ */
+typedef struct {
+    int level;
+    int tag;
+    int fault;
+    const char *text;
+} lessons_decide_line_t;
+
+/* An exported claim: JWT_CLAIM_<name> and the value. */
+typedef struct {
+    const char *name;
+    const char *value;
+} lessons_decide_export_t;
+
+typedef struct {
+    lessons_verdict_e kind;
+
+    /* REFUSE */
+    int status;                     /* 400, 401, 500, 503 */
+    lessons_challenge_e challenge;
+    const char *error;              /* its error attribute, or NULL */
+    const char *description;        /* its error_description and the
+                                     * problem's detail */
+    int refusal;                    /* LESSONS_REFUSED_* to count, or -1 */
+    int retry_after;                /* seconds for Retry-After, or 0 */
+    lessons_decide_line_t line;     /* the refusal's log line */
+
+    /* Every verdict: lines logged before it (at info: a refetch not made,
+     * a claim not exported).
+     */
+    apr_array_header_t *notes;      /* of lessons_decide_line_t */
+
+    /* ALLOW */
+    const char *token;              /* the verified access token */
+    int dpop;                       /* it came with the DPoP scheme */
+    const lessons_decide_unit_t *unit;  /* whose keys verified it */
+    lessons_token_policy_t policy;  /* the policy it verified under, its
+                                     * key set held in the pool */
+    const char *user;               /* the user name, or NULL (no claim) */
+    json_t *claims;                 /* its claims, where decoded */
+    int claims_done;                /* claims were asked for */
+    apr_array_header_t *exports;    /* of lessons_decide_export_t */
+} lessons_verdict_t;
+
+/* Decide the request of facts under policy, into *v (everything in p,
+ * key sets held until p is cleared).  Returns v->kind.
+ */
+lessons_verdict_e lessons_decide(apr_pool_t *p,
+                                 const lessons_decide_policy_t *policy,
+                                 const lessons_decide_facts_t *facts,
+                                 lessons_verdict_t *v);
+
+/* The metrics' reason for a token's refusal. */
+lessons_metrics_refusal_e lessons_refusal_of(lessons_token_e rc);
+
+#endif /* LESSONS_DECIDE_H */

@@ -1,0 +1,369 @@
+/* Licensed under the Apache License, Version 2.0.
+ *
+ * mod_lessons_dbd.c: a pooled mod_dbd connection, made ready within
+ * LessonsDBTimeout, and database faults answered as what they are.
+ */
+
+#include "httpd/mod_lessons.h"
+
+/* Answer a database fault as what it is: 503 with Retry-After when
+ * trying again later can help (down, busy, locked, read-only, full, the
+ * file moved, the schema changed), 500 when it cannot (no schema,
+ * anything else).  Logged once, with the driver's message; waits that
+ * ran out are a warning.
+ */
+int lessons_dbd_answer(lessons_ctx *c, lessons_db_fault_e fault,
+                      const char *err, int wrote)
+{
+    request_rec *r = c->r;
+    const char *name = lessons_db_name(&c->db, r->pool);
+    const char *advice = lessons_db_advice(&c->db, r->pool, fault);
+
+    err = err ? err : "unknown error";
+    lessons_count(r, fault == LESSONS_DB_TIMEOUT ? LESSONS_M_DB_TIMEOUTS
+                     : LESSONS_M_DB_FAULTS + lessons_fault_of(fault, wrote));
+    switch (fault) {
+    case LESSONS_DB_TIMEOUT:
+        lessons_log_fault(r, APLOG_WARNING, apr_psprintf(r->pool,
+            LESSONSLOG(00303) "%s did not answer within %d s (a lock or a "
+            "busy database); answered 503: %s", name,
+            lessons_db_timeout(ap_get_module_config(
+                r->server->module_config, &lessons_module)), err));
+        break;
+    case LESSONS_DB_UNAVAILABLE:
+    case LESSONS_DB_READONLY:
+    case LESSONS_DB_FULL:
+    case LESSONS_DB_MOVED:
+        if (wrote && fault == LESSONS_DB_UNAVAILABLE) {
+            /* Never held back: each one is a write to reconcile. */
+            ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, LESSONSLOG(00305)
+                          "%s: the connection was lost during %s %s: its "
+                          "outcome is unknown: %s", name, r->method, r->uri,
+                          err);
+            break;
+        }
+        lessons_log_fault(r, APLOG_ERR, apr_psprintf(r->pool,
+            LESSONSLOG(00304) "%s cannot serve this request%s%s%s: %s",
+            name, advice ? " (" : "", advice ? advice : "",
+            advice ? ")" : "", err));
+        break;
+    case LESSONS_DB_STALE:
+        /* Once per pooled connection: apr_dbd_sqlite3 prepares with the
+         * legacy interface, which never prepares again by itself.
+         */
+        ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r, LESSONSLOG(00308)
+                      "%s: its schema changed under this connection's "
+                      "statements (a restore or a migration); they are "
+                      "prepared again for the next request, answered 503: "
+                      "%s", name, err);
+        break;
+    case LESSONS_DB_NO_SCHEMA:
+        lessons_log_fault(r, APLOG_ERR, apr_psprintf(r->pool,
+            LESSONSLOG(00306) "%s has no lessons schema (%s): %s", name,
+            advice, err));
+        break;
+    case LESSONS_DB_NO_KEYS:
+        lessons_log_fault(r, APLOG_ERR, apr_psprintf(r->pool,
+            LESSONSLOG(00311) "%s has no table for Idempotency-Key, made "
+            "before it: creates that send the header answer 500, every "
+            "other request is served (%s): %s", name, advice, err));
+        break;
+    default:
+        lessons_log_fault(r, APLOG_ERR, apr_psprintf(r->pool,
+            LESSONSLOG(00302) "database error on %s: %s", name, err));
+        break;
+    }
+    lessons_dbd_give_back(c);
+    if (c->quiet) {
+        return HTTP_SERVICE_UNAVAILABLE;    /* logged; the caller answers */
+    }
+    if (fault == LESSONS_DB_NO_SCHEMA || fault == LESSONS_DB_NO_KEYS
+        || fault == LESSONS_DB_ERROR) {
+        return lessons_send_problem(r, HTTP_INTERNAL_SERVER_ERROR, NULL,
+            "The request could not be completed because of a server "
+            "error.", NULL);
+    }
+    apr_table_setn(r->headers_out, "Retry-After", LESSONS_RETRY_AFTER);
+    if (wrote && fault == LESSONS_DB_UNAVAILABLE) {
+        /* The client must not take this 503 for "nothing happened". */
+        return lessons_send_problem(r, HTTP_SERVICE_UNAVAILABLE, NULL,
+            "The connection to the lessons database was lost while the "
+            "change was being committed: it may have been stored. Read "
+            "it before trying again.", NULL);
+    }
+    return lessons_send_problem(r, HTTP_SERVICE_UNAVAILABLE, NULL,
+        "The lessons database is unavailable. Try again later.", NULL);
+}
+
+/* A 503 before any database work: the pool is exhausted (counted as
+ * shed) or the wait for it ran out (as a timeout).
+ */
+static int lessons_dbd_shed(lessons_ctx *c, lessons_metrics_id_e counted,
+                            const char *why)
+{
+    request_rec *r = c->r;
+
+    lessons_count(r, counted);
+    lessons_log_fault(r, APLOG_WARNING, apr_psprintf(r->pool,
+        LESSONSLOG(00307) "%s; answered 503", why));
+    if (c->quiet) {
+        return HTTP_SERVICE_UNAVAILABLE;
+    }
+    apr_table_setn(r->headers_out, "Retry-After", LESSONS_RETRY_AFTER);
+    return lessons_send_problem(r, HTTP_SERVICE_UNAVAILABLE, NULL,
+        "The lessons database is busy. Try again later.", NULL);
+}
+
+/* No turn to write within the request's bound: 503. */
+int lessons_dbd_writers_shed(lessons_ctx *c)
+{
+    lessons_srv_conf *sconf =
+        ap_get_module_config(c->r->server->module_config, &lessons_module);
+
+    return lessons_dbd_shed(c, LESSONS_M_DB_TIMEOUTS,
+                            apr_psprintf(c->r->pool, "waited %d s for "
+                            "the other SQLite writers",
+                            lessons_db_timeout(sconf)));
+}
+
+/* A connection taken with ap_dbd_open for a read, and its gate slot:
+ * given back as soon as the read's statements are done, not when the
+ * request ends, so that a client slow to take its answer (or its 304)
+ * holds neither, and a process needs about as many connections as it
+ * has reads on their way, not as it has answers being written.
+ */
+typedef struct {
+    server_rec *s;
+    ap_dbd_t *dbd;
+    void (*close)(server_rec *s, ap_dbd_t *dbd);
+    lessons_gate_t *gate;
+} lessons_dbd_hold_t;
+
+/* Once, whichever comes first: lessons_dbd_give_back, or the request's
+ * end.  A pre-cleanup, because with DBDPersist Off the connection lives
+ * in a pool under the request's, which is gone before plain cleanups run.
+ */
+static apr_status_t lessons_dbd_release(void *data)
+{
+    lessons_dbd_hold_t *hold = data;
+
+    if (hold->dbd) {
+        hold->close(hold->s, hold->dbd);
+        hold->dbd = NULL;
+    }
+    if (hold->gate) {
+        lessons_gate_leave(hold->gate);
+        hold->gate = NULL;
+    }
+    return APR_SUCCESS;
+}
+
+/* A read may take a connection of its own (ap_dbd_open) unless mod_dbd
+ * has already lent this request one (ap_dbd_acquire, by mod_authn_dbd,
+ * mod_session_dbd or a dbd RewriteMap, kept until the request ends):
+ * then it shares that one, as ap_dbd_acquire would, since a second could
+ * wait for ever on a pool whose every connection is held so.  mod_dbd
+ * keeps a lent connection in the initial request's config, non-NULL
+ * once lent.
+ */
+static int lessons_dbd_may_lend(request_rec *r, lessons_srv_conf *sconf)
+{
+    if (!sconf->dbd_open || !sconf->dbd_close || !sconf->dbd_module) {
+        return 0;
+    }
+    while (r->prev || r->main) {
+        r = r->prev ? r->prev : r->main;
+    }
+    return ap_get_module_config(r->request_config, sconf->dbd_module)
+           == NULL;
+}
+
+/* Give a read's connection and its slot back now (once its statements
+ * are done, before any answer goes out); nothing if it holds none.
+ */
+void lessons_dbd_give_back(lessons_ctx *c)
+{
+    if (c->held) {
+        lessons_dbd_release(c->held);
+        c->held = NULL;
+        memset(&c->db, 0, sizeof(c->db));
+        c->db_pool = NULL;
+    }
+}
+
+/* Get a pooled connection ready for this request, within the request's
+ * time bound.  DECLINED means connected; anything else is the answer.
+ * A read's (c->lend) is given back by lessons_dbd_give_back, or when
+ * the request ends.
+ */
+int lessons_dbd_open(lessons_ctx *c)
+{
+    request_rec *r = c->r;
+    lessons_srv_conf *sconf =
+        ap_get_module_config(r->server->module_config, &lessons_module);
+    apr_interval_time_t bound = apr_time_from_sec(lessons_db_timeout(sconf));
+    /* The request's bound, from its first wait (the shared version
+     * read's, if it waited for one) on.
+     */
+    apr_time_t deadline = c->deadline ? c->deadline
+                                      : (c->deadline = apr_time_now() + bound);
+    apr_interval_time_t left;
+    lessons_db_fault_e fault;
+    const char *err = NULL;
+    lessons_dbd_hold_t *hold = NULL;
+    ap_dbd_t *dbd;
+    int waited = 0;
+
+    if (c->lend && lessons_dbd_may_lend(r, sconf)) {
+        hold = apr_pcalloc(r->pool, sizeof(*hold));
+        hold->s = r->server;
+        hold->close = sconf->dbd_close;
+        apr_pool_pre_cleanup_register(r->pool, hold, lessons_dbd_release);
+        c->held = hold;
+    }
+    if (sconf->gate) {
+        lessons_gate_e entered = lessons_gate_enter(sconf->gate, deadline,
+                                                    &waited);
+
+        if (waited) {
+            lessons_count(r, LESSONS_M_DB_WAITS);
+        }
+        switch (entered) {
+        case LESSONS_GATE_FULL:
+            return lessons_dbd_shed(c, LESSONS_M_DB_SHEDS,
+                                   "the database is not answering: "
+                                   "every connection of this process has "
+                                   "been held with none given back for "
+                                   "the stall bound, and enough requests "
+                                   "wait for one");
+        case LESSONS_GATE_TIMEOUT:
+            return lessons_dbd_shed(c, LESSONS_M_DB_TIMEOUTS,
+                                   apr_psprintf(r->pool, "waited %d s "
+                                   "for a pooled database connection",
+                                   lessons_db_timeout(sconf)));
+        case LESSONS_GATE_OK:
+            if (!hold) {
+                /* Runs after mod_dbd's release, which acquire registers
+                 * later on the same pool.
+                 */
+                apr_pool_cleanup_register(r->pool, sconf->gate,
+                                          lessons_gate_leave,
+                                          apr_pool_cleanup_null);
+            }
+            else {
+                hold->gate = sconf->gate;
+            }
+            break;
+        }
+    }
+    if (hold) {
+        dbd = sconf->dbd_open(r->pool, r->server);
+        hold->dbd = dbd;
+    }
+    else {
+        dbd = sconf->acquire ? sconf->acquire(r) : NULL;
+    }
+    if (!dbd) {
+        lessons_count(r, LESSONS_M_DB_FAULTS + LESSONS_FAULT_NO_CONNECTION);
+        lessons_log_fault(r, APLOG_ERR, LESSONSLOG(00301)
+                          "no database connection (check DBDriver/DBDParams "
+                          "and that the database is up)");
+        lessons_dbd_give_back(c);
+        if (c->quiet) {
+            return HTTP_SERVICE_UNAVAILABLE;
+        }
+        apr_table_setn(r->headers_out, "Retry-After", LESSONS_RETRY_AFTER);
+        return lessons_send_problem(r, HTTP_SERVICE_UNAVAILABLE, NULL,
+            "The lessons database is unavailable. Try again later.", NULL);
+    }
+    c->db.driver = dbd->driver;
+    c->db.handle = dbd->handle;
+    c->db_pool = dbd->pool;
+
+    /* The statement gets what is left of the bound; a wait of under a
+     * second keeps the session's setting (no extra round trip).
+     */
+    left = deadline - apr_time_now();
+    if (left > bound - apr_time_from_sec(1)) {
+        left = bound;
+    }
+    else if (left < apr_time_from_msec(100)) {
+        left = apr_time_from_msec(100);
+    }
+    fault = lessons_db_ready(&c->db, c->db_pool,
+                             (long)apr_time_as_msec(left), &err);
+    if (fault != LESSONS_DB_OK) {
+        return lessons_dbd_answer(c, fault, err, 0);
+    }
+    /* Writes into a deleted or replaced SQLite file would be acknowledged
+     * and lost.
+     */
+    if (r->method_number != M_GET && lessons_db_moved(&c->db)) {
+        return lessons_dbd_answer(c, LESSONS_DB_MOVED,
+                                 "the database file has moved", 0);
+    }
+    return DECLINED;                /* connected: carry on */
+}
+
+int lessons_dbd_failed(lessons_ctx *c, const char *err)
+{
+    int wrote = c->r->method_number == M_POST
+                || c->r->method_number == M_PUT
+                || c->r->method_number == M_DELETE;
+
+    return lessons_dbd_answer(c, lessons_db_fault(&c->db, c->db_pool, err),
+                             err, wrote);
+}
+
+/* The connection (open) made ready for a create with Idempotency-Key:
+ * DECLINED, or the answer (500 on a database made before the keys'
+ * table, naming the upgrade file once a second).
+ */
+int lessons_dbd_keys_ready(lessons_ctx *c)
+{
+    const char *err = NULL;
+    lessons_db_fault_e fault = lessons_db_ready_idempotency(&c->db,
+                                                            c->db_pool,
+                                                            c->r->pool,
+                                                            &err);
+
+    return fault == LESSONS_DB_OK ? DECLINED
+                                  : lessons_dbd_answer(c, fault, err, 0);
+}
+
+/* SQLite writes of this server queue on one mutex, within the request's
+ * time bound, instead of inside SQLite (see lessons_post_config).
+ * DECLINED: go on (and call lessons_dbd_write_end); else the answer.
+ */
+int lessons_dbd_write_begin(lessons_ctx *c)
+{
+    lessons_srv_conf *sconf =
+        ap_get_module_config(c->r->server->module_config, &lessons_module);
+    const lessons_engine_t *engine = lessons_engine_of(c->db.driver);
+    apr_interval_time_t left = c->deadline - apr_time_now();
+    apr_status_t rv;
+
+    if (!sconf->writers || !engine || !engine->one_writer) {
+        return DECLINED;
+    }
+    rv = apr_global_mutex_timedlock(sconf->writers, left > 0 ? left : 0);
+    if (rv == APR_ENOTIMPL) {
+        rv = apr_global_mutex_lock(sconf->writers);
+    }
+    if (rv != APR_SUCCESS) {
+        return lessons_dbd_writers_shed(c);
+    }
+    c->writing = 1;
+    return DECLINED;
+}
+
+void lessons_dbd_write_end(lessons_ctx *c)
+{
+    lessons_srv_conf *sconf =
+        ap_get_module_config(c->r->server->module_config, &lessons_module);
+
+    if (c->writing) {
+        apr_global_mutex_unlock(sconf->writers);
+        c->writing = 0;
+    }
+}

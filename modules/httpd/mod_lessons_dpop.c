@@ -1,0 +1,241 @@
+/* Licensed under the Apache License, Version 2.0.
+ *
+ * mod_lessons_dpop.c: DPoP (RFC 9449) as httpd meets it.  The gate's
+ * decision (lessons_decide) checks a bound token's proof; here are what
+ * it needs from httpd: the server's own URI for the request, the
+ * request's DPoP headers, and the table of proofs seen, taken once per
+ * server (lessons_replay, in shared memory made before the fork and
+ * kept across restarts, under a global mutex the Mutex directive can
+ * configure); and RFC 9449's WWW-Authenticate: DPoP challenge.
+ */
+
+#include "apr_shm.h"
+
+#include "httpd/mod_lessons.h"
+#include "auth/lessons_dpop.h"
+#include "auth/lessons_replay.h"
+
+#define LESSONS_DPOP_KEPT   "mod_lessons-dpop-replay"
+/* Proofs a server keeps, each until it is too old (at most 66 s with no
+ * LessonsJWTLeeway): the first refusal comes with 31,000 of them held at
+ * the fewest, so some 350 a second (t/unit/test_replay.c measures it;
+ * docs/directives.md quotes it); one key holds at most 1/16 of them.
+ */
+#define LESSONS_DPOP_SLOTS  65536
+
+const char *lessons_dpop_challenge_value(request_rec *r, const char *error,
+                                         const char *description)
+{
+    const char *value = apr_psprintf(r->pool, "DPoP realm=\"%s\", "
+                                     "algs=\"%s\"", lessons_realm(r),
+                                     lessons_dpop_algs_text(r->pool));
+
+    if (error) {
+        value = apr_psprintf(r->pool, "%s, error=\"%s\", "
+                             "error_description=\"%s\"", value, error,
+                             description);
+    }
+    return value;
+}
+
+/* The mutex of the proofs' table (the Mutex directive names it). */
+int lessons_dpop_pre_config(apr_pool_t *pconf)
+{
+    return ap_mutex_register(pconf, LESSONS_DPOP_MUTEX, NULL,
+                             APR_LOCK_DEFAULT, 0) == APR_SUCCESS ? OK : !OK;
+}
+
+/* The table, once per httpd run (as the metrics' block), and its mutex,
+ * for every server.  Only where some section takes DPoP.
+ */
+int lessons_dpop_post_config(apr_pool_t *pconf, server_rec *s)
+{
+    apr_shm_t **kept;
+    lessons_replay_t *table = NULL;
+    apr_global_mutex_t *lock = NULL;
+    apr_size_t size = lessons_replay_size(LESSONS_DPOP_SLOTS);
+    int fresh = 0;
+    apr_status_t rv;
+
+    if (!lessons_dpop_configured(pconf)
+        || ap_state_query(AP_SQ_MAIN_STATE) == AP_SQ_MS_CREATE_PRE_CONFIG) {
+        return OK;
+    }
+    kept = ap_retained_data_get(LESSONS_DPOP_KEPT);
+    if (!kept) {
+        kept = ap_retained_data_create(LESSONS_DPOP_KEPT, sizeof(*kept));
+    }
+    /* A block too small for this build's table (a restart onto a newer
+     * module): another one, the proofs seen so far forgotten once.
+     */
+    if (*kept && apr_shm_size_get(*kept) < size) {
+        apr_shm_destroy(*kept);
+        *kept = NULL;
+    }
+    if (!*kept) {
+        rv = apr_shm_create(kept, size, NULL, s->process->pool);
+        if (rv != APR_SUCCESS) {
+            ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, rv, NULL,
+                         LESSONSLOG(00122) "cannot make the shared memory "
+                         "for DPoP proofs seen (%" APR_SIZE_T_FMT " bytes)",
+                         size);
+            *kept = NULL;
+            return HTTP_INTERNAL_SERVER_ERROR;
+        }
+        fresh = 1;
+    }
+    table = lessons_replay_attach(apr_shm_baseaddr_get(*kept),
+                                  apr_shm_size_get(*kept),
+                                  LESSONS_DPOP_SLOTS, fresh);
+    rv = ap_global_mutex_create(&lock, NULL, LESSONS_DPOP_MUTEX, NULL, s,
+                                pconf, 0);
+    if (!table || rv != APR_SUCCESS) {
+        return HTTP_INTERNAL_SERVER_ERROR;
+    }
+    for (; s; s = s->next) {
+        lessons_srv_conf *sconf =
+            ap_get_module_config(s->module_config, &lessons_module);
+
+        sconf->replay = table;
+        sconf->replay_lock = lock;
+    }
+    return OK;
+}
+
+void lessons_dpop_child_init(apr_pool_t *pchild, server_rec *s)
+{
+    lessons_srv_conf *mconf =
+        ap_get_module_config(s->module_config, &lessons_module);
+    apr_global_mutex_t *lock = mconf->replay_lock;
+
+    if (lock && apr_global_mutex_child_init(&lock,
+                    apr_global_mutex_lockfile(lock), pchild)
+                != APR_SUCCESS) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, 0, s, LESSONSLOG(00123)
+                     "cannot open the DPoP proofs' mutex in this process: "
+                     "its DPoP requests get 503");
+        lock = NULL;
+    }
+    for (; s; s = s->next) {
+        lessons_srv_conf *sconf =
+            ap_get_module_config(s->module_config, &lessons_module);
+
+        sconf->replay_lock = lock;
+    }
+}
+
+/* Does the request's Host name this server: its ServerName or one of
+ * its ServerAlias names?  Only then is it the server's own name.
+ */
+static int lessons_dpop_own_host(request_rec *r)
+{
+    const server_rec *s = r->server;
+    const char *host = r->hostname;
+    int i;
+
+    if (!host) {
+        return 0;
+    }
+    if (s->server_hostname && strcasecmp(host, s->server_hostname) == 0) {
+        return 1;
+    }
+    for (i = 0; s->names && i < s->names->nelts; i++) {
+        if (strcasecmp(host, APR_ARRAY_IDX(s->names, i, const char *)) == 0) {
+            return 1;
+        }
+    }
+    for (i = 0; s->wild_names && i < s->wild_names->nelts; i++) {
+        if (ap_strcasecmp_match(host, APR_ARRAY_IDX(s->wild_names, i,
+                                                    const char *)) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The URI htu must name: this server's, as httpd names itself in the
+ * URLs it makes -- its scheme, and its name and port for this request
+ * (ServerName with UseCanonicalName On; else the Host the request came
+ * with, where that names this server: its ServerName or a ServerAlias,
+ * on ServerName's port or the one the request came in on) -- and the
+ * path of the request-target, its query left out.  Whatever else a
+ * client writes, a Host naming another server or port, or a
+ * request-target in absolute-form (GET https://elsewhere:8443/path),
+ * gives only the path: the server is then named as UseCanonicalName On
+ * names it, by its ServerName and port, never by the client.
+ */
+static const char *lessons_dpop_request_uri(request_rec *r)
+{
+    const char *target = r->unparsed_uri ? r->unparsed_uri : r->uri;
+    apr_port_t port = ap_get_server_port(r);
+    apr_port_t own = r->server->port ? r->server->port : ap_default_port(r);
+    const apr_sockaddr_t *local = r->connection->local_addr;
+
+    if ((target && *target != '/') || !lessons_dpop_own_host(r)
+        || (port != own && (!local || port != local->port))) {
+        return lessons_dpop_server_uri(r->pool, ap_http_scheme(r),
+                                       r->server->server_hostname, own,
+                                       target);
+    }
+    return lessons_dpop_server_uri(r->pool, ap_http_scheme(r),
+                                   ap_get_server_name_for_url(r), port,
+                                   target);
+}
+
+/* The DPoP headers of the request: how many, and the first. */
+static int lessons_dpop_count(void *facts, const char *key,
+                              const char *value)
+{
+    lessons_decide_facts_t *f = facts;
+
+    (void)key;
+    if (!f->dpop_lines++) {
+        f->dpop = value;
+    }
+    return 1;
+}
+
+/* What a DPoP proof is checked against: the server's own URI for the
+ * request, and its DPoP headers, as they came.
+ */
+void lessons_dpop_facts(request_rec *r, lessons_decide_facts_t *facts)
+{
+    facts->uri = lessons_dpop_request_uri(r);
+    facts->dpop = NULL;
+    facts->dpop_lines = 0;
+    apr_table_do(lessons_dpop_count, facts, r->headers_in, "DPoP", NULL);
+}
+
+/* Take a proof in the server's table, under its mutex (the decision's
+ * replay callback; baton: the server's config).  -1 when this process
+ * cannot reach the table.
+ */
+static int lessons_dpop_take(void *baton, const unsigned char *key,
+                             apr_uint32_t owner, apr_time_t expires,
+                             apr_time_t now)
+{
+    const lessons_srv_conf *sconf = baton;
+    lessons_replay_e seen;
+
+    if (!sconf->replay || !sconf->replay_lock
+        || apr_global_mutex_lock(sconf->replay_lock) != APR_SUCCESS) {
+        return -1;
+    }
+    seen = lessons_replay_check(sconf->replay, key, owner, expires, now);
+    apr_global_mutex_unlock(sconf->replay_lock);
+    return (int)seen;
+}
+
+/* The server's replay table, for a section that takes DPoP. */
+void lessons_dpop_policy(request_rec *r, lessons_decide_policy_t *policy)
+{
+    lessons_srv_conf *sconf =
+        ap_get_module_config(r->server->module_config, &lessons_module);
+
+    if (policy->dpop && policy->dpop != LESSONS_DPOP_OFF) {
+        policy->replay = lessons_dpop_take;
+        policy->replay_baton = sconf;
+        policy->replay_share = sconf->replay
+                               ? lessons_replay_share(sconf->replay) : 0;
+    }
+}

@@ -1,0 +1,209 @@
+/* Licensed under the Apache License, Version 2.0.
+ *
+ * lessons_engine_sqlite3.c: SQLite through apr_dbd_sqlite3.  One writer
+ * at a time (BEGIN IMMEDIATE takes the write lock up front), faults told
+ * by SQLite's extended result codes, and a file that can be deleted or
+ * replaced under a running server.
+ */
+#include <string.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "apr_strings.h"
+
+#include "store/lessons_engine.h"
+
+/* SQLite waits at most this long inside one step while holding
+ * apr_dbd's process-wide mutex; the driver then retries with the mutex
+ * free (16 times, 100 ms apart), so a locked database answers in about
+ * two seconds and never stalls the process's other SQLite requests.
+ */
+#define LESSONS_SQLITE_BUSY_MS 10
+
+static long lessons_sqlite_backend(void *native, const char **err)
+{
+    (void)native;
+    (void)err;
+    return 1;                       /* a file: never reconnected */
+}
+
+static void lessons_sqlite_tune(void *native)
+{
+    if (native) {
+        sqlite3_busy_timeout(native, LESSONS_SQLITE_BUSY_MS);
+    }
+}
+
+static lessons_db_fault_e lessons_sqlite_fault(void *native, const char *err,
+                                               int *stale)
+{
+    sqlite3 *lite = native;
+    int code = lite ? sqlite3_extended_errcode(lite) : SQLITE_OK;
+    lessons_db_fault_e fault = LESSONS_DB_ERROR;
+
+    if (code == SQLITE_READONLY_DBMOVED) {
+        fault = LESSONS_DB_MOVED;
+    }
+    else {
+        switch (code & 0xff) {
+        case SQLITE_SCHEMA:
+            fault = LESSONS_DB_STALE;
+            break;
+        case SQLITE_BUSY:
+        case SQLITE_LOCKED:
+            fault = LESSONS_DB_TIMEOUT;
+            break;
+        case SQLITE_READONLY:
+            fault = LESSONS_DB_READONLY;
+            break;
+        case SQLITE_FULL:
+            fault = LESSONS_DB_FULL;
+            break;
+        case SQLITE_CANTOPEN:
+        case SQLITE_IOERR:
+            fault = LESSONS_DB_UNAVAILABLE;
+            break;
+        default:
+            /* A rollback after the failure has reset the handle's code:
+             * the message (SQLite's own fixed texts) still says what it
+             * was.
+             */
+            if (lessons_engine_says(err, "database schema has changed")) {
+                fault = LESSONS_DB_STALE;
+            }
+            else if (lessons_engine_says(err, "no such table")
+                || lessons_engine_says(err, "no such column")) {
+                fault = LESSONS_DB_NO_SCHEMA;
+            }
+            else if (lessons_engine_says(err, "database is locked")
+                     || lessons_engine_says(err, "database table is locked")) {
+                fault = LESSONS_DB_TIMEOUT;
+            }
+            else if (lessons_engine_says(err, "readonly database")) {
+                fault = LESSONS_DB_READONLY;
+            }
+            else if (lessons_engine_says(err, "database or disk is full")) {
+                fault = LESSONS_DB_FULL;
+            }
+            else if (lessons_engine_says(err, "unable to open database file")
+                     || lessons_engine_says(err, "disk I/O error")) {
+                fault = LESSONS_DB_UNAVAILABLE;
+            }
+            break;
+        }
+    }
+    /* Statements a schema change expired, or made before the schema was
+     * there: prepare afresh on the next use.
+     */
+    if (stale) {
+        *stale = fault == LESSONS_DB_STALE || fault == LESSONS_DB_NO_SCHEMA
+                 || lessons_engine_says(err, "prepared statement");
+    }
+    return fault;
+}
+
+static int lessons_sqlite_moved(void *native)
+{
+    int moved = 0;
+
+    if (!native || sqlite3_file_control(native, "main",
+                                        SQLITE_FCNTL_HAS_MOVED,
+                                        &moved) != SQLITE_OK) {
+        return 0;
+    }
+    return moved;
+}
+
+static const char *lessons_sqlite_name(void *native, apr_pool_t *p)
+{
+    const char *file = native ? sqlite3_db_filename(native, "main") : NULL;
+
+    return apr_psprintf(p, "SQLite database %s",
+                        file && *file ? file : "(in memory)");
+}
+
+/* Which permission the server's user lacks on the file or its directory
+ * (SQLite writes its journal beside the file), if any.
+ */
+static const char *lessons_sqlite_permission(apr_pool_t *p, const char *file)
+{
+    const char *slash = strrchr(file, '/');
+    const char *dir = slash ? (slash == file ? "/"
+                               : apr_pstrmemdup(p, file,
+                                                (apr_size_t)(slash - file)))
+                            : ".";
+
+    if (access(file, F_OK) != 0) {
+        return apr_psprintf(p, "the file %s does not exist (load the "
+                            "schema to create it)", file);
+    }
+    if (access(file, R_OK | W_OK) != 0) {
+        return apr_psprintf(p, "the server's user lacks read and write "
+                            "permission on the file %s", file);
+    }
+    if (access(dir, W_OK | X_OK) != 0) {
+        return apr_psprintf(p, "the server's user lacks write permission "
+                            "on the directory %s, where SQLite makes its "
+                            "journal", dir);
+    }
+    return NULL;
+}
+
+static const char *lessons_sqlite_advice(void *native, apr_pool_t *p,
+                                         lessons_db_fault_e fault)
+{
+    const char *file = native ? sqlite3_db_filename(native, "main") : NULL;
+
+    switch (fault) {
+    case LESSONS_DB_NO_SCHEMA:
+        /* A database from before ETags lacks lessons.version and the
+         * catalog tables: the same advice, and the upgrade file.
+         */
+        return "load sql/schema.sqlite.sql into it; one made before ETags "
+               "needs sql/upgrade-etags.sqlite.sql first";
+    case LESSONS_DB_NO_KEYS:
+        return "load sql/upgrade-idempotency.sqlite.sql into it (loading "
+               "sql/schema.sqlite.sql again does the same), then apachectl "
+               "graceful";
+    case LESSONS_DB_MOVED:
+        return "the file was deleted or replaced while the server ran; "
+               "writes are refused until the server restarts";
+    case LESSONS_DB_READONLY:
+    case LESSONS_DB_UNAVAILABLE:
+        return file && *file ? lessons_sqlite_permission(p, file) : NULL;
+    default:
+        return NULL;
+    }
+}
+
+const lessons_engine_t lessons_engine_sqlite3 = {
+    "sqlite3",
+    "BEGIN IMMEDIATE",              /* the write lock up front */
+    1,                              /* one writer: the file's lock */
+    0,
+    1,                              /* a statement under apr_dbd's
+                                     * process-wide lock: sharing it
+                                     * saves CPU (make bench) */
+    0,                              /* no data-modifying WITH; a write's
+                                     * read-back is in-process too */
+    NULL,
+    lessons_sqlite_backend,
+    NULL,
+    lessons_sqlite_tune,
+    /* The schema cookie: sqlite3's .restore (the backup API) sets it one
+     * past the database's own, whatever the backup's was.  Read once per
+     * connection, not in every statement (the pragma's table form
+     * prepares a statement of its own each time: a sixth of a catalogue
+     * read's instructions): a cookie that moves makes every statement
+     * prepared before it fail with SQLITE_SCHEMA (LESSONS_DB_STALE),
+     * and the connection is prepared, and its cookie read, again.
+     */
+    "PRAGMA schema_version",
+    "epoch",
+    lessons_sqlite_fault,
+    lessons_sqlite_moved,
+    lessons_sqlite_name,
+    lessons_sqlite_advice,
+    NULL                            /* writers take turns: no claim */
+};
