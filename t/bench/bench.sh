@@ -584,7 +584,7 @@ callgrind_phase() {
 
 # --- writes -----------------------------------------------------------------
 # pgbench runs the statements the module runs for a create and an update
-# on PostgreSQL (lessons_statements_returning in modules/lessons_store.c:
+# on PostgreSQL (lessons_statements_returning in modules/store/lessons_store.c:
 # the write, its read-back joined to the level, the epoch), with the
 # bodies wrk-write.lua sends, on as many clients: the database's own
 # speed for the same work, without HTTP, tokens or JSON.
@@ -598,7 +598,7 @@ pgbench_run() {
     for script in "$@"; do scripts+=(-f "$script"); done
     pg_cpu_mark
     # The module's sessions plan each statement once (plan_cache_mode,
-    # modules/lessons_engine_pgsql.c); pgbench's do the same, so that the
+    # modules/store/lessons_engine_pgsql.c); pgbench's do the same, so that the
     # baseline is the same statement run the same way.
     out=$(PGOPTIONS="-c client_min_messages=warning -c plan_cache_mode=force_generic_plan" "$PGBIN/pgbench" -n -h 127.0.0.1 -p "$PGPORT" -U lessons \
           -c $CONNS -j 2 -T "$DUR" -M prepared "${scripts[@]}" lessons 2>&1) \
