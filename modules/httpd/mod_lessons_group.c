@@ -225,7 +225,7 @@ static int lessons_lead_ready(lessons_lead_t *lead)
            == LESSONS_DB_OK) {
         return 1;
     }
-    ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, c->r, LESSONSLOG(00310)
+    ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, c->r, LESSONSLOG(00312)
                   "a group commit of %d %s could not prepare its "
                   "statements, each is made alone: %s", lead->n,
                   lead->kind->what, err ? err : "unknown error");
@@ -264,7 +264,7 @@ static int lessons_write_lead(lessons_ctx *c, lessons_srv_conf *sconf,
                                  c->deadline, lessons_lead_send, &lead,
                                  &sent) == LESSONS_SHARE_LATE
             && sent < lead.n) {
-            ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, LESSONSLOG(00310)
+            ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, LESSONSLOG(00313)
                           "a group commit of %d %s was not sent, each is "
                           "answered as timed out", lead.n - sent,
                           kind->what);
