@@ -537,7 +537,7 @@ const char *lessons_keys_src_configure(apr_pool_t *p, lessons_keys_src *src,
                                        const lessons_dir_conf *conf,
                                        lessons_algs_t algs, int eager);
 const char *lessons_keys_src_issuer(const lessons_keys_src *src);
-const char *lessons_keys_src_label(apr_pool_t *p, const lessons_keys_src *src);
+const char *lessons_keys_src_label(const lessons_keys_src *src);
 apr_array_header_t *lessons_keys_sources(apr_pool_t *pconf);
 int lessons_keys_pre_config(apr_pool_t *pconf);
 int lessons_keys_post_config(apr_pool_t *pconf, server_rec *s);

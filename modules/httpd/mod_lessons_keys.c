@@ -143,42 +143,56 @@ const char *lessons_keys_src_issuer(const lessons_keys_src *src)
 }
 
 /* How a source is named in the log. */
-const char *lessons_keys_src_label(apr_pool_t *p, const lessons_keys_src *src)
+const char *lessons_keys_src_label(const lessons_keys_src *src)
 {
-    (void)p;
     return src->label;
+}
+
+/* One setting of a source that every section using it must give alike
+ * (a CA file, a proxy): NULL when *held is unset or the same, else the
+ * conflict, naming the directive, both values and the source.
+ */
+static const char *lessons_keys_src_same(apr_pool_t *p,
+                                         const lessons_keys_src *src,
+                                         const lessons_dir_conf *conf,
+                                         const char *directive,
+                                         const char *held, const char *given)
+{
+    if (!held || strcmp(held, given) == 0) {
+        return NULL;
+    }
+    return apr_psprintf(p, "%s: %s %s, but another section gives %s for %s",
+                        conf->keys_where ? conf->keys_where : conf->jwt_where,
+                        directive, given, held, lessons_keys_src_label(src));
 }
 
 /* A section (or block) that uses the source adds its settings, at
  * start-up: the shortest intervals win; two different CA files, or two
- * different proxies, are a conflict; every key must fit one of the algorithms some user takes
- * (algs); eager when one of them surely takes these keys.
+ * different proxies, are a conflict; every key must fit one of the
+ * algorithms some user takes (algs); eager when one of them surely takes
+ * these keys.
  */
 const char *lessons_keys_src_configure(apr_pool_t *p, lessons_keys_src *src,
                                        const lessons_dir_conf *conf,
                                        lessons_algs_t algs, int eager)
 {
+    const char *err;
+
     if (conf->keys_ca) {
-        if (src->ca && strcmp(src->ca, conf->keys_ca) != 0) {
-            return apr_psprintf(p, "%s: LessonsJWTKeysCA %s, but another "
-                                "section gives %s for %s",
-                                conf->keys_where ? conf->keys_where
-                                                 : conf->jwt_where,
-                                conf->keys_ca, src->ca,
-                                lessons_keys_src_label(p, src));
+        err = lessons_keys_src_same(p, src, conf, "LessonsJWTKeysCA",
+                                    src->ca, conf->keys_ca);
+        if (err) {
+            return err;
         }
         src->ca = conf->keys_ca;
         src->ca_pem = conf->keys_ca_pem;
         src->ca_len = conf->keys_ca_len;
     }
     if (conf->keys_proxy) {
-        if (src->proxy && strcmp(src->proxy, conf->keys_proxy) != 0) {
-            return apr_psprintf(p, "%s: LessonsJWTKeysProxy %s, but another "
-                                "section gives %s for %s",
-                                conf->keys_where ? conf->keys_where
-                                                 : conf->jwt_where,
-                                conf->keys_proxy, src->proxy,
-                                lessons_keys_src_label(p, src));
+        err = lessons_keys_src_same(p, src, conf, "LessonsJWTKeysProxy",
+                                    src->proxy, conf->keys_proxy);
+        if (err) {
+            return err;
         }
         src->proxy = conf->keys_proxy;
     }
@@ -257,7 +271,7 @@ static void lessons_keys_report(void *baton, const lessons_keyset_t *set,
                                 apr_pool_t *scratch)
 {
     lessons_keys_src *src = baton;
-    const char *label = lessons_keys_src_label(scratch, src);
+    const char *label = lessons_keys_src_label(src);
     int i;
     const char *then = serving
         ? "the last good key set still serves"
@@ -584,7 +598,7 @@ void lessons_keys_child_init(apr_pool_t *pchild, server_rec *s)
             /* No shared block: this process fetches for itself. */
             ap_log_error(APLOG_MARK, APLOG_ERR, 0, s, LESSONSLOG(00225)
                          "%s: no shared key set in this process; it fetches "
-                         "its own", lessons_keys_src_label(pchild, src));
+                         "its own", lessons_keys_src_label(src));
         }
         opts.share = ks && src->slot >= 0 ? ks : NULL;
         opts.slot = src->slot;
@@ -593,7 +607,7 @@ void lessons_keys_child_init(apr_pool_t *pchild, server_rec *s)
             ap_log_error(APLOG_MARK, APLOG_ERR, 0, s, LESSONSLOG(00215)
                          "%s: cannot start its fetcher in this process; its "
                          "requests get 503",
-                         lessons_keys_src_label(pchild, src));
+                         lessons_keys_src_label(src));
             src->live = NULL;
         }
     }

@@ -56,6 +56,19 @@ lessons_alg_t lessons_alg_parse(const char *name)
     return LESSONS_ALG_INVAL;
 }
 
+lessons_alg_t lessons_alg_of_crv(const char *crv, size_t len)
+{
+    size_t i;
+
+    for (i = 0; crv && i < LESSONS_NALGS; i++) {
+        if (lessons_algs[i].crv && strlen(lessons_algs[i].crv) == len
+            && memcmp(crv, lessons_algs[i].crv, len) == 0) {
+            return lessons_algs[i].alg;
+        }
+    }
+    return LESSONS_ALG_INVAL;
+}
+
 const char *lessons_alg_name(lessons_alg_t alg)
 {
     size_t i;

@@ -70,6 +70,11 @@ lessons_alg_t lessons_alg_parse(const char *name);
 /* Its name as RFC 7518 spells it, or "none". */
 const char *lessons_alg_name(lessons_alg_t alg);
 
+/* The ES* of a JWK's curve name ("P-256": ES256), len bytes (the name
+ * may hold a NUL); LESSONS_ALG_INVAL for a curve we do not take.
+ */
+lessons_alg_t lessons_alg_of_crv(const char *crv, size_t len);
+
 /* Is alg one of PS256/384/512 (RSASSA-PSS)? */
 int lessons_alg_is_pss(lessons_alg_t alg);
 

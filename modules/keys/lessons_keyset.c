@@ -52,18 +52,18 @@ static const unsigned char lessons_p521[66] = {
     0xff, 0xff,
 };
 
-/* The curves we take, with their algorithm, field length (RFC 7518
- * 6.2.1.2: x and y are exactly this many octets) and prime.
+/* The field of each curve we take, by its ES* (lessons_key.c names the
+ * curves): its length (RFC 7518 6.2.1.2: x and y are exactly this many
+ * octets) and prime.
  */
 static const struct {
-    const char *crv;
     lessons_alg_t alg;
     apr_size_t bytes;
     const unsigned char *prime;
 } lessons_curves[] = {
-    { "P-256", LESSONS_ALG_ES256, 32, lessons_p256 },
-    { "P-384", LESSONS_ALG_ES384, 48, lessons_p384 },
-    { "P-521", LESSONS_ALG_ES512, 66, lessons_p521 },
+    { LESSONS_ALG_ES256, 32, lessons_p256 },
+    { LESSONS_ALG_ES384, 48, lessons_p384 },
+    { LESSONS_ALG_ES512, 66, lessons_p521 },
 };
 
 #define LESSONS_NCURVES (sizeof(lessons_curves) / sizeof(lessons_curves[0]))
@@ -290,6 +290,7 @@ static const char *lessons_jwk_ec(const lessons_jwk_ctx_t *c, json_t *jwk,
     const unsigned char *x, *y;
     apr_size_t xlen = 0, ylen = 0, size;
     const char *msg;
+    lessons_alg_t alg;
     size_t i;
 
     if (!crv) {
@@ -298,9 +299,9 @@ static const char *lessons_jwk_ec(const lessons_jwk_ctx_t *c, json_t *jwk,
     if (!json_is_string(crv)) {
         return lessons_jwk_err(c, "\"crv\" is not a string");
     }
+    alg = lessons_alg_of_crv(json_string_value(crv), json_string_length(crv));
     for (i = 0; i < LESSONS_NCURVES; i++) {
-        if (strlen(lessons_curves[i].crv) == json_string_length(crv)
-            && strcmp(json_string_value(crv), lessons_curves[i].crv) == 0) {
+        if (lessons_curves[i].alg == alg) {
             break;
         }
     }
@@ -319,7 +320,7 @@ static const char *lessons_jwk_ec(const lessons_jwk_ctx_t *c, json_t *jwk,
     if (xlen != size || ylen != size) {
         return lessons_jwk_err(c, "EC %s coordinates must be %d octets, "
                                "\"x\" has %d and \"y\" %d",
-                               lessons_curves[i].crv, (int)size, (int)xlen,
+                               json_string_value(crv), (int)size, (int)xlen,
                                (int)ylen);
     }
     if (memcmp(x, lessons_curves[i].prime, size) >= 0
@@ -330,7 +331,7 @@ static const char *lessons_jwk_ec(const lessons_jwk_ctx_t *c, json_t *jwk,
     }
     memset(out, 0, sizeof(*out));
     out->type = LESSONS_KEY_EC;
-    out->ec_alg = lessons_curves[i].alg;
+    out->ec_alg = alg;
     return lessons_jwk_import(c, jwk, x, xlen, y, ylen,
                               "the point (x, y) is not on the curve", out);
 }
