@@ -227,11 +227,8 @@ static int lessons_key_set_canon(apr_pool_t *p, lessons_key_t *key,
     return 1;
 }
 
-/* A number of pkey (OSSL_PKEY_PARAM_*), big-endian: width bytes, or as
- * many as it has (width 0).  NULL when it has no such number.
- */
-static uint8_t *lessons_key_number(apr_pool_t *p, const EVP_PKEY *pkey,
-                                   const char *name, int width, size_t *len)
+uint8_t *lessons_key_number(apr_pool_t *p, const EVP_PKEY *pkey,
+                            const char *name, int width, size_t *len)
 {
     BIGNUM *bn = NULL;
     uint8_t *out = NULL;

@@ -9,8 +9,11 @@
 #ifndef LESSONS_KEY_H
 #define LESSONS_KEY_H
 
+#include <stdint.h>
+
 #include <cjose/jwk.h>
 #include <jansson.h>
+#include <openssl/evp.h>
 #include "apr_pools.h"
 
 /* The JWS algorithms (RFC 7518 3.1) a token may be signed with, and
@@ -144,6 +147,14 @@ int lessons_key_allows(const lessons_key_t *key, lessons_alg_t alg);
 /* Why the key does not allow alg, for the admin; NULL when it does. */
 const char *lessons_key_misfit(apr_pool_t *p, const lessons_key_t *key,
                                lessons_alg_t alg);
+
+/* A number of pkey (OSSL_PKEY_PARAM_*), big-endian, in p: width bytes,
+ * or as many as it has (width 0).  NULL when it has no such number.  The
+ * public keys' JWKs are made of these; support/lessons-token's signing
+ * keys (a private key's numbers) too.
+ */
+uint8_t *lessons_key_number(apr_pool_t *p, const EVP_PKEY *pkey,
+                            const char *name, int width, size_t *len);
 
 /* lessons_key_make then lessons_key_misfit: NULL when the bytes make a
  * key that allows alg, else a message.
