@@ -17,6 +17,8 @@
 #   make lint       the house checks (no circles between files, every config
 #                   field merged, directives documented), also in make test
 #   make install    put the module and a2enmod files where Debian looks
+#                   (make also builds build/lessons-reference.conf, every
+#                   directive commented out, made from the directive table)
 #   make clean      remove what was built, not the dev key and database
 #   make distclean  remove the dev key and database too
 # run and install first install the missing build packages, test also the
@@ -51,6 +53,14 @@ UNIT_LIB   = build/liblessons.a
 UNIT_OBJS  = $(patsubst modules/%.c,$(OBJ)/%.o,$(UNITS))
 ENGINE_OBJS = $(patsubst %.c,$(OBJ)/%.o,$(notdir $(ENGINE)))
 MODULE     = build/mod_lessons.so
+
+# A commented reference of every directive, made from the directive table
+# (LESSONS_TABLE) and the directives' reference (DIRECTIVES_DOC) by
+# support/lessons-reference.pl, and checked against the table as it is
+# made: the package installs it among its examples.
+LESSONS_TABLE  ?= mod_lessons.c
+DIRECTIVES_DOC ?= DIRECTIVES.md
+REFERENCE_CONF  = build/lessons-reference.conf
 
 # httpd's compiler and flags, as apxs -c uses them (hardening included),
 # position-independent for the shared module.
@@ -87,7 +97,7 @@ DEV_DB_DIR   = $(shell if [ "$$(id -u)" = 0 ] \
 
 # What the build makes: all of it under build/, which holds the dev key
 # and database as well (build/dev).
-BUILT      = $(OBJ) $(UNIT_LIB) $(MODULE) build/unit
+BUILT      = $(OBJ) $(UNIT_LIB) $(MODULE) build/unit $(REFERENCE_CONF)
 
 # Run as root (sudo make run) in a checkout that someone else owns, what
 # make made goes back to the checkout's owner, all but the dev database.
@@ -167,7 +177,7 @@ endef
 .PHONY: all deps test-deps dev run token test test-all check test-release unit lint integration asan-test install \
         clean clean-module distclean
 
-all: $(MODULE)
+all: $(MODULE) $(REFERENCE_CONF)
 
 # Each source file is compiled once per build, with httpd's flags (and, for
 # the httpd-facing files, httpd's headers); the module is replaced, never
@@ -215,6 +225,18 @@ $(MODULE): $(ENGINE_OBJS) $(UNIT_LIB)
 	@echo "  LD    $@"
 	@$(HTTPD_CC) $(MOD_LDFLAGS) -o $@.new $(ENGINE_OBJS) $(UNIT_LIB) $(LIBS) \
 	    && mv -f $@.new $@
+	@$(give_back)
+
+# Made, then checked (every directive of the table in it, every line a
+# comment); a file that fails the check is not kept.
+$(REFERENCE_CONF): support/lessons-reference.pl $(LESSONS_TABLE) $(DIRECTIVES_DOC)
+	@$(mine)
+	@mkdir -p $(@D)
+	@echo "  GEN   $@"
+	@support/lessons-reference.pl $(LESSONS_TABLE) $(DIRECTIVES_DOC) >$@.new \
+	    && { support/lessons-reference.pl --check $(LESSONS_TABLE) $@.new >$@.check \
+	         || { grep -v '^ok ' $@.check >&2; rm -f $@.new $@.check; exit 1; }; } \
+	    && rm -f $@.check && mv -f $@.new $@
 	@$(give_back)
 
 deps:
@@ -359,9 +381,27 @@ unit: $(UNIT_TESTS)
 	@$(mine)
 	@$(with_counts); $(run_units); $(summary)
 
-# make lint: the house checks alone (make test runs them too).
+# The package's generated files against their sources: the reference
+# conf against the directive table (make all checks it as it makes it).
+define run_support
+log=build/support.log; \
+support/lessons-reference.pl --check $(LESSONS_TABLE) $(REFERENCE_CONF) \
+    >$$log 2>&1; \
+p=$$(grep -c '^ok ' $$log); f=$$(grep -c '^not ok ' $$log); \
+[ $$((p + f)) -gt 0 ] || f=1; \
+echo "$$p $$f" >>$$counts; \
+if [ $$f -eq 0 ]; then \
+    printf $(SUITE_LINE) PASS "support" $$p ""; \
+else \
+    printf $(SUITE_LINE) FAIL "support" $$((p + f)) ", $$f failed"; \
+    grep -v '^ok \|passed, ' $$log | sed 's/^/    /'; \
+fi
+endef
+
+# make lint: the house checks alone (make test runs them too), and the
+# package's generated files against their sources.
 lint: all
-	@$(with_counts); $(run_house); $(summary)
+	@$(with_counts); $(run_house); $(run_support); $(summary)
 
 # Each integration run makes its own database (a SQLite file, or a
 # PostgreSQL cluster in a temp dir) and removes it.
@@ -480,7 +520,7 @@ clean:
 # the test tools (build/idp, build/openapi) and the dev key and database
 # where they are.
 clean-module:
-	rm -rf $(OBJ) $(UNIT_LIB) $(MODULE)
+	rm -rf $(OBJ) $(UNIT_LIB) $(MODULE) $(REFERENCE_CONF)
 
 distclean:
 	@$(not_serving)
