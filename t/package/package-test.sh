@@ -365,7 +365,8 @@ WAS_RUNNING=$(cat "$STATE/before/running")
 # so that a signal stops the whole build at once.
 mkdir "$WORK/src"
 tar -C "$ROOT" -cf - \
-    Makefile README.md DIRECTIVES.md mod_lessons.c modules conf sql debian | tar -C "$WORK/src" -xf -
+    Makefile README.md DIRECTIVES.md CHANGELOG mod_lessons.c modules support conf sql debian \
+    | tar -C "$WORK/src" -xf -
 (cd "$WORK/src" && exec setsid dpkg-buildpackage -us -uc -b) </dev/null >"$WORK/build.log" 2>&1 &
 BUILD_PID=$!
 wait "$BUILD_PID"
