@@ -9,8 +9,6 @@
 #ifndef LESSONS_KEY_H
 #define LESSONS_KEY_H
 
-#include <stdint.h>
-
 #include <cjose/jwk.h>
 #include <jansson.h>
 #include <openssl/evp.h>
@@ -148,13 +146,15 @@ int lessons_key_allows(const lessons_key_t *key, lessons_alg_t alg);
 const char *lessons_key_misfit(apr_pool_t *p, const lessons_key_t *key,
                                lessons_alg_t alg);
 
-/* A number of pkey (OSSL_PKEY_PARAM_*), big-endian, in p: width bytes,
- * or as many as it has (width 0).  NULL when it has no such number.  The
- * public keys' JWKs are made of these; support/lessons-token's signing
- * keys (a private key's numbers) too.
+/* The private key pkey, whose public half is key (RSA or EC, made by
+ * lessons_key_make), as the JWK cjose signs with: the public members and
+ * every private one.  Released with p; NULL when pkey lacks a member or
+ * key is a secret.  The module only verifies: support/lessons-token signs
+ * test tokens with it.
  */
-uint8_t *lessons_key_number(apr_pool_t *p, const EVP_PKEY *pkey,
-                            const char *name, int width, size_t *len);
+const cjose_jwk_t *lessons_key_signing_jwk(apr_pool_t *p,
+                                           const EVP_PKEY *pkey,
+                                           const lessons_key_t *key);
 
 /* lessons_key_make then lessons_key_misfit: NULL when the bytes make a
  * key that allows alg, else a message.

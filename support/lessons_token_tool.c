@@ -12,7 +12,6 @@
 
 #include <cjose/jws.h>
 #include <openssl/bio.h>
-#include <openssl/core_names.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
 
@@ -130,67 +129,6 @@ static int lessons_tool_no_passphrase(char *buf, int size, int rwflag,
     return -1;
 }
 
-static apr_status_t lessons_tool_release(void *jwk)
-{
-    cjose_jwk_release(jwk);
-    return APR_SUCCESS;
-}
-
-/* The private key's JWK, every member cjose signs with. */
-static cjose_jwk_t *lessons_tool_private_jwk(apr_pool_t *p,
-                                             const EVP_PKEY *pkey,
-                                             const lessons_key_t *pub)
-{
-    cjose_err err;
-
-    if (pub->type == LESSONS_KEY_RSA) {
-        cjose_jwk_rsa_keyspec rsa;
-
-        memset(&rsa, 0, sizeof(rsa));
-        rsa.n = lessons_key_number(p, pkey, OSSL_PKEY_PARAM_RSA_N, 0,
-                                   &rsa.nlen);
-        rsa.e = lessons_key_number(p, pkey, OSSL_PKEY_PARAM_RSA_E, 0,
-                                   &rsa.elen);
-        rsa.d = lessons_key_number(p, pkey, OSSL_PKEY_PARAM_RSA_D, 0,
-                                   &rsa.dlen);
-        rsa.p = lessons_key_number(p, pkey, OSSL_PKEY_PARAM_RSA_FACTOR1, 0,
-                                   &rsa.plen);
-        rsa.q = lessons_key_number(p, pkey, OSSL_PKEY_PARAM_RSA_FACTOR2, 0,
-                                   &rsa.qlen);
-        rsa.dp = lessons_key_number(p, pkey, OSSL_PKEY_PARAM_RSA_EXPONENT1,
-                                    0, &rsa.dplen);
-        rsa.dq = lessons_key_number(p, pkey, OSSL_PKEY_PARAM_RSA_EXPONENT2,
-                                    0, &rsa.dqlen);
-        rsa.qi = lessons_key_number(p, pkey,
-                                    OSSL_PKEY_PARAM_RSA_COEFFICIENT1, 0,
-                                    &rsa.qilen);
-        if (!rsa.n || !rsa.e || !rsa.d || !rsa.p || !rsa.q || !rsa.dp
-            || !rsa.dq || !rsa.qi) {
-            return NULL;
-        }
-        return cjose_jwk_create_RSA_spec(&rsa, &err);
-    }
-    else {
-        cjose_jwk_ec_keyspec ec;
-        int width = (EVP_PKEY_get_bits(pkey) + 7) / 8;
-
-        memset(&ec, 0, sizeof(ec));
-        ec.crv = pub->ec_alg == LESSONS_ALG_ES256 ? CJOSE_JWK_EC_P_256
-                 : pub->ec_alg == LESSONS_ALG_ES384 ? CJOSE_JWK_EC_P_384
-                 : CJOSE_JWK_EC_P_521;
-        ec.d = lessons_key_number(p, pkey, OSSL_PKEY_PARAM_PRIV_KEY, width,
-                                  &ec.dlen);
-        ec.x = lessons_key_number(p, pkey, OSSL_PKEY_PARAM_EC_PUB_X, width,
-                                  &ec.xlen);
-        ec.y = lessons_key_number(p, pkey, OSSL_PKEY_PARAM_EC_PUB_Y, width,
-                                  &ec.ylen);
-        if (!ec.d || !ec.x || !ec.y) {
-            return NULL;
-        }
-        return cjose_jwk_create_EC_spec(&ec, &err);
-    }
-}
-
 /* The public half as the module reads a key file: its type, size and
  * curve, and the module's refusals.
  */
@@ -222,7 +160,7 @@ static const char *lessons_tool_private(apr_pool_t *p, const char *path,
     BIO *bio;
     EVP_PKEY *pkey;
     lessons_key_t *pub = NULL;
-    cjose_jwk_t *jwk = NULL;
+    const cjose_jwk_t *jwk = NULL;
     const char *msg;
 
     if (lessons_tool_has(data, len, "ENCRYPTED")) {
@@ -256,7 +194,7 @@ static const char *lessons_tool_private(apr_pool_t *p, const char *path,
         msg = lessons_key_misfit(p, pub, *alg);
     }
     if (!msg) {
-        jwk = lessons_tool_private_jwk(p, pkey, pub);
+        jwk = lessons_key_signing_jwk(p, pkey, pub);
         if (!jwk) {
             msg = "cjose cannot take the private key";
         }
@@ -265,8 +203,6 @@ static const char *lessons_tool_private(apr_pool_t *p, const char *path,
     if (msg) {
         return apr_psprintf(p, "%s: %s", path, msg);
     }
-    apr_pool_cleanup_register(p, jwk, lessons_tool_release,
-                              apr_pool_cleanup_null);
     *out = jwk;
     return NULL;
 }
