@@ -18,6 +18,9 @@
 #                   of modules/ uses only those below it, every config
 #                   field merged, directives documented), also in make test
 #   make install    put the module and a2enmod files where Debian looks
+#                   (make also builds build/lessons-token, the package's
+#                   token tool, and build/lessons-reference.conf, every
+#                   directive commented out, made from the directive table)
 #   make clean      remove what was built, not the dev key and database
 #   make distclean  remove the dev key and database too
 # run and install first install the missing build packages, test also the
@@ -61,6 +64,25 @@ UNIT_OBJS  = $(patsubst modules/%.c,$(OBJ)/%.o,$(UNITS))
 ENGINE_OBJS = $(patsubst %.c,$(OBJ)/%.o,$(patsubst modules/%,%,$(ENGINE)))
 MODULE     = build/mod_lessons.so
 
+# The package's token tool (support/, as httpd keeps htpasswd there): its
+# own files, with build/liblessons.a's key units.  The package build
+# (debian/rules, through dpkg-buildpackage's environment) gives CFLAGS,
+# CPPFLAGS and LDFLAGS with Debian's hardening.
+TOKEN_TOOL  = build/lessons-token
+TOOL_OBJ    = build/support
+TOOL_OBJS   = $(patsubst support/%.c,$(TOOL_OBJ)/%.o,$(wildcard support/*.c))
+TOOL_CFLAGS = -std=gnu99 -D_GNU_SOURCE $(or $(CFLAGS),-g -O2) $(CPPFLAGS) \
+              $(WARN) -Imodules -Isupport $(APR_CFLAGS)
+TOOL_LIBS   = -lcjose -ljansson -lcrypto -lcurl $(APR_LIBS)
+
+# A commented reference of every directive, made from the directive table
+# (LESSONS_TABLE) and the directives' reference (DIRECTIVES_DOC) by
+# support/lessons-reference.pl, and checked against the table as it is
+# made: the package installs it among its examples.
+LESSONS_TABLE  ?= mod_lessons.c
+DIRECTIVES_DOC ?= docs/directives.md
+REFERENCE_CONF  = build/lessons-reference.conf
+
 # httpd's compiler and flags, as apxs -c uses them (hardening included),
 # position-independent for the shared module.
 apxs_q      = $(shell $(APXS) -q $(1) 2>/dev/null)
@@ -96,7 +118,8 @@ DEV_DB_DIR   = $(shell if [ "$$(id -u)" = 0 ] \
 
 # What the build makes: all of it under build/, which holds the dev key
 # and database as well (build/dev).
-BUILT      = $(OBJ) $(UNIT_LIB) $(MODULE) build/unit
+BUILT      = $(OBJ) $(UNIT_LIB) $(MODULE) build/unit $(TOOL_OBJ) $(TOKEN_TOOL) \
+             $(REFERENCE_CONF)
 
 # Run as root (sudo make run) in a checkout that someone else owns, what
 # make made goes back to the checkout's owner, all but the dev database.
@@ -176,7 +199,7 @@ endef
 .PHONY: all deps test-deps dev run token test test-all check test-release unit lint integration asan-test install \
         clean clean-module distclean
 
-all: $(MODULE)
+all: $(MODULE) $(TOKEN_TOOL) $(REFERENCE_CONF)
 
 # Each source file is compiled once per build, with httpd's flags (and, for
 # the httpd-facing files, httpd's headers); the module is replaced, never
@@ -226,6 +249,33 @@ $(MODULE): $(ENGINE_OBJS) $(UNIT_LIB)
 	    && mv -f $@.new $@
 	@$(give_back)
 
+$(TOOL_OBJ)/%.o: support/%.c $(wildcard support/*.h) $(HEADERS)
+	@$(mine)
+	@mkdir -p $(@D)
+	@echo "  CC    $@"
+	@$(CC) $(TOOL_CFLAGS) -c -o $@ $< \
+	    || { $(call missing_hint,build,deps); exit 1; }
+
+$(TOKEN_TOOL): $(TOOL_OBJS) $(UNIT_LIB)
+	@$(mine)
+	@echo "  LD    $@"
+	@$(CC) $(TOOL_CFLAGS) -Wl,-z,relro -Wl,-z,now $(LDFLAGS) -o $@.new \
+	    $(TOOL_OBJS) $(UNIT_LIB) -Wl,--as-needed $(TOOL_LIBS) \
+	    && mv -f $@.new $@
+	@$(give_back)
+
+# Made, then checked (every directive of the table in it, every line a
+# comment); a file that fails the check is not kept.
+$(REFERENCE_CONF): support/lessons-reference.pl $(LESSONS_TABLE) $(DIRECTIVES_DOC)
+	@$(mine)
+	@mkdir -p $(@D)
+	@echo "  GEN   $@"
+	@support/lessons-reference.pl $(LESSONS_TABLE) $(DIRECTIVES_DOC) >$@.new \
+	    && { support/lessons-reference.pl --check $(LESSONS_TABLE) $@.new >$@.check \
+	         || { grep -v '^ok ' $@.check >&2; rm -f $@.new $@.check; exit 1; }; } \
+	    && rm -f $@.check && mv -f $@.new $@
+	@$(give_back)
+
 deps:
 	@t/tools/deps.sh build
 
@@ -234,6 +284,17 @@ test-deps:
 
 # It builds test_flight.c's cases on lessons_flight.c's other bells.
 build/unit/test_flight_portable: t/unit/test_flight.c modules/store/lessons_flight.c
+
+# The token tool's unit test links the tool's own unit as well.
+build/unit/test_token_tool: t/unit/test_token_tool.c $(wildcard t/unit/*.h) \
+        $(TOOL_OBJ)/lessons_token_tool.o $(UNIT_LIB) $(HEADERS)
+	@$(mine)
+	@mkdir -p $(dir $@)
+	@echo "  CC    $@"
+	@$(CC) $(UNIT_CFLAGS) -Isupport -o $@ $< $(TOOL_OBJ)/lessons_token_tool.o \
+	    $(UNIT_LIB) -lcmocka $(LIBS) $(APR_LIBS) \
+	    || { $(call missing_hint,test,test-deps); exit 1; }
+	@$(give_back)
 
 build/unit/%: t/unit/%.c $(wildcard t/unit/*.h) $(UNIT_LIB) $(HEADERS)
 	@$(mine)
@@ -369,9 +430,36 @@ unit: $(UNIT_TESTS)
 	@$(mine)
 	@$(with_counts); $(run_units); $(summary)
 
-# make lint: the house checks alone (make test runs them too).
+# The package's generated files against their sources: the reference
+# conf against the directive table (make all checks it as it makes it),
+# and lessons-token's man page against its --help (every option in both).
+define run_support
+log=build/support.log; \
+{ support/lessons-reference.pl --check $(LESSONS_TABLE) $(REFERENCE_CONF); \
+  help=$$($(TOKEN_TOOL) --help | grep -o -- '--[a-z]\+' | sort -u); \
+  man=$$(grep -o -- '\\-\\-[a-z]\+' support/lessons-token.1 | tr -d '\\' | sort -u); \
+  if [ -n "$$help" ] && [ "$$help" = "$$man" ]; then \
+      echo "ok - lessons-token.1 names every option of lessons-token --help"; \
+  else \
+      echo "not ok - lessons-token.1 names every option of lessons-token --help"; \
+      for o in $$help; do echo "$$man" | grep -qx -- "$$o" || echo "    only in --help: $$o"; done; \
+      for o in $$man; do echo "$$help" | grep -qx -- "$$o" || echo "    only in the man page: $$o"; done; \
+  fi; } >$$log 2>&1; \
+p=$$(grep -c '^ok ' $$log); f=$$(grep -c '^not ok ' $$log); \
+[ $$((p + f)) -gt 0 ] || f=1; \
+echo "$$p $$f" >>$$counts; \
+if [ $$f -eq 0 ]; then \
+    printf $(SUITE_LINE) PASS "support" $$p ""; \
+else \
+    printf $(SUITE_LINE) FAIL "support" $$((p + f)) ", $$f failed"; \
+    grep -v '^ok \|passed, ' $$log | sed 's/^/    /'; \
+fi
+endef
+
+# make lint: the house checks alone (make test runs them too), and the
+# package's generated files against their sources.
 lint: all
-	@$(with_counts); $(run_house); $(summary)
+	@$(with_counts); $(run_house); $(run_support); $(summary)
 
 # Each integration run makes its own database (a SQLite file, or a
 # PostgreSQL cluster in a temp dir) and removes it.
@@ -490,7 +578,7 @@ clean:
 # the test tools (build/idp, build/openapi) and the dev key and database
 # where they are.
 clean-module:
-	rm -rf $(OBJ) $(UNIT_LIB) $(MODULE)
+	rm -rf $(OBJ) $(UNIT_LIB) $(MODULE) $(TOOL_OBJ) $(TOKEN_TOOL) $(REFERENCE_CONF)
 
 distclean:
 	@$(not_serving)

@@ -265,12 +265,14 @@ static uint8_t *lessons_key_number(apr_pool_t *p, const EVP_PKEY *pkey,
     return out;
 }
 
-/* The public key as cjose's JWK: RSA's n and e, EC's curve and point;
- * and the same numbers as key->data (lessons_key_canon), so that a PEM
- * file and a JWK of one key are one key.
+/* The key as cjose's JWK: RSA's n and e, EC's curve and point, and
+ * with_private the private members too (RSA's d and CRT numbers, EC's
+ * d), to sign with; NULL when pkey lacks one.  The public numbers become
+ * key->data (lessons_key_canon), so that a PEM file and a JWK of one key
+ * are one key.
  */
 static cjose_jwk_t *lessons_key_jwk(apr_pool_t *p, const EVP_PKEY *pkey,
-                                    lessons_key_t *key)
+                                    lessons_key_t *key, int with_private)
 {
     cjose_err err;
 
@@ -282,6 +284,27 @@ static cjose_jwk_t *lessons_key_jwk(apr_pool_t *p, const EVP_PKEY *pkey,
                                    &rsa.nlen);
         rsa.e = lessons_key_number(p, pkey, OSSL_PKEY_PARAM_RSA_E, 0,
                                    &rsa.elen);
+        if (with_private) {
+            rsa.d = lessons_key_number(p, pkey, OSSL_PKEY_PARAM_RSA_D, 0,
+                                       &rsa.dlen);
+            rsa.p = lessons_key_number(p, pkey, OSSL_PKEY_PARAM_RSA_FACTOR1,
+                                       0, &rsa.plen);
+            rsa.q = lessons_key_number(p, pkey, OSSL_PKEY_PARAM_RSA_FACTOR2,
+                                       0, &rsa.qlen);
+            rsa.dp = lessons_key_number(p, pkey,
+                                        OSSL_PKEY_PARAM_RSA_EXPONENT1, 0,
+                                        &rsa.dplen);
+            rsa.dq = lessons_key_number(p, pkey,
+                                        OSSL_PKEY_PARAM_RSA_EXPONENT2, 0,
+                                        &rsa.dqlen);
+            rsa.qi = lessons_key_number(p, pkey,
+                                        OSSL_PKEY_PARAM_RSA_COEFFICIENT1, 0,
+                                        &rsa.qilen);
+            if (!rsa.d || !rsa.p || !rsa.q || !rsa.dp || !rsa.dq
+                || !rsa.qi) {
+                return NULL;
+            }
+        }
         if (!rsa.n || !rsa.e || !lessons_key_set_canon(p, key, rsa.n,
                                                        rsa.nlen, rsa.e,
                                                        rsa.elen)) {
@@ -301,6 +324,13 @@ static cjose_jwk_t *lessons_key_jwk(apr_pool_t *p, const EVP_PKEY *pkey,
                                   &ec.xlen);
         ec.y = lessons_key_number(p, pkey, OSSL_PKEY_PARAM_EC_PUB_Y, width,
                                   &ec.ylen);
+        if (with_private) {
+            ec.d = lessons_key_number(p, pkey, OSSL_PKEY_PARAM_PRIV_KEY,
+                                      width, &ec.dlen);
+            if (!ec.d) {
+                return NULL;
+            }
+        }
         if (!ec.x || !ec.y || !lessons_key_set_canon(p, key, ec.x, ec.xlen,
                                                      ec.y, ec.ylen)) {
             return NULL;
@@ -365,10 +395,23 @@ static const char *lessons_key_public(apr_pool_t *p, const unsigned char *data,
         msg = "the public key is neither RSA nor EC";
     }
     if (!msg) {
-        msg = lessons_key_hold(p, key, lessons_key_jwk(p, pkey, key));
+        msg = lessons_key_hold(p, key, lessons_key_jwk(p, pkey, key, 0));
     }
     EVP_PKEY_free(pkey);
     return msg;
+}
+
+const cjose_jwk_t *lessons_key_signing_jwk(apr_pool_t *p,
+                                           const EVP_PKEY *pkey,
+                                           const lessons_key_t *key)
+{
+    lessons_key_t signer = *key;    /* its own key->data and jwk */
+
+    if (key->type != LESSONS_KEY_RSA && key->type != LESSONS_KEY_EC) {
+        return NULL;
+    }
+    return lessons_key_hold(p, &signer, lessons_key_jwk(p, pkey, &signer, 1))
+           ? NULL : signer.jwk;
 }
 
 const char *lessons_key_make(apr_pool_t *p, const unsigned char *data,

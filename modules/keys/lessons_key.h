@@ -11,6 +11,7 @@
 
 #include <cjose/jwk.h>
 #include <jansson.h>
+#include <openssl/evp.h>
 #include "apr_pools.h"
 
 /* The JWS algorithms (RFC 7518 3.1) a token may be signed with, and
@@ -149,6 +150,16 @@ int lessons_key_allows(const lessons_key_t *key, lessons_alg_t alg);
 /* Why the key does not allow alg, for the admin; NULL when it does. */
 const char *lessons_key_misfit(apr_pool_t *p, const lessons_key_t *key,
                                lessons_alg_t alg);
+
+/* The private key pkey, whose public half is key (RSA or EC, made by
+ * lessons_key_make), as the JWK cjose signs with: the public members and
+ * every private one.  Released with p; NULL when pkey lacks a member or
+ * key is a secret.  The module only verifies: support/lessons-token signs
+ * test tokens with it.
+ */
+const cjose_jwk_t *lessons_key_signing_jwk(apr_pool_t *p,
+                                           const EVP_PKEY *pkey,
+                                           const lessons_key_t *key);
 
 /* lessons_key_make then lessons_key_misfit: NULL when the bytes make a
  * key that allows alg, else a message.

@@ -370,7 +370,8 @@ WAS_RUNNING=$(cat "$STATE/before/running")
 # so that a signal stops the whole build at once.
 mkdir "$WORK/src"
 tar -C "$ROOT" -cf - \
-    Makefile README.md docs mod_lessons.c modules conf sql debian | tar -C "$WORK/src" -xf -
+    Makefile README.md docs CHANGELOG mod_lessons.c modules support conf sql debian \
+    | tar -C "$WORK/src" -xf -
 (cd "$WORK/src" && exec setsid dpkg-buildpackage -us -uc -b) </dev/null >"$WORK/build.log" 2>&1 &
 BUILD_PID=$!
 wait "$BUILD_PID"
@@ -547,6 +548,56 @@ if [ -z "$SKIPPED_HTTP" ]; then
     check "health: status pass" grep -q '"status":"pass"' <<<"$BODY"
     [ $FAILED -eq 0 ] || { DETAILS+="  (what this run added to $ERROR_LOG:)"$'\n'; detail "$(error_log_tail)"; }
 fi
+# --- lessons-token and the admin's documents, as installed ---------------------------
+# The package's own tool, /usr/bin/lessons-token (not the checkout's),
+# against the API the system Apache serves: a token from the admin's key
+# is taken (check prints 200 and exits 0; make's token works with curl),
+# one from another key is refused (check prints 401 and the reason the
+# server gives, and exits 1).  And the documents Debian's own module
+# packages ship: README.Debian, NEWS.Debian, the upstream changelog, the
+# man page, the reference of every directive.
+check_package_tool() {
+    local tool=/usr/bin/lessons-token doc=/usr/share/doc/$PKG other out rc f missing=""
+    for f in "$tool" /usr/share/man/man1/lessons-token.1.gz "$doc/README.Debian.gz" \
+             "$doc/NEWS.Debian.gz" "$doc/changelog.gz" "$doc/changelog.Debian.gz" \
+             "$doc/examples/lessons-reference.conf"; do
+        # dh_compress leaves a document under 4 KiB as it is.
+        [ -e "$f" ] || [ -e "${f%.gz}" ] || missing+="$f "
+    done
+    if [ -z "$missing" ]; then
+        pass "installed: lessons-token, its man page, README.Debian, NEWS.Debian, the changelogs, lessons-reference.conf"
+    else
+        fail "installed: lessons-token, its man page, README.Debian, NEWS.Debian, the changelogs, lessons-reference.conf" "missing: $missing"
+    fi
+    check "lessons-reference.conf names LessonsJWTKey and LessonsCacheSize, all commented out" \
+        sh -c "grep -q '^#LessonsJWTKey ' '$doc/examples/lessons-reference.conf' &&
+               grep -q '^#LessonsCacheSize ' '$doc/examples/lessons-reference.conf' &&
+               ! grep -qv '^\(#.*\)\?\$' '$doc/examples/lessons-reference.conf'"
+    [ -z "$SKIPPED_HTTP" ] || return 0
+    out=$("$tool" check "$BASE/api/lessons" --key "$KEY" 2>&1)
+    rc=$?
+    if [ $rc -eq 0 ] && [ "$out" = "200 OK" ]; then
+        pass "lessons-token check with the admin's key: 200, exit 0"
+    else
+        fail "lessons-token check with the admin's key: 200, exit 0 (exit $rc)" "$out"
+    fi
+    TOKEN=$("$tool" make --key "$KEY" --sub pkg-tool --ttl 600 2>&1)
+    authed GET /api/lessons
+    expect "a token from lessons-token make, sent with curl: 200" 200
+    other=$WORK/other.key
+    (umask 077 && openssl rand -hex 32 >"$other")
+    out=$("$tool" check "$BASE/api/lessons" --key "$other" 2>&1)
+    rc=$?
+    if [ $rc -eq 1 ] && [ "$(head -n 1 <<<"$out")" = "401 Unauthorized" ] \
+        && grep -qx 'error: invalid_token' <<<"$out" \
+        && grep -q '^error_description: .' <<<"$out"; then
+        pass "lessons-token check with another key: 401 and the reason, exit 1"
+    else
+        fail "lessons-token check with another key: 401 and the reason, exit 1 (exit $rc)" "$out"
+    fi
+}
+check_package_tool
+
 # --- upgrade -----------------------------------------------------------------------
 # dpkg replaces mod_lessons.so with a new file; a server that has the
 # module enabled must load it (the postinst reloads Apache), or it keeps

@@ -133,6 +133,10 @@ tar -C "$ROOT" -cf - \
     --exclude=t/conf/modperl_inc.pl --exclude=t/conf/modperl_startup.pl \
     t sql conf/openapi.yaml | tar -C "$WORK/src" -xf -
 cp "$MODULE" "$WORK/src/build/mod_lessons.so"
+# The package's token tool (make builds it), for t/api/token_tool.t.
+if [ -x "$ROOT/build/lessons-token" ]; then
+    cp "$ROOT/build/lessons-token" "$WORK/src/build/lessons-token"
+fi
 
 # --- sanitizers: httpd through a wrapper that preloads their runtimes ---
 if [ -n "$SANITIZE" ]; then
