@@ -144,6 +144,13 @@ guide_run() {
     export GV_PACKAGE=$DEB GV_ISSUER=$GUIDE_ISS GV_AUDIENCE=lessons-guide \
         GV_PROVIDER_CA=$GUIDE_CA GV_SERVER=http://127.0.0.1:$PORT \
         GV_DB_HOST=127.0.0.1 GV_DB_PORT=${GUIDE_PGPORT:-5432} GV_DB_PASSWORD=change-me
+    # apt-get install apache2 starts it on a fresh machine; here it may
+    # have been stopped, and Debian's init script will not restart a
+    # server it finds stopped while other programs named apache2 run
+    # (the test suites' servers, the other release's root).
+    if ! apache_running; then
+        check "$q: apache2 runs, as after its installation" apache_start || return 1
+    fi
     GV_TOKEN=$(guide_token) || { fail "$q: a token from the test provider" "$GV_TOKEN"; return 1; }
     export GV_TOKEN
     guide_fill "$dir/$first" >"$run/fill-in.sh"
