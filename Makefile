@@ -401,13 +401,14 @@ run_fragment_suites = $(call run_fragment_suites_of,$(FRAGMENT_SUITES))
 # the machine idle waiting on its servers; their lines are held back
 # and shown, counts checked, by finish_background.
 BACKGROUND_SUITES ?=
-start_background = bg_out=$$(mktemp) && bg_counts=$$(mktemp) || exit 1; bg_pid=""; \
-    if [ -n "$(strip $(BACKGROUND_SUITES))" ]; then \
+start_background_of = bg_out=$$(mktemp) && bg_counts=$$(mktemp) || exit 1; bg_pid=""; \
+    if [ -n "$(strip $(1))" ]; then \
         (counts=$$bg_counts; export FUZZ_JOBS=$${FUZZ_JOBS:-1}; \
-         $(call run_fragment_suites_of,$(BACKGROUND_SUITES))) \
+         $(call run_fragment_suites_of,$(1))) \
             >$$bg_out 2>&1 </dev/null & \
         bg_pid=$$!; \
     fi
+start_background = $(call start_background_of,$(BACKGROUND_SUITES))
 finish_background = if [ -n "$$bg_pid" ]; then \
         wait $$bg_pid; cat $$bg_out; \
         if [ -s $$bg_counts ]; then cat $$bg_counts >>$$counts; else echo "0 1" >>$$counts; fi; \
@@ -493,13 +494,16 @@ endef
 
 # make test: what a developer runs after a change.  Sub-make, so that
 # flags from pkg-config are read after test-deps has installed the
-# packages.
+# packages.  The package test (the system apache2, no test server of the
+# suites) runs beside the integration suite, its lines held back: sudo
+# is asked first, while a terminal can still answer it.
 test: test-deps
 	@$(MAKE) -s --no-print-directory all $(UNIT_TESTS) test-tools
 	@$(mine)
+	@[ "$$(id -u)" -eq 0 ] || ! command -v sudo >/dev/null || sudo -v
 	@$(with_counts); $(run_units); $(run_house); \
-	    $(call run_integration_both,); \
-	    $(call run_fragment_suites_of,t/package/package-test.sh); $(summary)
+	    $(call start_background_of,t/package/package-test.sh); \
+	    $(call run_integration_both,); $(finish_background); $(summary)
 
 # make test-all: everything, what CI runs.
 # The fuzzers (BACKGROUND_SUITES) go beside the integration suite on
