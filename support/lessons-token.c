@@ -308,22 +308,6 @@ static size_t lessons_tool_on_body(char *data, size_t size, size_t nmemb,
     return n;                       /* the rest is read, not kept */
 }
 
-/* The server's words on one line of ours: control characters as '?',
- * so that an answer cannot write to the terminal.
- */
-static const char *lessons_tool_printable(apr_pool_t *p, const char *s)
-{
-    char *out = apr_pstrdup(p, s ? s : "");
-    char *c;
-
-    for (c = out; *c; c++) {
-        if (apr_iscntrl((unsigned char)*c)) {
-            *c = '?';
-        }
-    }
-    return out;
-}
-
 /* GET url with the token; prints the status and, for 4xx and 5xx, the
  * reason.  The exit status: 0 for 2xx.
  */

@@ -350,21 +350,25 @@ const char *lessons_tool_auth_param(apr_pool_t *p, const char *challenge,
     return NULL;
 }
 
-/* One line of output: the server's words, control characters shown as
- * '?' so that an answer cannot write to the terminal.
- */
-static const char *lessons_tool_line(apr_pool_t *p, const char *label,
-                                     const char *text)
+const char *lessons_tool_printable(apr_pool_t *p, const char *s)
 {
-    char *line = apr_pstrcat(p, label, ": ", text, "\n", NULL);
+    char *out = apr_pstrdup(p, s ? s : "");
     char *c;
 
-    for (c = line + strlen(label) + 2; c[0] && c[1]; c++) {
+    for (c = out; *c; c++) {
         if (apr_iscntrl((unsigned char)*c)) {
             *c = '?';
         }
     }
-    return line;
+    return out;
+}
+
+/* One line of output: our label, then the server's words made printable. */
+static const char *lessons_tool_line(apr_pool_t *p, const char *label,
+                                     const char *text)
+{
+    return apr_pstrcat(p, label, ": ", lessons_tool_printable(p, text), "\n",
+                       NULL);
 }
 
 /* Is this media type (parameters aside) JSON's or a problem's? */

@@ -69,6 +69,11 @@ const char *lessons_tool_reason(apr_pool_t *p, const char *www_authenticate,
                                 const char *content_type, const char *body,
                                 apr_size_t len);
 
+/* s (NULL: "") in p with its control characters shown as '?', so that a
+ * server's words cannot write to the terminal.
+ */
+const char *lessons_tool_printable(apr_pool_t *p, const char *s);
+
 /* The value of parameter name in a challenge ("Bearer realm="x",
  * error="y"), unquoted, or NULL.
  */
