@@ -140,10 +140,12 @@ static int lessons_catalog_unpack(apr_pool_t *p, const unsigned char *buf,
  * one at a time (under its pool's lock), and a new process whose first
  * burst read alone opened one per thread, each waiting for those before
  * it (up to 95 ms in the bench's lab).  *opened says whether the request
- * holds a connection now.  DECLINED, or the answer.
+ * holds a connection now, *asked whether it asked the flight.  DECLINED,
+ * or the answer.
  */
 static int lessons_read_catalog(lessons_ctx *c, lessons_srv_conf *sconf,
-                                lessons_catalog_t *cat, int *opened)
+                                lessons_catalog_t *cat, int *opened,
+                                int *asked)
 {
     request_rec *r = c->r;
     unsigned char buf[LESSONS_FLIGHT_MAX];
@@ -165,6 +167,7 @@ static int lessons_read_catalog(lessons_ctx *c, lessons_srv_conf *sconf,
                    stalled = now + lessons_gate_stall(sconf);
 
         c->deadline = now + apr_time_from_sec(lessons_db_timeout(sconf));
+        *asked = 1;
         how = lessons_flight_join(sconf->flight,
                                   stalled < c->deadline ? stalled
                                                         : c->deadline,
@@ -199,11 +202,10 @@ static int lessons_read_catalog(lessons_ctx *c, lessons_srv_conf *sconf,
     return DECLINED;
 }
 
-int lessons_read(lessons_ctx *c)
+static int lessons_read_send(lessons_ctx *c, lessons_srv_conf *sconf,
+                             int *asked)
 {
     request_rec *r = c->r;
-    lessons_srv_conf *sconf =
-        ap_get_module_config(r->server->module_config, &lessons_module);
     lessons_cache_t *cache = sconf->cache;
     lessons_cache_entry_t *e = NULL;
     lessons_catalog_t cat;
@@ -213,7 +215,7 @@ int lessons_read(lessons_ctx *c)
     int gzip, opened = 0, rc;
 
     c->lend = 1;
-    rc = lessons_read_catalog(c, sconf, &cat, &opened);
+    rc = lessons_read_catalog(c, sconf, &cat, &opened, asked);
     if (rc != DECLINED) {
         return rc;
     }
@@ -259,5 +261,27 @@ int lessons_read(lessons_ctx *c)
     lessons_dbd_give_back(c);
     rc = lessons_send_entry(r, e, gzip);
     lessons_cache_release(e);
+    return rc;
+}
+
+/* A client whose connection closes with this answer will not ask again:
+ * if it shared the version read, the process's next read must not wait
+ * for it (lessons_flight_leave).  Otherwise the next read, expecting as
+ * many as shared this one, held its askers a whole LessonsDBShareWindow
+ * each time a connection ended (httpd's MaxKeepAliveRequests: every
+ * 100th request of a client).  httpd decided it as the answer's head
+ * went out (ap_set_keepalive); an answer httpd writes later (an error
+ * status) is not known here, and the next read waits as before.
+ */
+int lessons_read(lessons_ctx *c)
+{
+    lessons_srv_conf *sconf =
+        ap_get_module_config(c->r->server->module_config, &lessons_module);
+    int asked = 0;
+    int rc = lessons_read_send(c, sconf, &asked);
+
+    if (asked && c->r->connection->keepalive == AP_CONN_CLOSE) {
+        lessons_flight_leave(sconf->flight);
+    }
     return rc;
 }

@@ -9,7 +9,9 @@
  * those who ask meanwhile have not been counted into `sent`, so the read
  * it then sends is theirs too.  It sends at once when as many ask for the
  * read as took the last one (at least LESSONS_FLIGHT_SHARE): clients that
- * come back together need not wait out the window.
+ * come back together need not wait out the window.  One that will not
+ * come back (its connection closes with that answer) says so
+ * (lessons_flight_leave), and is no longer waited for.
  *
  * The bookkeeping is under a mutex; the wait for a read is not.  With a
  * condition variable every woken waiter must take the mutex again, and a
@@ -73,7 +75,7 @@ struct lessons_flight_t {
     int asking;                     /* threads that asked for read sent + 1
                                      * (its leader included) */
     int batch;                      /* how many asked for the last read
-                                     * sent */
+                                     * sent, less those who left since */
     lessons_flight_slot_t slot;
     apr_uint64_t shared;            /* answers taken from another's read
                                      * (atomic) */
@@ -337,6 +339,19 @@ void lessons_flight_land(lessons_flight_t *f, const void *value,
     if (lead) {
         lessons_flight_wake(f, &f->bell[(n + 1) & 1], 0);
     }
+}
+
+void lessons_flight_leave(lessons_flight_t *f)
+{
+    apr_thread_mutex_lock(f->mutex);
+    if (f->batch > 0) {
+        f->batch--;
+    }
+    /* A leader holding for it: those who came back may be enough now. */
+    if (f->leading && f->asking >= lessons_flight_enough(f)) {
+        apr_thread_cond_signal(f->full);
+    }
+    apr_thread_mutex_unlock(f->mutex);
 }
 
 void lessons_flight_stats(lessons_flight_t *f, lessons_flight_stats_t *st)

@@ -21,6 +21,12 @@
  * however its requests arrive (many at once, or one after another).  A
  * request that comes a window or more after the last read sends its own
  * at once.
+ *
+ * A client that shared a read and will not ask again (its connection
+ * closes with this answer: httpd's MaxKeepAliveRequests, Connection:
+ * close) leaves: the next read no longer waits for it.  Otherwise each
+ * connection that ends costs the clients left a whole window, when the
+ * one that left was counted among those expected back.
  */
 #ifndef LESSONS_FLIGHT_H
 #define LESSONS_FLIGHT_H
@@ -64,6 +70,13 @@ lessons_flight_e lessons_flight_join(lessons_flight_t *f,
  */
 void lessons_flight_land(lessons_flight_t *f, const void *value,
                          apr_size_t len);
+
+/* One who asked for the last read sent will not ask again: the next read
+ * waits for one fewer (a leader holding for it sends at once if those
+ * who asked are now enough).  Told for a read already followed by
+ * another, the next read goes one asker early, never later.
+ */
+void lessons_flight_leave(lessons_flight_t *f);
 
 /* What the flight has done so far (for tests and the log). */
 typedef struct {

@@ -31,6 +31,15 @@ auth-cost: bench-deps
 	@$(MAKE) -s --no-print-directory all idp-deps build/bench/verify-cost
 	@t/bench/auth-cost.sh
 
+# make conn-cost: what a connection costs (issue 45): instructions of a
+# connection's first, later and closing requests and system calls per
+# request, keep-alive or a connection each, module against its static
+# twin (t/bench/conn-cost.sh).
+.PHONY: conn-cost
+conn-cost: bench-deps
+	@$(MAKE) -s --no-print-directory all
+	@t/bench/conn-cost.sh
+
 # Its last rows: a token's verification alone, uncached, per algorithm.
 build/bench/verify-cost: t/bench/verify-cost.c $(UNIT_LIB) $(HEADERS)
 	@mkdir -p $(dir $@)

@@ -818,6 +818,11 @@ servers_phase() {
     stop_servers
 }
 
+# t/bench/conn-cost.sh sources this file for its checks, temp dir and
+# cleanup, keys, tokens, databases, twins and start_httpd, and measures on
+# its own from here.
+[ -z "${BENCH_SOURCED:-}" ] || return 0
+
 # --- run ----------------------------------------------------------------
 START=$(date +%s)
 log "work dir $WORK; module $MODULE; ${QUICK:+quick: }$ROUNDS round(s) of ${DUR}s, $CONNS connections"

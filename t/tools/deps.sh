@@ -10,7 +10,7 @@
 #                                  sanitizers' (make test-release, what
 #                                  the other Debian release's root runs)
 #   t/tools/deps.sh bench          the build packages, plus what make bench
-#                                  needs (wrk, valgrind, curl, the
+#                                  needs (wrk, valgrind, curl, strace, the
 #                                  PostgreSQL server binaries and pgbench)
 #   t/tools/deps.sh build|test|bench --check
 #                                  only report; exit 1 if something is missing
@@ -56,7 +56,7 @@ postgresql-client ca-certificates"
 # release's root (make test-release): the fuzzers' and sanitizers' clang,
 # and debootstrap, which makes that root.
 HOST_PACKAGES="clang libclang-rt-dev llvm debootstrap"
-BENCH_PACKAGES="wrk valgrind curl"
+BENCH_PACKAGES="wrk valgrind curl strace"
 
 PACKAGES=$BUILD_PACKAGES
 [ "$MODE" = test ] && PACKAGES="$PACKAGES $TEST_PACKAGES $HOST_PACKAGES"

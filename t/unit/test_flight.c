@@ -5,8 +5,8 @@
  * landed before); those that ask together share one; a failed read
  * sends its waiters to read alone; the deadline holds; a window spaces
  * the reads, for a lone client too, and those who ask together send
- * theirs before it ends; many threads asking at once are never left
- * asleep and never see a torn answer.
+ * theirs before it ends, without waiting for one who left; many threads
+ * asking at once are never left asleep and never see a torn answer.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -406,6 +406,30 @@ static lessons_flight_t *n_ask_during_read_one(int n, asker_t *a)
     return f;
 }
 
+/* n askers, done: one led the read f sent as its reads-th, the others
+ * took its answer, and none waited until 5 s after before.
+ */
+static void one_read_shared_soon(lessons_flight_t *f, const asker_t *a,
+                                 int n, apr_time_t before,
+                                 apr_uint64_t reads)
+{
+    lessons_flight_stats_t st;
+    int i, leads = 0, shared = 0;
+
+    for (i = 0; i < n; i++) {
+        leads += a[i].how == LESSONS_FLIGHT_LEAD;
+        if (a[i].how == LESSONS_FLIGHT_SHARED) {
+            shared++;
+            assert_string_equal(a[i].value, "lead");
+        }
+        assert_true(a[i].at - before < apr_time_from_sec(5));
+    }
+    assert_int_equal(leads, 1);
+    assert_int_equal(shared, n - 1);
+    lessons_flight_stats(f, &st);
+    assert_int_equal(st.reads, reads);
+}
+
 /* Four ask together while a read is on its way (as many as a read
  * sent ahead of the window must serve): the next read goes at once,
  * not a window later, and the other three take its answer.
@@ -415,22 +439,9 @@ static void test_enough_askers_send_before_the_window(void **state)
     asker_t a[4];
     apr_time_t before = apr_time_now();
     lessons_flight_t *f = n_ask_during_read_one(4, a);
-    lessons_flight_stats_t st;
-    int i, leads = 0, shared = 0;
 
     (void)state;
-    for (i = 0; i < 4; i++) {
-        leads += a[i].how == LESSONS_FLIGHT_LEAD;
-        if (a[i].how == LESSONS_FLIGHT_SHARED) {
-            shared++;
-            assert_string_equal(a[i].value, "lead");
-        }
-        assert_true(a[i].at - before < apr_time_from_sec(5));
-    }
-    assert_int_equal(leads, 1);
-    assert_int_equal(shared, 3);
-    lessons_flight_stats(f, &st);
-    assert_int_equal(st.reads, 2);
+    one_read_shared_soon(f, a, 4, before, 2);
 }
 
 /* After a read that six shared, the next goes ahead of the window only
@@ -465,6 +476,62 @@ static void test_fewer_than_the_last_batch_wait(void **state)
     assert_true(b[0].at >= deadline);
     assert_int_equal(leads, 1);
     assert_int_equal(shared, 4);
+}
+
+/* Five ask again after a read that six shared, a window of a minute:
+ * the next read waits for all six (test_fewer_than_the_last_batch_wait)
+ * unless one of the six left; *left says when the sixth left, before
+ * they asked (0) or while their leader holds the lead for it (1).  It
+ * goes then, not at the deadline ten seconds later, and the other four
+ * share it.
+ */
+static void five_of_six_come_back(int left)
+{
+    asker_t a[6], b[5];
+    apr_thread_t *t[5];
+    lessons_flight_t *f;
+    lessons_flight_stats_t st;
+    apr_time_t before;
+    int i;
+
+    f = n_ask_during_read_one(6, a);
+    if (!left) {
+        lessons_flight_leave(f);
+    }
+    for (i = 0; i < 5; i++) {
+        asker_init(&b[i], f, SOON(10000), 1);
+        t[i] = start(&b[i]);
+    }
+    if (left) {
+        until_waiting(f, 5);
+        lessons_flight_stats(f, &st);
+        assert_int_equal(st.reads, 2);  /* held for the sixth */
+        assert_int_equal(st.leading, 1);
+    }
+    before = apr_time_now();
+    if (left) {
+        lessons_flight_leave(f);
+    }
+    for (i = 0; i < 5; i++) {
+        join_thread(t[i]);
+    }
+    one_read_shared_soon(f, b, 5, before, 3);
+}
+
+/* A client whose connection closed with its answer (httpd's
+ * MaxKeepAliveRequests) left before the others came back.
+ */
+static void test_one_who_left_is_not_waited_for(void **state)
+{
+    (void)state;
+    five_of_six_come_back(0);
+}
+
+/* It left while the others, back already, waited for it. */
+static void test_a_leave_sends_the_held_read(void **state)
+{
+    (void)state;
+    five_of_six_come_back(1);
 }
 
 /* Many threads, each asking again and again, window 0: the leader of a
@@ -569,6 +636,8 @@ int main(void)
         cmocka_unit_test(test_a_client_after_the_window_reads_at_once),
         cmocka_unit_test(test_enough_askers_send_before_the_window),
         cmocka_unit_test(test_fewer_than_the_last_batch_wait),
+        cmocka_unit_test(test_one_who_left_is_not_waited_for),
+        cmocka_unit_test(test_a_leave_sends_the_held_read),
         cmocka_unit_test(test_too_large_is_not_shared),
         cmocka_unit_test(test_many_askers_none_left_asleep),
     };
