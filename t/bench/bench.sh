@@ -160,7 +160,9 @@ PORT=""
 DRIVER=""
 DBPARAMS=""
 EXTRA_DEFINES=()     # e.g. (-D BENCH_NO_LESSONS) for the neighbour row
-CONF=httpd.conf      # minimal.conf for the sanity row
+CONF=httpd.conf      # minimal.conf for the sanity row, shipped/apache2.conf
+SERVER_ROOT=$WORK    # $WORK/shipped for the shipped rows (shipped.sh)
+APACHE_ENV=()
 httpd_defines() {
     [ ${#EXTRA_DEFINES[@]} -eq 0 ] || printf '%s\n' "${EXTRA_DEFINES[@]}"
     printf '%s\n' -C "Define BENCH_PORT $PORT" -C "Define BENCH_WORK $WORK" \
@@ -174,17 +176,22 @@ start_httpd() {
     local defs=() limit=30
     PORT=$(pick_port)
     mapfile -t defs < <(httpd_defines)
+    # What Debian's envvars sets, for the shipped apache2.conf
+    # (t/bench/shipped.sh); the other confs do not read it.
+    APACHE_ENV=(env APACHE_RUN_USER="$HTTPD_USER" APACHE_RUN_GROUP="$(id -gn "$HTTPD_USER")"
+        APACHE_PID_FILE="$RUN_ROOT/run/httpd.pid" APACHE_RUN_DIR="$RUN_ROOT/run"
+        APACHE_LOCK_DIR="$RUN_ROOT/lock" APACHE_LOG_DIR="$RUN_ROOT/logs" LANG=C)
     ERROR_LOG=$RUN_ROOT/logs/error.log
     : >"$ERROR_LOG"
     rm -f "$RUN_ROOT/run/httpd.pid"
     if [ $# -gt 0 ]; then
         # setpriv execs (runuser would fork): $! is valgrind's pid.
         [ "$(id -u)" -ne 0 ] || chown -R "$HTTPD_USER:" "$WORK/run" "$WORK/logs" "$WORK/cg"
-        setsid "${AS_HTTPD[@]}" "$@" "$HTTPD" -X -d "$WORK" -f "$WORK/$CONF" "${defs[@]}" \
+        setsid "${AS_HTTPD[@]}" "$@" "$HTTPD" -X -d "$SERVER_ROOT" -f "$WORK/$CONF" "${defs[@]}" \
             </dev/null >>"$WORK/httpd.out" 2>&1 &
         limit=180
     else
-        setsid "$HTTPD" -DFOREGROUND -d "$WORK" -f "$WORK/$CONF" "${defs[@]}" \
+        setsid "${APACHE_ENV[@]}" "$HTTPD" -DFOREGROUND -d "$SERVER_ROOT" -f "$WORK/$CONF" "${defs[@]}" \
             </dev/null >>"$WORK/httpd.out" 2>&1 &
     fi
     HTTPD_PID=$!
@@ -267,17 +274,18 @@ pg_cpu_share() {
 pg_write_run() { [ "$1" = pgsql ] && { [ "$2" = create ] || [ "$2" = update ]; }; }
 
 # wrk_run DB ROUTE KIND ROUND URL [wrk args]: one run, one line in RESULTS
-# (the statements PostgreSQL ran for it last, for the module's runs).
+# (the statements PostgreSQL ran for it last, for the module's runs on
+# PostgreSQL, shipped-pgsql's included).
 wrk_run() {
     local db=$1 route=$2 kind=$3 round=$4 u=$5 out conns=$CONNS stmts=-
     shift 5
     [ "$route" != idmax ] || conns=$MAXCLIENTS
-    [ "$db:$kind" != pgsql:mod ] || pg_statements_reset
+    [[ "$db:$kind" != *pgsql:mod ]] || pg_statements_reset
     ! pg_write_run "$db" "$route" || pg_cpu_mark
     out=$(wrk -t1 -c$conns -d${DUR}s --latency "$@" "$u" 2>&1) \
         || { printf '%s\n' "$out" >&2; die "wrk failed on $u"; }
     ! pg_write_run "$db" "$route" || meta "$db" "pgcpu_${route}_${kind}_$round" "$(pg_cpu_share)"
-    [ "$db:$kind" != pgsql:mod ] || stmts=$(pg_statements)
+    [[ "$db:$kind" != *pgsql:mod ]] || stmts=$(pg_statements)
     printf '== %s %s %s round %s\n%s\n' "$db" "$route" "$kind" "$round" "$out" >>"$WORK/out/wrk.log"
     printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$db" "$route" "$kind" "$round" \
         "$(printf '%s\n' "$out" | parse_wrk)" "$stmts" >>"$RESULTS"
@@ -818,6 +826,8 @@ servers_phase() {
     stop_servers
 }
 
+. "$BENCH_DIR/shipped.sh"
+
 # t/bench/conn-cost.sh sources this file for its checks, temp dir and
 # cleanup, keys, tokens, databases, twins and start_httpd, and measures on
 # its own from here.
@@ -834,6 +844,8 @@ for DRIVER in $DBS; do
     capture "$DRIVER"
     log "$DRIVER: GET routes against their twins, $ROUNDS round(s)"
     get_rounds "$DRIVER"
+    stop_httpd
+    shipped_phase "$DRIVER"
     # The memory row on a server started for it: the 150-client rounds
     # leave more children than 32 clients keep, the MPM retires them
     # during the measured run, and the children left take over their
