@@ -265,12 +265,34 @@ key and database paths (PostgreSQL's lines appended as README's
 production guide does); DBD pool: $dbd. The twins are served by that
 server with EnableSendfile On and EnableMMAP Off, the fastest this machine
 has; Debian leaves httpd's EnableSendfile Off and EnableMMAP On. Same
-wrk, rounds and order as above; each client's connection ends every
-$ka requests, as a browser's or a proxy's does on this server.
+wrk, rounds and order as above; each client's connection ends after its
+first request and $ka more, as a browser's or a proxy's does on this
+server.
 Targets: every GET route ≥ 1.0x its twin on SQLite, ≥ 0.95x on PostgreSQL.
 
 EOT
     print join("\n", @shipped_table), "\n\n";
+    # What Debian's MaxKeepAliveRequests costs (README's production page).
+    my @ka;
+    for my $db (@dbs) {
+        for my $route (qw(all id)) {
+            my ($m100, $m0) = map { stat_of($_, $route, 'mod') } "shipped-$db", "shipped0-$db";
+            my ($t100, $t0) = map { stat_of($_, $route, 'twin') } "shipped-$db", "shipped0-$db";
+            next unless $m100 && $m0 && $t100 && $t0 && $m100->{rps} && $t100->{rps} && $t0->{rps};
+            push @ka, sprintf('| %s | %s | %s | %s | %+.0f%% | %s | %s | %+.0f%% | %s |',
+                $label{$route}, $dbname{$db}, num($m100->{rps}), num($m0->{rps}),
+                100 * ($m0->{rps} / $m100->{rps} - 1), num($t100->{rps}), num($t0->{rps}),
+                100 * ($t0->{rps} / $t100->{rps} - 1), x($m0->{rps} / $t0->{rps}));
+        }
+    }
+    if (@ka) {
+        print "The same server with `MaxKeepAliveRequests 0` (connections kept for as\n"
+            . "long as the client keeps them; KeepAliveTimeout still ends idle ones),\n"
+            . "the module and its twin, same rounds:\n\n"
+            . "| Route | DB | module, $ka | module, 0 | gain | static, $ka | static, 0 | gain | vs static at 0 |\n"
+            . "|---|---|--:|--:|--:|--:|--:|--:|--:|\n"
+            . join("\n", @ka) . "\n\n";
+    }
 }
 
 # A side-by-side table of two runs of one request, "within noise" of

@@ -26,6 +26,7 @@ negotiation reqtimeout setenvif status"
 SHIPPED_CONFS="charset localized-error-pages other-vhosts-access-log security
 serve-cgi-bin"
 SHIPPED_ROUTES="all id beginner level3 r304 gzip"
+SHIPPED_KA_ROUTES="all id"
 
 # a2en KIND NAME: the symlinks a2enmod/a2enconf make.
 shipped_a2en() {
@@ -135,6 +136,15 @@ shipped_check() {
         || die "shipped: the gzip twin came without Content-Encoding: gzip"
 }
 
+# shipped_connects N: the connections curl needed for N requests of
+# GET by id's twin, one after another: the keep-alive the server applies.
+shipped_connects() {
+    local i urls=() u
+    u=$(url /static/id)
+    for ((i = 0; i < $1; i++)); do urls+=("$u" -o /dev/null); done
+    curl -s -w '%{num_connects}\n' "${urls[@]}" | awk '{ n += $1 } END { print n + 0 }'
+}
+
 # shipped_phase DB: the GET routes against their twins on the shipped
 # server, in alternating rounds as the tuned ones; "shipped-DB" in
 # RESULTS.
@@ -144,8 +154,23 @@ shipped_phase() {
     shipped_setup "$db"
     shipped_start
     shipped_check "$db"
+    # A connection serves its first request and 100 more (httpd counts
+    # the ones kept alive).
+    [ "$(shipped_connects 203)" = 3 ] \
+        || die "shipped: 203 requests took $(shipped_connects 203) connections, not 3 (MaxKeepAliveRequests 100)"
     get_phase "shipped-$db" "$SHIPPED_ROUTES"
     grep -aE ':(emerg|alert|crit|error)\]' "$ERROR_LOG" | tail -n 5 | sed 's/^/bench: shipped error_log: /' >&2 || true
     meta "shipped-$db" errors "$(grep -acE ':(emerg|alert|crit|error)\]' "$ERROR_LOG" || true)"
+    stop_httpd
+    # What Debian's MaxKeepAliveRequests 100 costs, for README's
+    # production page: the same server with connections kept ("0"), on
+    # two routes, module and twin ("shipped0-DB").
+    log "$db: the shipped configuration with MaxKeepAliveRequests 0, $SHIPPED_KA_ROUTES"
+    EXTRA_DEFINES=(-c "MaxKeepAliveRequests 0")
+    shipped_start
+    EXTRA_DEFINES=()
+    [ "$(shipped_connects 203)" = 1 ] \
+        || die "shipped: MaxKeepAliveRequests 0 did not keep one connection for 203 requests"
+    get_phase "shipped0-$db" "$SHIPPED_KA_ROUTES"
     stop_httpd
 }
