@@ -683,18 +683,26 @@ pgbench_run() {
     tail -n 1 "$RESULTS" | awk -F'\t' -v c="$clients" '{ printf "bench:   %-7s %-9s %-6s r%s %8.0f tps (pgbench, the module'"'"'s statement, %d connections)\n", $1, $2, $3, $4, $5, c }' >&2
 }
 # Did pgbench run the text the module ran?  PostgreSQL's own record
-# (pg_stat_statements): pg_shape_texts SHAPE gives the distinct texts of
-# the entries that begin with SHAPE (the one-write statement; the
-# module's batches begin "WITH l1"), every $n (a parameter, or a constant
-# pg_stat_statements took out) made one mark.  Read after the module's
-# run (its reset is wrk_run's) and again after pgbench's,
-# pg_statement_check DB ROUTE SHAPE BEFORE records META stmt_check_ROUTE:
-# "same" when pgbench added no other text, "differ" when it did (both in
-# wrk.log), "module-batched" when every write of the module went in a
-# batch (nothing to compare).
+# (pg_stat_statements): pg_shape_texts SHAPE gives the distinct texts
+# that begin with SHAPE (the one-write statement; the module's batches
+# begin "WITH l1"), without the "PREPARE label (types) AS " apr_dbd
+# prepares the module's with, and with every value made one mark: a $n
+# (a parameter, or a constant pg_stat_statements took out), a quoted
+# text, a number.  pg_stat_statements takes the constants out only of
+# an entry it makes while it parses: one that a statement prepared
+# before its reset makes keeps them.  Read after the module's run (its
+# reset is wrk_run's) and again after pgbench's, pg_statement_check DB
+# ROUTE SHAPE BEFORE records META stmt_check_ROUTE: "same" when pgbench
+# added no other text, "differ" when it did (both in wrk.log),
+# "module-batched" when every write of the module went in a batch
+# (nothing to compare).
 pg_shape_texts() {
-    pg_run -d lessons -At -c "SELECT DISTINCT regexp_replace(regexp_replace(query, '\\\$[0-9]+', '\$', 'g'), ';\\s*\$', '')
-        FROM pg_stat_statements WHERE query LIKE '$1%' ORDER BY 1"
+    pg_run -d lessons -At -c 'SELECT query FROM pg_stat_statements' | perl -ne '
+        chomp;
+        s/^PREPARE \S+ (?:\([^)]*\) )?AS //;
+        s/\$\d+/\$/g; s/\x27(?:[^\x27]|\x27\x27)*\x27/\$/g; s/\b\d+\b/\$/g; s/;\s*$//;
+        print "$_\n" if index($_, $shape) == 0;
+        BEGIN { $shape = shift @ARGV }' "$1" | sort -u
 }
 pg_statement_check() {
     local db=$1 route=$2 shape=$3 before=$4 after verdict
@@ -764,8 +772,6 @@ write_rounds() {
     ru=update$clients${server:+:$server}
     [ "$clients" -lt 32 ] || writers=8
     write_setup "$db"
-    meta "$db" "clients_$rc" "$clients"
-    meta "$db" "clients_$ru" "$clients"
     for round in $(seq 1 "$ROUNDS"); do
         # CONNS for wrk_run's one call: the rows' client count.
         BENCH_WRITE=create BENCH_TOKEN=$TOKEN BENCH_BASE=$API CONNS=$clients \
