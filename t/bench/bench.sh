@@ -14,6 +14,9 @@
 #   BENCH_OUT     the report (default docs/benchmarks.md in the checkout)
 #   BENCH_KEEP=1  keep the temp dir (logs, twins, callgrind dumps)
 #   BENCH_COMMAND the command line to quote in the report
+#   BENCH_WRITE_CLIENTS  the client counts of the write rows (default "8 32")
+#   BENCH_STATEMENT      the baselines' statement printer (default
+#                 build/bench/statement, which make bench builds)
 #
 # Per database, in this order: load t/bench/bench-lessons.sql; start httpd
 # (event MPM, t/bench/httpd.conf) on a free 127.0.0.1 port; save each GET
