@@ -164,7 +164,9 @@ PORT=""
 DRIVER=""
 DBPARAMS=""
 EXTRA_DEFINES=()     # e.g. (-D BENCH_NO_LESSONS) for the neighbour row
-CONF=httpd.conf      # minimal.conf for the sanity row
+CONF=httpd.conf      # minimal.conf for the sanity row, shipped/apache2.conf
+SERVER_ROOT=$WORK    # $WORK/shipped for the shipped rows (shipped.sh)
+APACHE_ENV=()
 httpd_defines() {
     [ ${#EXTRA_DEFINES[@]} -eq 0 ] || printf '%s\n' "${EXTRA_DEFINES[@]}"
     printf '%s\n' -C "Define BENCH_PORT $PORT" -C "Define BENCH_WORK $WORK" \
@@ -178,17 +180,22 @@ start_httpd() {
     local defs=() limit=30
     PORT=$(pick_port)
     mapfile -t defs < <(httpd_defines)
+    # What Debian's envvars sets, for the shipped apache2.conf
+    # (t/bench/shipped.sh); the other confs do not read it.
+    APACHE_ENV=(env APACHE_RUN_USER="$HTTPD_USER" APACHE_RUN_GROUP="$(id -gn "$HTTPD_USER")"
+        APACHE_PID_FILE="$RUN_ROOT/run/httpd.pid" APACHE_RUN_DIR="$RUN_ROOT/run"
+        APACHE_LOCK_DIR="$RUN_ROOT/lock" APACHE_LOG_DIR="$RUN_ROOT/logs" LANG=C)
     ERROR_LOG=$RUN_ROOT/logs/error.log
     : >"$ERROR_LOG"
     rm -f "$RUN_ROOT/run/httpd.pid"
     if [ $# -gt 0 ]; then
         # setpriv execs (runuser would fork): $! is valgrind's pid.
         [ "$(id -u)" -ne 0 ] || chown -R "$HTTPD_USER:" "$WORK/run" "$WORK/logs" "$WORK/cg"
-        setsid "${AS_HTTPD[@]}" "$@" "$HTTPD" -X -d "$WORK" -f "$WORK/$CONF" "${defs[@]}" \
+        setsid "${AS_HTTPD[@]}" "$@" "$HTTPD" -X -d "$SERVER_ROOT" -f "$WORK/$CONF" "${defs[@]}" \
             </dev/null >>"$WORK/httpd.out" 2>&1 &
         limit=180
     else
-        setsid "$HTTPD" -DFOREGROUND -d "$WORK" -f "$WORK/$CONF" "${defs[@]}" \
+        setsid "${APACHE_ENV[@]}" "$HTTPD" -DFOREGROUND -d "$SERVER_ROOT" -f "$WORK/$CONF" "${defs[@]}" \
             </dev/null >>"$WORK/httpd.out" 2>&1 &
     fi
     HTTPD_PID=$!
@@ -268,20 +275,21 @@ pg_cpu_share() {
         'BEGIN { printf "%.4f\n", (t > 0 ? p / t : 0) }'
 }
 # A write's rounds on PostgreSQL: what share of the CPU the database got.
-pg_write_run() { [ "$1" = pgsql ] && case $2 in create*|update*) true ;; *) false ;; esac; }
+pg_write_run() { [[ "$1" == *pgsql ]] && case $2 in create*|update*) true ;; *) false ;; esac; }
 
 # wrk_run DB ROUTE KIND ROUND URL [wrk args]: one run, one line in RESULTS
-# (the statements PostgreSQL ran for it last, for the module's runs).
+# (the statements PostgreSQL ran for it last, for the module's runs on
+# PostgreSQL, shipped-pgsql's included).
 wrk_run() {
     local db=$1 route=$2 kind=$3 round=$4 u=$5 out conns=$CONNS stmts=-
     shift 5
     [ "$route" != idmax ] || conns=$MAXCLIENTS
-    [ "$db:$kind" != pgsql:mod ] || pg_statements_reset
+    [[ "$db:$kind" != *pgsql:mod ]] || pg_statements_reset
     ! pg_write_run "$db" "$route" || pg_cpu_mark
     out=$(wrk -t1 -c$conns -d${DUR}s --latency "$@" "$u" 2>&1) \
         || { printf '%s\n' "$out" >&2; die "wrk failed on $u"; }
     ! pg_write_run "$db" "$route" || meta "$db" "pgcpu_${route}_${kind}_$round" "$(pg_cpu_share)"
-    [ "$db:$kind" != pgsql:mod ] || stmts=$(pg_statements)
+    [[ "$db:$kind" != *pgsql:mod ]] || stmts=$(pg_statements)
     printf '== %s %s %s round %s\n%s\n' "$db" "$route" "$kind" "$round" "$out" >>"$WORK/out/wrk.log"
     printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$db" "$route" "$kind" "$round" \
         "$(printf '%s\n' "$out" | parse_wrk)" "$stmts" >>"$RESULTS"
@@ -587,10 +595,12 @@ callgrind_phase() {
 }
 
 # --- writes -----------------------------------------------------------------
-# write_rounds DB [CLIENTS [SERVER]]: creates and updates through the API
-# on the server running now, CLIENTS wrk connections (without them: 8,
-# then 32, BENCH_WRITE_CLIENTS), against the database's own speed for the
-# same statement in the same rounds:
+# write_rounds DB [CLIENTS]: creates and updates through the API on the
+# server running now, CLIENTS wrk connections (without them: 8, then 32,
+# BENCH_WRITE_CLIENTS), against the database's own speed for the same
+# statement in the same rounds.  DB is the driver (sqlite3, pgsql), or
+# NAME-driver for another server's rows (shipped-pgsql, as shipped.sh's
+# GET rows), which RESULTS and META keep under that name:
 #   PostgreSQL  pgbench running the module's statement (the write and its
 #               read-back, one statement: lessons_create_returning,
 #               lessons_update_returning) on as many connections
@@ -598,12 +608,11 @@ callgrind_phase() {
 #               transaction each: one writer against fewer than 32
 #               clients, 8 writers at once against 32 or more (issue 45)
 # Its routes in RESULTS are createCLIENTS and updateCLIENTS (create8,
-# update32), with ":SERVER" after them when SERVER is given (create8:shipped),
-# so that another server's rows stand apart; the baselines are recorded
-# under the same route, kinds pgbench, loop1 and loop8.
+# update32); the baselines are recorded under the same route, kinds
+# pgbench, loop1 and loop8.
 # The statements come from the module's own tables (build/bench/statement):
-# their names go to META (stmt_create, stmt_update), their texts to
-# out/*.sql and wrk.log.  The values are wrk-write.lua's.
+# their names go to the driver's META (stmt_create, stmt_update), their
+# texts to out/*.sql and wrk.log.  The values are wrk-write.lua's.
 STATEMENT=${BENCH_STATEMENT:-$ROOT/build/bench/statement}
 CREATE_TITLE='Ein Tag in Hamburg – A day in Hamburg'
 CREATE_TOPIC='Travel'
@@ -763,7 +772,7 @@ sqlite_loop_run() {
 }
 WRITE_CLIENTS=${BENCH_WRITE_CLIENTS:-8 32}
 write_rounds() {
-    local db=$1 clients=${2:-} server=${3:-} round rc ru writers=1 texts=""
+    local db=$1 clients=${2:-} engine=${1##*-} round rc ru writers=1 texts=""
     # Without CLIENTS: the bench server's rows, at each WRITE_CLIENTS.
     if [ -z "$clients" ]; then
         for clients in $WRITE_CLIENTS; do
@@ -771,15 +780,15 @@ write_rounds() {
         done
         return 0
     fi
-    rc=create$clients${server:+:$server}
-    ru=update$clients${server:+:$server}
+    rc=create$clients
+    ru=update$clients
     [ "$clients" -lt 32 ] || writers=8
-    write_setup "$db"
+    write_setup "$engine"
     for round in $(seq 1 "$ROUNDS"); do
         # CONNS for wrk_run's one call: the rows' client count.
         BENCH_WRITE=create BENCH_TOKEN=$TOKEN BENCH_BASE=$API CONNS=$clients \
             wrk_run "$db" "$rc" mod "$round" "$(url "$API")" -s "$BENCH_DIR/wrk-write.lua"
-        if [ "$db" = pgsql ]; then
+        if [ "$engine" = pgsql ]; then
             [ "$round" != 1 ] || texts=$(pg_shape_texts 'WITH l AS (INSERT')
             pgbench_run "$db" "$rc" "$round" "$clients" "$WORK/out/pgbench-create.sql"
             [ "$round" != 1 ] || pg_statement_check "$db" "$rc" 'WITH l AS (INSERT' "$texts"
@@ -788,7 +797,7 @@ write_rounds() {
         fi
         BENCH_WRITE=update BENCH_TOKEN=$TOKEN BENCH_BASE=$API BENCH_IDS=$NIDS CONNS=$clients \
             wrk_run "$db" "$ru" mod "$round" "$(url "$API")" -s "$BENCH_DIR/wrk-write.lua"
-        if [ "$db" = pgsql ]; then
+        if [ "$engine" = pgsql ]; then
             [ "$round" != 1 ] || texts=$(pg_shape_texts 'WITH l AS (UPDATE')
             pgbench_run "$db" "$ru" "$round" "$clients" "$WORK/out/pgbench-update-1.sql" "$WORK/out/pgbench-update-2.sql"
             [ "$round" != 1 ] || pg_statement_check "$db" "$ru" 'WITH l AS (UPDATE' "$texts"
@@ -919,6 +928,8 @@ servers_phase() {
     stop_servers
 }
 
+. "$BENCH_DIR/shipped.sh"
+
 # t/bench/conn-cost.sh sources this file for its checks, temp dir and
 # cleanup, keys, tokens, databases, twins and start_httpd, and measures on
 # its own from here.
@@ -935,6 +946,8 @@ for DRIVER in $DBS; do
     capture "$DRIVER"
     log "$DRIVER: GET routes against their twins, $ROUNDS round(s)"
     get_rounds "$DRIVER"
+    stop_httpd
+    shipped_phase "$DRIVER"
     # The memory row on a server started for it: the 150-client rounds
     # leave more children than 32 clients keep, the MPM retires them
     # during the measured run, and the children left take over their

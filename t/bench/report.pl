@@ -76,28 +76,31 @@ my %min_ratio_304 = (sqlite3 => 1.0, pgsql => 0.8);
 # Writes (issue 19) at the bench's 32 clients.
 my %min_writes = (sqlite3 => 2000, pgsql => 3000);
 my $min_writes_clients = 32;
+# Issue 45: on the configuration a Debian admin gets (t/bench/shipped.sh),
+# every GET route at least its twin on SQLite, 0.95x on PostgreSQL.
+my %min_ratio_shipped = (sqlite3 => 1.0, pgsql => 0.95);
 my %dbname = (sqlite3 => 'SQLite', pgsql => 'PostgreSQL');
 
 # The write rows (bench.sh's write_rounds): createN and updateN at N
-# clients, ":SERVER" after them for another server than the bench's.
+# clients, under the server's database name (shipped-pgsql for the
+# shipped server's).
 sub write_route {
     my ($route) = @_;
-    return undef unless $route =~ /^(create|update)(\d+)(?::(.+))?$/;
-    return { op => $1, clients => $2, server => $3 // '' };
+    return undef unless $route =~ /^(create|update)(\d+)$/;
+    return { op => $1, clients => $2 };
 }
 sub write_label {
     my ($route) = @_;
     my $w = write_route($route) or return $route;
-    return sprintf('%s, %d clients%s', $w->{op} eq 'create' ? 'POST create' : 'PUT update',
-                   $w->{clients}, $w->{server} ne '' ? " ($w->{server} server)" : '');
+    return sprintf('%s, %d clients', $w->{op} eq 'create' ? 'POST create' : 'PUT update',
+                   $w->{clients});
 }
-# This database's write routes: the bench server's first, then by
-# server; creates before updates; fewer clients first.
+# This database's write routes: creates before updates, fewer clients
+# first.
 sub write_routes {
     my ($db) = @_;
     return map { $_->[0] }
-           sort { $a->[1]{server} cmp $b->[1]{server} || $a->[1]{op} cmp $b->[1]{op}
-                  || $a->[1]{clients} <=> $b->[1]{clients} }
+           sort { $a->[1]{op} cmp $b->[1]{op} || $a->[1]{clients} <=> $b->[1]{clients} }
            grep { $_->[1] } map { [$_, write_route($_)] } keys %{ $runs{$db} || {} };
 }
 my @notes;
@@ -106,12 +109,14 @@ my @notes;
 # connections; SQLite creates >= 1.0x a bare loop of the module's INSERT,
 # one writer against 8 clients, 8 writers against 32; at the bench's 32
 # clients >= 2,000/s (SQLite), 3,000/s (PostgreSQL) as before.
+# $db is RESULTS' (shipped-pgsql), $base its driver (pgsql).
 sub write_targets {
-    my ($db, $route, $w, $s) = @_;
+    my ($db, $base, $route, $w, $s) = @_;
     my $m = $meta{$db} || {};
-    my $stmt = $m->{"stmt_$w->{op}"} // 'n/a';
+    my $stmt = ($meta{$base} || {})->{"stmt_$w->{op}"} // 'n/a';
+    my $where = $dbname{$base} . ($db ne $base ? " ($db)" : '');
     my @t;
-    push @t, sprintf('≥ %s/s: %s', num($min_writes{$db}), verdict($s->{rps} >= $min_writes{$db}))
+    push @t, sprintf('≥ %s/s: %s', num($min_writes{$base}), verdict($s->{rps} >= $min_writes{$base}))
         if $w->{clients} == $min_writes_clients;
     if (my $pg = stat_of($db, $route, 'pgbench')) {
         my $r = $pg->{rps} ? $s->{rps} / $pg->{rps} : 0;
@@ -122,7 +127,7 @@ sub write_targets {
                          : $check eq 'differ' ? ' (**pg_stat_statements: not the text the module ran**)'
                          : $check eq 'module-batched' ? ' (the module ran only batches: texts not compared)'
                          : '');
-        push @notes, "$dbname{$db}: $route: pgbench's statement is not the one the module ran (pg_stat_statements, in the run's wrk.log)."
+        push @notes, "$where: $route: pgbench's statement is not the one the module ran (pg_stat_statements, in the run's wrk.log)."
             if $check eq 'differ';
     }
     # What share of the machine's CPU the database got (not a target):
@@ -151,8 +156,13 @@ sub write_targets {
 my @table;
 push @table, '| Route | DB | req/s | p50 ms | p99 ms | static req/s | vs static | instr/req (static) | Targets |';
 push @table, '|---|---|--:|--:|--:|--:|--:|--:|---|';
-for my $db (@dbs) {
-    my $m = $meta{$db} || {};
+my @shipped_table = @table[0, 1];
+for my $db (@dbs, map { "shipped-$_" } @dbs) {
+    # The shipped rows: their own table, their database's name and meta.
+    my ($shipped, $base) = $db =~ /^(shipped-)?(.*)$/;
+    my $rows = $shipped ? \@shipped_table : \@table;
+    my %dbname = (%dbname, $db => $dbname{$base});
+    my $m = $meta{$base} || {};
     for my $route (@order, write_routes($db)) {
         my $label = $label{$route} // write_label($route);
         if ($route eq 'gzip') {
@@ -160,7 +170,7 @@ for my $db (@dbs) {
         }
         my $s = stat_of($db, $route, 'mod');
         if ($route eq 'r304' && !$s) {
-            push @table, "| $label | $dbname{$db} | n/a | n/a | n/a | n/a | n/a | n/a | n/a: the server sent no ETag |";
+            push @$rows, "| $label | $dbname{$db} | n/a | n/a | n/a | n/a | n/a | n/a | n/a: the server sent no ETag |";
             next;
         }
         next unless $s;
@@ -170,10 +180,11 @@ for my $db (@dbs) {
         my ($instr, $tinstr) = ($cg{$db}{$route}{mod}, $cg{$db}{$route}{twin});
         my $icell = 'n/a';
         if (my $w = write_route($route)) {
-            push @t, write_targets($db, $route, $w, $s);
+            push @t, write_targets($db, $base, $route, $w, $s);
             $ratio = undef;
         } else {
-            my $min = $route eq 'r304' ? $min_ratio_304{$db} : $min_ratio{$db};
+            my $min = $shipped ? $min_ratio_shipped{$base}
+                    : $route eq 'r304' ? $min_ratio_304{$db} : $min_ratio{$db};
             push @t, sprintf('req/s ≥ %.1fx static: %s', $min,
                              defined $ratio ? verdict($ratio >= $min) : 'n/a');
             if ($tw) {
@@ -203,8 +214,9 @@ for my $db (@dbs) {
         push @notes, sprintf('%s on %s: %d requests got no answer (wrk socket errors: '
                              . 'connections closed or reset; the static twin and the '
                              . 'neighbour rows see them too).',
-                             $label, $dbname{$db}, $s->{sockerr}) if $s->{sockerr};
-        push @table, sprintf('| %s | %s | %s | %s | %s | %s | %s | %s | %s |', $label, $dbname{$db},
+                             $label . ($shipped ? ' (shipped configuration)' : ''),
+                             $dbname{$db}, $s->{sockerr}) if $s->{sockerr};
+        push @$rows, sprintf('| %s | %s | %s | %s | %s | %s | %s | %s | %s |', $label, $dbname{$db},
             num($s->{rps}), ms($s->{p50}), ms($s->{p99}),
             $tw ? num($tw->{rps}) : 'n/a', x($ratio), $icell, join('; ', @t));
     }
@@ -247,6 +259,8 @@ for my $db (@dbs) {
     my $m = $meta{$db} || {};
     push @notes, "$dbname{$db}: the server's error_log has $m->{errors} lines at level error or worse." if $m->{errors};
     push @notes, "$dbname{$db}: the gzip body did not inflate to GET all's body." if $m->{gzip_mismatch};
+    my $e = ($meta{"shipped-$db"} || {})->{errors};
+    push @notes, "$dbname{$db}, shipped configuration: the server's error_log has $e lines at level error or worse." if $e;
 }
 
 my $quick = $E{QUICK} ? ' (quick smoke run: BENCH_QUICK=1; not for comparing)' : '';
@@ -293,6 +307,32 @@ transaction a row with the same durability, one writer against 8 clients
 and 8 writers at once against 32 (all rows over the wall time).
 
 EOW
+
+# Issue 45: the configuration a Debian admin gets.
+if (@shipped_table > 2) {
+    my $m = $meta{$dbs[0]} || {};
+    my $ka = $m->{shipped_keepalive} // 'n/a';
+    my $wk = $m->{shipped_workers} // 'n/a';
+    my $dbd = $m->{shipped_dbd} || "none: mod_dbd's defaults (DBDMin 0, DBDKeep 2, DBDMax 10 per process)";
+    print <<"EOT";
+**The configuration a Debian admin gets** (t/bench/shipped.sh): this
+machine's `/etc/apache2/apache2.conf` and `mpm_event.conf` as Debian
+ships them (`MaxKeepAliveRequests $ka`, KeepAliveTimeout 5;
+ThreadsPerChild/MaxRequestWorkers $wk), the modules, confs and site a
+fresh `apt-get install apache2` enables (mod_deflate, mod_status,
+mod_reqtimeout, the default site's access log), `a2enmod lessons` and
+`a2enconf lessons-api` with conf/lessons-api.conf as shipped but for its
+key and database paths (PostgreSQL's lines appended as README's
+production guide does); DBD pool: $dbd. The twins are served by that
+server with EnableSendfile On and EnableMMAP Off, the fastest this machine
+has; Debian leaves httpd's EnableSendfile Off and EnableMMAP On. Same
+wrk, rounds and order as above; each client's connection ends every
+$ka requests, as a browser's or a proxy's does on this server.
+Targets: every GET route ≥ 1.0x its twin on SQLite, ≥ 0.95x on PostgreSQL.
+
+EOT
+    print join("\n", @shipped_table), "\n\n";
+}
 
 # A side-by-side table of two runs of one request, "within noise" of
 # each other (>= 0.9x): its intro, its column names, the row's label.
