@@ -14,6 +14,9 @@
 #   BENCH_OUT     the report (default docs/benchmarks.md in the checkout)
 #   BENCH_KEEP=1  keep the temp dir (logs, twins, callgrind dumps)
 #   BENCH_COMMAND the command line to quote in the report
+#   BENCH_WRITE_CLIENTS  the client counts of the write rows (default "8 32")
+#   BENCH_STATEMENT      the baselines' statement printer (default
+#                 build/bench/statement, which make bench builds)
 #
 # Per database, in this order: load t/bench/bench-lessons.sql; start httpd
 # (event MPM, t/bench/httpd.conf) on a free 127.0.0.1 port; save each GET
@@ -21,9 +24,10 @@
 # alternating rounds (the 150-client row last); restart, and RSS of the
 # children before and after many requests; restart as `apache2 -X` under
 # callgrind for instructions per request; restart and measure creates and
-# updates, with their baselines in the same rounds (pgbench running the
-# same statements on PostgreSQL, a bare INSERT loop on SQLite); on
-# PostgreSQL, 4 servers on the one database.
+# updates at 8 and at 32 clients, with their baselines in the same rounds
+# (pgbench running the module's statements, printed from its tables by
+# build/bench/statement, on PostgreSQL; bare INSERT loops of one writer
+# and of 8 on SQLite); on PostgreSQL, 4 servers on the one database.
 # Once: the neighbour location and the static twin's sanity row.
 # Everything it starts (httpd, valgrind, PostgreSQL) is stopped on any exit,
 # Ctrl-C included, and the temp dir removed.
@@ -271,7 +275,7 @@ pg_cpu_share() {
         'BEGIN { printf "%.4f\n", (t > 0 ? p / t : 0) }'
 }
 # A write's rounds on PostgreSQL: what share of the CPU the database got.
-pg_write_run() { [ "$1" = pgsql ] && { [ "$2" = create ] || [ "$2" = update ]; }; }
+pg_write_run() { [[ "$1" == *pgsql ]] && case $2 in create*|update*) true ;; *) false ;; esac; }
 
 # wrk_run DB ROUTE KIND ROUND URL [wrk args]: one run, one line in RESULTS
 # (the statements PostgreSQL ran for it last, for the module's runs on
@@ -591,115 +595,213 @@ callgrind_phase() {
 }
 
 # --- writes -----------------------------------------------------------------
-# pgbench runs the statements the module runs for a create and an update
-# on PostgreSQL (lessons_statements_returning in modules/store/lessons_store.c:
-# the write, its read-back joined to the level, the epoch), with the
-# bodies wrk-write.lua sends, on as many clients: the database's own
-# speed for the same work, without HTTP, tokens or JSON.
-# The create both baselines insert: wrk-write.lua's body, as SQL literals.
-CREATE_TITLE="'Ein Tag in Hamburg – A day in Hamburg'"
-CREATE_TOPIC="'Travel'"
-CREATE_DESC="'Planning a day in the city with the Präteritum and time expressions. Example: „Zuerst fuhren wir mit der Fähre über die Elbe, danach aßen wir Fischbrötchen am Hafen.“'"
-pgbench_run() {
-    local db=$1 route=$2 round=$3 out script scripts=()
+# write_rounds DB [CLIENTS]: creates and updates through the API on the
+# server running now, CLIENTS wrk connections (without them: 8, then 32,
+# BENCH_WRITE_CLIENTS), against the database's own speed for the same
+# statement in the same rounds.  DB is the driver (sqlite3, pgsql), or
+# NAME-driver for another server's rows (shipped-pgsql, as shipped.sh's
+# GET rows), which RESULTS and META keep under that name:
+#   PostgreSQL  pgbench running the module's statement (the write and its
+#               read-back, one statement: lessons_create_returning,
+#               lessons_update_returning) on as many connections
+#   SQLite      a bare loop of the module's INSERT (lessons_create), one
+#               transaction each: one writer against fewer than 32
+#               clients, 8 writers at once against 32 or more (issue 45)
+# Its routes in RESULTS are createCLIENTS and updateCLIENTS (create8,
+# update32); the baselines are recorded under the same route, kinds
+# pgbench, loop1 and loop8.
+# The statements come from the module's own tables (build/bench/statement):
+# their names go to the driver's META (stmt_create, stmt_update), their
+# texts to out/*.sql and wrk.log.  The values are wrk-write.lua's.
+STATEMENT=${BENCH_STATEMENT:-$ROOT/build/bench/statement}
+CREATE_TITLE='Ein Tag in Hamburg – A day in Hamburg'
+CREATE_TOPIC='Travel'
+CREATE_DESC='Planning a day in the city with the Präteritum and time expressions. Example: „Zuerst fuhren wir mit der Fähre über die Elbe, danach aßen wir Fischbrötchen am Hafen.“'
+UPDATE_DESC_1='Reviewed: the Präteritum in written narratives. Example: „Es war einmal ein König, der hatte drei Töchter.“'
+UPDATE_DESC_2='Reviewed again: the Präteritum in written narratives. Example: „Eines Tages ging die jüngste in den Wald.“'
+WRITES_READY=""       # the databases whose baseline scripts are written
+# write_statement DB FILE NAME VALUE...: statement NAME of DB's engine,
+# values in the order the module binds them, appended to FILE with a ';'.
+write_statement() {
+    local db=$1 file=$2 name=$3 sql
     shift 3
+    sql=$("$STATEMENT" --engine "$db" "$name" "$@") || die "$STATEMENT $name failed"
+    printf '%s;\n' "$sql" >>"$file"
+}
+# The baselines' scripts, once per database; each one's text in wrk.log.
+write_setup() {
+    local db=$1 i f d
+    case " $WRITES_READY " in *" $db "*) return 0 ;; esac
+    [ -x "$STATEMENT" ] || die "$STATEMENT not found: make build/bench/statement (make bench builds it)"
+    if [ "$db" = pgsql ]; then
+        # Every value the module binds as a number (%d, %lld: the flags,
+        # level, order, id and If-Match versions) is a pgbench variable,
+        # so a parameter here too: with literals PostgreSQL would fold the
+        # CASEs and ORs away, and pgbench would not run the same
+        # statement.  The texts are literals (the module binds them as
+        # text; no plan folds on them).  lessons_insert_args' order:
+        # title, order, topic, description, active, level.
+        f=$WORK/out/pgbench-create.sql
+        printf '\\set lvl 3\n\\set ord 18\n\\set act 1\n' >"$f"
+        write_statement "$db" "$f" lessons_create_returning \
+            "$CREATE_TITLE" :ord "$CREATE_TOPIC" "$CREATE_DESC" :act :lvl
+        # lessons_update_args' order for a body with only a description
+        # and no If-Match (wrk-write.lua's): level, title, order, topic
+        # not sent (flag 0, value 0 or ''), the description sent, active
+        # not sent, the id, If-Match not asked (0, versions -1, epoch ''),
+        # the level check's flag and level.  Two scripts, one description
+        # each, picked at random: every update changes its row, as
+        # wrk-write.lua's alternate.
+        for i in 1 2; do
+            f=$WORK/out/pgbench-update-$i.sql
+            d=UPDATE_DESC_$i
+            printf '\\set id random(1, %d)\n\\set no 0\n\\set yes 1\n\\set none -1\n' "$NIDS" >"$f"
+            write_statement "$db" "$f" lessons_update_returning \
+                :no :no :no '' :no :no :no '' :yes "${!d}" :no :no \
+                :id :no :none :none :none :none '' :no :no
+        done
+        meta "$db" stmt_create lessons_create_returning
+        meta "$db" stmt_update lessons_update_returning
+    else
+        f=$WORK/out/loop-insert.sql
+        : >"$f"
+        write_statement "$db" "$f" lessons_create \
+            "$CREATE_TITLE" 18 "$CREATE_TOPIC" "$CREATE_DESC" 1 3
+        meta "$db" stmt_create lessons_create
+    fi
+    for f in "$WORK"/out/pgbench-*.sql "$WORK"/out/loop-insert.sql; do
+        [ -e "$f" ] || continue
+        case "$db:$f" in pgsql:*pgbench-*|sqlite3:*loop-*) ;; *) continue ;; esac
+        printf '== %s baseline statement %s\n%s\n' "$db" "${f##*/}" "$(cat "$f")" >>"$WORK/out/wrk.log"
+    done
+    WRITES_READY="$WRITES_READY $db"
+}
+# pgbench_run DB ROUTE ROUND CLIENTS SCRIPT...: the module's sessions plan
+# each statement once (plan_cache_mode, lessons_engine_pgsql.c); pgbench's
+# do the same, so that the baseline is the same statement run the same way.
+pgbench_run() {
+    local db=$1 route=$2 round=$3 clients=$4 out script scripts=() jobs=2
+    shift 4
     for script in "$@"; do scripts+=(-f "$script"); done
+    [ "$clients" -ge 2 ] || jobs=1
     pg_cpu_mark
-    # The module's sessions plan each statement once (plan_cache_mode,
-    # modules/store/lessons_engine_pgsql.c); pgbench's do the same, so that the
-    # baseline is the same statement run the same way.
     out=$(PGOPTIONS="-c client_min_messages=warning -c plan_cache_mode=force_generic_plan" "$PGBIN/pgbench" -n -h 127.0.0.1 -p "$PGPORT" -U lessons \
-          -c $CONNS -j 2 -T "$DUR" -M prepared "${scripts[@]}" lessons 2>&1) \
+          -c "$clients" -j "$jobs" -T "$DUR" -M prepared "${scripts[@]}" lessons 2>&1) \
         || { printf '%s\n' "$out" >&2; die "pgbench failed"; }
     meta "$db" "pgcpu_${route}_pgbench_$round" "$(pg_cpu_share)"
     printf '== %s pgbench %s round %s\n%s\n' "$db" "$route" "$round" "$out" >>"$WORK/out/wrk.log"
     printf '%s\t%s\tpgbench\t%s\t%s\t0\t0\t0\t0\t0\n' "$db" "$route" "$round" \
         "$(printf '%s\n' "$out" | sed -n 's/^tps = \([0-9.]*\).*/\1/p' | tail -n 1)" >>"$RESULTS"
-    tail -n 1 "$RESULTS" | awk -F'\t' '{ printf "bench:   %-7s %-9s %-6s r%s %8.0f tps (pgbench, the same statement)\n", $1, $2, $3, $4, $5 }' >&2
+    tail -n 1 "$RESULTS" | awk -F'\t' -v c="$clients" '{ printf "bench:   %-7s %-9s %-6s r%s %8.0f tps (pgbench, the module'"'"'s statement, %d connections)\n", $1, $2, $3, $4, $5, c }' >&2
+}
+# Did pgbench run the text the module ran?  PostgreSQL's own record
+# (pg_stat_statements): pg_shape_texts SHAPE gives the distinct texts
+# that begin with SHAPE (the one-write statement; the module's batches
+# begin "WITH l1"), without the "PREPARE label (types) AS " apr_dbd
+# prepares the module's with, and with every value made one mark: a $n
+# (a parameter, or a constant pg_stat_statements took out), a quoted
+# text, a number.  pg_stat_statements takes the constants out only of
+# an entry it makes while it parses: one that a statement prepared
+# before its reset makes keeps them.  Read after the module's run (its
+# reset is wrk_run's) and again after pgbench's, pg_statement_check DB
+# ROUTE SHAPE BEFORE records META stmt_check_ROUTE: "same" when pgbench
+# added no other text, "differ" when it did (both in wrk.log),
+# "module-batched" when every write of the module went in a batch
+# (nothing to compare).
+pg_shape_texts() {
+    pg_run -d lessons -At -c 'SELECT query FROM pg_stat_statements' | perl -ne '
+        chomp;
+        s/^PREPARE \S+ (?:\([^)]*\) )?AS //;
+        s/\$\d+/\$/g; s/\x27(?:[^\x27]|\x27\x27)*\x27/\$/g; s/\b\d+\b/\$/g; s/;\s*$//;
+        print "$_\n" if index($_, $shape) == 0;
+        BEGIN { $shape = shift @ARGV }' "$1" | sort -u
+}
+pg_statement_check() {
+    local db=$1 route=$2 shape=$3 before=$4 after verdict
+    after=$(pg_shape_texts "$shape")
+    if [ -z "$before" ]; then
+        verdict=module-batched
+    elif [ "$after" = "$before" ]; then
+        verdict=same
+    else
+        verdict=differ
+        log "warning: $db $route: pgbench's statement is not the module's (wrk.log)"
+    fi
+    meta "$db" "stmt_check_$route" "$verdict"
+    printf '== %s %s: the module'"'"'s statement in pg_stat_statements ($n made one mark)\n%s\n== with pgbench'"'"'s: %s\n%s\n' \
+        "$db" "$route" "$before" "$verdict" "$after" >>"$WORK/out/wrk.log"
 }
 # SQLite's creates against the disk's own speed (issue 19): a bare loop
 # of one-row INSERT transactions -- the module's create statement, each
 # its own transaction and so its own fsync -- on the same database file
-# with the same durability (WAL, synchronous FULL), in the sqlite3 shell
-# as the user httpd serves as.  What one writer gets without sharing a
+# with the same durability (WAL, synchronous FULL), in sqlite3 shells as
+# the user httpd serves as.  WRITERS shells at once, each its share of
+# the rows, each waiting its turn for the lock (.timeout); the rate is
+# all rows over the wall time.  What writers get without sharing a
 # commit: the module's group commit is measured against it.
 sqlite_loop_run() {
-    local db=$1 round=$2 n t0 t1 rps file=$WORK/db/sqlite/lessons.db
-    cat >"$WORK/loop-insert.sql" <<SQL
-INSERT INTO lessons (level_id, title, sort_order, topic, description, is_active) SELECT v.id, $CREATE_TITLE, 18, $CREATE_TOPIC, $CREATE_DESC, (1 = 1) FROM levels v WHERE v.id = 3 RETURNING id;
-SQL
-    # n: about DUR seconds' worth, from a first batch of 100.
-    for n in 100 0; do
+    local db=$1 route=$2 round=$3 writers=$4 n each t0 t1 rps w p pids
+    local file=$WORK/db/sqlite/lessons.db
+    # n: about DUR seconds' worth, from a first batch of 100 a writer
+    # (fewer leave 8 writers' rate to their start and their first waits).
+    for n in $((100 * writers)) 0; do
         if [ "$n" -eq 0 ]; then
             n=$(perl -e 'my $n = int($ARGV[0] * $ARGV[1]); print $n < 100 ? 100 : $n' "$rps" "$DUR")
         fi
-        { printf '.timeout 5000\nPRAGMA synchronous = FULL;\n'
-          perl -e 'my $s = do { local $/; <STDIN> }; print $s x $ARGV[0]' "$n" <"$WORK/loop-insert.sql"
+        each=$(( (n + writers - 1) / writers ))
+        n=$((each * writers))
+        { printf '.timeout 60000\nPRAGMA synchronous = FULL;\n'
+          perl -e 'my $s = do { local $/; <STDIN> }; print $s x $ARGV[0]' "$each" <"$WORK/out/loop-insert.sql"
         } >"$WORK/loop.sql"
+        pids=()
         t0=$(date +%s.%N)
-        "${AS_HTTPD[@]}" sqlite3 -bail "$file" <"$WORK/loop.sql" >/dev/null \
-            || die "the sqlite3 INSERT loop failed"
+        for w in $(seq 1 "$writers"); do
+            "${AS_HTTPD[@]}" sqlite3 -bail "$file" <"$WORK/loop.sql" >/dev/null 2>"$WORK/out/loop-$w.err" &
+            pids+=($!)
+        done
+        for p in "${pids[@]}"; do
+            wait "$p" || { cat "$WORK"/out/loop-*.err >&2; die "the sqlite3 INSERT loop failed"; }
+        done
+        rm -f "$WORK"/out/loop-*.err
         t1=$(date +%s.%N)
         rps=$(perl -e 'printf "%.1f", $ARGV[0] / ($ARGV[2] - $ARGV[1])' "$n" "$t0" "$t1")
     done
-    printf '%s\tcreate\tloop\t%s\t%s\t0\t0\t%s\t0\t0\n' "$db" "$round" "$rps" "$n" >>"$RESULTS"
-    printf 'bench:   %-7s create    loop   r%s %8.0f tps (sqlite3, one-row INSERT transactions, %d)\n' \
-        "$db" "$round" "$rps" "$n" >&2
+    printf '%s\t%s\tloop%s\t%s\t%s\t0\t0\t%s\t0\t0\n' "$db" "$route" "$writers" "$round" "$rps" "$n" >>"$RESULTS"
+    printf 'bench:   %-7s %-9s loop%-2s r%s %8.0f tps (sqlite3, one-row lessons_create transactions, %d writer(s), %d rows)\n' \
+        "$db" "$route" "$writers" "$round" "$rps" "$writers" "$n" >&2
 }
+WRITE_CLIENTS=${BENCH_WRITE_CLIENTS:-8 32}
 write_rounds() {
-    local db=$1 round
-    local written="RETURNING *) SELECT w.id, w.level_id, v.name, v.code, w.title, w.sort_order,
-  w.topic, w.description, CASE WHEN w.is_active THEN 1 ELSE 0 END, w.version,
-  (SELECT epoch || lpad(to_hex(xmin::text::bigint), 8, '0') FROM lessons_database)
-FROM w JOIN levels v ON v.id = w.level_id;"
-    # Every value the module binds as a parameter (lessons_store.c's %d
-    # and %lld: the flags, level, order, id and If-Match versions) is a
-    # pgbench variable, so a parameter here too: with literals PostgreSQL
-    # would fold the CASEs and ORs away, and pgbench would not run the same
-    # statement.  The texts stay literals (the module binds them as text;
-    # no plan folds on them).
-    cat >"$WORK/insert.sql" <<SQL
-\\set lvl 3
-\\set ord 18
-\\set act 1
-WITH w AS (INSERT INTO lessons (level_id, title, sort_order, topic, description, is_active)
-SELECT v.id, $CREATE_TITLE, :ord, $CREATE_TOPIC, $CREATE_DESC, (:act = 1)
-FROM levels v WHERE v.id = :lvl
-$written
-SQL
-    # Two scripts, one description each, picked at random: every update
-    # changes its row, as wrk-write.lua's alternate.
-    local i desc
-    for i in 1 2; do
-        if [ "$i" = 1 ]; then
-            desc='Reviewed: the Präteritum in written narratives. Example: „Es war einmal ein König, der hatte drei Töchter.“'
-        else
-            desc='Reviewed again: the Präteritum in written narratives. Example: „Eines Tages ging die jüngste in den Wald.“'
-        fi
-        cat >"$WORK/update-$i.sql" <<SQL
-\\set id random(1, $NIDS)
-\\set no 0
-\\set yes 1
-\\set none -1
-WITH w AS (UPDATE lessons SET level_id = CASE WHEN :no = 1 THEN :no ELSE level_id END,
-  title = CASE WHEN :no = 1 THEN '' ELSE title END,
-  sort_order = CASE WHEN :no = 1 THEN :no ELSE sort_order END,
-  topic = CASE WHEN :no = 1 THEN '' ELSE topic END,
-  description = CASE WHEN :yes = 1 THEN '$desc' ELSE description END,
-  is_active = CASE WHEN :no = 1 THEN (:no = 1) ELSE is_active END
-WHERE id = :id AND (:no = 0 OR (version IN (:none, :none, :none, :none) AND (SELECT epoch FROM lessons_database) = ''))
-  AND (:no = 0 OR EXISTS (SELECT 1 FROM levels WHERE id = :no))
-$written
-SQL
-    done
+    local db=$1 clients=${2:-} engine=${1##*-} round rc ru writers=1 texts=""
+    # Without CLIENTS: the bench server's rows, at each WRITE_CLIENTS.
+    if [ -z "$clients" ]; then
+        for clients in $WRITE_CLIENTS; do
+            write_rounds "$db" "$clients"
+        done
+        return 0
+    fi
+    rc=create$clients
+    ru=update$clients
+    [ "$clients" -lt 32 ] || writers=8
+    write_setup "$engine"
     for round in $(seq 1 "$ROUNDS"); do
-        BENCH_WRITE=create BENCH_TOKEN=$TOKEN BENCH_BASE=$API \
-            wrk_run "$db" create mod "$round" "$(url "$API")" -s "$BENCH_DIR/wrk-write.lua"
-        [ "$db" != pgsql ] || pgbench_run "$db" create "$round" "$WORK/insert.sql"
-        [ "$db" != sqlite3 ] || sqlite_loop_run "$db" "$round"
-        BENCH_WRITE=update BENCH_TOKEN=$TOKEN BENCH_BASE=$API BENCH_IDS=$NIDS \
-            wrk_run "$db" update mod "$round" "$(url "$API")" -s "$BENCH_DIR/wrk-write.lua"
-        [ "$db" != pgsql ] || pgbench_run "$db" update "$round" "$WORK/update-1.sql" "$WORK/update-2.sql"
+        # CONNS for wrk_run's one call: the rows' client count.
+        BENCH_WRITE=create BENCH_TOKEN=$TOKEN BENCH_BASE=$API CONNS=$clients \
+            wrk_run "$db" "$rc" mod "$round" "$(url "$API")" -s "$BENCH_DIR/wrk-write.lua"
+        if [ "$engine" = pgsql ]; then
+            [ "$round" != 1 ] || texts=$(pg_shape_texts 'WITH l AS (INSERT')
+            pgbench_run "$db" "$rc" "$round" "$clients" "$WORK/out/pgbench-create.sql"
+            [ "$round" != 1 ] || pg_statement_check "$db" "$rc" 'WITH l AS (INSERT' "$texts"
+        else
+            sqlite_loop_run "$db" "$rc" "$round" "$writers"
+        fi
+        BENCH_WRITE=update BENCH_TOKEN=$TOKEN BENCH_BASE=$API BENCH_IDS=$NIDS CONNS=$clients \
+            wrk_run "$db" "$ru" mod "$round" "$(url "$API")" -s "$BENCH_DIR/wrk-write.lua"
+        if [ "$engine" = pgsql ]; then
+            [ "$round" != 1 ] || texts=$(pg_shape_texts 'WITH l AS (UPDATE')
+            pgbench_run "$db" "$ru" "$round" "$clients" "$WORK/out/pgbench-update-1.sql" "$WORK/out/pgbench-update-2.sql"
+            [ "$round" != 1 ] || pg_statement_check "$db" "$ru" 'WITH l AS (UPDATE' "$texts"
+        fi
     done
 }
 
