@@ -18,7 +18,7 @@ bench-deps:
 # Sub-make, as make test does, so that a first run builds after the
 # packages are in.
 bench: bench-deps
-	@$(MAKE) -s --no-print-directory all build/bench/statement
+	@$(MAKE) -s --no-print-directory all build/bench/statement build/bench/sqlite-loop
 	@MODULE='$(CURDIR)/$(MODULE)' HTTPD='$(HTTPD)' BENCH_QUICK='$(BENCH_QUICK)' \
 	    BENCH_COMMAND='make bench$(if $(BENCH_QUICK), BENCH_QUICK=$(BENCH_QUICK))$(if $(BENCH_DBS), BENCH_DBS="$(BENCH_DBS)")' \
 	    t/bench/bench.sh
@@ -52,3 +52,9 @@ build/bench/statement: t/bench/statement.c $(UNIT_LIB) $(HEADERS)
 	@mkdir -p $(dir $@)
 	@echo "  CC    $@"
 	@$(CC) $(UNIT_CFLAGS) -O2 -o $@ $< $(UNIT_LIB) $(LIBS) $(APR_LIBS)
+
+# SQLite's bare-loop baseline: the printed create in WRITERS threads.
+build/bench/sqlite-loop: t/bench/sqlite-loop.c
+	@mkdir -p $(dir $@)
+	@echo "  CC    $@"
+	@$(CC) -Wall -Wextra -Werror -O2 -o $@ $< -lsqlite3 -lpthread

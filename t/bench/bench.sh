@@ -134,6 +134,8 @@ ERROR_LOG=$RUN_ROOT/logs/error.log
 # The module and config this run loads, copied once: others may rebuild
 # the module while the bench runs.
 cp "$MODULE" "$WORK/mod_lessons.so"
+cp "$ROOT/build/bench/sqlite-loop" "$WORK/sqlite-loop" 2>/dev/null \
+    || die "build/bench/sqlite-loop not found: make bench builds it"
 cp "$BENCH_DIR/httpd.conf" "$WORK/httpd.conf"
 cp "$BENCH_DIR/minimal.conf" "$WORK/minimal.conf"
 MODULE_SUM=$(sha256sum "$WORK/mod_lessons.so" | cut -c1-12)
@@ -734,41 +736,22 @@ pg_statement_check() {
 # SQLite's creates against the disk's own speed (issue 19): a bare loop
 # of one-row INSERT transactions -- the module's create statement, each
 # its own transaction and so its own fsync -- on the same database file
-# with the same durability (WAL, synchronous FULL), in sqlite3 shells as
-# the user httpd serves as.  WRITERS shells at once, each its share of
-# the rows, each waiting its turn for the lock (.timeout); the rate is
-# all rows over the wall time.  What writers get without sharing a
-# commit: the module's group commit is measured against it.
+# with the same durability (WAL, synchronous FULL), as the user httpd
+# serves as: build/bench/sqlite-loop (t/bench/sqlite-loop.c), WRITERS
+# threads, each with its own connection and the statement prepared once,
+# for DUR seconds; a writer that finds the lock taken retries at once
+# rather than after SQLite's millisecond backoff.  What writers get
+# without sharing a commit: the module's group commit is measured
+# against it.
 sqlite_loop_run() {
-    local db=$1 route=$2 round=$3 writers=$4 n each t0 t1 rps w p pids
+    local db=$1 route=$2 round=$3 writers=$4 out rows rps
     local file=$WORK/db/sqlite/lessons.db
-    # n: about DUR seconds' worth, from a first batch of 100 a writer
-    # (fewer leave 8 writers' rate to their start and their first waits).
-    for n in $((100 * writers)) 0; do
-        if [ "$n" -eq 0 ]; then
-            n=$(perl -e 'my $n = int($ARGV[0] * $ARGV[1]); print $n < 100 ? 100 : $n' "$rps" "$DUR")
-        fi
-        each=$(( (n + writers - 1) / writers ))
-        n=$((each * writers))
-        { printf '.timeout 60000\nPRAGMA synchronous = FULL;\n'
-          perl -e 'my $s = do { local $/; <STDIN> }; print $s x $ARGV[0]' "$each" <"$WORK/out/loop-insert.sql"
-        } >"$WORK/loop.sql"
-        pids=()
-        t0=$(date +%s.%N)
-        for w in $(seq 1 "$writers"); do
-            "${AS_HTTPD[@]}" sqlite3 -bail "$file" <"$WORK/loop.sql" >/dev/null 2>"$WORK/out/loop-$w.err" &
-            pids+=($!)
-        done
-        for p in "${pids[@]}"; do
-            wait "$p" || { cat "$WORK"/out/loop-*.err >&2; die "the sqlite3 INSERT loop failed"; }
-        done
-        rm -f "$WORK"/out/loop-*.err
-        t1=$(date +%s.%N)
-        rps=$(perl -e 'printf "%.1f", $ARGV[0] / ($ARGV[2] - $ARGV[1])' "$n" "$t0" "$t1")
-    done
-    printf '%s\t%s\tloop%s\t%s\t%s\t0\t0\t%s\t0\t0\n' "$db" "$route" "$writers" "$round" "$rps" "$n" >>"$RESULTS"
-    printf 'bench:   %-7s %-9s loop%-2s r%s %8.0f tps (sqlite3, one-row lessons_create transactions, %d writer(s), %d rows)\n' \
-        "$db" "$route" "$writers" "$round" "$rps" "$writers" "$n" >&2
+    out=$("${AS_HTTPD[@]}" "$WORK/sqlite-loop" "$file" "$WORK/out/loop-insert.sql" \
+          "$writers" "$DUR" 2>&1) || { printf '%s\n' "$out" >&2; die "the SQLite INSERT loop failed"; }
+    read -r rows _ rps <<<"$out"
+    printf '%s\t%s\tloop%s\t%s\t%s\t0\t0\t%s\t0\t0\n' "$db" "$route" "$writers" "$round" "$rps" "$rows" >>"$RESULTS"
+    printf 'bench:   %-7s %-9s loop%-2s r%s %8.0f tps (one-row lessons_create transactions, %d writer(s), %d rows)\n' \
+        "$db" "$route" "$writers" "$round" "$rps" "$writers" "$rows" >&2
 }
 WRITE_CLIENTS=${BENCH_WRITE_CLIENTS:-8 32}
 write_rounds() {
@@ -965,6 +948,7 @@ for DRIVER in $DBS; do
     grep -aE ':(emerg|alert|crit|error)\]' "$ERROR_LOG" | tail -n 5 | sed 's/^/bench: error_log: /' >&2 || true
     meta "$DRIVER" errors "$(grep -acE ':(emerg|alert|crit|error)\]' "$ERROR_LOG" || true)"
     stop_httpd
+    shipped_writes "$DRIVER"
     if [ "$DRIVER" = pgsql ]; then
         log "pgsql: $SERVERS servers on one database, GET by id, $CONNS clients each, $ROUNDS round(s)"
         servers_phase "$DRIVER"

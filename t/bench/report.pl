@@ -147,7 +147,7 @@ sub write_targets {
         my ($n) = $kind =~ /(\d+)/;
         my $r = $lp->{rps} ? $s->{rps} / $lp->{rps} : 0;
         push @t, sprintf('≥ 1.0x a bare loop of one-row `%s` transactions, %s (%s/s): %s, %s',
-                         $stmt, $n == 1 ? 'one writer' : "$n writers at once",
+                         $stmt, $n == 1 ? 'one writer' : "$n writers taking turns",
                          num($lp->{rps}), x($r), verdict($r >= 1.0));
     }
     return @t;
@@ -302,9 +302,11 @@ database's own speed for the same statement: on PostgreSQL `pgbench -cN
 -j2 -M prepared` running the statement named in the row, printed from the
 module's own tables (build/bench/statement, t/bench/statement.c) with the
 same values, and checked against what pg_stat_statements shows the module
-ran; on SQLite a bare loop of the module's INSERT in `sqlite3` shells, one
-transaction a row with the same durability, one writer against 8 clients
-and 8 writers at once against 32 (all rows over the wall time).
+ran; on SQLite a bare loop of the module's INSERT (build/bench/sqlite-loop,
+t/bench/sqlite-loop.c: prepared once, one transaction a row with the same
+durability), one writer against 8 clients and 8 writers, each with its own
+connection, taking turns, against 32 (all rows over the wall time; left to
+SQLite's lock, 8 writers are far slower than one).
 
 EOW
 

@@ -174,3 +174,17 @@ shipped_phase() {
     get_phase "shipped0-$db" "$SHIPPED_KA_ROUTES"
     stop_httpd
 }
+
+# shipped_writes DB: creates and updates at 8 and 32 clients on the
+# shipped server (mod_dbd's default pool), after every GET row: a write
+# changes the catalogue, and the ETag the GET rows revalidate with.
+shipped_writes() {
+    local db=$1 before now
+    log "$db: creates and updates on the shipped configuration"
+    shipped_start
+    write_rounds "shipped-$db"
+    before=$(meta_get "shipped-$db" errors)
+    now=$(grep -acE ':(emerg|alert|crit|error)\]' "$ERROR_LOG" || true)
+    meta "shipped-$db" errors $(( ${before:-0} + ${now:-0} ))
+    stop_httpd
+}
