@@ -185,7 +185,8 @@ for my $db (@dbs, map { "shipped-$_" } @dbs) {
         } else {
             my $min = $shipped ? $min_ratio_shipped{$base}
                     : $route eq 'r304' ? $min_ratio_304{$db} : $min_ratio{$db};
-            push @t, sprintf('req/s ≥ %.1fx static: %s', $min,
+            push @t, sprintf('req/s ≥ %sx static: %s',
+                             $min == int($min) ? sprintf('%.1f', $min) : $min,
                              defined $ratio ? verdict($ratio >= $min) : 'n/a');
             if ($tw) {
                 my $pr = $tw->{p99} ? $s->{p99} / $tw->{p99} : undef;
