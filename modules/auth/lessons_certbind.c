@@ -12,6 +12,7 @@
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
+#include <openssl/x509_vfy.h>
 
 #include "auth/lessons_certbind.h"
 
@@ -44,6 +45,39 @@ int lessons_certbind_thumbprint(const char *pem, apr_size_t len,
     BIO_free(bio);
     ERR_clear_error();
     return rc;
+}
+
+int lessons_certbind_verified(const char *verify)
+{
+    /* mod_ssl's ssl_verify_error_is_optional, for optional_no_ca. */
+    static const long waived[] = {
+        X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT,
+        X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN,
+        X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY,
+        X509_V_ERR_CERT_UNTRUSTED,
+        X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE
+    };
+    static const char failed[] = "FAILED:";
+    apr_size_t i;
+
+    if (!verify) {
+        return 0;
+    }
+    if (strcmp(verify, "SUCCESS") == 0 || strcmp(verify, "GENEROUS") == 0) {
+        return 1;
+    }
+    if (strncmp(verify, failed, sizeof(failed) - 1) != 0) {
+        return 0;
+    }
+    verify += sizeof(failed) - 1;
+    for (i = 0; i < sizeof(waived) / sizeof(waived[0]); i++) {
+        const char *text = X509_verify_cert_error_string(waived[i]);
+
+        if (text && strcmp(verify, text) == 0) {
+            return 1;
+        }
+    }
+    return 0;
 }
 
 /* A thumbprint as RFC 8705 3.1 writes it: 43 base64url characters. */

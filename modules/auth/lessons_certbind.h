@@ -37,6 +37,18 @@
 int lessons_certbind_thumbprint(const char *pem, apr_size_t len,
                                 char out[LESSONS_CERTBIND_X5T_LEN]);
 
+/* Whether mod_ssl took the connection's client certificate, by its
+ * SSL_CLIENT_VERIFY (verify; NULL: none): SUCCESS, GENEROUS, or, under
+ * SSLVerifyClient optional_no_ca, "FAILED:" with one of the errors
+ * mod_ssl waives there (ssl_verify_error_is_optional: self-signed, an
+ * issuer it does not know), which it reports so although it took the
+ * certificate (GENEROUS is reported only where OpenSSL's result was
+ * cleared, which mod_ssl does not do).  The handshake proved the key
+ * either way; RFC 8705 2.2 binds such a certificate by its thumbprint.
+ * Any other FAILED, and NONE: 0.
+ */
+int lessons_certbind_verified(const char *verify);
+
 typedef enum {
     LESSONS_CERTBIND_UNBOUND = 0,   /* no cnf, or a cnf without x5t#S256 */
     LESSONS_CERTBIND_MATCH,         /* bound to this connection's

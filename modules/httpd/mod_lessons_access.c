@@ -154,11 +154,11 @@ static int lessons_allow_verdict(request_rec *r, const lessons_verdict_t *v,
 /* The thumbprint of the client certificate mod_ssl verified on this
  * request's connection (lessons_decide_cert_fn), or NULL.  Only from
  * mod_ssl, never from a header (a proxy's, say: anyone can send one):
- * its verification must have passed (SUCCESS), or have been waived
- * under SSLVerifyClient optional_no_ca (GENEROUS), where RFC 8705 2.2's
- * self-signed certificates are bound by their thumbprint alone: the
- * handshake proved the key.  A secondary (HTTP/2) connection's lookup
- * is answered from its TLS connection by mod_ssl.
+ * its verification must have passed, or have been waived under
+ * SSLVerifyClient optional_no_ca (lessons_certbind_verified), where RFC
+ * 8705 2.2's self-signed certificates are bound by their thumbprint
+ * alone: the handshake proved the key.  A secondary (HTTP/2)
+ * connection's lookup is answered from its TLS connection by mod_ssl.
  */
 static const char *lessons_client_x5t(void *baton)
 {
@@ -171,8 +171,7 @@ static const char *lessons_client_x5t(void *baton)
     }
     verify = ap_ssl_var_lookup(r->pool, r->server, r->connection, r,
                                "SSL_CLIENT_VERIFY");
-    if (!verify || (strcmp(verify, "SUCCESS") != 0
-                    && strcmp(verify, "GENEROUS") != 0)) {
+    if (!lessons_certbind_verified(verify)) {
         return NULL;
     }
     pem = ap_ssl_var_lookup(r->pool, r->server, r->connection, r,

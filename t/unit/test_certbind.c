@@ -189,6 +189,34 @@ static void test_malformed(void **state)
           "Md\\u0000\"}}", x5t_a, LESSONS_CERTBIND_MALFORMED);
 }
 
+/* SSL_CLIENT_VERIFY as mod_ssl reports it: optional_no_ca's waived
+ * errors come as FAILED with OpenSSL's text (seen from mod_ssl 2.4.71:
+ * "FAILED:self-signed certificate" for a self-signed client certificate
+ * under optional_no_ca).
+ */
+static void test_verified(void **state)
+{
+    (void)state;
+    assert_true(lessons_certbind_verified("SUCCESS"));
+    assert_true(lessons_certbind_verified("GENEROUS"));
+    assert_true(lessons_certbind_verified("FAILED:self-signed certificate"));
+    assert_true(lessons_certbind_verified("FAILED:unable to get local "
+                                          "issuer certificate"));
+    assert_true(lessons_certbind_verified("FAILED:self-signed certificate "
+                                          "in certificate chain"));
+    assert_false(lessons_certbind_verified(NULL));
+    assert_false(lessons_certbind_verified(""));
+    assert_false(lessons_certbind_verified("NONE"));
+    assert_false(lessons_certbind_verified("success"));
+    assert_false(lessons_certbind_verified("SUCCESSFUL"));
+    assert_false(lessons_certbind_verified("FAILED:certificate has "
+                                           "expired"));
+    assert_false(lessons_certbind_verified("FAILED:certificate revoked"));
+    assert_false(lessons_certbind_verified("FAILED:"));
+    assert_false(lessons_certbind_verified("FAILED:self-signed "
+                                           "certificate!"));
+}
+
 /* What a client is told never holds a thumbprint. */
 static void test_describe(void **state)
 {
@@ -216,6 +244,7 @@ int main(void)
         cmocka_unit_test(test_match_and_mismatch),
         cmocka_unit_test(test_both_bindings),
         cmocka_unit_test(test_malformed),
+        cmocka_unit_test(test_verified),
         cmocka_unit_test(test_describe),
     };
 
