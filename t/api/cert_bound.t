@@ -10,6 +10,8 @@
 #     connection (the token cache verified it once) is held to that
 #     connection's certificate; an unbound token: 200;
 #   - a request header that claims a certificate is no certificate;
+#   - over HTTP/2 (mod_http2's connections, curl): the same, from the TLS
+#     connection underneath;
 #   - required: an unbound token: 401; the bound one with A: 200;
 #   - off: cnf x5t#S256 is not looked at (a bearer token, RFC 8705 3);
 #   - SSLVerifyClient optional_no_ca: a self-signed certificate (RFC 8705
@@ -130,7 +132,8 @@ my $port = free_port();
 our $base;
 $base = "https://127.0.0.1:$port";
 start_httpd(httpd_conf("$dir", $port, "ServerName 127.0.0.1:$port\nLogLevel info\n"
-                       . $tls . $sections), $port);
+                       . qq{LoadModule http2_module "$mods/mod_http2.so"\n}
+                       . "Protocols h2 http/1.1\n" . $tls . $sections), $port);
 
 # A client with certificate $name (undef: none); one connection per request.
 sub ua_with {
@@ -223,6 +226,26 @@ for my $path ('/off/api/lessons', '/api/lessons') {
     is $res->code, 200, "$path: bound to A, with B: 200 (cnf x5t#S256 not looked at)";
     $res = get(none => $path, $bound_a);
     is $res->code, 200, "$path: bound to A, without a certificate: 200";
+}
+
+# ---- HTTP/2: the request's connection is mod_http2's own, the
+# certificate is its TLS connection's (curl, which speaks h2 over ALPN)
+SKIP: {
+    skip 'curl not installed', 4 unless grep { -x "$_/curl" } split /:/, $ENV{PATH};
+    my $h2 = sub {
+        my ($who, $token) = @_;
+        my @cert = $who ? ('--cert', "$dir/$who.pem", '--key', "$dir/$who.key") : ();
+        open my $p, '-|', 'curl', '-s', '--http2', '--cacert', "$dir/ca.pem", @cert,
+            '-H', "Authorization: Bearer $token", '-o', '/dev/null',
+            '-w', '%{http_version} %{http_code}', "$base/opt/api/lessons"
+            or die "curl: $!";
+        local $/;
+        return scalar <$p> // '';
+    };
+    is $h2->('a', $bound_a), '2 200', 'HTTP/2: bound to A, with A: 200';
+    is $h2->('b', $bound_a), '2 401', 'HTTP/2: bound to A, with B: 401';
+    is $h2->(undef, $bound_a), '2 401', 'HTTP/2: bound to A, without a certificate: 401';
+    is $h2->(undef, $plain), '2 200', 'HTTP/2: an unbound token: 200';
 }
 
 # ---- the log: the refusals at info, no thumbprint
