@@ -361,9 +361,32 @@ static int lessons_ssl_engine(const ap_directive_t *first)
     return on;
 }
 
+/* Whether some <VirtualHost> among the directives from first on (inside
+ * conditional blocks too) has SSLEngine on.
+ */
+static int lessons_ssl_vhost(const ap_directive_t *first)
+{
+    const ap_directive_t *d;
+
+    for (d = first; d; d = d->next) {
+        if (strcasecmp(d->directive, "<VirtualHost") == 0) {
+            if (lessons_ssl_engine(d->first_child) > 0) {
+                return 1;
+            }
+        }
+        else if (strncasecmp(d->directive, "<If", 3) == 0
+                 && d->directive[3] && lessons_ssl_vhost(d->first_child)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* LessonsJWTCertBound required where no client certificate can come:
  * mod_ssl not loaded, or no SSLEngine on in the section's virtual host
- * (its own, or the main server's, which mod_ssl merges into it).  What
+ * (its own, or the main server's, which mod_ssl merges into it); a
+ * section outside any virtual host serves every one of them, and is
+ * taken where one has SSLEngine on.  What
  * the configuration tree shows is all httpd lets a module see: a
  * certificate checked by a proxy in front (a TLS-terminating one) is
  * invisible here, and so refused.  OK, or !OK after an emerg line.
@@ -385,7 +408,7 @@ static int lessons_check_certbind(apr_pool_t *ptemp,
         if (on < 0) {
             on = lessons_ssl_engine(ap_conftree);
         }
-        if (on > 0) {
+        if (on > 0 || (!vhost && lessons_ssl_vhost(ap_conftree))) {
             return OK;
         }
     }
@@ -400,7 +423,8 @@ static int lessons_check_certbind(apr_pool_t *ptemp,
                  : vhost ? apr_psprintf(ptemp, "SSLEngine is not on in "
                                         "its <VirtualHost> (%s:%d)",
                                         vhost->filename, vhost->line_num)
-                         : "SSLEngine is not on in the main server");
+                         : "SSLEngine is not on in the main server nor in "
+                           "any virtual host");
     return !OK;
 }
 

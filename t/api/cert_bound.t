@@ -122,6 +122,34 @@ EOF
     ($rc, $out) = configtest('engine', $tls . $sections);
     is $rc, 0, 'required with SSLEngine on: configtest passes' or diag $out;
 
+    # A section outside any virtual host serves them all: taken where one
+    # of them has TLS, refused where none has.
+    my $vhost_tls = <<"EOF" . location('/req/api/lessons', 'required');
+LoadModule socache_shmcb_module "$mods/mod_socache_shmcb.so"
+LoadModule ssl_module "$mods/mod_ssl.so"
+SSLSessionCache "shmcb:$dir/ssl_scache3(512000)"
+<IfModule ssl_module>
+<VirtualHost 127.0.0.1:*>
+    ServerName tls.example
+    SSLEngine on
+    SSLCertificateFile "$dir/server.pem"
+    SSLCertificateKeyFile "$dir/server.key"
+</VirtualHost>
+</IfModule>
+EOF
+    ($rc, $out) = configtest('vhost-engine', $vhost_tls);
+    is $rc, 0, 'required outside any virtual host, SSLEngine on in one (in <IfModule>): passes'
+        or diag $out;
+    ($rc, $out) = configtest('main-no-engine', <<"EOF" . location('/req/api/lessons', 'required'));
+LoadModule socache_shmcb_module "$mods/mod_socache_shmcb.so"
+LoadModule ssl_module "$mods/mod_ssl.so"
+<VirtualHost 127.0.0.1:*>
+    ServerName plain.example
+</VirtualHost>
+EOF
+    like $out, qr/LESSONS00726: .*SSLEngine is not on in the main server nor in any virtual host/,
+        'required outside any virtual host, none with SSLEngine on: refused' or diag $out;
+
     ($rc, $out) = configtest('bad-word', location('/x/api/lessons', 'sometimes'));
     like $out, qr/LessonsJWTCertBound takes off, optional or required, not "sometimes"/,
         'a word other than off, optional, required: refused' or diag $out;
