@@ -122,6 +122,13 @@ static const command_rec lessons_cmds[] = {
                   RSRC_CONF | ACCESS_CONF,
                   "any (default: typ JWT, or RFC 9068's at+jwt) or "
                   "at+jwt (access tokens only, never an ID token)"),
+    AP_INIT_TAKE1("LessonsJWTCertBound", lessons_set_certbind, NULL,
+                  RSRC_CONF | ACCESS_CONF,
+                  "off (default), optional or required: whether tokens "
+                  "bound to a client certificate (cnf x5t#S256) are taken "
+                  "only on a connection where mod_ssl verified it (RFC "
+                  "8705), and whether tokens bound to nothing are "
+                  "refused"),
     AP_INIT_TAKE1("LessonsJWTLeeway", lessons_set_number,
                   (void *)&lessons_leeway_n,
                   RSRC_CONF | ACCESS_CONF,

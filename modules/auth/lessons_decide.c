@@ -4,7 +4,8 @@
  * steps, each of which may end in the verdict: is a token needed; can
  * the section verify one at all; the Authorization header; the issuer
  * block the token names; the keys (a fetched set, one refetch for a kid
- * the set lacks); the token; DPoP; the user; the claims to export.
+ * the set lacks); the token; DPoP; the certificate binding; the user;
+ * the claims to export.
  * Only the last step's end is ALLOW.
  */
 #include <string.h>
@@ -288,7 +289,8 @@ static int decide_wants_claims(const lessons_decision_t *d)
     const lessons_decide_policy_t *policy = d->policy;
 
     return (policy->user_claim && strcmp(policy->user_claim, "sub"))
-           || policy->nexport > 0 || d->mode != LESSONS_DPOP_OFF;
+           || policy->nexport > 0 || d->mode != LESSONS_DPOP_OFF
+           || policy->certbind > LESSONS_CERTBIND_OFF;
 }
 
 /* The token against the unit's keys, through the process's cache: each
@@ -473,6 +475,66 @@ static int decide_dpop(lessons_decision_t *d)
     }
 }
 
+/* LessonsJWTCertBound (RFC 8705 3): a token bound to a certificate
+ * (cnf x5t#S256) is taken only on a connection whose verified client
+ * certificate has that thumbprint, on every request (a token the cache
+ * verified before came, maybe, on another connection); where binding is
+ * required, a token bound to nothing (neither a certificate nor, with
+ * DPoP, a key) is refused.  A token bound both ways is judged both ways:
+ * its DPoP proof has passed by now.  Off: cnf x5t#S256 is not looked at,
+ * as by a server that does not know it.  0, or the refusal; never a
+ * thumbprint in the words or the log line.
+ */
+static int decide_certbind(lessons_decision_t *d)
+{
+    const lessons_decide_facts_t *facts = d->facts;
+    lessons_verdict_t *v = d->v;
+    int mode = d->policy->certbind;
+    lessons_certbind_e rc;
+
+    if (mode != LESSONS_CERTBIND_OPTIONAL
+        && mode != LESSONS_CERTBIND_REQUIRED) {
+        return 0;
+    }
+    if (!v->claims) {
+        decide_refuse(d, 401, LESSONS_REFUSED_OTHER, 720, "invalid_token",
+                      "The access token's claims could not be read",
+                      "the token's claims could not be read to check its "
+                      "certificate binding");
+        return 1;
+    }
+    if (!lessons_certbind_bound(v->claims)) {
+        /* v->dpop: sent with DPoP, and its proof for its key passed. */
+        if (mode == LESSONS_CERTBIND_REQUIRED && !v->dpop) {
+            decide_refuse(d, 401, LESSONS_REFUSED_OTHER, 721,
+                          "invalid_token", "This resource takes "
+                          "sender-constrained access tokens only (bound "
+                          "to a client certificate or a DPoP key)",
+                          "a token bound to no client certificate nor "
+                          "DPoP key (LessonsJWTCertBound required)");
+            return 1;
+        }
+        return 0;
+    }
+    rc = lessons_certbind_check(v->claims, facts->cert
+                                           ? facts->cert(facts->cert_baton)
+                                           : NULL);
+    if (rc == LESSONS_CERTBIND_MATCH) {
+        return 0;
+    }
+    decide_refuse(d, 401, LESSONS_REFUSED_OTHER, 722, "invalid_token",
+                  lessons_certbind_describe(rc),
+                  rc == LESSONS_CERTBIND_NO_CERT
+                  ? "a token bound to a client certificate, on a "
+                    "connection without a verified one"
+                  : rc == LESSONS_CERTBIND_MISMATCH
+                  ? "a token bound to another client certificate than "
+                    "the connection's"
+                  : "a token whose cnf claim is not an object with a "
+                    "thumbprint (x5t#S256) of 43 base64url characters");
+    return 1;
+}
+
 /* The user, from the verified token's user claim (subject when it is
  * sub); where the section takes several issuers, qualified with the
  * issuer of the block that verified it.  The user goes into logs,
@@ -603,7 +665,7 @@ lessons_verdict_e lessons_decide(apr_pool_t *p,
     }
     v->policy = v->unit->token;
     if (decide_keys(&d) || decide_token(&d, &subject) || decide_dpop(&d)
-        || decide_user(&d, subject)) {
+        || decide_certbind(&d) || decide_user(&d, subject)) {
         return v->kind;
     }
     decide_exports(&d);

@@ -24,6 +24,7 @@
 
 #include "keys/lessons_keysource.h"
 #include "ops/lessons_metrics.h"
+#include "auth/lessons_certbind.h"
 #include "auth/lessons_replay.h"
 #include "auth/lessons_token.h"
 #include "auth/lessons_tokencache.h"
@@ -92,6 +93,7 @@ typedef struct {
     int blocks;                     /* units are <LessonsJWTIssuer> blocks */
     const char *where;              /* the section's key directive */
     int dpop;                       /* LESSONS_DPOP_* (0: off) */
+    int certbind;                   /* LESSONS_CERTBIND_* (0: off) */
     long leeway;                    /* LessonsJWTLeeway, seconds */
     const char *user_claim;         /* NULL: sub */
     const char *const *export_claims;
@@ -104,6 +106,12 @@ typedef struct {
     int replay_share;               /* the proofs one key may hold */
 } lessons_decide_policy_t;
 
+/* The thumbprint (x5t#S256) of the client certificate mod_ssl verified
+ * on the request's connection, or NULL (none).  Asked only where a
+ * token's binding is to be checked; the glue reads the certificate then.
+ */
+typedef const char *(*lessons_decide_cert_fn)(void *baton);
+
 /* The facts of one request. */
 typedef struct {
     const char *method;
@@ -115,6 +123,9 @@ typedef struct {
     int dpop_lines;                 /* how many DPoP headers it has */
     apr_int64_t now;                /* seconds: the request's time */
     apr_time_t clock;               /* the time now (replay table) */
+    lessons_decide_cert_fn cert;    /* the connection's certificate; NULL:
+                                     * none (LessonsJWTCertBound) */
+    void *cert_baton;
 } lessons_decide_facts_t;
 
 typedef enum {

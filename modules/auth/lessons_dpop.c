@@ -18,7 +18,7 @@
 #include "auth/lessons_token.h"
 
 /* base64url(SHA-256(data)), no padding: 43 characters and a NUL. */
-static int lessons_dpop_hash(const void *data, apr_size_t len,
+int lessons_dpop_hash(const void *data, apr_size_t len,
                              char out[LESSONS_DPOP_HASH_LEN])
 {
     unsigned char md[EVP_MAX_MD_SIZE];

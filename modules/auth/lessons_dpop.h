@@ -88,6 +88,12 @@ lessons_dpop_e lessons_dpop_check(apr_pool_t *p, const char *proof,
 int lessons_dpop_thumbprint(const json_t *jwk,
                             char out[LESSONS_DPOP_HASH_LEN]);
 
+/* base64url(SHA-256(data)), no padding (also RFC 8705's x5t#S256 over a
+ * certificate's DER, lessons_certbind).  0, or -1.
+ */
+int lessons_dpop_hash(const void *data, apr_size_t len,
+                      char out[LESSONS_DPOP_HASH_LEN]);
+
 /* ath: base64url(SHA-256(token)), RFC 9449 4.2.  0, or -1. */
 int lessons_dpop_ath(const char *token, char out[LESSONS_DPOP_HASH_LEN]);
 

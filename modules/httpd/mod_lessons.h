@@ -225,6 +225,12 @@ typedef struct {
     int dpop;                       /* LessonsJWTDPoP: 0 not set,
                                      * LESSONS_DPOP_OFF, _OPTIONAL,
                                      * _REQUIRED */
+    int certbind;                   /* LessonsJWTCertBound: 0 not set,
+                                     * LESSONS_CERTBIND_OFF, _OPTIONAL,
+                                     * _REQUIRED */
+    const char *certbind_where;     /* file:line of this section's
+                                     * LessonsJWTCertBound, for the
+                                     * start-up check (not merged) */
     const char *base_path;
     apr_off_t max_body;
     const char *user_claim;         /* LessonsJWTUserClaim; NULL: sub */
@@ -452,6 +458,8 @@ const char *lessons_set_token_type(cmd_parms *cmd, void *dconf,
                                    const char *arg);
 const char *lessons_set_dpop(cmd_parms *cmd, void *dconf, const char *arg);
 int lessons_dpop_configured(apr_pool_t *pconf);
+const char *lessons_set_certbind(cmd_parms *cmd, void *dconf,
+                                 const char *arg);
 const char *lessons_set_base_path(cmd_parms *cmd, void *dconf,
                                   const char *arg);
 const char *lessons_set_export_claim(cmd_parms *cmd, void *dconf,

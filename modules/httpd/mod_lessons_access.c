@@ -13,6 +13,8 @@
  * error path.
  */
 
+#include "http_ssl.h"
+
 #include "httpd/mod_lessons.h"
 
 /* How long a refusal's body is drained at most (a read already
@@ -149,6 +151,43 @@ static int lessons_allow_verdict(request_rec *r, const lessons_verdict_t *v,
     return OK;
 }
 
+/* The thumbprint of the client certificate mod_ssl verified on this
+ * request's connection (lessons_decide_cert_fn), or NULL.  Only from
+ * mod_ssl, never from a header (a proxy's, say: anyone can send one):
+ * its verification must have passed, or have been waived under
+ * SSLVerifyClient optional_no_ca (lessons_certbind_verified), where RFC
+ * 8705 2.2's self-signed certificates are bound by their thumbprint
+ * alone: the handshake proved the key.  A secondary (HTTP/2)
+ * connection's lookup is answered from its TLS connection by mod_ssl.
+ */
+static const char *lessons_client_x5t(void *baton)
+{
+    request_rec *r = baton;
+    const char *verify, *pem;
+    char *x5t;
+
+    if (!ap_ssl_conn_is_ssl(r->connection)) {
+        return NULL;
+    }
+    verify = ap_ssl_var_lookup(r->pool, r->server, r->connection, r,
+                               "SSL_CLIENT_VERIFY");
+    if (!lessons_certbind_verified(verify)) {
+        return NULL;
+    }
+    pem = ap_ssl_var_lookup(r->pool, r->server, r->connection, r,
+                            "SSL_CLIENT_CERT");
+    x5t = apr_palloc(r->pool, LESSONS_CERTBIND_X5T_LEN);
+    if (!pem || !*pem
+        || lessons_certbind_thumbprint(pem, strlen(pem), x5t) != 0) {
+        ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r, LESSONSLOG(00725)
+                      "mod_ssl verified a client certificate (%s) but gave "
+                      "none that could be read (SSL_CLIENT_CERT): taken as "
+                      "no certificate", verify);
+        return NULL;
+    }
+    return x5t;
+}
+
 /* The gate's decision for this request (lessons_decide): the facts from
  * httpd, the policy from the merged section, the verdict applied.
  */
@@ -174,6 +213,13 @@ static int lessons_decide_request(request_rec *r, lessons_dir_conf *conf,
         facts.clock = apr_time_now();
         if (policy.dpop && policy.dpop != LESSONS_DPOP_OFF) {
             lessons_dpop_facts(r, &facts);
+        }
+        /* Read (lessons_client_x5t) only when a token's binding is
+         * checked.
+         */
+        if (policy.certbind > LESSONS_CERTBIND_OFF) {
+            facts.cert = lessons_client_x5t;
+            facts.cert_baton = r;
         }
     }
     lessons_decide(r->pool, &policy, &facts, &v);

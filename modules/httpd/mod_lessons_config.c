@@ -53,6 +53,7 @@ void *lessons_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     conf->leeway = add->leeway >= 0 ? add->leeway : base->leeway;
     conf->token_type = add->token_type ? add->token_type : base->token_type;
     conf->dpop = add->dpop ? add->dpop : base->dpop;
+    conf->certbind = add->certbind ? add->certbind : base->certbind;
     conf->base_path = add->base_path ? add->base_path : base->base_path;
     conf->max_body = add->max_body >= 0 ? add->max_body : base->max_body;
     conf->user_claim = add->user_claim ? add->user_claim : base->user_claim;
@@ -267,6 +268,7 @@ void lessons_decide_policy_of(apr_pool_t *p, const lessons_dir_conf *conf,
     }
     policy->where = conf->jwt_where;
     policy->dpop = conf->dpop;
+    policy->certbind = conf->certbind;
     policy->leeway = conf->leeway > 0 ? conf->leeway : 0;
     policy->user_claim = conf->user_claim;
     if (conf->export_claims) {
@@ -939,6 +941,34 @@ const char *lessons_set_dpop(cmd_parms *cmd, void *dconf, const char *arg)
         return apr_psprintf(cmd->pool, "LessonsJWTDPoP takes off, optional "
                             "or required, not \"%s\"", arg);
     }
+    return lessons_touch(cmd, conf);
+}
+
+/* LessonsJWTCertBound: where it says required, start-up checks that the
+ * section's virtual host can see client certificates at all
+ * (lessons_check_config).
+ */
+const char *lessons_set_certbind(cmd_parms *cmd, void *dconf,
+                                 const char *arg)
+{
+    lessons_dir_conf *conf = dconf;
+
+    if (strcasecmp(arg, "off") == 0) {
+        conf->certbind = LESSONS_CERTBIND_OFF;
+    }
+    else if (strcasecmp(arg, "optional") == 0) {
+        conf->certbind = LESSONS_CERTBIND_OPTIONAL;
+    }
+    else if (strcasecmp(arg, "required") == 0) {
+        conf->certbind = LESSONS_CERTBIND_REQUIRED;
+    }
+    else {
+        return apr_psprintf(cmd->pool, "LessonsJWTCertBound takes off, "
+                            "optional or required, not \"%s\"", arg);
+    }
+    conf->certbind_where = apr_psprintf(cmd->pool, "%s:%d",
+                                        cmd->directive->filename,
+                                        cmd->directive->line_num);
     return lessons_touch(cmd, conf);
 }
 

@@ -7,7 +7,8 @@
  * token; each refusal its status, challenge, error, reason and log tag;
  * a good token allowed with its user, unit and exports; issuer blocks;
  * fetched keys not there yet (503); the user claim; DPoP, with proofs
- * signed by cjose.
+ * signed by cjose; certificate-bound tokens (RFC 8705), on every request
+ * and beside DPoP.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -1163,6 +1164,210 @@ static void test_dpop_no_table(void **state)
     is_refusal(&v, 503, LESSONS_CHALLENGE_NONE, NO_ERROR, -1, 241);
 }
 
+/* ------------------------------------------------ certificate binding */
+
+/* Thumbprints of two client certificates (test_certbind.c's A and B). */
+#define X5T_A "lwHi5vSo1n3enaiJlcT1HpwWcy0FkQQ2p4K1XXdgMdc"
+#define X5T_B "X-f500oHIe4RKoqPQW1nZBo7a1oTEXWNUWz-YsFLnh8"
+
+/* The connection's certificate as the glue gives it, and how often the
+ * decision asked for it.
+ */
+typedef struct {
+    const char *x5t;
+    int calls;
+} cert_box_t;
+
+static const char *cert_of(void *baton)
+{
+    cert_box_t *box = baton;
+
+    box->calls++;
+    return box->x5t;
+}
+
+static lessons_decide_facts_t facts_cert(const char *authorization,
+                                         cert_box_t *box)
+{
+    lessons_decide_facts_t f = facts_of(authorization);
+
+    f.cert = cert_of;
+    f.cert_baton = box;
+    return f;
+}
+
+static const char *cert_token(const char *cnf)
+{
+    return hs_token(claims_with(ISS_A, apr_psprintf(pool, ",\"cnf\":%s",
+                                                    cnf)));
+}
+
+/* A refusal for the binding: Bearer's invalid_token, neither thumbprint
+ * in the words or the line.
+ */
+static void is_cert_refused(const lessons_verdict_t *v, int tag,
+                            const char *says)
+{
+    is_refusal(v, 401, LESSONS_CHALLENGE_BEARER, "invalid_token",
+               LESSONS_REFUSED_OTHER, tag);
+    assert_non_null(strstr(v->description, says));
+    assert_null(strstr(v->description, X5T_A));
+    assert_null(strstr(v->description, X5T_B));
+    assert_null(strstr(v->line.text, X5T_A));
+    assert_null(strstr(v->line.text, X5T_B));
+}
+
+static void test_certbind_optional(void **state)
+{
+    lessons_decide_unit_t u = unit_hs();
+    lessons_decide_policy_t p = policy_of(&u, 1);
+    const char *bound = cert_token("{\"x5t#S256\":\"" X5T_A "\"}");
+    const char *plain = hs_token(claims_with(ISS_A, ""));
+    cert_box_t box = { X5T_A, 0 };
+    lessons_decide_facts_t f;
+    lessons_verdict_t v;
+
+    (void)state;
+    p.certbind = LESSONS_CERTBIND_OPTIONAL;
+    f = facts_cert(bearer(bound), &box);
+    v = decide(&p, &f);
+    is_allowed(&v, bound, &u, "alice", NOW);
+    assert_int_equal(box.calls, 1);
+    /* Another certificate, none verified, no way to ask at all. */
+    box.x5t = X5T_B;
+    v = decide(&p, &f);
+    is_cert_refused(&v, 722, "another client certificate");
+    box.x5t = NULL;
+    v = decide(&p, &f);
+    is_cert_refused(&v, 722, "presented none");
+    f = facts_of(bearer(bound));
+    v = decide(&p, &f);
+    is_cert_refused(&v, 722, "presented none");
+    /* An unbound token is a bearer token, and the certificate is not
+     * read for it.
+     */
+    box.calls = 0;
+    box.x5t = X5T_A;
+    f = facts_cert(bearer(plain), &box);
+    v = decide(&p, &f);
+    is_allowed(&v, plain, &u, "alice", NOW);
+    assert_int_equal(box.calls, 0);
+    /* A cnf that cannot be read is not taken, whatever the certificate. */
+    f = facts_cert(bearer(cert_token("\"" X5T_A "\"")), &box);
+    v = decide(&p, &f);
+    is_cert_refused(&v, 722, "malformed");
+    f = facts_cert(bearer(cert_token("{\"x5t#S256\":\"" X5T_A "=\"}")),
+                   &box);
+    v = decide(&p, &f);
+    is_cert_refused(&v, 722, "malformed");
+    /* Off, or not set: cnf x5t#S256 is not looked at (RFC 8705 3: a
+     * server that does not know the binding takes a bearer token).
+     */
+    box.calls = 0;
+    box.x5t = X5T_B;
+    f = facts_cert(bearer(bound), &box);
+    p.certbind = LESSONS_CERTBIND_OFF;
+    v = decide(&p, &f);
+    is_allowed(&v, bound, &u, "alice", NOW);
+    p.certbind = 0;
+    v = decide(&p, &f);
+    is_allowed(&v, bound, &u, "alice", NOW);
+    assert_int_equal(box.calls, 0);
+}
+
+/* The token cache verifies a token once per process; its binding is
+ * checked against each request's own connection all the same.
+ */
+static void test_certbind_cached(void **state)
+{
+    lessons_decide_unit_t u = unit_hs();
+    lessons_decide_policy_t p = policy_of(&u, 1);
+    const char *bound = cert_token("{\"x5t#S256\":\"" X5T_A "\"}");
+    cert_box_t box = { X5T_A, 0 };
+    lessons_decide_facts_t f = facts_cert(bearer(bound), &box);
+    lessons_tokencache_stats_t st;
+    lessons_verdict_t v;
+
+    (void)state;
+    p.certbind = LESSONS_CERTBIND_OPTIONAL;
+    p.tokens = lessons_tokencache_make(pool, 16);
+    assert_non_null(p.tokens);
+    v = decide(&p, &f);
+    is_allowed(&v, bound, &u, "alice", NOW);
+    box.x5t = X5T_B;
+    v = decide(&p, &f);
+    is_cert_refused(&v, 722, "another client certificate");
+    box.x5t = NULL;
+    v = decide(&p, &f);
+    is_cert_refused(&v, 722, "presented none");
+    box.x5t = X5T_A;
+    v = decide(&p, &f);
+    is_allowed(&v, bound, &u, "alice", NOW);
+    lessons_tokencache_stats(p.tokens, &st);
+    assert_true(st.hits >= 3);
+    assert_int_equal(box.calls, 4);
+}
+
+/* Required: bound to nothing is refused; bound to a certificate, or to
+ * a DPoP key (proved), is taken; bound both ways, judged both ways.
+ */
+static void test_certbind_required(void **state)
+{
+    ec_key_t k = ec_key();
+    lessons_decide_unit_t u = unit_hs();
+    lessons_decide_policy_t p = policy_of(&u, 1);
+    const char *bound = cert_token("{\"x5t#S256\":\"" X5T_A "\"}");
+    const char *plain = hs_token(claims_with(ISS_A, ""));
+    const char *jkt_only = bound_token(&k);
+    const char *both = cert_token(apr_psprintf(pool, "{\"jkt\":\"%s\","
+                                               "\"x5t#S256\":\"" X5T_A
+                                               "\"}", k.jkt));
+    replay_box_t rbox = { NULL, 0, LESSONS_REPLAY_NEW };
+    cert_box_t box = { X5T_A, 0 };
+    lessons_decide_facts_t f;
+    lessons_verdict_t v;
+
+    (void)state;
+    p.certbind = LESSONS_CERTBIND_REQUIRED;
+    p.replay = replay_take;
+    p.replay_baton = &rbox;
+    f = facts_cert(bearer(plain), &box);
+    v = decide(&p, &f);
+    is_cert_refused(&v, 721, "sender-constrained");
+    f = facts_cert(bearer(bound), &box);
+    v = decide(&p, &f);
+    is_allowed(&v, bound, &u, "alice", NOW);
+    /* DPoP off: a token bound to a key only is bound to nothing here. */
+    f = facts_cert(bearer(jkt_only), &box);
+    v = decide(&p, &f);
+    is_cert_refused(&v, 721, "sender-constrained");
+    /* DPoP on: the same token with its proof is sender-constrained. */
+    p.dpop = LESSONS_DPOP_OPTIONAL;
+    f = facts_cert(apr_pstrcat(pool, "DPoP ", jkt_only, NULL), &box);
+    f.dpop = proof_for(&k, jkt_only, NOW, "c-1");
+    f.dpop_lines = 1;
+    v = decide(&p, &f);
+    is_allowed(&v, jkt_only, &u, "alice", NOW);
+    assert_true(v.dpop);
+    /* Both ways: the proof and the certificate must both hold. */
+    f = facts_cert(apr_pstrcat(pool, "DPoP ", both, NULL), &box);
+    f.dpop = proof_for(&k, both, NOW, "c-2");
+    f.dpop_lines = 1;
+    v = decide(&p, &f);
+    is_allowed(&v, both, &u, "alice", NOW);
+    box.x5t = X5T_B;
+    f.dpop = proof_for(&k, both, NOW, "c-3");
+    v = decide(&p, &f);
+    is_refusal(&v, 401, LESSONS_CHALLENGE_DPOP, "invalid_token",
+               LESSONS_REFUSED_OTHER, 722);
+    /* ... and a good certificate does not stand in for a missing proof. */
+    box.x5t = X5T_A;
+    f.dpop = NULL;
+    f.dpop_lines = 0;
+    v = decide(&p, &f);
+    is_dpop_refused(&v, "invalid_dpop_proof");
+}
+
 /* ------------------------------------------------------------ refusal_of */
 
 static void test_refusal_of(void **state)
@@ -1201,6 +1406,9 @@ int main(void)
         cmocka_unit_test(test_dpop_refusals),
         cmocka_unit_test(test_dpop_good_proof),
         cmocka_unit_test(test_dpop_no_table),
+        cmocka_unit_test(test_certbind_optional),
+        cmocka_unit_test(test_certbind_cached),
+        cmocka_unit_test(test_certbind_required),
         cmocka_unit_test(test_refusal_of),
     };
 
