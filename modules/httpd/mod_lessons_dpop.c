@@ -71,6 +71,7 @@ int lessons_dpop_pre_config(apr_pool_t *pconf)
  */
 static int lessons_nonce_post_config(apr_pool_t *pconf, server_rec *s)
 {
+    server_rec *main_server = s;
     lessons_nonce_kept_t *kept;
     apr_status_t rv;
     int random = 0;
@@ -112,7 +113,8 @@ static int lessons_nonce_post_config(apr_pool_t *pconf, server_rec *s)
         sconf->nonce_key = key;
     }
     if (random) {
-        ap_log_error(APLOG_MARK, APLOG_INFO, 0, NULL, LESSONSLOG(00702)
+        ap_log_error(APLOG_MARK, APLOG_INFO, 0, main_server,
+                     LESSONSLOG(00702)
                      "DPoP nonces are made with a random secret of this "
                      "server (no LessonsJWTDPoPNonceSecretFile): another "
                      "server behind the same name refuses them");
