@@ -145,25 +145,21 @@ const char *lessons_nonce_secret_read(apr_pool_t *p, const char *path,
                                       const unsigned char **secret,
                                       apr_size_t *len)
 {
-    const char *buf, *msg;
+    const unsigned char *bytes = NULL;
     apr_size_t n = 0;
+    const char *msg = lessons_key_read(p, path, &bytes, &n);
 
-    msg = lessons_file_read(p, path, "DPoP nonce secret file",
-                            LESSONS_NONCE_SECRET_MAX + 2, &buf, &n);
+    /* Read as an HS* key file is (trailing line ends left out). */
     if (msg) {
         return msg;
     }
-    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r')) {
-        n--;
-    }
     if (n < LESSONS_NONCE_SECRET_MIN || n > LESSONS_NONCE_SECRET_MAX) {
-        return apr_psprintf(p, "DPoP nonce secret file %s holds %lu bytes: "
-                            "it needs %d to %d (openssl rand -base64 48 "
-                            "makes one)", path, (unsigned long)n,
-                            LESSONS_NONCE_SECRET_MIN,
+        return apr_psprintf(p, "secret file %s holds %lu bytes: it needs "
+                            "%d to %d (openssl rand -base64 48 makes one)",
+                            path, (unsigned long)n, LESSONS_NONCE_SECRET_MIN,
                             LESSONS_NONCE_SECRET_MAX);
     }
-    *secret = (const unsigned char *)apr_pstrmemdup(p, buf, n);
+    *secret = bytes;
     *len = n;
     return NULL;
 }

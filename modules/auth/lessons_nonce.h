@@ -82,8 +82,10 @@ lessons_nonce_e lessons_nonce_check(const lessons_nonce_key_t *key,
  */
 int lessons_nonce_equal(const void *a, const void *b, apr_size_t len);
 
-/* A secret from the file at path (read whole; trailing line ends left
- * out): NULL with *secret and *len set (in p), or why not.
+/* A secret from the file at path, read as a key file is
+ * (lessons_key_read: whole, trailing line ends left out), of
+ * LESSONS_NONCE_SECRET_MIN to _MAX bytes: NULL with *secret and *len set
+ * (in p), or why not.
  */
 const char *lessons_nonce_secret_read(apr_pool_t *p, const char *path,
                                       const unsigned char **secret,
