@@ -225,6 +225,8 @@ $res = dpop_call($A, GET => '/api/lessons', proof(GET => $uri, $token, nonce => 
 is $res->code, 200, 'a listed origin, with the nonce: 200';
 like $res->header('Access-Control-Expose-Headers') // '', qr/(?:\A|, )DPoP-Nonce(?:,|\z)/,
     '... DPoP-Nonce is among the exposed headers';
+# The freshest of A's nonces, for the other servers below.
+$nonce = $res->header('DPoP-Nonce') // $nonce;
 
 # ---- nonces off: as before
 $res = dpop_call($A, GET => '/off/api/lessons', proof(GET => "$A/off/api/lessons", $token));
