@@ -15,7 +15,8 @@
 #define LESSONS_CORS_ALLOW_HEADERS \
     "Authorization, Content-Type, Idempotency-Key, If-Match, If-None-Match"
 #define LESSONS_CORS_EXPOSE_HEADERS \
-    "ETag, Idempotent-Replayed, Location, Retry-After, WWW-Authenticate"
+    "DPoP-Nonce, ETag, Idempotent-Replayed, Location, Retry-After, " \
+    "WWW-Authenticate"
 #define LESSONS_CORS_MAX_AGE  "600"
 
 /* An origin as the admin writes it: "*", or scheme "://" host, with an

@@ -25,6 +25,7 @@
 #include "keys/lessons_keysource.h"
 #include "ops/lessons_metrics.h"
 #include "auth/lessons_certbind.h"
+#include "auth/lessons_nonce.h"
 #include "auth/lessons_replay.h"
 #include "auth/lessons_token.h"
 #include "auth/lessons_tokencache.h"
@@ -104,6 +105,10 @@ typedef struct {
                                      * get 503 */
     void *replay_baton;
     int replay_share;               /* the proofs one key may hold */
+    const lessons_nonce_key_t *nonce;   /* LessonsJWTDPoPNonce on: the
+                                     * server's nonce key, and every
+                                     * proof must carry a nonce it made;
+                                     * NULL: no nonce is asked */
 } lessons_decide_policy_t;
 
 /* The thumbprint (x5t#S256) of the client certificate mod_ssl verified
@@ -172,6 +177,12 @@ typedef struct {
     int refusal;                    /* LESSONS_REFUSED_* to count, or -1 */
     int retry_after;                /* seconds for Retry-After, or 0 */
     lessons_decide_line_t line;     /* the refusal's log line */
+
+    /* ALLOW in the DPoP scheme, or a refusal with DPoP's challenge,
+     * where nonces are asked: the current nonce, for DPoP-Nonce (RFC
+     * 9449 8.1, 9); else NULL.
+     */
+    const char *nonce;
 
     /* Every verdict: lines logged before it (at info: a refetch not made,
      * a claim not exported).

@@ -86,6 +86,17 @@ static void lessons_log_line(request_rec *r, int status,
     }
 }
 
+/* Where the section asks for DPoP nonces, the current one (RFC 9449 8.1
+ * and 9): in err_headers_out, so that whatever answers the request (the
+ * API's 2xx, a 304, httpd's own error page, the 401 itself) carries it.
+ */
+static void lessons_give_nonce(request_rec *r, const lessons_verdict_t *v)
+{
+    if (v->nonce) {
+        apr_table_setn(r->err_headers_out, "DPoP-Nonce", v->nonce);
+    }
+}
+
 /* A refusal as httpd sends it: its challenge (Bearer's, RFC 6750, or
  * DPoP's, RFC 9449 7.1, or Bearer's with DPoP's bare beside it) and
  * Retry-After in err_headers_out, the body drained, the status back to
@@ -118,6 +129,7 @@ static int lessons_refuse_verdict(request_rec *r, const lessons_verdict_t *v)
         apr_table_setn(r->err_headers_out, "Retry-After",
                        apr_itoa(r->pool, v->retry_after));
     }
+    lessons_give_nonce(r, v);
     st->refusal = v->refusal >= 0 ? v->refusal + 1 : 0;
     lessons_drain_small_body(r);
     return lessons_refuse(r, v->status, v->description);
@@ -141,6 +153,7 @@ static int lessons_allow_verdict(request_rec *r, const lessons_verdict_t *v,
 
         apr_table_setn(r->subprocess_env, e->name, e->value);
     }
+    lessons_give_nonce(r, v);
     r->ap_auth_type = v->dpop ? "DPoP" : "Bearer";
     st->passed.dpop = v->dpop;
     st->passed.token = v->token;
