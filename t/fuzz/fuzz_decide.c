@@ -336,8 +336,11 @@ static void fuzz_check_allow(apr_pool_t *p,
         abort();
     }
     /* DPoP: the scheme only where the section takes it, with the one
-     * proof the table took; a bound token never as a bearer token, and
-     * where DPoP is required, no bearer token at all.
+     * proof the table took; a token bound to a DPoP key never as a
+     * bearer token, and where DPoP is on, no bearer token bound in
+     * another way DPoP cannot use nor (required) an unbound one: only a
+     * token bound to a certificate where certificates are judged (the
+     * check below holds it to its certificate).
      */
     if (lessons_token_verify_claims(p, used, NULL, token, facts->now,
                                     &subject, &claims) != LESSONS_TOKEN_OK
@@ -352,9 +355,15 @@ static void fuzz_check_allow(apr_pool_t *p,
         }
     }
     else if (mode == LESSONS_DPOP_REQUIRED
-             || (mode == LESSONS_DPOP_OPTIONAL
-                 && lessons_dpop_token_jkt(claims))) {
-        abort();
+             || mode == LESSONS_DPOP_OPTIONAL) {
+        const char *jkt = lessons_dpop_token_jkt(claims);
+        int by_cert = policy->certbind > LESSONS_CERTBIND_OFF
+                      && lessons_certbind_bound(claims);
+
+        if ((jkt && (*jkt || !by_cert))
+            || (mode == LESSONS_DPOP_REQUIRED && !by_cert)) {
+            abort();
+        }
     }
     /* Certificate binding: a bound token only on a connection with its
      * certificate; where required, an unbound one only as a proved DPoP
