@@ -295,7 +295,6 @@ unlike $log, qr/\Q$x5t{$_}\E/, "the log holds no thumbprint ($_)" for qw(a b);
     local $base = "https://127.0.0.1:$p2";
     my $bound_c = good_token(claims => { cnf => { 'x5t#S256' => $x5t{c} } });
     $res = get(c => '/opt/api/lessons', $bound_c);
-    { open my $d, '>', '/tmp/mtls-s50/dbg.txt'; print $d $res->as_string, "\n----\n", do { local (@ARGV, $/) = "$dir/noca/error_log"; <> }; }
     is $res->code, 200, 'optional_no_ca: a token bound to self-signed C, with C: 200'
         or diag $res->as_string;
     is_cert_refusal(get(a => '/opt/api/lessons', $bound_c), 'another client certificate',
