@@ -118,10 +118,26 @@ static const command_rec lessons_cmds[] = {
                   "bound to a key (cnf.jkt) are taken only with a DPoP "
                   "proof made with it (RFC 9449), and whether unbound "
                   "tokens are refused"),
+    AP_INIT_FLAG("LessonsJWTDPoPNonce", lessons_set_dpop_nonce, NULL,
+                 RSRC_CONF | ACCESS_CONF,
+                 "On or Off (default): whether every DPoP proof must carry "
+                 "a nonce the server gave (DPoP-Nonce, RFC 9449 8 and 9)"),
+    AP_INIT_TAKE1("LessonsJWTDPoPNonceSecretFile",
+                  lessons_set_nonce_secret_file, NULL, RSRC_CONF,
+                  "File of the secret (32 to 4096 bytes) DPoP nonces are "
+                  "made with; servers behind one name need the same file "
+                  "(default: a random secret per server)"),
     AP_INIT_TAKE1("LessonsJWTTokenType", lessons_set_token_type, NULL,
                   RSRC_CONF | ACCESS_CONF,
                   "any (default: typ JWT, or RFC 9068's at+jwt) or "
                   "at+jwt (access tokens only, never an ID token)"),
+    AP_INIT_TAKE1("LessonsJWTCertBound", lessons_set_certbind, NULL,
+                  RSRC_CONF | ACCESS_CONF,
+                  "off (default), optional or required: whether tokens "
+                  "bound to a client certificate (cnf x5t#S256) are taken "
+                  "only on a connection where mod_ssl verified it (RFC "
+                  "8705), and whether tokens bound to nothing are "
+                  "refused"),
     AP_INIT_TAKE1("LessonsJWTLeeway", lessons_set_number,
                   (void *)&lessons_leeway_n,
                   RSRC_CONF | ACCESS_CONF,

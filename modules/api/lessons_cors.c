@@ -92,9 +92,10 @@ int lessons_cors_allowed(const apr_array_header_t *origins,
 
 const char *lessons_cors_header_refused(apr_pool_t *p, const char *requested)
 {
+    /* LESSONS_CORS_ALLOW_HEADERS', in lower case. */
     static const char *const known[] = {
-        "authorization", "content-type", "idempotency-key", "if-match",
-        "if-none-match", NULL
+        "authorization", "content-type", "dpop", "idempotency-key",
+        "if-match", "if-none-match", NULL
     };
     const char *c = requested;
 

@@ -13,9 +13,11 @@
  * script may read.
  */
 #define LESSONS_CORS_ALLOW_HEADERS \
-    "Authorization, Content-Type, Idempotency-Key, If-Match, If-None-Match"
+    "Authorization, Content-Type, DPoP, Idempotency-Key, If-Match, " \
+    "If-None-Match"
 #define LESSONS_CORS_EXPOSE_HEADERS \
-    "ETag, Idempotent-Replayed, Location, Retry-After, WWW-Authenticate"
+    "DPoP-Nonce, ETag, Idempotent-Replayed, Location, Retry-After, " \
+    "WWW-Authenticate"
 #define LESSONS_CORS_MAX_AGE  "600"
 
 /* An origin as the admin writes it: "*", or scheme "://" host, with an
@@ -34,8 +36,8 @@ int lessons_cors_allowed(const apr_array_header_t *origins,
 
 /* NULL when every name of a preflight's Access-Control-Request-Headers
  * (comma separated, any case, spaces around) is one the API reads:
- * Authorization, Content-Type, Idempotency-Key, If-Match, If-None-Match
- * (NULL or empty requested included); else the first name that is not, copied into p,
+ * LESSONS_CORS_ALLOW_HEADERS (NULL or empty requested included); else the
+ * first name that is not, copied into p,
  * so that the refusal can say which header it was.
  */
 const char *lessons_cors_header_refused(apr_pool_t *p,

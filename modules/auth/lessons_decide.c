@@ -4,8 +4,10 @@
  * steps, each of which may end in the verdict: is a token needed; can
  * the section verify one at all; the Authorization header; the issuer
  * block the token names; the keys (a fetched set, one refetch for a kid
- * the set lacks); the token; DPoP; the user; the claims to export.
- * Only the last step's end is ALLOW.
+ * the set lacks); the token; DPoP (and its nonce, where asked); the
+ * certificate binding; the user; the claims to export.  Only the
+ * last step's end is ALLOW.  Where DPoP nonces are asked, the verdict
+ * carries the current one.
  */
 #include <string.h>
 
@@ -288,7 +290,8 @@ static int decide_wants_claims(const lessons_decision_t *d)
     const lessons_decide_policy_t *policy = d->policy;
 
     return (policy->user_claim && strcmp(policy->user_claim, "sub"))
-           || policy->nexport > 0 || d->mode != LESSONS_DPOP_OFF;
+           || policy->nexport > 0 || d->mode != LESSONS_DPOP_OFF
+           || policy->certbind > LESSONS_CERTBIND_OFF;
 }
 
 /* The token against the unit's keys, through the process's cache: each
@@ -365,6 +368,50 @@ static int decide_dpop_unavailable(lessons_decision_t *d, int level, int tag,
     return 1;
 }
 
+/* Where nonces are asked (LessonsJWTDPoPNonce on), a proof otherwise
+ * good must carry one the server made, of this slot or the one before
+ * (lessons_nonce): else 401 use_dpop_nonce (RFC 9449 9), and the
+ * verdict's nonce goes out in DPoP-Nonce for the client's retry.  Its
+ * nonce is checked before the proof is taken, so that one refused for
+ * it holds no slot of the replay table.  A proof taken is kept there
+ * only until its nonce ends, where that comes before its iat window
+ * does (*kept, seconds): a replay after that is refused for its nonce.
+ * 0, or the refusal.
+ */
+static int decide_nonce(lessons_decision_t *d, const char *nonce,
+                        apr_int64_t *kept)
+{
+    const lessons_decide_policy_t *policy = d->policy;
+    apr_int64_t ends = 0;
+    lessons_nonce_e rc;
+
+    if (!policy->nonce) {
+        return 0;
+    }
+    rc = lessons_nonce_check(policy->nonce, nonce, d->facts->now, &ends);
+    if (rc != LESSONS_NONCE_OK) {
+        decide_refuse(d, 401, LESSONS_REFUSED_DPOP, 700, "use_dpop_nonce",
+                      lessons_nonce_describe(rc),
+                      rc == LESSONS_NONCE_MISSING
+                      ? "the DPoP proof has no nonce; the client is given one"
+                      : rc == LESSONS_NONCE_EXPIRED
+                      ? "the DPoP proof's nonce is of an older slot; the "
+                        "client is given the current one"
+                      : "the DPoP proof's nonce is not this server's (another "
+                        "secret, or no nonce of ours); the client is given "
+                        "one");
+        d->v->challenge = LESSONS_CHALLENGE_DPOP;
+        return 1;
+    }
+    /* One second more, as for the iat window: the table's clock runs a
+     * little after the request's time the nonce was checked at.
+     */
+    if (ends + 1 < *kept) {
+        *kept = ends + 1;
+    }
+    return 0;
+}
+
 /* A token bound to a key (cnf.jkt) needs a proof made with it for this
  * very request, taken once per server; a bound token sent as a bearer
  * token is refused (RFC 9449 7.2), and so is a bearer token where DPoP
@@ -378,9 +425,10 @@ static int decide_dpop(lessons_decision_t *d)
     lessons_dpop_request_t req;
     lessons_dpop_proof_t out;
     unsigned char key[LESSONS_REPLAY_KEY_LEN];
+    apr_int64_t kept;
     apr_uint32_t owner;
     lessons_dpop_e rc;
-    int seen;
+    int seen, by_cert;
 
     if (d->mode == LESSONS_DPOP_OFF) {
         return 0;
@@ -393,14 +441,21 @@ static int decide_dpop(lessons_decision_t *d)
                                   "claims could not be read", NULL);
     }
     jkt = lessons_dpop_token_jkt(v->claims);
+    /* A token bound to a client certificate and to no DPoP key, where
+     * certificates are looked at, is judged by its certificate
+     * (decide_certbind): bound one way, judged that way.  Where they are
+     * not, it is bound in a way DPoP cannot use, and refused.
+     */
+    by_cert = policy->certbind > LESSONS_CERTBIND_OFF
+              && lessons_certbind_bound(v->claims);
     if (!v->dpop) {
-        if (jkt) {
+        if (jkt && (*jkt || !by_cert)) {
             return decide_dpop_refuse(d, "invalid_token", "The access "
                                       "token is bound to a DPoP key: send "
                                       "it with Authorization: DPoP and a "
                                       "proof", NULL);
         }
-        if (d->mode == LESSONS_DPOP_REQUIRED) {
+        if (d->mode == LESSONS_DPOP_REQUIRED && !by_cert) {
             return decide_dpop_refuse(d, "invalid_token", "This resource "
                                       "takes DPoP-bound access tokens only",
                                       NULL);
@@ -436,11 +491,14 @@ static int decide_dpop(lessons_decision_t *d)
                                   "is made with another key than the "
                                   "access token's", NULL);
     }
+    kept = lessons_dpop_kept_until(&req, out.iat);
+    if (decide_nonce(d, out.nonce, &kept)) {
+        return 1;
+    }
     if (!policy->replay || lessons_replay_key(jkt, out.jti, key) != 0
         || lessons_replay_owner(jkt, &owner) != 0
         || (seen = policy->replay(policy->replay_baton, key, owner,
-                                  apr_time_from_sec(lessons_dpop_kept_until(
-                                      &req, out.iat)),
+                                  apr_time_from_sec(kept),
                                   d->facts->clock)) < 0) {
         return decide_dpop_unavailable(d, LESSONS_DECIDE_ERR, 241,
                                        "the DPoP proofs seen cannot be read "
@@ -471,6 +529,66 @@ static int decide_dpop(lessons_decision_t *d)
                                        "too many DPoP proofs within the "
                                        "window to keep one more");
     }
+}
+
+/* LessonsJWTCertBound (RFC 8705 3): a token bound to a certificate
+ * (cnf x5t#S256) is taken only on a connection whose verified client
+ * certificate has that thumbprint, on every request (a token the cache
+ * verified before came, maybe, on another connection); where binding is
+ * required, a token bound to nothing (neither a certificate nor, with
+ * DPoP, a key) is refused.  A token bound both ways is judged both ways:
+ * its DPoP proof has passed by now.  Off: cnf x5t#S256 is not looked at,
+ * as by a server that does not know it.  0, or the refusal; never a
+ * thumbprint in the words or the log line.
+ */
+static int decide_certbind(lessons_decision_t *d)
+{
+    const lessons_decide_facts_t *facts = d->facts;
+    lessons_verdict_t *v = d->v;
+    int mode = d->policy->certbind;
+    lessons_certbind_e rc;
+
+    if (mode != LESSONS_CERTBIND_OPTIONAL
+        && mode != LESSONS_CERTBIND_REQUIRED) {
+        return 0;
+    }
+    if (!v->claims) {
+        decide_refuse(d, 401, LESSONS_REFUSED_OTHER, 720, "invalid_token",
+                      "The access token's claims could not be read",
+                      "the token's claims could not be read to check its "
+                      "certificate binding");
+        return 1;
+    }
+    if (!lessons_certbind_bound(v->claims)) {
+        /* v->dpop: sent with DPoP, and its proof for its key passed. */
+        if (mode == LESSONS_CERTBIND_REQUIRED && !v->dpop) {
+            decide_refuse(d, 401, LESSONS_REFUSED_OTHER, 721,
+                          "invalid_token", "This resource takes "
+                          "sender-constrained access tokens only (bound "
+                          "to a client certificate or a DPoP key)",
+                          "a token bound to no client certificate nor "
+                          "DPoP key (LessonsJWTCertBound required)");
+            return 1;
+        }
+        return 0;
+    }
+    rc = lessons_certbind_check(v->claims, facts->cert
+                                           ? facts->cert(facts->cert_baton)
+                                           : NULL);
+    if (rc == LESSONS_CERTBIND_MATCH) {
+        return 0;
+    }
+    decide_refuse(d, 401, LESSONS_REFUSED_OTHER, 722, "invalid_token",
+                  lessons_certbind_describe(rc),
+                  rc == LESSONS_CERTBIND_NO_CERT
+                  ? "a token bound to a client certificate, on a "
+                    "connection without a verified one"
+                  : rc == LESSONS_CERTBIND_MISMATCH
+                  ? "a token bound to another client certificate than "
+                    "the connection's"
+                  : "a token whose cnf claim is not an object with a "
+                    "thumbprint (x5t#S256) of 43 base64url characters");
+    return 1;
 }
 
 /* The user, from the verified token's user claim (subject when it is
@@ -565,21 +683,35 @@ static void decide_exports(lessons_decision_t *d)
     }
 }
 
-lessons_verdict_e lessons_decide(apr_pool_t *p,
-                                 const lessons_decide_policy_t *policy,
-                                 const lessons_decide_facts_t *facts,
-                                 lessons_verdict_t *v)
+/* Where nonces are asked, the current one goes with every answer in the
+ * DPoP scheme (RFC 9449 8.2: a 2xx may carry the next one; 9: a 401
+ * with use_dpop_nonce must) and with every DPoP challenge, so that a
+ * client has it before it needs it.  One HMAC; no state.
+ */
+static void decide_give_nonce(lessons_decision_t *d)
 {
-    lessons_decision_t d;
-    const char *subject = NULL;
+    lessons_verdict_t *v = d->v;
+    char *nonce;
 
-    memset(v, 0, sizeof(*v));
-    v->refusal = -1;
-    d.p = p;
-    d.policy = policy;
-    d.facts = facts;
-    d.v = v;
-    d.mode = policy->dpop ? policy->dpop : LESSONS_DPOP_OFF;
+    if (!d->policy->nonce || d->mode == LESSONS_DPOP_OFF
+        || !((v->kind == LESSONS_VERDICT_ALLOW && v->dpop)
+             || (v->kind == LESSONS_VERDICT_REFUSE
+                 && v->challenge == LESSONS_CHALLENGE_DPOP))) {
+        return;
+    }
+    nonce = apr_palloc(d->p, LESSONS_NONCE_SIZE);
+    if (lessons_nonce_make(d->policy->nonce, d->facts->now, nonce) == 0) {
+        v->nonce = nonce;
+    }
+}
+
+/* The steps, in order, to the verdict. */
+static lessons_verdict_e decide_steps(lessons_decision_t *d)
+{
+    const lessons_decide_policy_t *policy = d->policy;
+    lessons_verdict_t *v = d->v;
+    apr_pool_t *p = d->p;
+    const char *subject = NULL;
 
     if (!policy->needed) {
         return v->kind = LESSONS_VERDICT_NOT_NEEDED;
@@ -588,26 +720,45 @@ lessons_verdict_e lessons_decide(apr_pool_t *p,
      * a refusal.  Whatever the merge left must verify, or nothing does.
      */
     if (policy->broken || !policy->units || policy->nunits < 1) {
-        return decide_misconfigured(&d, policy->broken
+        return decide_misconfigured(d, policy->broken
                                     ? policy->broken
                                     : apr_psprintf(p, "a token is needed "
                                                    "here (from %s on), but "
                                                    "no key is in effect",
                                                    policy->needed));
     }
-    if (decide_bearer(&d) || decide_block(&d)) {
+    if (decide_bearer(d) || decide_block(d)) {
         return v->kind;
     }
     if (v->unit->broken) {
-        return decide_misconfigured(&d, v->unit->broken);
+        return decide_misconfigured(d, v->unit->broken);
     }
     v->policy = v->unit->token;
-    if (decide_keys(&d) || decide_token(&d, &subject) || decide_dpop(&d)
-        || decide_user(&d, subject)) {
+    if (decide_keys(d) || decide_token(d, &subject) || decide_dpop(d)
+        || decide_certbind(d) || decide_user(d, subject)) {
         return v->kind;
     }
-    decide_exports(&d);
+    decide_exports(d);
     return v->kind = LESSONS_VERDICT_ALLOW;
+}
+
+lessons_verdict_e lessons_decide(apr_pool_t *p,
+                                 const lessons_decide_policy_t *policy,
+                                 const lessons_decide_facts_t *facts,
+                                 lessons_verdict_t *v)
+{
+    lessons_decision_t d;
+
+    memset(v, 0, sizeof(*v));
+    v->refusal = -1;
+    d.p = p;
+    d.policy = policy;
+    d.facts = facts;
+    d.v = v;
+    d.mode = policy->dpop ? policy->dpop : LESSONS_DPOP_OFF;
+    decide_steps(&d);
+    decide_give_nonce(&d);
+    return v->kind;
 }
 
 lessons_metrics_refusal_e lessons_refusal_of(lessons_token_e rc)

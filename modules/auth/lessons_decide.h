@@ -24,6 +24,8 @@
 
 #include "keys/lessons_keysource.h"
 #include "ops/lessons_metrics.h"
+#include "auth/lessons_certbind.h"
+#include "auth/lessons_nonce.h"
 #include "auth/lessons_replay.h"
 #include "auth/lessons_token.h"
 #include "auth/lessons_tokencache.h"
@@ -92,6 +94,7 @@ typedef struct {
     int blocks;                     /* units are <LessonsJWTIssuer> blocks */
     const char *where;              /* the section's key directive */
     int dpop;                       /* LESSONS_DPOP_* (0: off) */
+    int certbind;                   /* LESSONS_CERTBIND_* (0: off) */
     long leeway;                    /* LessonsJWTLeeway, seconds */
     const char *user_claim;         /* NULL: sub */
     const char *const *export_claims;
@@ -102,7 +105,17 @@ typedef struct {
                                      * get 503 */
     void *replay_baton;
     int replay_share;               /* the proofs one key may hold */
+    const lessons_nonce_key_t *nonce;   /* LessonsJWTDPoPNonce on: the
+                                     * server's nonce key, and every
+                                     * proof must carry a nonce it made;
+                                     * NULL: no nonce is asked */
 } lessons_decide_policy_t;
+
+/* The thumbprint (x5t#S256) of the client certificate mod_ssl verified
+ * on the request's connection, or NULL (none).  Asked only where a
+ * token's binding is to be checked; the glue reads the certificate then.
+ */
+typedef const char *(*lessons_decide_cert_fn)(void *baton);
 
 /* The facts of one request. */
 typedef struct {
@@ -115,6 +128,9 @@ typedef struct {
     int dpop_lines;                 /* how many DPoP headers it has */
     apr_int64_t now;                /* seconds: the request's time */
     apr_time_t clock;               /* the time now (replay table) */
+    lessons_decide_cert_fn cert;    /* the connection's certificate; NULL:
+                                     * none (LessonsJWTCertBound) */
+    void *cert_baton;
 } lessons_decide_facts_t;
 
 typedef enum {
@@ -161,6 +177,12 @@ typedef struct {
     int refusal;                    /* LESSONS_REFUSED_* to count, or -1 */
     int retry_after;                /* seconds for Retry-After, or 0 */
     lessons_decide_line_t line;     /* the refusal's log line */
+
+    /* ALLOW in the DPoP scheme, or a refusal with DPoP's challenge,
+     * where nonces are asked: the current nonce, for DPoP-Nonce (RFC
+     * 9449 8.1, 9); else NULL.
+     */
+    const char *nonce;
 
     /* Every verdict: lines logged before it (at info: a refetch not made,
      * a claim not exported).

@@ -18,7 +18,7 @@
 #include "auth/lessons_token.h"
 
 /* base64url(SHA-256(data)), no padding: 43 characters and a NUL. */
-static int lessons_dpop_hash(const void *data, apr_size_t len,
+int lessons_dpop_hash(const void *data, apr_size_t len,
                              char out[LESSONS_DPOP_HASH_LEN])
 {
     unsigned char md[EVP_MAX_MD_SIZE];
@@ -429,6 +429,13 @@ lessons_dpop_e lessons_dpop_check(apr_pool_t *p, const char *proof,
     }
     out->jti = apr_pstrdup(p, jti);
     out->iat = (apr_int64_t)json_number_value(iat);
+    /* Read, not judged: whether nonces are asked for is the caller's. */
+    if (json_object_get(claims, "nonce")) {
+        const char *nonce = lessons_dpop_string(claims, "nonce",
+                                                LESSONS_DPOP_NONCE_MAX);
+
+        out->nonce = nonce ? apr_pstrdup(p, nonce) : "";
+    }
     return LESSONS_DPOP_OK;
 }
 

@@ -23,9 +23,11 @@
 #include "keys/lessons_keyset.h"
 
 /* A proof is bounded as a token is (LESSONS_TOKEN_MAX_LEN: an 8192-bit
- * RSA key and signature take under 4 KB); its jti is at most this long.
+ * RSA key and signature take under 4 KB); its jti is at most this long,
+ * and so is a nonce read from it (the server's are far shorter).
  */
 #define LESSONS_DPOP_JTI_MAX      256
+#define LESSONS_DPOP_NONCE_MAX    256
 
 /* Bytes of a base64url SHA-256 (a thumbprint, an ath), NUL included. */
 #define LESSONS_DPOP_HASH_LEN     44
@@ -71,6 +73,9 @@ typedef struct {
     char jkt[LESSONS_DPOP_HASH_LEN];    /* its key's thumbprint */
     const char *jti;
     apr_int64_t iat;
+    const char *nonce;              /* its nonce claim (RFC 9449 8), or
+                                     * NULL when it has none; "" when it
+                                     * has one that is no short string */
 } lessons_dpop_proof_t;
 
 /* Check proof against req.  On OK, *out is filled; else *why (when not
@@ -87,6 +92,12 @@ lessons_dpop_e lessons_dpop_check(apr_pool_t *p, const char *proof,
  */
 int lessons_dpop_thumbprint(const json_t *jwk,
                             char out[LESSONS_DPOP_HASH_LEN]);
+
+/* base64url(SHA-256(data)), no padding (also RFC 8705's x5t#S256 over a
+ * certificate's DER, lessons_certbind).  0, or -1.
+ */
+int lessons_dpop_hash(const void *data, apr_size_t len,
+                      char out[LESSONS_DPOP_HASH_LEN]);
 
 /* ath: base64url(SHA-256(token)), RFC 9449 4.2.  0, or -1. */
 int lessons_dpop_ath(const char *token, char out[LESSONS_DPOP_HASH_LEN]);

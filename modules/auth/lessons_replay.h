@@ -5,8 +5,9 @@
  * made before the processes are forked, so that every process of the
  * server sees what the others took; another server has its own
  * (docs/identity-providers.md says what that means).  Each proof is
- * kept until it could no longer pass the iat window anyway, and its slot
- * is then free again.
+ * kept until it could no longer pass the iat window anyway (or its
+ * nonce, where nonces are asked, if that ends first), and its slot is
+ * then free again.
  *
  * The table is shared by every client, so one client must not fill it:
  * each proof is counted against its owner (the key it is made with), and

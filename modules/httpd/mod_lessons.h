@@ -92,6 +92,7 @@
 
 #include "auth/lessons_claims.h"
 #include "auth/lessons_decide.h"
+#include "auth/lessons_nonce.h"
 #include "auth/lessons_replay.h"
 #include "auth/lessons_token.h"
 #include "auth/lessons_tokencache.h"
@@ -225,6 +226,14 @@ typedef struct {
     int dpop;                       /* LessonsJWTDPoP: 0 not set,
                                      * LESSONS_DPOP_OFF, _OPTIONAL,
                                      * _REQUIRED */
+    int certbind;                   /* LessonsJWTCertBound: 0 not set,
+                                     * LESSONS_CERTBIND_OFF, _OPTIONAL,
+                                     * _REQUIRED */
+    const char *certbind_where;     /* file:line of this section's
+                                     * LessonsJWTCertBound, for the
+                                     * start-up check (not merged) */
+    int dpop_nonce;                 /* LessonsJWTDPoPNonce: 0 not set,
+                                     * LESSONS_NONCE_OFF, LESSONS_NONCE_ON */
     const char *base_path;
     apr_off_t max_body;
     const char *user_claim;         /* LessonsJWTUserClaim; NULL: sub */
@@ -252,6 +261,11 @@ typedef struct {
                                      * -1: not set here */
     int key_lifetime;               /* LessonsIdempotencyLifetime,
                                      * seconds; 0: not set here */
+    const char *nonce_file;         /* LessonsJWTDPoPNonceSecretFile, or
+                                     * NULL: not set here */
+    const unsigned char *nonce_secret;  /* its bytes, read with the
+                                     * configuration (merged with it) */
+    apr_size_t nonce_secret_len;    /* (merged with nonce_file) */
     /* Not merged: set for every server by post_config (acquire,
      * writers, key_sources) or child_init (the rest), after the merge. */
     ap_dbd_t *(*acquire)(request_rec *r);   /* (not merged) */
@@ -304,6 +318,11 @@ typedef struct {
                                      * takes DPoP (not merged) */
     apr_global_mutex_t *replay_lock;    /* ... and its lock, opened in each
                                      * child (not merged) */
+    lessons_nonce_key_t *nonce_key; /* the DPoP nonces' key: the file's
+                                     * secret, else one made at random
+                                     * once per server in post_config
+                                     * where some section asks for
+                                     * nonces (not merged) */
     lessons_metrics_t *metrics;     /* the server's counters, in shared
                                      * memory, set by post_config for
                                      * every server (not merged) */
@@ -321,6 +340,10 @@ typedef struct {
 
 /* LessonsJWTDPoP (RFC 9449): LESSONS_DPOP_* in lessons_decide.h. */
 #define LESSONS_DPOP_MUTEX     "lessons-dpop-replay"
+
+/* LessonsJWTDPoPNonce. */
+#define LESSONS_NONCE_OFF    1
+#define LESSONS_NONCE_ON     2
 
 /* LessonsJWTTokenType. */
 #define LESSONS_TYPE_ANY     1      /* JWT, or at+jwt */
@@ -452,6 +475,12 @@ const char *lessons_set_token_type(cmd_parms *cmd, void *dconf,
                                    const char *arg);
 const char *lessons_set_dpop(cmd_parms *cmd, void *dconf, const char *arg);
 int lessons_dpop_configured(apr_pool_t *pconf);
+const char *lessons_set_certbind(cmd_parms *cmd, void *dconf,
+                                 const char *arg);
+const char *lessons_set_dpop_nonce(cmd_parms *cmd, void *dconf, int on);
+int lessons_dpop_nonce_configured(apr_pool_t *pconf);
+const char *lessons_set_nonce_secret_file(cmd_parms *cmd, void *dconf,
+                                          const char *arg);
 const char *lessons_set_base_path(cmd_parms *cmd, void *dconf,
                                   const char *arg);
 const char *lessons_set_export_claim(cmd_parms *cmd, void *dconf,

@@ -13,6 +13,8 @@
  * error path.
  */
 
+#include "http_ssl.h"
+
 #include "httpd/mod_lessons.h"
 
 /* How long a refusal's body is drained at most (a read already
@@ -84,6 +86,17 @@ static void lessons_log_line(request_rec *r, int status,
     }
 }
 
+/* Where the section asks for DPoP nonces, the current one (RFC 9449 8.1
+ * and 9): in err_headers_out, so that whatever answers the request (the
+ * API's 2xx, a 304, httpd's own error page, the 401 itself) carries it.
+ */
+static void lessons_give_nonce(request_rec *r, const lessons_verdict_t *v)
+{
+    if (v->nonce) {
+        apr_table_setn(r->err_headers_out, "DPoP-Nonce", v->nonce);
+    }
+}
+
 /* A refusal as httpd sends it: its challenge (Bearer's, RFC 6750, or
  * DPoP's, RFC 9449 7.1, or Bearer's with DPoP's bare beside it) and
  * Retry-After in err_headers_out, the body drained, the status back to
@@ -116,6 +129,7 @@ static int lessons_refuse_verdict(request_rec *r, const lessons_verdict_t *v)
         apr_table_setn(r->err_headers_out, "Retry-After",
                        apr_itoa(r->pool, v->retry_after));
     }
+    lessons_give_nonce(r, v);
     st->refusal = v->refusal >= 0 ? v->refusal + 1 : 0;
     lessons_drain_small_body(r);
     return lessons_refuse(r, v->status, v->description);
@@ -139,6 +153,7 @@ static int lessons_allow_verdict(request_rec *r, const lessons_verdict_t *v,
 
         apr_table_setn(r->subprocess_env, e->name, e->value);
     }
+    lessons_give_nonce(r, v);
     r->ap_auth_type = v->dpop ? "DPoP" : "Bearer";
     st->passed.dpop = v->dpop;
     st->passed.token = v->token;
@@ -147,6 +162,43 @@ static int lessons_allow_verdict(request_rec *r, const lessons_verdict_t *v,
     st->passed.claims = v->claims;
     st->passed.claims_done = v->claims_done;
     return OK;
+}
+
+/* The thumbprint of the client certificate mod_ssl verified on this
+ * request's connection (lessons_decide_cert_fn), or NULL.  Only from
+ * mod_ssl, never from a header (a proxy's, say: anyone can send one):
+ * its verification must have passed, or have been waived under
+ * SSLVerifyClient optional_no_ca (lessons_certbind_verified), where RFC
+ * 8705 2.2's self-signed certificates are bound by their thumbprint
+ * alone: the handshake proved the key.  A secondary (HTTP/2)
+ * connection's lookup is answered from its TLS connection by mod_ssl.
+ */
+static const char *lessons_client_x5t(void *baton)
+{
+    request_rec *r = baton;
+    const char *verify, *pem;
+    char *x5t;
+
+    if (!ap_ssl_conn_is_ssl(r->connection)) {
+        return NULL;
+    }
+    verify = ap_ssl_var_lookup(r->pool, r->server, r->connection, r,
+                               "SSL_CLIENT_VERIFY");
+    if (!lessons_certbind_verified(verify)) {
+        return NULL;
+    }
+    pem = ap_ssl_var_lookup(r->pool, r->server, r->connection, r,
+                            "SSL_CLIENT_CERT");
+    x5t = apr_palloc(r->pool, LESSONS_CERTBIND_X5T_LEN);
+    if (!pem || !*pem
+        || lessons_certbind_thumbprint(pem, strlen(pem), x5t) != 0) {
+        ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r, LESSONSLOG(00725)
+                      "mod_ssl verified a client certificate (%s) but gave "
+                      "none that could be read (SSL_CLIENT_CERT): taken as "
+                      "no certificate", verify);
+        return NULL;
+    }
+    return x5t;
 }
 
 /* The gate's decision for this request (lessons_decide): the facts from
@@ -174,6 +226,13 @@ static int lessons_decide_request(request_rec *r, lessons_dir_conf *conf,
         facts.clock = apr_time_now();
         if (policy.dpop && policy.dpop != LESSONS_DPOP_OFF) {
             lessons_dpop_facts(r, &facts);
+        }
+        /* Read (lessons_client_x5t) only when a token's binding is
+         * checked.
+         */
+        if (policy.certbind > LESSONS_CERTBIND_OFF) {
+            facts.cert = lessons_client_x5t;
+            facts.cert_baton = r;
         }
     }
     lessons_decide(r->pool, &policy, &facts, &v);

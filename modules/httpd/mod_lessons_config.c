@@ -53,6 +53,8 @@ void *lessons_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     conf->leeway = add->leeway >= 0 ? add->leeway : base->leeway;
     conf->token_type = add->token_type ? add->token_type : base->token_type;
     conf->dpop = add->dpop ? add->dpop : base->dpop;
+    conf->certbind = add->certbind ? add->certbind : base->certbind;
+    conf->dpop_nonce = add->dpop_nonce ? add->dpop_nonce : base->dpop_nonce;
     conf->base_path = add->base_path ? add->base_path : base->base_path;
     conf->max_body = add->max_body >= 0 ? add->max_body : base->max_body;
     conf->user_claim = add->user_claim ? add->user_claim : base->user_claim;
@@ -96,6 +98,19 @@ void *lessons_merge_srv_conf(apr_pool_t *p, void *basev, void *addv)
                                                  : base->share_window;
     sconf->key_lifetime = add->key_lifetime ? add->key_lifetime
                                             : base->key_lifetime;
+    /* The secret comes with its file: a virtual host that names none
+     * takes the main server's.
+     */
+    if (add->nonce_file) {
+        sconf->nonce_file = add->nonce_file;
+        sconf->nonce_secret = add->nonce_secret;
+        sconf->nonce_secret_len = add->nonce_secret_len;
+    }
+    else {
+        sconf->nonce_file = base->nonce_file;
+        sconf->nonce_secret = base->nonce_secret;
+        sconf->nonce_secret_len = base->nonce_secret_len;
+    }
     sconf->cache_size = base->cache_size;   /* global: the main server's */
     return sconf;
 }
@@ -267,6 +282,7 @@ void lessons_decide_policy_of(apr_pool_t *p, const lessons_dir_conf *conf,
     }
     policy->where = conf->jwt_where;
     policy->dpop = conf->dpop;
+    policy->certbind = conf->certbind;
     policy->leeway = conf->leeway > 0 ? conf->leeway : 0;
     policy->user_claim = conf->user_claim;
     if (conf->export_claims) {
@@ -940,6 +956,91 @@ const char *lessons_set_dpop(cmd_parms *cmd, void *dconf, const char *arg)
                             "or required, not \"%s\"", arg);
     }
     return lessons_touch(cmd, conf);
+}
+
+/* LessonsJWTCertBound: where it says required, start-up checks that the
+ * section's virtual host can see client certificates at all
+ * (lessons_check_config).
+ */
+const char *lessons_set_certbind(cmd_parms *cmd, void *dconf,
+                                 const char *arg)
+{
+    lessons_dir_conf *conf = dconf;
+
+    if (strcasecmp(arg, "off") == 0) {
+        conf->certbind = LESSONS_CERTBIND_OFF;
+    }
+    else if (strcasecmp(arg, "optional") == 0) {
+        conf->certbind = LESSONS_CERTBIND_OPTIONAL;
+    }
+    else if (strcasecmp(arg, "required") == 0) {
+        conf->certbind = LESSONS_CERTBIND_REQUIRED;
+    }
+    else {
+        return apr_psprintf(cmd->pool, "LessonsJWTCertBound takes off, "
+                            "optional or required, not \"%s\"", arg);
+    }
+    conf->certbind_where = apr_psprintf(cmd->pool, "%s:%d",
+                                        cmd->directive->filename,
+                                        cmd->directive->line_num);
+    return lessons_touch(cmd, conf);
+}
+
+/* Some section asks for DPoP nonces: the server's nonce key is made
+ * (a flag on pconf, as for DPoP itself).
+ */
+#define LESSONS_NONCE_SEEN "lessons-dpop-nonce-configured"
+
+int lessons_dpop_nonce_configured(apr_pool_t *pconf)
+{
+    void *seen = NULL;
+
+    apr_pool_userdata_get(&seen, LESSONS_NONCE_SEEN, pconf);
+    return seen != NULL;
+}
+
+/* LessonsJWTDPoPNonce on|off: every DPoP proof must carry a nonce the
+ * server made (RFC 9449 8, 9).
+ */
+const char *lessons_set_dpop_nonce(cmd_parms *cmd, void *dconf, int on)
+{
+    lessons_dir_conf *conf = dconf;
+
+    conf->dpop_nonce = on ? LESSONS_NONCE_ON : LESSONS_NONCE_OFF;
+    if (on) {
+        apr_pool_userdata_setn((void *)1, LESSONS_NONCE_SEEN, NULL,
+                               cmd->pool);
+    }
+    return lessons_touch(cmd, conf);
+}
+
+/* LessonsJWTDPoPNonceSecretFile PATH: the nonces' secret, read now, as
+ * root, like the keys, so that servers holding the same file take each
+ * other's nonces.
+ */
+const char *lessons_set_nonce_secret_file(cmd_parms *cmd, void *dconf,
+                                          const char *arg)
+{
+    lessons_srv_conf *sconf =
+        ap_get_module_config(cmd->server->module_config, &lessons_module);
+    const char *path = ap_server_root_relative(cmd->pool, arg);
+    const char *err = ap_check_cmd_context(cmd, NOT_IN_DIR_LOC_FILE);
+
+    (void)dconf;
+    if (err) {
+        return err;
+    }
+    if (!path) {
+        return apr_psprintf(cmd->pool, "%s: invalid path %s",
+                            cmd->cmd->name, arg);
+    }
+    err = lessons_nonce_secret_read(cmd->pool, path, &sconf->nonce_secret,
+                                    &sconf->nonce_secret_len);
+    if (err) {
+        return apr_psprintf(cmd->pool, "%s: %s", cmd->cmd->name, err);
+    }
+    sconf->nonce_file = path;
+    return NULL;
 }
 
 const char *lessons_set_base_path(cmd_parms *cmd, void *dconf,

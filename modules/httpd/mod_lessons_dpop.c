@@ -6,7 +6,9 @@
  * request's DPoP headers, and the table of proofs seen, taken once per
  * server (lessons_replay, in shared memory made before the fork and
  * kept across restarts, under a global mutex the Mutex directive can
- * configure); and RFC 9449's WWW-Authenticate: DPoP challenge.
+ * configure); each server's key for DPoP nonces (RFC 9449 8, 9:
+ * LessonsJWTDPoPNonceSecretFile's secret, or a random one made once);
+ * and RFC 9449's WWW-Authenticate: DPoP challenge.
  */
 
 #include "apr_shm.h"
@@ -17,7 +19,8 @@
 
 #define LESSONS_DPOP_KEPT   "mod_lessons-dpop-replay"
 /* Proofs a server keeps, each until it is too old (at most 66 s with no
- * LessonsJWTLeeway): the first refusal comes with 31,000 of them held at
+ * LessonsJWTLeeway; 41 s with LessonsJWTDPoPNonce, until its nonce
+ * ends): the first refusal comes with 31,000 of them held at
  * the fewest, so some 350 a second (t/unit/test_replay.c measures it;
  * docs/directives.md quotes it); one key holds at most 1/16 of them.
  */
@@ -38,6 +41,24 @@ const char *lessons_dpop_challenge_value(request_rec *r, const char *error,
     return value;
 }
 
+/* The random secret of a server without LessonsJWTDPoPNonceSecretFile:
+ * made once in the parent, kept across restarts, so that every process
+ * of the server takes the nonces of every other, and a graceful restart
+ * does not make its clients' nonces old.
+ */
+#define LESSONS_NONCE_KEPT  "mod_lessons-dpop-nonce-secret"
+
+typedef struct {
+    int made;
+    unsigned char secret[LESSONS_NONCE_SECRET_MIN];
+} lessons_nonce_kept_t;
+
+/* A key no nonce passes: where nonces are asked and the server has no
+ * key (it cannot happen after post_config), every proof is refused
+ * rather than taken without its nonce.
+ */
+static const lessons_nonce_key_t lessons_nonce_none = { NULL, 0, 0 };
+
 /* The mutex of the proofs' table (the Mutex directive names it). */
 int lessons_dpop_pre_config(apr_pool_t *pconf)
 {
@@ -45,8 +66,65 @@ int lessons_dpop_pre_config(apr_pool_t *pconf)
                              APR_LOCK_DEFAULT, 0) == APR_SUCCESS ? OK : !OK;
 }
 
+/* Each server's nonce key, where some section asks for nonces: its
+ * LessonsJWTDPoPNonceSecretFile's secret, else the random one.
+ */
+static int lessons_nonce_post_config(apr_pool_t *pconf, server_rec *s)
+{
+    server_rec *main_server = s;
+    lessons_nonce_kept_t *kept;
+    apr_status_t rv;
+    int random = 0;
+
+    if (!lessons_dpop_nonce_configured(pconf)) {
+        return OK;
+    }
+    kept = ap_retained_data_get(LESSONS_NONCE_KEPT);
+    if (!kept) {
+        kept = ap_retained_data_create(LESSONS_NONCE_KEPT, sizeof(*kept));
+        kept->made = 0;
+    }
+    if (!kept->made) {
+        rv = apr_generate_random_bytes(kept->secret, sizeof(kept->secret));
+        if (rv != APR_SUCCESS) {
+            ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, rv, NULL,
+                         LESSONSLOG(00701) "cannot make a random secret "
+                         "for DPoP nonces; LessonsJWTDPoPNonceSecretFile "
+                         "can name one");
+            return HTTP_INTERNAL_SERVER_ERROR;
+        }
+        kept->made = 1;
+    }
+    for (; s; s = s->next) {
+        lessons_srv_conf *sconf =
+            ap_get_module_config(s->module_config, &lessons_module);
+        lessons_nonce_key_t *key = apr_pcalloc(pconf, sizeof(*key));
+
+        key->period = LESSONS_NONCE_PERIOD;
+        if (sconf->nonce_secret) {
+            key->secret = sconf->nonce_secret;
+            key->len = sconf->nonce_secret_len;
+        }
+        else {
+            key->secret = kept->secret;
+            key->len = sizeof(kept->secret);
+            random = 1;
+        }
+        sconf->nonce_key = key;
+    }
+    if (random) {
+        ap_log_error(APLOG_MARK, APLOG_INFO, 0, main_server,
+                     LESSONSLOG(00702)
+                     "DPoP nonces are made with a random secret of this "
+                     "server (no LessonsJWTDPoPNonceSecretFile): another "
+                     "server behind the same name refuses them");
+    }
+    return OK;
+}
+
 /* The table, once per httpd run (as the metrics' block), and its mutex,
- * for every server.  Only where some section takes DPoP.
+ * for every server.  Only where some section takes DPoP.  The nonces'
+ * keys too, where some section asks for nonces.
  */
 int lessons_dpop_post_config(apr_pool_t *pconf, server_rec *s)
 {
@@ -60,6 +138,9 @@ int lessons_dpop_post_config(apr_pool_t *pconf, server_rec *s)
     if (!lessons_dpop_configured(pconf)
         || ap_state_query(AP_SQ_MAIN_STATE) == AP_SQ_MS_CREATE_PRE_CONFIG) {
         return OK;
+    }
+    if (lessons_nonce_post_config(pconf, s) != OK) {
+        return HTTP_INTERNAL_SERVER_ERROR;
     }
     kept = ap_retained_data_get(LESSONS_DPOP_KEPT);
     if (!kept) {
@@ -226,16 +307,24 @@ static int lessons_dpop_take(void *baton, const unsigned char *key,
     return (int)seen;
 }
 
-/* The server's replay table, for a section that takes DPoP. */
+/* The server's replay table, for a section that takes DPoP; and its
+ * nonce key, where the section asks for nonces.
+ */
 void lessons_dpop_policy(request_rec *r, lessons_decide_policy_t *policy)
 {
     lessons_srv_conf *sconf =
         ap_get_module_config(r->server->module_config, &lessons_module);
+    const lessons_dir_conf *conf =
+        ap_get_module_config(r->per_dir_config, &lessons_module);
 
     if (policy->dpop && policy->dpop != LESSONS_DPOP_OFF) {
         policy->replay = lessons_dpop_take;
         policy->replay_baton = sconf;
         policy->replay_share = sconf->replay
                                ? lessons_replay_share(sconf->replay) : 0;
+        if (conf->dpop_nonce == LESSONS_NONCE_ON) {
+            policy->nonce = sconf->nonce_key ? sconf->nonce_key
+                                             : &lessons_nonce_none;
+        }
     }
 }

@@ -336,6 +336,98 @@ static int lessons_check_merges(apr_pool_t *ptemp, server_rec *main_server)
     return rc;
 }
 
+/* The SSLEngine in force among the directives from first on (the last
+ * one, as mod_ssl takes it), looking inside conditional blocks
+ * (<IfModule>, <IfDefine>, ...; whether mod_ssl is loaded at all is
+ * checked apart): 1 on, 0 off or optional (RFC 2817 upgrades, which no
+ * client certificate comes with), -1 none.
+ */
+static int lessons_ssl_engine(const ap_directive_t *first)
+{
+    const ap_directive_t *d;
+    int on = -1, inner;
+
+    for (d = first; d; d = d->next) {
+        if (strcasecmp(d->directive, "SSLEngine") == 0 && d->args) {
+            on = strncasecmp(d->args, "on", 2) == 0
+                 && (!d->args[2] || apr_isspace(d->args[2]));
+        }
+        else if (strncasecmp(d->directive, "<If", 3) == 0
+                 && d->directive[3] && d->first_child
+                 && (inner = lessons_ssl_engine(d->first_child)) >= 0) {
+            on = inner;
+        }
+    }
+    return on;
+}
+
+/* Whether some <VirtualHost> among the directives from first on (inside
+ * conditional blocks too) has SSLEngine on.
+ */
+static int lessons_ssl_vhost(const ap_directive_t *first)
+{
+    const ap_directive_t *d;
+
+    for (d = first; d; d = d->next) {
+        if (strcasecmp(d->directive, "<VirtualHost") == 0) {
+            if (lessons_ssl_engine(d->first_child) > 0) {
+                return 1;
+            }
+        }
+        else if (strncasecmp(d->directive, "<If", 3) == 0
+                 && d->directive[3] && lessons_ssl_vhost(d->first_child)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* LessonsJWTCertBound required where no client certificate can come:
+ * mod_ssl not loaded, or no SSLEngine on in the section's virtual host
+ * (its own, or the main server's, which mod_ssl merges into it); a
+ * section outside any virtual host serves every one of them, and is
+ * taken where one has SSLEngine on.  What
+ * the configuration tree shows is all httpd lets a module see: a
+ * certificate checked by a proxy in front (a TLS-terminating one) is
+ * invisible here, and so refused.  OK, or !OK after an emerg line.
+ */
+static int lessons_check_certbind(apr_pool_t *ptemp,
+                                  const lessons_dir_conf *c)
+{
+    const ap_directive_t *vhost = c->node;
+    int on = -1;
+
+    if (c->certbind != LESSONS_CERTBIND_REQUIRED) {
+        return OK;
+    }
+    while (vhost && strcasecmp(vhost->directive, "<VirtualHost") != 0) {
+        vhost = vhost->parent;
+    }
+    if (ap_find_linked_module("mod_ssl.c")) {
+        on = vhost ? lessons_ssl_engine(vhost->first_child) : -1;
+        if (on < 0) {
+            on = lessons_ssl_engine(ap_conftree);
+        }
+        if (on > 0 || (!vhost && lessons_ssl_vhost(ap_conftree))) {
+            return OK;
+        }
+    }
+    ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0, NULL,
+                 LESSONSLOG(00726) "%s: LessonsJWTCertBound required, but "
+                 "%s: no client certificate can be verified here, so no "
+                 "token would ever be taken (behind a TLS-terminating "
+                 "proxy the binding cannot be checked)",
+                 c->certbind_where ? c->certbind_where : "a section",
+                 !ap_find_linked_module("mod_ssl.c")
+                 ? "mod_ssl is not loaded"
+                 : vhost ? apr_psprintf(ptemp, "SSLEngine is not on in "
+                                        "its <VirtualHost> (%s:%d)",
+                                        vhost->filename, vhost->line_num)
+                         : "SSLEngine is not on in the main server nor in "
+                           "any virtual host");
+    return !OK;
+}
+
 int lessons_check_config(apr_pool_t *pconf, apr_pool_t *plog,
                          apr_pool_t *ptemp, server_rec *s)
 {
@@ -350,10 +442,13 @@ int lessons_check_config(apr_pool_t *pconf, apr_pool_t *plog,
             ap_get_module_config(s->module_config, &lessons_module);
 
         for (i = 0; i < sconf->sections->nelts; i++) {
-            if (lessons_check_section(ptemp,
-                                      APR_ARRAY_IDX(sconf->sections, i,
-                                                    lessons_dir_conf *),
-                                      &keys) != OK) {
+            lessons_dir_conf *c = APR_ARRAY_IDX(sconf->sections, i,
+                                                lessons_dir_conf *);
+
+            if (lessons_check_section(ptemp, c, &keys) != OK) {
+                rc = !OK;
+            }
+            if (lessons_check_certbind(ptemp, c) != OK) {
                 rc = !OK;
             }
         }

@@ -47,10 +47,14 @@ readable_by($res, $APP, 'preflight');
 is $res->header('Access-Control-Allow-Methods'), 'GET, HEAD, POST, OPTIONS',
     '... the collection\'s methods';
 is $res->header('Access-Control-Allow-Headers'),
-    'Authorization, Content-Type, Idempotency-Key, If-Match, If-None-Match',
+    'Authorization, Content-Type, DPoP, Idempotency-Key, If-Match, If-None-Match',
     '... the headers the API reads';
 like $res->header('Access-Control-Max-Age') || '', qr/\A\d+\z/, '... Max-Age';
 ok !defined $res->header('WWW-Authenticate'), '... no challenge';
+
+# A browser client sending DPoP proofs (RFC 9449) asks for the header.
+$res = preflight($base, $APP, 'GET', 'authorization, dpop');
+is $res->code, 204, 'preflight for GET with a DPoP proof: 204';
 
 $res = preflight("$base/7", 'http://localhost:3000', 'DELETE', 'Authorization,If-Match');
 is $res->code, 204, 'preflight for DELETE on an item from the second origin';

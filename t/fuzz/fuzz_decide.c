@@ -25,8 +25,10 @@
  *     policy, which is its unit's (the unit one of the policy's, neither
  *     it nor the policy broken; its keys, or its fetcher's set); the
  *     DPoP scheme only where the section takes it, a proof taken from
- *     the replay table, a bound token never as a bearer token, a user
- *     and exports that keep the text rule;
+ *     the replay table, a bound token never as a bearer token, a token
+ *     bound to a certificate only with that certificate and, where
+ *     binding is required, none bound to nothing (LessonsJWTCertBound),
+ *     a user and exports that keep the text rule;
  *   REFUSE with a status of 400, 401, 403, 500 or 503, a description and
  *     a log line, a challenge exactly for what is not a fault, and
  *     neither holding a JWT-shaped token of the request;
@@ -39,6 +41,7 @@
 
 #include "apr_strings.h"
 
+#include "auth/lessons_certbind.h"
 #include "auth/lessons_claims.h"
 #include "auth/lessons_decide.h"
 #include "auth/lessons_dpop.h"
@@ -58,6 +61,8 @@
 #define FUZZ_NOT_LEAKED(pool) FUZZ_KEEP(apr_pool_allocator_get(pool))
 
 #define FUZZ_NOW      1700000000
+/* The connection's client certificate, where the input gives one. */
+#define FUZZ_X5T      "lwHi5vSo1n3enaiJlcT1HpwWcy0FkQQ2p4K1XXdgMdc"
 #define FUZZ_ISS_A    "https://idp.example"
 #define FUZZ_ISS_B    "https://other.example"
 #define FUZZ_URI      "https://api.example/api/lessons/7"
@@ -331,8 +336,11 @@ static void fuzz_check_allow(apr_pool_t *p,
         abort();
     }
     /* DPoP: the scheme only where the section takes it, with the one
-     * proof the table took; a bound token never as a bearer token, and
-     * where DPoP is required, no bearer token at all.
+     * proof the table took; a token bound to a DPoP key never as a
+     * bearer token, and where DPoP is on, no bearer token bound in
+     * another way DPoP cannot use nor (required) an unbound one: only a
+     * token bound to a certificate where certificates are judged (the
+     * check below holds it to its certificate).
      */
     if (lessons_token_verify_claims(p, used, NULL, token, facts->now,
                                     &subject, &claims) != LESSONS_TOKEN_OK
@@ -347,9 +355,31 @@ static void fuzz_check_allow(apr_pool_t *p,
         }
     }
     else if (mode == LESSONS_DPOP_REQUIRED
-             || (mode == LESSONS_DPOP_OPTIONAL
-                 && lessons_dpop_token_jkt(claims))) {
-        abort();
+             || mode == LESSONS_DPOP_OPTIONAL) {
+        const char *jkt = lessons_dpop_token_jkt(claims);
+        int by_cert = policy->certbind > LESSONS_CERTBIND_OFF
+                      && lessons_certbind_bound(claims);
+
+        if ((jkt && (*jkt || !by_cert))
+            || (mode == LESSONS_DPOP_REQUIRED && !by_cert)) {
+            abort();
+        }
+    }
+    /* Certificate binding: a bound token only on a connection with its
+     * certificate; where required, an unbound one only as a proved DPoP
+     * token.
+     */
+    if (policy->certbind == LESSONS_CERTBIND_OPTIONAL
+        || policy->certbind == LESSONS_CERTBIND_REQUIRED) {
+        lessons_certbind_e bound = lessons_certbind_check(
+            claims, facts->cert ? facts->cert(facts->cert_baton) : NULL);
+
+        if ((bound != LESSONS_CERTBIND_UNBOUND
+             && bound != LESSONS_CERTBIND_MATCH)
+            || (policy->certbind == LESSONS_CERTBIND_REQUIRED
+                && bound == LESSONS_CERTBIND_UNBOUND && !v->dpop)) {
+            abort();
+        }
     }
     if (v->user && !fuzz_text_ok(v->user, (apr_size_t)-1)) {
         abort();
@@ -475,6 +505,7 @@ static void fuzz_check_good_token(apr_pool_t *p,
         || (layout != FUZZ_SINGLE_SET && layout != FUZZ_SINGLE_KEY
             && layout != FUZZ_ANY_ISSUER && layout != FUZZ_BLOCKS)
         || (policy->dpop != 0 && policy->dpop != LESSONS_DPOP_OFF)
+        || policy->certbind > LESSONS_CERTBIND_OFF
         || (policy->user_claim && strcmp(policy->user_claim, "sub"))) {
         return;
     }
@@ -488,6 +519,12 @@ static void fuzz_check_good_token(apr_pool_t *p,
         && (v->kind != LESSONS_VERDICT_ALLOW || v->unit != &units[i])) {
         abort();
     }
+}
+
+/* The facts' certificate: the baton is its thumbprint, or NULL. */
+static const char *fuzz_cert(void *baton)
+{
+    return baton;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -535,6 +572,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
      *   s[2] bit 5      a replay table (else none)
      *   s[2] bit 7      which block is broken
      *   s[3] bit 0      leeway 30 s
+     *   s[3] bits 1-2   certbind: 0, OFF, OPTIONAL, REQUIRED
+     *   s[3] bit 3      the connection has a certificate (FUZZ_X5T)
      */
     layout = s[1] % FUZZ_LAYOUTS;
     units[0] = layouts[layout][0];
@@ -552,6 +591,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     policy.blocks = layout_blocks[layout];
     policy.where = "fuzz-conf:1";
     policy.dpop = s[2] & 3;
+    policy.certbind = s[3] >> 1 & 3;
+    facts.cert = fuzz_cert;
+    facts.cert_baton = s[3] & 0x08 ? (void *)FUZZ_X5T : NULL;
     policy.leeway = s[3] & 1 ? 30 : 0;
     units[0].token.leeway = units[1].token.leeway = policy.leeway;
     policy.user_claim = user_claims[s[2] >> 2 & 3];

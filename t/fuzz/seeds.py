@@ -139,13 +139,16 @@ DECIDE_LAYOUTS = ['single_set', 'single_key', 'blocks', 'fetched_none',
 DECIDE_URI = 'https://api.example/api/lessons/7'
 
 
+DECIDE_X5T = 'lwHi5vSo1n3enaiJlcT1HpwWcy0FkQQ2p4K1XXdgMdc'
+
+
 def decide_selector(layout='single_set', needed=1, broken=0, no_auth=0,
                     no_dpop=1, lines=0, dpop=0, user=0, exports=0, replay=0,
-                    block=0, leeway=0):
+                    block=0, leeway=0, certbind=0, cert=0):
     return bytes([needed | broken << 2 | no_auth << 4 | no_dpop << 5 | lines << 6,
                   DECIDE_LAYOUTS.index(layout),
                   dpop | user << 2 | exports << 4 | replay << 5 | block << 7,
-                  leeway])
+                  leeway | certbind << 1 | cert << 3])
 
 
 def decide_seeds(n, e, base):
@@ -210,6 +213,16 @@ def decide_seeds(n, e, base):
         (decide_selector(dpop=2, no_dpop=0, lines=1), 'DPoP ' + good_hs + '\x01' + proof),
         (decide_selector(exports=1), 'Bearer ' + bad_exports),
     ] + [(decide_selector(), 'Bearer ' + t) for t in near_misses]
+    # Certificate-bound (RFC 8705): fuzz_decide.c's FUZZ_X5T is the
+    # connection's certificate where the selector gives one.
+    cert_bound = jws({'alg': 'HS256', 'kid': 'hs'},
+                     dict(base, cnf={'x5t#S256': DECIDE_X5T}), 'HS256')
+    seeds += [
+        (decide_selector(certbind=2, cert=1), 'Bearer ' + cert_bound),
+        (decide_selector(certbind=3), 'Bearer ' + cert_bound),
+        (decide_selector(certbind=3, cert=1), 'Bearer ' + good_hs),
+        (decide_selector(certbind=1), 'Bearer ' + cert_bound),
+    ]
     for i, (sel, rest) in enumerate(seeds):
         write('decide', i, sel + rest.encode())
 

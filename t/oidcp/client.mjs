@@ -24,7 +24,11 @@
 //     (fetchProtectedResource): Authorization: Bearer T, or with
 //     --dpop-key, Authorization: DPoP T and a proof for M and URL made
 //     with that key.  Prints {status, www_authenticate, body, dpop,
-//     authorization}: dpop is the proof sent (null without one).  With
+//     authorization, exchanges}: dpop is the proof sent (null without
+//     one), and the rest the last answer's; exchanges lists every request
+//     openid-client sent for the call, in order, each with the proof it
+//     carried and what came back ({status, www_authenticate, dpop_nonce,
+//     dpop}): two where it answered a use_dpop_nonce by itself.  With
 //     --no-send the request never leaves: the proof is made as for a real
 //     request and printed (status null), for a test to send it itself.
 //     http:// URLs are allowed (allowInsecureRequests): the module's test
@@ -110,7 +114,10 @@ async function request(a) {
   // No discovery: a resource request needs none of the issuer's metadata.
   const config = new client.Configuration({ issuer: a.issuer }, 'lessons-test');
   client.allowInsecureRequests(config);
-  const seen = { status: null, www_authenticate: null, body: null, dpop: null, authorization: null };
+  const seen = { status: null, www_authenticate: null, body: null, dpop: null, authorization: null,
+                 exchanges: [] };
+  // Watches what openid-client sends and gets, and changes nothing: a
+  // retry is openid-client's own doing.
   config[client.customFetch] = async (url, init) => {
     const h = new Headers(init.headers);
     seen.dpop = h.get('dpop');
@@ -120,6 +127,8 @@ async function request(a) {
     seen.status = res.status;
     seen.www_authenticate = res.headers.get('www-authenticate');
     seen.body = await res.clone().text();
+    seen.exchanges.push({ status: res.status, www_authenticate: seen.www_authenticate,
+                          dpop_nonce: res.headers.get('dpop-nonce'), dpop: seen.dpop });
     return res;
   };
   const headers = new Headers();

@@ -124,6 +124,10 @@ static void test_headers(void **state)
         { "authorization,content-type", NULL },
         { " Authorization , If-Match ,if-none-match ", NULL },
         { "content-type, Idempotency-Key", NULL },
+        { "authorization, DPoP", NULL },    /* a browser's DPoP proofs */
+        { "dpop-nonce", "dpop-nonce" },     /* a response header only */
+        /* every header a preflight's answer names is taken when asked */
+        { LESSONS_CORS_ALLOW_HEADERS, NULL },
         { "idempotency-keys", "idempotency-keys" },
         { "authorization,x-evil", "x-evil" },
         { "cookie", "cookie" },

@@ -7,7 +7,8 @@
  * token; each refusal its status, challenge, error, reason and log tag;
  * a good token allowed with its user, unit and exports; issuer blocks;
  * fetched keys not there yet (503); the user claim; DPoP, with proofs
- * signed by cjose.
+ * signed by cjose, and its nonces (LessonsJWTDPoPNonce); certificate-bound
+ * tokens (RFC 8705), on every request and beside DPoP.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,6 +21,7 @@
 #include "auth/lessons_claims.h"
 #include "auth/lessons_decide.h"
 #include "auth/lessons_dpop.h"
+#include "auth/lessons_nonce.h"
 #include "keys/lessons_keyset.h"
 #include "auth/lessons_replay.h"
 #include "auth/lessons_token.h"
@@ -979,6 +981,7 @@ typedef struct {
     lessons_replay_t *table;
     int calls;
     int answer;                     /* >= 0: say this instead of asking */
+    apr_time_t expires;             /* the last proof's, as asked */
 } replay_box_t;
 
 static int replay_take(void *baton, const unsigned char *key,
@@ -987,6 +990,7 @@ static int replay_take(void *baton, const unsigned char *key,
     replay_box_t *box = baton;
 
     box->calls++;
+    box->expires = expires;
     if (box->answer >= 0) {
         return box->answer;
     }
@@ -1003,7 +1007,7 @@ static void test_dpop_refusals(void **state)
     const char *proof = proof_for(&k, bound, NOW, "j-1");
     lessons_decide_facts_t f;
     lessons_verdict_t v;
-    replay_box_t box = { NULL, 0, LESSONS_REPLAY_NEW };
+    replay_box_t box = { NULL, 0, LESSONS_REPLAY_NEW, 0 };
 
     (void)state;
     p.replay = replay_take;
@@ -1071,7 +1075,7 @@ static void test_dpop_good_proof(void **state)
     const char *auth = apr_pstrcat(pool, "DPoP ", bound, NULL);
     apr_size_t size = lessons_replay_size(64);
     void *mem = malloc(size);
-    replay_box_t box = { NULL, 0, -1 };
+    replay_box_t box = { NULL, 0, -1, 0 };
     lessons_decide_facts_t f;
     lessons_verdict_t v;
 
@@ -1125,6 +1129,166 @@ static void test_dpop_good_proof(void **state)
     free(mem);
 }
 
+/* A proof for GET URI at iat, with jti, for token, with a nonce claim
+ * (JSON text: "\"...\"" or another value).
+ */
+static const char *proof_nonce(const ec_key_t *k, const char *token,
+                               apr_int64_t iat, const char *jti,
+                               const char *nonce_json)
+{
+    char ath[LESSONS_DPOP_HASH_LEN];
+
+    assert_int_equal(lessons_dpop_ath(token, ath), 0);
+    return lj_token_with(LESSONS_ALG_ES256, k->priv, strlen(k->priv),
+                         apr_psprintf(pool, "{\"jti\":\"%s\",\"htm\":\"GET\","
+                                      "\"htu\":\"" URI "\",\"iat\":%"
+                                      APR_INT64_T_FMT ",\"ath\":\"%s\","
+                                      "\"nonce\":%s}",
+                                      jti, iat, ath, nonce_json),
+                         NULL, apr_psprintf(pool, "{\"typ\":\"dpop+jwt\","
+                                            "\"jwk\":%s}", k->jwk));
+}
+
+static const char *nonce_at(const lessons_nonce_key_t *key, apr_int64_t t)
+{
+    char *n = apr_palloc(pool, LESSONS_NONCE_SIZE);
+
+    assert_int_equal(lessons_nonce_make(key, t, n), 0);
+    return apr_psprintf(pool, "\"%s\"", n);
+}
+
+/* A refusal for the nonce: DPoP's challenge, use_dpop_nonce (RFC 9449
+ * 9), its own log tag, and the current nonce to send; the proof is not
+ * taken in the replay table.
+ */
+static void is_nonce_refused(const lessons_verdict_t *v,
+                             const lessons_nonce_key_t *key)
+{
+    char want[LESSONS_NONCE_SIZE];
+
+    is_refusal(v, 401, LESSONS_CHALLENGE_DPOP, "use_dpop_nonce",
+               LESSONS_REFUSED_DPOP, 700);
+    assert_int_equal(lessons_nonce_make(key, NOW, want), 0);
+    assert_non_null(v->nonce);
+    assert_string_equal(v->nonce, want);
+    assert_non_null(strstr(v->description, "DPoP-Nonce"));
+}
+
+static void test_dpop_nonce(void **state)
+{
+    static const unsigned char ns[] = "nonce-secret-of-decide-tests-0123456789";
+    static const unsigned char other[] = "nonce-secret-of-another-server-0123456";
+    const lessons_nonce_key_t key = { ns, sizeof(ns) - 1, 20 };
+    const lessons_nonce_key_t key_other = { other, sizeof(other) - 1, 20 };
+    ec_key_t k = ec_key();
+    lessons_decide_unit_t u = unit_hs();
+    lessons_decide_policy_t p = policy_of(&u, 1);
+    const char *bound = bound_token(&k);
+    const char *plain = hs_token(claims_with(ISS_A, ""));
+    const char *auth = apr_pstrcat(pool, "DPoP ", bound, NULL);
+    apr_size_t size = lessons_replay_size(64);
+    void *mem = malloc(size);
+    replay_box_t box = { NULL, 0, -1, 0 };
+    lessons_decide_facts_t f;
+    lessons_verdict_t v;
+    char want[LESSONS_NONCE_SIZE];
+
+    (void)state;
+    assert_int_equal(NOW % 20, 0);      /* NOW starts a slot */
+    assert_non_null(mem);
+    box.table = lessons_replay_attach(mem, size, 64, 1);
+    assert_non_null(box.table);
+    assert_int_equal(lessons_nonce_make(&key, NOW, want), 0);
+    p.dpop = LESSONS_DPOP_REQUIRED;
+    p.replay = replay_take;
+    p.replay_baton = &box;
+    p.replay_share = lessons_replay_share(box.table);
+
+    /* Nonces not asked: a proof without one is taken, as before, and no
+     * nonce is given.
+     */
+    f = facts_of(auth);
+    f.dpop = proof_for(&k, bound, NOW, "n-0");
+    f.dpop_lines = 1;
+    v = decide(&p, &f);
+    is_allowed(&v, bound, &u, "alice", NOW);
+    assert_null(v.nonce);
+    assert_int_equal(box.expires,
+                     apr_time_from_sec(NOW + LESSONS_DPOP_WINDOW + 1));
+
+    p.nonce = &key;
+    box.calls = 0;
+    /* No nonce: 401 use_dpop_nonce with the current one, not taken. */
+    f.dpop = proof_for(&k, bound, NOW, "n-1");
+    v = decide(&p, &f);
+    is_nonce_refused(&v, &key);
+    /* Another server's secret, an old slot, garbage, not a string. */
+    f.dpop = proof_nonce(&k, bound, NOW, "n-2", nonce_at(&key_other, NOW));
+    v = decide(&p, &f);
+    is_nonce_refused(&v, &key);
+    f.dpop = proof_nonce(&k, bound, NOW, "n-3", nonce_at(&key, NOW - 21));
+    v = decide(&p, &f);
+    is_nonce_refused(&v, &key);
+    f.dpop = proof_nonce(&k, bound, NOW, "n-4", "\"garbage\"");
+    v = decide(&p, &f);
+    is_nonce_refused(&v, &key);
+    f.dpop = proof_nonce(&k, bound, NOW, "n-5", "12345");
+    v = decide(&p, &f);
+    is_nonce_refused(&v, &key);
+    assert_int_equal(box.calls, 0);
+
+    /* The nonce given: taken, and the current one given again (2xx). */
+    f.dpop = proof_nonce(&k, bound, NOW, "n-6", nonce_at(&key, NOW + 5));
+    v = decide(&p, &f);
+    is_allowed(&v, bound, &u, "alice", NOW);
+    assert_non_null(v.nonce);
+    assert_string_equal(v.nonce, want);
+    assert_int_equal(box.calls, 1);
+    /* Kept until its nonce ends (NOW + 40) and a second, not for the
+     * iat window's 61 seconds.
+     */
+    assert_int_equal(box.expires, apr_time_from_sec(NOW + 41));
+    /* Replayed: the table refuses it as before. */
+    v = decide(&p, &f);
+    is_dpop_refused(&v, "invalid_dpop_proof");
+    assert_non_null(v.nonce);
+    /* The slot before's nonce: taken, kept until it ends (NOW + 20). */
+    f.dpop = proof_nonce(&k, bound, NOW, "n-7", nonce_at(&key, NOW - 1));
+    v = decide(&p, &f);
+    is_allowed(&v, bound, &u, "alice", NOW);
+    assert_int_equal(box.expires, apr_time_from_sec(NOW + 21));
+    /* An old iat still ends first where it does. */
+    f.dpop = proof_nonce(&k, bound, NOW - 50, "n-8", nonce_at(&key, NOW));
+    v = decide(&p, &f);
+    is_allowed(&v, bound, &u, "alice", NOW);
+    assert_int_equal(box.expires,
+                     apr_time_from_sec(NOW - 50 + LESSONS_DPOP_WINDOW + 1));
+    /* A proof refused for something else: its own error, with the
+     * nonce all the same (a DPoP challenge).
+     */
+    f.dpop = proof_nonce(&k, plain, NOW, "n-9", nonce_at(&key, NOW));
+    v = decide(&p, &f);
+    is_dpop_refused(&v, "invalid_dpop_proof");
+    assert_non_null(v.nonce);
+    /* No token where DPoP is required: DPoP's challenge, the nonce. */
+    f = facts_of(NULL);
+    v = decide(&p, &f);
+    assert_int_equal(v.challenge, LESSONS_CHALLENGE_DPOP);
+    assert_non_null(v.nonce);
+    /* Optional: a bearer token is taken as ever, without a nonce. */
+    p.dpop = LESSONS_DPOP_OPTIONAL;
+    f = facts_of(bearer(plain));
+    v = decide(&p, &f);
+    is_allowed(&v, plain, &u, "alice", NOW);
+    assert_null(v.nonce);
+    /* DPoP off: the nonce key changes nothing. */
+    p.dpop = LESSONS_DPOP_OFF;
+    v = decide(&p, &f);
+    is_allowed(&v, plain, &u, "alice", NOW);
+    assert_null(v.nonce);
+    free(mem);
+}
+
 /* No replay table in this process: a proof that passes otherwise gets
  * 503, never taken unchecked.
  */
@@ -1161,6 +1325,238 @@ static void test_dpop_no_table(void **state)
     p.replay = replay_fails;
     v = decide(&p, &f);
     is_refusal(&v, 503, LESSONS_CHALLENGE_NONE, NO_ERROR, -1, 241);
+}
+
+/* ------------------------------------------------ certificate binding */
+
+/* Thumbprints of two client certificates (test_certbind.c's A and B). */
+#define X5T_A "lwHi5vSo1n3enaiJlcT1HpwWcy0FkQQ2p4K1XXdgMdc"
+#define X5T_B "X-f500oHIe4RKoqPQW1nZBo7a1oTEXWNUWz-YsFLnh8"
+
+/* The connection's certificate as the glue gives it, and how often the
+ * decision asked for it.
+ */
+typedef struct {
+    const char *x5t;
+    int calls;
+} cert_box_t;
+
+static const char *cert_of(void *baton)
+{
+    cert_box_t *box = baton;
+
+    box->calls++;
+    return box->x5t;
+}
+
+static lessons_decide_facts_t facts_cert(const char *authorization,
+                                         cert_box_t *box)
+{
+    lessons_decide_facts_t f = facts_of(authorization);
+
+    f.cert = cert_of;
+    f.cert_baton = box;
+    return f;
+}
+
+static const char *cert_token(const char *cnf)
+{
+    return hs_token(claims_with(ISS_A, apr_psprintf(pool, ",\"cnf\":%s",
+                                                    cnf)));
+}
+
+/* A refusal for the binding: Bearer's invalid_token, neither thumbprint
+ * in the words or the line.
+ */
+static void is_cert_refused(const lessons_verdict_t *v, int tag,
+                            const char *says)
+{
+    is_refusal(v, 401, LESSONS_CHALLENGE_BEARER, "invalid_token",
+               LESSONS_REFUSED_OTHER, tag);
+    assert_non_null(strstr(v->description, says));
+    assert_null(strstr(v->description, X5T_A));
+    assert_null(strstr(v->description, X5T_B));
+    assert_null(strstr(v->line.text, X5T_A));
+    assert_null(strstr(v->line.text, X5T_B));
+}
+
+static void test_certbind_optional(void **state)
+{
+    lessons_decide_unit_t u = unit_hs();
+    lessons_decide_policy_t p = policy_of(&u, 1);
+    const char *bound = cert_token("{\"x5t#S256\":\"" X5T_A "\"}");
+    const char *plain = hs_token(claims_with(ISS_A, ""));
+    cert_box_t box = { X5T_A, 0 };
+    lessons_decide_facts_t f;
+    lessons_verdict_t v;
+
+    (void)state;
+    p.certbind = LESSONS_CERTBIND_OPTIONAL;
+    f = facts_cert(bearer(bound), &box);
+    v = decide(&p, &f);
+    is_allowed(&v, bound, &u, "alice", NOW);
+    assert_int_equal(box.calls, 1);
+    /* Another certificate, none verified, no way to ask at all. */
+    box.x5t = X5T_B;
+    v = decide(&p, &f);
+    is_cert_refused(&v, 722, "another client certificate");
+    box.x5t = NULL;
+    v = decide(&p, &f);
+    is_cert_refused(&v, 722, "presented none");
+    f = facts_of(bearer(bound));
+    v = decide(&p, &f);
+    is_cert_refused(&v, 722, "presented none");
+    /* An unbound token is a bearer token, and the certificate is not
+     * read for it.
+     */
+    box.calls = 0;
+    box.x5t = X5T_A;
+    f = facts_cert(bearer(plain), &box);
+    v = decide(&p, &f);
+    is_allowed(&v, plain, &u, "alice", NOW);
+    assert_int_equal(box.calls, 0);
+    /* A cnf that cannot be read is not taken, whatever the certificate. */
+    f = facts_cert(bearer(cert_token("\"" X5T_A "\"")), &box);
+    v = decide(&p, &f);
+    is_cert_refused(&v, 722, "malformed");
+    f = facts_cert(bearer(cert_token("{\"x5t#S256\":\"" X5T_A "=\"}")),
+                   &box);
+    v = decide(&p, &f);
+    is_cert_refused(&v, 722, "malformed");
+    /* Off, or not set: cnf x5t#S256 is not looked at (RFC 8705 3: a
+     * server that does not know the binding takes a bearer token).
+     */
+    box.calls = 0;
+    box.x5t = X5T_B;
+    f = facts_cert(bearer(bound), &box);
+    p.certbind = LESSONS_CERTBIND_OFF;
+    v = decide(&p, &f);
+    is_allowed(&v, bound, &u, "alice", NOW);
+    p.certbind = 0;
+    v = decide(&p, &f);
+    is_allowed(&v, bound, &u, "alice", NOW);
+    assert_int_equal(box.calls, 0);
+}
+
+/* The token cache verifies a token once per process; its binding is
+ * checked against each request's own connection all the same.
+ */
+static void test_certbind_cached(void **state)
+{
+    lessons_decide_unit_t u = unit_hs();
+    lessons_decide_policy_t p = policy_of(&u, 1);
+    const char *bound = cert_token("{\"x5t#S256\":\"" X5T_A "\"}");
+    cert_box_t box = { X5T_A, 0 };
+    lessons_decide_facts_t f = facts_cert(bearer(bound), &box);
+    lessons_tokencache_stats_t st;
+    lessons_verdict_t v;
+
+    (void)state;
+    p.certbind = LESSONS_CERTBIND_OPTIONAL;
+    p.tokens = lessons_tokencache_make(pool, 16);
+    assert_non_null(p.tokens);
+    v = decide(&p, &f);
+    is_allowed(&v, bound, &u, "alice", NOW);
+    box.x5t = X5T_B;
+    v = decide(&p, &f);
+    is_cert_refused(&v, 722, "another client certificate");
+    box.x5t = NULL;
+    v = decide(&p, &f);
+    is_cert_refused(&v, 722, "presented none");
+    box.x5t = X5T_A;
+    v = decide(&p, &f);
+    is_allowed(&v, bound, &u, "alice", NOW);
+    lessons_tokencache_stats(p.tokens, &st);
+    assert_true(st.hits >= 3);
+    assert_int_equal(box.calls, 4);
+}
+
+/* Required: bound to nothing is refused; bound to a certificate, or to
+ * a DPoP key (proved), is taken; bound both ways, judged both ways.
+ */
+static void test_certbind_required(void **state)
+{
+    ec_key_t k = ec_key();
+    lessons_decide_unit_t u = unit_hs();
+    lessons_decide_policy_t p = policy_of(&u, 1);
+    const char *bound = cert_token("{\"x5t#S256\":\"" X5T_A "\"}");
+    const char *plain = hs_token(claims_with(ISS_A, ""));
+    const char *jkt_only = bound_token(&k);
+    const char *both = cert_token(apr_psprintf(pool, "{\"jkt\":\"%s\","
+                                               "\"x5t#S256\":\"" X5T_A
+                                               "\"}", k.jkt));
+    replay_box_t rbox = { NULL, 0, LESSONS_REPLAY_NEW, 0 };
+    cert_box_t box = { X5T_A, 0 };
+    lessons_decide_facts_t f;
+    lessons_verdict_t v;
+
+    (void)state;
+    p.certbind = LESSONS_CERTBIND_REQUIRED;
+    p.replay = replay_take;
+    p.replay_baton = &rbox;
+    f = facts_cert(bearer(plain), &box);
+    v = decide(&p, &f);
+    is_cert_refused(&v, 721, "sender-constrained");
+    f = facts_cert(bearer(bound), &box);
+    v = decide(&p, &f);
+    is_allowed(&v, bound, &u, "alice", NOW);
+    /* DPoP off: a token bound to a key only is bound to nothing here. */
+    f = facts_cert(bearer(jkt_only), &box);
+    v = decide(&p, &f);
+    is_cert_refused(&v, 721, "sender-constrained");
+    /* DPoP on: the same token with its proof is sender-constrained. */
+    p.dpop = LESSONS_DPOP_OPTIONAL;
+    f = facts_cert(apr_pstrcat(pool, "DPoP ", jkt_only, NULL), &box);
+    f.dpop = proof_for(&k, jkt_only, NOW, "c-1");
+    f.dpop_lines = 1;
+    v = decide(&p, &f);
+    is_allowed(&v, jkt_only, &u, "alice", NOW);
+    assert_true(v.dpop);
+    /* Both ways: the proof and the certificate must both hold. */
+    f = facts_cert(apr_pstrcat(pool, "DPoP ", both, NULL), &box);
+    f.dpop = proof_for(&k, both, NOW, "c-2");
+    f.dpop_lines = 1;
+    v = decide(&p, &f);
+    is_allowed(&v, both, &u, "alice", NOW);
+    box.x5t = X5T_B;
+    f.dpop = proof_for(&k, both, NOW, "c-3");
+    v = decide(&p, &f);
+    is_refusal(&v, 401, LESSONS_CHALLENGE_DPOP, "invalid_token",
+               LESSONS_REFUSED_OTHER, 722);
+    /* ... and a good certificate does not stand in for a missing proof. */
+    box.x5t = X5T_A;
+    f.dpop = NULL;
+    f.dpop_lines = 0;
+    v = decide(&p, &f);
+    is_dpop_refused(&v, "invalid_dpop_proof");
+
+    /* DPoP optional, then required: a token bound to a certificate
+     * only is judged by its certificate, not refused as a bearer token;
+     * an unbound one still is where DPoP is required, and so is the
+     * bound one with another certificate.
+     */
+    f = facts_cert(bearer(bound), &box);
+    v = decide(&p, &f);
+    is_allowed(&v, bound, &u, "alice", NOW);
+    p.dpop = LESSONS_DPOP_REQUIRED;
+    f = facts_cert(bearer(bound), &box);
+    v = decide(&p, &f);
+    is_allowed(&v, bound, &u, "alice", NOW);
+    box.x5t = X5T_B;
+    v = decide(&p, &f);
+    is_refusal(&v, 401, LESSONS_CHALLENGE_DPOP, "invalid_token",
+               LESSONS_REFUSED_OTHER, 722);
+    box.x5t = X5T_A;
+    f = facts_cert(bearer(plain), &box);
+    v = decide(&p, &f);
+    is_dpop_refused(&v, "invalid_token");
+    /* ... and where certificates are not looked at, it is a bearer
+     * token, which DPoP required refuses.
+     */
+    p.certbind = LESSONS_CERTBIND_OFF;
+    f = facts_cert(bearer(bound), &box);
+    v = decide(&p, &f);
+    is_dpop_refused(&v, "invalid_token");
 }
 
 /* ------------------------------------------------------------ refusal_of */
@@ -1200,7 +1596,11 @@ int main(void)
         cmocka_unit_test(test_exports),
         cmocka_unit_test(test_dpop_refusals),
         cmocka_unit_test(test_dpop_good_proof),
+        cmocka_unit_test(test_dpop_nonce),
         cmocka_unit_test(test_dpop_no_table),
+        cmocka_unit_test(test_certbind_optional),
+        cmocka_unit_test(test_certbind_cached),
+        cmocka_unit_test(test_certbind_required),
         cmocka_unit_test(test_refusal_of),
     };
 

@@ -15,8 +15,10 @@ package LessonsTest::OIDCP;
 #       # for a DPoP-bound one
 #   my $r = oidc_request($op, token => $t, method => 'GET', url => $url,
 #                        dpop_key => FILE, body => $json, send => 0);
-#       # { status, www_authenticate, body, dpop, authorization }: a
-#       # request made by openid-client (send => 0: only its proof)
+#       # { status, www_authenticate, body, dpop, authorization,
+#       #   exchanges }: a request made by openid-client (send => 0: only
+#       #   its proof); exchanges: each request it sent, [{status,
+#       #   www_authenticate, dpop_nonce, dpop}]
 #
 # The provider is stopped when the process that started it ends.
 

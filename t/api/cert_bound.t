@@ -1,0 +1,304 @@
+# Certificate-bound access tokens (RFC 8705 section 3, issue 44 part 1):
+# LessonsJWTCertBound, with the certificate read from mod_ssl.
+#
+#   - an httpd of the test's own with mod_ssl (SSLVerifyClient optional),
+#     a test CA, client certificates A and B made with openssl, and tokens
+#     signed with the suite's HS256 key carrying cnf x5t#S256 of A;
+#   - optional: a token bound to A: 200 with A, 401 with B, 401 without a
+#     certificate (invalid_token, a description that says which, never a
+#     thumbprint in the answer or the log); the same token on each new
+#     connection (the token cache verified it once) is held to that
+#     connection's certificate; an unbound token: 200;
+#   - a request header that claims a certificate is no certificate;
+#   - over HTTP/2 (mod_http2's connections, curl): the same, from the TLS
+#     connection underneath;
+#   - required: an unbound token: 401; the bound one with A: 200;
+#   - off: cnf x5t#S256 is not looked at (a bearer token, RFC 8705 3);
+#   - SSLVerifyClient optional_no_ca: a self-signed certificate (RFC 8705
+#     2.2) binds by its thumbprint (mod_ssl's GENEROUS);
+#   - start-up: required without mod_ssl, or without SSLEngine on in the
+#     section's virtual host, is refused (LESSONS00726); with it, passes.
+use strict;
+use warnings FATAL => 'all';
+
+use FindBin;
+use lib "$FindBin::Bin/../lib";
+use Apache::Test qw(-withtestmore);
+use Digest::SHA qw(sha256);
+use File::Temp ();
+use HTTP::Request ();
+use LWP::UserAgent ();
+use LessonsTest;
+use LessonsTest::JWT qw(b64url);
+
+my $dir  = File::Temp->newdir;
+my $mods = $ENV{LESSONS_TEST_HTTPD_MODULES} || '/usr/lib/apache2/modules';
+
+sub ossl {
+    my ($args) = @_;
+    system("openssl $args >/dev/null 2>&1") == 0 or die "openssl $args\n";
+}
+
+# ---- a CA, the server's certificate, clients A and B (by the CA) and C
+# (self-signed)
+ossl("req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes"
+     . " -keyout $dir/ca.key -out $dir/ca.pem -days 2 -subj /CN=lessons-test-ca");
+sub issued {
+    my ($name, $cn, $ext) = @_;
+    ossl("req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes"
+         . " -keyout $dir/$name.key -out $dir/$name.csr -subj /CN=$cn");
+    open my $fh, '>', "$dir/$name.ext" or die $!;
+    print $fh "$ext\n";
+    close $fh;
+    ossl("x509 -req -in $dir/$name.csr -CA $dir/ca.pem -CAkey $dir/ca.key"
+         . " -CAcreateserial -out $dir/$name.pem -days 2 -extfile $dir/$name.ext");
+}
+issued('server', '127.0.0.1', "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth");
+issued('a', 'client-a', 'extendedKeyUsage=clientAuth');
+issued('b', 'client-b', 'extendedKeyUsage=clientAuth');
+ossl("req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes"
+     . " -keyout $dir/c.key -out $dir/c.pem -days 2 -subj /CN=client-c");
+
+# RFC 8705's x5t#S256, from openssl's DER, not from the module.
+sub x5t {
+    my ($name) = @_;
+    my $der = `openssl x509 -in $dir/$name.pem -outform DER`;
+    die "openssl x509 $name\n" if $? || !length $der;
+    return b64url(sha256($der));
+}
+my %x5t = map { $_ => x5t($_) } qw(a b c);
+
+my $tls = <<"EOF";
+LoadModule socache_shmcb_module "$mods/mod_socache_shmcb.so"
+LoadModule ssl_module "$mods/mod_ssl.so"
+SSLSessionCache "shmcb:$dir/ssl_scache(512000)"
+SSLEngine on
+SSLCertificateFile "$dir/server.pem"
+SSLCertificateKeyFile "$dir/server.key"
+SSLCACertificateFile "$dir/ca.pem"
+SSLVerifyClient optional
+SSLVerifyDepth 2
+EOF
+
+sub location {
+    my ($path, $mode) = @_;
+    return qq{<Location "$path">\n    SetHandler lessons\n}
+         . qq{    LessonsJWTKey HS256 "$ENV{LESSONS_TEST_HS_KEY}"\n}
+         . ($mode ? "    LessonsJWTCertBound $mode\n" : '')
+         . "</Location>\n";
+}
+my $sections = location('/opt/api/lessons', 'optional')
+             . location('/req/api/lessons', 'required')
+             . location('/off/api/lessons', 'off')
+             . location('/api/lessons', undef);
+
+# ---- start-up
+sub configtest {
+    my ($name, $body) = @_;
+    mkdir "$dir/$name" or die "$dir/$name: $!";
+    my $conf = httpd_conf("$dir/$name", free_port(), $body);
+    my $out = `'@{[ LessonsTest::httpd_bin() ]}' -t -f '$conf' 2>&1`;
+    return ($? >> 8, $out);
+}
+{
+    my ($rc, $out) = configtest('no-ssl', location('/req/api/lessons', 'required'));
+    isnt $rc, 0, 'required without mod_ssl: configtest fails';
+    like $out, qr/LESSONS00726: .*LessonsJWTCertBound required, but mod_ssl is not loaded/,
+        '... saying mod_ssl is not loaded' or diag $out;
+
+    ($rc, $out) = configtest('no-engine', <<"EOF" . location('/opt/api/lessons', 'optional'));
+LoadModule socache_shmcb_module "$mods/mod_socache_shmcb.so"
+LoadModule ssl_module "$mods/mod_ssl.so"
+<VirtualHost 127.0.0.1:*>
+    ServerName plain.example
+@{[ location('/req/api/lessons', 'required') ]}
+</VirtualHost>
+EOF
+    isnt $rc, 0, 'required in a virtual host without SSLEngine on: configtest fails';
+    like $out, qr/LESSONS00726: .*SSLEngine is not on in its <VirtualHost>/,
+        '... naming the virtual host' or diag $out;
+    unlike $out, qr/LESSONS00726: [^\n]*optional/, '... optional is not refused';
+
+    ($rc, $out) = configtest('engine', $tls . $sections);
+    is $rc, 0, 'required with SSLEngine on: configtest passes' or diag $out;
+
+    # A section outside any virtual host serves them all: taken where one
+    # of them has TLS, refused where none has.
+    my $vhost_tls = <<"EOF" . location('/req/api/lessons', 'required');
+LoadModule socache_shmcb_module "$mods/mod_socache_shmcb.so"
+LoadModule ssl_module "$mods/mod_ssl.so"
+SSLSessionCache "shmcb:$dir/ssl_scache3(512000)"
+<IfModule ssl_module>
+<VirtualHost 127.0.0.1:*>
+    ServerName tls.example
+    SSLEngine on
+    SSLCertificateFile "$dir/server.pem"
+    SSLCertificateKeyFile "$dir/server.key"
+</VirtualHost>
+</IfModule>
+EOF
+    ($rc, $out) = configtest('vhost-engine', $vhost_tls);
+    is $rc, 0, 'required outside any virtual host, SSLEngine on in one (in <IfModule>): passes'
+        or diag $out;
+    ($rc, $out) = configtest('main-no-engine', <<"EOF" . location('/req/api/lessons', 'required'));
+LoadModule socache_shmcb_module "$mods/mod_socache_shmcb.so"
+LoadModule ssl_module "$mods/mod_ssl.so"
+<VirtualHost 127.0.0.1:*>
+    ServerName plain.example
+</VirtualHost>
+EOF
+    like $out, qr/LESSONS00726: .*SSLEngine is not on in the main server nor in any virtual host/,
+        'required outside any virtual host, none with SSLEngine on: refused' or diag $out;
+
+    ($rc, $out) = configtest('bad-word', location('/x/api/lessons', 'sometimes'));
+    like $out, qr/LessonsJWTCertBound takes off, optional or required, not "sometimes"/,
+        'a word other than off, optional, required: refused' or diag $out;
+}
+
+# ---- the server
+my $port = free_port();
+our $base;
+$base = "https://127.0.0.1:$port";
+start_httpd(httpd_conf("$dir", $port, "ServerName 127.0.0.1:$port\nLogLevel info\n"
+                       . qq{LoadModule http2_module "$mods/mod_http2.so"\n}
+                       . "Protocols h2 http/1.1\n" . $tls . $sections), $port);
+
+# A client with certificate $name (undef: none); one connection per request.
+sub ua_with {
+    my ($name) = @_;
+    my %ssl = (SSL_ca_file => "$dir/ca.pem", verify_hostname => 0);
+    if ($name) {
+        $ssl{SSL_cert_file} = "$dir/$name.pem";
+        $ssl{SSL_key_file}  = "$dir/$name.key";
+    }
+    return LWP::UserAgent->new(keep_alive => 0, timeout => 60, ssl_opts => \%ssl);
+}
+my %ua = (a => ua_with('a'), b => ua_with('b'), c => ua_with('c'), none => ua_with(undef));
+
+sub get {
+    my ($who, $path, $token, @headers) = @_;
+    my $req = HTTP::Request->new(GET => "$base$path");
+    $req->header(Authorization => "Bearer $token");
+    $req->header(@headers) if @headers;
+    return $ua{$who}->request($req);
+}
+
+sub log_text {
+    open my $fh, '<', "$dir/error_log" or return '';
+    local $/;
+    return scalar <$fh>;
+}
+
+sub is_cert_refusal {
+    my ($res, $desc, $name) = @_;
+    local $Test::Builder::Level = $Test::Builder::Level + 1;
+    is $res->code, 401, "$name: 401" or diag $res->as_string;
+    my $h = join ' | ', $res->header('WWW-Authenticate');
+    like $h, qr/\ABearer realm="lessons", error="invalid_token", error_description="[^"]*$desc/,
+        "$name: Bearer invalid_token, $desc" or diag $h;
+    my $text = $res->as_string;
+    unlike $text, qr/\Q$x5t{$_}\E/, "$name: no thumbprint in the answer ($_)" for qw(a b);
+}
+
+my $bound_a = good_token(claims => { cnf => { 'x5t#S256' => $x5t{a} } });
+my $plain   = good_token();
+
+# ---- optional
+my $res = get(a => '/opt/api/lessons', $bound_a);
+is $res->code, 200, 'optional: a token bound to A, with A: 200' or diag $res->as_string;
+is_cert_refusal(get(b => '/opt/api/lessons', $bound_a), 'another client certificate',
+                'optional: bound to A, with B');
+is_cert_refusal(get(none => '/opt/api/lessons', $bound_a), 'presented none',
+                'optional: bound to A, without a certificate');
+# Verified once by the process (the token cache), held to each
+# connection's certificate all the same.
+$res = get(a => '/opt/api/lessons', $bound_a);
+is $res->code, 200, 'optional: A again on a new connection: 200';
+is_cert_refusal(get(b => '/opt/api/lessons', $bound_a), 'another client certificate',
+                'optional: B again on a new connection');
+$res = get(none => '/opt/api/lessons', $plain);
+is $res->code, 200, 'optional: an unbound token without a certificate: 200';
+$res = get(b => '/opt/api/lessons', $plain);
+is $res->code, 200, 'optional: an unbound token with B: 200';
+
+# A header is no certificate: B's connection, A's PEM in the headers a
+# TLS-terminating proxy would set.
+my $pem_a = do { local (@ARGV, $/) = "$dir/a.pem"; <> };
+(my $one_line = $pem_a) =~ s/\n/ /g;
+is_cert_refusal(get(b => '/opt/api/lessons', $bound_a, 'SSL-Client-Cert' => $one_line,
+                    'X-SSL-Client-Cert' => $one_line, 'SSL_CLIENT_CERT' => $one_line),
+                'another client certificate', 'optional: A\'s PEM in request headers, B on the connection');
+is_cert_refusal(get(none => '/opt/api/lessons', $bound_a, 'X-SSL-Client-Cert' => $one_line),
+                'presented none', 'optional: A\'s PEM in a header, no certificate');
+
+# A cnf copied into another token: its own signature is the suite's
+# key, the binding is still A's.
+my $copied = good_token(claims => { sub => 'mallory', cnf => { 'x5t#S256' => $x5t{a} } });
+is_cert_refusal(get(b => '/opt/api/lessons', $copied), 'another client certificate',
+                'optional: a cnf copied into another token, with B');
+is_cert_refusal(get(a => '/opt/api/lessons',
+                    good_token(claims => { cnf => { 'x5t#S256' => "$x5t{a}=" } })),
+                'malformed', 'optional: a padded thumbprint');
+
+# ---- required
+is_cert_refusal(get(a => '/req/api/lessons', $plain), 'sender-constrained',
+                'required: an unbound token, with A');
+$res = get(a => '/req/api/lessons', $bound_a);
+is $res->code, 200, 'required: the token bound to A, with A: 200';
+is_cert_refusal(get(b => '/req/api/lessons', $bound_a), 'another client certificate',
+                'required: bound to A, with B');
+
+# ---- off, and not set: a bearer token
+for my $path ('/off/api/lessons', '/api/lessons') {
+    $res = get(b => $path, $bound_a);
+    is $res->code, 200, "$path: bound to A, with B: 200 (cnf x5t#S256 not looked at)";
+    $res = get(none => $path, $bound_a);
+    is $res->code, 200, "$path: bound to A, without a certificate: 200";
+}
+
+# ---- HTTP/2: the request's connection is mod_http2's own, the
+# certificate is its TLS connection's (curl, which speaks h2 over ALPN)
+SKIP: {
+    skip 'curl not installed', 4 unless grep { -x "$_/curl" } split /:/, $ENV{PATH};
+    my $h2 = sub {
+        my ($who, $token) = @_;
+        my @cert = $who ? ('--cert', "$dir/$who.pem", '--key', "$dir/$who.key") : ();
+        open my $p, '-|', 'curl', '-s', '--http2', '--cacert', "$dir/ca.pem", @cert,
+            '-H', "Authorization: Bearer $token", '-o', '/dev/null',
+            '-w', '%{http_version} %{http_code}', "$base/opt/api/lessons"
+            or die "curl: $!";
+        local $/;
+        return scalar <$p> // '';
+    };
+    is $h2->('a', $bound_a), '2 200', 'HTTP/2: bound to A, with A: 200';
+    is $h2->('b', $bound_a), '2 401', 'HTTP/2: bound to A, with B: 401';
+    is $h2->(undef, $bound_a), '2 401', 'HTTP/2: bound to A, without a certificate: 401';
+    is $h2->(undef, $plain), '2 200', 'HTTP/2: an unbound token: 200';
+}
+
+# ---- the log: the refusals at info, no thumbprint
+my $log = log_text();
+like $log, qr/LESSONS00722: GET \/opt\/api\/lessons refused \(401\)[^\n]*another client certificate/,
+    'the log: LESSONS00722 for another certificate';
+like $log, qr/LESSONS00722: [^\n]*without a verified one/, 'the log: LESSONS00722 without a certificate';
+like $log, qr/LESSONS00721: [^\n]*LessonsJWTCertBound required/, 'the log: LESSONS00721 for an unbound token';
+unlike $log, qr/\Q$x5t{$_}\E/, "the log holds no thumbprint ($_)" for qw(a b);
+
+# ---- optional_no_ca: a self-signed certificate binds by its thumbprint
+{
+    my $p2 = free_port();
+    mkdir "$dir/noca" or die $!;
+    (my $noca = $tls) =~ s/SSLVerifyClient optional/SSLVerifyClient optional_no_ca/;
+    $noca =~ s/ssl_scache/ssl_scache2/;
+    start_httpd(httpd_conf("$dir/noca", $p2, "ServerName 127.0.0.1:$p2\n" . $noca
+                           . location('/opt/api/lessons', 'optional')), $p2);
+    local $base = "https://127.0.0.1:$p2";
+    my $bound_c = good_token(claims => { cnf => { 'x5t#S256' => $x5t{c} } });
+    $res = get(c => '/opt/api/lessons', $bound_c);
+    is $res->code, 200, 'optional_no_ca: a token bound to self-signed C, with C: 200'
+        or diag $res->as_string;
+    is_cert_refusal(get(a => '/opt/api/lessons', $bound_c), 'another client certificate',
+                    'optional_no_ca: bound to C, with A');
+}
+
+done_testing();
