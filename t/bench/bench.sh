@@ -228,6 +228,12 @@ stop_httpd() {
     wait "$pid" 2>/dev/null || true
 }
 url() { echo "http://127.0.0.1:$PORT$1"; }
+# error_lines LABEL: the server's error_log lines at level error or worse:
+# the last 5 shown on stderr after LABEL, their count on stdout.
+error_lines() {
+    grep -aE ':(emerg|alert|crit|error)\]' "$ERROR_LOG" | tail -n 5 | sed "s/^/bench: $1: /" >&2 || true
+    grep -acE ':(emerg|alert|crit|error)\]' "$ERROR_LOG" || true
+}
 
 # --- wrk ----------------------------------------------------------------
 # wrk's report as "rps p50-ms p99-ms requests non2xx socket-errors", where
@@ -937,7 +943,6 @@ for DRIVER in $DBS; do
     # load (more of their threads and pooled connections at work), which
     # a leak check would count as growth (+17.4% at c223d38, +18.2% at
     # b023d04; the witness run after it +0.2% and +0.0%).
-    stop_httpd
     start_httpd
     rss_phase "$DRIVER"
     stop_httpd
@@ -945,8 +950,7 @@ for DRIVER in $DBS; do
     log "$DRIVER: creates and updates"
     start_httpd
     write_rounds "$DRIVER"
-    grep -aE ':(emerg|alert|crit|error)\]' "$ERROR_LOG" | tail -n 5 | sed 's/^/bench: error_log: /' >&2 || true
-    meta "$DRIVER" errors "$(grep -acE ':(emerg|alert|crit|error)\]' "$ERROR_LOG" || true)"
+    meta "$DRIVER" errors "$(error_lines error_log)"
     stop_httpd
     shipped_writes "$DRIVER"
     if [ "$DRIVER" = pgsql ]; then

@@ -136,13 +136,16 @@ shipped_check() {
         || die "shipped: the gzip twin came without Content-Encoding: gzip"
 }
 
-# shipped_connects N: the connections curl needed for N requests of
-# GET by id's twin, one after another: the keep-alive the server applies.
+# shipped_connects WANT WHAT: 203 requests of GET by id's twin, one after
+# another, took WANT connections (the keep-alive the server applies, WHAT),
+# or die.  A connection serves its first request and MaxKeepAliveRequests
+# more (httpd counts the ones kept alive).
 shipped_connects() {
-    local i urls=() u
+    local i urls=() u n
     u=$(url /static/id)
-    for ((i = 0; i < $1; i++)); do urls+=("$u" -o /dev/null); done
-    curl -s -w '%{num_connects}\n' "${urls[@]}" | awk '{ n += $1 } END { print n + 0 }'
+    for ((i = 0; i < 203; i++)); do urls+=("$u" -o /dev/null); done
+    n=$(curl -s -w '%{num_connects}\n' "${urls[@]}" | awk '{ n += $1 } END { print n + 0 }')
+    [ "$n" = "$1" ] || die "shipped: 203 requests took $n connection(s), not $1 ($2)"
 }
 
 # shipped_phase DB: the GET routes against their twins on the shipped
@@ -154,13 +157,9 @@ shipped_phase() {
     shipped_setup "$db"
     shipped_start
     shipped_check "$db"
-    # A connection serves its first request and 100 more (httpd counts
-    # the ones kept alive).
-    [ "$(shipped_connects 203)" = 3 ] \
-        || die "shipped: 203 requests took $(shipped_connects 203) connections, not 3 (MaxKeepAliveRequests 100)"
+    shipped_connects 3 "MaxKeepAliveRequests 100"
     get_phase "shipped-$db" "$SHIPPED_ROUTES"
-    grep -aE ':(emerg|alert|crit|error)\]' "$ERROR_LOG" | tail -n 5 | sed 's/^/bench: shipped error_log: /' >&2 || true
-    meta "shipped-$db" errors "$(grep -acE ':(emerg|alert|crit|error)\]' "$ERROR_LOG" || true)"
+    meta "shipped-$db" errors "$(error_lines "shipped error_log")"
     stop_httpd
     # What Debian's MaxKeepAliveRequests 100 costs, for README's
     # production page: the same server with connections kept ("0"), on
@@ -169,8 +168,7 @@ shipped_phase() {
     EXTRA_DEFINES=(-c "MaxKeepAliveRequests 0")
     shipped_start
     EXTRA_DEFINES=()
-    [ "$(shipped_connects 203)" = 1 ] \
-        || die "shipped: MaxKeepAliveRequests 0 did not keep one connection for 203 requests"
+    shipped_connects 1 "MaxKeepAliveRequests 0"
     get_phase "shipped0-$db" "$SHIPPED_KA_ROUTES"
     stop_httpd
 }
@@ -184,7 +182,7 @@ shipped_writes() {
     shipped_start
     write_rounds "shipped-$db"
     before=$(meta_get "shipped-$db" errors)
-    now=$(grep -acE ':(emerg|alert|crit|error)\]' "$ERROR_LOG" || true)
+    now=$(error_lines "shipped error_log")
     meta "shipped-$db" errors $(( ${before:-0} + ${now:-0} ))
     stop_httpd
 }
