@@ -14,6 +14,8 @@
  * libpq's English wording, which the C locale of httpd's children
  * keeps).
  */
+#include <poll.h>
+
 #include <libpq-fe.h>
 
 #include "apr_env.h"
@@ -38,8 +40,43 @@ static void lessons_pgsql_process_init(apr_pool_t *p, long timeout_ms)
     }
 }
 
+/* Whether the server has hung up on an idle connection.  libpq keeps
+ * saying CONNECTION_OK until a statement fails on it, so after a
+ * database restart or a failover every pooled connection would cost one
+ * request a 503.  Idle, the server has nothing to say but a rare
+ * ParameterStatus or its last words ("terminating connection ...")
+ * before it closes: read what is there (libpq's socket never blocks),
+ * twice, so that a close right behind those words is seen too.  One
+ * poll of no wait on each request's connection.
+ */
+static int lessons_pgsql_hung_up(PGconn *conn)
+{
+    struct pollfd pfd;
+    int i;
+
+    for (i = 0; i < 2; i++) {
+        pfd.fd = PQsocket(conn);
+        pfd.events = POLLIN;
+        pfd.revents = 0;
+        if (pfd.fd < 0 || poll(&pfd, 1, 0) <= 0) {
+            break;
+        }
+        if (!PQconsumeInput(conn)) {
+            break;
+        }
+    }
+    return PQstatus(conn) != CONNECTION_OK;
+}
+
+/* A hung-up connection is made again here (PQreset, bounded by
+ * PGCONNECT_TIMEOUT), as mod_dbd's check would on its next use: the new
+ * backend's PID makes lessons_db prepare afresh.
+ */
 static long lessons_pgsql_backend(void *native, const char **err)
 {
+    if (native && lessons_pgsql_hung_up(native)) {
+        PQreset(native);
+    }
     if (!native || PQstatus(native) != CONNECTION_OK) {
         *err = "the connection to PostgreSQL is down";
         return 0;

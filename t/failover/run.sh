@@ -7,11 +7,16 @@
 # primary dies and the standby is promoted while clients keep asking.
 #   - the module recovers without an Apache restart: only 503s with
 #     Retry-After in between; prints the recovery time;
+#   - once it has, requests 8 at a time (which reach the pool's older
+#     connections, not only the one sequential requests reuse): all 200;
 #   - the promoted server's history differs (its counters reach the same
 #     versions with other content): no body or ETag from before is served
 #     as current: GET gives the promoted server's lesson, If-None-Match
 #     with the old tag is no 304, If-Match with it a 412, and the list's
-#     old tag no 304 either.
+#     old tag no 304 either;
+#   - the promoted server restarts while no request runs: every pooled
+#     connection's server has hung up, and the requests after it, 8 at a
+#     time, are all 200 (none meets a dead connection and answers 503).
 # make test runs it (t/failover/failover.mk); make failover alone.
 # With INTEGRATION_COUNTS=FILE, appends "passed failed" to FILE.
 set -euo pipefail
@@ -108,7 +113,15 @@ ErrorLog $WORK/logs/error.log
 LogLevel warn
 DBDriver pgsql
 DBDParams "host=127.0.0.1,127.0.0.1 port=$P1,$P2 dbname=lessons user=app target_session_attrs=read-write connect_timeout=2"
-DBDMin 0
+# One process, so that the requests after the failover meet the
+# connections it opened on the primary (DBDMin) for certain.
+StartServers 1
+ServerLimit 1
+ThreadsPerChild 16
+MaxRequestWorkers 16
+MinSpareThreads 1
+MaxSpareThreads 16
+DBDMin 4
 DBDKeep 4
 DBDMax 8
 LessonsDBTimeout 5
@@ -191,6 +204,14 @@ n503=$(awk '$2 == 503' "$WORK/during" | wc -l)
 total=$(wc -l <"$WORK/during")
 check "during the failover only 200 or 503 with Retry-After ($others others of $total)" [ "$others" -eq 0 ]
 
+# burst: 64 GETs, 8 at a time: "COUNT STATUS ..." of their answers
+burst() {
+    seq 1 64 | xargs -P 8 -I{} curl -s -o /dev/null -w '%{http_code}\n' --max-time 20 \
+        -H "Authorization: Bearer $TOKEN" "$URL" | sort | uniq -c | xargs echo
+}
+b=$(burst)
+check "after the recovery, 64 requests 8 at a time: all 200 ($b)" [ "$b" = "64 200" ]
+
 # --- after: the promoted server's history ----------------------------------
 read -r st e2 <<<"$(api GET "/$ID")"
 check "GET on the promoted server: its own lesson, not the primary's lost commit" \
@@ -210,6 +231,14 @@ read -r st _e <<<"$(api PUT "/$ID" -H "If-Match: $e1" -H 'Content-Type: applicat
 check "If-Match with the tag from before: 412 ($st)" [ "$st" = 412 ]
 title=$(psql_at "$P2" "SELECT title FROM lessons WHERE id = $ID")
 check "the stored title is the promoted server's ($title)" [ "$title" = "Auf dem Standby" ]
+
+# --- a restart while idle: the pool's connections have all hung up ---------
+b=$(burst)
+check "before the restart, 64 requests 8 at a time: all 200 ($b)" [ "$b" = "64 200" ]
+pg pg_ctl -D "$WORK/standby" -m fast -w -t 60 restart \
+    -o "-c listen_addresses=127.0.0.1 -p $P2 -c unix_socket_directories=$WORK" >/dev/null
+b=$(burst)
+check "after a restart while idle, 64 requests 8 at a time: all 200 ($b)" [ "$b" = "64 200" ]
 
 echo "failover: recovered in ${recovery} s after the primary stopped; during it $total requests: $((total - n503)) 200, $n503 503 with Retry-After, $others other"
 [ -z "${INTEGRATION_COUNTS:-}" ] || echo "$passed $failed" >>"$INTEGRATION_COUNTS"

@@ -143,7 +143,8 @@ apache_master() {
     for pid in $(pgrep -x apache2); do
         ppid=$(ps -o ppid= -p "$pid" 2>/dev/null | tr -d ' ')
         [ "$(cat "/proc/$ppid/comm" 2>/dev/null)" = apache2 ] && continue
-        args=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)
+        # 2>/dev/null first: the process may be gone by now.
+        args=$(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline")
         case " $args " in *" -k start "*) ;; *) continue ;; esac
         case " $args " in *" -f "*|*" -d "*|*" -t "*) continue ;; esac
         echo "$pid"
