@@ -241,6 +241,16 @@ static int same_origin(const lessons_origin_t *a, const lessons_origin_t *b)
            && a->port == b->port;
 }
 
+int lessons_fetch_same_origin(apr_pool_t *p, const char *a, const char *b,
+                              int allow_http)
+{
+    lessons_origin_t oa, ob;
+
+    return url_parse(p, a, allow_http, &oa) == NULL
+           && url_parse(p, b, allow_http, &ob) == NULL
+           && same_origin(&oa, &ob);
+}
+
 /* --------------------------------------------------------------- body */
 
 typedef struct {

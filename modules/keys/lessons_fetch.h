@@ -50,6 +50,13 @@ const char *lessons_fetch_check_url(apr_pool_t *p, const char *url,
  */
 const char *lessons_fetch_check_proxy(apr_pool_t *p, const char *url);
 
+/* Are a and b URLs (as lessons_fetch_check_url takes them) of one
+ * origin: scheme, host (case aside) and port, the default port spelt
+ * out or not?  1 or 0 (either not a URL taken).
+ */
+int lessons_fetch_same_origin(apr_pool_t *p, const char *a, const char *b,
+                              int allow_http);
+
 /* GET opts->url.  On success returns NULL with *body (NUL-terminated,
  * in p) and *len; the final status must be 200.  Otherwise a one-line
  * message for the error log (curl's own words, the status, "larger
