@@ -795,6 +795,14 @@ static void decide_give_nonce(lessons_decision_t *d)
     }
 }
 
+/* A unit with no key at all (nor keys to fetch): only a provider that
+ * introspects can speak for a token there.
+ */
+static int decide_keyless(const lessons_decide_unit_t *unit)
+{
+    return !unit->fetched && !unit->token.key && !unit->token.keys;
+}
+
 /* The steps, in order, to the verdict. */
 static lessons_verdict_e decide_steps(lessons_decision_t *d)
 {
@@ -820,12 +828,14 @@ static lessons_verdict_e decide_steps(lessons_decision_t *d)
     if (decide_bearer(d)) {
         return v->kind;
     }
-    /* A token that is no JWT, where the section asks the provider: its
-     * answer's claims take the JWT's path from DPoP on.  (A section of
-     * several issuers has no one provider to ask: never there.)
+    /* A token that is no JWT, where the section asks the provider, and
+     * every token where it has no key besides: the answer's claims take
+     * the JWT's path from DPoP on.  (A section of several issuers has no
+     * one provider to ask: never there.)
      */
     if (policy->introspect && !policy->blocks
-        && lessons_introspect_is_opaque(p, v->token)) {
+        && (decide_keyless(&policy->units[0])
+            || lessons_introspect_is_opaque(p, v->token))) {
         v->unit = &policy->units[0];
         if (v->unit->broken) {
             return decide_misconfigured(d, v->unit->broken);

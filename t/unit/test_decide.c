@@ -1801,6 +1801,38 @@ static void test_introspect_jwt(void **state)
     assert_int_equal(idp.calls, 0);
 }
 
+/* A section with no key, only a provider: every token is asked about,
+ * a JWT too (no key could verify it here); without the provider the
+ * same section is broken, never open.
+ */
+static void test_introspect_keyless(void **state)
+{
+    lessons_decide_unit_t u;
+    const char *jwt = hs_token(claims_with(ISS_A, ""));
+    fake_idp_t idp = { { NULL }, { NULL }, 1, 0, NULL };
+    lessons_decide_policy_t p;
+    lessons_verdict_t v;
+
+    (void)state;
+    memset(&u, 0, sizeof(u));
+    u.token.issuer = ISS_A;
+    u.token.audience = AUD;
+    p = policy_introspect(&u, &idp);
+    idp.token[0] = jwt;
+    idp.answer[0] = active_with("");
+    v = decide_auth(&p, bearer(jwt));
+    is_introspected(&v, jwt, &u, "alice");
+    assert_int_equal(idp.calls, 1);
+    idp.answer[0] = "{\"active\":false}";
+    v = decide_auth(&p, bearer(jwt));
+    is_refusal(&v, 401, LESSONS_CHALLENGE_BEARER, "invalid_token",
+               LESSONS_REFUSED_OTHER, 740);
+    p.introspect = NULL;
+    v = decide_auth(&p, bearer(jwt));
+    assert_int_equal(v.kind, LESSONS_VERDICT_REFUSE);
+    assert_int_not_equal(v.status, 200);
+}
+
 /* ------------------------------------------------------------ refusal_of */
 
 static void test_refusal_of(void **state)
@@ -1847,6 +1879,7 @@ int main(void)
         cmocka_unit_test(test_introspect_refused),
         cmocka_unit_test(test_introspect_bound),
         cmocka_unit_test(test_introspect_jwt),
+        cmocka_unit_test(test_introspect_keyless),
         cmocka_unit_test(test_refusal_of),
     };
 
