@@ -1111,6 +1111,12 @@ const char *lessons_set_introspect(cmd_parms *cmd, void *dconf,
     src->allow_http = src->url && loopback;
     src->where = apr_psprintf(cmd->pool, "%s:%d", cmd->directive->filename,
                               cmd->directive->line_num);
+    /* Where it is the section's only way to take a token, its
+     * <Location> is the API's base path, as a key's is.
+     */
+    if (!conf->location) {
+        conf->location = lessons_plain_location(cmd);
+    }
     lessons_introspect_note(cmd->pool);
     lessons_gates(cmd, conf);
     return lessons_touch(cmd, conf);
