@@ -125,8 +125,8 @@ static int lessons_check_section(apr_pool_t *ptemp, lessons_dir_conf *c,
                      "LessonsJWTKeysMin"
                      "Refresh need LessonsJWTKeysURL in the same section "
                      "(or an https:// LessonsJWTIssuer whose keys are "
-                     "discovered; LessonsJWTKeysCA and LessonsJWTKeysProxy "
-                     "also serve LessonsJWTIntrospect in its section)",
+                     "discovered); LessonsJWTKeysCA and LessonsJWTKeysProxy "
+                     "also serve LessonsJWTIntrospect in its section",
                      c->keys_where ? c->keys_where : "a section");
         rc = !OK;
     }
