@@ -369,6 +369,13 @@ static int decide_introspect(lessons_decision_t *d, const char **subject,
     lessons_token_e trc;
     const char *sub = NULL;
 
+    /* Longer than any token taken here: the client's fault (401), not
+     * a question for the provider.
+     */
+    if (strlen(v->token) > LESSONS_TOKEN_MAX_LEN) {
+        decide_token_refused(d, LESSONS_TOKEN_MALFORMED);
+        return 1;
+    }
     memset(&a, 0, sizeof(a));
     if (policy->introspect(policy->introspect_baton, d->p, v->token,
                            d->facts->now, &a) != 0) {

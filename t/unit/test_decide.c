@@ -1725,6 +1725,17 @@ static void test_introspect_refused(void **state)
     idp.answer[0] = "<html>";
     v = decide_auth(&p, bearer(OPAQUE));
     is_refusal(&v, 503, LESSONS_CHALLENGE_NONE, NO_ERROR, -1, 743);
+    /* Too long to be a token here: 401, the provider never asked. */
+    {
+        char *big = apr_palloc(pool, LESSONS_TOKEN_MAX_LEN + 2);
+
+        memset(big, 'A', LESSONS_TOKEN_MAX_LEN + 1);
+        big[LESSONS_TOKEN_MAX_LEN + 1] = '\0';
+        idp.calls = 0;
+        v = decide_auth(&p, bearer(big));
+        is_token_refused(&v, LESSONS_REFUSED_MALFORMED);
+        assert_int_equal(idp.calls, 0);
+    }
     /* The provider down or slow: 503 with Retry-After. */
     idp.answer[0] = NULL;
     v = decide_auth(&p, bearer(OPAQUE));
