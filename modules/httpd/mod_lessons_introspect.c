@@ -21,6 +21,7 @@
 #include "httpd/mod_lessons.h"
 
 #include "auth/lessons_introspect.h"
+#include "base/lessons_digest.h"
 
 #define LESSONS_INTROSPECT_SEEN        "lessons-introspect-seen"
 #define LESSONS_INTROSPECT_CONNECT_MS  2000
@@ -205,21 +206,6 @@ static const char *lessons_introspect_endpoint(lessons_introspect_ask_t *a,
     return endpoint;
 }
 
-static const char *lessons_hex(apr_pool_t *p, const unsigned char *d,
-                               apr_size_t n)
-{
-    static const char digits[] = "0123456789abcdef";
-    char *out = apr_palloc(p, n * 2 + 1);
-    apr_size_t i;
-
-    for (i = 0; i < n; i++) {
-        out[2 * i] = digits[d[i] >> 4];
-        out[2 * i + 1] = digits[d[i] & 15];
-    }
-    out[2 * n] = '\0';
-    return out;
-}
-
 /* lessons_decide_introspect_fn: the process's cache, else the
  * provider.  An answer is kept while lessons_introspect_cache_until
  * says (its raw text, re-read on a hit: each request gets claims of its
@@ -252,7 +238,7 @@ static int lessons_introspect_ask(void *baton, apr_pool_t *p,
         out->why = "the token's digest could not be made";
         return -1;
     }
-    name = lessons_hex(p, key, sizeof(key));
+    name = lessons_digest_hex(p, key, sizeof(key));
     memset(&kept, 0, sizeof(kept));
     if (lessons_tokencache_get(a->cache, p, key, name, strlen(name),
                                (double)now, &kept)

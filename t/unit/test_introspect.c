@@ -280,6 +280,11 @@ static void test_key(void **state)
     assert_memory_not_equal(a, d, sizeof(a));
     /* The token's bytes are not in the key. */
     assert_null(memmem(a, sizeof(a), "token", 5));
+    /* The key as the cache names it: hex, 64 characters. */
+    assert_string_equal(lessons_digest_hex(pool,
+                                           (const unsigned char *)"\0\xab\xff",
+                                           3), "00abff");
+    assert_int_equal(strlen(lessons_digest_hex(pool, a, sizeof(a))), 64);
 }
 
 static void test_opaque(void **state)
