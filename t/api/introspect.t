@@ -9,7 +9,9 @@
 #   - inactive (unknown, revoked): 401 invalid_token;
 #   - answers are reused: a second request asks nothing; a revocation is
 #     seen once LessonsJWTIntrospectCacheMax has passed, not before;
-#   - the provider stopped: 503 with Retry-After, never a 200; back: 200;
+#   - the provider stopped, too slow, or answering what cannot be used
+#     ("active": "true", none, over 32 KiB): 503 with Retry-After, never
+#     a 200; back: 200;
 #   - Require jwt-claim scope on an introspected scope, two tokens with
 #     two answers never swapped (the cache key);
 #   - discover: the endpoint from the issuer's metadata; a metadata
@@ -210,6 +212,27 @@ like error_log(), qr/LESSONS00740: .*says the token is not active/,
         '... and the 503 says why';
     control(POST => '/start');
     is get('/op/api/lessons', $fresh)->code, 200, 'the provider back: 200';
+}
+
+# ---- answers that cannot be used, a provider too slow: 503 -------------
+{
+    my @cases = ([ { body => '{"active":"true","sub":"alice"}' },
+                   qr/LESSONS00743: .*cannot be used/, '"active": "true" (a string)' ],
+                 [ { body => '{"sub":"alice"}' },
+                   qr/LESSONS00743: .*cannot be used/, 'no "active"' ],
+                 [ { body => '{"active":true,"x":"' . ('a' x 40000) . '"}' },
+                   qr/LESSONS00742: .*larger than/, 'an answer over 32 KiB' ],
+                 [ { delay_ms => 8000 },
+                   qr/LESSONS00742: .*timed out/, 'no answer within 5 s' ]);
+    for my $case (@cases) {
+        control(POST => '/introspection', $case->[0]);
+        $res = get('/op/api/lessons', opaque());
+        is_problem($res, 503, "$case->[2]: 503, never 200");
+        like $res->header('Retry-After') // '', qr/\A\d+\z/, '... with Retry-After';
+        like error_log(), $case->[1], '... and logged why';
+    }
+    control(POST => '/introspection', {});
+    is get('/op/api/lessons', opaque())->code, 200, 'the provider answering again: 200';
 }
 
 # ---- an endpoint on another origin: refused ----------------------------
