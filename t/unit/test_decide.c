@@ -1769,8 +1769,8 @@ static void test_introspect_bound(void **state)
     /* Bound to a DPoP key: sent as a bearer token, refused. */
     p.certbind = 0;
     p.dpop = LESSONS_DPOP_OPTIONAL;
-    idp.answer[0] = active_with(",\"cnf\":{\"jkt\":"
-                                "\"0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I\"}");
+    idp.answer[0] = active_with(",\"cnf\":{\"jkt\":\"0ZcOCORZNYy-DWpqq30j"
+                                "ZyJGHTN0d2HglBV3uiguA4I\"}");
     v = decide_auth(&p, bearer(OPAQUE));
     is_dpop_refused(&v, "invalid_token");
     /* Where DPoP is required, an unbound opaque token is refused too. */
