@@ -615,8 +615,9 @@ typedef struct lessons_introspect_src {
     int allow_http;                 /* url is http://127.0.0.1 (tests) */
     /* Per process, from child_init: */
     apr_thread_mutex_t *lock;       /* over what follows */
-    apr_pool_t *pool;               /* the process's, for endpoint */
-    const char *endpoint;           /* the discovered endpoint, or NULL */
+    const char *endpoint;           /* the discovered endpoint (in
+                                     * endpoint_buf), or NULL */
+    char endpoint_buf[LESSONS_DISCOVERY_URI_MAX + 1];
     apr_time_t failed;              /* when discovery last failed */
     lessons_discovery_t discovery;
 } lessons_introspect_src;

@@ -118,7 +118,6 @@ void lessons_introspect_child_init(apr_pool_t *pchild, server_rec *s)
                 continue;
             }
             any = 1;
-            src->pool = pchild;
             if (apr_thread_mutex_create(&src->lock, APR_THREAD_MUTEX_DEFAULT,
                                         pchild) != APR_SUCCESS) {
                 /* Without it nothing is discovered: every opaque token
@@ -194,8 +193,13 @@ static const char *lessons_introspect_endpoint(lessons_introspect_ask_t *a,
             *why = apr_pstrcat(a->r->pool, "discovery: ", err, NULL);
         }
         else {
-            src->endpoint = apr_pstrdup(src->pool, endpoint);
-            endpoint = src->endpoint;
+            /* No allocation from the child's pool on a request's
+             * thread: the endpoint (at most LESSONS_DISCOVERY_URI_MAX
+             * bytes, lessons_discovery took no longer) is kept in place.
+             */
+            apr_cpystrn(src->endpoint_buf, endpoint,
+                        sizeof(src->endpoint_buf));
+            src->endpoint = endpoint = src->endpoint_buf;
             src->failed = 0;
             ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, a->r, LESSONSLOG(00745)
                           "issuer %s: introspection endpoint %s (from its "
