@@ -30,6 +30,10 @@ static const lessons_number_t lessons_leeway_n = {
     LESSONS_NUMBER_SECONDS, 0, LESSONS_MAX_LEEWAY, NULL, 0,
     APR_OFFSETOF(lessons_dir_conf, leeway), LESSONS_FIELD_LONG
 };
+static const lessons_number_t lessons_introspect_cache_n = {
+    LESSONS_NUMBER_SECONDS, 1, LESSONS_INTROSPECT_CACHE_LIMIT, NULL, 0,
+    APR_OFFSETOF(lessons_dir_conf, introspect_cache_max), LESSONS_FIELD_INT
+};
 static const lessons_number_t lessons_db_timeout_n = {
     LESSONS_NUMBER_SECONDS, 1, LESSONS_MAX_DB_TIMEOUT, NULL,
     NOT_IN_DIR_LOC_FILE,
@@ -138,6 +142,29 @@ static const command_rec lessons_cmds[] = {
                   "only on a connection where mod_ssl verified it (RFC "
                   "8705), and whether tokens bound to nothing are "
                   "refused"),
+    AP_INIT_TAKE1("LessonsJWTIntrospect", lessons_set_introspect, NULL,
+                  RSRC_CONF | ACCESS_CONF,
+                  "The provider's introspection endpoint (RFC 7662; https, "
+                  "or http on 127.0.0.1), or discover (the "
+                  "introspection_endpoint of LessonsJWTIssuer's metadata, "
+                  "on its origin): tokens that are no JWT are asked about "
+                  "there"),
+    AP_INIT_TAKE2("LessonsJWTIntrospectClient",
+                  lessons_set_introspect_client, NULL,
+                  RSRC_CONF | ACCESS_CONF,
+                  "The client id and the file of the client secret the "
+                  "introspection endpoint is asked with (client_secret_"
+                  "basic); the file is read at start-up"),
+    AP_INIT_TAKE1("LessonsJWTIntrospectCacheMax", lessons_set_number,
+                  (void *)&lessons_introspect_cache_n,
+                  RSRC_CONF | ACCESS_CONF,
+                  "Most seconds an introspection answer is reused (default "
+                  "60, at most 3600; never past the token's exp): how long "
+                  "a revocation may go unseen"),
+    AP_INIT_FLAG("LessonsJWTIntrospectJWT", lessons_set_introspect_jwt, NULL,
+                 RSRC_CONF | ACCESS_CONF,
+                 "On or Off (default): whether a JWT that verified is asked "
+                 "about at the introspection endpoint too (revocation)"),
     AP_INIT_TAKE1("LessonsJWTLeeway", lessons_set_number,
                   (void *)&lessons_leeway_n,
                   RSRC_CONF | ACCESS_CONF,

@@ -334,6 +334,103 @@ static int decide_token(lessons_decision_t *d, const char **subject)
     return 0;
 }
 
+/* Asking the provider about the token came to nothing: 503, with
+ * Retry-After, never an allow.
+ */
+static int decide_introspect_unavailable(lessons_decision_t *d, int tag,
+                                         const lessons_decide_introspection_t
+                                         *a, const char *why)
+{
+    d->v->retry_after = a->retry_after > 0 ? a->retry_after
+                                           : LESSONS_RETRY_SECONDS;
+    decide_fault(d, 503, LESSONS_DECIDE_ERR, tag, "The server cannot check "
+                 "access tokens now; try again later.",
+                 apr_psprintf(d->p, "introspection at %s: %s: answered 503",
+                              a->endpoint ? a->endpoint : "(no endpoint)",
+                              why));
+    return 1;
+}
+
+/* The provider's word on the request's token (RFC 7662): asked (or
+ * taken from the process's cache), judged with the leeway, and its
+ * claims put through the checks a JWT's get (issuer, audience, times,
+ * sub).  An answer without iss is the issuer's whose endpoint it is.
+ * For an opaque token (claims set) 0 with v->claims and *subject; for a
+ * JWT asked about again (claims NULL), 0 when the provider still says
+ * active.  Else the refusal.
+ */
+static int decide_introspect(lessons_decision_t *d, const char **subject,
+                             int opaque)
+{
+    const lessons_decide_policy_t *policy = d->policy;
+    lessons_verdict_t *v = d->v;
+    lessons_decide_introspection_t a;
+    lessons_introspect_e rc;
+    lessons_token_e trc;
+    const char *sub = NULL;
+
+    /* Longer than any token taken here: the client's fault (401), not
+     * a question for the provider.
+     */
+    if (strlen(v->token) > LESSONS_TOKEN_MAX_LEN) {
+        decide_token_refused(d, LESSONS_TOKEN_MALFORMED);
+        return 1;
+    }
+    memset(&a, 0, sizeof(a));
+    if (policy->introspect(policy->introspect_baton, d->p, v->token,
+                           d->facts->now, &a) != 0) {
+        return decide_introspect_unavailable(d, 742, &a,
+                                             a.why ? a.why : "no answer");
+    }
+    rc = lessons_introspect_judge(a.rc, &a.res, d->facts->now,
+                                  policy->leeway);
+    switch (rc) {
+    case LESSONS_INTROSPECT_ACTIVE:
+        break;
+    case LESSONS_INTROSPECT_INACTIVE:
+        decide_refuse(d, 401, LESSONS_REFUSED_OTHER, 740, "invalid_token",
+                      lessons_introspect_describe(rc),
+                      apr_psprintf(d->p, "the introspection endpoint %s says "
+                                   "the %s is not active", a.endpoint,
+                                   opaque ? "token" : "JWT (revoked)"));
+        return 1;
+    case LESSONS_INTROSPECT_EXPIRED:
+    case LESSONS_INTROSPECT_NOT_YET:
+        decide_refuse(d, 401, rc == LESSONS_INTROSPECT_EXPIRED
+                              ? LESSONS_REFUSED_EXPIRED
+                              : LESSONS_REFUSED_NOT_YET_VALID, 741,
+                      "invalid_token", lessons_introspect_describe(rc),
+                      apr_psprintf(d->p, "the introspection endpoint %s says "
+                                   "active, but %s", a.endpoint,
+                                   rc == LESSONS_INTROSPECT_EXPIRED
+                                   ? "its exp is past" : "its nbf is ahead"));
+        return 1;
+    default:
+        /* The provider's fault, not the client's. */
+        return decide_introspect_unavailable(d, 743, &a, apr_psprintf(
+            d->p, "an answer that cannot be used (%s)",
+            lessons_introspect_describe(rc)));
+    }
+    if (!opaque) {
+        return 0;
+    }
+    if (v->policy.issuer && !json_object_get(a.res.claims, "iss")) {
+        json_object_set_new(a.res.claims, "iss",
+                            json_string(v->policy.issuer));
+    }
+    trc = lessons_token_check_introspected(d->p, &v->policy, a.res.claims,
+                                           d->facts->now, &sub);
+    if (trc != LESSONS_TOKEN_OK) {
+        decide_token_refused(d, trc);
+        return 1;
+    }
+    *subject = sub;
+    v->claims = a.res.claims;
+    v->claims_done = 1;
+    v->introspected = a.endpoint;
+    return 0;
+}
+
 /* A DPoP refusal (RFC 9449): always DPoP's challenge. */
 static int decide_dpop_refuse(lessons_decision_t *d, const char *error,
                               const char *description, const char *why)
@@ -705,6 +802,14 @@ static void decide_give_nonce(lessons_decision_t *d)
     }
 }
 
+/* A unit with no key at all (nor keys to fetch): only a provider that
+ * introspects can speak for a token there.
+ */
+static int decide_keyless(const lessons_decide_unit_t *unit)
+{
+    return !unit->fetched && !unit->token.key && !unit->token.keys;
+}
+
 /* The steps, in order, to the verdict. */
 static lessons_verdict_e decide_steps(lessons_decision_t *d)
 {
@@ -727,15 +832,40 @@ static lessons_verdict_e decide_steps(lessons_decision_t *d)
                                                    "no key is in effect",
                                                    policy->needed));
     }
-    if (decide_bearer(d) || decide_block(d)) {
+    if (decide_bearer(d)) {
+        return v->kind;
+    }
+    /* A token that is no JWT, where the section asks the provider, and
+     * every token where it has no key besides: the answer's claims take
+     * the JWT's path from DPoP on.  (A section of several issuers has no
+     * one provider to ask: never there.)
+     */
+    if (policy->introspect && !policy->blocks
+        && (decide_keyless(&policy->units[0])
+            || lessons_introspect_is_opaque(p, v->token))) {
+        v->unit = &policy->units[0];
+        if (v->unit->broken) {
+            return decide_misconfigured(d, v->unit->broken);
+        }
+        v->policy = v->unit->token;
+        if (decide_introspect(d, &subject, 1) || decide_dpop(d)
+            || decide_certbind(d) || decide_user(d, subject)) {
+            return v->kind;
+        }
+        decide_exports(d);
+        return v->kind = LESSONS_VERDICT_ALLOW;
+    }
+    if (decide_block(d)) {
         return v->kind;
     }
     if (v->unit->broken) {
         return decide_misconfigured(d, v->unit->broken);
     }
     v->policy = v->unit->token;
-    if (decide_keys(d) || decide_token(d, &subject) || decide_dpop(d)
-        || decide_certbind(d) || decide_user(d, subject)) {
+    if (decide_keys(d) || decide_token(d, &subject)
+        || (policy->introspect && policy->introspect_jwt
+            && decide_introspect(d, &subject, 0))
+        || decide_dpop(d) || decide_certbind(d) || decide_user(d, subject)) {
         return v->kind;
     }
     decide_exports(d);

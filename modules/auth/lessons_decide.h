@@ -25,6 +25,7 @@
 #include "keys/lessons_keysource.h"
 #include "ops/lessons_metrics.h"
 #include "auth/lessons_certbind.h"
+#include "auth/lessons_introspect.h"
 #include "auth/lessons_nonce.h"
 #include "auth/lessons_replay.h"
 #include "auth/lessons_token.h"
@@ -81,6 +82,27 @@ typedef int (*lessons_decide_replay_fn)(void *baton,
                                         apr_uint32_t owner,
                                         apr_time_t expires, apr_time_t now);
 
+/* What asking the provider about an opaque token came to (RFC 7662). */
+typedef struct {
+    lessons_introspect_e rc;        /* its answer, as read */
+    lessons_introspect_result_t res;    /* its claims (ACTIVE; a copy the
+                                     * request may change) */
+    const char *endpoint;           /* who was asked (logs, and who vouches
+                                     * for the token) */
+    const char *why;                /* no answer: why (the fetch's words,
+                                     * never the token) */
+    int retry_after;                /* no answer: seconds for Retry-After
+                                     * (0: LESSONS_RETRY_SECONDS) */
+} lessons_decide_introspection_t;
+
+/* Ask about token (the process's cache first, then the provider within
+ * the keys URL's bounds): 0 with out->rc and out->res, or -1 when no
+ * answer could be had in time (out->why): never an allow.
+ */
+typedef int (*lessons_decide_introspect_fn)(
+    void *baton, apr_pool_t *p, const char *token, apr_int64_t now,
+    lessons_decide_introspection_t *out);
+
 /* The merged policy of a request's section. */
 typedef struct {
     const char *needed;             /* where a token became needed (the
@@ -109,6 +131,13 @@ typedef struct {
                                      * server's nonce key, and every
                                      * proof must carry a nonce it made;
                                      * NULL: no nonce is asked */
+    lessons_decide_introspect_fn introspect;    /* LessonsJWTIntrospect:
+                                     * a token that is no JWT is asked
+                                     * about; NULL: JWTs only */
+    void *introspect_baton;
+    int introspect_jwt;             /* LessonsJWTIntrospectJWT on: a JWT
+                                     * that verified is asked about too
+                                     * (revocation) */
 } lessons_decide_policy_t;
 
 /* The thumbprint (x5t#S256) of the client certificate mod_ssl verified
@@ -195,6 +224,8 @@ typedef struct {
     const lessons_decide_unit_t *unit;  /* whose keys verified it */
     lessons_token_policy_t policy;  /* the policy it verified under, its
                                      * key set held in the pool */
+    const char *introspected;       /* the endpoint whose answer took it
+                                     * (an opaque token), or NULL */
     const char *user;               /* the user name, or NULL (no claim) */
     json_t *claims;                 /* its claims, where decoded */
     int claims_done;                /* claims were asked for */

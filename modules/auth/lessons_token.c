@@ -16,6 +16,7 @@
  * as a full verify's.
  */
 #include <limits.h>
+#include <math.h>
 #include <string.h>
 
 #include "apr_encode.h"
@@ -255,7 +256,10 @@ static int lessons_issuer_ok(const lessons_token_policy_t *pol,
                && strcmp(json_string_value(iss), pol->issuer) == 0);
 }
 
-/* On OK, *found holds what a cache hit must check again. */
+/* On OK, *found holds what a cache hit must check again.  at: 1 for an
+ * at+jwt (RFC 9068 2.2's claims required), 0 for any JWT, -1 for an
+ * introspection answer (exp may be absent).
+ */
 static lessons_token_e lessons_check_claims(apr_pool_t *p,
                                             const lessons_token_policy_t *pol,
                                             json_t *claims, int at,
@@ -271,11 +275,18 @@ static lessons_token_e lessons_check_claims(apr_pool_t *p,
     t.has_exp = lessons_claim_time(claims, "exp", &t.exp);
     t.has_nbf = lessons_claim_time(claims, "nbf", &t.nbf);
     t.has_iat = lessons_claim_time(claims, "iat", &t.iat);
+    /* An introspection answer may leave exp out (RFC 7662 2.2: the
+     * provider said "active" now, which is what exp says of a JWT).
+     */
+    if (at < 0 && t.has_exp == 0) {
+        t.has_exp = 1;
+        t.exp = HUGE_VAL;
+    }
     rc = lessons_check_times(pol, &t, now);
     if (rc != LESSONS_TOKEN_OK) {
         return rc;
     }
-    if (at && !lessons_at_claims_ok(claims, &t)) {
+    if (at > 0 && !lessons_at_claims_ok(claims, &t)) {
         return LESSONS_TOKEN_AT_CLAIMS;
     }
     if (!lessons_issuer_ok(pol, claims)) {
@@ -636,6 +647,20 @@ done:
     json_decref(claims);
     json_decref(header);
     return rc;
+}
+
+lessons_token_e lessons_token_check_introspected(apr_pool_t *p,
+    const lessons_token_policy_t *policy, json_t *claims, apr_int64_t now,
+    const char **subject)
+{
+    lessons_tokencache_claims_t found;
+
+    *subject = NULL;
+    if (!json_is_object(claims)) {
+        return LESSONS_TOKEN_BAD_CLAIMS;
+    }
+    memset(&found, 0, sizeof(found));
+    return lessons_check_claims(p, policy, claims, -1, now, subject, &found);
 }
 
 lessons_token_e lessons_token_pick_issuer(apr_pool_t *p, const char *token,

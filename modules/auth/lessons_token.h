@@ -174,6 +174,16 @@ lessons_token_e lessons_token_verify_claims(
  */
 json_t *lessons_token_peek_header(apr_pool_t *p, const char *jws);
 
+/* The claims of an introspection answer (RFC 7662) judged as a verified
+ * JWT's are: exp (where given; an answer may leave it out), nbf and iat
+ * with the leeway, the issuer, the audience, sub a string without NUL.
+ * The token type is not asked (an opaque token has no typ, nor RFC
+ * 9068's claims).  On OK, *subject as for lessons_token_verify.
+ */
+lessons_token_e lessons_token_check_introspected(apr_pool_t *p,
+    const lessons_token_policy_t *policy, json_t *claims, apr_int64_t now,
+    const char **subject);
+
 /* A compact JWS that is not an access token (RFC 9449's DPoP proof):
  * the shape of a token; a header whose "typ" is typ (a media type,
  * compared case-insensitively, "application/" may be left out), whose

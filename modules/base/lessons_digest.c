@@ -48,3 +48,18 @@ int lessons_digest_fields(const char *tag,
     ERR_clear_error();
     return ok;
 }
+
+char *lessons_digest_hex(apr_pool_t *p, const unsigned char *d,
+                         apr_size_t n)
+{
+    static const char digits[] = "0123456789abcdef";
+    char *out = apr_palloc(p, n * 2 + 1);
+    apr_size_t i;
+
+    for (i = 0; i < n; i++) {
+        out[2 * i] = digits[d[i] >> 4];
+        out[2 * i + 1] = digits[d[i] & 0x0f];
+    }
+    out[2 * n] = '\0';
+    return out;
+}

@@ -10,6 +10,7 @@
 #define LESSONS_DIGEST_H
 
 #include "apr.h"
+#include "apr_pools.h"
 
 #define LESSONS_DIGEST_LEN 32
 
@@ -26,5 +27,9 @@ typedef struct {
 int lessons_digest_fields(const char *tag,
                           const lessons_digest_field_t *fields, int n,
                           unsigned char out[LESSONS_DIGEST_LEN]);
+
+/* The n bytes of d in lower-case hex, in p (NUL-terminated). */
+char *lessons_digest_hex(apr_pool_t *p, const unsigned char *d,
+                         apr_size_t n);
 
 #endif /* LESSONS_DIGEST_H */

@@ -67,6 +67,7 @@
 #include "apr_env.h"
 #include "apr_lib.h"
 #include "apr_strings.h"
+#include "apr_thread_mutex.h"
 #include "apr_optional.h"
 #include "apr_optional_hooks.h"
 #include "apr_dbd.h"
@@ -234,6 +235,16 @@ typedef struct {
                                      * start-up check (not merged) */
     int dpop_nonce;                 /* LessonsJWTDPoPNonce: 0 not set,
                                      * LESSONS_NONCE_OFF, LESSONS_NONCE_ON */
+    struct lessons_introspect_src *introspect;  /* LessonsJWTIntrospect
+                                     * and LessonsJWTIntrospectClient of
+                                     * the section that set them, as one
+                                     * record: merged as one, so that no
+                                     * merge pairs one section's endpoint
+                                     * with another's client */
+    int introspect_cache_max;       /* LessonsJWTIntrospectCacheMax,
+                                     * seconds; 0: not set here */
+    int introspect_jwt;             /* LessonsJWTIntrospectJWT: 0 not set,
+                                     * 1 off, 2 on */
     const char *base_path;
     apr_off_t max_body;
     const char *user_claim;         /* LessonsJWTUserClaim; NULL: sub */
@@ -304,6 +315,10 @@ typedef struct {
                                      * merged) */
     lessons_tokencache_t *tokens;   /* verified tokens, per process (not
                                      * merged) */
+    lessons_tokencache_t *introspected; /* introspection answers, per
+                                     * process, keyed by a digest of
+                                     * endpoint, client and token (not
+                                     * merged) */
     apr_global_mutex_t *writers;    /* SQLite writers, one at a time (not
                                      * merged) */
     apr_array_header_t *key_sources;    /* main server: every keys URL's
@@ -362,6 +377,8 @@ typedef struct {
     int claims_done;                /* claims has been asked for */
     int dpop;                       /* it came with RFC 9449's DPoP
                                      * scheme */
+    const char *introspected;       /* an opaque token: the endpoint whose
+                                     * answer took it, else NULL */
 } lessons_passed_t;
 
 /* Per-request: whether the request is for the API (known from the
@@ -578,6 +595,43 @@ void lessons_keys_unit(lessons_keys_src *src, lessons_decide_unit_t *unit);
  * never waits, never starts a fetch).
  */
 int lessons_keys_health(request_rec *r);
+
+/* mod_lessons_introspect.c: opaque tokens asked about at the provider
+ * (RFC 7662)
+ */
+typedef struct lessons_introspect_src {
+    const char *url;                /* the endpoint; NULL: discovered */
+    const char *where;              /* LessonsJWTIntrospect's file:line */
+    const char *client_id;          /* LessonsJWTIntrospectClient */
+    const char *secret;             /* its secret, read with the
+                                     * configuration (as root) */
+    const char *client_where;
+    lessons_dir_conf *section;      /* the section that set them */
+    /* From the start-up check, the section's own: */
+    const char *issuer;             /* discovered: whose metadata */
+    const char *ca_pem;             /* LessonsJWTKeysCA, or NULL */
+    apr_size_t ca_len;
+    const char *proxy;              /* LessonsJWTKeysProxy, or NULL */
+    int allow_http;                 /* url is http://127.0.0.1 (tests) */
+    /* Per process, from child_init: */
+    apr_thread_mutex_t *lock;       /* over what follows */
+    const char *endpoint;           /* the discovered endpoint (in
+                                     * endpoint_buf), or NULL */
+    char endpoint_buf[LESSONS_DISCOVERY_URI_MAX + 1];
+    apr_time_t failed;              /* when discovery last failed */
+    lessons_discovery_t discovery;
+} lessons_introspect_src;
+const char *lessons_set_introspect(cmd_parms *cmd, void *dconf,
+                                   const char *arg);
+const char *lessons_set_introspect_client(cmd_parms *cmd, void *dconf,
+                                          const char *id, const char *file);
+const char *lessons_set_introspect_jwt(cmd_parms *cmd, void *dconf, int on);
+int lessons_introspect_check(apr_pool_t *ptemp, lessons_dir_conf *c);
+void lessons_introspect_note(apr_pool_t *pconf);
+int lessons_introspect_configured(apr_pool_t *pconf);
+void lessons_introspect_child_init(apr_pool_t *pchild, server_rec *s);
+void lessons_introspect_policy(request_rec *r, const lessons_dir_conf *conf,
+                               lessons_decide_policy_t *policy);
 
 /* mod_lessons_trace.c: TRACE behind the token gate */
 int lessons_map_storage(request_rec *r);

@@ -161,6 +161,7 @@ static int lessons_allow_verdict(request_rec *r, const lessons_verdict_t *v,
     st->passed.policy = v->policy;
     st->passed.claims = v->claims;
     st->passed.claims_done = v->claims_done;
+    st->passed.introspected = v->introspected;
     return OK;
 }
 
@@ -218,6 +219,7 @@ static int lessons_decide_request(request_rec *r, lessons_dir_conf *conf,
     if (policy.needed) {
         policy.tokens = sconf->tokens;
         lessons_dpop_policy(r, &policy);
+        lessons_introspect_policy(r, conf, &policy);
         memset(&facts, 0, sizeof(facts));
         facts.method = r->method;
         facts.path = r->uri;
@@ -333,6 +335,13 @@ const char *lessons_request_verifier(request_rec *r)
     if (!st->checked || st->status != OK || !passed->token
         || !passed->unit) {
         return NULL;
+    }
+    /* An opaque token: the endpoint that vouched for it. */
+    if (passed->introspected) {
+        return apr_pstrcat(r->pool, "introspection endpoint ",
+                           passed->introspected,
+                           issuer ? " for " : " for any issuer",
+                           issuer ? issuer : "", NULL);
     }
     return apr_pstrcat(r->pool, passed->unit->fetched ? "" : "key file ",
                        passed->unit->keys_name ? passed->unit->keys_name

@@ -55,6 +55,13 @@ void *lessons_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     conf->dpop = add->dpop ? add->dpop : base->dpop;
     conf->certbind = add->certbind ? add->certbind : base->certbind;
     conf->dpop_nonce = add->dpop_nonce ? add->dpop_nonce : base->dpop_nonce;
+    /* The endpoint and its client come as one record. */
+    conf->introspect = add->introspect ? add->introspect : base->introspect;
+    conf->introspect_cache_max = add->introspect_cache_max
+                                 ? add->introspect_cache_max
+                                 : base->introspect_cache_max;
+    conf->introspect_jwt = add->introspect_jwt ? add->introspect_jwt
+                                               : base->introspect_jwt;
     conf->base_path = add->base_path ? add->base_path : base->base_path;
     conf->max_body = add->max_body >= 0 ? add->max_body : base->max_body;
     conf->user_claim = add->user_claim ? add->user_claim : base->user_claim;
@@ -220,6 +227,15 @@ const char *lessons_gate_policy(apr_pool_t *p, const lessons_dir_conf *conf,
 {
     memset(policy, 0, sizeof(*policy));
     *src = NULL;
+    /* A provider asked about every token needs no key: its issuer,
+     * audience and leeway are the policy (lessons_decide asks it about
+     * JWTs too, where no key could verify them).
+     */
+    if (!conf->jwt_where && !conf->issuer_src && !conf->issuers
+        && conf->introspect && conf->introspect->where) {
+        lessons_policy_of(conf, policy);
+        return NULL;
+    }
     if (!conf->jwt_where && !conf->issuer_src) {
         return apr_psprintf(p, "a token is needed here (from %s on), but "
                             "a section merged after it leaves no key in "
@@ -1041,6 +1057,130 @@ const char *lessons_set_nonce_secret_file(cmd_parms *cmd, void *dconf,
     }
     sconf->nonce_file = path;
     return NULL;
+}
+
+/* The section's own introspection record, made by the first of its
+ * directives to come.
+ */
+static lessons_introspect_src *lessons_introspect_own(cmd_parms *cmd,
+                                                      lessons_dir_conf *conf)
+{
+    if (!conf->introspect || conf->introspect->section != conf) {
+        conf->introspect = apr_pcalloc(cmd->pool, sizeof(*conf->introspect));
+        conf->introspect->section = conf;
+    }
+    return conf->introspect;
+}
+
+/* The longest client secret read (bytes). */
+#define LESSONS_INTROSPECT_SECRET_MAX  4096
+
+/* LessonsJWTIntrospect URL|discover: tokens that are no JWT are asked
+ * about there (RFC 7662), and a token is needed from here on, as with
+ * a key: a section that asks a provider is never open.  https only,
+ * but http://127.0.0.1 (a provider on this machine, for tests): the
+ * endpoint is sent a secret and every token.
+ */
+const char *lessons_set_introspect(cmd_parms *cmd, void *dconf,
+                                   const char *arg)
+{
+    lessons_dir_conf *conf = dconf;
+    lessons_introspect_src *src;
+    const char *err;
+    int loopback = strncasecmp(arg, "http://127.0.0.1:", 17) == 0
+                   || strncasecmp(arg, "http://127.0.0.1/", 17) == 0;
+
+    if (conf->introspect && conf->introspect->section == conf
+        && conf->introspect->where) {
+        return apr_psprintf(cmd->pool, "%s: this section already names an "
+                            "introspection endpoint (%s)", cmd->cmd->name,
+                            conf->introspect->where);
+    }
+    if (strcasecmp(arg, "discover") != 0) {
+        err = lessons_fetch_check_url(cmd->temp_pool, arg, loopback);
+        if (err) {
+            return apr_psprintf(cmd->pool, "%s %s: %s (an http:// endpoint "
+                                "only on 127.0.0.1: the endpoint is sent "
+                                "the client's secret and every token)",
+                                cmd->cmd->name, arg, err);
+        }
+    }
+    src = lessons_introspect_own(cmd, conf);
+    src->url = strcasecmp(arg, "discover") ? apr_pstrdup(cmd->pool, arg)
+                                           : NULL;
+    src->allow_http = src->url && loopback;
+    src->where = apr_psprintf(cmd->pool, "%s:%d", cmd->directive->filename,
+                              cmd->directive->line_num);
+    /* Where it is the section's only way to take a token, its
+     * <Location> is the API's base path, as a key's is.
+     */
+    if (!conf->location) {
+        conf->location = lessons_plain_location(cmd);
+    }
+    lessons_introspect_note(cmd->pool);
+    lessons_gates(cmd, conf);
+    return lessons_touch(cmd, conf);
+}
+
+/* LessonsJWTIntrospectClient ID SECRET-FILE: client_secret_basic's
+ * credentials.  The secret is read now, as root, like a key file: the
+ * children never open the file; trailing CR/LF are dropped.
+ */
+const char *lessons_set_introspect_client(cmd_parms *cmd, void *dconf,
+                                          const char *id, const char *file)
+{
+    lessons_dir_conf *conf = dconf;
+    lessons_introspect_src *src;
+    const char *path = ap_server_root_relative(cmd->pool, file);
+    const char *data = NULL, *err;
+    apr_size_t len = 0, i;
+
+    if (!*id) {
+        return apr_psprintf(cmd->pool, "%s: the client id is empty",
+                            cmd->cmd->name);
+    }
+    if (!path) {
+        return apr_psprintf(cmd->pool, "%s: invalid path %s",
+                            cmd->cmd->name, file);
+    }
+    err = lessons_file_read(cmd->pool, path, "client secret file",
+                            LESSONS_INTROSPECT_SECRET_MAX, &data, &len);
+    if (err) {
+        return apr_psprintf(cmd->pool, "%s: %s", cmd->cmd->name, err);
+    }
+    while (len > 0 && (data[len - 1] == '\n' || data[len - 1] == '\r')) {
+        len--;
+    }
+    for (i = 0; i < len; i++) {
+        if ((unsigned char)data[i] < 0x20 || data[i] == 0x7f) {
+            break;
+        }
+    }
+    if (len == 0 || i < len) {
+        return apr_psprintf(cmd->pool, "%s: the client secret file %s %s",
+                            cmd->cmd->name, path, len == 0
+                            ? "holds nothing but a line end"
+                            : "holds a control character (one line of "
+                              "text is a secret)");
+    }
+    src = lessons_introspect_own(cmd, conf);
+    src->client_id = apr_pstrdup(cmd->pool, id);
+    src->secret = apr_pstrmemdup(cmd->pool, data, len);
+    src->client_where = apr_psprintf(cmd->pool, "%s:%d",
+                                     cmd->directive->filename,
+                                     cmd->directive->line_num);
+    return lessons_touch(cmd, conf);
+}
+
+/* LessonsJWTIntrospectJWT On|Off: a JWT that verified is asked about
+ * too (revocation); off by default, as it costs a call per token.
+ */
+const char *lessons_set_introspect_jwt(cmd_parms *cmd, void *dconf, int on)
+{
+    lessons_dir_conf *conf = dconf;
+
+    conf->introspect_jwt = on ? 2 : 1;
+    return lessons_touch(cmd, conf);
 }
 
 const char *lessons_set_base_path(cmd_parms *cmd, void *dconf,

@@ -115,15 +115,18 @@ static int lessons_check_section(apr_pool_t *ptemp, lessons_dir_conf *c,
      * URL's source takes its sections' settings (here, so that
      * configtest sees a conflict).
      */
-    if ((c->keys_ca || c->keys_proxy || c->keys_refresh
-         || c->keys_min_refresh) && !c->keys_url && !c->issuer_src) {
+    if ((c->keys_refresh || c->keys_min_refresh
+         || ((c->keys_ca || c->keys_proxy)
+             && !(c->introspect && c->introspect->section == c)))
+        && !c->keys_url && !c->issuer_src) {
         ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0,
                      NULL, LESSONSLOG(00105) "%s: LessonsJWTKeysCA, "
                      "LessonsJWTKeysProxy, LessonsJWTKeysRefresh and "
                      "LessonsJWTKeysMin"
                      "Refresh need LessonsJWTKeysURL in the same section "
                      "(or an https:// LessonsJWTIssuer whose keys are "
-                     "discovered)",
+                     "discovered); LessonsJWTKeysCA and LessonsJWTKeysProxy "
+                     "also serve LessonsJWTIntrospect in its section",
                      c->keys_where ? c->keys_where : "a section");
         rc = !OK;
     }
@@ -451,6 +454,13 @@ int lessons_check_config(apr_pool_t *pconf, apr_pool_t *plog,
             if (lessons_check_certbind(ptemp, c) != OK) {
                 rc = !OK;
             }
+            if (lessons_introspect_check(ptemp, c) != OK) {
+                rc = !OK;
+            }
+            else if (c->introspect && c->introspect->section == c
+                     && !c->jwt_where && !c->issuer_src) {
+                keys++;             /* a provider that answers for tokens */
+            }
         }
     }
     if (rc == OK && lessons_check_merges(ptemp, first) != OK) {
@@ -569,7 +579,7 @@ int lessons_post_config(apr_pool_t *pconf, apr_pool_t *plog,
     if (lessons_keys_post_config(pconf, main_server) != OK) {
         return HTTP_INTERNAL_SERVER_ERROR;
     }
-    if (mconf->key_sources->nelts) {
+    if (mconf->key_sources->nelts || lessons_introspect_configured(pconf)) {
         const char *err = lessons_fetch_global_init();
 
         if (err) {
@@ -715,6 +725,7 @@ void lessons_child_init(apr_pool_t *pchild, server_rec *s)
     lessons_metrics_child_init(pchild, main);
     lessons_dpop_child_init(pchild, main);
     lessons_keys_child_init(pchild, main);
+    lessons_introspect_child_init(pchild, main);
 }
 
 /* mod_dbd made a connection: now we know its DBDMax. */

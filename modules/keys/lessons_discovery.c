@@ -88,11 +88,16 @@ void lessons_discovery_urls(apr_pool_t *p, const char *issuer,
                          LESSONS_OAUTH_PATH, path, NULL);
 }
 
-lessons_discovery_e lessons_discovery_parse(apr_pool_t *p, const char *doc,
-                                            apr_size_t len,
-                                            const char *issuer,
-                                            const char **jwks_uri,
-                                            const char **err)
+/* The URL member name of a metadata document fetched for issuer: as
+ * lessons_discovery_parse reads its jwks_uri.
+ */
+static lessons_discovery_e lessons_discovery_member(apr_pool_t *p,
+                                                    const char *doc,
+                                                    apr_size_t len,
+                                                    const char *issuer,
+                                                    const char *name,
+                                                    const char **jwks_uri,
+                                                    const char **err)
 {
     json_error_t jerr;
     json_t *root, *iss, *uri;
@@ -120,7 +125,7 @@ lessons_discovery_e lessons_discovery_parse(apr_pool_t *p, const char *doc,
         goto done;
     }
     iss = json_object_get(root, "issuer");
-    uri = json_object_get(root, "jwks_uri");
+    uri = json_object_get(root, name);
     if (!json_is_string(iss)) {
         *err = iss ? "the metadata's issuer is not a string"
                    : "the metadata has no issuer";
@@ -138,18 +143,20 @@ lessons_discovery_e lessons_discovery_parse(apr_pool_t *p, const char *doc,
         goto done;
     }
     if (!json_is_string(uri)) {
-        *err = uri ? "the metadata's jwks_uri is not a string"
-                   : "the metadata has no jwks_uri";
+        *err = uri ? apr_psprintf(p, "the metadata's %s is not a string",
+                                  name)
+                   : apr_psprintf(p, "the metadata has no %s", name);
         goto done;
     }
     if (json_string_length(uri) != strlen(json_string_value(uri))) {
-        *err = "the metadata's jwks_uri holds a NUL";
+        *err = apr_psprintf(p, "the metadata's %s holds a NUL", name);
         goto done;
     }
     why = lessons_discovery_url_ok(p, json_string_value(uri));
     if (why) {
-        *err = apr_pstrcat(p, "the metadata's jwks_uri cannot be a keys URL: ",
-                           why, NULL);
+        *err = apr_psprintf(p, "the metadata's %s cannot be %s: %s", name,
+                            strcmp(name, "jwks_uri") == 0 ? "a keys URL"
+                                                         : "fetched", why);
         goto done;
     }
     *jwks_uri = apr_pstrdup(p, json_string_value(uri));
@@ -157,6 +164,41 @@ lessons_discovery_e lessons_discovery_parse(apr_pool_t *p, const char *doc,
 done:
     json_decref(root);
     return rc;
+}
+
+lessons_discovery_e lessons_discovery_parse(apr_pool_t *p, const char *doc,
+                                            apr_size_t len,
+                                            const char *issuer,
+                                            const char **jwks_uri,
+                                            const char **err)
+{
+    return lessons_discovery_member(p, doc, len, issuer, "jwks_uri",
+                                    jwks_uri, err);
+}
+
+lessons_discovery_e lessons_discovery_parse_introspection(
+    apr_pool_t *p, const char *doc, apr_size_t len, const char *issuer,
+    const char **endpoint, const char **err)
+{
+    lessons_discovery_e rc;
+
+    rc = lessons_discovery_member(p, doc, len, issuer,
+                                  "introspection_endpoint", endpoint, err);
+    if (rc != LESSONS_DISCOVERY_OK) {
+        return rc;
+    }
+    /* Unlike the keys (public, and checked by their signatures), the
+     * endpoint is sent the client's secret and every token, and its
+     * word opens the gate: only the issuer's own origin is asked.
+     */
+    if (!lessons_fetch_same_origin(p, *endpoint, issuer, 0)) {
+        *err = apr_psprintf(p, "the metadata's introspection_endpoint %.*s "
+                            "is not on the issuer's origin: refused",
+                            LESSONS_QUOTE_MAX, *endpoint);
+        *endpoint = NULL;
+        return LESSONS_DISCOVERY_MALFORMED;
+    }
+    return LESSONS_DISCOVERY_OK;
 }
 
 /* One GET within the fetch's deadline. */
@@ -192,14 +234,13 @@ static const char *lessons_discovery_get(lessons_discovery_t *d,
  * asked only when the first answered with a status (a 404: not there),
  * not when it could not be reached.  NULL with *jwks_uri, or why not.
  */
-static const char *lessons_discovery_metadata(lessons_discovery_t *d,
+static const char *lessons_discovery_document(lessons_discovery_t *d,
                                               apr_pool_t *scratch,
                                               apr_time_t deadline,
-                                              const char **jwks_uri)
+                                              char **body, apr_size_t *len,
+                                              const char **from)
 {
-    const char *urls[2], *errs[2] = { NULL, NULL }, *err;
-    char *body = NULL;
-    apr_size_t len = 0;
+    const char *urls[2], *errs[2] = { NULL, NULL };
     long status = 0;
     int i, at = 0;
 
@@ -208,7 +249,7 @@ static const char *lessons_discovery_metadata(lessons_discovery_t *d,
         at = d->oauth_first ? 1 - i : i;
         errs[i] = lessons_discovery_get(d, scratch, urls[at],
                                         LESSONS_DISCOVERY_MAX_BYTES,
-                                        deadline, &body, &len, &status);
+                                        deadline, body, len, &status);
         if (!errs[i]) {
             break;
         }
@@ -224,11 +265,55 @@ static const char *lessons_discovery_metadata(lessons_discovery_t *d,
                        : errs[0];
     }
     d->oauth_first = at == 1;
+    *from = urls[at];
+    return NULL;
+}
+
+/* The metadata's jwks_uri (lessons_discovery_document): NULL with
+ * *jwks_uri, or why not.
+ */
+static const char *lessons_discovery_metadata(lessons_discovery_t *d,
+                                              apr_pool_t *scratch,
+                                              apr_time_t deadline,
+                                              const char **jwks_uri)
+{
+    const char *from = NULL, *err;
+    char *body = NULL;
+    apr_size_t len = 0;
+
+    err = lessons_discovery_document(d, scratch, deadline, &body, &len,
+                                     &from);
+    if (err) {
+        return err;
+    }
     d->last = lessons_discovery_parse(scratch, body, len, d->fetch.url,
                                       jwks_uri, &err);
     if (d->last != LESSONS_DISCOVERY_OK) {
-        return apr_psprintf(scratch, "metadata %s refused: %s", urls[at],
-                            err);
+        return apr_psprintf(scratch, "metadata %s refused: %s", from, err);
+    }
+    return NULL;
+}
+
+const char *lessons_discovery_introspection(lessons_discovery_t *d,
+                                            apr_pool_t *p,
+                                            const char **endpoint)
+{
+    apr_time_t deadline = apr_time_now()
+                          + apr_time_from_msec(d->fetch.total_timeout_ms);
+    const char *from = NULL, *err;
+    char *body = NULL;
+    apr_size_t len = 0;
+
+    *endpoint = NULL;
+    err = lessons_discovery_document(d, p, deadline, &body, &len, &from);
+    if (err) {
+        return err;
+    }
+    d->last = lessons_discovery_parse_introspection(p, body, len,
+                                                    d->fetch.url, endpoint,
+                                                    &err);
+    if (d->last != LESSONS_DISCOVERY_OK) {
+        return apr_psprintf(p, "metadata %s refused: %s", from, err);
     }
     return NULL;
 }

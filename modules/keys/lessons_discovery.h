@@ -73,6 +73,17 @@ lessons_discovery_e lessons_discovery_parse(apr_pool_t *p, const char *doc,
                                             const char **jwks_uri,
                                             const char **err);
 
+/* A metadata document as lessons_discovery_parse reads it, for its
+ * "introspection_endpoint" (RFC 8414 2, RFC 7662 4) in place of its
+ * jwks_uri, which must moreover be on the issuer's origin (scheme, host
+ * and port): the endpoint is given the client's secret and every token,
+ * and its answer opens the gate, so a document naming another origin is
+ * refused (MALFORMED, *err saying so).
+ */
+lessons_discovery_e lessons_discovery_parse_introspection(
+    apr_pool_t *p, const char *doc, apr_size_t len, const char *issuer,
+    const char **endpoint, const char **err);
+
 /* A GET as lessons_fetch_get_ex does it. */
 typedef const char *(*lessons_discovery_get_fn)(void *baton, apr_pool_t *p,
                                                 const lessons_fetch_opts_t *o,
@@ -119,5 +130,15 @@ const char *lessons_discovery_fetch(void *baton, apr_pool_t *set_pool,
                                     apr_pool_t *scratch,
                                     const lessons_keyset_t **set,
                                     const char **doc, apr_size_t *len);
+
+/* The introspection endpoint of d's issuer: its metadata fetched as
+ * lessons_discovery_fetch fetches it (the same places, bounds and
+ * order), read with lessons_discovery_parse_introspection.  NULL with
+ * *endpoint (in p), or why not (in p).  Sets d->last and oauth_first;
+ * one caller at a time per d.
+ */
+const char *lessons_discovery_introspection(lessons_discovery_t *d,
+                                            apr_pool_t *p,
+                                            const char **endpoint);
 
 #endif /* LESSONS_DISCOVERY_H */

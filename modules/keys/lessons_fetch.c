@@ -241,6 +241,16 @@ static int same_origin(const lessons_origin_t *a, const lessons_origin_t *b)
            && a->port == b->port;
 }
 
+int lessons_fetch_same_origin(apr_pool_t *p, const char *a, const char *b,
+                              int allow_http)
+{
+    lessons_origin_t oa, ob;
+
+    return url_parse(p, a, allow_http, &oa) == NULL
+           && url_parse(p, b, allow_http, &ob) == NULL
+           && same_origin(&oa, &ob);
+}
+
 /* --------------------------------------------------------------- body */
 
 typedef struct {
@@ -402,9 +412,46 @@ static const char *fetch_follow(apr_pool_t *p, CURL *h, long status,
     return NULL;
 }
 
-const char *lessons_fetch_get_ex(apr_pool_t *p,
-                                 const lessons_fetch_opts_t *opts,
-                                 char **body, apr_size_t *len, long *status)
+/* What a POST adds to a fetch (lessons_fetch_post), or NULL for a GET. */
+typedef struct {
+    const char *form;
+    apr_size_t form_len;
+    const char *authorization;
+} lessons_fetch_post_t;
+
+/* The headers of a fetch: a GET's Accept; a POST's Accept, form type,
+ * credentials, and no "Expect: 100-continue" (a round trip more, for a
+ * body of a few kilobytes at most).  NULL when memory ran out.
+ */
+static struct curl_slist *fetch_headers(apr_pool_t *p,
+                                        const lessons_fetch_post_t *post)
+{
+    struct curl_slist *hdrs, *next;
+
+    if (post == NULL) {
+        return curl_slist_append(NULL, LESSONS_FETCH_ACCEPT);
+    }
+    hdrs = curl_slist_append(NULL, "Accept: application/json");
+    if (hdrs == NULL) {
+        return NULL;
+    }
+    if ((next = curl_slist_append(hdrs, "Content-Type: "
+                                  "application/x-www-form-urlencoded"))
+        == NULL
+        || (next = curl_slist_append(hdrs, "Expect:")) == NULL
+        || (post->authorization != NULL
+            && (next = curl_slist_append(hdrs, apr_pstrcat(
+                    p, "Authorization: ", post->authorization, NULL)))
+               == NULL)) {
+        curl_slist_free_all(hdrs);
+        return NULL;
+    }
+    return hdrs;
+}
+
+static const char *fetch_run(apr_pool_t *p, const lessons_fetch_opts_t *opts,
+                             const lessons_fetch_post_t *post,
+                             char **body, apr_size_t *len, long *status)
 {
     CURL *h;
     struct curl_slist *hdrs = NULL;
@@ -438,7 +485,7 @@ const char *lessons_fetch_get_ex(apr_pool_t *p,
     if (h == NULL) {
         return "cannot make a libcurl handle";
     }
-    hdrs = curl_slist_append(NULL, LESSONS_FETCH_ACCEPT);
+    hdrs = fetch_headers(p, post);
     if (hdrs == NULL) {
         curl_easy_cleanup(h);
         return "out of memory";
@@ -447,6 +494,14 @@ const char *lessons_fetch_get_ex(apr_pool_t *p,
     b.text.p = p;
     b.text.max = opts->max_bytes;
     fetch_setup(h, opts, hdrs, &b, errbuf);
+    if (post != NULL) {
+        /* After fetch_setup's HTTPGET: the last method set wins.  The
+         * body is the caller's, kept until the handle is gone.
+         */
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE,
+                         (curl_off_t)post->form_len);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, post->form);
+    }
 
     deadline = apr_time_now() + apr_time_from_msec(opts->total_timeout_ms);
     url = opts->url;
@@ -495,6 +550,40 @@ const char *lessons_fetch_get_ex(apr_pool_t *p,
     curl_easy_cleanup(h);
     curl_slist_free_all(hdrs);
     return err;
+}
+
+const char *lessons_fetch_get_ex(apr_pool_t *p,
+                                 const lessons_fetch_opts_t *opts,
+                                 char **body, apr_size_t *len, long *status)
+{
+    return fetch_run(p, opts, NULL, body, len, status);
+}
+
+const char *lessons_fetch_post(apr_pool_t *p, const lessons_fetch_opts_t *opts,
+                               const char *form, apr_size_t form_len,
+                               const char *authorization, char **body,
+                               apr_size_t *len, long *status)
+{
+    lessons_fetch_post_t post;
+
+    *body = NULL;
+    *len = 0;
+    if (status) {
+        *status = 0;
+    }
+    if (form == NULL) {
+        return "no form to post";
+    }
+    /* A redirect of a POST would carry the credentials, or lose the
+     * body (303): never followed.
+     */
+    if (opts != NULL && opts->max_redirects != 0) {
+        return "a POST follows no redirect (max_redirects must be 0)";
+    }
+    post.form = form;
+    post.form_len = form_len;
+    post.authorization = authorization;
+    return fetch_run(p, opts, &post, body, len, status);
 }
 
 const char *lessons_fetch_get(apr_pool_t *p, const lessons_fetch_opts_t *opts,

@@ -1,7 +1,7 @@
 /* Licensed under the Apache License, Version 2.0.
  *
  * lessons_fetch.h: one bounded HTTPS GET of a JWKS (or of a provider's
- * metadata) with libcurl.  TLS is
+ * metadata), or POST of a token to introspect, with libcurl.  TLS is
  * verified (the system's CAs, or exactly the admin's, held in memory),
  * time and size are capped, no proxy from the environment is used (only
  * the one the admin named, as a CONNECT tunnel), and a redirect is
@@ -50,6 +50,13 @@ const char *lessons_fetch_check_url(apr_pool_t *p, const char *url,
  */
 const char *lessons_fetch_check_proxy(apr_pool_t *p, const char *url);
 
+/* Are a and b URLs (as lessons_fetch_check_url takes them) of one
+ * origin: scheme, host (case aside) and port, the default port spelt
+ * out or not?  1 or 0 (either not a URL taken).
+ */
+int lessons_fetch_same_origin(apr_pool_t *p, const char *a, const char *b,
+                              int allow_http);
+
 /* GET opts->url.  On success returns NULL with *body (NUL-terminated,
  * in p) and *len; the final status must be 200.  Otherwise a one-line
  * message for the error log (curl's own words, the status, "larger
@@ -69,6 +76,19 @@ const char *lessons_fetch_get(apr_pool_t *p, const lessons_fetch_opts_t *opts,
 const char *lessons_fetch_get_ex(apr_pool_t *p,
                                  const lessons_fetch_opts_t *opts,
                                  char **body, apr_size_t *len, long *status);
+
+/* POST form (form_len bytes, application/x-www-form-urlencoded) to
+ * opts->url, with "Authorization: " authorization (NULL: none), Accept:
+ * application/json, within the same bounds as a GET (TLS against the
+ * given CAs only, the named proxy or none, the time and size caps).  No
+ * redirect is followed: opts->max_redirects must be 0.  As
+ * lessons_fetch_get_ex otherwise (the body of a 200 only; *status the
+ * last status).  For RFC 7662 introspection.
+ */
+const char *lessons_fetch_post(apr_pool_t *p, const lessons_fetch_opts_t *opts,
+                               const char *form, apr_size_t form_len,
+                               const char *authorization, char **body,
+                               apr_size_t *len, long *status);
 
 /* Is pem (len bytes, a CA file's text) one or more PEM certificates?
  * NULL with *count set, or why not ("it holds no certificate", or

@@ -32,6 +32,13 @@
  *   REFUSE with a status of 400, 401, 403, 500 or 503, a description and
  *     a log line, a challenge exactly for what is not a fault, and
  *     neither holding a JWT-shaped token of the request;
+ *   where the section introspects (LessonsJWTIntrospect), an opaque
+ *     token (or, with no key, any token) ALLOWed only when the provider
+ *     (an answer from the input, or none: down) said active, the JSON
+ *     true, its times good, and its claims pass the JWT's checks under
+ *     the unit's policy, then the same DPoP, binding, user and export
+ *     rules; a JWT with LessonsJWTIntrospectJWT only when it verifies
+ *     and the provider said active;
  *   a good bearer token, where nothing but the token is asked, is
  *     allowed, by the unit of the issuer it names (so that the checks
  *     above are not met by refusing all);
@@ -45,6 +52,7 @@
 #include "auth/lessons_claims.h"
 #include "auth/lessons_decide.h"
 #include "auth/lessons_dpop.h"
+#include "auth/lessons_introspect.h"
 #include "keys/lessons_keyset.h"
 #include "keys/lessons_keysource.h"
 #include "auth/lessons_replay.h"
@@ -287,6 +295,37 @@ static const char *fuzz_header_token(apr_pool_t *p, const char *header,
     return NULL;
 }
 
+/* The provider the decision may ask: its answer is the input's last
+ * field (or none: the provider down), and what it said last, judged.
+ */
+typedef struct {
+    const char *answer;
+    int calls;
+    lessons_introspect_e said;
+    long leeway;
+} fuzz_idp_t;
+
+static int fuzz_introspect(void *baton, apr_pool_t *p, const char *token,
+                           apr_int64_t now,
+                           lessons_decide_introspection_t *out)
+{
+    fuzz_idp_t *idp = baton;
+
+    (void)token;
+    idp->calls++;
+    idp->said = LESSONS_INTROSPECT_MALFORMED;
+    out->endpoint = FUZZ_ISS_A "/introspect";
+    if (!idp->answer) {
+        out->why = "timed out";
+        return -1;
+    }
+    out->rc = lessons_introspect_parse(p, idp->answer, strlen(idp->answer),
+                                       &out->res);
+    idp->said = lessons_introspect_judge(out->rc, &out->res, now,
+                                         idp->leeway);
+    return 0;
+}
+
 /* What ALLOW must be. */
 static void fuzz_check_allow(apr_pool_t *p,
                              const lessons_decide_policy_t *policy,
@@ -310,6 +349,27 @@ static void fuzz_check_allow(apr_pool_t *p,
     if (!token || !v->token || strcmp(token, v->token) != 0
         || dpop != !!v->dpop) {
         abort();
+    }
+    /* The provider's word: asked, active, and its claims as a JWT's
+     * would be checked; from there on, the rules below.
+     */
+    if (v->introspected || (policy->introspect && policy->introspect_jwt)) {
+        const fuzz_idp_t *idp = policy->introspect_baton;
+
+        if (!policy->introspect || policy->blocks || !idp || idp->calls < 1
+            || idp->said != LESSONS_INTROSPECT_ACTIVE) {
+            abort();
+        }
+    }
+    if (v->introspected) {
+        if (!v->claims || unit != &policy->units[0]
+            || lessons_token_check_introspected(p, used, v->claims,
+                                                facts->now, &subject)
+               != LESSONS_TOKEN_OK) {
+            abort();
+        }
+        claims = v->claims;
+        goto bound;
     }
     /* The policy it verified under is its unit's: only the keys may be
      * its fetcher's set.
@@ -347,6 +407,7 @@ static void fuzz_check_allow(apr_pool_t *p,
         || !claims) {
         abort();
     }
+bound:
     if (v->dpop) {
         if (facts->dpop_lines != 1 || !facts->dpop || !policy->replay
             || replay->taken != 1
@@ -505,7 +566,7 @@ static void fuzz_check_good_token(apr_pool_t *p,
         || (layout != FUZZ_SINGLE_SET && layout != FUZZ_SINGLE_KEY
             && layout != FUZZ_ANY_ISSUER && layout != FUZZ_BLOCKS)
         || (policy->dpop != 0 && policy->dpop != LESSONS_DPOP_OFF)
-        || policy->certbind > LESSONS_CERTBIND_OFF
+        || policy->certbind > LESSONS_CERTBIND_OFF || policy->introspect
         || (policy->user_claim && strcmp(policy->user_claim, "sub"))) {
         return;
     }
@@ -539,8 +600,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     lessons_decide_facts_t facts;
     lessons_verdict_t v, again;
     fuzz_replay_t replay;
+    fuzz_idp_t idp;
     apr_pool_t *p;
-    char *auth, *dpop, *method, *uri, *rest;
+    char *auth, *dpop, *method, *uri, *rest, *answer;
     int layout, pass;
 
     memcpy(s, data, size < FUZZ_SEL_LEN ? size : FUZZ_SEL_LEN);
@@ -551,7 +613,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     /* The request: Authorization, DPoP, method, URI; s[0] bits 4-7. */
     fuzz_split(p, data, size, &auth, &rest);
     fuzz_split(p, (const uint8_t *)rest, strlen(rest), &dpop, &rest);
-    fuzz_split(p, (const uint8_t *)rest, strlen(rest), &method, &uri);
+    fuzz_split(p, (const uint8_t *)rest, strlen(rest), &method, &rest);
+    fuzz_split(p, (const uint8_t *)rest, strlen(rest), &uri, &answer);
     memset(&facts, 0, sizeof(facts));
     facts.method = *method ? method : "GET";
     facts.path = "/api/lessons/7";
@@ -574,6 +637,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
      *   s[3] bit 0      leeway 30 s
      *   s[3] bits 1-2   certbind: 0, OFF, OPTIONAL, REQUIRED
      *   s[3] bit 3      the connection has a certificate (FUZZ_X5T)
+     *   s[3] bit 4      introspection (the answer: the input's last field)
+     *   s[3] bit 5      ... the provider down (no answer)
+     *   s[3] bit 6      ... JWTs asked about too (LessonsJWTIntrospectJWT)
      */
     layout = s[1] % FUZZ_LAYOUTS;
     units[0] = layouts[layout][0];
@@ -602,6 +668,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     policy.replay = s[2] & 0x20 ? fuzz_replay : NULL;
     policy.replay_baton = &replay;
     policy.replay_share = FUZZ_SLOTS / LESSONS_REPLAY_SHARE;
+    memset(&idp, 0, sizeof(idp));
+    idp.answer = s[3] & 0x20 ? NULL : answer;
+    idp.leeway = policy.leeway;
+    if (s[3] & 0x10) {
+        policy.introspect = fuzz_introspect;
+        policy.introspect_baton = &idp;
+        policy.introspect_jwt = !!(s[3] & 0x40);
+    }
 
     /* Without a token cache, then twice through one (a miss that may
      * store the token, then a hit): the same verdict each time.

@@ -21,6 +21,8 @@
 //   GET  /.well-known/openid-configuration   discovery (jwks_uri, issuer)
 //   GET  /jwks                                the public keys
 //   POST /token                               the token endpoint
+//   POST /introspect                          token introspection (RFC
+//                                             7662, client_secret_basic)
 // The issuer is https://127.0.0.1:P.  When both listeners are up, one line
 // "idp ready https://127.0.0.1:P" goes to stdout.  SIGTERM or SIGINT
 // closes both and exits 0.
@@ -67,7 +69,9 @@
 //                         thing.  Requests still count.
 //   POST /metadata       what discovery answers (issue 20): {"issuer":
 //                         "..."|null} (null: no issuer member),
-//                         {"jwks_uri": "..."|null}, {"openid": false}
+//                         {"jwks_uri": "..."|null},
+//                         {"introspection_endpoint": "..."|null},
+//                         {"openid": false}
 //                         (404 at /.well-known/openid-configuration),
 //                         {"oauth": true} (RFC 8414's metadata at
 //                         /.well-known/oauth-authorization-server, with
@@ -76,6 +80,21 @@
 //                         {} for the document as it is.  Both places
 //                         count their requests (discovery_requests,
 //                         oauth_metadata_requests).
+//   POST /opaque         {"claims"?: {...}}: an opaque token (random
+//                         base64url, no dots) the introspection endpoint
+//                         answers for: active, with iss, aud "lessons",
+//                         sub "alice", scope "lessons", client_id, iat and
+//                         exp (iat + 3600), the claims given merged over
+//                         them (null drops one).  Answers {"token"}.
+//   POST /opaque/revoke  {"token": "..."}: from now on it is inactive (an
+//                         opaque token, or a JWT of this realm).
+//   POST /introspection  how /introspect answers (RFC 7662):
+//                         {"client_id", "secret"} it takes (default
+//                         lessons-api / introspect-secret), {"status": N},
+//                         {"body": "text"}, {"delay_ms": N}; {} for the
+//                         real thing.  introspect_requests counts the
+//                         answers, introspect_hint and introspect_auth
+//                         say what the last request sent.
 //   POST /stop           close the HTTPS listener (open connections too)
 //   POST /start          listen again on the same port
 //   POST /reset-count    zero the request counts
@@ -103,6 +122,7 @@ const JWKS_PATH = '/jwks';
 const DISCOVERY_PATH = '/.well-known/openid-configuration';
 const OAUTH_PATH = '/.well-known/oauth-authorization-server';
 const TOKEN_PATH = '/token';
+const INTROSPECT_PATH = '/introspect';
 
 function usage(msg) {
   if (msg) process.stderr.write(`idp: ${msg}\n`);
@@ -159,6 +179,11 @@ function newRealm(name) {
     discovery: 0,
     oauth: 0,
     token: 0,
+    opaque: new Map(),      // POST /opaque: token -> {claims, revoked}
+    introspection: {},      // POST /introspection
+    introspect: 0,
+    introspectHint: null,
+    introspectAuth: null,
     mock: undefined,        // the oauth2-mock-server of its key set
   };
 }
@@ -180,6 +205,10 @@ function publicState(realm) {
     discovery_requests: realm.discovery,
     oauth_metadata_requests: realm.oauth,
     token_requests: realm.token,
+    introspect_requests: realm.introspect,
+    introspect_hint: realm.introspectHint,
+    introspect_auth: realm.introspectAuth,
+    introspection: realm.introspection,
     token_header: realm.header,
     token_claims: realm.claims,
     jwks_fault: realm.fault,
@@ -248,12 +277,13 @@ function metadataRequest(realm, place, res) {
         issuer: realm.iss,
         jwks_uri: `${realm.iss}${JWKS_PATH}`,
         token_endpoint: `${realm.iss}${TOKEN_PATH}`,
+        introspection_endpoint: `${realm.iss}${INTROSPECT_PATH}`,
         grant_types_supported: ['client_credentials'],
         response_types_supported: ['code'],
         subject_types_supported: ['public'],
         id_token_signing_alg_values_supported: ['RS256'],
       };
-      for (const name of ['issuer', 'jwks_uri']) {
+      for (const name of ['issuer', 'jwks_uri', 'introspection_endpoint']) {
         if (Object.prototype.hasOwnProperty.call(m, name)) {
           if (m[name] === null) delete doc[name];
           else doc[name] = m[name];
@@ -266,6 +296,63 @@ function metadataRequest(realm, place, res) {
   };
   if (m.delay_ms) setTimeout(answer, m.delay_ms);
   else answer();
+}
+
+// RFC 6749 2.3.1: each part of Basic's user:password form-decoded.
+function basicCredentials(header) {
+  const m = /^Basic ([A-Za-z0-9+/=]+)$/.exec(header || '');
+  if (!m) return null;
+  const text = Buffer.from(m[1], 'base64').toString('utf8');
+  const i = text.indexOf(':');
+  if (i < 0) return null;
+  const dec = (v) => decodeURIComponent(v.replace(/\+/g, ' '));
+  try {
+    return { id: dec(text.slice(0, i)), secret: dec(text.slice(i + 1)) };
+  } catch (e) {
+    return null;
+  }
+}
+
+// RFC 7662 2: a form POST, the client authenticated; the answer for an
+// opaque token of POST /opaque, for a JWT of this realm its claims while
+// not expired, else {"active": false}.
+function introspectRequest(realm, req, res) {
+  const chunks = [];
+  req.on('data', (c) => chunks.push(c));
+  req.on('end', () => {
+    const f = realm.introspection;
+    const want = { id: f.client_id ?? 'lessons-api', secret: f.secret ?? 'introspect-secret' };
+    const cred = basicCredentials(req.headers.authorization);
+    const form = new URLSearchParams(Buffer.concat(chunks).toString('utf8'));
+    realm.introspectHint = form.get('token_type_hint');
+    realm.introspectAuth = cred ? `${cred.id}:${cred.secret === want.secret ? 'right' : 'wrong'} secret` : 'none';
+    const send = (status, doc) => {
+      res.writeHead(status, { 'Content-Type': 'application/json' });
+      res.end(typeof doc === 'string' ? doc : JSON.stringify(doc));
+    };
+    const answer = () => {
+      if (req.method !== 'POST') return send(405, { error: 'POST only' });
+      if (!cred || cred.id !== want.id || cred.secret !== want.secret) {
+        return send(401, { error: 'invalid_client' });
+      }
+      realm.introspect++;
+      if (f.status !== undefined) return send(f.status, { error: 'introspection fault' });
+      if (f.body !== undefined) return send(200, String(f.body));
+      const token = form.get('token') ?? '';
+      const o = realm.opaque.get(token);
+      if (o) return send(200, o.revoked ? { active: false } : { active: true, ...o.claims });
+      try {
+        const claims = jose.decodeJwt(token);
+        if (claims.iss === realm.iss && !(realm.revokedJwts ?? new Set()).has(token)
+            && (claims.exp ?? 0) > Date.now() / 1000) {
+          return send(200, { active: true, ...claims });
+        }
+      } catch (e) { /* not a JWT */ }
+      return send(200, { active: false });
+    };
+    if (f.delay_ms) setTimeout(answer, f.delay_ms);
+    else answer();
+  });
 }
 
 function jwksRequest(realm, req, res) {
@@ -328,6 +415,10 @@ function providerRequest(req, res) {
   if (sub === DISCOVERY_PATH) {
     realm.discovery++;
     metadataRequest(realm, 'openid', res);
+    return;
+  }
+  if (sub === INTROSPECT_PATH) {
+    introspectRequest(realm, req, res);
     return;
   }
   if (sub === TOKEN_PATH) realm.token++;
@@ -455,7 +546,7 @@ const routes = {
   'POST /metadata': async (realm, body) => {
     plainObject(body, '/metadata');
     for (const [name, v] of Object.entries(body)) {
-      if (['issuer', 'jwks_uri'].includes(name)) {
+      if (['issuer', 'jwks_uri', 'introspection_endpoint'].includes(name)) {
         if (v !== null && typeof v !== 'string') throw new Error(`${name} must be a string or null`);
       } else if (['openid', 'oauth'].includes(name)) {
         if (typeof v !== 'boolean') throw new Error(`${name} must be true or false`);
@@ -468,6 +559,40 @@ const routes = {
     checkInt(body.status, 'status', 100, 599);
     checkInt(body.delay_ms, 'delay_ms', 0, 60000);
     realm.metadata = { ...body };
+    return publicState(realm);
+  },
+  'POST /opaque': async (realm, body) => {
+    plainObject(body, '/opaque');
+    const now = Math.floor(Date.now() / 1000);
+    const claims = {
+      iss: realm.iss, aud: 'lessons', sub: 'alice', scope: 'lessons',
+      client_id: 'app', iat: now, exp: now + 3600,
+      ...plainObject(body.claims ?? {}, 'claims'),
+    };
+    for (const [k, v] of Object.entries(claims)) if (v === null) delete claims[k];
+    const token = require('node:crypto').randomBytes(24).toString('base64url');
+    realm.opaque.set(token, { claims, revoked: false });
+    return { token };
+  },
+  'POST /opaque/revoke': async (realm, body) => {
+    const o = realm.opaque.get(body.token);
+    if (o) o.revoked = true;
+    else if (typeof body.token === 'string' && body.token.split('.').length === 3) {
+      realm.revokedJwts = realm.revokedJwts ?? new Set();
+      realm.revokedJwts.add(body.token);
+    } else throw new Error('no such token');
+    return publicState(realm);
+  },
+  'POST /introspection': async (realm, body) => {
+    plainObject(body, '/introspection');
+    for (const name of Object.keys(body)) {
+      if (!['client_id', 'secret', 'status', 'body', 'delay_ms'].includes(name)) {
+        throw new Error(`unknown member ${name}`);
+      }
+    }
+    checkInt(body.status, 'status', 100, 599);
+    checkInt(body.delay_ms, 'delay_ms', 0, 60000);
+    realm.introspection = { ...body };
     return publicState(realm);
   },
   'POST /stop': async (realm) => {
@@ -486,6 +611,7 @@ const routes = {
     realm.discovery = 0;
     realm.oauth = 0;
     realm.token = 0;
+    realm.introspect = 0;
     return publicState(realm);
   },
 };

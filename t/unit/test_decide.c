@@ -8,7 +8,8 @@
  * a good token allowed with its user, unit and exports; issuer blocks;
  * fetched keys not there yet (503); the user claim; DPoP, with proofs
  * signed by cjose, and its nonces (LessonsJWTDPoPNonce); certificate-bound
- * tokens (RFC 8705), on every request and beside DPoP.
+ * tokens (RFC 8705), on every request and beside DPoP; opaque tokens
+ * by introspection (RFC 7662), their answers' claims on the JWT's path.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -1559,6 +1560,290 @@ static void test_certbind_required(void **state)
     is_dpop_refused(&v, "invalid_token");
 }
 
+/* ------------------------------------------------------ introspection */
+
+#define OPAQUE   "2YotnFZFEjr1zCsicMWpAA"
+#define OPAQUE_2 "tGzv3JOkF0XG5Qx2TlKWIA"
+#define IEP      "https://a.example.org/introspect"
+
+/* The provider as the glue would ask it: each token its answer (NULL:
+ * no answer at all, the provider down), and what was asked.
+ */
+typedef struct {
+    const char *token[4];
+    const char *answer[4];
+    int n;
+    int calls;
+    const char *asked;
+} fake_idp_t;
+
+static int fake_introspect(void *baton, apr_pool_t *p, const char *token,
+                           apr_int64_t now, lessons_decide_introspection_t *out)
+{
+    fake_idp_t *idp = baton;
+    int i;
+
+    (void)now;
+    idp->calls++;
+    idp->asked = token;
+    out->endpoint = IEP;
+    for (i = 0; i < idp->n; i++) {
+        if (strcmp(idp->token[i], token) == 0) {
+            if (!idp->answer[i]) {
+                out->why = "timed out (limit 5000 ms)";
+                return -1;
+            }
+            out->rc = lessons_introspect_parse(p, idp->answer[i],
+                                               strlen(idp->answer[i]),
+                                               &out->res);
+            return 0;
+        }
+    }
+    out->rc = lessons_introspect_parse(p, "{\"active\":false}", 16,
+                                       &out->res);
+    return 0;
+}
+
+static lessons_decide_policy_t policy_introspect(
+    const lessons_decide_unit_t *u, fake_idp_t *idp)
+{
+    lessons_decide_policy_t p = policy_of(u, 1);
+
+    p.introspect = fake_introspect;
+    p.introspect_baton = idp;
+    return p;
+}
+
+static const char *active_with(const char *more)
+{
+    return apr_psprintf(pool, "{\"active\":true,\"iss\":\"" ISS_A "\","
+                        "\"aud\":\"" AUD "\",\"sub\":\"alice\",\"scope\":"
+                        "\"lessons:read\",\"exp\":%" APR_INT64_T_FMT "%s}",
+                        NOW + 600, more);
+}
+
+static void is_introspected(const lessons_verdict_t *v, const char *token,
+                            const lessons_decide_unit_t *u, const char *user)
+{
+    if (v->kind != LESSONS_VERDICT_ALLOW) {
+        fail_msg("want ALLOW, got %s %d (tag %d: %s)", verdict_name(v->kind),
+                 v->status, v->line.tag,
+                 v->line.text ? v->line.text : "");
+    }
+    assert_string_equal(v->token, token);
+    assert_ptr_equal(v->unit, u);
+    assert_string_equal(v->user, user);
+    assert_true(v->claims_done);
+    assert_non_null(v->claims);
+    assert_non_null(v->introspected);
+    assert_string_equal(v->introspected, IEP);
+}
+
+static void test_introspect_opaque(void **state)
+{
+    lessons_decide_unit_t u = unit_hs();
+    fake_idp_t idp = { { OPAQUE, OPAQUE_2 }, { NULL, NULL }, 2, 0, NULL };
+    lessons_decide_policy_t p = policy_introspect(&u, &idp);
+    const char *names[] = { "scope" };
+    lessons_verdict_t v;
+
+    (void)state;
+    idp.answer[0] = active_with("");
+    idp.answer[1] = apr_psprintf(pool, "{\"active\":true,\"iss\":\"" ISS_A
+                                 "\",\"aud\":\"" AUD "\",\"sub\":\"bob\","
+                                 "\"scope\":\"lessons:write\"}");
+    p.export_claims = names;
+    p.nexport = 1;
+    v = decide_auth(&p, bearer(OPAQUE));
+    is_introspected(&v, OPAQUE, &u, "alice");
+    assert_string_equal(idp.asked, OPAQUE);
+    assert_string_equal(json_string_value(json_object_get(v.claims,
+                                                          "scope")),
+                        "lessons:read");
+    assert_non_null(v.exports);
+    assert_string_equal(APR_ARRAY_IDX(v.exports, 0,
+                                      lessons_decide_export_t).value,
+                        "lessons:read");
+    /* Two tokens, two answers: each its own (no exp: the answer alone). */
+    v = decide_auth(&p, bearer(OPAQUE_2));
+    is_introspected(&v, OPAQUE_2, &u, "bob");
+    assert_string_equal(json_string_value(json_object_get(v.claims,
+                                                          "scope")),
+                        "lessons:write");
+    /* A JWT is verified, not asked about (LessonsJWTIntrospectJWT off). */
+    idp.calls = 0;
+    v = decide_auth(&p, bearer(hs_token(claims_with(ISS_A, ""))));
+    assert_int_equal(v.kind, LESSONS_VERDICT_ALLOW);
+    assert_null(v.introspected);
+    assert_int_equal(idp.calls, 0);
+    /* Without introspection an opaque token is a malformed JWT. */
+    p.introspect = NULL;
+    v = decide_auth(&p, bearer(OPAQUE));
+    is_token_refused(&v, LESSONS_REFUSED_MALFORMED);
+    assert_int_equal(idp.calls, 0);
+}
+
+static void test_introspect_refused(void **state)
+{
+    lessons_decide_unit_t u = unit_hs();
+    fake_idp_t idp = { { OPAQUE }, { NULL }, 1, 0, NULL };
+    lessons_decide_policy_t p = policy_introspect(&u, &idp);
+    lessons_verdict_t v;
+
+    (void)state;
+    /* Inactive. */
+    idp.answer[0] = "{\"active\":false}";
+    v = decide_auth(&p, bearer(OPAQUE));
+    is_refusal(&v, 401, LESSONS_CHALLENGE_BEARER, "invalid_token",
+               LESSONS_REFUSED_OTHER, 740);
+    assert_non_null(strstr(v.description, "not active"));
+    /* Active by the provider's word, but past its exp. */
+    idp.answer[0] = apr_psprintf(pool, "{\"active\":true,\"exp\":%"
+                                 APR_INT64_T_FMT "}", NOW - 5);
+    v = decide_auth(&p, bearer(OPAQUE));
+    is_refusal(&v, 401, LESSONS_CHALLENGE_BEARER, "invalid_token",
+               LESSONS_REFUSED_EXPIRED, 741);
+    /* The section's audience and issuer hold as for a JWT. */
+    idp.answer[0] = "{\"active\":true,\"iss\":\"" ISS_A "\",\"aud\":\"x\"}";
+    v = decide_auth(&p, bearer(OPAQUE));
+    is_token_refused(&v, LESSONS_REFUSED_AUDIENCE);
+    idp.answer[0] = "{\"active\":true,\"iss\":\"" ISS_C "\",\"aud\":\""
+                    AUD "\"}";
+    v = decide_auth(&p, bearer(OPAQUE));
+    is_token_refused(&v, LESSONS_REFUSED_ISSUER);
+    /* No iss: the endpoint's issuer's, whose endpoint it is. */
+    idp.answer[0] = "{\"active\":true,\"aud\":\"" AUD "\",\"sub\":\"al\"}";
+    v = decide_auth(&p, bearer(OPAQUE));
+    is_introspected(&v, OPAQUE, &u, "al");
+    assert_string_equal(json_string_value(json_object_get(v.claims, "iss")),
+                        ISS_A);
+    /* "active":"true", garbage: the provider's fault, 503, never 200. */
+    idp.answer[0] = "{\"active\":\"true\",\"aud\":\"" AUD "\"}";
+    v = decide_auth(&p, bearer(OPAQUE));
+    is_refusal(&v, 503, LESSONS_CHALLENGE_NONE, NO_ERROR, -1, 743);
+    assert_int_equal(v.retry_after, LESSONS_RETRY_SECONDS);
+    idp.answer[0] = "<html>";
+    v = decide_auth(&p, bearer(OPAQUE));
+    is_refusal(&v, 503, LESSONS_CHALLENGE_NONE, NO_ERROR, -1, 743);
+    /* Too long to be a token here: 401, the provider never asked. */
+    {
+        char *big = apr_palloc(pool, LESSONS_TOKEN_MAX_LEN + 2);
+
+        memset(big, 'A', LESSONS_TOKEN_MAX_LEN + 1);
+        big[LESSONS_TOKEN_MAX_LEN + 1] = '\0';
+        idp.calls = 0;
+        v = decide_auth(&p, bearer(big));
+        is_token_refused(&v, LESSONS_REFUSED_MALFORMED);
+        assert_int_equal(idp.calls, 0);
+    }
+    /* The provider down or slow: 503 with Retry-After. */
+    idp.answer[0] = NULL;
+    v = decide_auth(&p, bearer(OPAQUE));
+    is_refusal(&v, 503, LESSONS_CHALLENGE_NONE, NO_ERROR, -1, 742);
+    assert_int_equal(v.retry_after, LESSONS_RETRY_SECONDS);
+    assert_non_null(strstr(v.line.text, IEP));
+    assert_non_null(strstr(v.line.text, "timed out"));
+}
+
+/* cnf in an answer binds the token as in a JWT: DPoP's jkt, a client
+ * certificate's x5t#S256.
+ */
+static void test_introspect_bound(void **state)
+{
+    lessons_decide_unit_t u = unit_hs();
+    fake_idp_t idp = { { OPAQUE }, { NULL }, 1, 0, NULL };
+    lessons_decide_policy_t p = policy_introspect(&u, &idp);
+    cert_box_t box = { X5T_A, 0 };
+    lessons_decide_facts_t f;
+    lessons_verdict_t v;
+
+    (void)state;
+    idp.answer[0] = active_with(",\"cnf\":{\"x5t#S256\":\"" X5T_A "\"}");
+    p.certbind = LESSONS_CERTBIND_OPTIONAL;
+    f = facts_cert(bearer(OPAQUE), &box);
+    v = decide(&p, &f);
+    is_introspected(&v, OPAQUE, &u, "alice");
+    box.x5t = X5T_B;
+    v = decide(&p, &f);
+    is_cert_refused(&v, 722, "another client certificate");
+    /* Bound to a DPoP key: sent as a bearer token, refused. */
+    p.certbind = 0;
+    p.dpop = LESSONS_DPOP_OPTIONAL;
+    idp.answer[0] = active_with(",\"cnf\":{\"jkt\":\"0ZcOCORZNYy-DWpqq30j"
+                                "ZyJGHTN0d2HglBV3uiguA4I\"}");
+    v = decide_auth(&p, bearer(OPAQUE));
+    is_dpop_refused(&v, "invalid_token");
+    /* Where DPoP is required, an unbound opaque token is refused too. */
+    p.dpop = LESSONS_DPOP_REQUIRED;
+    idp.answer[0] = active_with("");
+    v = decide_auth(&p, bearer(OPAQUE));
+    is_dpop_refused(&v, "invalid_token");
+}
+
+/* LessonsJWTIntrospectJWT: a JWT that verified is asked about too, and a
+ * revoked one refused; a JWT that does not verify is never sent out.
+ */
+static void test_introspect_jwt(void **state)
+{
+    lessons_decide_unit_t u = unit_hs();
+    const char *jwt = hs_token(claims_with(ISS_A, ""));
+    fake_idp_t idp = { { NULL }, { NULL }, 1, 0, NULL };
+    lessons_decide_policy_t p = policy_introspect(&u, &idp);
+    lessons_verdict_t v;
+
+    (void)state;
+    idp.token[0] = jwt;
+    idp.answer[0] = active_with("");
+    p.introspect_jwt = 1;
+    v = decide_auth(&p, bearer(jwt));
+    is_allowed(&v, jwt, &u, "alice", NOW);
+    assert_int_equal(idp.calls, 1);
+    assert_null(v.introspected);
+    idp.answer[0] = "{\"active\":false}";
+    v = decide_auth(&p, bearer(jwt));
+    is_refusal(&v, 401, LESSONS_CHALLENGE_BEARER, "invalid_token",
+               LESSONS_REFUSED_OTHER, 740);
+    idp.answer[0] = NULL;
+    v = decide_auth(&p, bearer(jwt));
+    is_refusal(&v, 503, LESSONS_CHALLENGE_NONE, NO_ERROR, -1, 742);
+    idp.calls = 0;
+    v = decide_auth(&p, bearer(hs_token(claims_with(ISS_C, ""))));
+    is_token_refused(&v, LESSONS_REFUSED_ISSUER);
+    assert_int_equal(idp.calls, 0);
+}
+
+/* A section with no key, only a provider: every token is asked about,
+ * a JWT too (no key could verify it here); without the provider the
+ * same section is broken, never open.
+ */
+static void test_introspect_keyless(void **state)
+{
+    lessons_decide_unit_t u;
+    const char *jwt = hs_token(claims_with(ISS_A, ""));
+    fake_idp_t idp = { { NULL }, { NULL }, 1, 0, NULL };
+    lessons_decide_policy_t p;
+    lessons_verdict_t v;
+
+    (void)state;
+    memset(&u, 0, sizeof(u));
+    u.token.issuer = ISS_A;
+    u.token.audience = AUD;
+    p = policy_introspect(&u, &idp);
+    idp.token[0] = jwt;
+    idp.answer[0] = active_with("");
+    v = decide_auth(&p, bearer(jwt));
+    is_introspected(&v, jwt, &u, "alice");
+    assert_int_equal(idp.calls, 1);
+    idp.answer[0] = "{\"active\":false}";
+    v = decide_auth(&p, bearer(jwt));
+    is_refusal(&v, 401, LESSONS_CHALLENGE_BEARER, "invalid_token",
+               LESSONS_REFUSED_OTHER, 740);
+    p.introspect = NULL;
+    v = decide_auth(&p, bearer(jwt));
+    assert_int_equal(v.kind, LESSONS_VERDICT_REFUSE);
+    assert_int_not_equal(v.status, 200);
+}
+
 /* ------------------------------------------------------------ refusal_of */
 
 static void test_refusal_of(void **state)
@@ -1601,6 +1886,11 @@ int main(void)
         cmocka_unit_test(test_certbind_optional),
         cmocka_unit_test(test_certbind_cached),
         cmocka_unit_test(test_certbind_required),
+        cmocka_unit_test(test_introspect_opaque),
+        cmocka_unit_test(test_introspect_refused),
+        cmocka_unit_test(test_introspect_bound),
+        cmocka_unit_test(test_introspect_jwt),
+        cmocka_unit_test(test_introspect_keyless),
         cmocka_unit_test(test_refusal_of),
     };
 

@@ -222,6 +222,58 @@ static void test_parse_size(void **state)
 
 #define MAX_PAGES 8
 
+/* RFC 8414's introspection_endpoint: read as jwks_uri is (the issuer
+ * byte for byte first), and only on the issuer's own origin.
+ */
+static void test_parse_introspection(void **state)
+{
+    const char *uri = NULL, *err = NULL;
+    const char *want = "https://sso.example.org/realms/school/introspect";
+    const char *ep;
+
+    (void)state;
+    ep = apr_psprintf(pool, "{\"issuer\":\"%s\",\"jwks_uri\":\"%s\","
+                      "\"introspection_endpoint\":\"%s\"}", ISS, JWKS, want);
+    assert_int_equal(lessons_discovery_parse_introspection(pool, ep,
+                         strlen(ep), ISS, &uri, &err), LESSONS_DISCOVERY_OK);
+    assert_string_equal(uri, want);
+    /* The default port spelt out is the same origin. */
+    ep = "{\"issuer\":\"" ISS "\",\"introspection_endpoint\":"
+         "\"https://SSO.example.org:443/i\"}";
+    assert_int_equal(lessons_discovery_parse_introspection(pool, ep,
+                         strlen(ep), ISS, &uri, &err), LESSONS_DISCOVERY_OK);
+    assert_string_equal(uri, "https://SSO.example.org:443/i");
+    /* Another host, port or scheme: refused, and said so. */
+    ep = "{\"issuer\":\"" ISS "\",\"introspection_endpoint\":"
+         "\"https://evil.example/introspect\"}";
+    assert_int_equal(lessons_discovery_parse_introspection(pool, ep,
+                         strlen(ep), ISS, &uri, &err),
+                     LESSONS_DISCOVERY_MALFORMED);
+    assert_null(uri);
+    assert_has(err, "not on the issuer's origin");
+    ep = "{\"issuer\":\"" ISS "\",\"introspection_endpoint\":"
+         "\"https://sso.example.org:8443/i\"}";
+    assert_int_equal(lessons_discovery_parse_introspection(pool, ep,
+                         strlen(ep), ISS, &uri, &err),
+                     LESSONS_DISCOVERY_MALFORMED);
+    ep = "{\"issuer\":\"" ISS "\",\"introspection_endpoint\":"
+         "\"http://sso.example.org/i\"}";
+    assert_int_equal(lessons_discovery_parse_introspection(pool, ep,
+                         strlen(ep), ISS, &uri, &err),
+                     LESSONS_DISCOVERY_MALFORMED);
+    /* None named; another issuer's document. */
+    ep = "{\"issuer\":\"" ISS "\",\"jwks_uri\":\"" JWKS "\"}";
+    assert_int_equal(lessons_discovery_parse_introspection(pool, ep,
+                         strlen(ep), ISS, &uri, &err),
+                     LESSONS_DISCOVERY_MALFORMED);
+    assert_has(err, "no introspection_endpoint");
+    ep = "{\"issuer\":\"https://sso.example.org/\","
+         "\"introspection_endpoint\":\"https://sso.example.org/i\"}";
+    assert_int_equal(lessons_discovery_parse_introspection(pool, ep,
+                         strlen(ep), ISS, &uri, &err),
+                     LESSONS_DISCOVERY_MISMATCH);
+}
+
 /* What our GET serves: url -> status and body; status 0 is "cannot
  * connect".  It records the URLs asked, in order, and their options.
  */
@@ -322,6 +374,31 @@ static const char *fetch(const lessons_keyset_t **set)
         assert_true(lessons_keyset_same(*set, again));
     }
     return err;
+}
+
+/* The endpoint fetched as the keys' metadata is: the same places, the
+ * same CA, and a document naming another origin refused.
+ */
+static void test_fetch_introspection(void **state)
+{
+    const char *ep = NULL;
+
+    (void)state;
+    serve(OPENID, 404, "");
+    serve(OAUTH, 200, "{\"issuer\":\"" ISS "\",\"introspection_endpoint\":"
+                      "\"https://sso.example.org/i\"}");
+    assert_null(lessons_discovery_introspection(&disc, pool, &ep));
+    assert_string_equal(ep, "https://sso.example.org/i");
+    assert_int_equal(web.nasked, 2);
+    assert_ptr_equal(web.ca_pem, disc.fetch.ca_pem);
+    serve(OAUTH, 200, "{\"issuer\":\"" ISS "\",\"introspection_endpoint\":"
+                      "\"https://other.example/i\"}");
+    assert_has(lessons_discovery_introspection(&disc, pool, &ep),
+               "not on the issuer's origin");
+    assert_null(ep);
+    serve(OAUTH, 503, "");
+    assert_non_null(lessons_discovery_introspection(&disc, pool, &ep));
+    assert_int_equal(disc.last, LESSONS_DISCOVERY_UNREACHABLE);
 }
 
 static void test_fetch_openid(void **state)
@@ -489,6 +566,8 @@ int main(void)
         cmocka_unit_test(test_parse_mismatch),
         cmocka_unit_test(test_parse_malformed),
         cmocka_unit_test(test_parse_size),
+        cmocka_unit_test(test_parse_introspection),
+        cmocka_unit_test_setup(test_fetch_introspection, fetch_setup),
         cmocka_unit_test_setup(test_fetch_openid, fetch_setup),
         cmocka_unit_test_setup(test_fetch_rfc8414, fetch_setup),
         cmocka_unit_test_setup(test_fetch_unreachable, fetch_setup),

@@ -1,6 +1,6 @@
 /* Licensed under the Apache License, Version 2.0.
  *
- * test_fetch.c: lessons_fetch_check_url and lessons_fetch_get against
+ * test_fetch.c: lessons_fetch_check_url, lessons_fetch_get and _post against
  * lessons_fetch.h.  The fetches are real: a small HTTP server runs in a
  * thread on loopback (two ports, and 127.0.0.2 when it can be bound), and
  * the TLS cases run `openssl s_server -WWW` with a throw-away CA made by
@@ -54,6 +54,7 @@ static struct {
     int port[L_MAX];
     int hits[L_MAX];            /* requests answered on each listener */
     char last_req[2048];        /* the last request's head */
+    char last_body[2048];       /* the last POST's body */
     int connects[L_MAX];        /* CONNECTs taken on each listener */
     char last_connect[300];     /* the last CONNECT's host:port */
     int refuse_connect;         /* answer CONNECT with 403 */
@@ -216,8 +217,36 @@ static void serve(int fd, int which)
         tunnel(fd, which, path);
         return;
     }
-    if (sscanf(req, "GET %255s ", path) != 1)
-        return;
+    if (sscanf(req, "GET %255s ", path) != 1) {
+        /* A POST's body: what came after the head, and the rest of its
+         * Content-Length (bounded by last_body).
+         */
+        const char *end = memmem(req, n, "\r\n\r\n", 4), *cl;
+        size_t have, want = 0;
+
+        if (sscanf(req, "POST %255s ", path) != 1 || !end)
+            return;
+        end += 4;
+        cl = strstr(req, "\r\nContent-Length: ");
+        if (cl)
+            want = (size_t)strtoul(cl + 18, NULL, 10);
+        if (want >= sizeof(srv.last_body))
+            want = sizeof(srv.last_body) - 1;
+        have = n - (size_t)(end - req);
+        if (have > want)
+            have = want;
+        pthread_mutex_lock(&srv.lock);
+        memcpy(srv.last_body, end, have);
+        while (have < want && poll(&pf, 1, 2000) > 0) {
+            ssize_t r = recv(fd, srv.last_body + have, want - have, 0);
+
+            if (r <= 0)
+                break;
+            have += (size_t)r;
+        }
+        srv.last_body[have] = '\0';
+        pthread_mutex_unlock(&srv.lock);
+    }
 
     pthread_mutex_lock(&srv.lock);
     srv.hits[which]++;
@@ -595,6 +624,66 @@ static void test_get_ok(void **state)
     assert_has(head, "GET /ok HTTP/1.1\r\n");
     assert_has(head, "\r\nUser-Agent: mod_lessons\r\n");
     assert_has(head, "\r\nAccept: application/jwk-set+json, application/json\r\n");
+}
+
+/* A POST (introspection's): the form as the body, its type, the
+ * credentials, no Expect; the answer as a GET's.
+ */
+static void test_post_ok(void **state)
+{
+    lessons_fetch_opts_t o = opts_for(url(L_MAIN, "/ok"));
+    const char *form = "token=abc%2B&token_type_hint=access_token";
+    char *body = NULL;
+    apr_size_t len = 0;
+    long status = 0;
+    char head[2048], sent[2048];
+
+    (void)state;
+    o.max_redirects = 0;
+    assert_null(lessons_fetch_post(pool, &o, form, strlen(form),
+                                   "Basic Yzpz", &body, &len, &status));
+    assert_int_equal(status, 200);
+    assert_string_equal(body, OK_BODY);
+    pthread_mutex_lock(&srv.lock);
+    apr_cpystrn(head, srv.last_req, sizeof(head));
+    apr_cpystrn(sent, srv.last_body, sizeof(sent));
+    pthread_mutex_unlock(&srv.lock);
+    assert_has(head, "POST /ok HTTP/1.1\r\n");
+    assert_has(head, "\r\nAuthorization: Basic Yzpz\r\n");
+    assert_has(head, "\r\nContent-Type: application/x-www-form-urlencoded"
+                     "\r\n");
+    assert_has(head, "\r\nAccept: application/json\r\n");
+    assert_null(strstr(head, "Expect:"));
+    assert_string_equal(sent, form);
+}
+
+/* A POST follows no redirect: asked to, it is refused before any
+ * request; a redirect answered is an error, the credentials never sent
+ * to the Location.
+ */
+static void test_post_no_redirect(void **state)
+{
+    lessons_fetch_opts_t o = opts_for(url(L_MAIN, "/abs"));
+    char *body = NULL;
+    apr_size_t len = 0;
+    long status = 0;
+    int before;
+
+    (void)state;
+    assert_non_null(lessons_fetch_post(pool, &o, "token=a", 7, "Basic Yzpz",
+                                       &body, &len, &status));
+    assert_int_equal(status, 0);
+    o.max_redirects = 0;
+    pthread_mutex_lock(&srv.lock);
+    before = srv.hits[L_MAIN];
+    pthread_mutex_unlock(&srv.lock);
+    assert_has(lessons_fetch_post(pool, &o, "token=a", 7, "Basic Yzpz",
+                                  &body, &len, &status), "301");
+    assert_int_equal(status, 301);
+    assert_null(body);
+    pthread_mutex_lock(&srv.lock);
+    assert_int_equal(srv.hits[L_MAIN], before + 1);
+    pthread_mutex_unlock(&srv.lock);
 }
 
 /* An empty 200 is the empty text (the keys' parser then refuses it),
@@ -1209,6 +1298,8 @@ int main(void)
         cmocka_unit_test(test_ca_check),
         cmocka_unit_test(test_tls_only_the_named_ca),
         cmocka_unit_test(test_check_proxy),
+        cmocka_unit_test(test_post_ok),
+        cmocka_unit_test(test_post_no_redirect),
         cmocka_unit_test(test_proxy_tunnel),
         cmocka_unit_test(test_proxy_refuses),
         cmocka_unit_test(test_proxy_down),

@@ -1,0 +1,315 @@
+/* Licensed under the Apache License, Version 2.0.
+ *
+ * mod_lessons_introspect.c: opaque access tokens asked about at the
+ * provider's introspection endpoint (RFC 7662; issue 44, part 3), as
+ * httpd meets them: the start-up check of LessonsJWTIntrospect and its
+ * client, the process's cache of answers (child_init, reached through
+ * the server config), and the gate's question (lessons_decide's
+ * introspect function).  The request, the answer and how long it is
+ * kept are lessons_introspect's; the POST is lessons_fetch's, with the
+ * keys URL's kind of bounds: TLS against LessonsJWTKeysCA only (else
+ * the system's CAs), LessonsJWTKeysProxy or no proxy, time and size
+ * capped, no redirect.
+ *
+ * The cache is per process (a lessons_tokencache of its own), not shared
+ * between processes as key sets are: each process asks once per token
+ * and LessonsJWTIntrospectCacheMax.  An entry is keyed by SHA-256 of the
+ * endpoint, the client and the token: the token itself is neither a key
+ * nor kept, nor logged.
+ */
+
+#include "httpd/mod_lessons.h"
+
+#include "auth/lessons_introspect.h"
+#include "base/lessons_digest.h"
+
+#define LESSONS_INTROSPECT_SEEN        "lessons-introspect-seen"
+#define LESSONS_INTROSPECT_CONNECT_MS  2000
+#define LESSONS_INTROSPECT_TOTAL_MS    5000  /* a request waits this long
+                                              * at most for an answer */
+#define LESSONS_INTROSPECT_DISCOVER_MS 5000
+#define LESSONS_INTROSPECT_RETRY       5     /* seconds between discovery
+                                              * attempts that failed */
+#define LESSONS_INTROSPECT_ENTRIES     10000 /* answers kept per process */
+
+/* Some section introspects (post_config starts libcurl then). */
+void lessons_introspect_note(apr_pool_t *pconf)
+{
+    apr_pool_userdata_setn((void *)1, LESSONS_INTROSPECT_SEEN, NULL, pconf);
+}
+
+int lessons_introspect_configured(apr_pool_t *pconf)
+{
+    void *seen = NULL;
+
+    apr_pool_userdata_get(&seen, LESSONS_INTROSPECT_SEEN, pconf);
+    return seen != NULL;
+}
+
+/* A section's own introspection settings at start-up: an endpoint and
+ * a client, both; discover only beside an https:// LessonsJWTIssuer in
+ * the same section; never beside <LessonsJWTIssuer> blocks (no one
+ * provider to ask).  Takes the section's CA and proxy.  OK, or !OK
+ * after an emerg line.
+ */
+int lessons_introspect_check(apr_pool_t *ptemp, lessons_dir_conf *c)
+{
+    lessons_introspect_src *src = c->introspect;
+    const char *err = NULL;
+
+    if (!src || src->section != c) {
+        return OK;
+    }
+    if (!src->where) {
+        err = apr_psprintf(ptemp, "%s: LessonsJWTIntrospectClient without "
+                           "LessonsJWTIntrospect in the same section",
+                           src->client_where);
+    }
+    else if (!src->client_id || !src->secret) {
+        err = apr_psprintf(ptemp, "%s: LessonsJWTIntrospect needs "
+                           "LessonsJWTIntrospectClient ID SECRET-FILE in the "
+                           "same section: the endpoint answers "
+                           "authenticated clients only (RFC 7662 2.1)",
+                           src->where);
+    }
+    else if (c->issuers) {
+        err = apr_psprintf(ptemp, "%s: LessonsJWTIntrospect beside "
+                           "<LessonsJWTIssuer> blocks: an opaque token names "
+                           "no issuer, so there is no one provider to ask",
+                           src->where);
+    }
+    else if (!src->url && (!c->issuer
+                           || lessons_discovery_check_issuer(ptemp,
+                                                             c->issuer))) {
+        err = apr_psprintf(ptemp, "%s: LessonsJWTIntrospect discover needs "
+                           "an https:// LessonsJWTIssuer in the same "
+                           "section, whose metadata names the endpoint",
+                           src->where);
+    }
+    if (err) {
+        ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0, NULL,
+                     LESSONSLOG(00744) "%s", err);
+        return !OK;
+    }
+    src->issuer = c->issuer;
+    src->ca_pem = c->keys_ca_pem;
+    src->ca_len = c->keys_ca_len;
+    src->proxy = c->keys_proxy;
+    return OK;
+}
+
+/* Every section's own record, on each server. */
+void lessons_introspect_child_init(apr_pool_t *pchild, server_rec *s)
+{
+    lessons_tokencache_t *cache = NULL;
+    server_rec *v;
+    int i, any = 0;
+
+    for (v = s; v; v = v->next) {
+        lessons_srv_conf *sconf =
+            ap_get_module_config(v->module_config, &lessons_module);
+
+        for (i = 0; i < sconf->sections->nelts; i++) {
+            lessons_dir_conf *c = APR_ARRAY_IDX(sconf->sections, i,
+                                                lessons_dir_conf *);
+            lessons_introspect_src *src = c->introspect;
+
+            if (!src || src->section != c) {
+                continue;
+            }
+            any = 1;
+            if (apr_thread_mutex_create(&src->lock, APR_THREAD_MUTEX_DEFAULT,
+                                        pchild) != APR_SUCCESS) {
+                /* Without it nothing is discovered: every opaque token
+                 * there is 503, never let through.
+                 */
+                src->lock = NULL;
+            }
+        }
+    }
+    if (any) {
+        cache = lessons_tokencache_make(pchild, LESSONS_INTROSPECT_ENTRIES);
+    }
+    for (v = s; v; v = v->next) {
+        lessons_srv_conf *sconf =
+            ap_get_module_config(v->module_config, &lessons_module);
+
+        sconf->introspected = cache;
+    }
+}
+
+/* What the gate's question needs. */
+typedef struct {
+    request_rec *r;
+    lessons_introspect_src *src;
+    lessons_tokencache_t *cache;
+    long cache_max;                 /* seconds */
+} lessons_introspect_ask_t;
+
+/* The endpoint to ask: the configured one, or the issuer's metadata's
+ * (fetched once per process, again at most every
+ * LESSONS_INTROSPECT_RETRY seconds while it fails).  NULL with *why.
+ */
+static const char *lessons_introspect_endpoint(lessons_introspect_ask_t *a,
+                                               const char **why)
+{
+    lessons_introspect_src *src = a->src;
+    const char *endpoint = NULL, *err;
+    apr_time_t now = apr_time_now();
+
+    if (src->url) {
+        return src->url;
+    }
+    if (!src->lock) {
+        *why = "the process could not make the discovery's lock";
+        return NULL;
+    }
+    apr_thread_mutex_lock(src->lock);
+    if (src->endpoint) {
+        endpoint = src->endpoint;
+    }
+    else if (src->failed
+             && now - src->failed
+                < apr_time_from_sec(LESSONS_INTROSPECT_RETRY)) {
+        *why = apr_psprintf(a->r->pool, "the issuer's metadata could not "
+                            "be read %" APR_TIME_T_FMT " s ago (retried "
+                            "every %d s)", apr_time_sec(now - src->failed),
+                            LESSONS_INTROSPECT_RETRY);
+    }
+    else {
+        memset(&src->discovery, 0, sizeof(src->discovery));
+        src->discovery.fetch.url = src->issuer;
+        src->discovery.fetch.ca_pem = src->ca_pem;
+        src->discovery.fetch.ca_len = src->ca_len;
+        src->discovery.fetch.proxy = src->proxy;
+        src->discovery.fetch.connect_timeout_ms = LESSONS_INTROSPECT_CONNECT_MS;
+        src->discovery.fetch.total_timeout_ms = LESSONS_INTROSPECT_DISCOVER_MS;
+        src->discovery.fetch.max_redirects = 3;
+        err = lessons_discovery_introspection(&src->discovery, a->r->pool,
+                                              &endpoint);
+        if (err) {
+            src->failed = now;
+            endpoint = NULL;
+            *why = apr_pstrcat(a->r->pool, "discovery: ", err, NULL);
+        }
+        else {
+            /* No allocation from the child's pool on a request's
+             * thread: the endpoint (at most LESSONS_DISCOVERY_URI_MAX
+             * bytes, lessons_discovery took no longer) is kept in place.
+             */
+            apr_cpystrn(src->endpoint_buf, endpoint,
+                        sizeof(src->endpoint_buf));
+            src->endpoint = endpoint = src->endpoint_buf;
+            src->failed = 0;
+            ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, a->r, LESSONSLOG(00745)
+                          "issuer %s: introspection endpoint %s (from its "
+                          "metadata)", src->issuer, endpoint);
+        }
+    }
+    apr_thread_mutex_unlock(src->lock);
+    return endpoint;
+}
+
+/* lessons_decide_introspect_fn: the process's cache, else the
+ * provider.  An answer is kept while lessons_introspect_cache_until
+ * says (its raw text, re-read on a hit: each request gets claims of its
+ * own); the entry's exp holds that time.
+ */
+static int lessons_introspect_ask(void *baton, apr_pool_t *p,
+                                  const char *token, apr_int64_t now,
+                                  lessons_decide_introspection_t *out)
+{
+    lessons_introspect_ask_t *a = baton;
+    lessons_introspect_src *src = a->src;
+    unsigned char key[LESSONS_INTROSPECT_KEY_LEN];
+    lessons_tokencache_claims_t kept;
+    lessons_introspect_request_t req;
+    lessons_fetch_opts_t opts;
+    const char *name, *err, *why = NULL;
+    char *body = NULL;
+    apr_size_t len = 0;
+    apr_int64_t until;
+    long status = 0;
+
+    out->endpoint = lessons_introspect_endpoint(a, &why);
+    if (!out->endpoint) {
+        out->endpoint = src->issuer;
+        out->why = why;
+        return -1;
+    }
+    if (lessons_introspect_key(out->endpoint, src->client_id, token,
+                               strlen(token), key) != 0) {
+        out->why = "the token's digest could not be made";
+        return -1;
+    }
+    name = lessons_digest_hex(p, key, sizeof(key));
+    memset(&kept, 0, sizeof(kept));
+    if (lessons_tokencache_get(a->cache, p, key, name, strlen(name),
+                               (double)now, &kept)
+        && kept.payload && (double)now < kept.exp) {
+        out->rc = lessons_introspect_parse(p, kept.payload, kept.payload_len,
+                                           &out->res);
+        return 0;
+    }
+    err = lessons_introspect_request(p, token, strlen(token), src->client_id,
+                                     src->secret, &req);
+    if (err) {
+        out->why = err;
+        return -1;
+    }
+    memset(&opts, 0, sizeof(opts));
+    opts.url = out->endpoint;
+    opts.ca_pem = src->ca_pem;
+    opts.ca_len = src->ca_len;
+    opts.proxy = src->proxy;
+    opts.connect_timeout_ms = LESSONS_INTROSPECT_CONNECT_MS;
+    opts.total_timeout_ms = LESSONS_INTROSPECT_TOTAL_MS;
+    opts.max_bytes = LESSONS_INTROSPECT_BODY_MAX;
+    opts.max_redirects = 0;
+    opts.allow_http = src->allow_http;
+    err = lessons_fetch_post(p, &opts, req.body, req.body_len,
+                             req.authorization, &body, &len, &status);
+    if (err) {
+        out->why = status == 401
+                   ? apr_pstrcat(p, err, " (the client id and secret of ",
+                                 src->client_where, " were refused)", NULL)
+                   : err;
+        return -1;
+    }
+    out->rc = lessons_introspect_parse(p, body, len, &out->res);
+    until = lessons_introspect_cache_until(
+        lessons_introspect_judge(out->rc, &out->res, now, 0), &out->res, now,
+        a->cache_max);
+    if (until > now) {
+        memset(&kept, 0, sizeof(kept));
+        kept.payload = body;
+        kept.payload_len = len;
+        kept.exp = (double)until;
+        lessons_tokencache_put(a->cache, key, name, strlen(name), &kept,
+                               (double)until);
+    }
+    return 0;
+}
+
+/* Where the merged section introspects, the gate's question. */
+void lessons_introspect_policy(request_rec *r, const lessons_dir_conf *conf,
+                               lessons_decide_policy_t *policy)
+{
+    lessons_srv_conf *sconf =
+        ap_get_module_config(r->server->module_config, &lessons_module);
+    lessons_introspect_ask_t *a;
+
+    if (!conf->introspect || !conf->introspect->where) {
+        return;
+    }
+    a = apr_pcalloc(r->pool, sizeof(*a));
+    a->r = r;
+    a->src = conf->introspect;
+    a->cache = sconf->introspected;
+    a->cache_max = conf->introspect_cache_max > 0
+                   ? conf->introspect_cache_max
+                   : LESSONS_INTROSPECT_CACHE_DEFAULT;
+    policy->introspect = lessons_introspect_ask;
+    policy->introspect_baton = a;
+    policy->introspect_jwt = conf->introspect_jwt == 2;
+}

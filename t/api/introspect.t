@@ -1,0 +1,281 @@
+# Opaque access tokens by introspection (issue 44, part 3; RFC 7662):
+# LessonsJWTIntrospect asks the provider about every token that is no
+# JWT (and, with no key in the section, about every token), with
+# client_secret_basic, through the keys URL's bounds.  Against the test
+# provider (t/idp/idp.js, its /introspect route) over TLS with a test CA:
+#
+#   - an active opaque token: 200; its request is a form POST with
+#     token_type_hint=access_token and the client's id and secret;
+#   - inactive (unknown, revoked): 401 invalid_token;
+#   - answers are reused: a second request asks nothing; a revocation is
+#     seen once LessonsJWTIntrospectCacheMax has passed, not before;
+#   - the provider stopped, too slow, or answering what cannot be used
+#     ("active": "true", none, over 32 KiB): 503 with Retry-After, never
+#     a 200; back: 200;
+#   - Require jwt-claim scope on an introspected scope, two tokens with
+#     two answers never swapped (the cache key);
+#   - discover: the endpoint from the issuer's metadata; a metadata
+#     document naming another origin refused (503, logged);
+#   - wrong client secret: 503, the log names the directive;
+#   - LessonsJWTIntrospectJWT: a revoked JWT refused;
+#   - configtest refuses an http:// endpoint off loopback and an endpoint
+#     without client.
+#
+# Server B is started here: one process, so that the provider's request
+# counts are exact.
+use strict;
+use warnings FATAL => 'all';
+
+use FindBin;
+use lib "$FindBin::Bin/../lib";
+use Apache::Test qw(-withtestmore);
+use File::Temp ();
+use JSON::PP ();
+use Time::HiRes qw(time sleep);
+use LessonsTest;
+use LessonsTest::IdP qw(start_idp idp_control);
+
+my $dir  = File::Temp->newdir;
+my $JSON = JSON::PP->new->utf8->canonical;
+
+# ---- the provider
+my $idp = start_idp("$dir");
+my $ISS = $idp->{iss};
+my ($IDP_PORT) = $ISS =~ /:(\d+)\z/;
+sub control { idp_control($idp, @_) }
+sub state_of { control(GET => '/state' . ($_[0] ? "?realm=$_[0]" : '')) }
+sub opaque {
+    my ($claims, $realm) = @_;
+    return control(POST => '/opaque' . ($realm ? "?realm=$realm" : ''),
+                   { claims => $claims // {} })->{token};
+}
+for my $name (qw(far wrong)) {
+    control(POST => '/realms', { name => $name });
+}
+# The far realm's metadata names an endpoint on another origin (the
+# certificate names localhost too, so only the origin check refuses it).
+control(POST => '/metadata?realm=far',
+        { introspection_endpoint => "https://localhost:$IDP_PORT/realms/far/introspect" });
+
+# ---- server B
+for my $f ([ 'good.secret', "introspect-secret\n" ],
+           [ 'wrong.secret', "not-the-secret\n" ]) {
+    open my $fh, '>', "$dir/$f->[0]" or die "$dir/$f->[0]: $!";
+    print $fh $f->[1];
+    close $fh or die "$dir/$f->[0]: $!";
+}
+my $CLIENT = qq{LessonsJWTIntrospectClient lessons-api "$dir/good.secret"};
+my $CA     = qq{LessonsJWTKeysCA "$dir/ca.crt"};
+my $port = free_port();
+my $conf = httpd_conf($dir, $port, <<"EOF");
+LogLevel info
+@{[ one_process_conf() ]}# The root issuer: its keys for JWTs, its endpoint (discovered) for the
+# rest; a revocation seen within a second.
+<Location "/op/api/lessons">
+    SetHandler lessons
+    LessonsJWTIssuer $ISS
+    LessonsJWTAudience lessons
+    LessonsJWTIntrospect discover
+    $CLIENT
+    LessonsJWTIntrospectCacheMax 1
+    $CA
+</Location>
+# No key: every token asked about, the endpoint given; answers kept long.
+<Location "/cached/api/lessons">
+    SetHandler lessons
+    LessonsJWTIntrospect $ISS/introspect
+    $CLIENT
+    LessonsJWTIntrospectCacheMax 3600
+    $CA
+</Location>
+<Location "/scoped/api/lessons">
+    SetHandler lessons
+    LessonsJWTIntrospect $ISS/introspect
+    $CLIENT
+    LessonsJWTIntrospectCacheMax 3600
+    $CA
+    Require jwt-claim scope lessons:write
+</Location>
+<Location "/far/api/lessons">
+    SetHandler lessons
+    LessonsJWTIssuer $ISS/realms/far
+    LessonsJWTIntrospect discover
+    $CLIENT
+    $CA
+</Location>
+<Location "/wrong/api/lessons">
+    SetHandler lessons
+    LessonsJWTIntrospect $ISS/realms/wrong/introspect
+    LessonsJWTIntrospectClient lessons-api "$dir/wrong.secret"
+    $CA
+</Location>
+<Location "/revoke/api/lessons">
+    SetHandler lessons
+    LessonsJWTIssuer $ISS
+    LessonsJWTIntrospect discover
+    $CLIENT
+    LessonsJWTIntrospectJWT On
+    LessonsJWTIntrospectCacheMax 1
+    $CA
+</Location>
+EOF
+my $out = `'@{[ LessonsTest::httpd_bin() ]}' -t -f '$conf' 2>&1`;
+like $out, qr/Syntax OK/, 'configtest passes with introspecting sections'
+    or diag $out;
+start_httpd($conf, $port);
+my $B = "http://127.0.0.1:$port";
+
+sub get { call(GET => $_[0], base => $B, token => $_[1]) }
+sub error_log { do { local (@ARGV, $/) = ("$dir/error_log"); <> } }
+# Poll until $code comes back (bounded); the last answer.
+sub eventually {
+    my ($path, $token, $code, $limit) = @_;
+    my $end = time + $limit;
+    my $res;
+    do {
+        $res = get($path, $token);
+        return $res if $res->code == $code;
+        sleep 0.25;
+    } while (time < $end);
+    return $res;
+}
+
+# ---- an active opaque token ---------------------------------------------
+my $t = opaque();
+unlike $t, qr/\./, 'the provider\'s opaque token has no dots';
+my $res = get('/op/api/lessons', $t);
+is $res->code, 200, 'an active opaque token: 200'
+    or diag $res->header('WWW-Authenticate') // '', "\n", error_log();
+my $st = state_of();
+is $st->{introspect_requests}, 1, '... one introspection';
+is $st->{introspect_hint}, 'access_token', '... token_type_hint=access_token';
+is $st->{introspect_auth}, 'lessons-api:right secret',
+    '... client_secret_basic with the configured client';
+like error_log(), qr/LESSONS00745: issuer \Q$ISS\E: introspection endpoint \Q$ISS\E\/introspect \(from its metadata\)/,
+    '... the endpoint came from the issuer\'s metadata';
+unlike error_log(), qr/\Q$t\E/, 'the token is never logged';
+
+is_unauthorized(get('/op/api/lessons', 'NoSuchTokenAtTheProvider0123'),
+                'a token the provider does not know', 'invalid_token');
+like error_log(), qr/LESSONS00740: .*says the token is not active/,
+    '... logged as inactive';
+
+# A JWT of the issuer is verified with its keys, not asked about.
+{
+    my $before = state_of()->{introspect_requests};
+    my $jwt = LessonsTest::IdP::idp_token($idp);
+    is get('/op/api/lessons', $jwt)->code, 200, 'a JWT beside it: 200';
+    is state_of()->{introspect_requests}, $before, '... not asked about';
+}
+
+# ---- the cache ------------------------------------------------------------
+{
+    my $c = opaque();
+    my $before = state_of()->{introspect_requests};
+    is get('/cached/api/lessons', $c)->code, 200, 'no key, an opaque token: 200';
+    is get('/cached/api/lessons', $c)->code, 200, '... again';
+    is state_of()->{introspect_requests}, $before + 1, '... asked once';
+    control(POST => '/opaque/revoke', { token => $c });
+    is get('/cached/api/lessons', $c)->code, 200,
+        'revoked, within LessonsJWTIntrospectCacheMax 3600: still the answer kept';
+    is state_of()->{introspect_requests}, $before + 1, '... nothing asked';
+}
+{
+    my $r = opaque();
+    is get('/op/api/lessons', $r)->code, 200, 'a token to revoke: 200';
+    control(POST => '/opaque/revoke', { token => $r });
+    $res = eventually('/op/api/lessons', $r, 401, 15);
+    is_unauthorized($res, 'revoked at the provider: 401 once the cache bound (1 s) has passed',
+                    'invalid_token');
+}
+
+# ---- two tokens, two answers, never swapped ----------------------------
+{
+    my $writer = opaque({ sub => 'wanda', scope => 'lessons lessons:write' });
+    my $reader = opaque({ sub => 'rita', scope => 'lessons' });
+    for my $round (1 .. 3) {
+        is get('/scoped/api/lessons', $writer)->code, 200,
+            "round $round: the writer's scope lessons:write: 200";
+        is get('/scoped/api/lessons', $reader)->code, 403,
+            "round $round: the reader's scope lacks it: 403";
+    }
+}
+
+# ---- the provider down: 503, never 200 ---------------------------------
+{
+    my $fresh = opaque();
+    control(POST => '/stop');
+    $res = get('/op/api/lessons', $fresh);
+    is_problem($res, 503, 'the provider stopped, a token not asked about yet');
+    like $res->header('Retry-After') // '', qr/\A\d+\z/, '... with Retry-After';
+    like error_log(), qr/LESSONS00742: introspection at \Q$ISS\E\/introspect: .*answered 503/,
+        '... and the 503 says why';
+    control(POST => '/start');
+    is get('/op/api/lessons', $fresh)->code, 200, 'the provider back: 200';
+}
+
+# ---- answers that cannot be used, a provider too slow: 503 -------------
+{
+    my @cases = ([ { body => '{"active":"true","sub":"alice"}' },
+                   qr/LESSONS00743: .*cannot be used/, '"active": "true" (a string)' ],
+                 [ { body => '{"sub":"alice"}' },
+                   qr/LESSONS00743: .*cannot be used/, 'no "active"' ],
+                 [ { body => '{"active":true,"x":"' . ('a' x 40000) . '"}' },
+                   qr/LESSONS00742: .*larger than/, 'an answer over 32 KiB' ],
+                 [ { delay_ms => 8000 },
+                   qr/LESSONS00742: .*timed out/, 'no answer within 5 s' ]);
+    for my $case (@cases) {
+        control(POST => '/introspection', $case->[0]);
+        $res = get('/op/api/lessons', opaque());
+        is_problem($res, 503, "$case->[2]: 503, never 200");
+        like $res->header('Retry-After') // '', qr/\A\d+\z/, '... with Retry-After';
+        like error_log(), $case->[1], '... and logged why';
+    }
+    control(POST => '/introspection', {});
+    is get('/op/api/lessons', opaque())->code, 200, 'the provider answering again: 200';
+}
+
+# ---- an endpoint on another origin: refused ----------------------------
+$res = get('/far/api/lessons', opaque(undef, 'far'));
+is_problem($res, 503, 'metadata naming an endpoint on another origin: 503');
+like error_log(), qr/LESSONS00742: .*not on the issuer's origin: refused/,
+    '... logged as refused';
+is state_of('far')->{introspect_requests}, 0, '... and nothing was asked there';
+
+# ---- the provider refuses the client -----------------------------------
+$res = get('/wrong/api/lessons', opaque(undef, 'wrong'));
+is_problem($res, 503, 'a wrong client secret: 503');
+like error_log(), qr/LESSONS00742: .*HTTP status 401.*were refused/,
+    '... the log says the credentials were refused';
+
+# ---- LessonsJWTIntrospectJWT: a revoked JWT ------------------------------
+{
+    my $jwt = LessonsTest::IdP::idp_token($idp);
+    is get('/revoke/api/lessons', $jwt)->code, 200, 'a JWT asked about too: 200';
+    control(POST => '/opaque/revoke', { token => $jwt });
+    $res = eventually('/revoke/api/lessons', $jwt, 401, 15);
+    is_unauthorized($res, 'the JWT revoked at the provider: 401', 'invalid_token');
+}
+
+# ---- configtest ----------------------------------------------------------
+for my $case ([ "LessonsJWTIntrospect http://example.org/introspect\n    $CLIENT",
+                qr/only on 127\.0\.0\.1/, 'an http:// endpoint off loopback' ],
+              [ "LessonsJWTIntrospect $ISS/introspect",
+                qr/LESSONS00744: .*needs LessonsJWTIntrospectClient/,
+                'an endpoint without client' ],
+              [ "LessonsJWTIntrospect $ISS/introspect\n    "
+                . qq{LessonsJWTIntrospectClient c "$dir/none.secret"},
+                qr/client secret file/, 'a secret file that cannot be read' ]) {
+    mkdir "$dir/bad";
+    my $bad = httpd_conf("$dir/bad", free_port(), <<"EOF");
+<Location "/x/api/lessons">
+    SetHandler lessons
+    $case->[0]
+</Location>
+EOF
+    my $text = `'@{[ LessonsTest::httpd_bin() ]}' -t -f '$bad' 2>&1`;
+    unlike $text, qr/Syntax OK/, "configtest refuses $case->[2]";
+    like $text, $case->[1], '... and says why';
+}
+
+done_testing();
