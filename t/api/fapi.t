@@ -1,4 +1,5 @@
-# FAPI 2.0 Security Profile 5.3.4 (issue 44, part 4): a resource server
+# FAPI 2.0 Security Profile, its requirements for resource servers
+# (issue 44, part 4): a resource server
 # "shall accept access tokens in the HTTP header" and "shall not accept
 # access tokens in the query parameters" (RFC 6750 2.1 and 2.3).  The
 # module reads the Authorization header alone:
