@@ -306,6 +306,12 @@ typedef struct {
                                      * process (not merged) */
     lessons_group_t *update_group;  /* updates in one transaction, the
                                      * same way (not merged) */
+    apr_allocator_t *jobs;          /* the write jobs' pools, per process:
+                                     * locked, so that a job made on one
+                                     * thread and answered on another
+                                     * reuses memory instead of mapping
+                                     * its own (NULL: each job has its
+                                     * own allocator; not merged) */
     apr_uint32_t group_off;         /* a connection showed an engine that
                                      * takes many writers apart: writes
                                      * need no group (not merged) */

@@ -300,9 +300,10 @@ int lessons_write_grouped(lessons_ctx *c, lessons_srv_conf *sconf,
     job->rc = LESSONS_STORE_ERROR;
     job->fault = LESSONS_DB_OK;
     /* The answer is copied into a pool of the job's own, since another
-     * request's thread writes it.
+     * request's thread writes it: from the process's locked allocator
+     * (sconf->jobs), or one of its own.
      */
-    if (apr_pool_create_unmanaged_ex(&job->pool, NULL, NULL)
+    if (apr_pool_create_unmanaged_ex(&job->pool, NULL, sconf->jobs)
         != APR_SUCCESS) {
         return DECLINED;
     }

@@ -655,16 +655,57 @@ static const char *lessons_dbd_pool_key(apr_pool_t *p, server_rec *s,
 #endif
 }
 
+/* The allocator of the process's write jobs (lessons_write_grouped): a
+ * job's pool is filled by whichever thread leads its group, so it cannot
+ * be a subpool of its request's, whose allocator the request's thread
+ * owns.  A pool with an allocator of its own maps its first block and
+ * unmaps it when destroyed: two system calls and two page faults a
+ * write.  One allocator with a mutex keeps the blocks for the next job
+ * (at most LESSONS_JOBS_MAX_FREE of them idle).  NULL if it cannot be
+ * made: each job then has its own, as before.
+ */
+#define LESSONS_JOBS_MAX_FREE (256 * 1024)
+
+static apr_status_t lessons_jobs_destroy(void *data)
+{
+    apr_allocator_destroy(data);
+    return APR_SUCCESS;
+}
+
+static apr_allocator_t *lessons_jobs_make(apr_pool_t *pchild)
+{
+    apr_allocator_t *a = NULL;
+    apr_thread_mutex_t *lock = NULL;
+
+    if (apr_thread_mutex_create(&lock, APR_THREAD_MUTEX_DEFAULT, pchild)
+        != APR_SUCCESS
+        || apr_allocator_create(&a) != APR_SUCCESS) {
+        return NULL;
+    }
+    apr_allocator_mutex_set(a, lock);
+    apr_allocator_max_free_set(a, LESSONS_JOBS_MAX_FREE);
+    /* Registered after the mutex: cleanups run in reverse, so the
+     * allocator goes first.
+     */
+    apr_pool_cleanup_register(pchild, a, lessons_jobs_destroy,
+                              apr_pool_cleanup_null);
+    return a;
+}
+
 void lessons_child_init(apr_pool_t *pchild, server_rec *s)
 {
     server_rec *main = s;
     lessons_cache_t *cache = NULL;
     lessons_tokencache_t *tokens = NULL;
     apr_global_mutex_t *writers = NULL;
+    apr_allocator_t *jobs = NULL;
     apr_hash_t *gates = apr_hash_make(pchild);
     int threads = 1, slots, waiting;
 
     ap_mpm_query(AP_MPMQ_MAX_THREADS, &threads);
+    if (threads > 1) {
+        jobs = lessons_jobs_make(pchild);
+    }
     for (; s; s = s->next) {
         lessons_srv_conf *sconf =
             ap_get_module_config(s->module_config, &lessons_module);
@@ -720,6 +761,7 @@ void lessons_child_init(apr_pool_t *pchild, server_rec *s)
                                                 lessons_share_window(sconf));
             sconf->group = lessons_group_make(pchild, threads);
             sconf->update_group = lessons_group_make(pchild, threads);
+            sconf->jobs = jobs;
         }
     }
     lessons_metrics_child_init(pchild, main);
