@@ -954,22 +954,43 @@ int lessons_dpop_configured(apr_pool_t *pconf)
     return seen != NULL;
 }
 
+/* off, optional or required, as LessonsJWTDPoP and LessonsJWTCertBound
+ * take them: 1, 2, 3 (LESSONS_DPOP_* and LESSONS_CERTBIND_* alike), or
+ * 0 with *err naming the directive.
+ */
+#if LESSONS_DPOP_OFF != 1 || LESSONS_CERTBIND_OFF != 1 \
+    || LESSONS_DPOP_OPTIONAL != 2 || LESSONS_CERTBIND_OPTIONAL != 2 \
+    || LESSONS_DPOP_REQUIRED != 3 || LESSONS_CERTBIND_REQUIRED != 3
+#error "lessons_binding_mode's values are LESSONS_DPOP_* and LESSONS_CERTBIND_*"
+#endif
+static int lessons_binding_mode(cmd_parms *cmd, const char *arg,
+                                const char **err)
+{
+    static const char *const modes[] = { "off", "optional", "required" };
+    int i;
+
+    for (i = 0; i < 3; i++) {
+        if (strcasecmp(arg, modes[i]) == 0) {
+            return i + 1;
+        }
+    }
+    *err = apr_psprintf(cmd->pool, "%s takes off, optional or required, "
+                        "not \"%s\"", cmd->cmd->name, arg);
+    return 0;
+}
+
 const char *lessons_set_dpop(cmd_parms *cmd, void *dconf, const char *arg)
 {
     lessons_dir_conf *conf = dconf;
+    const char *err = NULL;
+    int mode = lessons_binding_mode(cmd, arg, &err);
 
-    if (strcasecmp(arg, "off") == 0) {
-        conf->dpop = LESSONS_DPOP_OFF;
+    if (!mode) {
+        return err;
     }
-    else if (strcasecmp(arg, "optional") == 0
-             || strcasecmp(arg, "required") == 0) {
-        conf->dpop = strcasecmp(arg, "required") == 0 ? LESSONS_DPOP_REQUIRED
-                                                      : LESSONS_DPOP_OPTIONAL;
+    conf->dpop = mode;
+    if (mode != LESSONS_DPOP_OFF) {
         apr_pool_userdata_setn((void *)1, LESSONS_DPOP_SEEN, NULL, cmd->pool);
-    }
-    else {
-        return apr_psprintf(cmd->pool, "LessonsJWTDPoP takes off, optional "
-                            "or required, not \"%s\"", arg);
     }
     return lessons_touch(cmd, conf);
 }
@@ -982,20 +1003,13 @@ const char *lessons_set_certbind(cmd_parms *cmd, void *dconf,
                                  const char *arg)
 {
     lessons_dir_conf *conf = dconf;
+    const char *err = NULL;
+    int mode = lessons_binding_mode(cmd, arg, &err);
 
-    if (strcasecmp(arg, "off") == 0) {
-        conf->certbind = LESSONS_CERTBIND_OFF;
+    if (!mode) {
+        return err;
     }
-    else if (strcasecmp(arg, "optional") == 0) {
-        conf->certbind = LESSONS_CERTBIND_OPTIONAL;
-    }
-    else if (strcasecmp(arg, "required") == 0) {
-        conf->certbind = LESSONS_CERTBIND_REQUIRED;
-    }
-    else {
-        return apr_psprintf(cmd->pool, "LessonsJWTCertBound takes off, "
-                            "optional or required, not \"%s\"", arg);
-    }
+    conf->certbind = mode;
     conf->certbind_where = apr_psprintf(cmd->pool, "%s:%d",
                                         cmd->directive->filename,
                                         cmd->directive->line_num);
