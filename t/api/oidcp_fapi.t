@@ -201,7 +201,7 @@ unlike error_log(), qr/\Q$t\E/, '... and the token is not logged';
 
 # ---- Require jwt-claim scope on the introspected scope ----------------------
 {
-    my $writer = token_of(resource => $OPAQUE, scope => 'lessons:read lessons:write');
+    my $writer = $t;    # lessons:read lessons:write, as asked above
     my $reader = token_of(resource => $OPAQUE, scope => 'lessons:read');
     for my $round (1 .. 2) {
         is get(none => '/scoped/api/lessons', $writer)->code, 200,
