@@ -18,6 +18,21 @@
 //     token response: {access_token, token_type, expires_in, scope}, as
 //     openid-client gives it (token_type lowercased: bearer, dpop).
 //
+//   node client.mjs token --issuer URL --client-id ID --cert FILE
+//        --resource URI [--scope S]
+//     The same for a client that authenticates with a certificate
+//     (self_signed_tls_client_auth, RFC 8705 2.2: openid-client's
+//     TlsClientAuth, no secret): the PEM certificate in FILE goes to the
+//     test provider in the header provider.mjs reads it from (it is not
+//     the TLS terminator: see there), and oidc-provider binds the token
+//     to it (cnf x5t#S256).
+//
+//   node client.mjs revoke --issuer URL --client-id ID --client-secret S
+//        --token T
+//     Discovery, then the token revoked at the issuer's revocation
+//     endpoint (RFC 7009, openid-client's tokenRevocation, with the
+//     client the token was issued to).  Prints {revoked: true}.
+//
 //   node client.mjs request --issuer URL --token T --method M --url URL
 //        [--dpop-key FILE] [--body JSON] [--no-send]
 //     A protected resource request through openid-client
@@ -91,10 +106,25 @@ async function keyPair(file, alg = 'ES256') {
   };
 }
 
+// The header of t/oidcp/provider.mjs's getCertificate: only this
+// harness sets it, only the test provider reads it.
+const CERT_HEADER = 'x-lessons-test-client-cert';
+
 async function token(a) {
-  need(a, 'issuer', 'clientId', 'clientSecret', 'resource');
+  need(a, 'issuer', 'clientId', 'resource');
+  if (a.cert === undefined) need(a, 'clientSecret');
   const config = await client.discovery(new URL(a.issuer), a.clientId, undefined,
-                                        client.ClientSecretBasic(a.clientSecret));
+                                        a.cert === undefined
+                                          ? client.ClientSecretBasic(a.clientSecret)
+                                          : client.TlsClientAuth());
+  if (a.cert !== undefined) {
+    const pem = encodeURIComponent(fs.readFileSync(a.cert, 'utf8'));
+    config[client.customFetch] = (url, init) => {
+      const headers = new Headers(init.headers);
+      headers.set(CERT_HEADER, pem);
+      return fetch(url, { ...init, headers });
+    };
+  }
   const options = a.dpopKey
     ? { DPoP: client.getDPoPHandle(config, await keyPair(a.dpopKey, a.dpopAlg)) }
     : undefined;
@@ -147,9 +177,17 @@ async function request(a) {
   return seen;
 }
 
-const commands = { token, request };
+async function revoke(a) {
+  need(a, 'issuer', 'clientId', 'clientSecret', 'token');
+  const config = await client.discovery(new URL(a.issuer), a.clientId, undefined,
+                                        client.ClientSecretBasic(a.clientSecret));
+  await client.tokenRevocation(config, a.token, { token_type_hint: 'access_token' });
+  return { revoked: true };
+}
+
+const commands = { token, request, revoke };
 const args = parseArgs(process.argv.slice(2));
-if (!commands[args.command]) fail('usage: node client.mjs token|request --option value ...');
+if (!commands[args.command]) fail('usage: node client.mjs token|request|revoke --option value ...');
 try {
   process.stdout.write(`${JSON.stringify(await commands[args.command](args))}\n`);
 } catch (e) {

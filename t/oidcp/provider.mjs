@@ -10,6 +10,7 @@
 //
 //   node provider.mjs --port P --other-port Q --control-port C
 //                     --cert FILE --key FILE --resource URI [--resource URI]
+//                     [--opaque-resource URI ...] [--mtls-cert FILE ...]
 //
 // Its modules: make oidcp-deps installs them in build/oidcp/node_modules;
 // t/tools/integration.sh copies them next to its copy of this file (ES
@@ -44,19 +45,51 @@
 // (RFC 9449) is on, proofs ES256, PS256 or RS256, no nonce: a token
 // request with a proof gets a token bound to its key (cnf.jkt).
 //
+// Issue 44's parts 1 and 3 (t/api/oidcp_fapi.t), each off unless its
+// option is given, so that the other suites see the provider (its
+// metadata, its clients) as before:
+//   --opaque-resource URI   a resource server whose access tokens are
+//       opaque (accessTokenFormat 'opaque'), scope as above, 600 s; with
+//       it, features.introspection (RFC 7662, /token/introspection) and
+//       features.revocation (RFC 7009, /token/revocation) are on, and the
+//       resource server's own client, lessons-introspect
+//       (client_secret_basic, no grant: it only introspects), may
+//       introspect any token; a token is revoked by the client it was
+//       issued to (oidc-provider's rule).  Its secret is in GET /state,
+//       introspection_client.
+//   --mtls-cert FILE        features.mTLS with certificateBoundAccessTokens
+//       and self_signed_tls_client_auth (RFC 8705 2.2 and 3): a client
+//       lessons-mtls, registered with the certificates of these PEM files
+//       (its jwks, x5c), whose access tokens (ES256 JWTs, or opaque for
+//       an opaque resource) carry cnf x5t#S256 of the certificate it
+//       authenticated with.  oidc-provider is not the TLS terminator
+//       here: see getCertificate below.  GET /state names it,
+//       mtls_client.
+//
 // Control, plain HTTP on 127.0.0.1:C, JSON in and out; ?issuer=other
 // for the other issuer (default the first):
 //   GET  /state          {issuer, keys: [{kid, alg}], signing: {alg:
 //                         kid}, clients: [{client_id, client_secret,
 //                         alg}], resources, discovery_requests,
 //                         jwks_requests, token_requests,
+//                         introspection_requests, revocation_requests,
 //                         requests_by_agent: {"mod_lessons": {discovery,
-//                         jwks, token}, "openid-client": {...}, ...}}
+//                         jwks, token, introspection, revocation},
+//                         "openid-client": {...}, ...},
+//                         introspection_client: {client_id,
+//                         client_secret} (with --opaque-resource),
+//                         mtls_client: {client_id} (with --mtls-cert),
+//                         listening: true|false}
 //   POST /keys           {"alg": "RS256"|"PS256"|"ES256", "kid"?: "..."}:
 //                         a new key, first in the set: it signs that
 //                         algorithm's next tokens.  Answers {kid, alg}.
 //   POST /keys/remove    {"kid": "..."}: that key leaves the set.
 //   POST /reset-count    zero the request counts
+//   POST /stop           close that issuer's HTTPS listener (its open
+//                         connections too): the provider is down to its
+//                         callers; its tokens, kept in the process's
+//                         memory, live on
+//   POST /start          listen again on the same port
 // A change of keys builds that issuer's provider anew with the new set
 // (oidc-provider reads its keys once); the listener stays.  Each POST
 // answers the state (or {kid, alg} for /keys); a bad request answers
@@ -83,12 +116,13 @@ function log(msg) {
 function usage(msg) {
   if (msg) log(msg);
   process.stderr.write('usage: node provider.mjs --port P --other-port Q --control-port C'
-                       + ' --cert FILE --key FILE --resource URI [--resource URI]\n');
+                       + ' --cert FILE --key FILE --resource URI [--resource URI]'
+                       + ' [--opaque-resource URI ...] [--mtls-cert FILE ...]\n');
   process.exit(2);
 }
 
 function parseArgs(argv) {
-  const a = { resources: [] };
+  const a = { resources: [], opaqueResources: [], mtlsCerts: [] };
   for (let i = 0; i < argv.length; i += 2) {
     const name = argv[i];
     const value = argv[i + 1];
@@ -100,6 +134,8 @@ function parseArgs(argv) {
       case '--cert': a.cert = value; break;
       case '--key': a.key = value; break;
       case '--resource': a.resources.push(value); break;
+      case '--opaque-resource': a.opaqueResources.push(value); break;
+      case '--mtls-cert': a.mtlsCerts.push(value); break;
       default: usage(`unknown option ${name}`);
     }
   }
@@ -121,6 +157,31 @@ const clients = ALGS.map((alg) => ({
   alg,
 }));
 const algOfClient = new Map(clients.map((c) => [c.client_id, c.alg]));
+
+// Issue 44, part 3: the resource server's introspection client.
+const introspector = args.opaqueResources.length
+  ? { client_id: 'lessons-introspect',
+      client_secret: `introspect-${crypto.randomBytes(24).toString('base64url')}` }
+  : undefined;
+
+// Issue 44, part 1: the client with certificates, each a key of its
+// jwks with the certificate in x5c (what self_signed_tls_client_auth
+// matches the presented certificate's thumbprint against).
+const MTLS_CLIENT = 'lessons-mtls';
+const mtlsKeys = args.mtlsCerts.map((file, i) => {
+  const cert = new crypto.X509Certificate(fs.readFileSync(file));
+  return { ...cert.publicKey.export({ format: 'jwk' }), kid: `mtls-${i + 1}`, use: 'sig',
+           x5c: [cert.raw.toString('base64')] };
+});
+if (mtlsKeys.length) algOfClient.set(MTLS_CLIENT, 'ES256');
+
+// oidc-provider is not the TLS terminator in the tests (node's https
+// here asks for no client certificate): the certificate of a token
+// request is the PEM that the test harness, and only it (client.mjs
+// token --cert), sends URL-encoded in this header.  This is the test
+// provider's own token endpoint, never the module: mod_lessons reads
+// its client's certificate from mod_ssl and from nothing else.
+const CERT_HEADER = 'x-lessons-test-client-cert';
 
 // A private JWK for alg, with kid, alg and use.
 function newKey(alg, kid) {
@@ -146,6 +207,8 @@ function newIssuer(name, port) {
     discovery: 0,
     jwks: 0,
     token: 0,
+    introspection: 0,
+    revocation: 0,
     byAgent: {},            // the same, per User-Agent product
   };
 }
@@ -158,15 +221,62 @@ const issuers = new Map([
 // oidc-provider as configured for the module's tests: client credentials
 // only, JWT access tokens per resource indicator, DPoP.
 function build(issuer) {
-  const provider = new Provider(issuer.iss, {
-    clients: clients.map((c) => ({
-      client_id: c.client_id,
-      client_secret: c.client_secret,
-      grant_types: ['client_credentials'],
+  const configured = clients.map((c) => ({
+    client_id: c.client_id,
+    client_secret: c.client_secret,
+    grant_types: ['client_credentials'],
+    response_types: [],
+    redirect_uris: [],
+    token_endpoint_auth_method: 'client_secret_basic',
+  }));
+  if (introspector) {
+    configured.push({
+      ...introspector,
+      grant_types: [],
       response_types: [],
       redirect_uris: [],
       token_endpoint_auth_method: 'client_secret_basic',
-    })),
+    });
+  }
+  if (mtlsKeys.length) {
+    configured.push({
+      client_id: MTLS_CLIENT,
+      grant_types: ['client_credentials'],
+      response_types: [],
+      redirect_uris: [],
+      token_endpoint_auth_method: 'self_signed_tls_client_auth',
+      tls_client_certificate_bound_access_tokens: true,
+      jwks: { keys: mtlsKeys },
+    });
+  }
+  const optional = {};
+  if (introspector) {
+    optional.introspection = {
+      enabled: true,
+      // The resource server's client may learn about any token; a client
+      // about its own only.
+      allowedPolicy: async (ctx, client, token) => client.clientId === introspector.client_id
+        || client.clientId === token.clientId,
+    };
+    optional.revocation = { enabled: true };
+  }
+  if (mtlsKeys.length) {
+    optional.mTLS = {
+      enabled: true,
+      certificateBoundAccessTokens: true,
+      selfSignedTlsClientAuth: true,
+      tlsClientAuth: false,
+      getCertificate: (ctx) => {
+        const pem = ctx.get(CERT_HEADER);
+        return pem ? decodeURIComponent(pem) : undefined;
+      },
+      // Only for tls_client_auth, which no client here uses.
+      certificateAuthorized: () => false,
+      certificateSubjectMatches: () => false,
+    };
+  }
+  const provider = new Provider(issuer.iss, {
+    clients: configured,
     jwks: { keys: issuer.keys },
     features: {
       devInteractions: { enabled: false },
@@ -177,6 +287,9 @@ function build(issuer) {
         defaultResource: async () => undefined,
         useGrantedResource: async () => false,
         getResourceServerInfo: async (ctx, resource, client) => {
+          if (args.opaqueResources.includes(resource)) {
+            return { scope: SCOPE, accessTokenFormat: 'opaque', accessTokenTTL: TTL };
+          }
           if (!args.resources.includes(resource)) {
             throw new errors.InvalidTarget('not a resource of this provider');
           }
@@ -188,11 +301,18 @@ function build(issuer) {
           };
         },
       },
+      ...optional,
     },
     enabledJWA: {
       dPoPSigningAlgValues: ['ES256', 'PS256', 'RS256'],
     },
     ttl: { ClientCredentials: TTL, AccessToken: TTL },
+    // oidc-provider's default methods, and with --mtls-cert the
+    // certificate's own (it is offered only when listed here).
+    ...(mtlsKeys.length ? {
+      clientAuthMethods: ['client_secret_basic', 'client_secret_jwt', 'client_secret_post',
+                          'private_key_jwt', 'none', 'self_signed_tls_client_auth'],
+    } : {}),
     clientBasedCORS: () => false,
     cookies: { keys: [crypto.randomBytes(32).toString('base64url')] },
   });
@@ -217,7 +337,12 @@ function state(issuer) {
     discovery_requests: issuer.discovery,
     jwks_requests: issuer.jwks,
     token_requests: issuer.token,
+    introspection_requests: issuer.introspection,
+    revocation_requests: issuer.revocation,
     requests_by_agent: issuer.byAgent,
+    ...(introspector ? { introspection_client: { ...introspector } } : {}),
+    ...(mtlsKeys.length ? { mtls_client: { client_id: MTLS_CLIENT } } : {}),
+    listening: !!issuer.server,
   };
 }
 
@@ -227,7 +352,8 @@ function state(issuer) {
 function count(issuer, what, req) {
   issuer[what]++;
   const agent = (req.headers['user-agent'] || '(none)').split(/[/ ]/)[0];
-  const counts = issuer.byAgent[agent] ??= { discovery: 0, jwks: 0, token: 0 };
+  const counts = issuer.byAgent[agent] ??= { discovery: 0, jwks: 0, token: 0,
+                                            introspection: 0, revocation: 0 };
   counts[what]++;
 }
 
@@ -237,6 +363,8 @@ function start(issuer) {
     if (path === '/.well-known/openid-configuration') count(issuer, 'discovery', req);
     else if (path === '/jwks') count(issuer, 'jwks', req);
     else if (path === '/token') count(issuer, 'token', req);
+    else if (path === '/token/introspection') count(issuer, 'introspection', req);
+    else if (path === '/token/revocation') count(issuer, 'revocation', req);
     issuer.callback(req, res);
   });
   server.on('connection', (sock) => {
@@ -250,6 +378,17 @@ function start(issuer) {
       issuer.server = server;
       resolve();
     });
+  });
+}
+
+// Closes the listener and its connections; answers once it is closed.
+function stop(issuer) {
+  const { server } = issuer;
+  if (!server) return Promise.resolve();
+  issuer.server = undefined;
+  return new Promise((resolve) => {
+    server.close(() => resolve());
+    for (const sock of issuer.sockets) sock.destroy();
   });
 }
 
@@ -294,7 +433,19 @@ const routes = {
     issuer.discovery = 0;
     issuer.jwks = 0;
     issuer.token = 0;
+    issuer.introspection = 0;
+    issuer.revocation = 0;
     issuer.byAgent = {};
+    return state(issuer);
+  },
+  'POST /stop': async (issuer) => {
+    await stop(issuer);
+    log(`${issuer.iss}: stopped listening`);
+    return state(issuer);
+  },
+  'POST /start': async (issuer) => {
+    if (!issuer.server) await start(issuer);
+    log(`${issuer.iss}: listening again`);
     return state(issuer);
   },
 };

@@ -5,7 +5,9 @@
 # client through client.mjs (openid-client) checked against the keys
 # with jose, a DPoP-bound token and a proof made without sending, a key
 # added and one removed, the other issuer, the request counts and a bad
-# control request.
+# control request; then issue 44's parts (--opaque-resource, --mtls-cert):
+# an opaque token introspected and revoked, a token bound to a client
+# certificate, the listener stopped and started again.
 #
 #   make oidcp-deps && t/oidcp/selftest.sh      (NODE=/path/to/node to pick
 #                                               another Node.js)
@@ -60,15 +62,21 @@ check() { # check NAME EXPECTED ACTUAL
     printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' > op.ext
     openssl x509 -req -in op.csr -CA ca.crt -CAkey ca.key -CAcreateserial \
         -days 2 -extfile op.ext -out op.crt
+    for c in a b; do
+        openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+            -keyout $c.key -out $c.pem -subj /CN=client-$c -days 2
+    done
 ) >"$W/openssl.log" 2>&1 || { cat "$W/openssl.log" >&2; die "openssl failed"; }
 
 API=https://api.lessons.test/
+OPAQUE=https://opaque.lessons.test/
 P=$(pick_port)
 Q=$(pick_port "$P")
 C=$(pick_port "$Q")
 echo "selftest: $("$NODE" --version), issuers on $P and $Q, control port $C"
 "$NODE" "$W/oidcp/provider.mjs" --port "$P" --other-port "$Q" --control-port "$C" \
     --cert "$W/op.crt" --key "$W/op.key" --resource "$API" \
+    --opaque-resource "$OPAQUE" --mtls-cert "$W/a.pem" \
     >"$W/op.out" 2>"$W/op.err" &
 PID=$!
 for _ in $(seq 1 100); do
@@ -166,6 +174,46 @@ check "counts (discovery jwks token)" "7 3 6" \
     "$(field "$S" discovery_requests) $(field "$S" jwks_requests) $(field "$S" token_requests)"
 check "counts of openid-client's requests (discovery token)" "6 6" \
     "$(field "$S" requests_by_agent.openid-client.discovery) $(field "$S" requests_by_agent.openid-client.token)"
+
+# --- opaque tokens: introspection, revocation (issue 44, part 3) -----------
+check "discovery introspection and revocation endpoints" \
+    "$ISS/token/introspection $ISS/token/revocation" \
+    "$(field "$DISC" introspection_endpoint) $(field "$DISC" revocation_endpoint)"
+ISEC=$(field "$(state)" introspection_client.client_secret)
+introspect() { get -u "lessons-introspect:$ISEC" -d "token=$1" "$ISS/token/introspection"; }
+T=$(field "$(client token --issuer "$ISS" --client-id lessons-rs256 --client-secret "$(secret RS256)" \
+              --resource "$OPAQUE" --scope lessons:read)" access_token)
+check "opaque token (no dots)" 0 "$(printf %s "$T" | tr -cd . | wc -c)"
+I=$(introspect "$T")
+check "introspected: active aud scope client_id" "true $OPAQUE lessons:read lessons-rs256" \
+    "$(field "$I" active) $(field "$I" aud) $(field "$I" scope) $(field "$I" client_id)"
+check "revoked by its client" true "$(field "$(client revoke --issuer "$ISS" --client-id lessons-rs256 \
+    --client-secret "$(secret RS256)" --token "$T")" revoked)"
+check "introspected after revocation" false "$(field "$(introspect "$T")" active)"
+check "introspection with a wrong secret refused" 401 \
+    "$(curl -s -o /dev/null -w '%{http_code}' --cacert "$W/ca.crt" -u lessons-introspect:wrong \
+        -d "token=$T" "$ISS/token/introspection")"
+
+# --- certificate-bound tokens (issue 44, part 1) ---------------------------
+X5T_A=$(openssl x509 -in "$W/a.pem" -outform DER | js 'let b=[];process.stdin.on("data",d=>b.push(d)).on("end",()=>console.log(require("crypto").createHash("sha256").update(Buffer.concat(b)).digest("base64url")))')
+check "discovery: tls_client_certificate_bound_access_tokens" true \
+    "$(field "$DISC" tls_client_certificate_bound_access_tokens)"
+T=$(field "$(client token --issuer "$ISS" --client-id lessons-mtls --cert "$W/a.pem" --resource "$API")" access_token)
+check "certificate A's JWT: cnf x5t#S256 of A" "$X5T_A" "$(field "$(part "$T" 1)" 'cnf.x5t#S256')"
+T=$(field "$(client token --issuer "$ISS" --client-id lessons-mtls --cert "$W/a.pem" --resource "$OPAQUE")" access_token)
+check "certificate A's opaque token: introspected cnf x5t#S256 of A" "$X5T_A" \
+    "$(field "$(introspect "$T")" 'cnf.x5t#S256')"
+code=0; client token --issuer "$ISS" --client-id lessons-mtls --cert "$W/b.pem" --resource "$API" \
+    >/dev/null 2>"$W/client.err" || code=$?
+check "an unregistered certificate refused (invalid_client)" "1 1" \
+    "$code $(grep -c invalid_client "$W/client.err" || true)"
+
+# --- the listener stopped and started ---------------------------------------
+check "stop" false "$(field "$(ctl /stop)" listening)"
+check "no answer while stopped" 000 \
+    "$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 --cacert "$W/ca.crt" "$ISS/jwks" || true)"
+check "start" true "$(field "$(ctl /start)" listening)"
+check "the same token introspected after the start (kept in memory)" true "$(field "$(introspect "$T")" active)"
 
 # --- SIGTERM --------------------------------------------------------------
 kill -TERM "$PID"

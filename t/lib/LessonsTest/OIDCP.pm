@@ -7,12 +7,24 @@ package LessonsTest::OIDCP;
 #   my $op = start_oidcp($dir, resources => [$api, $elsewhere]);
 #       # { iss, other, ca, ctl, pid, clients => { RS256 => {client_id,
 #       #   client_secret}, ... } }
+#   my $op = start_oidcp($dir, resources => [$api],
+#                        opaque_resources => [$opaque],
+#                        mtls_certs => ["$dir/a.pem"]);
+#       # issue 44: opaque tokens for $opaque, introspection and
+#       #   revocation on ($op->{introspector}: {client_id,
+#       #   client_secret}, the resource server's client); certificate-
+#       #   bound tokens for the client $op->{mtls}{client_id}, registered
+#       #   with those certificates (self_signed_tls_client_auth)
 #   oidcp_control($op, POST => '/keys', { alg => 'RS256' });
 #   oidcp_control($op, GET => '/state?issuer=other');
 #   my $res = oidc_token($op, alg => 'PS256', resource => $api);
 #       # the token response, through openid-client; issuer => 'other'
 #       # for the other issuer's, dpop_key => FILE (dpop_alg => 'PS256')
-#       # for a DPoP-bound one
+#       # for a DPoP-bound one; cert => FILE (a PEM of mtls_certs): the
+#       # mTLS client's token, bound to that certificate
+#   oidc_revoke($op, token => $t, alg => 'RS256');
+#       # the token revoked at the provider (RFC 7009) by the client of
+#       # alg, the one it was issued to
 #   my $r = oidc_request($op, token => $t, method => 'GET', url => $url,
 #                        dpop_key => FILE, body => $json, send => 0);
 #       # { status, www_authenticate, body, dpop, authorization,
@@ -29,7 +41,7 @@ use Exporter 'import';
 use JSON::PP ();
 use LessonsTest::IdP qw(test_ca server_cert start_node idp_control);
 
-our @EXPORT_OK = qw(start_oidcp oidcp_control oidc_token oidc_request);
+our @EXPORT_OK = qw(start_oidcp oidcp_control oidc_token oidc_request oidc_revoke);
 
 my $JSON = JSON::PP->new->utf8->canonical;
 
@@ -47,11 +59,16 @@ sub start_oidcp {
     my ($pid, $ready) = start_node($dir, 'oidcp', { node => $node }, "$mods/provider.mjs",
         '--port', $port, '--other-port', $other, '--control-port', $ctl,
         '--cert', "$dir/oidcp.crt", '--key', "$dir/oidcp.key",
-        map { ('--resource', $_) } @{ $opt{resources} || [] });
+        (map { ('--resource', $_) } @{ $opt{resources} || [] }),
+        (map { ('--opaque-resource', $_) } @{ $opt{opaque_resources} || [] }),
+        (map { ('--mtls-cert', $_) } @{ $opt{mtls_certs} || [] }));
     my $op = { iss => "https://127.0.0.1:$port", other => "https://127.0.0.1:$other",
                ca => $ca, ctl => "http://127.0.0.1:$ctl", pid => $pid,
                dir => $dir, mods => $mods, node => $node, ready => $ready };
-    $op->{clients} = { map { ($_->{alg} => $_) } @{ oidcp_control($op, GET => '/state')->{clients} } };
+    my $state = oidcp_control($op, GET => '/state');
+    $op->{clients} = { map { ($_->{alg} => $_) } @{ $state->{clients} } };
+    $op->{introspector} = $state->{introspection_client};
+    $op->{mtls} = $state->{mtls_client};
     return $op;
 }
 
@@ -96,6 +113,12 @@ sub client {
 
 sub oidc_token {
     my ($op, %o) = @_;
+    if ($o{cert}) {
+        my $m = $op->{mtls} or die "no mTLS client: start_oidcp(mtls_certs => ...)\n";
+        return client($op, 'token', '--issuer', $op->{iss}, '--client-id', $m->{client_id},
+                      '--cert', $o{cert}, '--resource', $o{resource},
+                      defined $o{scope} ? ('--scope', $o{scope}) : ());
+    }
     my $c = $op->{clients}{ $o{alg} || 'RS256' } or die "no client for $o{alg}\n";
     my @dpop = $o{dpop_key} ? ('--dpop-key', $o{dpop_key},
                                $o{dpop_alg} ? ('--dpop-alg', $o{dpop_alg}) : ()) : ();
@@ -103,6 +126,13 @@ sub oidc_token {
                   '--client-id', $c->{client_id}, '--client-secret', $c->{client_secret},
                   '--resource', $o{resource}, defined $o{scope} ? ('--scope', $o{scope}) : (),
                   @dpop);
+}
+
+sub oidc_revoke {
+    my ($op, %o) = @_;
+    my $c = $op->{clients}{ $o{alg} || 'RS256' } or die "no client for $o{alg}\n";
+    return client($op, 'revoke', '--issuer', $op->{iss}, '--client-id', $c->{client_id},
+                  '--client-secret', $c->{client_secret}, '--token', $o{token});
 }
 
 sub oidc_request {
