@@ -131,7 +131,8 @@ int lessons_introshare_get(lessons_introshare_t *t,
                            const unsigned char key[LESSONS_INTROSHARE_KEY_LEN],
                            apr_int64_t now, apr_int64_t max_age,
                            apr_pool_t *p, const char **answer,
-                           apr_size_t *len, apr_int64_t *until)
+                           apr_size_t *len, apr_int64_t *until,
+                           apr_int64_t *stored)
 {
     lessons_introshare_head_t *head;
     int w, found = 0;
@@ -139,6 +140,7 @@ int lessons_introshare_get(lessons_introshare_t *t,
     *answer = NULL;
     *len = 0;
     *until = 0;
+    *stored = 0;
     if (!t || apr_global_mutex_lock(t->lock) != APR_SUCCESS) {
         return -1;
     }
@@ -150,16 +152,19 @@ int lessons_introshare_get(lessons_introshare_t *t,
             || memcmp(e->key, key, LESSONS_INTROSHARE_KEY_LEN) != 0) {
             continue;
         }
-        if (now < e->until && now < e->stored + max_age
-            && e->len <= t->cap) {
+        if (now >= e->until || e->len > t->cap) {
+            introshare_empty(head, e);
+        }
+        else if (now < e->stored + max_age) {
             *len = e->len;
             *answer = apr_pstrmemdup(p, introshare_answer(e), e->len);
             *until = e->until;
+            *stored = e->stored;
             found = 1;
         }
-        else {
-            introshare_empty(head, e);
-        }
+        /* (Else too old for this asker's bound, not for every one's:
+         * kept.)
+         */
         break;
     }
     if (found) {

@@ -50,16 +50,19 @@ lessons_introshare_t *lessons_introshare_attach(void *base, apr_size_t size,
                                                 apr_pool_t *p);
 
 /* The answer stored under key, served while now < its until and now <
- * its time of storing + max_age (seconds; a reload that lowered the
- * bound shortens what an older configuration stored).  On a hit, 1,
- * with *answer (in p, NUL-ended), *len and *until; an expired entry is
- * emptied as it is found.  0: none.  -1: the lock failed.
+ * its time of storing + max_age (seconds: the asking section's bound,
+ * which may be lower than the one it was stored under, by another
+ * section or before a reload).  On a hit, 1, with *answer (in p,
+ * NUL-ended), *len, *until and *stored (when it was stored); an expired
+ * entry is emptied as it is found (one only older than max_age is kept
+ * for askers of a longer bound).  0: none.  -1: the lock failed.
  */
 int lessons_introshare_get(lessons_introshare_t *t,
                            const unsigned char key[LESSONS_INTROSHARE_KEY_LEN],
                            apr_int64_t now, apr_int64_t max_age,
                            apr_pool_t *p, const char **answer,
-                           apr_size_t *len, apr_int64_t *until);
+                           apr_size_t *len, apr_int64_t *until,
+                           apr_int64_t *stored);
 
 typedef enum {
     LESSONS_INTROSHARE_STORED = 0,  /* in an empty, expired or the same

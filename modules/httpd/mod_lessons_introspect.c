@@ -395,14 +395,16 @@ static void lessons_introspect_share_failed(lessons_introspect_ask_t *a)
     }
 }
 
-/* Keep an answer (compact JSON, len bytes) until until: in this
- * process, and where shared, in the server's table.
+/* Keep an answer (compact JSON, len bytes), had at stored, until until:
+ * in this process, and where shared, in the server's table.  The entry's
+ * iat holds stored, for the bound of a section that asks later.
  */
 static void lessons_introspect_keep(lessons_introspect_ask_t *a,
                                     const unsigned char *key,
                                     const char *name, const char *answer,
                                     apr_size_t len, apr_int64_t now,
-                                    apr_int64_t until, int shared)
+                                    apr_int64_t stored, apr_int64_t until,
+                                    int shared)
 {
     lessons_tokencache_claims_t kept;
 
@@ -410,6 +412,8 @@ static void lessons_introspect_keep(lessons_introspect_ask_t *a,
     kept.payload = answer;
     kept.payload_len = len;
     kept.exp = (double)until;
+    kept.iat = (double)stored;
+    kept.has_iat = 1;
     lessons_tokencache_put(a->cache, key, name, strlen(name), &kept,
                            (double)until);
     if (!shared || !a->share || !a->share->table) {
@@ -436,7 +440,9 @@ static void lessons_introspect_keep(lessons_introspect_ask_t *a,
  * shared table, else the provider.  An answer is kept while
  * lessons_introspect_cache_until says, as compact JSON that is read
  * again on a hit (each request gets claims of its own); the entry's exp
- * holds that time.
+ * holds that time.  One endpoint and client may serve sections of
+ * different LessonsJWTIntrospectCacheMax (one key): an answer is served
+ * to a section only within its own bound from when it was had.
  */
 static int lessons_introspect_ask(void *baton, apr_pool_t *p,
                                   const char *token, apr_int64_t now,
@@ -451,7 +457,7 @@ static int lessons_introspect_ask(void *baton, apr_pool_t *p,
     const char *name, *err, *why = NULL, *answer;
     char *body = NULL;
     apr_size_t len = 0, alen = 0;
-    apr_int64_t until;
+    apr_int64_t until, stored;
     long status = 0;
     int got;
 
@@ -470,14 +476,15 @@ static int lessons_introspect_ask(void *baton, apr_pool_t *p,
     memset(&kept, 0, sizeof(kept));
     if (lessons_tokencache_get(a->cache, p, key, name, strlen(name),
                                (double)now, &kept)
-        && kept.payload && (double)now < kept.exp) {
+        && kept.payload && (double)now < kept.exp && kept.has_iat
+        && (double)now < kept.iat + (double)a->cache_max) {
         out->rc = lessons_introspect_parse(p, kept.payload, kept.payload_len,
                                            &out->res);
         return 0;
     }
     if (a->share && a->share->table) {
         got = lessons_introshare_get(a->share->table, key, now, a->cache_max,
-                                     p, &answer, &alen, &until);
+                                     p, &answer, &alen, &until, &stored);
         if (got < 0) {
             lessons_introspect_share_failed(a);
         }
@@ -487,8 +494,8 @@ static int lessons_introspect_ask(void *baton, apr_pool_t *p,
                           "shared table, for %" APR_INT64_T_FMT " s more",
                           name, until - now);
             out->rc = lessons_introspect_parse(p, answer, alen, &out->res);
-            lessons_introspect_keep(a, key, name, answer, alen, now, until,
-                                    0);
+            lessons_introspect_keep(a, key, name, answer, alen, now, stored,
+                                    until, 0);
             return 0;
         }
     }
@@ -533,8 +540,8 @@ static int lessons_introspect_ask(void *baton, apr_pool_t *p,
             answer = lessons_json_dump(p, out->res.claims, &alen);
         }
         if (answer) {
-            lessons_introspect_keep(a, key, name, answer, alen, now, until,
-                                    1);
+            lessons_introspect_keep(a, key, name, answer, alen, now, now,
+                                    until, 1);
         }
     }
     return 0;

@@ -8,7 +8,8 @@
 #     token_type_hint=access_token and the client's id and secret;
 #   - inactive (unknown, revoked): 401 invalid_token;
 #   - answers are reused: a second request asks nothing; a revocation is
-#     seen once LessonsJWTIntrospectCacheMax has passed, not before;
+#     seen once LessonsJWTIntrospectCacheMax has passed, not before, also
+#     where another section of the same endpoint kept the answer longer;
 #   - the provider stopped, too slow, or answering what cannot be used
 #     ("active": "true", none, over 32 KiB): 503 with Retry-After, never
 #     a 200; back: 200;
@@ -194,6 +195,18 @@ like error_log(), qr/LESSONS00740: .*says the token is not active/,
     control(POST => '/opaque/revoke', { token => $r });
     $res = eventually('/op/api/lessons', $r, 401, 15);
     is_unauthorized($res, 'revoked at the provider: 401 once the cache bound (1 s) has passed',
+                    'invalid_token');
+}
+
+# One endpoint and client (one key) under two bounds: an answer a section
+# of 3600 s kept is not served to one of 1 s past that second.
+{
+    my $x = opaque();
+    is get('/cached/api/lessons', $x)->code, 200,
+        'a token kept under a bound of 3600 s: 200';
+    control(POST => '/opaque/revoke', { token => $x });
+    $res = eventually('/op/api/lessons', $x, 401, 10);
+    is_unauthorized($res, '... revoked: a section of the same endpoint with a bound of 1 s asks again and gets 401',
                     'invalid_token');
 }
 

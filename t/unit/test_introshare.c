@@ -92,12 +92,12 @@ static const char *get(lessons_introshare_t *t, unsigned int i,
     unsigned char key[LESSONS_INTROSHARE_KEY_LEN];
     const char *answer;
     apr_size_t len;
-    apr_int64_t until;
+    apr_int64_t until, stored;
     int rc;
 
     key_of(key, i);
     rc = lessons_introshare_get(t, key, now, AGE, pool, &answer, &len,
-                                &until);
+                                &until, &stored);
     assert_true(rc == 0 || rc == 1);
     if (!rc) {
         assert_null(answer);
@@ -132,7 +132,7 @@ static void test_store_and_lookup(void **state)
     unsigned char key[LESSONS_INTROSHARE_KEY_LEN];
     const char *answer;
     apr_size_t len;
-    apr_int64_t until;
+    apr_int64_t until, stored;
 
     (void)state;
     assert_null(get(t, 1, T0));
@@ -140,10 +140,12 @@ static void test_store_and_lookup(void **state)
                      LESSONS_INTROSHARE_STORED);
     key_of(key, 1);
     assert_int_equal(lessons_introshare_get(t, key, T0 + 1, AGE, pool,
-                                            &answer, &len, &until), 1);
+                                            &answer, &len,
+                                            &until, &stored), 1);
     assert_string_equal(answer, "{\"active\":true}");
     assert_int_equal(len, 15);
     assert_int_equal(until, T0 + 60);
+    assert_int_equal(stored, T0);
     /* A newer answer of the same key takes its entry. */
     assert_int_equal(put(t, 1, T0 + 2, T0 + 10, "{\"active\":false}"),
                      LESSONS_INTROSHARE_STORED);
@@ -168,7 +170,7 @@ static void test_expiry(void **state)
     unsigned char key[LESSONS_INTROSHARE_KEY_LEN];
     const char *answer;
     apr_size_t len;
-    apr_int64_t until;
+    apr_int64_t until, stored;
 
     (void)state;
     assert_int_equal(put(t, 1, T0, T0 + 10, "{\"active\":false}"),
@@ -179,15 +181,22 @@ static void test_expiry(void **state)
     assert_int_equal(st.held, 0);               /* emptied as found */
     assert_null(get(t, 1, T0 + 9));             /* and gone for good */
 
-    /* A lower bound than the one it was stored under (a reload). */
+    /* A lower bound than the one it was stored under (another
+     * section's, or a reload's).
+     */
     assert_int_equal(put(t, 2, T0, T0 + 3600, "{\"active\":true}"),
                      LESSONS_INTROSHARE_STORED);
     key_of(key, 2);
     assert_int_equal(lessons_introshare_get(t, key, T0 + 59, 60, pool,
-                                            &answer, &len, &until), 1);
+                                            &answer, &len,
+                                            &until, &stored), 1);
+    assert_int_equal(stored, T0);
     assert_int_equal(lessons_introshare_get(t, key, T0 + 60, 60, pool,
-                                            &answer, &len, &until), 0);
+                                            &answer, &len,
+                                            &until, &stored), 0);
     assert_null(answer);
+    /* ... still there for an asker of a longer bound. */
+    assert_string_equal(get(t, 2, T0 + 61), "{\"active\":true}");
 }
 
 /* A full set takes an expired entry before any live one, and only
@@ -273,7 +282,7 @@ static void test_keys_never_mixed(void **state)
     unsigned char a[LESSONS_INTROSHARE_KEY_LEN], b[LESSONS_INTROSHARE_KEY_LEN];
     const char *answer;
     apr_size_t len;
-    apr_int64_t until;
+    apr_int64_t until, stored;
     unsigned int i;
 
     (void)state;
@@ -294,13 +303,16 @@ static void test_keys_never_mixed(void **state)
     memcpy(b, a, sizeof(b));
     b[LESSONS_INTROSHARE_KEY_LEN / 2] ^= 1;
     assert_int_equal(lessons_introshare_get(t, b, T0 + 1, AGE, pool,
-                                            &answer, &len, &until), 0);
+                                            &answer, &len,
+                                            &until, &stored), 0);
     b[LESSONS_INTROSHARE_KEY_LEN / 2] ^= 1;
     b[0] ^= 0x80;
     assert_int_equal(lessons_introshare_get(t, b, T0 + 1, AGE, pool,
-                                            &answer, &len, &until), 0);
+                                            &answer, &len,
+                                            &until, &stored), 0);
     assert_int_equal(lessons_introshare_get(t, a, T0 + 1, AGE, pool,
-                                            &answer, &len, &until), 1);
+                                            &answer, &len,
+                                            &until, &stored), 1);
     assert_string_equal(answer, "answer of 1");
 }
 
@@ -344,7 +356,7 @@ static void test_another_process(void **state)
     unsigned char key[LESSONS_INTROSHARE_KEY_LEN];
     const char *answer, *s;
     apr_size_t len;
-    apr_int64_t until;
+    apr_int64_t until, stored;
 
     (void)state;
     assert_int_equal(apr_shm_create(&shm, size, NULL, pool), APR_SUCCESS);
@@ -369,7 +381,8 @@ static void test_another_process(void **state)
     for (i = 0; i < 100; i++) {
         key_spread(key, i);
         assert_int_equal(lessons_introshare_get(t, key, T0 + 1, AGE, pool,
-                                                &answer, &len, &until), 1);
+                                                &answer, &len,
+                                                &until, &stored), 1);
         assert_string_equal(answer, apr_psprintf(pool, "child %u", i));
     }
     apr_shm_destroy(shm);
