@@ -27,7 +27,8 @@
 #     once is served by the others without a second request at the
 #     provider, an inactive one too, two tokens' answers never swapped; an
 #     answer over the shared table's 2048 bytes is asked for by each
-#     process.
+#     process; a graceful restart keeps the answers; with
+#     LessonsJWTIntrospectShared 0 each process asks.
 #
 # Server B is started here: one process, so that the provider's request
 # counts are exact.
@@ -385,6 +386,44 @@ EOF
         '... logged as not shared';
     like $clog->(), qr/LESSONS00748: introspection answers: 4096 shared entries/,
         'the shared table\'s size logged at start-up';
+
+    # A graceful restart keeps the table, its answers with it.
+    my $resumed = sub { scalar(() = $clog->() =~ /resuming normal operations/g) };
+    my $graceful = sub {
+        my $n = $resumed->();
+        system(LessonsTest::httpd_bin(), '-f', $cconf, '-k', 'graceful') == 0
+            or return 0;
+        my $end = time + 20;
+        sleep 0.2 while $resumed->() == $n && time < $end;
+        return $resumed->() > $n;
+    };
+    ok $graceful->(), 'shared: a graceful restart' or diag $clog->();
+    like $clog->(), qr/LESSONS00748: introspection answers: 4096 shared entries .*kept from before/,
+        '... keeps the table';
+    $before = $asked->();
+    @codes = map { $hit->('/shared/api/lessons', $t) } 1 .. 2;
+    is "@codes", '200 200', '... the token asked about before it: 200 in two new processes';
+    is $asked->(), $before, '... without asking the provider';
+
+    # LessonsJWTIntrospectShared 0: each process asks for itself.
+    {
+        open my $fh, '<', $cconf or die "$cconf: $!";
+        my $text = do { local $/; <$fh> };
+        close $fh;
+        $text =~ s/^KeepAlive Off$/KeepAlive Off\nLessonsJWTIntrospectShared 0/m;
+        open $fh, '>', $cconf or die "$cconf: $!";
+        print $fh $text;
+        close $fh or die "$cconf: $!";
+    }
+    ok $graceful->(), 'LessonsJWTIntrospectShared 0: a graceful restart'
+        or diag $clog->();
+    like $clog->(), qr/LESSONS00746: introspection answers: not shared/,
+        '... logged';
+    my $own = opaque({ sub => 'otto' }, 'shared');
+    $before = $asked->();
+    @codes = map { $hit->('/shared/api/lessons', $own) } 1 .. 2;
+    is "@codes", '200 200', '... a token in two processes: 200';
+    is $asked->(), $before + 2, '... each process asked';
 }
 
 # ---- configtest ----------------------------------------------------------
