@@ -58,6 +58,12 @@ static const lessons_number_t lessons_cache_size_n = {
     APR_OFFSETOF(lessons_srv_conf, cache_size), LESSONS_FIELD_OFF
 };
 
+static const lessons_number_t lessons_introspect_shared_n = {
+    LESSONS_NUMBER_COUNT, 0, LESSONS_INTROSPECT_SHARED_LIMIT,
+    " (0: each process keeps its own)", GLOBAL_ONLY,
+    APR_OFFSETOF(lessons_srv_conf, introspect_shared), LESSONS_FIELD_INT
+};
+
 static const command_rec lessons_cmds[] = {
     AP_INIT_TAKE_ARGV("LessonsJWTKey", lessons_set_key, NULL,
                       RSRC_CONF | ACCESS_CONF,
@@ -161,6 +167,12 @@ static const command_rec lessons_cmds[] = {
                   "Most seconds an introspection answer is reused (default "
                   "60, at most 3600; never past the token's exp): how long "
                   "a revocation may go unseen"),
+    AP_INIT_TAKE1("LessonsJWTIntrospectShared", lessons_set_number,
+                  (void *)&lessons_introspect_shared_n,
+                  RSRC_CONF,
+                  "Introspection answers the server's processes share, in "
+                  "shared memory (default 4096; 0: each process keeps its "
+                  "own); main server only"),
     AP_INIT_FLAG("LessonsJWTIntrospectJWT", lessons_set_introspect_jwt, NULL,
                  RSRC_CONF | ACCESS_CONF,
                  "On or Off (default): whether a JWT that verified is asked "

@@ -325,6 +325,12 @@ typedef struct {
                                      * process, keyed by a digest of
                                      * endpoint, client and token (not
                                      * merged) */
+    int introspect_shared;          /* LessonsJWTIntrospectShared: answers
+                                     * the server's processes share; -1:
+                                     * not set (global) */
+    struct lessons_introspect_share *introspect_share;  /* ... their table,
+                                     * from post_config, opened in each
+                                     * child; NULL: none (not merged) */
     apr_global_mutex_t *writers;    /* SQLite writers, one at a time (not
                                      * merged) */
     apr_array_header_t *key_sources;    /* main server: every keys URL's
@@ -358,6 +364,12 @@ typedef struct {
 
 /* The lock of the key sets shared by a server's processes. */
 #define LESSONS_KEYS_MUTEX     "lessons-keys"
+
+/* The lock of the introspection answers a server's processes share. */
+#define LESSONS_INTROSPECT_MUTEX "lessons-introspect"
+/* LessonsJWTIntrospectShared: its default and largest (entries). */
+#define LESSONS_INTROSPECT_SHARED_DEFAULT  4096
+#define LESSONS_INTROSPECT_SHARED_LIMIT    (1024 * 1024)
 
 /* LessonsJWTDPoP (RFC 9449): LESSONS_DPOP_* in lessons_decide.h. */
 #define LESSONS_DPOP_MUTEX     "lessons-dpop-replay"
@@ -635,6 +647,8 @@ const char *lessons_set_introspect_jwt(cmd_parms *cmd, void *dconf, int on);
 int lessons_introspect_check(apr_pool_t *ptemp, lessons_dir_conf *c);
 void lessons_introspect_note(apr_pool_t *pconf);
 int lessons_introspect_configured(apr_pool_t *pconf);
+int lessons_introspect_pre_config(apr_pool_t *pconf);
+int lessons_introspect_post_config(apr_pool_t *pconf, server_rec *s);
 void lessons_introspect_child_init(apr_pool_t *pchild, server_rec *s);
 void lessons_introspect_policy(request_rec *r, const lessons_dir_conf *conf,
                                lessons_decide_policy_t *policy);

@@ -91,6 +91,7 @@ void *lessons_create_srv_conf(apr_pool_t *p, server_rec *s)
     sconf->sections = apr_array_make(p, 4, sizeof(lessons_dir_conf *));
     sconf->cache_size = -1;
     sconf->share_window = -1;
+    sconf->introspect_shared = -1;
     return sconf;
 }
 
@@ -119,6 +120,7 @@ void *lessons_merge_srv_conf(apr_pool_t *p, void *basev, void *addv)
         sconf->nonce_secret_len = base->nonce_secret_len;
     }
     sconf->cache_size = base->cache_size;   /* global: the main server's */
+    sconf->introspect_shared = base->introspect_shared;     /* global */
     return sconf;
 }
 

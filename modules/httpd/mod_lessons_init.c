@@ -490,7 +490,8 @@ int lessons_pre_config(apr_pool_t *pconf, apr_pool_t *plog,
     (void)ptemp;
     if (ap_mutex_register(pconf, LESSONS_WRITE_MUTEX, NULL,
                           APR_LOCK_DEFAULT, 0) != APR_SUCCESS
-        || lessons_keys_pre_config(pconf) != OK) {
+        || lessons_keys_pre_config(pconf) != OK
+        || lessons_introspect_pre_config(pconf) != OK) {
         return !OK;
     }
     return lessons_dpop_pre_config(pconf);
@@ -579,6 +580,8 @@ int lessons_post_config(apr_pool_t *pconf, apr_pool_t *plog,
     if (lessons_keys_post_config(pconf, main_server) != OK) {
         return HTTP_INTERNAL_SERVER_ERROR;
     }
+    /* Introspection answers shared by the server's processes. */
+    lessons_introspect_post_config(pconf, main_server);
     if (mconf->key_sources->nelts || lessons_introspect_configured(pconf)) {
         const char *err = lessons_fetch_global_init();
 

@@ -11,17 +11,25 @@
  * the system's CAs), LessonsJWTKeysProxy or no proxy, time and size
  * capped, no redirect.
  *
- * The cache is per process (a lessons_tokencache of its own), not shared
- * between processes as key sets are: each process asks once per token
- * and LessonsJWTIntrospectCacheMax.  An entry is keyed by SHA-256 of the
- * endpoint, the client and the token: the token itself is neither a key
- * nor kept, nor logged.
+ * Answers are shared by the server's processes as key sets are
+ * (lessons_introshare: a table in shared memory made before the fork,
+ * kept across restarts, sized by LessonsJWTIntrospectShared): an answer
+ * any process had is served by every other until it ends, without
+ * asking the provider again.  In front of it each process keeps its own
+ * (a lessons_tokencache), which answers a token it met without taking
+ * the server-wide lock.  Without the shared table (0, or the memory or
+ * its lock could not be had: logged once) each process keeps only its
+ * own.  An entry is keyed by SHA-256 of the endpoint, the client and the
+ * token: the token itself is neither a key nor kept, nor logged.
  */
 
 #include "httpd/mod_lessons.h"
 
+#include "auth/lessons_introshare.h"
 #include "auth/lessons_introspect.h"
 #include "base/lessons_digest.h"
+
+#include "apr_shm.h"
 
 #define LESSONS_INTROSPECT_SEEN        "lessons-introspect-seen"
 #define LESSONS_INTROSPECT_CONNECT_MS  2000
@@ -31,6 +39,34 @@
 #define LESSONS_INTROSPECT_RETRY       5     /* seconds between discovery
                                               * attempts that failed */
 #define LESSONS_INTROSPECT_ENTRIES     10000 /* answers kept per process */
+#define LESSONS_INTROSPECT_SHARED_CAP  2048  /* bytes of one shared answer
+                                              * (compact JSON): a longer
+                                              * one is kept per process
+                                              * only */
+#define LESSONS_INTROSPECT_KEPT        "mod_lessons-introspect"
+
+/* The shared table's memory and lock, made once per httpd run and kept
+ * across restarts (as the key sets' are): a graceful restart keeps the
+ * answers, and children of the old generation and of the new one share
+ * one lock.
+ */
+typedef struct {
+    apr_shm_t *shm;
+    apr_global_mutex_t *lock;
+    apr_uint32_t entries;
+} lessons_introspect_kept;
+
+/* What the server's processes share, set on every server's config by
+ * post_config; table is this process's view, from child_init.
+ */
+struct lessons_introspect_share {
+    apr_shm_t *shm;
+    apr_global_mutex_t *lock;
+    apr_uint32_t entries;
+    lessons_introshare_t *table;    /* NULL: this process keeps its own
+                                     * answers only */
+    volatile apr_uint32_t failed;   /* a lookup's lock failed: logged */
+};
 
 /* Some section introspects (post_config starts libcurl then). */
 void lessons_introspect_note(apr_pool_t *pconf)
@@ -98,6 +134,140 @@ int lessons_introspect_check(apr_pool_t *ptemp, lessons_dir_conf *c)
     return OK;
 }
 
+int lessons_introspect_pre_config(apr_pool_t *pconf)
+{
+    return ap_mutex_register(pconf, LESSONS_INTROSPECT_MUTEX, NULL,
+                             APR_LOCK_DEFAULT, 0) == APR_SUCCESS ? OK : !OK;
+}
+
+/* The shared table and its lock, where some section introspects and
+ * LessonsJWTIntrospectShared is not 0: kept across restarts, made anew
+ * when its size changed.  What cannot be made leaves each process its
+ * own answers, said once here: never a reason not to start.
+ */
+int lessons_introspect_post_config(apr_pool_t *pconf, server_rec *s)
+{
+    lessons_srv_conf *mconf =
+        ap_get_module_config(s->module_config, &lessons_module);
+    struct lessons_introspect_share *share = NULL;
+    lessons_introspect_kept *kept;
+    apr_uint32_t entries;
+    apr_size_t size;
+    apr_status_t rv;
+    int fresh = 0;
+
+    if (!lessons_introspect_configured(pconf)
+        || ap_state_query(AP_SQ_MAIN_STATE) == AP_SQ_MS_CREATE_PRE_CONFIG) {
+        return OK;
+    }
+    entries = mconf->introspect_shared >= 0
+              ? (apr_uint32_t)mconf->introspect_shared
+              : LESSONS_INTROSPECT_SHARED_DEFAULT;
+    if (entries == 0) {
+        ap_log_error(APLOG_MARK, APLOG_INFO, 0, s, LESSONSLOG(00746)
+                     "introspection answers: not shared "
+                     "(LessonsJWTIntrospectShared 0): each process asks "
+                     "for itself");
+        goto done;
+    }
+    size = lessons_introshare_size(entries, LESSONS_INTROSPECT_SHARED_CAP);
+    kept = ap_retained_data_get(LESSONS_INTROSPECT_KEPT);
+    if (!kept) {
+        kept = ap_retained_data_create(LESSONS_INTROSPECT_KEPT,
+                                       sizeof(*kept));
+    }
+    if (!kept->lock) {
+        /* On the process pool, as the block: one lock for every
+         * generation of children that will ever use it.
+         */
+        rv = ap_global_mutex_create(&kept->lock, NULL,
+                                    LESSONS_INTROSPECT_MUTEX, NULL, s,
+                                    s->process->pool, 0);
+        if (rv != APR_SUCCESS) {
+            kept->lock = NULL;
+            ap_log_error(APLOG_MARK, APLOG_WARNING, rv, s, LESSONSLOG(00747)
+                         "introspection answers: cannot make the lock of "
+                         "the shared table; each process keeps its own "
+                         "answers and asks for itself");
+            goto done;
+        }
+    }
+    if (kept->shm && kept->entries != entries) {
+        apr_shm_destroy(kept->shm);
+        kept->shm = NULL;
+    }
+    if (!kept->shm) {
+        rv = size ? apr_shm_create(&kept->shm, size, NULL, s->process->pool)
+                  : APR_EINVAL;
+        if (rv != APR_SUCCESS) {
+            kept->shm = NULL;
+            ap_log_error(APLOG_MARK, APLOG_WARNING, rv, s, LESSONSLOG(00747)
+                         "introspection answers: cannot make the shared "
+                         "memory of %u entries (%" APR_SIZE_T_FMT " bytes); "
+                         "each process keeps its own answers and asks for "
+                         "itself", entries, size);
+            goto done;
+        }
+        kept->entries = entries;
+        fresh = 1;
+    }
+    /* Laid out here, before any child: a child only attaches. */
+    if (!lessons_introshare_attach(apr_shm_baseaddr_get(kept->shm),
+                                   apr_shm_size_get(kept->shm), entries,
+                                   LESSONS_INTROSPECT_SHARED_CAP, fresh,
+                                   kept->lock, pconf)) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s, LESSONSLOG(00747)
+                     "introspection answers: cannot lay out the shared "
+                     "table; each process keeps its own answers");
+        goto done;
+    }
+    share = apr_pcalloc(pconf, sizeof(*share));
+    share->shm = kept->shm;
+    share->lock = kept->lock;
+    share->entries = entries;
+    ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s, LESSONSLOG(00748)
+                 "introspection answers: %u shared entries of at most %d "
+                 "bytes (%" APR_SIZE_T_FMT " bytes), %s", entries,
+                 LESSONS_INTROSPECT_SHARED_CAP, size,
+                 fresh ? "new" : "kept from before");
+done:
+    for (; s; s = s->next) {
+        lessons_srv_conf *sconf =
+            ap_get_module_config(s->module_config, &lessons_module);
+
+        sconf->introspect_share = share;
+    }
+    return OK;
+}
+
+/* This process's view of the shared table, if there is one. */
+static void lessons_introspect_share_open(apr_pool_t *pchild, server_rec *s)
+{
+    lessons_srv_conf *mconf =
+        ap_get_module_config(s->module_config, &lessons_module);
+    struct lessons_introspect_share *share = mconf->introspect_share;
+    apr_global_mutex_t *lock;
+    apr_status_t rv;
+
+    if (!share) {
+        return;
+    }
+    lock = share->lock;
+    rv = apr_global_mutex_child_init(&lock, apr_global_mutex_lockfile(lock),
+                                     pchild);
+    if (rv == APR_SUCCESS) {
+        share->table = lessons_introshare_attach(
+            apr_shm_baseaddr_get(share->shm), apr_shm_size_get(share->shm),
+            share->entries, LESSONS_INTROSPECT_SHARED_CAP, 0, lock, pchild);
+    }
+    if (!share->table) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, rv, s, LESSONSLOG(00749)
+                     "introspection answers: this process cannot open the "
+                     "shared table; it keeps its own answers and asks for "
+                     "itself");
+    }
+}
+
 /* Every section's own record, on each server. */
 void lessons_introspect_child_init(apr_pool_t *pchild, server_rec *s)
 {
@@ -129,6 +299,7 @@ void lessons_introspect_child_init(apr_pool_t *pchild, server_rec *s)
     }
     if (any) {
         cache = lessons_tokencache_make(pchild, LESSONS_INTROSPECT_ENTRIES);
+        lessons_introspect_share_open(pchild, s);
     }
     for (v = s; v; v = v->next) {
         lessons_srv_conf *sconf =
@@ -143,6 +314,7 @@ typedef struct {
     request_rec *r;
     lessons_introspect_src *src;
     lessons_tokencache_t *cache;
+    struct lessons_introspect_share *share;     /* or NULL */
     long cache_max;                 /* seconds */
 } lessons_introspect_ask_t;
 
@@ -210,10 +382,67 @@ static const char *lessons_introspect_endpoint(lessons_introspect_ask_t *a,
     return endpoint;
 }
 
-/* lessons_decide_introspect_fn: the process's cache, else the
- * provider.  An answer is kept while lessons_introspect_cache_until
- * says (its raw text, re-read on a hit: each request gets claims of its
- * own); the entry's exp holds that time.
+/* The shared table's lock failed in this process: said once; the
+ * process goes on with its own answers and the provider.
+ */
+static void lessons_introspect_share_failed(lessons_introspect_ask_t *a)
+{
+    if (apr_atomic_cas32(&a->share->failed, 1, 0) == 0) {
+        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, a->r, LESSONSLOG(00750)
+                      "introspection answers: the shared table's lock "
+                      "failed; this process asks the provider for what "
+                      "the table would have answered");
+    }
+}
+
+/* Keep an answer (compact JSON, len bytes), had at stored, until until:
+ * in this process, and where shared, in the server's table.  The entry's
+ * iat holds stored, for the bound of a section that asks later.
+ */
+static void lessons_introspect_keep(lessons_introspect_ask_t *a,
+                                    const unsigned char *key,
+                                    const char *name, const char *answer,
+                                    apr_size_t len, apr_int64_t now,
+                                    apr_int64_t stored, apr_int64_t until,
+                                    int shared)
+{
+    lessons_tokencache_claims_t kept;
+
+    memset(&kept, 0, sizeof(kept));
+    kept.payload = answer;
+    kept.payload_len = len;
+    kept.exp = (double)until;
+    kept.iat = (double)stored;
+    kept.has_iat = 1;
+    lessons_tokencache_put(a->cache, key, name, strlen(name), &kept,
+                           (double)until);
+    if (!shared || !a->share || !a->share->table) {
+        return;
+    }
+    switch (lessons_introshare_put(a->share->table, key, now, until, answer,
+                                   len)) {
+    case LESSONS_INTROSHARE_TOO_BIG:
+        ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, a->r, LESSONSLOG(00751)
+                      "introspection answer %.16s...: %" APR_SIZE_T_FMT
+                      " bytes, over the shared table's %d: not shared, "
+                      "kept in this process only", name, len,
+                      LESSONS_INTROSPECT_SHARED_CAP);
+        break;
+    case LESSONS_INTROSHARE_LOCK_FAILED:
+        lessons_introspect_share_failed(a);
+        break;
+    default:
+        break;
+    }
+}
+
+/* lessons_decide_introspect_fn: the process's cache, else the server's
+ * shared table, else the provider.  An answer is kept while
+ * lessons_introspect_cache_until says, as compact JSON that is read
+ * again on a hit (each request gets claims of its own); the entry's exp
+ * holds that time.  One endpoint and client may serve sections of
+ * different LessonsJWTIntrospectCacheMax (one key): an answer is served
+ * to a section only within its own bound from when it was had.
  */
 static int lessons_introspect_ask(void *baton, apr_pool_t *p,
                                   const char *token, apr_int64_t now,
@@ -225,11 +454,12 @@ static int lessons_introspect_ask(void *baton, apr_pool_t *p,
     lessons_tokencache_claims_t kept;
     lessons_introspect_request_t req;
     lessons_fetch_opts_t opts;
-    const char *name, *err, *why = NULL;
+    const char *name, *err, *why = NULL, *answer;
     char *body = NULL;
-    apr_size_t len = 0;
-    apr_int64_t until;
+    apr_size_t len = 0, alen = 0;
+    apr_int64_t until, stored;
     long status = 0;
+    int got;
 
     out->endpoint = lessons_introspect_endpoint(a, &why);
     if (!out->endpoint) {
@@ -246,10 +476,28 @@ static int lessons_introspect_ask(void *baton, apr_pool_t *p,
     memset(&kept, 0, sizeof(kept));
     if (lessons_tokencache_get(a->cache, p, key, name, strlen(name),
                                (double)now, &kept)
-        && kept.payload && (double)now < kept.exp) {
+        && kept.payload && (double)now < kept.exp && kept.has_iat
+        && (double)now < kept.iat + (double)a->cache_max) {
         out->rc = lessons_introspect_parse(p, kept.payload, kept.payload_len,
                                            &out->res);
         return 0;
+    }
+    if (a->share && a->share->table) {
+        got = lessons_introshare_get(a->share->table, key, now, a->cache_max,
+                                     p, &answer, &alen, &until, &stored);
+        if (got < 0) {
+            lessons_introspect_share_failed(a);
+        }
+        else if (got > 0) {
+            ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, a->r, LESSONSLOG(00752)
+                          "introspection answer %.16s...: from the server's "
+                          "shared table, for %" APR_INT64_T_FMT " s more",
+                          name, until - now);
+            out->rc = lessons_introspect_parse(p, answer, alen, &out->res);
+            lessons_introspect_keep(a, key, name, answer, alen, now, stored,
+                                    until, 0);
+            return 0;
+        }
     }
     err = lessons_introspect_request(p, token, strlen(token), src->client_id,
                                      src->secret, &req);
@@ -281,12 +529,20 @@ static int lessons_introspect_ask(void *baton, apr_pool_t *p,
         lessons_introspect_judge(out->rc, &out->res, now, 0), &out->res, now,
         a->cache_max);
     if (until > now) {
-        memset(&kept, 0, sizeof(kept));
-        kept.payload = body;
-        kept.payload_len = len;
-        kept.exp = (double)until;
-        lessons_tokencache_put(a->cache, key, name, strlen(name), &kept,
-                               (double)until);
+        /* What is kept is what was read: the claims' object (before the
+         * gate adds to it), or for a token not active, only that.
+         */
+        if (out->rc == LESSONS_INTROSPECT_INACTIVE) {
+            answer = "{\"active\":false}";
+            alen = strlen(answer);
+        }
+        else {
+            answer = lessons_json_dump(p, out->res.claims, &alen);
+        }
+        if (answer) {
+            lessons_introspect_keep(a, key, name, answer, alen, now, now,
+                                    until, 1);
+        }
     }
     return 0;
 }
@@ -306,6 +562,7 @@ void lessons_introspect_policy(request_rec *r, const lessons_dir_conf *conf,
     a->r = r;
     a->src = conf->introspect;
     a->cache = sconf->introspected;
+    a->share = sconf->introspect_share;
     a->cache_max = conf->introspect_cache_max > 0
                    ? conf->introspect_cache_max
                    : LESSONS_INTROSPECT_CACHE_DEFAULT;

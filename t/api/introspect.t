@@ -8,7 +8,8 @@
 #     token_type_hint=access_token and the client's id and secret;
 #   - inactive (unknown, revoked): 401 invalid_token;
 #   - answers are reused: a second request asks nothing; a revocation is
-#     seen once LessonsJWTIntrospectCacheMax has passed, not before;
+#     seen once LessonsJWTIntrospectCacheMax has passed, not before, also
+#     where another section of the same endpoint kept the answer longer;
 #   - the provider stopped, too slow, or answering what cannot be used
 #     ("active": "true", none, over 32 KiB): 503 with Retry-After, never
 #     a 200; back: 200;
@@ -19,7 +20,15 @@
 #   - wrong client secret: 503, the log names the directive;
 #   - LessonsJWTIntrospectJWT: a revoked JWT refused;
 #   - configtest refuses an http:// endpoint off loopback and an endpoint
-#     without client.
+#     without client;
+#   - answers shared by a server's processes (server C, prefork, each
+#     child ending after one connection, so every request is answered by
+#     a process that has not met the token): an active token asked about
+#     once is served by the others without a second request at the
+#     provider, an inactive one too, two tokens' answers never swapped; an
+#     answer over the shared table's 2048 bytes is asked for by each
+#     process; a graceful restart keeps the answers; with
+#     LessonsJWTIntrospectShared 0 each process asks.
 #
 # Server B is started here: one process, so that the provider's request
 # counts are exact.
@@ -30,6 +39,7 @@ use FindBin;
 use lib "$FindBin::Bin/../lib";
 use Apache::Test qw(-withtestmore);
 use File::Temp ();
+use IO::Socket::INET;
 use JSON::PP ();
 use Time::HiRes qw(time sleep);
 use LessonsTest;
@@ -189,6 +199,18 @@ like error_log(), qr/LESSONS00740: .*says the token is not active/,
                     'invalid_token');
 }
 
+# One endpoint and client (one key) under two bounds: an answer a section
+# of 3600 s kept is not served to one of 1 s past that second.
+{
+    my $x = opaque();
+    is get('/cached/api/lessons', $x)->code, 200,
+        'a token kept under a bound of 3600 s: 200';
+    control(POST => '/opaque/revoke', { token => $x });
+    $res = eventually('/op/api/lessons', $x, 401, 10);
+    is_unauthorized($res, '... revoked: a section of the same endpoint with a bound of 1 s asks again and gets 401',
+                    'invalid_token');
+}
+
 # ---- two tokens, two answers, never swapped ----------------------------
 {
     my $writer = opaque({ sub => 'wanda', scope => 'lessons lessons:write' });
@@ -255,6 +277,153 @@ like error_log(), qr/LESSONS00742: .*HTTP status 401.*were refused/,
     control(POST => '/opaque/revoke', { token => $jwt });
     $res = eventually('/revoke/api/lessons', $jwt, 401, 15);
     is_unauthorized($res, 'the JWT revoked at the provider: 401', 'invalid_token');
+}
+
+# ---- answers shared by the server's processes (server C) ----------------
+{
+    control(POST => '/realms', { name => 'shared' });
+    mkdir "$dir/c";
+    my $cport = free_port();
+    my $EP = "$ISS/realms/shared/introspect";
+    my $cconf = httpd_conf("$dir/c", $cport, <<"EOF", mpm => 'prefork');
+LogFormat "%P %>s %U" pid
+CustomLog "$dir/c/access_log" pid
+LogLevel info lessons:debug
+KeepAlive Off
+StartServers 3
+MinSpareServers 3
+MaxSpareServers 6
+ServerLimit 8
+MaxRequestWorkers 8
+# Each child ends after one connection: no request meets a process that
+# has met its token before.
+MaxConnectionsPerChild 1
+<Location "/shared/api/lessons">
+    SetHandler lessons
+    LessonsJWTIntrospect $EP
+    $CLIENT
+    LessonsJWTIntrospectCacheMax 3600
+    $CA
+</Location>
+<Location "/sscoped/api/lessons">
+    SetHandler lessons
+    LessonsJWTIntrospect $EP
+    $CLIENT
+    LessonsJWTIntrospectCacheMax 3600
+    $CA
+    Require jwt-claim scope lessons:write
+</Location>
+EOF
+    start_httpd($cconf, $cport);
+    my $clog = sub { do { local (@ARGV, $/) = ("$dir/c/error_log"); <> } };
+    # One request on a connection of its own: its status (0: none).
+    my $hit = sub {
+        my ($path, $token) = @_;
+        my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
+                                      PeerPort => $cport, Timeout => 15)
+            or return 0;
+        print $s "GET $path HTTP/1.1\r\nHost: localhost\r\n"
+               . "Connection: close\r\nAuthorization: Bearer $token\r\n\r\n";
+        my $line = <$s> // '';
+        1 while <$s>;           # to the close: its access log line is
+        close $s;               # written by then
+        return $line =~ m{^HTTP/1\.[01] (\d{3})} ? $1 : 0;
+    };
+    # The pids that answered, in order, from line $from of the access log.
+    my $answered = sub {
+        my ($from) = @_;
+        open my $fh, '<', "$dir/c/access_log" or return ();
+        my @pids = map { /^(\d+) / ? $1 : () } <$fh>;
+        return @pids[$from .. $#pids];
+    };
+    my $asked = sub { state_of('shared')->{introspect_requests} // 0 };
+    my $served = sub { scalar(() = $clog->() =~ /LESSONS00752: /g) };
+
+    my $t = opaque({ sub => 'sharon' }, 'shared');
+    my $before = $asked->();
+    my $from = () = $answered->(0);
+    my @codes = map { $hit->('/shared/api/lessons', $t) } 1 .. 4;
+    is "@codes", '200 200 200 200',
+        'shared: an active token, four requests in four processes: 200'
+        or diag $clog->();
+    my @pids = $answered->($from);
+    my %distinct = map { $_ => 1 } @pids;
+    is scalar(keys %distinct), 4, '... answered by four processes'
+        or diag "@pids";
+    is $asked->(), $before + 1, '... the provider asked once';
+    is $served->(), 3, '... three answers from the shared table (logged)';
+    unlike $clog->(), qr/\Q$t\E/, '... the token never logged';
+
+    # Not active: kept its 10 s, and shared too.
+    my $dead = 'NoSuchSharedToken0123456789';
+    $before = $asked->();
+    $from = () = $answered->(0);
+    @codes = map { $hit->('/shared/api/lessons', $dead) } 1 .. 2;
+    is "@codes", '401 401', 'shared: an inactive token in two processes: 401';
+    @pids = $answered->($from);
+    isnt $pids[0], $pids[1], '... two processes' or diag "@pids";
+    is $asked->(), $before + 1, '... the provider asked once';
+
+    # Two tokens' answers, each process meeting them for the first time.
+    my $writer = opaque({ sub => 'wanda', scope => 'lessons lessons:write' },
+                        'shared');
+    my $reader = opaque({ sub => 'rita', scope => 'lessons' }, 'shared');
+    $before = $asked->();
+    @codes = map { ($hit->('/sscoped/api/lessons', $writer),
+                    $hit->('/sscoped/api/lessons', $reader)) } 1 .. 3;
+    is "@codes", '200 403 200 403 200 403',
+        'shared: the writer 200, the reader 403, in six processes';
+    is $asked->(), $before + 2, '... each asked about once';
+
+    # Over the shared table's bound: each process asks for itself.
+    my $big = opaque({ sub => 'bertha', note => 'n' x 3000 }, 'shared');
+    $before = $asked->();
+    @codes = map { $hit->('/shared/api/lessons', $big) } 1 .. 2;
+    is "@codes", '200 200',
+        'shared: an answer over 2048 bytes, two processes: 200';
+    is $asked->(), $before + 2, '... each process asked';
+    like $clog->(), qr/LESSONS00751: introspection answer [0-9a-f]{16}\.\.\.: \d+ bytes, over the shared table's 2048: not shared/,
+        '... logged as not shared';
+    like $clog->(), qr/LESSONS00748: introspection answers: 4096 shared entries/,
+        'the shared table\'s size logged at start-up';
+
+    # A graceful restart keeps the table, its answers with it.
+    my $resumed = sub { scalar(() = $clog->() =~ /resuming normal operations/g) };
+    my $graceful = sub {
+        my $n = $resumed->();
+        system(LessonsTest::httpd_bin(), '-f', $cconf, '-k', 'graceful') == 0
+            or return 0;
+        my $end = time + 20;
+        sleep 0.2 while $resumed->() == $n && time < $end;
+        return $resumed->() > $n;
+    };
+    ok $graceful->(), 'shared: a graceful restart' or diag $clog->();
+    like $clog->(), qr/LESSONS00748: introspection answers: 4096 shared entries .*kept from before/,
+        '... keeps the table';
+    $before = $asked->();
+    @codes = map { $hit->('/shared/api/lessons', $t) } 1 .. 2;
+    is "@codes", '200 200', '... the token asked about before it: 200 in two new processes';
+    is $asked->(), $before, '... without asking the provider';
+
+    # LessonsJWTIntrospectShared 0: each process asks for itself.
+    {
+        open my $fh, '<', $cconf or die "$cconf: $!";
+        my $text = do { local $/; <$fh> };
+        close $fh;
+        $text =~ s/^KeepAlive Off$/KeepAlive Off\nLessonsJWTIntrospectShared 0/m;
+        open $fh, '>', $cconf or die "$cconf: $!";
+        print $fh $text;
+        close $fh or die "$cconf: $!";
+    }
+    ok $graceful->(), 'LessonsJWTIntrospectShared 0: a graceful restart'
+        or diag $clog->();
+    like $clog->(), qr/LESSONS00746: introspection answers: not shared/,
+        '... logged';
+    my $own = opaque({ sub => 'otto' }, 'shared');
+    $before = $asked->();
+    @codes = map { $hit->('/shared/api/lessons', $own) } 1 .. 2;
+    is "@codes", '200 200', '... a token in two processes: 200';
+    is $asked->(), $before + 2, '... each process asked';
 }
 
 # ---- configtest ----------------------------------------------------------
