@@ -8,6 +8,7 @@
  * keep-alive connections for SECONDS, one thread, epoll and OpenSSL.
  *
  *   tls-load URL SECONDS CONNS CERT KEY CAFILE [[-H] HEADER...]
+ *   tls-load --count WARM N ZERO DUMP URL CERT KEY CAFILE [[-H] HEADER...]
  *
  * URL is https://IPv4:PORT/PATH; a -H before a header is skipped (wrk's
  * arguments, as t/bench/bench.sh's wrk_run passes them).  Answers must carry Content-Length (the
@@ -18,6 +19,11 @@
  * every request after a connection's first went on a kept one.  As in
  * wrk, requests still running at the end are not counted, and a
  * connection the server closes is opened again (and counted).
+ *
+ * With --count, make bench's callgrind measure over TLS: WARM requests
+ * on one connection, the shell command ZERO, N more on the same
+ * connection, the command DUMP (callgrind_control -z and -d), so that
+ * no handshake is counted; every answer must be a 2xx.
  */
 #define _GNU_SOURCE            /* memmem */
 #include <arpa/inet.h>
@@ -59,6 +65,7 @@ static unsigned long connects, done, bad, errors, bytes;
 static long *lat;
 static size_t nlat, cap;
 static const char *why;         /* why step() gave a connection up */
+static unsigned long limit;     /* --count: answers to stop at */
 
 static double now_s(void)
 {
@@ -229,6 +236,9 @@ static int step(conn_t *c, double end)
                 c->head_len = 0;
                 c->body_left = -1;
                 c->t0 = now_s();
+                if (limit && done >= limit) {
+                    return 0;           /* the next one when told */
+                }
                 continue;
             }
         }
@@ -248,95 +258,13 @@ static int step(conn_t *c, double end)
     }
 }
 
-int main(int argc, char **argv)
+/* Connections until the end, or until --count's answers are in. */
+static void run(double end)
 {
     struct epoll_event evs[256];
-    conn_t *conns;
-    long secs, nconns;
-    const char *host, *colon, *path;
-    char hostbuf[64];
-    size_t hl;
-    double start, end;
     int i, n;
 
-    if (argc < 7) {
-        fprintf(stderr, "usage: %s URL SECONDS CONNS CERT KEY CAFILE "
-                "[[-H] HEADER...]\n", argv[0]);
-        return 2;
-    }
-    secs = strtol(argv[2], NULL, 10);
-    nconns = strtol(argv[3], NULL, 10);
-    if (secs < 1 || secs > 3600 || nconns < 1 || nconns > 1000) {
-        fprintf(stderr, "tls-load: SECONDS 1-3600, CONNS 1-1000\n");
-        return 2;
-    }
-    if (strncmp(argv[1], "https://", 8) != 0) {
-        die("the URL must be https://IPv4:PORT/PATH");
-    }
-    host = argv[1] + 8;
-    colon = strchr(host, ':');
-    path = strchr(host, '/');
-    if (!colon || !path || colon > path
-        || (size_t)(colon - host) >= sizeof(hostbuf)) {
-        die("the URL must be https://IPv4:PORT/PATH");
-    }
-    memcpy(hostbuf, host, (size_t)(colon - host));
-    hostbuf[colon - host] = '\0';
-    memset(&addr, 0, sizeof(addr));
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons((unsigned short)atoi(colon + 1));
-    if (inet_pton(AF_INET, hostbuf, &addr.sin_addr) != 1) {
-        die("the URL's host must be an IPv4 address");
-    }
-
-    /* The request, once: wrk's (Host, the headers given). */
-    hl = strlen(path) + (size_t)(path - host) + 64;
-    for (i = 7; i < argc; i++) {
-        hl += strlen(argv[i]) + 2;
-    }
-    /* After snprintf's bytes counted: a longer request is refused. */
-    request = malloc(hl);
-    if (!request) {
-        die("out of memory");
-    }
-    request_len = (size_t)snprintf(request, hl, "GET %s HTTP/1.1\r\nHost: %.*s\r\n",
-                                   path, (int)(path - host), host);
-    for (i = 7; i < argc && request_len < hl; i++) {
-        if (strcmp(argv[i], "-H") == 0) {
-            continue;
-        }
-        request_len += (size_t)snprintf(request + request_len,
-                                        hl - request_len, "%s\r\n", argv[i]);
-    }
-    if (request_len >= hl) {
-        die("request too long");
-    }
-    request_len += (size_t)snprintf(request + request_len, hl - request_len,
-                                    "\r\n");
-    if (request_len >= hl) {
-        die("request too long");
-    }
-
-    ctx = SSL_CTX_new(TLS_client_method());
-    if (!ctx
-        || SSL_CTX_use_certificate_chain_file(ctx, argv[4]) != 1
-        || SSL_CTX_use_PrivateKey_file(ctx, argv[5], SSL_FILETYPE_PEM) != 1
-        || SSL_CTX_load_verify_locations(ctx, argv[6], NULL) != 1) {
-        die("the certificate, key or CA file");
-    }
-    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
-
-    ep = epoll_create1(0);
-    conns = calloc((size_t)nconns, sizeof(*conns));
-    if (ep < 0 || !conns) {
-        die("epoll_create1");
-    }
-    start = now_s();
-    end = start + (double)secs;
-    for (i = 0; i < nconns; i++) {
-        open_conn(&conns[i]);
-    }
-    while (now_s() < end) {
+    while (now_s() < end && !(limit && done >= limit)) {
         int wait_ms = (int)((end - now_s()) * 1000) + 1;
 
         n = epoll_wait(ep, evs, 256, wait_ms > 100 ? 100 : wait_ms);
@@ -361,10 +289,151 @@ int main(int argc, char **argv)
             }
         }
     }
+}
+
+/* --count's phases: every answer in, all 2xx, on one connection. */
+static void count_phase(conn_t *c, unsigned long upto, const char *cmd)
+{
+    limit = upto;
+    if (done && step(c, now_s() + 600) != 0) {
+        die("the connection ended between the phases");
+    }
+    run(now_s() + 600);
+    if (done != upto || bad || errors || connects != 1) {
+        fprintf(stderr, "tls-load: %lu answers (%lu not 2xx), %lu errors, "
+                "%lu connections\n", done, bad, errors, connects);
+        die("--count: not every answer a 2xx on one connection");
+    }
+    if (system(cmd) != 0) {
+        fprintf(stderr, "tls-load: %s\n", cmd);
+        die("--count: the command failed");
+    }
+}
+
+int main(int argc, char **argv)
+{
+    conn_t *conns;
+    long secs = 600, nconns = 1, warm = 0, count = 0;
+    const char *url, *certf, *keyf, *caf, *zero = NULL, *dump = NULL;
+    const char *host, *colon, *path;
+    char hostbuf[64];
+    size_t hl;
+    double start, end;
+    int i, first;
+
+    if (argc >= 10 && strcmp(argv[1], "--count") == 0) {
+        warm = strtol(argv[2], NULL, 10);
+        count = strtol(argv[3], NULL, 10);
+        zero = argv[4];
+        dump = argv[5];
+        url = argv[6];
+        first = 7;
+        if (warm < 1 || count < 1 || warm > 1000000 || count > 1000000) {
+            fprintf(stderr, "tls-load: WARM and N 1-1000000\n");
+            return 2;
+        }
+    }
+    else if (argc >= 7 && strcmp(argv[1], "--count") != 0) {
+        url = argv[1];
+        secs = strtol(argv[2], NULL, 10);
+        nconns = strtol(argv[3], NULL, 10);
+        first = 4;
+        if (secs < 1 || secs > 3600 || nconns < 1 || nconns > 1000) {
+            fprintf(stderr, "tls-load: SECONDS 1-3600, CONNS 1-1000\n");
+            return 2;
+        }
+    }
+    else {
+        fprintf(stderr, "usage: %s URL SECONDS CONNS CERT KEY CAFILE "
+                "[[-H] HEADER...]\n"
+                "       %s --count WARM N ZERO DUMP URL CERT KEY CAFILE "
+                "[[-H] HEADER...]\n", argv[0], argv[0]);
+        return 2;
+    }
+    certf = argv[first];
+    keyf = argv[first + 1];
+    caf = argv[first + 2];
+    first += 3;
+    if (strncmp(url, "https://", 8) != 0) {
+        die("the URL must be https://IPv4:PORT/PATH");
+    }
+    host = url + 8;
+    colon = strchr(host, ':');
+    path = strchr(host, '/');
+    if (!colon || !path || colon > path
+        || (size_t)(colon - host) >= sizeof(hostbuf)) {
+        die("the URL must be https://IPv4:PORT/PATH");
+    }
+    memcpy(hostbuf, host, (size_t)(colon - host));
+    hostbuf[colon - host] = '\0';
+    memset(&addr, 0, sizeof(addr));
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons((unsigned short)atoi(colon + 1));
+    if (inet_pton(AF_INET, hostbuf, &addr.sin_addr) != 1) {
+        die("the URL's host must be an IPv4 address");
+    }
+
+    /* The request, once: wrk's (Host, the headers given). */
+    hl = strlen(path) + (size_t)(path - host) + 64;
+    for (i = first; i < argc; i++) {
+        hl += strlen(argv[i]) + 2;
+    }
+    /* After snprintf's bytes counted: a longer request is refused. */
+    request = malloc(hl);
+    if (!request) {
+        die("out of memory");
+    }
+    request_len = (size_t)snprintf(request, hl, "GET %s HTTP/1.1\r\nHost: %.*s\r\n",
+                                   path, (int)(path - host), host);
+    for (i = first; i < argc && request_len < hl; i++) {
+        if (strcmp(argv[i], "-H") == 0) {
+            continue;
+        }
+        request_len += (size_t)snprintf(request + request_len,
+                                        hl - request_len, "%s\r\n", argv[i]);
+    }
+    if (request_len >= hl) {
+        die("request too long");
+    }
+    request_len += (size_t)snprintf(request + request_len, hl - request_len,
+                                    "\r\n");
+    if (request_len >= hl) {
+        die("request too long");
+    }
+
+    ctx = SSL_CTX_new(TLS_client_method());
+    if (!ctx
+        || SSL_CTX_use_certificate_chain_file(ctx, certf) != 1
+        || SSL_CTX_use_PrivateKey_file(ctx, keyf, SSL_FILETYPE_PEM) != 1
+        || SSL_CTX_load_verify_locations(ctx, caf, NULL) != 1) {
+        die("the certificate, key or CA file");
+    }
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+
+    ep = epoll_create1(0);
+    conns = calloc((size_t)nconns, sizeof(*conns));
+    if (ep < 0 || !conns) {
+        die("epoll_create1");
+    }
+    for (i = 0; i < nconns; i++) {
+        open_conn(&conns[i]);
+    }
+    if (zero) {
+        count_phase(&conns[0], (unsigned long)warm, zero);
+        count_phase(&conns[0], (unsigned long)(warm + count), dump);
+        printf("%ld requests on one connection after %ld, all 2xx\n",
+               count, warm);
+        close_conn(&conns[0]);
+        free(conns);
+        return 0;
+    }
+    start = now_s();
+    end = start + (double)secs;
+    run(end);
     if (nlat) {
         qsort(lat, nlat, sizeof(*lat), cmp_long);
     }
-    printf("Running %lds test @ %s\n", secs, argv[1]);
+    printf("Running %lds test @ %s\n", secs, url);
     printf("  1 threads and %ld connections (tls-load, client certificate)\n",
            nconns);
     printf("  Latency Distribution\n");

@@ -32,9 +32,16 @@
 #          build/idp/node_modules (make idp-deps), the row is skipped with
 #          a line saying why.
 #
+# Then each row's instructions per request against its HS256 run's, as
+# callgrind_phase counts them (apache2 -X under callgrind, CG_WARM
+# requests, then CG_N counted; over TLS all on one connection, through
+# tls-load --count, so that no handshake is counted): not a target, a
+# figure the shared machine's noise does not move.
+#
 # Results go to RESULTS as route cert or intro, kind mod (the bound or
 # introspected GET), hs256 (its HS256 run on the same server) and, for
-# cert, wrk (the check above); META keeps intro_* and cert_*.
+# cert, wrk (the check above); CGRES the same routes and kinds; META
+# keeps intro_* and cert_*.
 
 TOKEN_ROUTE=$LESSON_ID
 IDP_PID=""
@@ -89,6 +96,48 @@ tls_fetch() {
         -H "Authorization: Bearer $2" "https://127.0.0.1:$TLS_PORT$1" || echo 000
 }
 
+# token_cg DB ROUTE KIND URL CURL-ARGS...: userland instructions per
+# request as callgrind_phase counts them (the server under callgrind now,
+# CG_WARM requests on one keep-alive connection, then CG_N counted), one
+# line in CGRES.  Noise-free beside the req/s of a shared machine.
+token_curl_n() {
+    local n=$1 u=$2 urls=() i got
+    shift 2
+    for ((i = 0; i < n; i++)); do urls+=("$u" -o /dev/null); done
+    got=$(curl -s -w '%{http_code}\n' "$@" "${urls[@]}" | grep -c '^200$' || true)
+    [ "$got" -eq "$n" ] || die "callgrind: $u: $got of $n requests answered 200"
+}
+# Over TLS (URL https://...), CURL-ARGS are tls-load's header arguments
+# and tls-load keeps warm-up and counted requests on one connection: no
+# handshake counted.
+token_cg() {
+    local db=$1 route=$2 kind=$3 u=$4 dump total zero dump_cmd
+    shift 4
+    if [[ "$u" == https://* ]]; then
+        zero=$(printf '%q ' timeout 120 "${AS_HTTPD[@]}" callgrind_control -z "$HTTPD_PID")
+        dump_cmd=$(printf '%q ' timeout 120 "${AS_HTTPD[@]}" callgrind_control -d "$HTTPD_PID")
+        "$WORK/tls-load" --count "$CG_WARM" "$CG_N" "$zero >/dev/null" "$dump_cmd >/dev/null" \
+            "$u" "$WORK/keys/client.crt" "$WORK/keys/client.key" "$WORK/keys/token-ca.crt" "$@" >/dev/null \
+            || die "callgrind: tls-load --count on $u failed"
+    else
+        token_curl_n "$CG_WARM" "$u" "$@"
+        timeout 120 "${AS_HTTPD[@]}" callgrind_control -z "$HTTPD_PID" >/dev/null || die "callgrind_control -z failed"
+        token_curl_n "$CG_N" "$u" "$@"
+        timeout 120 "${AS_HTTPD[@]}" callgrind_control -d "$HTTPD_PID" >/dev/null || die "callgrind_control -d failed"
+    fi
+    dump=$(ls -t "$WORK"/cg/callgrind.out."$HTTPD_PID".* 2>/dev/null | head -n 1)
+    [ -n "$dump" ] || die "callgrind: no dump in $WORK/cg"
+    total=$(awk '/^(totals|summary):/ { print $2; exit }' "$dump")
+    [ -n "$total" ] || die "callgrind: no totals in $dump"
+    if [ -n "${BENCH_KEEP:-}" ]; then
+        mv "$dump" "$WORK/cg/$db-$route-$kind.callgrind"
+    else
+        rm -f "$dump"
+    fi
+    printf '%s\t%s\t%s\t%s\n' "$db" "$route" "$kind" $((total / CG_N)) >>"$CGRES"
+    printf 'bench:   %-7s %-9s %-6s %12d instructions/request\n' "$db" "$route" "$kind" $((total / CG_N)) >&2
+}
+
 token_cert_phase() {
     local db=$1 round kinds kind bound=/bound$API/$TOKEN_ROUTE plain=/tls$API/$TOKEN_ROUTE code
     [ -x "$WORK/tls-load" ] || die "build/bench/tls-load not found: make bench builds it"
@@ -134,6 +183,12 @@ token_cert_phase() {
     done
     TLS_LOAD=()
     meta "$db" cert_errors "$(error_lines 'certificate-bound: error_log')"
+    stop_httpd
+    # Instructions, the certificate on one connection for each.
+    [ "$(id -u)" -ne 0 ] || chown "$HTTPD_USER:" "$WORK/cg"
+    start_httpd valgrind --tool=callgrind --callgrind-out-file="$WORK/cg/callgrind.out.%p"
+    token_cg "$db" cert mod "https://127.0.0.1:$TLS_PORT$bound" -H "Authorization: Bearer $TOKEN_BOUND"
+    token_cg "$db" cert hs256 "https://127.0.0.1:$TLS_PORT$plain" -H "Authorization: Bearer $TOKEN"
     stop_httpd
     EXTRA_DEFINES=()
 }
@@ -219,6 +274,13 @@ token_intro_phase() {
     meta "$db" intro_procs "$procs"
     log "introspection: the provider was asked $warm time(s) in the warm-up (the first request, then each process's first) and $asked time(s) in the measured rounds, for 1 token; $procs httpd child process(es) at the end, $fresh of them started during the rounds"
     meta "$db" intro_errors "$(error_lines 'introspected: error_log')"
+    stop_httpd
+    # Instructions: the one process asks at its first request (in the
+    # warm-up), the counted ones are hits.
+    [ "$(id -u)" -ne 0 ] || chown "$HTTPD_USER:" "$WORK/cg"
+    start_httpd valgrind --tool=callgrind --callgrind-out-file="$WORK/cg/callgrind.out.%p"
+    token_cg "$db" intro mod "$(url "$path")" -H "Authorization: Bearer $TOKEN_OPAQUE"
+    token_cg "$db" intro hs256 "$(url "$API/$TOKEN_ROUTE")" -H "Authorization: Bearer $TOKEN"
     stop_httpd
     EXTRA_DEFINES=()
     stop_idp
