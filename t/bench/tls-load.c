@@ -11,11 +11,12 @@
  *   tls-load --count WARM N ZERO DUMP URL CERT KEY CAFILE [[-H] HEADER...]
  *
  * URL is https://IPv4:PORT/PATH; a -H before a header is skipped (wrk's
- * arguments, as t/bench/bench.sh's wrk_run passes them).  Answers must carry Content-Length (the
- * module's and httpd's static ones do).  Prints the lines of wrk's
- * report that t/bench/bench.sh's parse_wrk reads (the 50% and 99%
- * latencies, "N requests in", "Non-2xx or 3xx responses", "Socket
- * errors", "Requests/sec") and the connections it opened: CONNS when
+ * arguments, as t/bench/bench.sh's wrk_run passes them).  Answers must
+ * carry Content-Length (the module's and httpd's static ones do).
+ * Prints the lines of wrk's report that t/bench/bench.sh's parse_wrk
+ * reads (the 50% and 99% latencies, "N requests in", "Non-2xx or 3xx
+ * responses", "Socket errors", "Requests/sec") and the connections it
+ * opened: CONNS when
  * every request after a connection's first went on a kept one.  As in
  * wrk, requests still running at the end are not counted, and a
  * connection the server closes is opened again (and counted).
@@ -383,7 +384,8 @@ int main(int argc, char **argv)
     if (!request) {
         die("out of memory");
     }
-    request_len = (size_t)snprintf(request, hl, "GET %s HTTP/1.1\r\nHost: %.*s\r\n",
+    request_len = (size_t)snprintf(request, hl,
+                                   "GET %s HTTP/1.1\r\nHost: %.*s\r\n",
                                    path, (int)(path - host), host);
     for (i = first; i < argc && request_len < hl; i++) {
         if (strcmp(argv[i], "-H") == 0) {
