@@ -6,9 +6,15 @@
 #                              callgrind and memory requests
 #   BENCH_DBS=sqlite3 (or pgsql) runs one database only; BENCH_KEEP=1 keeps
 #   the run's temp dir; BENCH_OUT=FILE writes the report elsewhere.
-# It installs what it needs first (t/tools/deps.sh bench: wrk, valgrind,
-# curl, the PostgreSQL server binaries and pgbench), builds the module, and
-# runs t/bench/bench.sh, which stops everything it started on any exit.
+#   make bench BENCH_ONLY=tokens  only the certificate-bound and introspected
+#                              rows (t/bench/token-rows.sh), on the first
+#                              database; prints the report, writes it only
+#                              to BENCH_OUT
+# It installs what it needs first (t/tools/deps.sh bench: wrk, siege,
+# valgrind, curl, the PostgreSQL server binaries and pgbench), builds the
+# module and, where node and npm are, the test provider's modules (make
+# idp-deps: the introspected row; without them it is skipped), and runs
+# t/bench/bench.sh, which stops everything it started on any exit.
 
 .PHONY: bench bench-deps
 
@@ -18,9 +24,14 @@ bench-deps:
 # Sub-make, as make test does, so that a first run builds after the
 # packages are in.
 bench: bench-deps
-	@$(MAKE) -s --no-print-directory all build/bench/statement build/bench/sqlite-loop
-	@MODULE='$(CURDIR)/$(MODULE)' HTTPD='$(HTTPD)' BENCH_QUICK='$(BENCH_QUICK)' \
-	    BENCH_COMMAND='make bench$(if $(BENCH_QUICK), BENCH_QUICK=$(BENCH_QUICK))$(if $(BENCH_DBS), BENCH_DBS="$(BENCH_DBS)")' \
+	@$(MAKE) -s --no-print-directory all build/bench/statement build/bench/sqlite-loop \
+	    build/bench/tls-load
+	@if command -v node >/dev/null && command -v npm >/dev/null; then \
+	    $(MAKE) -s --no-print-directory idp-deps \
+	        || echo "bench: make idp-deps failed: the introspected row will be skipped" >&2; \
+	fi
+	@MODULE='$(CURDIR)/$(MODULE)' HTTPD='$(HTTPD)' BENCH_QUICK='$(BENCH_QUICK)' BENCH_ONLY='$(BENCH_ONLY)' \
+	    BENCH_COMMAND='make bench$(if $(BENCH_QUICK), BENCH_QUICK=$(BENCH_QUICK))$(if $(BENCH_DBS), BENCH_DBS="$(BENCH_DBS)")$(if $(BENCH_ONLY), BENCH_ONLY=$(BENCH_ONLY))' \
 	    t/bench/bench.sh
 
 # make auth-cost: the token gate's cost per request by where the key comes
@@ -52,6 +63,14 @@ build/bench/statement: t/bench/statement.c $(UNIT_LIB) $(HEADERS)
 	@mkdir -p $(dir $@)
 	@echo "  CC    $@"
 	@$(CC) $(UNIT_CFLAGS) -O2 -o $@ $< $(UNIT_LIB) $(LIBS) $(APR_LIBS)
+
+# The certificate-bound row's client: wrk's measurement with a TLS client
+# certificate, which wrk cannot send (t/bench/token-rows.sh says why not
+# another tool).
+build/bench/tls-load: t/bench/tls-load.c
+	@mkdir -p $(dir $@)
+	@echo "  CC    $@"
+	@$(CC) -Wall -Wextra -Werror -O2 -o $@ $< -lssl -lcrypto
 
 # SQLite's bare-loop baseline: the printed create in WRITERS threads.
 build/bench/sqlite-loop: t/bench/sqlite-loop.c

@@ -17,6 +17,9 @@
 #   BENCH_WRITE_CLIENTS  the client counts of the write rows (default "8 32")
 #   BENCH_STATEMENT      the baselines' statement printer (default
 #                 build/bench/statement, which make bench builds)
+#   BENCH_ONLY=tokens    only the token rows (below), on the first of
+#                 BENCH_DBS; the report is printed, and written only to
+#                 BENCH_OUT when that is given (never over the full run's)
 #
 # Per database, in this order: load t/bench/bench-lessons.sql; start httpd
 # (event MPM, t/bench/httpd.conf) on a free 127.0.0.1 port; save each GET
@@ -28,7 +31,10 @@
 # (pgbench running the module's statements, printed from its tables by
 # build/bench/statement, on PostgreSQL; bare INSERT loops of one writer
 # and of 8 on SQLite); on PostgreSQL, 4 servers on the one database.
-# Once: the neighbour location and the static twin's sanity row.
+# Once: the neighbour location and the static twin's sanity row, and the
+# token rows (t/bench/token-rows.sh, issue 44): a certificate-bound GET
+# over TLS and an introspected GET from the cache, each against HS256 on
+# the same server.
 # Everything it starts (httpd, valgrind, PostgreSQL) is stopped on any exit,
 # Ctrl-C included, and the temp dir removed.
 set -euo pipefail
@@ -52,10 +58,16 @@ CG_WARM=20
 CONNS=32
 LESSON_ID=42                      # "by id": a B1 lesson
 NIDS=102                          # lessons in the dataset
-COMMAND=${BENCH_COMMAND:-"t/bench/bench.sh${QUICK:+ (BENCH_QUICK=1)}"}
+COMMAND=${BENCH_COMMAND:-"t/bench/bench.sh${QUICK:+ (BENCH_QUICK=1)}${BENCH_ONLY:+ (BENCH_ONLY=$BENCH_ONLY)}"}
 
 log() { printf 'bench: %s\n' "$*" >&2; }
 die() { printf 'bench: %s\n' "$*" >&2; exit 1; }
+ONLY=${BENCH_ONLY:-}
+case "$ONLY" in
+    "") ;;
+    tokens) DBS=${DBS%% *}; OUT=${BENCH_OUT:-} ;;
+    *) die "BENCH_ONLY: unknown rows $ONLY (tokens)" ;;
+esac
 # The "at MaxRequestWorkers" rows: as many clients as the server has
 # workers (t/bench/httpd.conf), where a shedding gate would show.
 MAXCLIENTS=$(awk '$1 == "MaxRequestWorkers" { print $2 }' "$BENCH_DIR/httpd.conf")
@@ -102,6 +114,7 @@ fi
 WORK=$(mktemp -d /tmp/lessons-bench.XXXXXX)
 chmod 755 "$WORK"
 HTTPD_PID=""
+IDP_PID=""        # the token rows' provider (t/bench/token-rows.sh)
 SERVER_PIDS=()    # the many-servers row's httpds (servers_phase)
 PG_STARTED=""
 cleanup() {
@@ -110,6 +123,7 @@ cleanup() {
     set +e
     stop_httpd
     stop_servers
+    [ -z "$IDP_PID" ] || { kill "$IDP_PID"; wait "$IDP_PID"; } 2>/dev/null
     if [ -n "$PG_STARTED" ]; then
         "${AS_PG[@]}" "$PGBIN/pg_ctl" -D "$WORK/pg/data" -m immediate -w stop >/dev/null 2>&1
     fi
@@ -136,6 +150,10 @@ ERROR_LOG=$RUN_ROOT/logs/error.log
 cp "$MODULE" "$WORK/mod_lessons.so"
 cp "$ROOT/build/bench/sqlite-loop" "$WORK/sqlite-loop" 2>/dev/null \
     || die "build/bench/sqlite-loop not found: make bench builds it"
+# The certificate-bound row's client; its phase says when it is missing
+# (t/bench/conn-cost.sh, which sources this file, does not build it).
+cp "$ROOT/build/bench/tls-load" "$WORK/tls-load" 2>/dev/null || true
+TLS_LOAD=()
 cp "$BENCH_DIR/httpd.conf" "$WORK/httpd.conf"
 cp "$BENCH_DIR/minimal.conf" "$WORK/minimal.conf"
 MODULE_SUM=$(sha256sum "$WORK/mod_lessons.so" | cut -c1-12)
@@ -180,7 +198,7 @@ httpd_defines() {
 # us), or, with arguments, `httpd -X` under that command, as $HTTPD_USER.
 start_httpd() {
     local defs=() limit=30
-    PORT=$(pick_port)
+    PORT=$(pick_port "${TLS_PORT:-}")    # not the token rows' TLS port
     mapfile -t defs < <(httpd_defines)
     # What Debian's envvars sets, for the shipped apache2.conf
     # (t/bench/shipped.sh); the other confs do not read it.
@@ -286,6 +304,7 @@ pg_cpu_share() {
 pg_write_run() { [[ "$1" == *pgsql ]] && case $2 in create*|update*) true ;; *) false ;; esac; }
 
 # wrk_run DB ROUTE KIND ROUND URL [wrk args]: one run, one line in RESULTS
+# (with TLS_LOAD set, CERT KEY CAFILE, the run is build/bench/tls-load's)
 # (the statements PostgreSQL ran for it last, for the module's runs on
 # PostgreSQL, shipped-pgsql's included).
 wrk_run() {
@@ -294,8 +313,15 @@ wrk_run() {
     [ "$route" != idmax ] || conns=$MAXCLIENTS
     [[ "$db:$kind" != *pgsql:mod ]] || pg_statements_reset
     ! pg_write_run "$db" "$route" || pg_cpu_mark
-    out=$(wrk -t1 -c$conns -d${DUR}s --latency "$@" "$u" 2>&1) \
-        || { printf '%s\n' "$out" >&2; die "wrk failed on $u"; }
+    if [ ${#TLS_LOAD[@]} -gt 0 ]; then
+        # wrk's measurement with a client certificate (the certificate-
+        # bound row: t/bench/token-rows.sh, t/bench/tls-load.c).
+        out=$("$WORK/tls-load" "$u" "$DUR" "$conns" "${TLS_LOAD[@]}" "$@" 2>&1) \
+            || { printf '%s\n' "$out" >&2; die "tls-load failed on $u"; }
+    else
+        out=$(wrk -t1 -c$conns -d${DUR}s --latency "$@" "$u" 2>&1) \
+            || { printf '%s\n' "$out" >&2; die "wrk failed on $u"; }
+    fi
     ! pg_write_run "$db" "$route" || meta "$db" "pgcpu_${route}_${kind}_$round" "$(pg_cpu_share)"
     [[ "$db:$kind" != *pgsql:mod ]] || stmts=$(pg_statements)
     printf '== %s %s %s round %s\n%s\n' "$db" "$route" "$kind" "$round" "$out" >>"$WORK/out/wrk.log"
@@ -918,6 +944,7 @@ servers_phase() {
 }
 
 . "$BENCH_DIR/shipped.sh"
+. "$BENCH_DIR/token-rows.sh"
 
 # t/bench/conn-cost.sh sources this file for its checks, temp dir and
 # cleanup, keys, tokens, databases, twins and start_httpd, and measures on
@@ -933,6 +960,14 @@ for DRIVER in $DBS; do
     "setup_$DRIVER"
     start_httpd
     capture "$DRIVER"
+    if [ -n "$ONLY" ]; then
+        # The driver of the token rows alone (BENCH_ONLY=tokens).
+        stop_httpd
+        token_phase "$DRIVER"
+        [ "$DRIVER" != pgsql ] || stop_pgsql
+        meta "$DRIVER" seconds $(( $(date +%s) - DB_START ))
+        continue
+    fi
     log "$DRIVER: GET routes against their twins, $ROUNDS round(s)"
     get_rounds "$DRIVER"
     stop_httpd
@@ -963,6 +998,7 @@ for DRIVER in $DBS; do
         neighbour_phase
         log "sanity: the static twin of GET all, bench server against a minimal httpd, $ROUNDS round(s)"
         sanity_phase
+        token_phase "$DRIVER"
     fi
     [ "$DRIVER" != pgsql ] || stop_pgsql
     meta "$DRIVER" seconds $(( $(date +%s) - DB_START ))
@@ -981,6 +1017,11 @@ BENCH_REV="$rev (mod_lessons.so sha256 $MODULE_SUM…)" BENCH_COMMAND=$COMMAND B
 BENCH_ROUNDS=$ROUNDS BENCH_DUR=$DUR BENCH_CONNS=$CONNS BENCH_CPUS=$(nproc) BENCH_CG_N=$CG_N BENCH_CG_WARM=$CG_WARM \
 BENCH_RSS_N=$RSS_N BENCH_RSS_WARM=$RSS_WARM BENCH_QUICK=$QUICK BENCH_LESSON_ID=$LESSON_ID BENCH_MAXCLIENTS=$MAXCLIENTS \
     perl "$BENCH_DIR/report.pl" "$RESULTS" "$CGRES" "$META" "$DBS" >"$WORK/out/benchmarks.md"
-cp "$WORK/out/benchmarks.md" "$OUT"
-cat "$OUT"
-log "wrote $OUT in $(( $(date +%s) - START )) s"
+if [ -n "$OUT" ]; then
+    cp "$WORK/out/benchmarks.md" "$OUT"
+    cat "$OUT"
+    log "wrote $OUT in $(( $(date +%s) - START )) s"
+else
+    cat "$WORK/out/benchmarks.md"
+    log "printed the report (BENCH_ONLY=$ONLY: not written; BENCH_OUT=FILE writes it) in $(( $(date +%s) - START )) s"
+fi

@@ -37,7 +37,9 @@ sub median {
 sub stat_of {
     my ($db, $route, $kind) = @_;
     my $r = $runs{$db}{$route}{$kind} or return undef;
-    my %s = map { my $k = $_; ($k => median(map { $_->{$k} } @$r)) } qw(rps p50 p99);
+    # Of the figures a run has (a run without percentiles writes "-").
+    my %s = map { my $k = $_; ($k => median(grep { /^[\d.]+$/ } map { $_->{$k} } @$r)) }
+            qw(rps p50 p99);
     $s{non2xx} += $_->{bad} for @$r;     # answers other than 2xx/3xx
     $s{sockerr} += $_->{err} for @$r;   # wrk: no answer (reset, closed)
     $s{rounds} = @$r;
@@ -66,9 +68,14 @@ my %label = (
     id_rs    => 'GET by id, RS256',
     id_es    => 'GET by id, ES256',
     idmax    => "GET by id, $E{MAXCLIENTS} clients (MaxRequestWorkers)",
+    cert     => 'GET by id, certificate-bound (TLS)',
+    intro    => 'GET by id, introspected (cached)',
 );
 my %twin_of = (id_rs => 'id', id_es => 'id');
-my @order = qw(all id beginner level3 r304 gzip id_rs id_es idmax);
+my @order = qw(all id beginner level3 r304 gzip id_rs id_es cert intro idmax);
+# The token rows (t/bench/token-rows.sh): no twin; against their HS256
+# runs (kind hs256) on the same server.
+my %token_row = (cert => 1, intro => 1);
 # Issue 19: GETs at least their twin on both; a 304 on PostgreSQL at
 # least 0.8x the twin's 304 (a version read it cannot skip).
 my %min_ratio = (sqlite3 => 1.0, pgsql => 1.0);
@@ -153,6 +160,46 @@ sub write_targets {
     return @t;
 }
 
+# The token rows' targets: within 10% of the same GET with an HS256
+# token on the same server, and for the introspected row the provider
+# asked at most once per process in the measured rounds (answers are
+# kept per process).  $m is the database's META.
+sub token_targets {
+    my ($db, $route, $s, $m) = @_;
+    my @t;
+    my $hs = stat_of($db, $route, 'hs256');
+    my $r = $hs && $hs->{rps} ? $s->{rps} / $hs->{rps} : undef;
+    push @t, sprintf('within 10%% of HS256 %s (%s req/s, %s): %s',
+                     $route eq 'cert' ? 'on the same TLS connections and certificate'
+                                      : 'on the same server',
+                     $hs ? num($hs->{rps}) : 'n/a', x($r), defined $r ? verdict($r >= 0.9) : 'n/a');
+    if ($route eq 'cert') {
+        my $w = stat_of($db, 'cert', 'wrk');
+        push @t, sprintf('not a target: wrk on the HS256 route over TLS without a certificate %s req/s (tls-load %s of it)',
+                         num($w->{rps}), $hs && $w->{rps} ? x($hs->{rps} / $w->{rps}) : 'n/a')
+            if $w;
+        my @c = grep { defined && /^\d+$/ } map { my $k = $_; map { $m->{"cert_connects_${k}_$_"} } 1 .. ($E{ROUNDS} || 1) } qw(mod hs256);
+        my $most = (sort { $b <=> $a } @c)[0];
+        push @t, sprintf('connections opened per run: at most %d (%d kept: %s)', $most, $E{CONNS},
+                         $most <= $E{CONNS} ? 'every request after the first on a kept one' : 'some were closed and opened again')
+            if defined $most;
+    } else {
+        # Answers are kept per process, each asks at its first requests
+        # (as many times as it has threads waiting then): nearly every
+        # request of the rounds is a hit, whatever processes the MPM
+        # starts during them.
+        my ($asked, $procs, $warm, $fresh) = map { $m->{"intro_$_"} } qw(asked procs asked_warm fresh);
+        my $n = 0;
+        $n += $_->{n} for @{ $runs{$db}{intro}{mod} || [] };
+        my $hits = defined $asked && $asked =~ /^\d+$/ && $n ? 1 - $asked / $n : undef;
+        push @t, sprintf('answered from the cache ≥ 99.9%% (the provider asked %s time(s) for %s requests in the rounds, %s in the warm-up; %s httpd processes, %s started during the rounds; %s): %s',
+                         $asked // 'n/a', num($n), $warm // 'n/a', $procs // 'n/a', $fresh // 'n/a',
+                         defined $hits ? sprintf('%.3f%%', 100 * $hits) : 'n/a',
+                         defined $hits ? verdict($hits >= 0.999) : 'n/a');
+    }
+    return @t;
+}
+
 my @table;
 push @table, '| Route | DB | req/s | p50 ms | p99 ms | static req/s | vs static | instr/req (static) | Targets |';
 push @table, '|---|---|--:|--:|--:|--:|--:|--:|---|';
@@ -169,6 +216,10 @@ for my $db (@dbs, map { "shipped-$_" } @dbs) {
             $label .= ' (response gzip: ' . ($m->{gzip} // 'n/a') . ')';
         }
         my $s = stat_of($db, $route, 'mod');
+        if ($route eq 'intro' && !$s && !$shipped && defined $m->{intro_skipped}) {
+            push @$rows, "| $label | $dbname{$db} | n/a | n/a | n/a | n/a | n/a | n/a | skipped: $m->{intro_skipped} |";
+            next;
+        }
         if ($route eq 'r304' && !$s) {
             push @$rows, "| $label | $dbname{$db} | n/a | n/a | n/a | n/a | n/a | n/a | n/a: the server sent no ETag |";
             next;
@@ -182,6 +233,16 @@ for my $db (@dbs, map { "shipped-$_" } @dbs) {
         if (my $w = write_route($route)) {
             push @t, write_targets($db, $base, $route, $w, $s);
             $ratio = undef;
+        } elsif ($token_row{$route}) {
+            push @t, token_targets($db, $route, $s, $m);
+            # Not a target: instructions against the HS256 run's, which
+            # the shared machine's noise does not move.
+            my ($i, $hi) = ($cg{$db}{$route}{mod}, $cg{$db}{$route}{hs256});
+            if (defined $i && defined $hi && $hi > 0) {
+                $icell = sprintf('%s (HS256 %s)', num($i), num($hi));
+                push @t, sprintf('not a target: instructions %s of HS256\'s (%s%s a request)', x($i / $hi),
+                                 $i >= $hi ? '+' : '', num($i - $hi));
+            }
         } else {
             my $min = $shipped ? $min_ratio_shipped{$base}
                     : $route eq 'r304' ? $min_ratio_304{$db} : $min_ratio{$db};
@@ -308,6 +369,34 @@ t/bench/sqlite-loop.c: prepared once, one transaction a row with the same
 durability), one writer against 8 clients and 8 writers, each with its own
 connection, taking turns, against 32 (all rows over the wall time; left to
 SQLite's lock, 8 writers are far slower than one).
+
+The token rows (t/bench/token-rows.sh), once, on the first database,
+each against the same GET with an HS256 token on the same server in the
+same rounds: **certificate-bound**: a TLS virtual host (mod_ssl,
+`SSLVerifyClient optional_no_ca`) and a self-signed client certificate
+on every connection; the row's section has `LessonsJWTCertBound
+required` and its token a `cnf` `x5t#S256` of that certificate; its HS256
+run is a section of the same virtual host with the same key and no
+binding, a token without `cnf`, the same certificate on the same kind of
+keep-alive connections: the ratio is the binding check's cost. Both are
+driven by build/bench/tls-load (t/bench/tls-load.c: wrk's measurement,
+one thread, $E{CONNS} keep-alive connections, with a client certificate,
+which wrk cannot send); wrk's own figure for the HS256 route over TLS
+without a certificate is given beside the row as a check on that client.
+**Introspected (cached)**: an opaque token at a section with
+`LessonsJWTIntrospect` and no key (every token asked about) against the
+test provider (t/idp/idp.js, over TLS) with `LessonsJWTIntrospectCacheMax
+3600`, so that each process asks at its first requests and serves the
+rest from its cache; its HS256 run is GET by id on the same server with
+the same wrk. The provider's count of introspection requests is read
+after the warm-up and after the rounds: at least 99.9% of the row's
+requests answered from the cache is a target (each process asks at its
+first requests, once for each thread waiting then). Without node or
+make idp-deps' modules the row says skipped. Target for both: req/s
+within 10% of HS256 (≥ 0.90x). Their instructions per request (under
+callgrind, as above; over TLS the warm-up and the counted requests on
+one connection, so that no handshake is counted) are given against
+their HS256 runs', not as a target.
 
 EOW
 
