@@ -256,6 +256,24 @@ for my $path ('/off/api/lessons', '/api/lessons') {
     is $res->code, 200, "$path: bound to A, without a certificate: 200";
 }
 
+# ---- one connection, several requests: the module keeps the
+# connection's thumbprint (keyed by mod_ssl's whole PEM); every token on
+# it is still judged against that certificate
+{
+    my $bound_b = good_token(claims => { cnf => { 'x5t#S256' => $x5t{b} } });
+    my %ssl = (SSL_ca_file => "$dir/ca.pem", verify_hostname => 0,
+               SSL_cert_file => "$dir/a.pem", SSL_key_file => "$dir/a.key");
+    my $ka = LWP::UserAgent->new(keep_alive => 1, timeout => 60, ssl_opts => \%ssl);
+    my @got;
+    for my $t ($bound_a, $bound_b, $bound_a, $plain, $bound_b) {
+        my $req = HTTP::Request->new(GET => "$base/opt/api/lessons");
+        $req->header(Authorization => "Bearer $t");
+        push @got, $ka->request($req)->code;
+    }
+    is "@got", '200 401 200 200 401',
+        'one connection with A: bound to A 200, to B 401, A 200, unbound 200, B 401';
+}
+
 # ---- HTTP/2: the request's connection is mod_http2's own, the
 # certificate is its TLS connection's (curl, which speaks h2 over ALPN)
 SKIP: {

@@ -89,10 +89,24 @@ static void test_thumbprint_not_a_certificate(void **state)
         "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEKYlJDpxhdJTREJryOZc9GL+sxt3H\n"
         "YsvGcWPsK7deXIpy8pzWsRo7edXvyRDh3hXnj3ClirmjQjEWuTFXWzqWog==\n"
         "-----END PUBLIC KEY-----\n";
+    /* A DER SEQUENCE, but of text: no tbsCertificate inside. */
+    static const char sequence[] =
+        "-----BEGIN CERTIFICATE-----\n"
+        "MAVub3QgYQ==\n"
+        "-----END CERTIFICATE-----\n";
+    /* A SEQUENCE of a SEQUENCE, with a byte after its end. */
+    static const char trailing[] =
+        "-----BEGIN CERTIFICATE-----\n"
+        "MAIwAAA=\n"
+        "-----END CERTIFICATE-----\n";
     char out[LESSONS_CERTBIND_X5T_LEN];
 
     (void)state;
     assert_int_equal(lessons_certbind_thumbprint(garbage, strlen(garbage),
+                                                 out), -1);
+    assert_int_equal(lessons_certbind_thumbprint(sequence, strlen(sequence),
+                                                 out), -1);
+    assert_int_equal(lessons_certbind_thumbprint(trailing, strlen(trailing),
                                                  out), -1);
     assert_int_equal(lessons_certbind_thumbprint(key, strlen(key), out), -1);
     assert_int_equal(lessons_certbind_thumbprint("", 0, out), -1);
