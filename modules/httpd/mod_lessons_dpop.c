@@ -17,7 +17,19 @@
 #include "auth/lessons_dpop.h"
 #include "auth/lessons_replay.h"
 
-#define LESSONS_DPOP_KEPT   "mod_lessons-dpop-replay"
+/* What outlives a restart: the table's block and its lock, both on the
+ * process pool, so that every generation of children that ever uses the
+ * block locks the same lock.  (The key's "-2": until this release only
+ * the block was kept, under the key without it, and the lock was made
+ * anew on each generation's pconf: during a graceful restart the old
+ * children and the new ones took the same table under two locks.)
+ */
+#define LESSONS_DPOP_KEPT   "mod_lessons-dpop-replay-2"
+
+typedef struct {
+    apr_shm_t *shm;
+    apr_global_mutex_t *lock;
+} lessons_dpop_kept_t;
 /* Proofs a server keeps, each until it is too old (at most 66 s with no
  * LessonsJWTLeeway; 41 s with LessonsJWTDPoPNonce, until its nonce
  * ends): the first refusal comes with 31,000 of them held at
@@ -128,9 +140,8 @@ static int lessons_nonce_post_config(apr_pool_t *pconf, server_rec *s)
  */
 int lessons_dpop_post_config(apr_pool_t *pconf, server_rec *s)
 {
-    apr_shm_t **kept;
+    lessons_dpop_kept_t *kept;
     lessons_replay_t *table = NULL;
-    apr_global_mutex_t *lock = NULL;
     apr_size_t size = lessons_replay_size(LESSONS_DPOP_SLOTS);
     int fresh = 0;
     apr_status_t rv;
@@ -146,31 +157,37 @@ int lessons_dpop_post_config(apr_pool_t *pconf, server_rec *s)
     if (!kept) {
         kept = ap_retained_data_create(LESSONS_DPOP_KEPT, sizeof(*kept));
     }
+    if (!kept->lock) {
+        rv = ap_global_mutex_create(&kept->lock, NULL, LESSONS_DPOP_MUTEX,
+                                    NULL, s, s->process->pool, 0);
+        if (rv != APR_SUCCESS) {
+            kept->lock = NULL;
+            return HTTP_INTERNAL_SERVER_ERROR;
+        }
+    }
     /* A block too small for this build's table (a restart onto a newer
      * module): another one, the proofs seen so far forgotten once.
      */
-    if (*kept && apr_shm_size_get(*kept) < size) {
-        apr_shm_destroy(*kept);
-        *kept = NULL;
+    if (kept->shm && apr_shm_size_get(kept->shm) < size) {
+        apr_shm_destroy(kept->shm);
+        kept->shm = NULL;
     }
-    if (!*kept) {
-        rv = apr_shm_create(kept, size, NULL, s->process->pool);
+    if (!kept->shm) {
+        rv = apr_shm_create(&kept->shm, size, NULL, s->process->pool);
         if (rv != APR_SUCCESS) {
             ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, rv, NULL,
                          LESSONSLOG(00122) "cannot make the shared memory "
                          "for DPoP proofs seen (%" APR_SIZE_T_FMT " bytes)",
                          size);
-            *kept = NULL;
+            kept->shm = NULL;
             return HTTP_INTERNAL_SERVER_ERROR;
         }
         fresh = 1;
     }
-    table = lessons_replay_attach(apr_shm_baseaddr_get(*kept),
-                                  apr_shm_size_get(*kept),
+    table = lessons_replay_attach(apr_shm_baseaddr_get(kept->shm),
+                                  apr_shm_size_get(kept->shm),
                                   LESSONS_DPOP_SLOTS, fresh);
-    rv = ap_global_mutex_create(&lock, NULL, LESSONS_DPOP_MUTEX, NULL, s,
-                                pconf, 0);
-    if (!table || rv != APR_SUCCESS) {
+    if (!table) {
         return HTTP_INTERNAL_SERVER_ERROR;
     }
     for (; s; s = s->next) {
@@ -178,7 +195,7 @@ int lessons_dpop_post_config(apr_pool_t *pconf, server_rec *s)
             ap_get_module_config(s->module_config, &lessons_module);
 
         sconf->replay = table;
-        sconf->replay_lock = lock;
+        sconf->replay_lock = kept->lock;
     }
     return OK;
 }
