@@ -570,6 +570,12 @@ int lessons_pre_config(apr_pool_t *pconf, apr_pool_t *plog,
 int lessons_post_config(apr_pool_t *pconf, apr_pool_t *plog,
                         apr_pool_t *ptemp, server_rec *s);
 void lessons_child_init(apr_pool_t *pchild, server_rec *s);
+/* mod_lessons_kept.c: the global mutex of a block kept across restarts
+ * (ap_retained_data), made once on the process pool like the block:
+ * *lock, made unless it already is.
+ */
+apr_status_t lessons_kept_mutex(apr_global_mutex_t **lock, const char *type,
+                                server_rec *s);
 apr_interval_time_t lessons_gate_stall(const lessons_srv_conf *sconf);
 apr_status_t lessons_dbd_connected(apr_pool_t *p, dbd_cfg_t *cfg,
                                    ap_dbd_t *dbd);

@@ -157,13 +157,9 @@ int lessons_dpop_post_config(apr_pool_t *pconf, server_rec *s)
     if (!kept) {
         kept = ap_retained_data_create(LESSONS_DPOP_KEPT, sizeof(*kept));
     }
-    if (!kept->lock) {
-        rv = ap_global_mutex_create(&kept->lock, NULL, LESSONS_DPOP_MUTEX,
-                                    NULL, s, s->process->pool, 0);
-        if (rv != APR_SUCCESS) {
-            kept->lock = NULL;
-            return HTTP_INTERNAL_SERVER_ERROR;
-        }
+    if (lessons_kept_mutex(&kept->lock, LESSONS_DPOP_MUTEX, s)
+        != APR_SUCCESS) {
+        return HTTP_INTERNAL_SERVER_ERROR;
     }
     /* A block too small for this build's table (a restart onto a newer
      * module): another one, the proofs seen so far forgotten once.

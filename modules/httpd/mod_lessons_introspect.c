@@ -176,21 +176,13 @@ int lessons_introspect_post_config(apr_pool_t *pconf, server_rec *s)
         kept = ap_retained_data_create(LESSONS_INTROSPECT_KEPT,
                                        sizeof(*kept));
     }
-    if (!kept->lock) {
-        /* On the process pool, as the block: one lock for every
-         * generation of children that will ever use it.
-         */
-        rv = ap_global_mutex_create(&kept->lock, NULL,
-                                    LESSONS_INTROSPECT_MUTEX, NULL, s,
-                                    s->process->pool, 0);
-        if (rv != APR_SUCCESS) {
-            kept->lock = NULL;
-            ap_log_error(APLOG_MARK, APLOG_WARNING, rv, s, LESSONSLOG(00747)
-                         "introspection answers: cannot make the lock of "
-                         "the shared table; each process keeps its own "
-                         "answers and asks for itself");
-            goto done;
-        }
+    rv = lessons_kept_mutex(&kept->lock, LESSONS_INTROSPECT_MUTEX, s);
+    if (rv != APR_SUCCESS) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, rv, s, LESSONSLOG(00747)
+                     "introspection answers: cannot make the lock of the "
+                     "shared table; each process keeps its own answers and "
+                     "asks for itself");
+        goto done;
     }
     if (kept->shm && kept->entries != entries) {
         apr_shm_destroy(kept->shm);

@@ -469,16 +469,9 @@ int lessons_keys_post_config(apr_pool_t *pconf, server_rec *s)
     if (!kept) {
         kept = ap_retained_data_create(LESSONS_KEYS_KEPT, sizeof(*kept));
     }
-    if (!kept->lock) {
-        /* On the process pool, as the block: one lock for every
-         * generation of children that will ever use the block.
-         */
-        rv = ap_global_mutex_create(&kept->lock, NULL, LESSONS_KEYS_MUTEX,
-                                    NULL, s, s->process->pool, 0);
-        if (rv != APR_SUCCESS) {
-            kept->lock = NULL;
-            return HTTP_INTERNAL_SERVER_ERROR;
-        }
+    if (lessons_kept_mutex(&kept->lock, LESSONS_KEYS_MUTEX, s)
+        != APR_SUCCESS) {
+        return HTTP_INTERNAL_SERVER_ERROR;
     }
     nslots = n * 2 > LESSONS_KEYS_MIN_SLOTS ? n * 2 : LESSONS_KEYS_MIN_SLOTS;
     if (kept->shm && kept->nslots < n) {
