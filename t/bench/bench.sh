@@ -599,8 +599,26 @@ curl_n() {
     got=$(curl -s -w '%{http_code}\n' "${args[@]:1}" "${urls[@]}" | grep -c "^$want\$" || true)
     [ "$got" -eq "$n" ] || die "callgrind: $2 $3: $got of $n requests answered $want"
 }
+# cg_record DB ROUTE KIND: the server's last callgrind dump, CG_N
+# requests' worth, as a row of CGRES (instructions per request); the dump
+# kept as cg/DB-ROUTE-KIND.callgrind with BENCH_KEEP=1 (for
+# callgrind_annotate), else removed.
+cg_record() {
+    local dump total
+    dump=$(ls -t "$WORK"/cg/callgrind.out."$HTTPD_PID".* 2>/dev/null | head -n 1)
+    [ -n "$dump" ] || die "callgrind: no dump in $WORK/cg"
+    total=$(awk '/^(totals|summary):/ { print $2; exit }' "$dump")
+    [ -n "$total" ] || die "callgrind: no totals in $dump"
+    if [ -n "${BENCH_KEEP:-}" ]; then
+        mv "$dump" "$WORK/cg/$1-$2-$3.callgrind"
+    else
+        rm -f "$dump"
+    fi
+    printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" $((total / CG_N)) >>"$CGRES"
+    printf 'bench:   %-7s %-9s %-6s %12d instructions/request\n' "$1" "$2" "$3" $((total / CG_N)) >&2
+}
 callgrind_phase() {
-    local db=$1 r kind dump total
+    local db=$1 r kind
     log "$db: callgrind: $CG_WARM warm-up and $CG_N measured requests per route (apache2 -X under valgrind)"
     [ "$(id -u)" -ne 0 ] || chown "$HTTPD_USER:" "$WORK/cg"
     start_httpd valgrind --tool=callgrind --callgrind-out-file="$WORK/cg/callgrind.out.%p"
@@ -611,18 +629,7 @@ callgrind_phase() {
             timeout 120 "${AS_HTTPD[@]}" callgrind_control -z "$HTTPD_PID" >/dev/null || die "callgrind_control -z failed"
             curl_n "$CG_N" "$r" "$kind"
             timeout 120 "${AS_HTTPD[@]}" callgrind_control -d "$HTTPD_PID" >/dev/null || die "callgrind_control -d failed"
-            dump=$(ls -t "$WORK"/cg/callgrind.out."$HTTPD_PID".* 2>/dev/null | head -n 1)
-            [ -n "$dump" ] || die "callgrind: no dump in $WORK/cg"
-            total=$(awk '/^(totals|summary):/ { print $2; exit }' "$dump")
-            [ -n "$total" ] || die "callgrind: no totals in $dump"
-            # BENCH_KEEP=1 keeps each dump for callgrind_annotate.
-            if [ -n "${BENCH_KEEP:-}" ]; then
-                mv "$dump" "$WORK/cg/$db-$r-$kind.callgrind"
-            else
-                rm -f "$dump"
-            fi
-            printf '%s\t%s\t%s\t%s\n' "$db" "$r" "$kind" $((total / CG_N)) >>"$CGRES"
-            printf 'bench:   %-7s %-9s %-6s %12d instructions/request\n' "$db" "$r" "$kind" $((total / CG_N)) >&2
+            cg_record "$db" "$r" "$kind"
         done
     done
     stop_httpd

@@ -111,7 +111,7 @@ token_curl_n() {
 # and tls-load keeps warm-up and counted requests on one connection: no
 # handshake counted.
 token_cg() {
-    local db=$1 route=$2 kind=$3 u=$4 dump total zero dump_cmd
+    local db=$1 route=$2 kind=$3 u=$4 zero dump_cmd
     shift 4
     if [[ "$u" == https://* ]]; then
         zero=$(printf '%q ' timeout 120 "${AS_HTTPD[@]}" callgrind_control -z "$HTTPD_PID")
@@ -125,17 +125,7 @@ token_cg() {
         token_curl_n "$CG_N" "$u" "$@"
         timeout 120 "${AS_HTTPD[@]}" callgrind_control -d "$HTTPD_PID" >/dev/null || die "callgrind_control -d failed"
     fi
-    dump=$(ls -t "$WORK"/cg/callgrind.out."$HTTPD_PID".* 2>/dev/null | head -n 1)
-    [ -n "$dump" ] || die "callgrind: no dump in $WORK/cg"
-    total=$(awk '/^(totals|summary):/ { print $2; exit }' "$dump")
-    [ -n "$total" ] || die "callgrind: no totals in $dump"
-    if [ -n "${BENCH_KEEP:-}" ]; then
-        mv "$dump" "$WORK/cg/$db-$route-$kind.callgrind"
-    else
-        rm -f "$dump"
-    fi
-    printf '%s\t%s\t%s\t%s\n' "$db" "$route" "$kind" $((total / CG_N)) >>"$CGRES"
-    printf 'bench:   %-7s %-9s %-6s %12d instructions/request\n' "$db" "$route" "$kind" $((total / CG_N)) >&2
+    cg_record "$db" "$route" "$kind"
 }
 
 token_cert_phase() {
