@@ -16,6 +16,7 @@
 #include "auth/lessons_claims.h"
 #include "auth/lessons_decide.h"
 #include "auth/lessons_dpop.h"
+#include "base/lessons_json.h"
 
 /* The rest of the decision, as the steps hand it on. */
 typedef struct {
@@ -414,9 +415,18 @@ static int decide_introspect(lessons_decision_t *d, const char **subject,
     if (!opaque) {
         return 0;
     }
+    /* The answer may be the one the process keeps for every request
+     * with this token: the issuer is added to a copy of its own.
+     */
     if (v->policy.issuer && !json_object_get(a.res.claims, "iss")) {
-        json_object_set_new(a.res.claims, "iss",
-                            json_string(v->policy.issuer));
+        a.res.claims = lessons_json_pool_own(d->p,
+                                             json_deep_copy(a.res.claims));
+        if (!a.res.claims
+            || json_object_set_new(a.res.claims, "iss",
+                                   json_string(v->policy.issuer)) != 0) {
+            return decide_introspect_unavailable(d, 743, &a,
+                "an answer that could not be copied (out of memory)");
+        }
     }
     trc = lessons_token_check_introspected(d->p, &v->policy, a.res.claims,
                                            d->facts->now, &sub);

@@ -227,7 +227,9 @@ typedef struct {
     const char *introspected;       /* the endpoint whose answer took it
                                      * (an opaque token), or NULL */
     const char *user;               /* the user name, or NULL (no claim) */
-    json_t *claims;                 /* its claims, where decoded */
+    json_t *claims;                 /* its claims, where decoded: maybe
+                                     * shared with other requests (the
+                                     * token cache), so read-only */
     int claims_done;                /* claims were asked for */
     apr_array_header_t *exports;    /* of lessons_decide_export_t */
 } lessons_verdict_t;

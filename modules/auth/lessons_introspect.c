@@ -135,7 +135,7 @@ lessons_introspect_e lessons_introspect_parse(
     apr_pool_t *p, const char *body, apr_size_t len,
     lessons_introspect_result_t *out)
 {
-    json_t *obj, *active, *cnf;
+    json_t *obj;
 
     memset(out, 0, sizeof(*out));
     if (len > LESSONS_INTROSPECT_BODY_MAX) {
@@ -146,6 +146,15 @@ lessons_introspect_e lessons_introspect_parse(
     }
     obj = lessons_json_pool_own(p, json_loadb(body, len,
                                               JSON_REJECT_DUPLICATES, NULL));
+    return lessons_introspect_read(obj, out);
+}
+
+lessons_introspect_e lessons_introspect_read(json_t *obj,
+                                             lessons_introspect_result_t *out)
+{
+    json_t *active, *cnf;
+
+    memset(out, 0, sizeof(*out));
     if (!json_is_object(obj)) {
         return LESSONS_INTROSPECT_MALFORMED;
     }

@@ -82,9 +82,11 @@ typedef enum {
 
 /* What an answer said. */
 typedef struct {
-    json_t *claims;                 /* the answer's object (the pool owns
+    json_t *claims;                 /* the answer's object (the pool holds
                                      * it): scope, sub, aud, iss, cnf and
-                                     * the rest, as a JWT's claims */
+                                     * the rest, as a JWT's claims; maybe
+                                     * the one the process keeps for every
+                                     * request with the token: read-only */
     const char *subject;            /* sub, or NULL */
     double exp, iat, nbf;
     int has_exp, has_iat, has_nbf;
@@ -99,6 +101,13 @@ typedef struct {
 lessons_introspect_e lessons_introspect_parse(
     apr_pool_t *p, const char *body, apr_size_t len,
     lessons_introspect_result_t *out);
+
+/* lessons_introspect_parse of an answer already decoded (obj: what it
+ * was decoded to, or NULL), for one kept decoded: the same verdicts,
+ * out->claims is obj itself, never changed here.
+ */
+lessons_introspect_e lessons_introspect_read(json_t *obj,
+                                             lessons_introspect_result_t *out);
 
 /* An ACTIVE answer's times at now (seconds) with leeway: ACTIVE,
  * EXPIRED or NOT_YET.  Any other rc is given back as it is.  RFC 7662

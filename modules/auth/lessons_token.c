@@ -637,9 +637,15 @@ static lessons_token_e lessons_verify_full(apr_pool_t *p,
         goto done;
     }
     rc = lessons_check_claims(p, pol, claims, at, now, subject, found);
-    if (rc == LESSONS_TOKEN_OK && out) {
-        /* A miss hands out what it parsed: no second decode. */
-        *out = lessons_json_pool_own(p, claims);
+    if (rc == LESSONS_TOKEN_OK) {
+        /* What it parsed goes to the cache (whose hits then decode
+         * nothing) and, asked for, to the caller: never changed again,
+         * by either.
+         */
+        found->parsed = lessons_json_pool_own(p, claims);
+        if (out) {
+            *out = claims;
+        }
         claims = NULL;
     }
 
@@ -825,15 +831,19 @@ int lessons_token_policy_fingerprint(const lessons_token_policy_t *pol,
     return f.ok && n == LESSONS_TOKEN_FP_LEN ? 0 : -1;
 }
 
-/* The claims of a hit, from the payload text the entry kept: an object
- * owned by p, or NULL when there is no text or it will not parse (then
- * the caller verifies in full).
+/* The claims of a hit: the entry's parsed object (the reference get
+ * gave, released with p), else decoded from the payload text it kept;
+ * NULL when there is neither or it will not parse (then the caller
+ * verifies in full).
  */
 static json_t *lessons_cached_claims(apr_pool_t *p,
                                      const lessons_tokencache_claims_t *found)
 {
     json_t *obj;
 
+    if (found->parsed) {
+        return found->parsed;
+    }
     if (!found->payload) {
         return NULL;
     }
@@ -894,6 +904,7 @@ lessons_token_e lessons_token_verify_claims(apr_pool_t *p,
     }
     if (lessons_tokencache_get(cache, p, fp, token, len, (double)now,
                                &found)) {
+        lessons_json_pool_own(p, found.parsed);
         /* Same policy, same bytes: signature, alg, typ, iss, aud and sub
          * were settled when it was stored; only the clock has moved.
          */

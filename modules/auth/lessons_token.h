@@ -154,11 +154,12 @@ lessons_token_e lessons_token_verify_cached(
     const char **subject);
 
 /* As lessons_token_verify_cached, and *claims (claims may be NULL to
- * skip) gets the verified claims as a jansson object owned by p
- * (released by a cleanup on p, as lessons_json_pool_own), decoded from
- * the cached or verified payload text; NULL unless the result is OK.
- * The payload is decoded only when claims is not NULL, so plain hits stay
- * cheap.  A token whose payload exceeds LESSONS_TOKENCACHE_PAYLOAD_MAX
+ * skip) gets the verified claims as a jansson object held for p
+ * (released by a cleanup on p, as lessons_json_pool_own); NULL unless
+ * the result is OK.  The object is the one the cache keeps: shared with
+ * every request that presents the token, in every thread, so read and
+ * never changed (a caller that must change claims changes a
+ * json_deep_copy).  A hit decodes nothing.  A token whose payload exceeds LESSONS_TOKENCACHE_PAYLOAD_MAX
  * bytes is verified in full on every call and never cached.
  */
 lessons_token_e lessons_token_verify_claims(

@@ -2,9 +2,11 @@
  *
  * lessons_tokencache.c: a hash table of verified tokens with an LRU
  * list, under one mutex.  Each entry is one malloc (header, token bytes,
- * subject, payload), so the bound on entries bounds memory, and a dropped
- * entry really goes rather than waiting for a pool to be cleared.  Frees
- * and mallocs happen outside the lock; under it only links change.
+ * subject, payload) or two (the payload parsed once, instead of its
+ * text), so the bound on entries bounds memory, and a dropped entry
+ * really goes rather than waiting for a pool to be cleared.  Frees and
+ * mallocs happen outside the lock; under it only links change, and a
+ * hit takes a reference to the parsed claims.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +29,8 @@ struct lessons_tc_entry_t {
     apr_uint64_t hash;
     unsigned char fp[LESSONS_TOKENCACHE_FP_LEN];
     double expires;                     /* exp + leeway */
-    lessons_tokencache_claims_t claims; /* subject, payload point into data */
+    lessons_tokencache_claims_t claims; /* subject, payload point into data;
+                                         * parsed is the entry's reference */
     apr_size_t token_len;
     apr_size_t subject_len;
     char data[];                        /* token, subject, NUL, payload */
@@ -116,6 +119,17 @@ static void lessons_tc_remove(lessons_tokencache_t *c, lessons_tc_entry_t *e)
     c->stats.entries--;
 }
 
+/* An entry taken out of the cache, outside the lock: requests that hit
+ * it hold references of their own to its parsed claims.
+ */
+static void lessons_tc_free(lessons_tc_entry_t *e)
+{
+    if (e) {
+        json_decref(e->claims.parsed);
+        free(e);
+    }
+}
+
 /* The pool is going: no thread uses the cache any more. */
 static apr_status_t lessons_tc_cleanup(void *data)
 {
@@ -124,7 +138,7 @@ static apr_status_t lessons_tc_cleanup(void *data)
 
     while (e != APR_RING_SENTINEL(&c->lru, lessons_tc_entry_t, lru)) {
         next = APR_RING_NEXT(e, lru);
-        free(e);
+        lessons_tc_free(e);
         e = next;
     }
     APR_RING_INIT(&c->lru, lessons_tc_entry_t, lru);
@@ -199,6 +213,7 @@ int lessons_tokencache_get(lessons_tokencache_t *c, apr_pool_t *p,
     claims->payload = e->claims.payload
         ? apr_pstrmemdup(p, e->claims.payload, e->claims.payload_len) : NULL;
     claims->payload_len = claims->payload ? e->claims.payload_len : 0;
+    claims->parsed = json_incref(e->claims.parsed);
     if (now >= e->expires) {
         lessons_tc_remove(c, e);        /* can never pass again */
         c->stats.expired++;
@@ -209,7 +224,7 @@ int lessons_tokencache_get(lessons_tokencache_t *c, apr_pool_t *p,
         APR_RING_INSERT_HEAD(&c->lru, e, lessons_tc_entry_t, lru);
     }
     apr_thread_mutex_unlock(c->mutex);
-    free(dead);
+    lessons_tc_free(dead);
     return 1;
 }
 
@@ -225,11 +240,15 @@ void lessons_tokencache_put(lessons_tokencache_t *c, const unsigned char *fp,
         return;
     }
     slen = claims->subject ? strlen(claims->subject) : 0;
-    plen = claims->payload ? claims->payload_len : 0;
+    plen = claims->payload || claims->parsed ? claims->payload_len : 0;
     /* Big payloads are verified every time rather than held. */
     if (len > APR_SIZE_MAX / 4 || slen > APR_SIZE_MAX / 4
         || plen > LESSONS_TOKENCACHE_PAYLOAD_MAX) {
         return;
+    }
+    /* Parsed claims stand for the text: only one of them is held. */
+    if (claims->parsed || !claims->payload) {
+        plen = 0;
     }
     /* Built whole before the lock is taken. */
     e = malloc(sizeof(*e) + len + slen + 1 + plen);
@@ -251,7 +270,8 @@ void lessons_tokencache_put(lessons_tokencache_t *c, const unsigned char *fp,
     e->data[len + slen] = '\0';
     e->claims.payload = NULL;
     e->claims.payload_len = 0;
-    if (claims->payload) {
+    e->claims.parsed = json_incref(claims->parsed);
+    if (plen > 0) {
         memcpy(e->data + len + slen + 1, claims->payload, plen);
         e->claims.payload = e->data + len + slen + 1;
         e->claims.payload_len = plen;
@@ -273,7 +293,7 @@ void lessons_tokencache_put(lessons_tokencache_t *c, const unsigned char *fp,
         }
     }
     apr_thread_mutex_unlock(c->mutex);
-    free(victim);
+    lessons_tc_free(victim);
 }
 
 void lessons_tokencache_stats(lessons_tokencache_t *c,

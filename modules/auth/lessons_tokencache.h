@@ -19,6 +19,8 @@
 
 #include "apr_pools.h"
 
+#include <jansson.h>
+
 /* Bytes of a policy fingerprint (SHA-256). */
 #define LESSONS_TOKENCACHE_FP_LEN   32
 
@@ -35,15 +37,25 @@ typedef struct lessons_tokencache_t lessons_tokencache_t;
 
 /* What a verification found and a hit must re-check: the time claims as
  * the JSON numbers were (so a hit compares exactly as a full verify),
- * the subject, and the verified payload text, from which a hit's claims
- * are decoded again (issue 9).
+ * the subject, and the verified claims: as decoded once (parsed), or
+ * else as payload text that a hit decodes again (issue 9).
+ *
+ * parsed is shared by every request that hits the entry, in every
+ * thread: it is read, never changed (jansson's reference counts are
+ * atomic; its getters do not write).  A request that must change claims
+ * changes a json_deep_copy of them.
  */
 typedef struct {
     const char *subject;            /* sub, or NULL when the token has none */
     const char *payload;            /* the decoded payload JSON (not NUL-
                                      * terminated when stored; a copy from
-                                     * get is), or NULL */
+                                     * get is), or NULL; not kept when
+                                     * parsed is */
     apr_size_t payload_len;         /* its bytes; 0 when payload is NULL */
+    json_t *parsed;                 /* the payload's object, read-only: put
+                                     * takes a reference of its own, get
+                                     * hands one to the caller (who
+                                     * releases it); NULL when not kept */
     double exp;                     /* always present in a verified token */
     double nbf;
     double iat;
@@ -72,7 +84,8 @@ lessons_tokencache_t *lessons_tokencache_make(apr_pool_t *p,
 
 /* Look up (fp, token).  On a hit returns 1, fills *claims (the subject
  * and the payload copied into p, NUL-terminated, so they outlive the
- * entry) and makes the entry the most recently used.  An entry
+ * entry; or a reference of the caller's own to the parsed claims, which
+ * it must json_decref) and makes the entry the most recently used.  An entry
  * whose expires (exp + leeway, given at put) is at or before now is
  * dropped as it is found, but still reported, so that the caller's own
  * check refuses it with the same code a full verify gives.  Returns 0 on
@@ -84,11 +97,13 @@ int lessons_tokencache_get(lessons_tokencache_t *c, apr_pool_t *p,
                            lessons_tokencache_claims_t *claims);
 
 /* Store a token that verified OK under the policy whose fingerprint is
- * fp, with its claims (copied) and expires, exp plus the policy's
- * leeway: the entry never outlives it.  The least recently used entry
+ * fp, with its claims (copied; parsed, when given, referenced and then
+ * never changed by anyone, and the payload text not kept) and expires,
+ * exp plus the policy's leeway: the entry never outlives it.  The least recently used entry
  * goes when the cache is full.  An entry already there is kept.  Does
  * nothing when the cache is NULL, memory runs out, or the payload is
- * longer than LESSONS_TOKENCACHE_PAYLOAD_MAX.
+ * longer than LESSONS_TOKENCACHE_PAYLOAD_MAX (payload_len is the
+ * measure also when only parsed is kept).
  */
 void lessons_tokencache_put(lessons_tokencache_t *c, const unsigned char *fp,
                             const char *token, apr_size_t len,

@@ -391,7 +391,8 @@ typedef struct {
                                      * whose keys verified it */
     lessons_token_policy_t policy;  /* the policy it verified under (its
                                      * key set held for the request) */
-    json_t *claims;                 /* its claims, decoded on first use */
+    json_t *claims;                 /* its claims, decoded on first use;
+                                     * shared (the token cache): read-only */
     int claims_done;                /* claims has been asked for */
     int dpop;                       /* it came with RFC 9449's DPoP
                                      * scheme */

@@ -387,22 +387,25 @@ static void lessons_introspect_share_failed(lessons_introspect_ask_t *a)
     }
 }
 
-/* Keep an answer (compact JSON, len bytes), had at stored, until until:
- * in this process, and where shared, in the server's table.  The entry's
- * iat holds stored, for the bound of a section that asks later.
+/* Keep an answer (compact JSON, len bytes, and parsed, what it decodes
+ * to, or NULL), had at stored, until until: in this process (decoded,
+ * where parsed is given: a hit then decodes nothing), and where shared,
+ * in the server's table (as text).  The entry's iat holds stored, for
+ * the bound of a section that asks later.
  */
 static void lessons_introspect_keep(lessons_introspect_ask_t *a,
                                     const unsigned char *key,
                                     const char *name, const char *answer,
-                                    apr_size_t len, apr_int64_t now,
-                                    apr_int64_t stored, apr_int64_t until,
-                                    int shared)
+                                    apr_size_t len, json_t *parsed,
+                                    apr_int64_t now, apr_int64_t stored,
+                                    apr_int64_t until, int shared)
 {
     lessons_tokencache_claims_t kept;
 
     memset(&kept, 0, sizeof(kept));
     kept.payload = answer;
     kept.payload_len = len;
+    kept.parsed = parsed;
     kept.exp = (double)until;
     kept.iat = (double)stored;
     kept.has_iat = 1;
@@ -430,9 +433,9 @@ static void lessons_introspect_keep(lessons_introspect_ask_t *a,
 
 /* lessons_decide_introspect_fn: the process's cache, else the server's
  * shared table, else the provider.  An answer is kept while
- * lessons_introspect_cache_until says, as compact JSON that is read
- * again on a hit (each request gets claims of its own); the entry's exp
- * holds that time.  One endpoint and client may serve sections of
+ * lessons_introspect_cache_until says: decoded in this process (a hit
+ * shares the object, read-only), as compact JSON in the table; the
+ * entry's exp holds that time.  One endpoint and client may serve sections of
  * different LessonsJWTIntrospectCacheMax (one key): an answer is served
  * to a section only within its own bound from when it was had.
  */
@@ -466,12 +469,15 @@ static int lessons_introspect_ask(void *baton, apr_pool_t *p,
     }
     name = lessons_digest_hex(p, key, sizeof(key));
     memset(&kept, 0, sizeof(kept));
-    if (lessons_tokencache_get(a->cache, p, key, name, strlen(name),
-                               (double)now, &kept)
-        && kept.payload && (double)now < kept.exp && kept.has_iat
-        && (double)now < kept.iat + (double)a->cache_max) {
-        out->rc = lessons_introspect_parse(p, kept.payload, kept.payload_len,
-                                           &out->res);
+    got = lessons_tokencache_get(a->cache, p, key, name, strlen(name),
+                                 (double)now, &kept);
+    lessons_json_pool_own(p, kept.parsed);
+    if (got && (kept.parsed || kept.payload) && (double)now < kept.exp
+        && kept.has_iat && (double)now < kept.iat + (double)a->cache_max) {
+        out->rc = kept.parsed
+                  ? lessons_introspect_read(kept.parsed, &out->res)
+                  : lessons_introspect_parse(p, kept.payload,
+                                             kept.payload_len, &out->res);
         return 0;
     }
     if (a->share && a->share->table) {
@@ -486,8 +492,8 @@ static int lessons_introspect_ask(void *baton, apr_pool_t *p,
                           "shared table, for %" APR_INT64_T_FMT " s more",
                           name, until - now);
             out->rc = lessons_introspect_parse(p, answer, alen, &out->res);
-            lessons_introspect_keep(a, key, name, answer, alen, now, stored,
-                                    until, 0);
+            lessons_introspect_keep(a, key, name, answer, alen,
+                                    out->res.claims, now, stored, until, 0);
             return 0;
         }
     }
@@ -532,8 +538,8 @@ static int lessons_introspect_ask(void *baton, apr_pool_t *p,
             answer = lessons_json_dump(p, out->res.claims, &alen);
         }
         if (answer) {
-            lessons_introspect_keep(a, key, name, answer, alen, now, now,
-                                    until, 1);
+            lessons_introspect_keep(a, key, name, answer, alen,
+                                    out->res.claims, now, now, until, 1);
         }
     }
     return 0;

@@ -21,6 +21,7 @@
 
 #include "auth/lessons_claims.h"
 #include "auth/lessons_decide.h"
+#include "base/lessons_json.h"
 #include "auth/lessons_dpop.h"
 #include "auth/lessons_nonce.h"
 #include "keys/lessons_keyset.h"
@@ -1575,6 +1576,9 @@ typedef struct {
     int n;
     int calls;
     const char *asked;
+    json_t *kept;                   /* a decoded answer the process keeps
+                                     * for every token, as a cache hit
+                                     * hands it out, or NULL */
 } fake_idp_t;
 
 static int fake_introspect(void *baton, apr_pool_t *p, const char *token,
@@ -1587,6 +1591,11 @@ static int fake_introspect(void *baton, apr_pool_t *p, const char *token,
     idp->calls++;
     idp->asked = token;
     out->endpoint = IEP;
+    if (idp->kept) {
+        out->rc = lessons_introspect_read(
+            lessons_json_pool_own(p, json_incref(idp->kept)), &out->res);
+        return 0;
+    }
     for (i = 0; i < idp->n; i++) {
         if (strcmp(idp->token[i], token) == 0) {
             if (!idp->answer[i]) {
@@ -1642,7 +1651,8 @@ static void is_introspected(const lessons_verdict_t *v, const char *token,
 static void test_introspect_opaque(void **state)
 {
     lessons_decide_unit_t u = unit_hs();
-    fake_idp_t idp = { { OPAQUE, OPAQUE_2 }, { NULL, NULL }, 2, 0, NULL };
+    fake_idp_t idp = { { OPAQUE, OPAQUE_2 }, { NULL, NULL }, 2, 0, NULL,
+                       NULL };
     lessons_decide_policy_t p = policy_introspect(&u, &idp);
     const char *names[] = { "scope" };
     lessons_verdict_t v;
@@ -1686,7 +1696,7 @@ static void test_introspect_opaque(void **state)
 static void test_introspect_refused(void **state)
 {
     lessons_decide_unit_t u = unit_hs();
-    fake_idp_t idp = { { OPAQUE }, { NULL }, 1, 0, NULL };
+    fake_idp_t idp = { { OPAQUE }, { NULL }, 1, 0, NULL, NULL };
     lessons_decide_policy_t p = policy_introspect(&u, &idp);
     lessons_verdict_t v;
 
@@ -1745,13 +1755,55 @@ static void test_introspect_refused(void **state)
     assert_non_null(strstr(v.line.text, "timed out"));
 }
 
+/* A kept answer is shared by every request with its token (the
+ * process's cache hands out the object it decoded once): the gate reads
+ * it, and the issuer it adds to an answer without one goes into a copy
+ * of the request's own.
+ */
+static void test_introspect_kept_answer(void **state)
+{
+    lessons_decide_unit_t u = unit_hs();
+    fake_idp_t idp = { { OPAQUE }, { NULL }, 1, 0, NULL, NULL };
+    lessons_decide_policy_t p = policy_introspect(&u, &idp);
+    const char *text = "{\"active\":true,\"aud\":\"" AUD "\","
+                       "\"sub\":\"al\"}";
+    json_t *want = json_loads(text, 0, NULL);
+    lessons_verdict_t v;
+    int round;
+
+    (void)state;
+    idp.kept = json_loads(text, 0, NULL);
+    assert_non_null(idp.kept);
+    for (round = 0; round < 2; round++) {
+        v = decide_auth(&p, bearer(OPAQUE));
+        is_introspected(&v, OPAQUE, &u, "al");
+        assert_string_equal(json_string_value(json_object_get(v.claims,
+                                                              "iss")),
+                            ISS_A);
+        assert_ptr_not_equal(v.claims, idp.kept);
+        assert_null(json_object_get(idp.kept, "iss"));
+        assert_true(json_equal(idp.kept, want));
+    }
+    /* With its own iss the kept object itself is read, unchanged. */
+    json_decref(idp.kept);
+    idp.kept = json_loads(active_with(""), 0, NULL);
+    json_decref(want);
+    want = json_deep_copy(idp.kept);
+    v = decide_auth(&p, bearer(OPAQUE));
+    is_introspected(&v, OPAQUE, &u, "alice");
+    assert_ptr_equal(v.claims, idp.kept);
+    assert_true(json_equal(idp.kept, want));
+    json_decref(idp.kept);
+    json_decref(want);
+}
+
 /* cnf in an answer binds the token as in a JWT: DPoP's jkt, a client
  * certificate's x5t#S256.
  */
 static void test_introspect_bound(void **state)
 {
     lessons_decide_unit_t u = unit_hs();
-    fake_idp_t idp = { { OPAQUE }, { NULL }, 1, 0, NULL };
+    fake_idp_t idp = { { OPAQUE }, { NULL }, 1, 0, NULL, NULL };
     lessons_decide_policy_t p = policy_introspect(&u, &idp);
     cert_box_t box = { X5T_A, 0 };
     lessons_decide_facts_t f;
@@ -1787,7 +1839,7 @@ static void test_introspect_jwt(void **state)
 {
     lessons_decide_unit_t u = unit_hs();
     const char *jwt = hs_token(claims_with(ISS_A, ""));
-    fake_idp_t idp = { { NULL }, { NULL }, 1, 0, NULL };
+    fake_idp_t idp = { { NULL }, { NULL }, 1, 0, NULL, NULL };
     lessons_decide_policy_t p = policy_introspect(&u, &idp);
     lessons_verdict_t v;
 
@@ -1820,7 +1872,7 @@ static void test_introspect_keyless(void **state)
 {
     lessons_decide_unit_t u;
     const char *jwt = hs_token(claims_with(ISS_A, ""));
-    fake_idp_t idp = { { NULL }, { NULL }, 1, 0, NULL };
+    fake_idp_t idp = { { NULL }, { NULL }, 1, 0, NULL, NULL };
     lessons_decide_policy_t p;
     lessons_verdict_t v;
 
@@ -1888,6 +1940,7 @@ int main(void)
         cmocka_unit_test(test_certbind_required),
         cmocka_unit_test(test_introspect_opaque),
         cmocka_unit_test(test_introspect_refused),
+        cmocka_unit_test(test_introspect_kept_answer),
         cmocka_unit_test(test_introspect_bound),
         cmocka_unit_test(test_introspect_jwt),
         cmocka_unit_test(test_introspect_keyless),
