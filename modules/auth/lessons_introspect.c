@@ -236,8 +236,9 @@ apr_int64_t lessons_introspect_cache_until(
     return bound;
 }
 
-int lessons_introspect_key(const char *endpoint, const char *client_id,
-                           const char *token, apr_size_t len,
+int lessons_introspect_key(const EVP_MD *sha256, const char *endpoint,
+                           const char *client_id, const char *token,
+                           apr_size_t len,
                            unsigned char out[LESSONS_INTROSPECT_KEY_LEN])
 {
     lessons_digest_field_t f[3];
@@ -248,8 +249,8 @@ int lessons_introspect_key(const char *endpoint, const char *client_id,
     f[1].len = client_id ? strlen(client_id) : 0;
     f[2].data = token;
     f[2].len = token ? len : 0;
-    return lessons_digest_fields("lessons introspection answer", f, 3, out)
-           ? 0 : -1;
+    return lessons_digest_fields_md(sha256, "lessons introspection answer",
+                                    f, 3, out) ? 0 : -1;
 }
 
 int lessons_introspect_is_opaque(apr_pool_t *p, const char *token)

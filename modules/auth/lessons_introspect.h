@@ -130,12 +130,14 @@ apr_int64_t lessons_introspect_cache_until(
     apr_int64_t now, long max_seconds);
 
 /* The cache key of token (len bytes) at endpoint for client_id: SHA-256
- * over the three (lessons_digest_fields), so that neither the token nor
- * a prefix of it is held, and an answer of one endpoint or client never
- * serves another's section.  0, or -1 (OpenSSL failed).
+ * over the three (lessons_digest_fields_md; sha256 fetched once by the
+ * caller, or NULL), so that neither the token nor a prefix of it is
+ * held, and an answer of one endpoint or client never serves another's
+ * section.  0, or -1 (OpenSSL failed).
  */
-int lessons_introspect_key(const char *endpoint, const char *client_id,
-                           const char *token, apr_size_t len,
+int lessons_introspect_key(const EVP_MD *sha256, const char *endpoint,
+                           const char *client_id, const char *token,
+                           apr_size_t len,
                            unsigned char out[LESSONS_INTROSPECT_KEY_LEN]);
 
 /* Whether token is to be introspected rather than verified as a JWT:

@@ -32,12 +32,20 @@ int lessons_digest_fields(const char *tag,
                           const lessons_digest_field_t *fields, int n,
                           unsigned char out[LESSONS_DIGEST_LEN])
 {
+    return lessons_digest_fields_md(NULL, tag, fields, n, out);
+}
+
+int lessons_digest_fields_md(const EVP_MD *sha256, const char *tag,
+                             const lessons_digest_field_t *fields, int n,
+                             unsigned char out[LESSONS_DIGEST_LEN])
+{
     lessons_digest_field_t t = { tag, strlen(tag) };
     EVP_MD_CTX *md = EVP_MD_CTX_new();
     unsigned int len = 0;
     int ok, i;
 
-    ok = md && EVP_DigestInit_ex(md, EVP_sha256(), NULL) == 1
+    ok = md && EVP_DigestInit_ex(md, sha256 ? sha256 : EVP_sha256(), NULL)
+               == 1
          && lessons_digest_update(md, &t);
     for (i = 0; ok && i < n; i++) {
         ok = lessons_digest_update(md, &fields[i]);

@@ -9,6 +9,8 @@
 #ifndef LESSONS_DIGEST_H
 #define LESSONS_DIGEST_H
 
+#include <openssl/evp.h>
+
 #include "apr.h"
 #include "apr_pools.h"
 
@@ -27,6 +29,15 @@ typedef struct {
 int lessons_digest_fields(const char *tag,
                           const lessons_digest_field_t *fields, int n,
                           unsigned char out[LESSONS_DIGEST_LEN]);
+
+/* The same with sha256, a SHA-256 fetched once (EVP_MD_fetch) by a
+ * caller on a hot path: OpenSSL 3 otherwise looks the algorithm up in
+ * its provider store on every digest, about as much work as hashing a
+ * token.  NULL: as lessons_digest_fields.
+ */
+int lessons_digest_fields_md(const EVP_MD *sha256, const char *tag,
+                             const lessons_digest_field_t *fields, int n,
+                             unsigned char out[LESSONS_DIGEST_LEN]);
 
 /* The n bytes of d in lower-case hex, in p (NUL-terminated). */
 char *lessons_digest_hex(apr_pool_t *p, const unsigned char *d,

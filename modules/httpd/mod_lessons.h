@@ -325,6 +325,8 @@ typedef struct {
                                      * process, keyed by a digest of
                                      * endpoint, client and token (not
                                      * merged) */
+    EVP_MD *introspect_sha256;      /* that digest's SHA-256, fetched once
+                                     * per process (not merged) */
     int introspect_shared;          /* LessonsJWTIntrospectShared: answers
                                      * the server's processes share; -1:
                                      * not set (global) */

@@ -264,20 +264,30 @@ static void test_key(void **state)
     const char *u = "https://idp.example/introspect";
 
     (void)state;
-    assert_int_equal(lessons_introspect_key(u, "c", "tokenA", 6, a), 0);
-    assert_int_equal(lessons_introspect_key(u, "c", "tokenB", 6, b), 0);
+    assert_int_equal(lessons_introspect_key(NULL, u, "c", "tokenA", 6, a), 0);
+    assert_int_equal(lessons_introspect_key(NULL, u, "c", "tokenB", 6, b), 0);
     assert_memory_not_equal(a, b, sizeof(a));
-    assert_int_equal(lessons_introspect_key(u, "c", "tokenA", 6, c), 0);
+    assert_int_equal(lessons_introspect_key(NULL, u, "c", "tokenA", 6, c), 0);
     assert_memory_equal(a, c, sizeof(a));
     /* Another client or endpoint: another key. */
-    assert_int_equal(lessons_introspect_key(u, "d", "tokenA", 6, d), 0);
+    assert_int_equal(lessons_introspect_key(NULL, u, "d", "tokenA", 6, d), 0);
     assert_memory_not_equal(a, d, sizeof(a));
-    assert_int_equal(lessons_introspect_key("https://other.example/i", "c",
-                                            "tokenA", 6, d), 0);
+    assert_int_equal(lessons_introspect_key(NULL, "https://other.example/i",
+                                            "c", "tokenA", 6, d), 0);
     assert_memory_not_equal(a, d, sizeof(a));
     /* A prefix is another token. */
-    assert_int_equal(lessons_introspect_key(u, "c", "tokenA", 5, d), 0);
+    assert_int_equal(lessons_introspect_key(NULL, u, "c", "tokenA", 5, d), 0);
     assert_memory_not_equal(a, d, sizeof(a));
+    /* A SHA-256 fetched once makes the very same key. */
+    {
+        EVP_MD *md = EVP_MD_fetch(NULL, "SHA256", NULL);
+
+        assert_non_null(md);
+        assert_int_equal(lessons_introspect_key(md, u, "c", "tokenA", 6, d),
+                         0);
+        assert_memory_equal(a, d, sizeof(a));
+        EVP_MD_free(md);
+    }
     /* The token's bytes are not in the key. */
     assert_null(memmem(a, sizeof(a), "token", 5));
     /* The key as the cache names it: hex, 64 characters. */
