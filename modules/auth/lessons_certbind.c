@@ -2,8 +2,9 @@
  *
  * lessons_certbind.c: RFC 8705's certificate thumbprint and a token's
  * cnf x5t#S256 against it (see lessons_certbind.h).  The certificate's
- * DER is taken from its PEM by OpenSSL's PEM reader and hashed: the PEM's
- * text (line breaks, headers) never changes the thumbprint.
+ * DER is OpenSSL's encoding of the certificate it parsed, or is taken
+ * from its PEM by OpenSSL's PEM reader, and hashed: the PEM's text (line
+ * breaks, headers) never changes the thumbprint.
  */
 #include <string.h>
 
@@ -70,6 +71,28 @@ int lessons_certbind_thumbprint(const char *pem, apr_size_t len,
     OPENSSL_free(header);
     OPENSSL_free(der);
     BIO_free(bio);
+    ERR_clear_error();
+    return rc;
+}
+
+/* i2d_X509 writes the encoding OpenSSL kept when it parsed the
+ * certificate (the DER the peer sent), not one made anew: the same bytes
+ * as the PEM path's, hashed without the PEM's base64 on either side.
+ */
+int lessons_certbind_thumbprint_x509(const X509 *cert,
+                                     char out[LESSONS_CERTBIND_X5T_LEN])
+{
+    unsigned char *der = NULL;
+    int n, rc = -1;
+
+    if (!cert) {
+        return -1;
+    }
+    n = i2d_X509(cert, &der);
+    if (n > 0 && der) {
+        rc = lessons_dpop_hash(der, (apr_size_t)n, out);
+    }
+    OPENSSL_free(der);
     ERR_clear_error();
     return rc;
 }

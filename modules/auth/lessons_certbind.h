@@ -6,13 +6,15 @@
  * certificate's DER.  It is taken only on a connection where mod_ssl
  * verified that very certificate, so that a stolen token is useless
  * without the certificate's private key.  Nothing here knows httpd: the
- * glue hands over the certificate as mod_ssl gives it (SSL_CLIENT_CERT,
- * PEM), and lessons_decide asks for the check.
+ * glue hands over the certificate as OpenSSL holds it (the peer
+ * certificate of mod_ssl's SSL) or, where it has no SSL, as mod_ssl gives
+ * it (SSL_CLIENT_CERT, PEM), and lessons_decide asks for the check.
  */
 #ifndef LESSONS_CERTBIND_H
 #define LESSONS_CERTBIND_H
 
 #include <jansson.h>
+#include <openssl/x509.h>
 #include "apr.h"
 
 #include "auth/lessons_dpop.h"
@@ -36,6 +38,15 @@
  */
 int lessons_certbind_thumbprint(const char *pem, apr_size_t len,
                                 char out[LESSONS_CERTBIND_X5T_LEN]);
+
+/* The thumbprint of a certificate OpenSSL parsed (the peer certificate
+ * of a TLS connection): 0 and out filled, or -1 (NULL, or no DER could
+ * be had; OpenSSL's error queue is cleared).  Its DER is i2d_X509's, the
+ * bytes mod_ssl's SSL_CLIENT_CERT armours (PEM_write_bio_X509), so the
+ * thumbprint is lessons_certbind_thumbprint's of that PEM.
+ */
+int lessons_certbind_thumbprint_x509(const X509 *cert,
+                                     char out[LESSONS_CERTBIND_X5T_LEN]);
 
 /* Whether mod_ssl took the connection's client certificate, by its
  * SSL_CLIENT_VERIFY (verify; NULL: none): SUCCESS, GENEROUS, or, under

@@ -1,8 +1,9 @@
 /* Licensed under the Apache License, Version 2.0.
  *
  * test_certbind.c: lessons_certbind -- RFC 8705's x5t#S256 of a client
- * certificate as mod_ssl gives it (PEM), and a token's cnf against it:
- * unbound, match, mismatch, no certificate, a malformed cnf.
+ * certificate as mod_ssl gives it (PEM) and as OpenSSL holds it (X509),
+ * and a token's cnf against it: unbound, match, mismatch, no
+ * certificate, a malformed cnf.
  *
  * The certificates are self-signed P-256 ones made once with
  *   openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 \
@@ -20,6 +21,10 @@
 #include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
+
+#include <openssl/bio.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 
 #include "auth/lessons_certbind.h"
 
@@ -113,6 +118,44 @@ static void test_thumbprint_not_a_certificate(void **state)
     assert_int_equal(lessons_certbind_thumbprint(NULL, 10, out), -1);
     /* Cut short: the certificate's end missing. */
     assert_int_equal(lessons_certbind_thumbprint(cert_a, 200, out), -1);
+}
+
+static X509 *x509_of(const char *pem)
+{
+    BIO *bio = BIO_new_mem_buf(pem, (int)strlen(pem));
+    X509 *x;
+
+    assert_non_null(bio);
+    x = PEM_read_bio_X509(bio, NULL, NULL, NULL);
+    BIO_free(bio);
+    assert_non_null(x);
+    return x;
+}
+
+/* The peer certificate as OpenSSL parsed it: the thumbprint openssl's
+ * command line gives, and the PEM path's for the same certificate.
+ */
+static void test_thumbprint_x509(void **state)
+{
+    const char *pems[] = { cert_a, cert_b };
+    const char *want[] = { x5t_a, x5t_b };
+    char out[LESSONS_CERTBIND_X5T_LEN], from_pem[LESSONS_CERTBIND_X5T_LEN];
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(pems) / sizeof(pems[0]); i++) {
+        X509 *x = x509_of(pems[i]);
+
+        memset(out, 'x', sizeof(out));
+        assert_int_equal(lessons_certbind_thumbprint_x509(x, out), 0);
+        assert_string_equal(out, want[i]);
+        assert_int_equal(lessons_certbind_thumbprint(pems[i],
+                                                     strlen(pems[i]),
+                                                     from_pem), 0);
+        assert_string_equal(out, from_pem);
+        X509_free(x);
+    }
+    assert_int_equal(lessons_certbind_thumbprint_x509(NULL, out), -1);
 }
 
 static json_t *claims_of(const char *text)
@@ -254,6 +297,7 @@ int main(void)
         cmocka_unit_test(test_thumbprint),
         cmocka_unit_test(test_thumbprint_of_the_der),
         cmocka_unit_test(test_thumbprint_not_a_certificate),
+        cmocka_unit_test(test_thumbprint_x509),
         cmocka_unit_test(test_unbound),
         cmocka_unit_test(test_match_and_mismatch),
         cmocka_unit_test(test_both_bindings),
