@@ -39,7 +39,9 @@ ENGINE_LIBS_pgsql     = -lpq
 # libpq's header lives in its own directory on Debian.
 ENGINE_CFLAGS_pgsql   = -I$(shell pg_config --includedir 2>/dev/null || echo /usr/include/postgresql)
 ENGINE_CFLAGS = $(foreach e,$(ENGINES),-DLESSONS_ENGINE_$(shell echo $(e) | tr a-z A-Z) $(ENGINE_CFLAGS_$(e)))
-LIBS       = -lcjose -ljansson -lcrypto -lcurl $(foreach e,$(ENGINES),$(ENGINE_LIBS_$(e))) -lz
+# libssl: the client certificate is read from mod_ssl's SSL
+# (modules/httpd/mod_lessons_tls.c).
+LIBS       = -lcjose -ljansson -lssl -lcrypto -lcurl $(foreach e,$(ENGINES),$(ENGINE_LIBS_$(e))) -lz
 
 # The module's sources, by concern: mod_lessons.c at the top (module
 # record, directive table, hooks, as in mod_ssl), the httpd glue in

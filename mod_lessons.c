@@ -249,6 +249,12 @@ static void lessons_register_hooks(apr_pool_t *p)
     APR_OPTIONAL_HOOK(dbd, post_connect, lessons_dbd_connected, NULL, NULL,
                       APR_HOOK_FIRST);
 
+    /* A connection: mod_ssl's SSL of each one from a client (its
+     * optional pre_handshake hook), where certificate-bound tokens find
+     * the client certificate.
+     */
+    lessons_tls_register_hooks();
+
     /* A request, in the order it meets them.  API, health and metrics
      * requests skip the filesystem walk (and TRACE's echo); elsewhere
      * TRACE waits for the token gate where one is in force.

@@ -17,6 +17,9 @@
  *                          answer
  *   mod_lessons_access.c   the token gate: access checker, access_checker_ex
  *                          and fixups ask one verdict, fail closed
+ *   mod_lessons_tls.c      the client certificate's thumbprint: mod_ssl's
+ *                          SSL of each TLS connection (its pre_handshake
+ *                          hook), the certificate hashed last
  *   mod_lessons_dpop.c     DPoP as httpd meets it: the server's own URI,
  *                          the proofs' table in shared memory, the
  *                          challenge
@@ -596,6 +599,10 @@ int lessons_check_access_any(request_rec *r);
 int lessons_check_gate_again(request_rec *r);
 json_t *lessons_request_claims(request_rec *r);
 const char *lessons_request_verifier(request_rec *r);
+
+/* mod_lessons_tls.c: the client certificate (certificate-bound tokens) */
+void lessons_tls_register_hooks(void);
+const char *lessons_tls_client_x5t(void *baton);
 
 /* mod_lessons_keys.c: keys URLs and discovered issuers, fetched per
  * process by a thread each

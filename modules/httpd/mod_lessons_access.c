@@ -13,8 +13,6 @@
  * error path.
  */
 
-#include "http_ssl.h"
-
 #include "httpd/mod_lessons.h"
 
 /* How long a refusal's body is drained at most (a read already
@@ -165,87 +163,6 @@ static int lessons_allow_verdict(request_rec *r, const lessons_verdict_t *v,
     return OK;
 }
 
-/* The thumbprint of the client certificate mod_ssl verified on this
- * request's connection (lessons_decide_cert_fn), or NULL.  Only from
- * mod_ssl, never from a header (a proxy's, say: anyone can send one):
- * its verification must have passed, or have been waived under
- * SSLVerifyClient optional_no_ca (lessons_certbind_verified), where RFC
- * 8705 2.2's self-signed certificates are bound by their thumbprint
- * alone: the handshake proved the key.  A secondary (HTTP/2)
- * connection's lookup is answered from its TLS connection by mod_ssl.
- */
-/* The connection's certificate and its thumbprint, kept for the next
- * request on it (in the connection's pool: one thread at a time uses a
- * connection, an HTTP/2 stream's included).  Keyed by the whole PEM
- * mod_ssl gives: a certificate that changes under the connection (a TLS
- * 1.2 renegotiation) is another PEM and is hashed afresh.  Decoding and
- * hashing cost about 59,000 instructions a request (make bench's
- * certificate-bound row).
- */
-#define LESSONS_X5T_MEMO "lessons-client-x5t"
-
-typedef struct {
-    char *pem;                      /* NUL-terminated; NULL: none yet */
-    apr_size_t len;
-    apr_size_t room;                /* bytes pem can hold, NUL included */
-    char x5t[LESSONS_CERTBIND_X5T_LEN];
-} lessons_x5t_memo_t;
-
-static const char *lessons_x5t_of(conn_rec *c, const char *pem,
-                                  apr_size_t len)
-{
-    lessons_x5t_memo_t *m = NULL;
-    char x5t[LESSONS_CERTBIND_X5T_LEN];
-
-    apr_pool_userdata_get((void **)&m, LESSONS_X5T_MEMO, c->pool);
-    if (m && m->pem && m->len == len && memcmp(m->pem, pem, len) == 0) {
-        return m->x5t;
-    }
-    if (lessons_certbind_thumbprint(pem, len, x5t) != 0) {
-        return NULL;
-    }
-    if (!m) {
-        m = apr_pcalloc(c->pool, sizeof(*m));
-        apr_pool_userdata_setn(m, LESSONS_X5T_MEMO, NULL, c->pool);
-    }
-    if (m->room <= len) {
-        m->room = len + 1;
-        m->pem = apr_palloc(c->pool, m->room);
-    }
-    memcpy(m->pem, pem, len);
-    m->pem[len] = '\0';
-    m->len = len;
-    memcpy(m->x5t, x5t, sizeof(x5t));
-    return m->x5t;
-}
-
-static const char *lessons_client_x5t(void *baton)
-{
-    request_rec *r = baton;
-    const char *verify, *pem, *x5t;
-
-    if (!ap_ssl_conn_is_ssl(r->connection)) {
-        return NULL;
-    }
-    verify = ap_ssl_var_lookup(r->pool, r->server, r->connection, r,
-                               "SSL_CLIENT_VERIFY");
-    if (!lessons_certbind_verified(verify)) {
-        return NULL;
-    }
-    pem = ap_ssl_var_lookup(r->pool, r->server, r->connection, r,
-                            "SSL_CLIENT_CERT");
-    x5t = pem && *pem ? lessons_x5t_of(r->connection, pem, strlen(pem))
-                      : NULL;
-    if (x5t) {
-        return apr_pstrdup(r->pool, x5t);
-    }
-    ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r, LESSONSLOG(00725)
-                  "mod_ssl verified a client certificate (%s) but gave "
-                  "none that could be read (SSL_CLIENT_CERT): taken as "
-                  "no certificate", verify);
-    return NULL;
-}
-
 /* The gate's decision for this request (lessons_decide): the facts from
  * httpd, the policy from the merged section, the verdict applied.
  */
@@ -273,11 +190,11 @@ static int lessons_decide_request(request_rec *r, lessons_dir_conf *conf,
         if (policy.dpop && policy.dpop != LESSONS_DPOP_OFF) {
             lessons_dpop_facts(r, &facts);
         }
-        /* Read (lessons_client_x5t) only when a token's binding is
+        /* Read (lessons_tls_client_x5t) only when a token's binding is
          * checked.
          */
         if (policy.certbind > LESSONS_CERTBIND_OFF) {
-            facts.cert = lessons_client_x5t;
+            facts.cert = lessons_tls_client_x5t;
             facts.cert_baton = r;
         }
     }
