@@ -16,6 +16,11 @@
 #   - off: cnf x5t#S256 is not looked at (a bearer token, RFC 8705 3);
 #   - SSLVerifyClient optional_no_ca: a self-signed certificate (RFC 8705
 #     2.2) binds by its thumbprint (mod_ssl's GENEROUS);
+#   - the certificate changes under one connection (mod_ssl asks again for
+#     a <Location> of its own: a TLS 1.2 renegotiation, from none to A and
+#     from A to B; TLS 1.3 post-handshake authentication, from A to B):
+#     each token is judged against the certificate the connection has
+#     now, which the module hashes once per change (LESSONS00729);
 #   - start-up: required without mod_ssl, or without SSLEngine on in the
 #     section's virtual host, is refused (LESSONS00726); with it, passes.
 use strict;
@@ -27,6 +32,8 @@ use Apache::Test qw(-withtestmore);
 use Digest::SHA qw(sha256);
 use File::Temp ();
 use HTTP::Request ();
+use IO::Socket::SSL ();
+use Net::SSLeay ();
 use LWP::UserAgent ();
 use LessonsTest;
 use LessonsTest::JWT qw(b64url);
@@ -183,11 +190,13 @@ sub get {
     return $ua{$who}->request($req);
 }
 
-sub log_text {
-    open my $fh, '<', "$dir/error_log" or return '';
+sub log_of {
+    my ($where) = @_;
+    open my $fh, '<', "$where/error_log" or return '';
     local $/;
     return scalar <$fh>;
 }
+sub log_text { log_of($dir) }
 
 sub is_cert_refusal {
     my ($res, $desc, $name) = @_;
@@ -317,6 +326,125 @@ unlike $log, qr/\Q$x5t{$_}\E/, "the log holds no thumbprint ($_)" for qw(a b);
         or diag $res->as_string;
     is_cert_refusal(get(a => '/opt/api/lessons', $bound_c), 'another client certificate',
                     'optional_no_ca: bound to C, with A');
+}
+
+# ---- the certificate changes under one connection: mod_ssl asks for it
+# again where a <Location> wants more than the handshake asked (TLS 1.2:
+# SSLVerifyClient require where the server says optional, a
+# renegotiation each time; TLS 1.3: optional where the server says none,
+# post-handshake authentication, once a connection), and the client
+# answers, on the same connection, with the certificate it holds now.
+# mod_ssl asks in its access checker, after the token gate's: the request
+# that makes it ask carries an unbound token, which the gate lets through
+# whatever the certificate.  Each token after it is judged against the
+# certificate the connection has now: a module that kept the first
+# certificate's thumbprint (or compared anything short of the
+# certificate itself: A's and B's PEMs are of the same length) lets A's
+# token in on B and keeps B's out.
+{
+    my $bound_b = good_token(claims => { cnf => { 'x5t#S256' => $x5t{b} } });
+    my $section = sub {
+        my ($path, $directive) = @_;
+        return qq{<Location "$path">\n    $directive\n    SetHandler lessons\n}
+             . qq{    LessonsJWTKey HS256 "$ENV{LESSONS_TEST_HS_KEY}"\n}
+             . "    LessonsJWTCertBound optional\n</Location>\n";
+    };
+    my %server;
+    for my $name ('tls12', 'tls13') {
+        my $port = free_port();
+        mkdir "$dir/$name" or die $!;
+        (my $conf = $tls) =~ s/ssl_scache/ssl_scache_$name/;
+        $conf =~ s/SSLVerifyClient optional/SSLVerifyClient none/ if $name eq 'tls13';
+        $conf .= $name eq 'tls12'
+            ? location('/opt/api/lessons', 'optional')
+              . $section->('/again/api/lessons', 'SSLVerifyClient require')
+            : $section->('/opt/api/lessons', 'SSLVerifyClient optional');
+        # mod_ssl says it asks after the handshake only at debug.
+        my $level = $name eq 'tls12' ? 'info lessons:debug' : 'info ssl:debug';
+        start_httpd(httpd_conf("$dir/$name", $port, "ServerName 127.0.0.1:$port\n"
+                               . "LogLevel $level\n" . $conf), $port);
+        $server{$name} = $port;
+    }
+
+    # One connection to server $name, TLS $version, no certificate.
+    my $connect = sub {
+        my ($name, $version, @more) = @_;
+        my $sock = IO::Socket::SSL->new(
+            PeerAddr => "127.0.0.1:$server{$name}", SSL_version => $version,
+            SSL_ca_file => "$dir/ca.pem", SSL_verifycn_scheme => 'none',
+            Timeout => 60, @more)
+            or die "TLS connection: $IO::Socket::SSL::SSL_ERROR\n";
+        return $sock;
+    };
+    # The client's certificate from now on (what it answers mod_ssl with).
+    my $hold = sub {
+        my ($sock, $name) = @_;
+        my $ssl = $sock->_get_ssl_object;
+        Net::SSLeay::use_certificate_file($ssl, "$dir/$name.pem",
+                                          Net::SSLeay::FILETYPE_PEM()) == 1
+            && Net::SSLeay::use_PrivateKey_file($ssl, "$dir/$name.key",
+                                                Net::SSLeay::FILETYPE_PEM()) == 1
+            or die "the client's certificate $name\n";
+    };
+    # A GET on the connection: its status ('closed' if the server ended
+    # the connection first).
+    my $get = sub {
+        my ($sock, $path, $token) = @_;
+        print {$sock} "GET $path HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                    . "Authorization: Bearer $token\r\n\r\n";
+        my $buf = '';
+        while ($buf !~ /\r\n\r\n/) {
+            my $n = sysread $sock, $buf, 16384, length $buf;
+            return 'closed' unless $n;
+        }
+        my ($head, $body) = split /\r\n\r\n/, $buf, 2;
+        my ($len) = $head =~ /^Content-Length:\s*(\d+)/mi;
+        die "no Content-Length: $head\n" unless defined $len;
+        while (length $body < $len) {
+            my $n = sysread $sock, $body, $len - length $body, length $body;
+            return 'closed' unless $n;
+        }
+        return $head =~ m{\AHTTP/1\.1 (\d{3})} ? $1 : 'bad';
+    };
+
+    my $sock = $connect->('tls12', 'TLSv1_2');
+    my @got = ($get->($sock, '/opt/api/lessons', $bound_a));
+    $hold->($sock, 'a');
+    push @got, $get->($sock, '/again/api/lessons', $plain),
+               $get->($sock, '/opt/api/lessons', $bound_a),
+               $get->($sock, '/opt/api/lessons', $bound_b);
+    $hold->($sock, 'b');
+    push @got, $get->($sock, '/again/api/lessons', $plain),
+               $get->($sock, '/opt/api/lessons', $bound_a),
+               $get->($sock, '/opt/api/lessons', $bound_b);
+    close $sock;
+    is "@got", '401 200 200 401 200 401 200',
+        'TLS 1.2, one connection: none (A\'s token 401), renegotiated to A'
+        . ' (A 200, B 401), renegotiated to B (A 401, B 200)';
+    my $log = log_of("$dir/tls12");
+    is scalar(() = $log =~ /AH02221: Requesting connection re-negotiation/g), 2,
+        '... mod_ssl renegotiated twice (AH02221)' or diag $log;
+    my @changed = $log =~ /(LESSONS00729: [^\n]*)/g;
+    is scalar @changed, 1, '... the module hashed again once, from A to B (LESSONS00729)'
+        or diag $log;
+    unlike $log, qr/\Q$x5t{$_}\E/, "... its log holds no thumbprint ($_)" for qw(a b);
+
+    $sock = $connect->('tls13', 'TLSv1_3', SSL_create_ctx_callback => sub {
+        Net::SSLeay::CTX_set_post_handshake_auth($_[0], 1);
+    });
+    @got = ($get->($sock, '/opt/api/lessons', $bound_a));
+    $hold->($sock, 'a');
+    push @got, $get->($sock, '/opt/api/lessons', $plain),
+               $get->($sock, '/opt/api/lessons', $bound_a),
+               $get->($sock, '/opt/api/lessons', $bound_b);
+    close $sock;
+    is "@got", '401 200 200 401',
+        'TLS 1.3, one connection: none (A\'s token 401), post-handshake'
+        . ' authentication with A (A 200, B 401)';
+    $log = log_of("$dir/tls13");
+    like $log, qr/AH10129: verify client post handshake/,
+        '... mod_ssl asked for the certificate after the handshake (AH10129)'
+        or diag $log;
 }
 
 done_testing();
