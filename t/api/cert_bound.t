@@ -18,9 +18,9 @@
 #     2.2) binds by its thumbprint (mod_ssl's GENEROUS);
 #   - the certificate changes under one connection (mod_ssl asks again for
 #     a <Location> of its own: a TLS 1.2 renegotiation, from none to A and
-#     from A to B; TLS 1.3 post-handshake authentication, from A to B):
+#     from A to B; TLS 1.3 post-handshake authentication, from none to A):
 #     each token is judged against the certificate the connection has
-#     now, which the module hashes once per change (LESSONS00729);
+#     now, which the module hashes again when it changes (LESSONS00729);
 #   - start-up: required without mod_ssl, or without SSLEngine on in the
 #     section's virtual host, is refused (LESSONS00726); with it, passes.
 use strict;
@@ -338,9 +338,9 @@ unlike $log, qr/\Q$x5t{$_}\E/, "the log holds no thumbprint ($_)" for qw(a b);
 # that makes it ask carries an unbound token, which the gate lets through
 # whatever the certificate.  Each token after it is judged against the
 # certificate the connection has now: a module that kept the first
-# certificate's thumbprint (or compared anything short of the
-# certificate itself: A's and B's PEMs are of the same length) lets A's
-# token in on B and keeps B's out.
+# certificate's thumbprint (or took the memo's for the connection's
+# without comparing the certificate itself) lets A's token in on B and
+# keeps B's out.
 {
     my $bound_b = good_token(claims => { cnf => { 'x5t#S256' => $x5t{b} } });
     my $section = sub {
