@@ -234,6 +234,9 @@ static const command_rec lessons_cmds[] = {
 static void lessons_register_hooks(apr_pool_t *p)
 {
     static const char *const before_dbd[] = { "mod_dbd.c", NULL };
+    static const char *const after_ssl[] = { "mod_ssl.c", NULL };
+    static const char *const before_compat[] = { "mod_access_compat.c",
+                                                 NULL };
 
     /* Process life: configuration, then each child. */
     ap_hook_check_config(lessons_check_config, NULL, NULL, APR_HOOK_MIDDLE);
@@ -271,10 +274,16 @@ static void lessons_register_hooks(apr_pool_t *p)
      * checker (first to refuse; last, under Satisfy Any, to send httpd
      * on to the Require lines), then access_checker_ex (which Satisfy
      * Any reaches), then fixups (which every request reaches).  A
-     * refusal is a status: httpd runs nothing after it.
+     * refusal is a status: httpd runs nothing after it.  First but for
+     * mod_ssl's, where a <Location>'s SSLVerifyClient makes it ask for
+     * the client certificate (a renegotiation, TLS 1.3 post-handshake
+     * authentication): a certificate-bound token is judged against the
+     * certificate the request brings, and refusing it before mod_ssl
+     * asked would refuse it on every request.  mod_access_compat's
+     * Order/Deny still come after the gate.
      */
-    ap_hook_check_access(lessons_check_access, NULL, NULL, APR_HOOK_FIRST,
-                         AP_AUTH_INTERNAL_PER_CONF);
+    ap_hook_check_access(lessons_check_access, after_ssl, before_compat,
+                         APR_HOOK_FIRST, AP_AUTH_INTERNAL_PER_CONF);
     ap_hook_check_access(lessons_check_access_any, NULL, NULL,
                          APR_HOOK_REALLY_LAST, AP_AUTH_INTERNAL_PER_CONF);
     ap_hook_check_access_ex(lessons_check_gate_again, NULL, NULL,

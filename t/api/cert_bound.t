@@ -334,9 +334,11 @@ unlike $log, qr/\Q$x5t{$_}\E/, "the log holds no thumbprint ($_)" for qw(a b);
 # renegotiation each time; TLS 1.3: optional where the server says none,
 # post-handshake authentication, once a connection), and the client
 # answers, on the same connection, with the certificate it holds now.
-# mod_ssl asks in its access checker, after the token gate's: the request
-# that makes it ask carries an unbound token, which the gate lets through
-# whatever the certificate.  Each token after it is judged against the
+# mod_ssl asks in its access checker, which runs before the token gate's:
+# a bound token on the request that makes it ask is judged against the
+# certificate the client answers with (a gate that ran first refused it
+# for the certificate the connection had before, on every request, as
+# mod_ssl never got to ask).  Each token after it is judged against the
 # certificate the connection has now: a module that kept the first
 # certificate's thumbprint (or took the memo's for the connection's
 # without comparing the certificate itself) lets A's token in on B and
@@ -375,6 +377,13 @@ unlike $log, qr/\Q$x5t{$_}\E/, "the log holds no thumbprint ($_)" for qw(a b);
             Timeout => 60, @more)
             or die "TLS connection: $IO::Socket::SSL::SSL_ERROR\n";
         return $sock;
+    };
+    # One TLS 1.3 connection to server tls13 that answers post-handshake
+    # authentication.
+    my $connect_pha = sub {
+        return $connect->('tls13', 'TLSv1_3', SSL_create_ctx_callback => sub {
+            Net::SSLeay::CTX_set_post_handshake_auth($_[0], 1);
+        });
     };
     # The client's certificate from now on (what it answers mod_ssl with).
     my $hold = sub {
@@ -429,18 +438,32 @@ unlike $log, qr/\Q$x5t{$_}\E/, "the log holds no thumbprint ($_)" for qw(a b);
         or diag $log;
     unlike $log, qr/\Q$x5t{$_}\E/, "... its log holds no thumbprint ($_)" for qw(a b);
 
-    $sock = $connect->('tls13', 'TLSv1_3', SSL_create_ctx_callback => sub {
-        Net::SSLeay::CTX_set_post_handshake_auth($_[0], 1);
-    });
-    @got = ($get->($sock, '/opt/api/lessons', $bound_a));
+    # The first request of a connection carries the bound token itself.
+    $sock = $connect->('tls12', 'TLSv1_2');
     $hold->($sock, 'a');
-    push @got, $get->($sock, '/opt/api/lessons', $plain),
-               $get->($sock, '/opt/api/lessons', $bound_a),
-               $get->($sock, '/opt/api/lessons', $bound_b);
+    @got = ($get->($sock, '/again/api/lessons', $bound_a),
+            $get->($sock, '/again/api/lessons', $bound_b));
     close $sock;
-    is "@got", '401 200 200 401',
-        'TLS 1.3, one connection: none (A\'s token 401), post-handshake'
-        . ' authentication with A (A 200, B 401)';
+    is "@got", '200 401',
+        'TLS 1.2, a new connection: A\'s token on the request that makes'
+        . ' mod_ssl renegotiate, with A: 200 (then B 401)';
+
+    $sock = $connect_pha->();
+    $hold->($sock, 'a');
+    @got = ($get->($sock, '/opt/api/lessons', $bound_a),
+            $get->($sock, '/opt/api/lessons', $plain),
+            $get->($sock, '/opt/api/lessons', $bound_a),
+            $get->($sock, '/opt/api/lessons', $bound_b));
+    close $sock;
+    is "@got", '200 200 200 401',
+        'TLS 1.3, one connection: A\'s token on the request that makes'
+        . ' mod_ssl ask after the handshake, with A: 200 (A 200, B 401)';
+    $sock = $connect_pha->();
+    @got = ($get->($sock, '/opt/api/lessons', $bound_a),
+            $get->($sock, '/opt/api/lessons', $plain));
+    close $sock;
+    is "@got", '401 200',
+        'TLS 1.3, a client that answers with no certificate: A\'s token 401';
     $log = log_of("$dir/tls13");
     like $log, qr/AH10129: verify client post handshake/,
         '... mod_ssl asked for the certificate after the handshake (AH10129)'
