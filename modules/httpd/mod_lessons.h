@@ -96,6 +96,7 @@
 
 #include "auth/lessons_claims.h"
 #include "auth/lessons_decide.h"
+#include "auth/lessons_inflight.h"
 #include "auth/lessons_nonce.h"
 #include "auth/lessons_replay.h"
 #include "auth/lessons_token.h"
@@ -330,6 +331,10 @@ typedef struct {
                                      * merged) */
     EVP_MD *introspect_sha256;      /* that digest's SHA-256, fetched once
                                      * per process (not merged) */
+    lessons_inflight_t *introspect_inflight;    /* the questions on their
+                                     * way, one per token, per process;
+                                     * NULL: each request asks (not
+                                     * merged) */
     int introspect_shared;          /* LessonsJWTIntrospectShared: answers
                                      * the server's processes share; -1:
                                      * not set (global) */

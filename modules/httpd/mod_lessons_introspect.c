@@ -44,6 +44,9 @@
                                               * one is kept per process
                                               * only */
 #define LESSONS_INTROSPECT_KEPT        "mod_lessons-introspect"
+#define LESSONS_INTROSPECT_INFLIGHT    64    /* tokens asked about at once
+                                              * with one question each, per
+                                              * process; more ask alone */
 
 /* The shared table's memory and lock, made once per httpd run and kept
  * across restarts (as the key sets' are): a graceful restart keeps the
@@ -270,6 +273,7 @@ static apr_status_t lessons_introspect_md_free(void *md)
 void lessons_introspect_child_init(apr_pool_t *pchild, server_rec *s)
 {
     lessons_tokencache_t *cache = NULL;
+    lessons_inflight_t *inflight = NULL;
     EVP_MD *sha256 = NULL;
     server_rec *v;
     int i, any = 0;
@@ -299,6 +303,14 @@ void lessons_introspect_child_init(apr_pool_t *pchild, server_rec *s)
     if (any) {
         cache = lessons_tokencache_make(pchild, LESSONS_INTROSPECT_ENTRIES);
         lessons_introspect_share_open(pchild, s);
+        /* Without it each request asks for itself, as before. */
+        inflight = lessons_inflight_make(pchild, LESSONS_INTROSPECT_INFLIGHT);
+        if (!inflight) {
+            ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s, LESSONSLOG(00753)
+                         "introspection: this process cannot make its table "
+                         "of questions on their way; each request asks the "
+                         "provider for itself");
+        }
         /* Without it each digest fetches its own: slower, as safe. */
         sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
         if (sha256) {
@@ -313,6 +325,7 @@ void lessons_introspect_child_init(apr_pool_t *pchild, server_rec *s)
 
         sconf->introspected = cache;
         sconf->introspect_sha256 = sha256;
+        sconf->introspect_inflight = inflight;
     }
 }
 
@@ -321,6 +334,7 @@ typedef struct {
     request_rec *r;
     lessons_introspect_src *src;
     lessons_tokencache_t *cache;
+    lessons_inflight_t *inflight;   /* the process's, or NULL */
     const EVP_MD *sha256;           /* the process's, or NULL */
     struct lessons_introspect_share *share;     /* or NULL */
     long cache_max;                 /* seconds */
@@ -447,44 +461,17 @@ static void lessons_introspect_keep(lessons_introspect_ask_t *a,
     }
 }
 
-/* lessons_decide_introspect_fn: the process's cache, else the server's
- * shared table, else the provider.  An answer is kept while
- * lessons_introspect_cache_until says: decoded in this process (a hit
- * shares the object, read-only), as compact JSON in the table; the
- * entry's exp holds that time.  One endpoint and client may serve sections of
- * different LessonsJWTIntrospectCacheMax (one key): an answer is served
- * to a section only within its own bound from when it was had.
+/* The process's cache: an answer for key kept within this section's
+ * bound puts the reading in out; 1 then, else 0.
  */
-static int lessons_introspect_ask(void *baton, apr_pool_t *p,
-                                  const char *token, apr_int64_t now,
-                                  lessons_decide_introspection_t *out)
+static int lessons_introspect_cached(lessons_introspect_ask_t *a,
+                                     apr_pool_t *p, const unsigned char *key,
+                                     const char *name, apr_int64_t now,
+                                     lessons_decide_introspection_t *out)
 {
-    lessons_introspect_ask_t *a = baton;
-    lessons_introspect_src *src = a->src;
-    unsigned char key[LESSONS_INTROSPECT_KEY_LEN];
     lessons_tokencache_claims_t kept;
-    lessons_introspect_request_t req;
-    lessons_fetch_opts_t opts;
-    const char *name, *err, *why = NULL, *answer;
-    char *body = NULL;
-    apr_size_t len = 0, alen = 0;
-    apr_int64_t until, stored;
-    long status = 0;
     int got;
 
-    out->endpoint = lessons_introspect_endpoint(a, &why);
-    if (!out->endpoint) {
-        out->endpoint = src->issuer;
-        out->why = why;
-        return -1;
-    }
-    if (lessons_introspect_key(a->sha256, out->endpoint, src->client_id,
-                               token,
-                               strlen(token), key) != 0) {
-        out->why = "the token's digest could not be made";
-        return -1;
-    }
-    name = lessons_digest_hex(p, key, sizeof(key));
     memset(&kept, 0, sizeof(kept));
     got = lessons_tokencache_get(a->cache, p, key, name, strlen(name),
                                  (double)now, &kept);
@@ -495,25 +482,32 @@ static int lessons_introspect_ask(void *baton, apr_pool_t *p,
                   ? lessons_introspect_read(kept.parsed, &out->res)
                   : lessons_introspect_parse(p, kept.payload,
                                              kept.payload_len, &out->res);
-        return 0;
+        return 1;
     }
-    if (a->share && a->share->table) {
-        got = lessons_introshare_get(a->share->table, key, now, a->cache_max,
-                                     p, &answer, &alen, &until, &stored);
-        if (got < 0) {
-            lessons_introspect_share_failed(a);
-        }
-        else if (got > 0) {
-            ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, a->r, LESSONSLOG(00752)
-                          "introspection answer %.16s...: from the server's "
-                          "shared table, for %" APR_INT64_T_FMT " s more",
-                          name, until - now);
-            out->rc = lessons_introspect_parse(p, answer, alen, &out->res);
-            lessons_introspect_keep(a, key, name, answer, alen,
-                                    out->res.claims, now, stored, until, 0);
-            return 0;
-        }
-    }
+    return 0;
+}
+
+/* The provider's answer about token: read into out and kept while
+ * lessons_introspect_cache_until says (*kept then set).  0, or -1 with
+ * out->why.
+ */
+static int lessons_introspect_provider(lessons_introspect_ask_t *a,
+                                       apr_pool_t *p, const char *token,
+                                       const unsigned char *key,
+                                       const char *name, apr_int64_t now,
+                                       lessons_decide_introspection_t *out,
+                                       int *kept)
+{
+    lessons_introspect_src *src = a->src;
+    lessons_introspect_request_t req;
+    lessons_fetch_opts_t opts;
+    const char *err, *answer;
+    char *body = NULL;
+    apr_size_t len = 0, alen = 0;
+    apr_int64_t until;
+    long status = 0;
+
+    *kept = 0;
     err = lessons_introspect_request(p, token, strlen(token), src->client_id,
                                      src->secret, &req);
     if (err) {
@@ -557,9 +551,118 @@ static int lessons_introspect_ask(void *baton, apr_pool_t *p,
         if (answer) {
             lessons_introspect_keep(a, key, name, answer, alen,
                                     out->res.claims, now, now, until, 1);
+            *kept = 1;
         }
     }
     return 0;
+}
+
+/* Another request of this process may be asking about key now: wait for
+ * it (until this request's own bound on the provider's answer) and take
+ * how it went.  1: out holds the answer it kept; -1: its ask failed (out
+ * ->why), so does this one, without a burst at a provider that is down;
+ * 0: ask, leading where *slot >= 0 (land it).
+ */
+static int lessons_introspect_follow(lessons_introspect_ask_t *a,
+                                     apr_pool_t *p, const unsigned char *key,
+                                     const char *name, apr_int64_t now,
+                                     lessons_decide_introspection_t *out,
+                                     int *slot)
+{
+    apr_time_t deadline = apr_time_now()
+                          + apr_time_from_msec(LESSONS_INTROSPECT_TOTAL_MS);
+
+    switch (lessons_inflight_join(a->inflight, key, deadline, slot)) {
+    case LESSONS_INFLIGHT_KEPT:
+        if (lessons_introspect_cached(a, p, key, name, now, out)) {
+            ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, a->r, LESSONSLOG(00754)
+                          "introspection answer %.16s...: the one another "
+                          "request of this process just had", name);
+            return 1;
+        }
+        /* Gone from the cache meanwhile, or past this section's bound. */
+        return 0;
+    case LESSONS_INFLIGHT_FAILED:
+        out->why = "another request asking about the same token at the "
+                   "same time had no answer";
+        return -1;
+    case LESSONS_INFLIGHT_LATE:
+        out->why = apr_psprintf(p, "another request asking about the same "
+                                "token had no answer within %d ms",
+                                LESSONS_INTROSPECT_TOTAL_MS);
+        return -1;
+    default:
+        return 0;
+    }
+}
+
+/* lessons_decide_introspect_fn: the process's cache, else the server's
+ * shared table, else the provider, asked once at a time per token in
+ * this process (lessons_inflight).  An answer is kept while
+ * lessons_introspect_cache_until says: decoded in this process (a hit
+ * shares the object, read-only), as compact JSON in the table; the
+ * entry's exp holds that time.  One endpoint and client may serve
+ * sections of different LessonsJWTIntrospectCacheMax (one key): an
+ * answer is served to a section only within its own bound from when it
+ * was had.
+ */
+static int lessons_introspect_ask(void *baton, apr_pool_t *p,
+                                  const char *token, apr_int64_t now,
+                                  lessons_decide_introspection_t *out)
+{
+    lessons_introspect_ask_t *a = baton;
+    lessons_introspect_src *src = a->src;
+    unsigned char key[LESSONS_INTROSPECT_KEY_LEN];
+    const char *name, *why = NULL, *answer;
+    apr_size_t alen = 0;
+    apr_int64_t until, stored;
+    int got, rc, kept, slot = -1;
+
+    out->endpoint = lessons_introspect_endpoint(a, &why);
+    if (!out->endpoint) {
+        out->endpoint = src->issuer;
+        out->why = why;
+        return -1;
+    }
+    if (lessons_introspect_key(a->sha256, out->endpoint, src->client_id,
+                               token,
+                               strlen(token), key) != 0) {
+        out->why = "the token's digest could not be made";
+        return -1;
+    }
+    name = lessons_digest_hex(p, key, sizeof(key));
+    if (lessons_introspect_cached(a, p, key, name, now, out)) {
+        return 0;
+    }
+    if (a->share && a->share->table) {
+        got = lessons_introshare_get(a->share->table, key, now, a->cache_max,
+                                     p, &answer, &alen, &until, &stored);
+        if (got < 0) {
+            lessons_introspect_share_failed(a);
+        }
+        else if (got > 0) {
+            ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, a->r, LESSONSLOG(00752)
+                          "introspection answer %.16s...: from the server's "
+                          "shared table, for %" APR_INT64_T_FMT " s more",
+                          name, until - now);
+            out->rc = lessons_introspect_parse(p, answer, alen, &out->res);
+            lessons_introspect_keep(a, key, name, answer, alen,
+                                    out->res.claims, now, stored, until, 0);
+            return 0;
+        }
+    }
+    rc = lessons_introspect_follow(a, p, key, name, now, out, &slot);
+    if (rc != 0) {
+        return rc > 0 ? 0 : -1;
+    }
+    rc = lessons_introspect_provider(a, p, token, key, name, now, out, &kept);
+    if (slot >= 0) {
+        lessons_inflight_land(a->inflight, slot,
+                              rc != 0 ? LESSONS_INFLIGHT_FAILED
+                              : kept ? LESSONS_INFLIGHT_KEPT
+                              : LESSONS_INFLIGHT_ALONE);
+    }
+    return rc;
 }
 
 /* Where the merged section introspects, the gate's question. */
@@ -578,6 +681,7 @@ void lessons_introspect_policy(request_rec *r, const lessons_dir_conf *conf,
     a->src = conf->introspect;
     a->cache = sconf->introspected;
     a->sha256 = sconf->introspect_sha256;
+    a->inflight = sconf->introspect_inflight;
     a->share = sconf->introspect_share;
     a->cache_max = conf->introspect_cache_max > 0
                    ? conf->introspect_cache_max

@@ -7,7 +7,9 @@
 #   - an active opaque token: 200; its request is a form POST with
 #     token_type_hint=access_token and the client's id and secret;
 #   - inactive (unknown, revoked): 401 invalid_token;
-#   - answers are reused: a second request asks nothing; a revocation is
+#   - answers are reused: a second request asks nothing; K requests at
+#     once with one new token ask once (all 200), and with the provider
+#     failing, once too (all 503 with Retry-After); a revocation is
 #     seen once LessonsJWTIntrospectCacheMax has passed, not before, also
 #     where another section of the same endpoint kept the answer longer;
 #   - the provider stopped, too slow, or answering what cannot be used
@@ -40,6 +42,7 @@ use lib "$FindBin::Bin/../lib";
 use Apache::Test qw(-withtestmore);
 use File::Temp ();
 use IO::Socket::INET;
+use POSIX ();
 use JSON::PP ();
 use Time::HiRes qw(time sleep);
 use LessonsTest;
@@ -59,7 +62,7 @@ sub opaque {
     return control(POST => '/opaque' . ($realm ? "?realm=$realm" : ''),
                    { claims => $claims // {} })->{token};
 }
-for my $name (qw(far wrong)) {
+for my $name (qw(far wrong flight)) {
     control(POST => '/realms', { name => $name });
 }
 # The far realm's metadata names an endpoint on another origin (the
@@ -111,6 +114,14 @@ LogLevel info
     LessonsJWTIssuer $ISS/realms/far
     LessonsJWTIntrospect discover
     $CLIENT
+    $CA
+</Location>
+# Its own realm, so that its counts are its own (see "one question").
+<Location "/flight/api/lessons">
+    SetHandler lessons
+    LessonsJWTIntrospect $ISS/realms/flight/introspect
+    $CLIENT
+    LessonsJWTIntrospectCacheMax 3600
     $CA
 </Location>
 <Location "/wrong/api/lessons">
@@ -255,6 +266,83 @@ like error_log(), qr/LESSONS00740: .*says the token is not active/,
     }
     control(POST => '/introspection', {});
     is get('/op/api/lessons', opaque())->code, 200, 'the provider answering again: 200';
+}
+
+# ---- one question per token at a time, per process ----------------------
+# K requests with $token, each connected first, then all sent at once (a
+# pipe opens the gate): the server meets them together.  "code
+# retry-after" of each.
+sub burst {
+    my ($path, $token, $k) = @_;
+    pipe(my $gate, my $open) or die "pipe: $!";
+    my @kids;
+    for (1 .. $k) {
+        pipe(my $r, my $w) or die "pipe: $!";
+        my $pid = fork // die "fork: $!";
+        if (!$pid) {
+            close $r;
+            close $open;
+            my $sock = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port",
+                                             Timeout => 60);
+            sysread $gate, my $byte, 1;
+            my $line = '0 -';
+            if ($sock) {
+                print $sock "GET $path HTTP/1.0\r\nHost: 127.0.0.1:$port\r\n"
+                    . "Authorization: Bearer $token\r\n\r\n";
+                local $/;
+                my $text = <$sock> // '';
+                my ($code) = $text =~ m{\AHTTP/1\.\d (\d{3})};
+                my ($retry) = $text =~ /^Retry-After: *(\S+)/mi;
+                $line = join ' ', $code // 0, $retry // '-';
+            }
+            print $w "$line\n";
+            close $w;
+            POSIX::_exit(0);
+        }
+        close $w;
+        push @kids, [ $pid, $r ];
+    }
+    close $gate;
+    syswrite $open, 'x' x $k;
+    close $open;
+    my @out;
+    for my $kid (@kids) {
+        my $line = readline($kid->[1]) // '0 -';
+        waitpid $kid->[0], 0;
+        chomp $line;
+        push @out, $line;
+    }
+    return @out;
+}
+# The provider (its own realm: no answer of a test above, delayed, is
+# counted here) answers after 2 s, so that the K requests are all on
+# their way while the first is asked about, however busy the machine
+# (what is counted is the asks, not how long anything took).
+{
+    my $K = 8;
+    my $asked = sub { state_of('flight')->{introspect_requests} // 0 };
+    my $tok = opaque(undef, 'flight');
+    control(POST => '/introspection?realm=flight', { delay_ms => 2000 });
+    my $before = $asked->();
+    my @got = burst('/flight/api/lessons', $tok, $K);
+    is scalar(grep { /\A200 / } @got), $K,
+        "$K requests at once with one new token: all 200"
+        or diag join(', ', @got), "\n", error_log();
+    is $asked->(), $before + 1, '... and the provider was asked once';
+
+    my $down = opaque(undef, 'flight');
+    control(POST => '/introspection?realm=flight',
+            { status => 503, delay_ms => 2000 });
+    $before = $asked->();
+    @got = burst('/flight/api/lessons', $down, $K);
+    is scalar(grep { /\A503 \d+\z/ } @got), $K,
+        "the provider failing: all $K at once 503 with Retry-After"
+        or diag join(', ', @got);
+    is $asked->(), $before + 1,
+        '... and the provider was asked once, not once each';
+    control(POST => '/introspection?realm=flight', {});
+    is get('/flight/api/lessons', $down)->code, 200,
+        '... answering again: 200 (a failure is not kept)';
 }
 
 # ---- an endpoint on another origin: refused ----------------------------
