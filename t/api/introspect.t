@@ -119,6 +119,7 @@ LogLevel info
 # Its own realm, so that its counts are its own (see "one question").
 <Location "/flight/api/lessons">
     SetHandler lessons
+    LogLevel info lessons:debug
     LessonsJWTIntrospect $ISS/realms/flight/introspect
     $CLIENT
     LessonsJWTIntrospectCacheMax 3600
@@ -329,6 +330,8 @@ sub burst {
         "$K requests at once with one new token: all 200"
         or diag join(', ', @got), "\n", error_log();
     is $asked->(), $before + 1, '... and the provider was asked once';
+    like error_log(), qr/LESSONS00754: introspection answer [0-9a-f]{16}\.\.\.: the one another request of this process just had/,
+        '... the others took its answer (logged at debug)';
 
     my $down = opaque(undef, 'flight');
     control(POST => '/introspection?realm=flight',
