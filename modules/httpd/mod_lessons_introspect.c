@@ -21,6 +21,11 @@
  * its lock could not be had: logged once) each process keeps only its
  * own.  An entry is keyed by SHA-256 of the endpoint, the client and the
  * token: the token itself is neither a key nor kept, nor logged.
+ *
+ * Where neither has an answer, the provider is asked once per token at a
+ * time in a process (lessons_inflight, made in child_init): requests that
+ * bring the token meanwhile wait for that answer and take it from the
+ * process's cache, or fail as it failed, rather than each asking.
  */
 
 #include "httpd/mod_lessons.h"
