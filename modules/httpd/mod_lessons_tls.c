@@ -41,15 +41,23 @@ typedef int lessons_ssl_pre_handshake_t(conn_rec *c, SSL *ssl,
  * only while mod_ssl says the connection is TLS, ap_ssl_conn_is_ssl).
  * On the connection a request arrives on (the TLS connection itself, or
  * an HTTP/2 stream's secondary connection, used by one thread at a
- * time), cert is the certificate hashed last, held by a reference of
- * ours, and x5t its thumbprint: while we hold it the X509 cannot be freed
- * and its address given to another, so the same pointer is the same
- * certificate, and another pointer (a TLS 1.2 renegotiation, TLS 1.3
- * post-handshake authentication) is hashed again.
+ * time), x5t is the thumbprint taken last, and what it was taken of:
+ * - cert, where we have the SSL: the certificate, held by a reference
+ *   of ours: while we hold it the X509 cannot be freed and its address
+ *   given to another, so the same pointer is the same certificate, and
+ *   another pointer (a TLS 1.2 renegotiation, TLS 1.3 post-handshake
+ *   authentication) is hashed again;
+ * - pem, where we have none: SSL_CLIENT_CERT's text, compared whole, so
+ *   that a certificate that changes under the connection is hashed
+ *   afresh.
+ * At most one of the two is set.
  */
 typedef struct {
     SSL *ssl;                       /* NULL: mod_ssl's hook did not run */
-    X509 *cert;                     /* NULL: nothing hashed yet */
+    X509 *cert;                     /* NULL: no certificate hashed */
+    char *pem;                      /* NUL-terminated; NULL: none hashed */
+    apr_size_t pem_len;
+    apr_size_t pem_room;            /* bytes pem can hold, NUL included */
     char x5t[LESSONS_CERTBIND_X5T_LEN];
 } lessons_tls_conn_t;
 
@@ -149,6 +157,7 @@ static const char *lessons_tls_x5t_of_ssl(request_rec *r, SSL *ssl,
     changed = m->cert != NULL;
     X509_free(m->cert);
     m->cert = X509_up_ref(cert) == 1 ? cert : NULL;
+    m->pem_len = 0;
     memcpy(m->x5t, x5t, sizeof(x5t));
     if (changed) {
         ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, LESSONSLOG(00729)
@@ -159,46 +168,31 @@ static const char *lessons_tls_x5t_of_ssl(request_rec *r, SSL *ssl,
     return apr_pstrdup(r->pool, x5t);
 }
 
-/* Where we have no SSL: the certificate as mod_ssl (or another TLS
- * module answering ap_ssl_var_lookup) writes it, SSL_CLIENT_CERT, and its
- * thumbprint kept for the next request on the connection (in the
- * connection's pool: one thread at a time uses a connection, an HTTP/2
- * stream's included).  Keyed by the whole PEM: a certificate that changes
- * under the connection is another PEM and is hashed afresh.
+/* Where we have no SSL: the thumbprint of the certificate as mod_ssl
+ * (or another TLS module answering ap_ssl_var_lookup) writes it,
+ * SSL_CLIENT_CERT, from the connection's memo when it is the same text.
  */
-#define LESSONS_X5T_MEMO "lessons-client-x5t"
-
-typedef struct {
-    char *pem;                      /* NUL-terminated; NULL: none yet */
-    apr_size_t len;
-    apr_size_t room;                /* bytes pem can hold, NUL included */
-    char x5t[LESSONS_CERTBIND_X5T_LEN];
-} lessons_x5t_memo_t;
-
 static const char *lessons_x5t_of(conn_rec *c, const char *pem,
                                   apr_size_t len)
 {
-    lessons_x5t_memo_t *m = NULL;
+    lessons_tls_conn_t *m = lessons_tls_conn(c);
     char x5t[LESSONS_CERTBIND_X5T_LEN];
 
-    apr_pool_userdata_get((void **)&m, LESSONS_X5T_MEMO, c->pool);
-    if (m && m->pem && m->len == len && memcmp(m->pem, pem, len) == 0) {
+    if (m->pem && m->pem_len == len && memcmp(m->pem, pem, len) == 0) {
         return m->x5t;
     }
     if (lessons_certbind_thumbprint(pem, len, x5t) != 0) {
         return NULL;
     }
-    if (!m) {
-        m = apr_pcalloc(c->pool, sizeof(*m));
-        apr_pool_userdata_setn(m, LESSONS_X5T_MEMO, NULL, c->pool);
-    }
-    if (m->room <= len) {
-        m->room = len + 1;
-        m->pem = apr_palloc(c->pool, m->room);
+    if (m->pem_room <= len) {
+        m->pem_room = len + 1;
+        m->pem = apr_palloc(c->pool, m->pem_room);
     }
     memcpy(m->pem, pem, len);
     m->pem[len] = '\0';
-    m->len = len;
+    m->pem_len = len;
+    X509_free(m->cert);
+    m->cert = NULL;
     memcpy(m->x5t, x5t, sizeof(x5t));
     return m->x5t;
 }
