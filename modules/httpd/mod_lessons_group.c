@@ -254,15 +254,20 @@ static int lessons_write_lead(lessons_ctx *c, lessons_srv_conf *sconf,
     memset(&lead, 0, sizeof(lead));
     lead.c = c;
     lead.kind = kind;
-    lessons_lead_jobs(&lead, r->pool, run);
     done = lessons_dbd_open(c);
     if (done == DECLINED
         && lessons_writes_group(sconf, lessons_engine_of(c->db.driver))
-        && lessons_lead_ready(&lead)
         && (done = lessons_dbd_write_begin(c)) == DECLINED) {
-        if (lessons_group_shares(lead.n, lessons_store_batch_max(&c->db),
-                                 c->deadline, lessons_lead_send, &lead,
-                                 &sent) == LESSONS_SHARE_LATE
+        /* The turn to write may have been long in coming (SQLite's
+         * writers take turns across processes): what queued meanwhile
+         * goes in this commit.
+         */
+        lessons_group_top_up(group, run);
+        lessons_lead_jobs(&lead, r->pool, run);
+        if (lessons_lead_ready(&lead)
+            && lessons_group_shares(lead.n, lessons_store_batch_max(&c->db),
+                                    c->deadline, lessons_lead_send, &lead,
+                                    &sent) == LESSONS_SHARE_LATE
             && sent < lead.n) {
             ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, LESSONSLOG(00313)
                           "a group commit of %d %s was not sent, each is "

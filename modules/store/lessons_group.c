@@ -54,30 +54,40 @@ static void lessons_group_unqueue(lessons_group_t *g,
     item->next = NULL;
 }
 
-/* Lead: item (the oldest), then those behind it, up to max. */
-static lessons_group_item_t *lessons_group_take(lessons_group_t *g,
-                                                lessons_group_item_t *item)
+/* Move jobs from the queue's head to the end of a run of n whose last
+ * is last, up to max in all; the run's new length.
+ */
+static int lessons_group_append(lessons_group_t *g,
+                                lessons_group_item_t *last, int n)
 {
-    lessons_group_item_t *last = item;
-    int n = 1;
+    int added = 0;
 
-    lessons_group_unqueue(g, item);
-    item->state = TAKEN;
-    while (g->head && n < g->max) {
+    while (g->head && n + added < g->max) {
         lessons_group_item_t *next = g->head;
 
         lessons_group_unqueue(g, next);
         next->state = TAKEN;
         last->next = next;
         last = next;
-        n++;
+        added++;
     }
+    g->jobs += added;
+    if (n + added > g->largest) {
+        g->largest = n + added;
+    }
+    return n + added;
+}
+
+/* Lead: item (the oldest), then those behind it, up to max. */
+static lessons_group_item_t *lessons_group_take(lessons_group_t *g,
+                                                lessons_group_item_t *item)
+{
+    lessons_group_unqueue(g, item);
+    item->state = TAKEN;
     g->leading = 1;
     g->runs++;
-    g->jobs += n;
-    if (n > g->largest) {
-        g->largest = n;
-    }
+    g->jobs++;
+    lessons_group_append(g, item, 1);
     return item;
 }
 
@@ -129,6 +139,21 @@ lessons_group_e lessons_group_join(lessons_group_t *g,
     }
     apr_thread_mutex_unlock(g->mutex);
     return rc;
+}
+
+int lessons_group_top_up(lessons_group_t *g, lessons_group_item_t *run)
+{
+    lessons_group_item_t *last = run;
+    int n = 1;
+
+    apr_thread_mutex_lock(g->mutex);
+    while (last->next) {
+        last = last->next;
+        n++;
+    }
+    n = lessons_group_append(g, last, n);
+    apr_thread_mutex_unlock(g->mutex);
+    return n;
 }
 
 void lessons_group_done(lessons_group_t *g, lessons_group_item_t *run)

@@ -4,9 +4,11 @@
  * thread with a write to make queues it; when no other thread is
  * writing for the group and its write is the oldest queued, it leads: it
  * takes its own write and those queued behind it (at most max) and runs
- * them in one transaction, while the others wait.  Writes that queue while a transaction commits go in the
- * next one, so one commit (one fsync) answers many requests, and each is
- * answered only after the commit that holds it.
+ * them in one transaction, while the others wait; when its turn to write
+ * comes it takes those that queued meanwhile too.  Writes that queue
+ * while a transaction commits go in the next one, so one commit (one
+ * fsync) answers many requests, and each is answered only after the
+ * commit that holds it.
  *
  * The group only hands work around; what a write is and how it is run
  * is the caller's (lessons_store_create_many, lessons_store_update_many).
@@ -48,6 +50,13 @@ lessons_group_e lessons_group_join(lessons_group_t *g,
                                    lessons_group_item_t *item,
                                    apr_time_t deadline,
                                    lessons_group_item_t **run);
+
+/* The leader, its turn to write come (it may have waited for it): add
+ * to run the jobs that queued since it took the run, up to max, so that
+ * they go in this commit rather than wait for the next.  Returns the
+ * run's length.
+ */
+int lessons_group_top_up(lessons_group_t *g, lessons_group_item_t *run);
 
 /* The leader has run (or given up on) the jobs of run: wake their
  * threads, and let the next leader take what queued meanwhile.

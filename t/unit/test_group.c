@@ -3,7 +3,8 @@
  * test_group.c: lessons_group -- a job queued while a run is under way
  * goes in the next run, led by the oldest, which takes its own job
  * first and then the others in queue order; a run takes at most max; a queued job leaves at its
- * deadline and is never run after; a taken job's thread waits for the
+ * deadline and is never run after; a leader whose turn to write comes
+ * takes what queued meanwhile; a taken job's thread waits for the
  * run past its deadline; a leader's run goes in few shares of even
  * sizes, and none after one that lost its connection or its time.
  */
@@ -165,25 +166,41 @@ static void test_alone_leads(void **state)
     expect_stats(g, 2, 2, 1);
 }
 
-/* Jobs 2, 3 and 4 queue, in that order, while run 1 (this thread's) is
- * under way; then run 1 ends and they run as the group lets them.
+/* Jobs 2 to n + 1 queue, in that order, while run 1 (this thread's) is
+ * under way; if top_up, run 1 then takes what it can of them
+ * (lessons_group_top_up), and must hold top_up jobs, in queue order;
+ * then run 1 ends and the rest run as the group lets them.
  */
-static void three_queue_behind_run_one(lessons_group_t *g, joiner_t j[3])
+static void queue_behind_run_one(lessons_group_t *g, joiner_t *j, int n,
+                                 int top_up)
 {
-    lessons_group_item_t *run;
+    lessons_group_item_t *run, *item;
     joiner_t me;
-    apr_thread_t *t[3];
+    apr_thread_t *t[4];
     int i;
 
+    assert_true(n <= 4);
     lead_alone(g, &me, &run);
-    for (i = 0; i < 3; i++) {
+    for (i = 0; i < n; i++) {
         t[i] = start(&j[i], g, i + 2, SOON(5000));
         until_waiting(g, i + 1);
     }
+    if (top_up) {
+        assert_int_equal(lessons_group_top_up(g, run), top_up);
+        for (item = run, i = 0; item; item = item->next, i++) {
+            assert_int_equal(((job_t *)item->job)->name, i + 1);
+        }
+        assert_int_equal(i, top_up);
+    }
     run_all(&me, run);
-    for (i = 0; i < 3; i++) {
+    for (i = 0; i < n; i++) {
         join_thread(t[i]);
     }
+}
+
+static void three_queue_behind_run_one(lessons_group_t *g, joiner_t j[3])
+{
+    queue_behind_run_one(g, j, 3, 0);
 }
 
 /* 2, the oldest, leads the next run, which holds all three in the order
@@ -226,6 +243,57 @@ static void test_a_run_takes_at_most_max(void **state)
     assert_int_equal(j[2].job.ran_by, 4);
     assert_int_equal(j[2].how, LESSONS_GROUP_LEAD);
     expect_stats(g, 3, 4, 2);
+}
+
+/* The leader tops its run up when its turn to write comes: jobs 2 and 3,
+ * queued after it took its run of one, go in its commit, in queue order,
+ * and their threads are told DONE; with max 2 only job 2 does, and job 3
+ * leads the next run.
+ */
+static void test_leader_tops_up_its_run(void **state)
+{
+    lessons_group_t *g = lessons_group_make(pool, 8);
+    joiner_t j[2];
+    int k;
+
+    (void)state;
+    queue_behind_run_one(g, j, 2, 3);
+    for (k = 0; k < 2; k++) {
+        assert_int_equal(j[k].how, LESSONS_GROUP_DONE);
+        assert_int_equal(j[k].job.ran_by, 1);
+        assert_int_equal(j[k].job.run_size, 3);
+    }
+    expect_stats(g, 1, 3, 3);
+}
+
+static void test_top_up_takes_at_most_max(void **state)
+{
+    lessons_group_t *g = lessons_group_make(pool, 2);
+    joiner_t j[2];
+
+    (void)state;
+    queue_behind_run_one(g, j, 2, 2);
+    assert_int_equal(j[0].how, LESSONS_GROUP_DONE);
+    assert_int_equal(j[0].job.ran_by, 1);
+    assert_int_equal(j[1].how, LESSONS_GROUP_LEAD);
+    assert_int_equal(j[1].job.ran_by, 3);
+    assert_int_equal(j[1].job.run_size, 1);
+    expect_stats(g, 2, 3, 2);
+}
+
+/* Nothing queued: the run stays as it was. */
+static void test_top_up_of_nothing(void **state)
+{
+    lessons_group_t *g = lessons_group_make(pool, 8);
+    lessons_group_item_t *run;
+    joiner_t me;
+
+    (void)state;
+    lead_alone(g, &me, &run);
+    assert_int_equal(lessons_group_top_up(g, run), 1);
+    assert_null(run->next);
+    run_all(&me, run);
+    expect_stats(g, 1, 1, 1);
 }
 
 /* A job still queued at its deadline leaves, and no later run takes it. */
@@ -412,6 +480,9 @@ int main(void)
         cmocka_unit_test(test_alone_leads),
         cmocka_unit_test(test_those_who_queue_meanwhile_share_a_run),
         cmocka_unit_test(test_a_run_takes_at_most_max),
+        cmocka_unit_test(test_leader_tops_up_its_run),
+        cmocka_unit_test(test_top_up_takes_at_most_max),
+        cmocka_unit_test(test_top_up_of_nothing),
         cmocka_unit_test(test_queued_job_leaves_at_its_deadline),
         cmocka_unit_test(test_taken_job_waits_past_its_deadline),
         cmocka_unit_test(test_shares_are_few_and_even),
