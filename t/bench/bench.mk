@@ -10,6 +10,9 @@
 #                              rows (t/bench/token-rows.sh), on the first
 #                              database; prints the report, writes it only
 #                              to BENCH_OUT
+#   make bench BENCH_ONLY=shipped only the shipped-configuration rows, on
+#                              each database; printed as for tokens
+#   BENCH_ROUNDS=N              N alternating rounds instead of 3
 # It installs what it needs first (t/tools/deps.sh bench: wrk, siege,
 # valgrind, curl, the PostgreSQL server binaries and pgbench), builds the
 # module and, where node and npm are, the test provider's modules (make
@@ -31,7 +34,7 @@ bench: bench-deps
 	        || echo "bench: make idp-deps failed: the introspected row will be skipped" >&2; \
 	fi
 	@MODULE='$(CURDIR)/$(MODULE)' HTTPD='$(HTTPD)' BENCH_QUICK='$(BENCH_QUICK)' BENCH_ONLY='$(BENCH_ONLY)' \
-	    BENCH_COMMAND='make bench$(if $(BENCH_QUICK), BENCH_QUICK=$(BENCH_QUICK))$(if $(BENCH_DBS), BENCH_DBS="$(BENCH_DBS)")$(if $(BENCH_ONLY), BENCH_ONLY=$(BENCH_ONLY))' \
+	    BENCH_COMMAND='make bench$(if $(BENCH_QUICK), BENCH_QUICK=$(BENCH_QUICK))$(if $(BENCH_DBS), BENCH_DBS="$(BENCH_DBS)")$(if $(BENCH_ONLY), BENCH_ONLY=$(BENCH_ONLY))$(if $(BENCH_ROUNDS), BENCH_ROUNDS=$(BENCH_ROUNDS))' \
 	    t/bench/bench.sh
 
 # make auth-cost: the token gate's cost per request by where the key comes

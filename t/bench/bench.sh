@@ -20,6 +20,10 @@
 #   BENCH_ONLY=tokens    only the token rows (below), on the first of
 #                 BENCH_DBS; the report is printed, and written only to
 #                 BENCH_OUT when that is given (never over the full run's)
+#   BENCH_ONLY=shipped   only the shipped-configuration rows (GETs, then
+#                 writes), on each of BENCH_DBS; printed as for tokens
+#   BENCH_ROUNDS=N       N alternating rounds instead of 3 (or 1 quick):
+#                 more rounds, steadier medians on a noisy machine
 #
 # Per database, in this order: load t/bench/bench-lessons.sql; start httpd
 # (event MPM, t/bench/httpd.conf) on a free 127.0.0.1 port; save each GET
@@ -54,6 +58,11 @@ if [ -n "${BENCH_QUICK:-}" ] && [ "${BENCH_QUICK}" != 0 ]; then
 else
     QUICK=""; ROUNDS=3; DUR=3; CG_N=100; RSS_N=200000; RSS_WARM=10000
 fi
+case "${BENCH_ROUNDS:-}" in
+    "") ;;
+    [1-9]|[1-9][0-9]) ROUNDS=$BENCH_ROUNDS ;;
+    *) printf 'bench: BENCH_ROUNDS: %s is not a number of rounds (1-99)\n' "$BENCH_ROUNDS" >&2; exit 1 ;;
+esac
 CG_WARM=20
 CONNS=32
 LESSON_ID=42                      # "by id": a B1 lesson
@@ -66,7 +75,8 @@ ONLY=${BENCH_ONLY:-}
 case "$ONLY" in
     "") ;;
     tokens) DBS=${DBS%% *}; OUT=${BENCH_OUT:-} ;;
-    *) die "BENCH_ONLY: unknown rows $ONLY (tokens)" ;;
+    shipped) OUT=${BENCH_OUT:-} ;;
+    *) die "BENCH_ONLY: unknown rows $ONLY (tokens or shipped)" ;;
 esac
 # The "at MaxRequestWorkers" rows: as many clients as the server has
 # workers (t/bench/httpd.conf), where a shedding gate would show.
@@ -968,9 +978,15 @@ for DRIVER in $DBS; do
     start_httpd
     capture "$DRIVER"
     if [ -n "$ONLY" ]; then
-        # The driver of the token rows alone (BENCH_ONLY=tokens).
+        # The driver of the token rows alone (BENCH_ONLY=tokens), or
+        # the shipped server's rows alone (BENCH_ONLY=shipped).
         stop_httpd
-        token_phase "$DRIVER"
+        if [ "$ONLY" = shipped ]; then
+            shipped_phase "$DRIVER"
+            shipped_writes "$DRIVER"
+        else
+            token_phase "$DRIVER"
+        fi
         [ "$DRIVER" != pgsql ] || stop_pgsql
         meta "$DRIVER" seconds $(( $(date +%s) - DB_START ))
         continue
