@@ -12,6 +12,7 @@
 #                              to BENCH_OUT
 #   make bench BENCH_ONLY=shipped only the shipped-configuration rows, on
 #                              each database; printed as for tokens
+#                              (BENCH_ONLY=shipped-writes: the writes only)
 #   BENCH_ROUNDS=N              N alternating rounds instead of 3
 # It installs what it needs first (t/tools/deps.sh bench: wrk, siege,
 # valgrind, curl, the PostgreSQL server binaries and pgbench), builds the

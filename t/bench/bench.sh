@@ -21,7 +21,8 @@
 #                 BENCH_DBS; the report is printed, and written only to
 #                 BENCH_OUT when that is given (never over the full run's)
 #   BENCH_ONLY=shipped   only the shipped-configuration rows (GETs, then
-#                 writes), on each of BENCH_DBS; printed as for tokens
+#                 writes), on each of BENCH_DBS; printed as for tokens;
+#                 BENCH_ONLY=shipped-writes only their write rows
 #   BENCH_ROUNDS=N       N alternating rounds instead of 3 (or 1 quick):
 #                 more rounds, steadier medians on a noisy machine
 #
@@ -75,8 +76,8 @@ ONLY=${BENCH_ONLY:-}
 case "$ONLY" in
     "") ;;
     tokens) DBS=${DBS%% *}; OUT=${BENCH_OUT:-} ;;
-    shipped) OUT=${BENCH_OUT:-} ;;
-    *) die "BENCH_ONLY: unknown rows $ONLY (tokens or shipped)" ;;
+    shipped|shipped-writes) OUT=${BENCH_OUT:-} ;;
+    *) die "BENCH_ONLY: unknown rows $ONLY (tokens, shipped or shipped-writes)" ;;
 esac
 # The "at MaxRequestWorkers" rows: as many clients as the server has
 # workers (t/bench/httpd.conf), where a shedding gate would show.
@@ -981,8 +982,12 @@ for DRIVER in $DBS; do
         # The driver of the token rows alone (BENCH_ONLY=tokens), or
         # the shipped server's rows alone (BENCH_ONLY=shipped).
         stop_httpd
-        if [ "$ONLY" = shipped ]; then
-            shipped_phase "$DRIVER"
+        if [ "$ONLY" != tokens ]; then
+            if [ "$ONLY" = shipped ]; then
+                shipped_phase "$DRIVER"
+            else
+                shipped_setup "$DRIVER"
+            fi
             shipped_writes "$DRIVER"
         else
             token_phase "$DRIVER"
