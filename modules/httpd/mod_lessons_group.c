@@ -258,13 +258,11 @@ static int lessons_write_lead(lessons_ctx *c, lessons_srv_conf *sconf,
     if (done == DECLINED
         && lessons_writes_group(sconf, lessons_engine_of(c->db.driver))
         && (done = lessons_dbd_write_begin(c)) == DECLINED) {
-        /* Where writers take turns (SQLite, across processes), the turn
-         * may have been long in coming: what queued meanwhile goes in
-         * this commit.
+        /* The pooled connection, and where writers take turns (SQLite,
+         * across processes) the turn, may have been long in coming: what
+         * queued meanwhile goes in this commit.
          */
-        if (c->writing) {
-            lessons_group_top_up(group, run);
-        }
+        lessons_group_top_up(group, run);
         lessons_lead_jobs(&lead, r->pool, run);
         if (lessons_lead_ready(&lead)
             && lessons_group_shares(lead.n, lessons_store_batch_max(&c->db),
