@@ -979,19 +979,13 @@ for DRIVER in $DBS; do
     start_httpd
     capture "$DRIVER"
     if [ -n "$ONLY" ]; then
-        # The driver of the token rows alone (BENCH_ONLY=tokens), or
-        # the shipped server's rows alone (BENCH_ONLY=shipped).
+        # The driver of one part alone (BENCH_ONLY).
         stop_httpd
-        if [ "$ONLY" != tokens ]; then
-            if [ "$ONLY" = shipped ]; then
-                shipped_phase "$DRIVER"
-            else
-                shipped_setup "$DRIVER"
-            fi
-            shipped_writes "$DRIVER"
-        else
-            token_phase "$DRIVER"
-        fi
+        case "$ONLY" in
+            tokens) token_phase "$DRIVER" ;;
+            shipped) shipped_phase "$DRIVER"; shipped_writes "$DRIVER" ;;
+            shipped-writes) shipped_setup "$DRIVER"; shipped_writes "$DRIVER" ;;
+        esac
         [ "$DRIVER" != pgsql ] || stop_pgsql
         meta "$DRIVER" seconds $(( $(date +%s) - DB_START ))
         continue
