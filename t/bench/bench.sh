@@ -59,11 +59,6 @@ if [ -n "${BENCH_QUICK:-}" ] && [ "${BENCH_QUICK}" != 0 ]; then
 else
     QUICK=""; ROUNDS=3; DUR=3; CG_N=100; RSS_N=200000; RSS_WARM=10000
 fi
-case "${BENCH_ROUNDS:-}" in
-    "") ;;
-    [1-9]|[1-9][0-9]) ROUNDS=$BENCH_ROUNDS ;;
-    *) printf 'bench: BENCH_ROUNDS: %s is not a number of rounds (1-99)\n' "$BENCH_ROUNDS" >&2; exit 1 ;;
-esac
 CG_WARM=20
 CONNS=32
 LESSON_ID=42                      # "by id": a B1 lesson
@@ -78,6 +73,11 @@ case "$ONLY" in
     tokens) DBS=${DBS%% *}; OUT=${BENCH_OUT:-} ;;
     shipped|shipped-writes) OUT=${BENCH_OUT:-} ;;
     *) die "BENCH_ONLY: unknown rows $ONLY (tokens, shipped or shipped-writes)" ;;
+esac
+case "${BENCH_ROUNDS:-}" in
+    "") ;;
+    [1-9]|[1-9][0-9]) ROUNDS=$BENCH_ROUNDS ;;
+    *) die "BENCH_ROUNDS: $BENCH_ROUNDS is not a number of rounds (1-99)" ;;
 esac
 # The "at MaxRequestWorkers" rows: as many clients as the server has
 # workers (t/bench/httpd.conf), where a shedding gate would show.
