@@ -615,6 +615,7 @@ const char *lessons_tls_client_x5t(void *baton);
 typedef struct lessons_keys_src lessons_keys_src;
 lessons_keys_src *lessons_keys_src_get(cmd_parms *cmd, const char *url,
                                        int discover);
+void lessons_keys_share_alike(apr_pool_t *pconf, apr_array_header_t *list);
 apr_array_header_t *lessons_keys_metrics(apr_pool_t *p,
                                          apr_array_header_t *sources,
                                          lessons_metrics_t *m);

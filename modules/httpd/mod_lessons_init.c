@@ -560,6 +560,7 @@ int lessons_post_config(apr_pool_t *pconf, apr_pool_t *plog,
     metrics = ap_state_query(AP_SQ_MAIN_STATE) != AP_SQ_MS_CREATE_PRE_CONFIG
               ? lessons_metrics_block(main_server) : NULL;
     mconf->key_sources = lessons_keys_sources(pconf);
+    lessons_keys_share_alike(pconf, mconf->key_sources);
     sources = metrics ? lessons_keys_metrics(pconf, mconf->key_sources,
                                              metrics)
                       : apr_array_make(pconf, 1, sizeof(const char *));

@@ -3,9 +3,13 @@
  * mod_lessons_keys.c: keys from an identity provider's JWKS URL
  * (LessonsJWTKeysURL), or from the jwks_uri its metadata names
  * (LessonsJWTIssuer with no key: lessons_discovery), as httpd meets them:
- * one source per URL or issuer whichever sections name it, started in
- * each process (child_init), and a request's policy taking the source's
- * current set.  The fetcher itself (thread, last good set, refetch limit,
+ * one source per section that names a URL or issuer, with that section's
+ * own trust (its CA file or the system's CAs, its proxy or none, its
+ * algorithms); sources alike in all of these fetch once (the later point
+ * at the first, lessons_keys_share_alike), so that a virtual host never
+ * fetches through another's proxy nor trusts another's CA.  Each is
+ * started in each process (child_init), and a request's policy takes
+ * the source's current set.  The fetcher itself (thread, last good set, refetch limit,
  * holds) is lessons_keysource.c; here it gets its settings and its log
  * lines.
  */
@@ -64,15 +68,26 @@ struct lessons_keys_src {
                                      * key file beside them: it answers
                                      * 503 while there is no set (the
                                      * health check asks these) */
-    const char *ca;                 /* LessonsJWTKeysCA's path, or NULL */
-    const char *proxy;              /* LessonsJWTKeysProxy, or NULL */
+    const lessons_dir_conf *owner;  /* the section whose settings these
+                                     * are (configure), NULL: none yet */
+    lessons_keys_src *same;         /* an earlier source alike in all
+                                     * that decides its fetch and trust,
+                                     * which fetches for this one; NULL:
+                                     * it fetches for itself */
+    const char *ca;                 /* LessonsJWTKeysCA's path, or NULL:
+                                     * the system's CAs */
+    const char *proxy;              /* LessonsJWTKeysProxy, or NULL:
+                                     * straight to the provider */
     const char *ca_pem;             /* ... its certificates, read at
                                      * start-up (as root) */
     apr_size_t ca_len;
-    lessons_algs_t algs;            /* what every key must fit (union of
-                                     * the sections using the URL) */
+    lessons_algs_t algs;            /* what every key must fit (its
+                                     * section's algorithms) */
     int refresh, min_refresh;       /* seconds */
     server_rec *s;                  /* for log lines */
+    const char *metrics_name;       /* how the metrics name it: the URL,
+                                     * with its section where another
+                                     * source fetches the same URL */
     int metrics_source;             /* its index in the metrics, -1: none */
     int slot;                       /* its slot in the shared block (from
                                      * post_config), -1: none */
@@ -106,22 +121,16 @@ apr_array_header_t *lessons_keys_sources(apr_pool_t *pconf)
     return list;
 }
 
-/* One source per URL, and one per discovered issuer, whichever sections
- * name it.
+/* A source for the URL (or issuer) a section names: each directive gets
+ * its own, configured by its own section alone; which of them can share
+ * a fetch is decided once every section is known (share_alike).
  */
 lessons_keys_src *lessons_keys_src_get(cmd_parms *cmd, const char *url,
                                        int discover)
 {
     apr_array_header_t *list = lessons_keys_sources(cmd->pool);
     lessons_keys_src *src;
-    int i;
 
-    for (i = 0; i < list->nelts; i++) {
-        src = APR_ARRAY_IDX(list, i, lessons_keys_src *);
-        if (strcmp(src->url, url) == 0 && src->discover == discover) {
-            return src;
-        }
-    }
     src = apr_pcalloc(cmd->pool, sizeof(*src));
     src->metrics_source = -1;
     src->slot = -1;
@@ -132,6 +141,12 @@ lessons_keys_src *lessons_keys_src_get(cmd_parms *cmd, const char *url,
     src->s = cmd->server;
     APR_ARRAY_PUSH(list, lessons_keys_src *) = src;
     return src;
+}
+
+/* The source that fetches for src: itself, or the earlier one alike. */
+static lessons_keys_src *lessons_keys_fetcher(lessons_keys_src *src)
+{
+    return src->same ? src->same : src;
 }
 
 /* The issuer a discovered source's keys are for (NULL for a keys URL):
@@ -148,62 +163,30 @@ const char *lessons_keys_src_label(const lessons_keys_src *src)
     return src->label;
 }
 
-/* One setting of a source that every section using it must give alike
- * (a CA file, a proxy): NULL when *held is unset or the same, else the
- * conflict, naming the directive, both values and the source.
- */
-static const char *lessons_keys_src_same(apr_pool_t *p,
-                                         const lessons_keys_src *src,
-                                         const lessons_dir_conf *conf,
-                                         const char *directive,
-                                         const char *held, const char *given)
-{
-    if (!held || strcmp(held, given) == 0) {
-        return NULL;
-    }
-    return apr_psprintf(p, "%s: %s %s, but another section gives %s for %s",
-                        conf->keys_where ? conf->keys_where : conf->jwt_where,
-                        directive, given, held, lessons_keys_src_label(src));
-}
-
-/* A section (or block) that uses the source adds its settings, at
- * start-up: the shortest intervals win; two different CA files, or two
- * different proxies, are a conflict; every key must fit one of the
- * algorithms some user takes (algs); eager when one of them surely takes
- * these keys.
+/* The section (or block) that named the source gives its settings, at
+ * start-up: its CA file (or none: the system's CAs), its proxy (or none:
+ * direct), its algorithms, its intervals; eager when it surely takes
+ * these keys.  Nothing of another section's is ever merged in: a source
+ * is what its own section says.
  */
 const char *lessons_keys_src_configure(apr_pool_t *p, lessons_keys_src *src,
                                        const lessons_dir_conf *conf,
                                        lessons_algs_t algs, int eager)
 {
-    const char *err;
-
-    if (conf->keys_ca) {
-        err = lessons_keys_src_same(p, src, conf, "LessonsJWTKeysCA",
-                                    src->ca, conf->keys_ca);
-        if (err) {
-            return err;
-        }
-        src->ca = conf->keys_ca;
-        src->ca_pem = conf->keys_ca_pem;
-        src->ca_len = conf->keys_ca_len;
+    if (src->owner && src->owner != conf) {
+        /* Never met: a directive's source belongs to its section. */
+        return apr_psprintf(p, "%s: %s is configured by two sections",
+                            conf->keys_where ? conf->keys_where
+                                             : conf->jwt_where,
+                            lessons_keys_src_label(src));
     }
-    if (conf->keys_proxy) {
-        err = lessons_keys_src_same(p, src, conf, "LessonsJWTKeysProxy",
-                                    src->proxy, conf->keys_proxy);
-        if (err) {
-            return err;
-        }
-        src->proxy = conf->keys_proxy;
-    }
-    if (conf->keys_refresh
-        && (!src->refresh || conf->keys_refresh < src->refresh)) {
-        src->refresh = conf->keys_refresh;
-    }
-    if (conf->keys_min_refresh
-        && (!src->min_refresh || conf->keys_min_refresh < src->min_refresh)) {
-        src->min_refresh = conf->keys_min_refresh;
-    }
+    src->owner = conf;
+    src->ca = conf->keys_ca;
+    src->ca_pem = conf->keys_ca_pem;
+    src->ca_len = conf->keys_ca_len;
+    src->proxy = conf->keys_proxy;
+    src->refresh = conf->keys_refresh;
+    src->min_refresh = conf->keys_min_refresh;
     src->algs |= algs;
     src->used = 1;
     src->eager |= eager;
@@ -211,8 +194,9 @@ const char *lessons_keys_src_configure(apr_pool_t *p, lessons_keys_src *src,
     return NULL;
 }
 
-/* Each source's index in the metrics (post_config, in the parent), and
- * their names as the metrics give them, for the handler.
+/* Each source's index in the metrics (post_config, in the parent, after
+ * share_alike), and their names as the metrics give them, for the
+ * handler: those that fetch, by their metrics name.
  */
 apr_array_header_t *lessons_keys_metrics(apr_pool_t *p,
                                          apr_array_header_t *sources,
@@ -223,14 +207,20 @@ apr_array_header_t *lessons_keys_metrics(apr_pool_t *p,
     int i;
 
     for (i = 0; i < sources->nelts; i++) {
-        APR_ARRAY_PUSH(names, const char *) =
-            APR_ARRAY_IDX(sources, i, lessons_keys_src *)->url;
+        lessons_keys_src *src = APR_ARRAY_IDX(sources, i, lessons_keys_src *);
+
+        if (src->used) {
+            APR_ARRAY_PUSH(names, const char *) = src->metrics_name;
+        }
     }
     for (i = 0; i < sources->nelts; i++) {
         lessons_keys_src *src = APR_ARRAY_IDX(sources, i, lessons_keys_src *);
 
-        src->metrics_source = lessons_metrics_source(
-            m, src->url, (const char *const *)names->elts, names->nelts);
+        if (src->used) {
+            src->metrics_source = lessons_metrics_source(
+                m, src->metrics_name, (const char *const *)names->elts,
+                names->nelts);
+        }
     }
     return names;
 }
@@ -410,15 +400,19 @@ static void lessons_keys_fetch_init(lessons_keys_src *src)
 static void lessons_keys_identity(const lessons_keys_src *src,
                                   unsigned char id[LESSONS_KEYSHARE_ID_LEN])
 {
-    static const char tag[] = "mod_lessons key source 1";
+    static const char tag[] = "mod_lessons key source 2";
     EVP_MD_CTX *md = EVP_MD_CTX_new();
     char nums[64];
     unsigned int len = 0;
     int ok;
 
-    apr_snprintf(nums, sizeof(nums), "%d|%d|%" APR_UINT64_T_FMT,
-                 src->discover, lessons_keys_jwks_flags(src),
-                 (apr_uint64_t)src->algs);
+    /* The CA's presence and length too: no CA (the system's) and any
+     * CA file never hash alike.
+     */
+    apr_snprintf(nums, sizeof(nums), "%d|%d|%" APR_UINT64_T_FMT "|%d|%"
+                 APR_SIZE_T_FMT, src->discover, lessons_keys_jwks_flags(src),
+                 (apr_uint64_t)src->algs, src->ca_pem != NULL,
+                 src->ca_pem ? src->ca_len : 0);
     ok = md && EVP_DigestInit_ex(md, EVP_sha256(), NULL)
          && EVP_DigestUpdate(md, tag, sizeof(tag))
          && EVP_DigestUpdate(md, src->url, strlen(src->url) + 1)
@@ -434,6 +428,89 @@ static void lessons_keys_identity(const lessons_keys_src *src,
         /* Never matches a kept slot: the source starts empty. */
         memset(id, 0, LESSONS_KEYSHARE_ID_LEN);
         apr_cpystrn((char *)id, src->url, LESSONS_KEYSHARE_ID_LEN);
+    }
+}
+
+/* Do two sources fetch alike and trust alike: the same URL or issuer,
+ * the same CA certificates or both the system's, the same proxy or both
+ * none, the same algorithms?  Compared field by field, not by digest.
+ */
+static int lessons_keys_alike(const lessons_keys_src *a,
+                              const lessons_keys_src *b)
+{
+    return a->discover == b->discover && strcmp(a->url, b->url) == 0
+           && a->algs == b->algs
+           && !a->proxy == !b->proxy
+           && (!a->proxy || strcmp(a->proxy, b->proxy) == 0)
+           && !a->ca_pem == !b->ca_pem
+           && (!a->ca_pem || (a->ca_len == b->ca_len
+                              && memcmp(a->ca_pem, b->ca_pem,
+                                        a->ca_len) == 0));
+}
+
+/* Sources alike in everything that decides what they fetch and whom
+ * they trust (lessons_keys_alike) fetch once: each later one points
+ * at the first (same) and gives it its needs (eager, bare, the shortest
+ * intervals).  Sources that differ in any of these never share a fetch,
+ * a slot or a set; where two such fetch one URL, the log and the metrics
+ * name each with its section.  In post_config, once every section has
+ * configured its sources; before the metrics and the shared slots.
+ */
+void lessons_keys_share_alike(apr_pool_t *pconf, apr_array_header_t *list)
+{
+    int i, j;
+
+    for (i = 0; i < list->nelts; i++) {
+        lessons_keys_src *src = APR_ARRAY_IDX(list, i, lessons_keys_src *);
+
+        src->same = NULL;
+        src->metrics_name = src->url;
+        if (src->used) {
+            lessons_keys_identity(src, src->id);
+        }
+    }
+    for (i = 0; i < list->nelts; i++) {
+        lessons_keys_src *src = APR_ARRAY_IDX(list, i, lessons_keys_src *);
+        int named = 0;
+
+        for (j = 0; src->used && j < i; j++) {
+            lessons_keys_src *first = APR_ARRAY_IDX(list, j,
+                                                    lessons_keys_src *);
+
+            if (!first->used || first->discover != src->discover
+                || strcmp(first->url, src->url) != 0) {
+                continue;
+            }
+            if (!lessons_keys_alike(first, src)) {
+                named = 1;          /* the same URL, other trust */
+                continue;
+            }
+            src->same = first;
+            first->eager |= src->eager;
+            first->bare |= src->bare;
+            if (src->refresh
+                && (!first->refresh || src->refresh < first->refresh)) {
+                first->refresh = src->refresh;
+            }
+            if (src->min_refresh && (!first->min_refresh
+                                     || src->min_refresh
+                                        < first->min_refresh)) {
+                first->min_refresh = src->min_refresh;
+            }
+            src->used = 0;          /* the first fetches for it */
+            break;
+        }
+        if (named && src->used) {
+            const char *where = src->owner && src->owner->keys_where
+                                ? src->owner->keys_where
+                                : src->owner && src->owner->jwt_where
+                                  ? src->owner->jwt_where : "a section";
+
+            src->label = apr_psprintf(pconf, "%s (as %s names it)",
+                                      src->label, where);
+            src->metrics_name = apr_psprintf(pconf, "%s (%s)", src->url,
+                                             where);
+        }
     }
 }
 
@@ -504,7 +581,6 @@ int lessons_keys_post_config(apr_pool_t *pconf, server_rec *s)
         lessons_keys_src *src = APR_ARRAY_IDX(list, i, lessons_keys_src *);
 
         if (src->used) {
-            lessons_keys_identity(src, src->id);
             memcpy(ids[n], src->id, LESSONS_KEYSHARE_ID_LEN);
             used[n++] = src;
         }
@@ -612,6 +688,7 @@ void lessons_keys_child_init(apr_pool_t *pchild, server_rec *s)
  */
 void lessons_keys_unit(lessons_keys_src *src, lessons_decide_unit_t *unit)
 {
+    src = lessons_keys_fetcher(src);
     unit->fetched = 1;
     unit->live = src->live;
     unit->keys_name = src->label;

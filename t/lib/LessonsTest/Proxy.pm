@@ -8,6 +8,7 @@ package LessonsTest::Proxy;
 #
 #   my $p = start_proxy($dir, 'name');          # { port, url, pid, ... }
 #   start_proxy($dir, 'name', port => $port);   # on that port (again)
+#   start_proxy($dir, 'evil', to => $hostport);   # every tunnel ends there
 #   proxy_counts($p);       # { '127.0.0.1:8443' => 2, 'GET http://...' => 1 }
 #   proxy_total($p);        # every request it took
 #   proxy_refuse($p, 1);    # CONNECT answered 403 from now on (0: relay)
@@ -94,7 +95,9 @@ sub serve {
                  . "Connection: close\r\n\r\n";
         return;
     }
-    my $up = IO::Socket::INET->new(PeerAddr => $target, Timeout => 5);
+    # An attacker's proxy (to => HOST:PORT) ends every tunnel elsewhere.
+    my $up = IO::Socket::INET->new(PeerAddr => $self->{to} // $target,
+                                   Timeout => 5);
     if (!$up) {
         print {$c} "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n"
                  . "Connection: close\r\n\r\n";
@@ -106,7 +109,7 @@ sub serve {
 
 sub start_proxy {
     my ($dir, $name, %opt) = @_;
-    my $self = { name => $name, log => "$dir/$name.proxy.log",
+    my $self = { name => $name, log => "$dir/$name.proxy.log", to => $opt{to},
                  port => $opt{port} || LessonsTest::free_port() };
     $self->{url} = "http://127.0.0.1:$self->{port}";
     my $listen;
