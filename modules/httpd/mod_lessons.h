@@ -424,6 +424,11 @@ typedef struct {
     int status;                     /* its verdict: OK, or the refusal's
                                      * HTTP status */
     lessons_passed_t passed;        /* what the gate let through */
+    apr_time_t judged;              /* the one instant the gate judged
+                                     * every time in the request at (exp,
+                                     * nbf, a proof's iat, the nonce, the
+                                     * replay table): when it ran, not
+                                     * when the request line came */
     int refusal;                    /* the gate's refusal to count at log
                                      * time (LESSONS_REFUSED_* + 1), 0:
                                      * none, or the parent's */

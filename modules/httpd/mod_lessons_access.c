@@ -185,8 +185,16 @@ static int lessons_decide_request(request_rec *r, lessons_dir_conf *conf,
         facts.method = r->method;
         facts.path = r->uri;
         facts.authorization = apr_table_get(r->headers_in, "Authorization");
-        facts.now = (apr_int64_t)apr_time_sec(r->request_time);
-        facts.clock = apr_time_now();
+        /* One clock per request: the replay table keeps a proof for a
+         * window judged at this instant, so exp, nbf, iat and the nonce
+         * are judged at it too.  r->request_time (the request line's
+         * arrival) would let a client that trickles its headers for
+         * half a minute replay a proof the table has dropped, or pass
+         * a token that expired while its headers came.
+         */
+        st->judged = apr_time_now();
+        facts.clock = st->judged;
+        facts.now = (apr_int64_t)apr_time_sec(st->judged);
         if (policy.dpop && policy.dpop != LESSONS_DPOP_OFF) {
             lessons_dpop_facts(r, &facts);
         }
@@ -243,6 +251,7 @@ int lessons_gate(request_rec *r)
     if (from && from->checked) {
         st->status = from->status;
         st->passed = from->passed;
+        st->judged = from->judged;
         if (st->status != OK && st->status != DECLINED) {
             lessons_refuse(r, from->problem_status, from->problem_detail);
         }
@@ -271,7 +280,7 @@ json_t *lessons_request_claims(request_rec *r)
         if (lessons_token_verify_claims(r->pool, &passed->policy,
                                         sconf->tokens, passed->token,
                                         (apr_int64_t)apr_time_sec(
-                                            r->request_time),
+                                            st->judged),
                                         &subject, &passed->claims)
             != LESSONS_TOKEN_OK) {
             passed->claims = NULL;

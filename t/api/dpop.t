@@ -176,6 +176,46 @@ $res = dpop_call(GET => '/dpop/api/lessons', $token,
                  proof(GET => $uri, $token, claims => { iat => int(time) + 2 }));
 is $res->code, 200, 'a proof 2 s ahead (a client clock a little fast): 200';
 
+# ---- one clock per request (issue 55 §3): what the gate decides about
+# time is judged at one instant, the one the replay table keeps proofs
+# by, not when the request line came.  A client that sends its request
+# line, then its headers slowly (a header line a second, as
+# mod_reqtimeout lets it), gains nothing.
+sub slow_request {
+    my ($path, $auth, $prf, $secs) = @_;
+    my $sock = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port", Timeout => 60)
+        or die "connect 127.0.0.1:$port: $!\n";
+    $sock->autoflush(1);
+    print $sock "GET $path HTTP/1.1\r\n";
+    my $end = time + $secs;
+    for (my $i = 0; time < $end; $i++) {
+        sleep 1;
+        print $sock "X-Slow-$i: 1\r\n";
+    }
+    print $sock "Host: 127.0.0.1:$port\r\nAuthorization: $auth\r\n"
+        . (defined $prf ? "DPoP: $prf\r\n" : '') . "Connection: close\r\n\r\n";
+    local $/;
+    my $text = <$sock> // '';
+    $text =~ s/\r\n/\n/g;
+    return HTTP::Response->parse($text);
+}
+{
+    my $exp = int(time) + 2;
+    my $short = good_token(claims => { exp => $exp });
+    $res = slow_request('/plain/api/lessons', "Bearer $short", undef,
+                        $exp + 2 - time);
+    is $res->code, 401, 'a token that expired while its headers came: 401'
+        or diag $res->as_string;
+    # A proof near the end of its window: the table keeps it until
+    # iat + 61 s; a replay whose headers end after that is judged then.
+    my $old = proof(GET => $uri, $token, claims => { iat => int(time) - 57 });
+    is dpop_call(GET => '/dpop/api/lessons', $token, $old)->code, 200,
+        'a proof 57 s old: 200';
+    $res = slow_request('/dpop/api/lessons', "DPoP $token", $old, 6);
+    is $res->code, 401, '... replayed, its headers trickled past its window: 401'
+        or diag $res->as_string;
+}
+
 # ---- absolute-form: the request-target's path, this server's name
 # One request as sent, its request-target as given.
 sub raw_dpop {
