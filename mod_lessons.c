@@ -64,6 +64,12 @@ static const lessons_number_t lessons_introspect_shared_n = {
     APR_OFFSETOF(lessons_srv_conf, introspect_shared), LESSONS_FIELD_INT
 };
 
+static const lessons_number_t lessons_dpop_slots_n = {
+    LESSONS_NUMBER_COUNT, LESSONS_DPOP_SLOTS_MIN, LESSONS_DPOP_SLOTS_LIMIT,
+    NULL, GLOBAL_ONLY,
+    APR_OFFSETOF(lessons_srv_conf, replay_slots), LESSONS_FIELD_INT
+};
+
 static const command_rec lessons_cmds[] = {
     AP_INIT_TAKE_ARGV("LessonsJWTKey", lessons_set_key, NULL,
                       RSRC_CONF | ACCESS_CONF,
@@ -137,6 +143,12 @@ static const command_rec lessons_cmds[] = {
                   "File of the secret (32 to 4096 bytes) DPoP nonces are "
                   "made with; servers behind one name need the same file "
                   "(default: a random secret per server)"),
+    AP_INIT_TAKE1("LessonsJWTDPoPSlots", lessons_set_number,
+                  (void *)&lessons_dpop_slots_n,
+                  RSRC_CONF,
+                  "DPoP proofs the server keeps at once, to take each "
+                  "once (default 65536; a client holds 1/16 of them); "
+                  "main server only"),
     AP_INIT_TAKE1("LessonsJWTTokenType", lessons_set_token_type, NULL,
                   RSRC_CONF | ACCESS_CONF,
                   "any (default: typ JWT, or RFC 9068's at+jwt) or "

@@ -519,6 +519,59 @@ static int decide_nonce(lessons_decision_t *d, const char *nonce,
     return 0;
 }
 
+/* A claim's text where it is a string, else NULL. */
+static const char *decide_claim_text(const json_t *claims, const char *name)
+{
+    return json_string_value(json_object_get(claims, name));
+}
+
+/* Whom a proof counts against in the replay table: the party its token
+ * was issued to, as the identity provider names it -- who vouches for
+ * the token (the endpoint that answered for it, else its section's
+ * keys), its issuer, its client (client_id, RFC 9068 and 8693; else
+ * OpenID's azp) and its subject -- never its key, which a client makes
+ * for nothing (lessons_replay.h says why).  Tokens that name none of
+ * these share one owner per provider.  0, or -1.
+ */
+static int decide_dpop_owner(const lessons_verdict_t *v, apr_uint32_t *owner)
+{
+    const char *names[4];
+    const char *client = decide_claim_text(v->claims, "client_id");
+
+    names[0] = v->introspected ? v->introspected
+               : v->unit && v->unit->keys_name ? v->unit->keys_name : "";
+    names[1] = decide_claim_text(v->claims, "iss");
+    names[2] = client ? client : decide_claim_text(v->claims, "azp");
+    names[3] = decide_claim_text(v->claims, "sub");
+    return lessons_replay_owner(names, 4, owner);
+}
+
+/* The owner holds its share of the replay table already: its own
+ * proofs are refused, 429 with Retry-After (RFC 6585 4), every other
+ * owner's taken as before.  The client's doing, not the server's: a
+ * refusal at info, counted among DPoP's; no challenge, since no other
+ * token or proof would pass now.  Its proofs end within the window, so
+ * it may try again soon.
+ */
+static int decide_dpop_over_share(lessons_decision_t *d, apr_uint32_t owner)
+{
+    lessons_verdict_t *v = d->v;
+
+    /* The owner's hash names it in the log: its lines can be told from
+     * another's, and no claim value is logged.
+     */
+    decide_verdict(d, 429, LESSONS_DECIDE_INFO, 760, 0,
+                   "Too many DPoP proofs from this client within the "
+                   "window; try again later.",
+                   apr_psprintf(d->p, "the token's client (owner %08x) "
+                                "already holds its share of the DPoP "
+                                "proofs seen (%d)", (unsigned)owner,
+                                d->policy->replay_share));
+    v->refusal = LESSONS_REFUSED_DPOP;
+    v->retry_after = LESSONS_RETRY_SECONDS;
+    return 1;
+}
+
 /* A token bound to a key (cnf.jkt) needs a proof made with it for this
  * very request, taken once per server; a bound token sent as a bearer
  * token is refused (RFC 9449 7.2), and so is a bearer token where DPoP
@@ -535,6 +588,7 @@ static int decide_dpop(lessons_decision_t *d)
     apr_int64_t kept;
     apr_uint32_t owner;
     lessons_dpop_e rc;
+    long leeway;
     int seen, by_cert;
 
     if (d->mode == LESSONS_DPOP_OFF) {
@@ -584,10 +638,11 @@ static int decide_dpop(lessons_decision_t *d)
     req.uri = d->facts->uri;
     req.token = v->token;
     req.now = d->facts->now;
-    req.window = LESSONS_DPOP_WINDOW + (policy->leeway > 0 ? policy->leeway
-                                                           : 0);
-    req.ahead = LESSONS_DPOP_AHEAD + (policy->leeway > 0 ? policy->leeway
-                                                         : 0);
+    leeway = policy->leeway < 0 ? 0
+             : policy->leeway < LESSONS_DPOP_LEEWAY_MAX ? policy->leeway
+             : LESSONS_DPOP_LEEWAY_MAX;
+    req.window = LESSONS_DPOP_WINDOW + leeway;
+    req.ahead = LESSONS_DPOP_AHEAD + leeway;
     rc = lessons_dpop_check(d->p, proof, &req, &out, &why);
     if (rc != LESSONS_DPOP_OK) {
         return decide_dpop_refuse(d, "invalid_dpop_proof",
@@ -603,7 +658,7 @@ static int decide_dpop(lessons_decision_t *d)
         return 1;
     }
     if (!policy->replay || lessons_replay_key(jkt, out.jti, key) != 0
-        || lessons_replay_owner(jkt, &owner) != 0
+        || decide_dpop_owner(v, &owner) != 0
         || (seen = policy->replay(policy->replay_baton, key, owner,
                                   apr_time_from_sec(kept),
                                   d->facts->clock)) < 0) {
@@ -618,19 +673,7 @@ static int decide_dpop(lessons_decision_t *d)
         return decide_dpop_refuse(d, "invalid_dpop_proof", "The DPoP proof "
                                   "has been used before", NULL);
     case LESSONS_REPLAY_OVER_SHARE:
-        /* The client's doing, not the server's: its own proofs are
-         * refused (401, as any proof that cannot be taken), every other
-         * key's are taken as before.  Its proofs end within the window,
-         * so it may try again soon.
-         */
-        v->retry_after = LESSONS_RETRY_SECONDS;
-        return decide_dpop_refuse(d, "invalid_dpop_proof", "Too many DPoP "
-                                  "proofs made with this key within the "
-                                  "window; try again later",
-                                  apr_psprintf(d->p, "the key already holds "
-                                               "its share of the DPoP "
-                                               "proofs seen (%d)",
-                                               policy->replay_share));
+        return decide_dpop_over_share(d, owner);
     default:
         return decide_dpop_unavailable(d, LESSONS_DECIDE_WARNING, 242,
                                        "too many DPoP proofs within the "

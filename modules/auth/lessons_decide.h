@@ -37,6 +37,14 @@
 #define LESSONS_DPOP_REQUIRED  3    /* and unbound tokens are refused */
 #define LESSONS_DPOP_WINDOW    60   /* seconds a proof's iat may be off,
                                      * LessonsJWTLeeway added */
+/* The most of LessonsJWTLeeway a proof's iat window takes, on each side.
+ * A proof is kept in the replay table until it is too old, so every
+ * second of window is a second more that each proof holds a slot: a
+ * leeway meant for an identity provider's clock (exp, nbf: up to an
+ * hour) would let a client's proofs hold their slots for two hours.
+ * With it a proof is kept at most 60 + 30 + 5 + 30 + 1 = 126 seconds.
+ */
+#define LESSONS_DPOP_LEEWAY_MAX 30
 
 /* Seconds a client is told to wait (Retry-After) for what passes soon. */
 #define LESSONS_RETRY_SECONDS  5
@@ -74,7 +82,8 @@ typedef struct {
     const char *alg_name;           /* its LessonsJWTAlgorithm, or NULL */
 } lessons_decide_unit_t;
 
-/* Take a DPoP proof's key for owner until expires (RFC 9449 11.1): the
+/* Take a DPoP proof's key for owner (the party its token names,
+ * lessons_replay_owner) until expires (RFC 9449 11.1): the
  * table's answer, or -1 when the table cannot be asked.
  */
 typedef int (*lessons_decide_replay_fn)(void *baton,
@@ -126,7 +135,7 @@ typedef struct {
     lessons_decide_replay_fn replay;    /* NULL: no table, DPoP proofs
                                      * get 503 */
     void *replay_baton;
-    int replay_share;               /* the proofs one key may hold */
+    int replay_share;               /* the proofs one owner may hold */
     const lessons_nonce_key_t *nonce;   /* LessonsJWTDPoPNonce on: the
                                      * server's nonce key, and every
                                      * proof must carry a nonce it made;
@@ -198,7 +207,7 @@ typedef struct {
     lessons_verdict_e kind;
 
     /* REFUSE */
-    int status;                     /* 400, 401, 500, 503 */
+    int status;                     /* 400, 401, 429, 500, 503 */
     lessons_challenge_e challenge;
     const char *error;              /* its error attribute, or NULL */
     const char *description;        /* its error_description and the

@@ -10,11 +10,13 @@
  * are counted in two rows of counters, one picked in each by other bits
  * of the owner's hash (a count-min sketch): an owner's count is the
  * smaller of its two, never less than what it holds, and more only when
- * another key shares both its counters.  A slot counts until it is
- * reclaimed: when a lookup passes over it after its time, or when the
- * whole table is swept -- at most once a second, and only when a key is
- * found at its share, so that a key whose proofs are over is not refused
- * for slots that no lookup happened to pass.
+ * another owner shares both its counters (about one pair in 16 million;
+ * an owner is a hash of names the identity provider signs, so a client
+ * cannot search for one that shares another's).  A slot counts until it
+ * is reclaimed: when a lookup passes over it after its time, or when
+ * the whole table is swept -- at most once a second, and only when an
+ * owner is found at its share, so that an owner whose proofs are over is
+ * not refused for slots that no lookup happened to pass.
  */
 #include <stddef.h>          /* offsetof, for APR_OFFSETOF */
 #include <string.h>
@@ -25,6 +27,7 @@
 #define LESSONS_REPLAY_MAGIC     0x4c525032u    /* "LRP2" */
 #define LESSONS_REPLAY_COUNTERS  4096           /* in each row */
 #define LESSONS_REPLAY_SWEEP     APR_USEC_PER_SEC
+#define LESSONS_REPLAY_NAMES     8              /* of an owner, at most */
 
 typedef struct {
     unsigned char key[LESSONS_REPLAY_KEY_LEN];
@@ -98,17 +101,21 @@ int lessons_replay_key(const char *jkt, const char *jti,
     return 0;
 }
 
-int lessons_replay_owner(const char *jkt, apr_uint32_t *owner)
+int lessons_replay_owner(const char *const *names, int n,
+                         apr_uint32_t *owner)
 {
-    lessons_digest_field_t f;
+    lessons_digest_field_t f[LESSONS_REPLAY_NAMES];
     unsigned char md[LESSONS_DIGEST_LEN];
+    int i;
 
-    if (!jkt || !owner) {
+    if (!names || !owner || n < 1 || n > LESSONS_REPLAY_NAMES) {
         return -1;
     }
-    f.data = jkt;
-    f.len = strlen(jkt);
-    if (!lessons_digest_fields("mod_lessons dpop owner 1", &f, 1, md)) {
+    for (i = 0; i < n; i++) {
+        f[i].data = names[i];
+        f[i].len = names[i] ? strlen(names[i]) : 0;
+    }
+    if (!lessons_digest_fields("mod_lessons dpop owner 2", f, n, md)) {
         return -1;
     }
     memcpy(owner, md, sizeof(*owner));

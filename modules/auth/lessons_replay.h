@@ -10,9 +10,25 @@
  * then free again.
  *
  * The table is shared by every client, so one client must not fill it:
- * each proof is counted against its owner (the key it is made with), and
- * a key that holds its share of the slots has its own new proofs refused
- * until some of them are over, while every other key is taken as before.
+ * each proof is counted against its owner, and an owner that holds its
+ * share of the slots has its own new proofs refused until some of them
+ * are over, while every other owner is taken as before.
+ *
+ * The owner is the party the token names, never the proof's key: a
+ * client makes keys for nothing, and with one bound token per key it
+ * had a share per key (issue 55: 60 keys filled the table, and other
+ * clients' proofs got 503).  What it cannot make for nothing is what the
+ * identity provider signs: the caller (lessons_decide) names the owner
+ * by who vouches for the token (its keys or introspection endpoint, so
+ * that another section's provider cannot speak for this one's clients),
+ * its issuer, its client (client_id, else azp) and its subject (sub).
+ * Many keys and many tokens of one user of one client application are
+ * one owner; another user, or another application, is another.  The
+ * client alone would be coarser: every user of one public client (one
+ * client_id in every copy of an app) would share one share, and one of
+ * them could lock the others out.  The remote address is no owner
+ * either: clients behind one proxy or NAT share one, and one client may
+ * hold many (IPv6).
  *
  * The caller holds one lock around each check (a global mutex: the
  * processes of the server share the table); the unit knows memory and
@@ -26,8 +42,8 @@
 
 #define LESSONS_REPLAY_KEY_LEN   16     /* bytes of a proof's key */
 #define LESSONS_REPLAY_PROBES    32     /* slots a key may live in */
-#define LESSONS_REPLAY_SHARE     16     /* the proofs of one key hold at
-                                         * most 1/16 of the slots */
+#define LESSONS_REPLAY_SHARE     16     /* the proofs of one owner hold
+                                         * at most 1/16 of the slots */
 
 typedef struct lessons_replay_t lessons_replay_t;
 
@@ -41,7 +57,7 @@ apr_size_t lessons_replay_size(int slots);
 lessons_replay_t *lessons_replay_attach(void *mem, apr_size_t size,
                                         int slots, int fresh);
 
-/* The proofs one key may hold at once: slots / LESSONS_REPLAY_SHARE. */
+/* The proofs one owner may hold at once: slots / LESSONS_REPLAY_SHARE. */
 int lessons_replay_share(const lessons_replay_t *t);
 
 /* The key of a proof: its key's thumbprint and its jti (a SHA-256 over
@@ -50,10 +66,12 @@ int lessons_replay_share(const lessons_replay_t *t);
 int lessons_replay_key(const char *jkt, const char *jti,
                        unsigned char key[LESSONS_REPLAY_KEY_LEN]);
 
-/* The owner of a proof: its key's thumbprint, hashed (SHA-256, its
- * first four bytes), which the table counts proofs by.  0, or -1.
+/* The owner of a proof: the n names of the party its token was issued
+ * to (NULL: absent), hashed (SHA-256, its first four bytes), which the
+ * table counts proofs by.  0, or -1.
  */
-int lessons_replay_owner(const char *jkt, apr_uint32_t *owner);
+int lessons_replay_owner(const char *const *names, int n,
+                         apr_uint32_t *owner);
 
 typedef enum {
     LESSONS_REPLAY_NEW = 0,         /* not seen: kept until expires */
@@ -66,7 +84,7 @@ typedef enum {
                                      * within the window) */
 } lessons_replay_e;
 
-/* Take a proof's key, made with owner's key, at now, to be kept until
+/* Take a proof's key, for owner's token, at now, to be kept until
  * expires.  The caller holds the table's lock.
  */
 lessons_replay_e lessons_replay_check(

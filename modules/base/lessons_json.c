@@ -108,25 +108,26 @@ char *lessons_json_list_text(apr_pool_t *p, const apr_array_header_t *list,
     return lessons_json_dump(p, arr, len);
 }
 
-/* Read-only: status -> (RFC 9110 section, reason phrase), the type links
- * ASP.NET's ProblemDetails uses.
+/* Read-only: status -> (the RFC section that defines it, reason
+ * phrase), the type links ASP.NET's ProblemDetails uses.
  */
 static const struct {
     int status;
     const char *section;
     const char *title;
 } lessons_problem_types[] = {
-    { 400, "15.5.1",  "Bad Request" },
-    { 401, "15.5.2",  "Unauthorized" },
-    { 403, "15.5.4",  "Forbidden" },
-    { 404, "15.5.5",  "Not Found" },
-    { 405, "15.5.6",  "Method Not Allowed" },
-    { 409, "15.5.10", "Conflict" },
-    { 412, "15.5.13", "Precondition Failed" },
-    { 413, "15.5.14", "Content Too Large" },
-    { 415, "15.5.16", "Unsupported Media Type" },
-    { 500, "15.6.1",  "Internal Server Error" },
-    { 503, "15.6.4",  "Service Unavailable" },
+    { 400, "rfc9110#section-15.5.1",  "Bad Request" },
+    { 401, "rfc9110#section-15.5.2",  "Unauthorized" },
+    { 403, "rfc9110#section-15.5.4",  "Forbidden" },
+    { 404, "rfc9110#section-15.5.5",  "Not Found" },
+    { 405, "rfc9110#section-15.5.6",  "Method Not Allowed" },
+    { 409, "rfc9110#section-15.5.10", "Conflict" },
+    { 412, "rfc9110#section-15.5.13", "Precondition Failed" },
+    { 413, "rfc9110#section-15.5.14", "Content Too Large" },
+    { 415, "rfc9110#section-15.5.16", "Unsupported Media Type" },
+    { 429, "rfc6585#section-4",       "Too Many Requests" },
+    { 500, "rfc9110#section-15.6.1",  "Internal Server Error" },
+    { 503, "rfc9110#section-15.6.4",  "Service Unavailable" },
 };
 
 char *lessons_json_problem(apr_pool_t *p, int status, const char *title,
@@ -141,9 +142,8 @@ char *lessons_json_problem(apr_pool_t *p, int status, const char *title,
     for (i = 0; i < sizeof(lessons_problem_types)
                     / sizeof(lessons_problem_types[0]); i++) {
         if (lessons_problem_types[i].status == status) {
-            type = apr_pstrcat(p, "https://tools.ietf.org/html/rfc9110"
-                               "#section-", lessons_problem_types[i].section,
-                               NULL);
+            type = apr_pstrcat(p, "https://tools.ietf.org/html/",
+                               lessons_problem_types[i].section, NULL);
             phrase = lessons_problem_types[i].title;
             break;
         }

@@ -350,6 +350,9 @@ typedef struct {
                                      * merged) */
     apr_global_mutex_t *keys_lock;  /* ... its lock (not merged) */
     int keys_slots;                 /* ... its slots (not merged) */
+    int replay_slots;               /* LessonsJWTDPoPSlots: the DPoP
+                                     * proofs' table; -1: not set
+                                     * (global) */
     lessons_replay_t *replay;       /* DPoP proofs seen, in shared memory,
                                      * set by post_config where a section
                                      * takes DPoP (not merged) */
@@ -383,6 +386,12 @@ typedef struct {
 
 /* LessonsJWTDPoP (RFC 9449): LESSONS_DPOP_* in lessons_decide.h. */
 #define LESSONS_DPOP_MUTEX     "lessons-dpop-replay"
+/* LessonsJWTDPoPSlots: its default, fewest and most (slots of 32 bytes;
+ * one owner holds 1/16 of them).
+ */
+#define LESSONS_DPOP_SLOTS_DEFAULT  65536
+#define LESSONS_DPOP_SLOTS_MIN      1024
+#define LESSONS_DPOP_SLOTS_LIMIT    (4 * 1024 * 1024)
 
 /* LessonsJWTDPoPNonce. */
 #define LESSONS_NONCE_OFF    1

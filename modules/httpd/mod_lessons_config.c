@@ -92,6 +92,7 @@ void *lessons_create_srv_conf(apr_pool_t *p, server_rec *s)
     sconf->cache_size = -1;
     sconf->share_window = -1;
     sconf->introspect_shared = -1;
+    sconf->replay_slots = -1;
     return sconf;
 }
 
@@ -121,6 +122,7 @@ void *lessons_merge_srv_conf(apr_pool_t *p, void *basev, void *addv)
     }
     sconf->cache_size = base->cache_size;   /* global: the main server's */
     sconf->introspect_shared = base->introspect_shared;     /* global */
+    sconf->replay_slots = base->replay_slots;               /* global */
     return sconf;
 }
 

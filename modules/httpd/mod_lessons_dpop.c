@@ -30,14 +30,14 @@ typedef struct {
     apr_shm_t *shm;
     apr_global_mutex_t *lock;
 } lessons_dpop_kept_t;
-/* Proofs a server keeps, each until it is too old (at most 66 s with no
- * LessonsJWTLeeway; 41 s with LessonsJWTDPoPNonce, until its nonce
- * ends): the first refusal comes with 31,000 of them held at
- * the fewest, so some 350 a second (t/unit/test_replay.c measures it;
- * docs/directives.md quotes it); one key holds at most 1/16 of them.
+/* Proofs a server keeps (LessonsJWTDPoPSlots, default 65,536), each
+ * until it is too old (at most 66 s with no LessonsJWTLeeway, 126 s with
+ * any; 41 s with LessonsJWTDPoPNonce, until its nonce ends): with the
+ * default, the first refusal comes with 31,000 of them held at the
+ * fewest, so some 350 a second (t/unit/test_replay.c measures it;
+ * docs/directives.md quotes it); the tokens of one client hold at most
+ * 1/16 of them (lessons_replay.h says who is one client).
  */
-#define LESSONS_DPOP_SLOTS  65536
-
 const char *lessons_dpop_challenge_value(request_rec *r, const char *error,
                                          const char *description)
 {
@@ -141,8 +141,12 @@ static int lessons_nonce_post_config(apr_pool_t *pconf, server_rec *s)
 int lessons_dpop_post_config(apr_pool_t *pconf, server_rec *s)
 {
     lessons_dpop_kept_t *kept;
+    lessons_srv_conf *mconf =
+        ap_get_module_config(s->module_config, &lessons_module);
     lessons_replay_t *table = NULL;
-    apr_size_t size = lessons_replay_size(LESSONS_DPOP_SLOTS);
+    int slots = mconf->replay_slots > 0 ? mconf->replay_slots
+                                        : LESSONS_DPOP_SLOTS_DEFAULT;
+    apr_size_t size = lessons_replay_size(slots);
     int fresh = 0;
     apr_status_t rv;
 
@@ -162,7 +166,9 @@ int lessons_dpop_post_config(apr_pool_t *pconf, server_rec *s)
         return HTTP_INTERNAL_SERVER_ERROR;
     }
     /* A block too small for this build's table (a restart onto a newer
-     * module): another one, the proofs seen so far forgotten once.
+     * module, or a larger LessonsJWTDPoPSlots): another one, the proofs
+     * seen so far forgotten once.  Another number of slots in a block
+     * large enough is a table made anew in it (lessons_replay_attach).
      */
     if (kept->shm && apr_shm_size_get(kept->shm) < size) {
         apr_shm_destroy(kept->shm);
@@ -182,7 +188,7 @@ int lessons_dpop_post_config(apr_pool_t *pconf, server_rec *s)
     }
     table = lessons_replay_attach(apr_shm_baseaddr_get(kept->shm),
                                   apr_shm_size_get(kept->shm),
-                                  LESSONS_DPOP_SLOTS, fresh);
+                                  slots, fresh);
     if (!table) {
         return HTTP_INTERNAL_SERVER_ERROR;
     }

@@ -20,10 +20,9 @@
 #     UseCanonicalName On), not the one the proxy asked;
 #   - every refusal is 401 with RFC 9449's WWW-Authenticate: DPoP
 #     challenge (invalid_dpop_proof for the proof, invalid_token for the
-#     token), and counted in the metrics;
-#   - one client flooding with one key gets its share of the proofs'
-#     table and then 401 (with Retry-After) for its own new proofs, while
-#     another client keeps getting 200 (issue 40).
+#     token), and counted in the metrics.
+#
+# A client flooding the table of proofs seen: t/api/dpop_share.t.
 #
 # DPoP proofs are typ dpop+jwt: served on Debian 12 and 13 alike (issue
 # 41), so all of this runs on both.
@@ -38,10 +37,10 @@ use File::Temp ();
 use HTTP::Response ();
 use IO::Socket::INET ();
 use JSON::PP ();
-use LWP::UserAgent ();
 use POSIX ();
 use Time::HiRes qw(time sleep);
 use LessonsTest;
+use LessonsTest::DPoP ();
 use LessonsTest::JWT qw(jwt b64url json_text);
 
 my $dir  = File::Temp->newdir;
@@ -79,17 +78,7 @@ EOF
 }
 
 # ---- keys: the client's and a thief's
-sub ec_key {
-    my ($name) = @_;
-    system("openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256"
-           . " -out $dir/$name.key 2>/dev/null") == 0 or die "openssl genpkey\n";
-    my $der = `openssl pkey -in $dir/$name.key -pubout -outform DER 2>/dev/null`;
-    my $xy = substr($der, -64);             # the point: 0x04 || x || y
-    my %jwk = (kty => 'EC', crv => 'P-256', x => b64url(substr($xy, 0, 32)),
-               y => b64url(substr($xy, 32, 32)));
-    my $canon = '{"crv":"P-256","kty":"EC","x":"' . $jwk{x} . '","y":"' . $jwk{y} . '"}';
-    return { file => "$dir/$name.key", jwk => \%jwk, jkt => b64url(sha256($canon)) };
-}
+sub ec_key { LessonsTest::DPoP::ec_key($dir, $_[0]) }
 my $client = ec_key('client');
 my $thief  = ec_key('thief');
 
@@ -402,139 +391,5 @@ if (open my $fh, '<', "$rdir/access_log") {
     while (<$fh>) { $pids{$1}++ if /\A(\d+) / }
 }
 cmp_ok scalar(keys %pids), '>=', 2, 'the proofs reached ' . scalar(keys %pids) . ' processes';
-
-# ---- one key floods the table of proofs seen: its share, then refused
-# A client with one bound token and its key, a fresh jti each time, as
-# fast as it can, while another client goes on: the flooder's proofs
-# are taken up to its share of the table (65,536 / 16, docs/directives.md),
-# then its own new ones are refused (401, Retry-After), and the other
-# client gets 200 throughout.  Thousands of ES256 proofs: one openssl
-# command each would take minutes on a busy machine, so a small signer
-# built here signs them all in one process.
-my $share = 65536 / 16;
-my $signer = "$dir/sign";
-open my $src, '>', "$signer.c" or die "$signer.c: $!\n";
-print $src <<'C';
-/* Each line of stdin (a JWS signing input) signed with the key in
- * argv[1] (SHA-256): the signature's DER, in hex, a line each.
- */
-#include <stdio.h>
-#include <string.h>
-#include <openssl/evp.h>
-#include <openssl/pem.h>
-
-int main(int argc, char **argv)
-{
-    static char line[65536];
-    unsigned char sig[512];
-    FILE *f = argc > 1 ? fopen(argv[1], "r") : NULL;
-    EVP_PKEY *key = f ? PEM_read_PrivateKey(f, NULL, NULL, NULL) : NULL;
-
-    if (!key) {
-        return 1;
-    }
-    while (fgets(line, sizeof(line), stdin)) {
-        EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-        size_t len = sizeof(sig), i;
-
-        if (!ctx || EVP_DigestSignInit(ctx, NULL, EVP_sha256(), NULL, key) != 1
-            || EVP_DigestSign(ctx, sig, &len, (unsigned char *)line,
-                              strcspn(line, "\n")) != 1) {
-            return 1;
-        }
-        for (i = 0; i < len; i++) {
-            printf("%02x", sig[i]);
-        }
-        printf("\n");
-        EVP_MD_CTX_free(ctx);
-    }
-    return 0;
-}
-C
-close $src;
-my $cc = $ENV{CC} || 'cc';
-is system("$cc -o '$signer' '$signer.c' -lcrypto"), 0, 'the proofs\' signer builds';
-
-# n proofs made with $k for GET $u and token $t, all of one iat.
-sub proofs_of {
-    my ($k, $u, $t, $n, $iat) = @_;
-    my $head = b64url(json_text({ typ => 'dpop+jwt', alg => 'ES256', jwk => $k->{jwk} }));
-    my @inputs = map {
-        "$head." . b64url(json_text({ jti => "flood-$$-$_", htm => 'GET', htu => $u,
-                                      iat => $iat, ath => b64url(sha256($t)) }))
-    } 1 .. $n;
-    open my $in, '>', "$dir/inputs" or die "$dir/inputs: $!\n";
-    print $in map { "$_\n" } @inputs;
-    close $in;
-    my @sigs = `'$signer' '$k->{file}' < '$dir/inputs'`;
-    @sigs == $n or die "the signer signed " . scalar(@sigs) . " of $n\n";
-    return map {
-        chomp(my $hex = $sigs[$_]);
-        my $rs = join '', map { ("\0" x (32 - length $_)) . $_ }
-            LessonsTest::JWT::der_ints(pack 'H*', $hex);
-        "$inputs[$_]." . b64url($rs);
-    } 0 .. $n - 1;
-}
-
-my $flooder = ec_key('flooder');
-my $ftoken  = bound_token($flooder);
-my $start   = time;
-# A few seconds ahead, so that all of them still pass at the last one.
-my @flood   = proofs_of($flooder, $uri, $ftoken, $share + 200, int($start) + 3);
-
-# The other client, in a process of its own: a request every 50 ms
-# until the parent says stop, its codes written back.
-pipe(my $codes_r, my $codes_w) or die "pipe: $!";
-pipe(my $stop_r, my $stop_w) or die "pipe: $!";
-my $other = fork // die "fork: $!";
-if (!$other) {
-    close $codes_r;
-    close $stop_w;
-    my $sel = '';
-    vec($sel, fileno($stop_r), 1) = 1;
-    while (!select(my $r = $sel, undef, undef, 0.05)) {
-        my $c = dpop_call(GET => '/dpop/api/lessons', $token,
-                          proof(GET => $uri, $token))->code;
-        print $codes_w "$c\n";
-    }
-    close $codes_w;
-    POSIX::_exit(0);
-}
-close $codes_w;
-close $stop_r;
-
-my $ua = LWP::UserAgent->new(keep_alive => 1, timeout => 60);
-my (%fcodes, $first_refusal);
-for my $p (@flood) {
-    my $r = $ua->get($uri, Authorization => "DPoP $ftoken", DPoP => $p);
-    $fcodes{ $r->code }++;
-    $first_refusal ||= $r if $r->code != 200;
-}
-my $took = time - $start;
-close $stop_w;
-my %ocodes;
-while (my $c = <$codes_r>) { chomp $c; $ocodes{$c}++ }
-waitpid $other, 0;
-
-diag sprintf 'flood: %d proofs in %.1f s: %s; the other client: %s', scalar(@flood), $took,
-    join(', ', map { "$_ x$fcodes{$_}" } sort keys %fcodes),
-    join(', ', map { "$_ x$ocodes{$_}" } sort keys %ocodes);
-SKIP: {
-    # Every flood proof is kept until 64 s after its making: a machine
-    # too slow to send them all within that cannot show the share.
-    skip "the flood took ${took}s: too slow to fill a share within a proof's time", 8
-        if $took > 55;
-    is $fcodes{200}, $share, "the flooder's first $share proofs (its share): 200";
-    is $fcodes{401}, 200, 'its 200 after: 401';
-    ok !$fcodes{503}, 'none of them 503 (the table is not full)';
-    $first_refusal ||= HTTP::Response->new(599, 'no refusal');
-    is_dpop_refusal($first_refusal, 'invalid_dpop_proof', 'Too many DPoP proofs made with this key',
-                    'the flooder over its share');
-    like $first_refusal->header('Retry-After') // '', qr/\A[1-9][0-9]*\z/, '... with Retry-After';
-    cmp_ok $ocodes{200} // 0, '>=', 5, 'the other client meanwhile: 200';
-}
-is join(',', grep { $_ != 200 } keys %ocodes), '', 'the other client: 200 and nothing else';
-$res = dpop_call(GET => '/dpop/api/lessons', $token, proof(GET => $uri, $token));
-is $res->code, 200, 'after the flood, the other client: 200';
 
 done_testing();

@@ -29,9 +29,11 @@
  *     bound to a certificate only with that certificate and, where
  *     binding is required, none bound to nothing (LessonsJWTCertBound),
  *     a user and exports that keep the text rule;
- *   REFUSE with a status of 400, 401, 403, 500 or 503, a description and
- *     a log line, a challenge exactly for what is not a fault, and
- *     neither holding a JWT-shaped token of the request;
+ *   REFUSE with a status of 400, 401, 403, 429, 500 or 503, a
+ *     description and a log line, a challenge exactly for what is
+ *     neither a fault nor a client over its share of the DPoP proofs
+ *     seen (429, with Retry-After), and neither holding a JWT-shaped
+ *     token of the request;
  *   where the section introspects (LessonsJWTIntrospect), an opaque
  *     token (or, with no key, any token) ALLOWed only when the provider
  *     (an answer from the input, or none: down) said active, the JSON
@@ -465,11 +467,14 @@ static void fuzz_check_refuse(const lessons_decide_facts_t *facts,
     const char *auth = facts->authorization, *token;
 
     if ((v->status != 400 && v->status != 401 && v->status != 403
-         && v->status != 500 && v->status != 503)
+         && v->status != 429 && v->status != 500 && v->status != 503)
         || !v->description || !v->line.text
         || v->refusal < -1 || v->refusal >= LESSONS_REFUSED_COUNT
-        || (v->status >= 500) != (v->challenge == LESSONS_CHALLENGE_NONE)
-        || (v->status >= 500) != !!v->line.fault) {
+        || (v->status >= 500 || v->status == 429)
+           != (v->challenge == LESSONS_CHALLENGE_NONE)
+        || (v->status >= 500) != !!v->line.fault
+        || (v->status == 429 && (v->retry_after <= 0
+                                 || v->refusal != LESSONS_REFUSED_DPOP))) {
         abort();
     }
     /* No token in what is logged or answered: one that looks like a

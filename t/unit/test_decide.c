@@ -254,6 +254,18 @@ static void is_dpop_refused(const lessons_verdict_t *v, const char *error)
                240);
 }
 
+/* A client over its share of the replay table: 429, no challenge,
+ * counted among DPoP's refusals, at info, with Retry-After.
+ */
+static void is_over_share(const lessons_verdict_t *v)
+{
+    is_refusal(v, 429, LESSONS_CHALLENGE_NONE, NO_ERROR,
+               LESSONS_REFUSED_DPOP, 760);
+    assert_int_equal(v->line.level, LESSONS_DECIDE_INFO);
+    assert_false(v->line.fault);
+    assert_true(v->retry_after > 0);
+}
+
 /* A server fault: 500, no challenge, the misconfiguration's line. */
 static void is_misconfigured(const lessons_verdict_t *v)
 {
@@ -1118,17 +1130,145 @@ static void test_dpop_good_proof(void **state)
     f.dpop = proof_for(&k, bound, NOW, "j-5");
     v = decide(&p, &f);
     is_refusal(&v, 503, LESSONS_CHALLENGE_NONE, NO_ERROR, -1, 242);
-    /* The key holds its share: the client's doing, 401. */
+    /* The client holds its share: its doing, 429 (no challenge: no
+     * other token or proof would pass now).
+     */
     box.answer = LESSONS_REPLAY_OVER_SHARE;
     v = decide(&p, &f);
-    is_dpop_refused(&v, "invalid_dpop_proof");
-    assert_true(v.retry_after > 0);
+    is_over_share(&v);
     /* The table cannot be asked. */
     box.answer = -1;
     p.replay = NULL;
     v = decide(&p, &f);
     is_refusal(&v, 503, LESSONS_CHALLENGE_NONE, NO_ERROR, -1, 241);
     free(mem);
+}
+
+/* A token bound to k for sub, of client (NULL: no client_id). */
+static const char *client_token(const ec_key_t *k, const char *client,
+                                const char *sub)
+{
+    return hs_token(apr_psprintf(pool, "{\"iss\":\"" ISS_A "\",\"aud\":"
+                                 "\"" AUD "\",\"sub\":\"%s\",\"exp\":%"
+                                 APR_INT64_T_FMT ",\"iat\":%" APR_INT64_T_FMT
+                                 "%s,\"cnf\":{\"jkt\":\"%s\"}}", sub,
+                                 NOW + 3600, NOW - 10,
+                                 client ? apr_psprintf(pool, ",\"client_id\":"
+                                                       "\"%s\"", client)
+                                        : "", k->jkt));
+}
+
+/* Issue 55: a client makes keys for nothing, and gets a bound token for
+ * each from its provider; the replay table's share is the client's, not
+ * the key's.  One user of one application, 40 keys and tokens, 3 fresh
+ * proofs each: its first share of them (64 of a table of 1,024) taken,
+ * the rest 429 with Retry-After, whatever the key; another user of the
+ * same application, and the same user of another, each still taken.
+ */
+static void test_dpop_one_client_many_keys(void **state)
+{
+    lessons_decide_unit_t u = unit_hs();
+    lessons_decide_policy_t p = policy_of(&u, 1);
+    apr_size_t size = lessons_replay_size(1024);
+    void *mem = malloc(size);
+    replay_box_t box = { NULL, 0, -1, 0 };
+    lessons_decide_facts_t f;
+    lessons_verdict_t v;
+    const char *tok;
+    ec_key_t k;
+    int key, n, taken = 0, over = 0, share;
+
+    (void)state;
+    assert_non_null(mem);
+    box.table = lessons_replay_attach(mem, size, 1024, 1);
+    assert_non_null(box.table);
+    share = lessons_replay_share(box.table);
+    assert_int_equal(share, 64);
+    p.dpop = LESSONS_DPOP_REQUIRED;
+    p.replay = replay_take;
+    p.replay_baton = &box;
+    p.replay_share = share;
+    for (key = 0; key < 40; key++) {
+        k = ec_key();
+        tok = client_token(&k, "school-app", "mallory");
+        for (n = 0; n < 3; n++) {
+            f = facts_of(apr_pstrcat(pool, "DPoP ", tok, NULL));
+            f.dpop = proof_for(&k, tok, NOW, apr_psprintf(pool, "m-%d-%d",
+                                                          key, n));
+            f.dpop_lines = 1;
+            v = decide(&p, &f);
+            if (v.kind == LESSONS_VERDICT_ALLOW) {
+                taken++;
+            }
+            else {
+                is_over_share(&v);
+                over++;
+            }
+        }
+    }
+    assert_int_equal(taken, share);
+    assert_int_equal(over, 40 * 3 - share);
+    /* Others are taken: another user of the application, the same user
+     * of another, a token naming no client.
+     */
+    k = ec_key();
+    for (n = 0; n < 3; n++) {
+        const char *others[3];
+        int i;
+
+        others[0] = client_token(&k, "school-app", "alice");
+        others[1] = client_token(&k, "another-app", "mallory");
+        others[2] = client_token(&k, NULL, "mallory");
+        for (i = 0; i < 3; i++) {
+            f = facts_of(apr_pstrcat(pool, "DPoP ", others[i], NULL));
+            f.dpop = proof_for(&k, others[i], NOW,
+                               apr_psprintf(pool, "o-%d-%d", i, n));
+            f.dpop_lines = 1;
+            v = decide(&p, &f);
+            assert_int_equal(v.kind, LESSONS_VERDICT_ALLOW);
+        }
+    }
+    free(mem);
+}
+
+/* LessonsJWTLeeway widens a proof's iat window by at most
+ * LESSONS_DPOP_LEEWAY_MAX on each side: with a leeway of 600 s, a proof
+ * 40 s ahead is refused, and one at the edge is kept no longer than the
+ * widest window allows (126 s), never the leeway's 20 minutes.
+ */
+static void test_dpop_leeway_bounded(void **state)
+{
+    ec_key_t k = ec_key();
+    lessons_decide_unit_t u = unit_hs();
+    lessons_decide_policy_t p = policy_of(&u, 1);
+    const char *bound = bound_token(&k);
+    replay_box_t box = { NULL, 0, LESSONS_REPLAY_NEW, 0 };
+    lessons_decide_facts_t f;
+    lessons_verdict_t v;
+
+    (void)state;
+    p.dpop = LESSONS_DPOP_REQUIRED;
+    p.replay = replay_take;
+    p.replay_baton = &box;
+    p.leeway = 600;
+    f = facts_of(apr_pstrcat(pool, "DPoP ", bound, NULL));
+    f.dpop_lines = 1;
+    f.dpop = proof_for(&k, bound, NOW + LESSONS_DPOP_AHEAD
+                                  + LESSONS_DPOP_LEEWAY_MAX + 1, "l-1");
+    v = decide(&p, &f);
+    is_dpop_refused(&v, "invalid_dpop_proof");
+    f.dpop = proof_for(&k, bound, NOW - LESSONS_DPOP_WINDOW
+                                  - LESSONS_DPOP_LEEWAY_MAX - 1, "l-2");
+    v = decide(&p, &f);
+    is_dpop_refused(&v, "invalid_dpop_proof");
+    assert_int_equal(box.calls, 0);
+    f.dpop = proof_for(&k, bound, NOW + LESSONS_DPOP_AHEAD
+                                  + LESSONS_DPOP_LEEWAY_MAX, "l-3");
+    v = decide(&p, &f);
+    is_allowed(&v, bound, &u, "alice", NOW);
+    assert_int_equal(box.expires, apr_time_from_sec(NOW + 126));
+    assert_int_equal(LESSONS_DPOP_WINDOW + LESSONS_DPOP_AHEAD
+                     + 2 * LESSONS_DPOP_LEEWAY_MAX + 1, 126);
 }
 
 /* A proof for GET URI at iat, with jti, for token, with a nonce claim
@@ -1933,6 +2073,8 @@ int main(void)
         cmocka_unit_test(test_exports),
         cmocka_unit_test(test_dpop_refusals),
         cmocka_unit_test(test_dpop_good_proof),
+        cmocka_unit_test(test_dpop_one_client_many_keys),
+        cmocka_unit_test(test_dpop_leeway_bounded),
         cmocka_unit_test(test_dpop_nonce),
         cmocka_unit_test(test_dpop_no_table),
         cmocka_unit_test(test_certbind_optional),

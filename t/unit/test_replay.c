@@ -3,10 +3,11 @@
  * test_replay.c: lessons_replay -- a proof is taken once within its
  * time and again after it; a full run refuses rather than forgets; a
  * restart keeps the table; processes racing with one proof on shared
- * memory under a global mutex take it exactly once; one key holds at
- * most its share, so that a client flooding the table with one key
- * leaves it to the others; and what the module's table holds, measured
- * (docs/directives.md quotes the figures this prints).
+ * memory under a global mutex take it exactly once; one owner holds at
+ * most its share, so that a client flooding the table with one key, or
+ * with many keys and tokens of its own, leaves it to the others; and
+ * what the module's table holds, measured (docs/directives.md quotes
+ * the figures this prints).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -246,10 +247,23 @@ static lessons_replay_e take(lessons_replay_t *t, const char *jkt,
     return lessons_replay_check(t, k, owner, expires, now);
 }
 
-/* One key's proofs: the first share of them taken, then its own new ones
- * refused (its proofs already taken still known), while another key is
- * taken; once its proofs are over it has its whole share again, and no
- * more.
+/* The owner of a token: who vouches for it, its issuer, client and
+ * subject, as lessons_decide names them.
+ */
+static apr_uint32_t owner_of(const char *client, const char *sub)
+{
+    const char *names[4] = { "keys URL https://idp.example/jwks",
+                             "https://idp.example", client, sub };
+    apr_uint32_t o = 0;
+
+    assert_int_equal(lessons_replay_owner(names, 4, &o), 0);
+    return o;
+}
+
+/* One owner's proofs: the first share of them taken, then its own new
+ * ones refused (its proofs already taken still known), while another
+ * owner is taken; once its proofs are over it has its whole share
+ * again, and no more.
  */
 static void test_one_key_holds_its_share(void **state)
 {
@@ -259,10 +273,13 @@ static void test_one_key_holds_its_share(void **state)
 
     (void)state;
     assert_int_equal(share, 1024 / LESSONS_REPLAY_SHARE);
-    assert_int_equal(lessons_replay_owner("flood-jkt", &flood), 0);
-    assert_int_equal(lessons_replay_owner("other-jkt", &other), 0);
+    flood = owner_of("app", "mallory");
+    other = owner_of("app", "alice");
     assert_int_not_equal(flood, other);
-    assert_int_equal(lessons_replay_owner(NULL, &flood), -1);
+    assert_int_equal(lessons_replay_owner(NULL, 1, &flood), -1);
+    assert_int_equal(lessons_replay_owner((const char *[]){ "x" }, 0,
+                                          &flood), -1);
+    flood = owner_of("app", "mallory");
     for (i = 0; i < share; i++) {
         assert_int_equal(take(t, "flood-jkt", apr_itoa(pool, i), flood,
                               T0 + S(60), T0),
@@ -297,6 +314,61 @@ static void test_one_key_holds_its_share(void **state)
                      LESSONS_REPLAY_NEW);
 }
 
+/* Issue 55: the owner is what the identity provider signs, never a
+ * key.  One client (one user of one application) with 60 keys, a bound
+ * token for each, each key's proofs fresh, more than the table holds:
+ * the proofs of all its keys together are taken up to one share, the
+ * rest refused as over its share (never as a full table), whatever the
+ * key; and then another user of the same application, another
+ * application, and the same subject at another issuer are each taken,
+ * every one of their proofs.  The names are length-prefixed: "ab" + "c"
+ * is not "a" + "bc", an absent client not an empty one.
+ */
+static void test_one_client_many_keys(void **state)
+{
+    lessons_replay_t *t = table(1024);
+    apr_uint32_t flood = owner_of("app", "mallory"), others[3];
+    const char *at_other[4] = { "keys URL https://other.example/jwks",
+                                "https://other.example", "app", "mallory" };
+    int share = lessons_replay_share(t), key, n, taken = 0, over = 0, i;
+
+    (void)state;
+    assert_int_equal(lessons_replay_owner(at_other, 4, &others[0]), 0);
+    others[1] = owner_of("app", "alice");
+    others[2] = owner_of("another-app", "mallory");
+    for (i = 0; i < 3; i++) {
+        assert_int_not_equal(others[i], flood);
+    }
+    assert_int_not_equal(owner_of("ab", "c"), owner_of("a", "bc"));
+    assert_int_not_equal(owner_of(NULL, "x"), owner_of("", "x"));
+    for (n = 0; n < 20; n++) {
+        for (key = 0; key < 60; key++) {
+            switch (take(t, apr_psprintf(pool, "flood-jkt-%d", key),
+                         apr_itoa(pool, n), flood, T0 + S(66), T0)) {
+            case LESSONS_REPLAY_NEW:
+                taken++;
+                break;
+            case LESSONS_REPLAY_OVER_SHARE:
+                over++;
+                break;
+            default:
+                fail_msg("key %d, proof %d: neither taken nor over its "
+                         "share", key, n);
+            }
+        }
+    }
+    assert_int_equal(taken, share);
+    assert_int_equal(over, 60 * 20 - share);
+    for (i = 0; i < 3; i++) {
+        for (n = 0; n < share / 2; n++) {
+            assert_int_equal(take(t, apr_psprintf(pool, "jkt-of-%d", i),
+                                  apr_itoa(pool, n), others[i], T0 + S(66),
+                                  T0 + S(1)),
+                             LESSONS_REPLAY_NEW);
+        }
+    }
+}
+
 /* The module's table (65,536 slots) and the longest a proof is kept
  * (60 s old, 5 s ahead, a second more: 66 s).
  */
@@ -321,11 +393,9 @@ static void test_flood_from_one_key(void **state)
 
     (void)state;
     assert_int_equal(share, MODULE_SLOTS / LESSONS_REPLAY_SHARE);
-    assert_int_equal(lessons_replay_owner("flood-jkt", &flood), 0);
+    flood = owner_of("app", "mallory");
     for (i = 0; i < 1000; i++) {
-        assert_int_equal(lessons_replay_owner(apr_psprintf(pool, "jkt-%d",
-                                                           i), &owners[i]),
-                         0);
+        owners[i] = owner_of("app", apr_psprintf(pool, "user-%d", i));
     }
     for (n = 0; n < 400 * 180; n++) {
         now = T0 + (apr_time_t)n * (APR_USEC_PER_SEC / 400);
@@ -444,6 +514,7 @@ int main(void)
         cmocka_unit_test(test_processes_take_a_proof_once),
         cmocka_unit_test(test_one_key_holds_its_share),
         cmocka_unit_test(test_flood_from_one_key),
+        cmocka_unit_test(test_one_client_many_keys),
         cmocka_unit_test(test_capacity),
     };
 
