@@ -643,7 +643,6 @@ void lessons_keys_child_init(apr_pool_t *pchild, server_rec *s)
                                    : lessons_keysource_fetch_url;
         opts.fetch_baton = src->discover ? (void *)&src->discovery
                                          : (void *)&src->fetch;
-        opts.lazy = !src->eager;
         opts.refresh = apr_time_from_sec(lessons_keys_refresh(src));
         opts.min_refresh = apr_time_from_sec(lessons_keys_min_refresh(src));
         opts.wait = apr_time_from_msec(LESSONS_KEYS_TOTAL_MS);
@@ -671,6 +670,13 @@ void lessons_keys_child_init(apr_pool_t *pchild, server_rec *s)
         }
         opts.share = ks && src->slot >= 0 ? ks : NULL;
         opts.slot = src->slot;
+        /* A lazy source that kept a set across the restart was needed
+         * before: it fetches at once like an eager one, rather than
+         * serve the kept set until a request wakes it.
+         */
+        opts.lazy = !src->eager
+                    && !(opts.share
+                         && lessons_keyshare_generation(ks, src->slot) > 0);
         if (lessons_keysource_start(&src->live, &opts, pchild)
             != APR_SUCCESS) {
             ap_log_error(APLOG_MARK, APLOG_ERR, 0, s, LESSONSLOG(00215)

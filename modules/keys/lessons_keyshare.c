@@ -162,9 +162,14 @@ int lessons_keyshare_bind(lessons_keyshare_t *ks, int i,
     }
     /* A lease taken before the restart belongs to a process that is
      * gone or going: the new generation fetches without waiting for it.
+     * And it fetches at once: the kept document serves meanwhile (no
+     * outage while the provider is down), but a key the provider has
+     * removed since (a compromised one) stops working within seconds
+     * of a restart, not at the next scheduled refresh.
      */
     slot->owner = 0;
     slot->lease_until = 0;
+    slot->next_fetch = 0;
     keyshare_unlock(ks);
     return kept;
 }

@@ -45,8 +45,8 @@ lessons_keyshare_t *lessons_keyshare_attach(void *base, apr_size_t size,
 /* Give slot i to the source whose identity is id (what decides how its
  * document is fetched and read: URL, issuer or not, CA, algorithms).
  * A slot that held another source's document is emptied; one that held
- * this source's (a restart with the same settings) keeps its document,
- * schedule and counts.  In the parent, before the fork.  1 kept, 0
+ * this source's (a restart with the same settings) keeps its document
+ * and counts, and is due for a fetch at once.  In the parent, before the fork.  1 kept, 0
  * emptied, -1 no such slot or the lock failed.
  */
 int lessons_keyshare_bind(lessons_keyshare_t *ks, int i,

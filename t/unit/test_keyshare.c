@@ -278,6 +278,34 @@ static void test_restart(void **state)
     assert_int_equal(lessons_keyshare_generation(again, 0), 0);
 }
 
+/* A restart keeps a slot's document but not its schedule: the new
+ * generation fetches the kept source at once, so that a key the
+ * provider removed (a compromised one) stops working within seconds of
+ * a reload, not at the next refresh (issue 55 §2).
+ */
+static void test_restart_fetches_kept_at_once(void **state)
+{
+    void *base;
+    lessons_keyshare_t *ks = fresh(1, &base), *again;
+    apr_time_t when = 0;
+
+    (void)state;
+    assert_int_equal(claim(ks, 1, T0, 0, &when), LESSONS_KEYSHARE_CLAIMED);
+    assert_int_equal(publish(ks, 1, T0, "{\"a\":1}"), LESSONS_KEYSHARE_NEW);
+    /* before the restart: not due for an hour */
+    assert_int_equal(claim(ks, 2, T0 + S(10), 0, &when),
+                     LESSONS_KEYSHARE_NOT_DUE);
+    assert_true(when == T0 + S(3600));
+
+    again = lessons_keyshare_attach(base, lessons_keyshare_size(1, CAP), 1,
+                                    CAP, 0, lock, pool);
+    assert_non_null(again);
+    assert_int_equal(lessons_keyshare_bind(again, 0, ID_A), 1);
+    assert_string_equal(doc_of(again, 0), "{\"a\":1}");  /* still serves */
+    assert_int_equal(claim(again, 3, T0 + S(10), 0, &when),
+                     LESSONS_KEYSHARE_CLAIMED);
+}
+
 /* A reload gives a slot to another source while a child of the older
  * generation still runs: that child no longer sees the slot's document,
  * and can neither claim the slot nor publish to it, so the new source
@@ -473,6 +501,7 @@ int main(void)
         cmocka_unit_test(test_asked_allowance),
         cmocka_unit_test(test_lease_expires),
         cmocka_unit_test(test_restart),
+        cmocka_unit_test(test_restart_fetches_kept_at_once),
         cmocka_unit_test(test_older_generation_keeps_out),
         cmocka_unit_test(test_forked_readers_see_whole_documents),
     };
