@@ -2,7 +2,8 @@
  *
  * lessons_decide.c: the gate's decision (see lessons_decide.h).  The
  * steps, each of which may end in the verdict: is a token needed; can
- * the section verify one at all; the Authorization header; the issuer
+ * the section verify one at all; is it as strict as every section
+ * merged before asked; the Authorization header; the issuer
  * block the token names; the keys (a fetched set, one refetch for a kid
  * the set lacks); the token; DPoP (and its nonce, where asked); the
  * certificate binding; the user; the claims to export.  Only the
@@ -98,18 +99,100 @@ static lessons_verdict_e decide_refuse(lessons_decision_t *d, int status,
     return v->kind;
 }
 
-/* The configuration in effect cannot verify tokens: 500.  Start-up
- * refuses every such layout it can see; this holds for the ones only a
- * merge makes.
+/* The configuration in effect cannot verify tokens (tag 201), or would
+ * verify them under settings weaker than the merge chain asked (tag
+ * 781): 500.  Start-up refuses every such layout it can see; this
+ * holds for the ones only a merge makes.
  */
-static lessons_verdict_e decide_misconfigured(lessons_decision_t *d,
-                                              const char *why)
+static lessons_verdict_e decide_misconfigured_as(lessons_decision_t *d,
+                                                 int tag, const char *why)
 {
-    return decide_fault(d, 500, LESSONS_DECIDE_ERR, 201,
+    return decide_fault(d, 500, LESSONS_DECIDE_ERR, tag,
                         "The server is misconfigured.",
                         apr_psprintf(d->p, "%s; refusing to serve %s", why,
                                      d->facts->path ? d->facts->path
                                                     : "the request"));
+}
+
+static lessons_verdict_e decide_misconfigured(lessons_decision_t *d,
+                                              const char *why)
+{
+    return decide_misconfigured_as(d, 201, why);
+}
+
+/* The words of LessonsJWTDPoP's and LessonsJWTCertBound's modes. */
+static const char *decide_mode_name(int mode)
+{
+    static const char *const names[] = { "off", "off", "optional",
+                                         "required" };
+
+    return mode >= 0 && mode <= 3 ? names[mode] : "(unknown)";
+}
+
+/* One setting weaker in effect than its floor: why, in the words
+ * start-up and the request's log line share.
+ */
+static const char *decide_relaxed_why(apr_pool_t *p, const char *asked,
+                                      const char *where, const char *here)
+{
+    return apr_psprintf(p, "%s at %s, but a section merged after it (an "
+                        "inner section, an <If>, or a virtual host under "
+                        "the server's lines) leaves %s in effect here; "
+                        "what an outer section requires no inner one can "
+                        "relax", asked, where ? where : "(unknown)", here);
+}
+
+const char *lessons_decide_relaxed(apr_pool_t *p,
+                                   const lessons_decide_policy_t *policy)
+{
+    const lessons_decide_floor_t *floor = &policy->floor;
+    int dpop = policy->dpop ? policy->dpop : LESSONS_DPOP_OFF;
+    int certbind = policy->certbind ? policy->certbind : LESSONS_CERTBIND_OFF;
+    int i;
+
+    if (dpop < floor->dpop) {
+        return decide_relaxed_why(p, apr_pstrcat(p, "LessonsJWTDPoP ",
+                                                 decide_mode_name(floor->dpop),
+                                                 NULL),
+                                  floor->dpop_where,
+                                  apr_pstrcat(p, "LessonsJWTDPoP ",
+                                              decide_mode_name(dpop), NULL));
+    }
+    if (certbind < floor->certbind) {
+        return decide_relaxed_why(p, apr_pstrcat(p, "LessonsJWTCertBound ",
+                                                 decide_mode_name(
+                                                     floor->certbind), NULL),
+                                  floor->certbind_where,
+                                  apr_pstrcat(p, "LessonsJWTCertBound ",
+                                              decide_mode_name(certbind),
+                                              NULL));
+    }
+    for (i = 0; policy->units && i < policy->nunits; i++) {
+        const lessons_token_policy_t *token = &policy->units[i].token;
+
+        if (floor->at_jwt_where && !token->require_at_jwt) {
+            return decide_relaxed_why(p, "LessonsJWTTokenType at+jwt",
+                                      floor->at_jwt_where,
+                                      "LessonsJWTTokenType any");
+        }
+        /* One audience along the chain: a token for another is for
+         * another resource server, and no token names both as a rule.
+         */
+        if (floor->audience
+            && (!token->audience
+                || strcmp(token->audience, floor->audience) != 0)) {
+            return decide_relaxed_why(p, apr_pstrcat(p, "LessonsJWTAudience ",
+                                                     floor->audience, NULL),
+                                      floor->audience_where,
+                                      token->audience
+                                      ? apr_pstrcat(p, "LessonsJWTAudience ",
+                                                    token->audience, NULL)
+                                      : policy->blocks
+                                      ? "an issuer's block without it"
+                                      : "no audience");
+        }
+    }
+    return NULL;
 }
 
 static lessons_verdict_e decide_token_refused(lessons_decision_t *d,
@@ -869,7 +952,7 @@ static lessons_verdict_e decide_steps(lessons_decision_t *d)
     const lessons_decide_policy_t *policy = d->policy;
     lessons_verdict_t *v = d->v;
     apr_pool_t *p = d->p;
-    const char *subject = NULL;
+    const char *subject = NULL, *why;
 
     if (!policy->needed) {
         return v->kind = LESSONS_VERDICT_NOT_NEEDED;
@@ -884,6 +967,12 @@ static lessons_verdict_e decide_steps(lessons_decision_t *d)
                                                    "here (from %s on), but "
                                                    "no key is in effect",
                                                    policy->needed));
+    }
+    /* What the chain required outside holds inside, whatever section
+     * the request merged last (issue 55).
+     */
+    if ((why = lessons_decide_relaxed(p, policy)) != NULL) {
+        return decide_misconfigured_as(d, 781, why);
     }
     if (decide_bearer(d)) {
         return v->kind;

@@ -11,8 +11,9 @@
  * Whether a token is needed is part of the policy (needed), and the
  * only way to a verdict without one: a policy that needs a token never
  * allows a request without a valid one, whatever else it says (no key,
- * a broken merge, no key set yet: refuse, never allow).  t/fuzz/
- * fuzz_decide.c holds every verdict to that.
+ * a broken merge, no key set yet, a sender constraint, token type or
+ * audience weaker than the merge chain asked: refuse, never allow).
+ * t/fuzz/fuzz_decide.c holds every verdict to that.
  */
 #ifndef LESSONS_DECIDE_H
 #define LESSONS_DECIDE_H
@@ -112,6 +113,27 @@ typedef int (*lessons_decide_introspect_fn)(
     void *baton, apr_pool_t *p, const char *token, apr_int64_t now,
     lessons_decide_introspection_t *out);
 
+/* What the sections merged for a request asked at the strongest
+ * (issue 55): LessonsJWTDPoP, LessonsJWTCertBound, LessonsJWTTokenType
+ * at+jwt and a section's LessonsJWTAudience, each with the file:line
+ * that asked it.  Like a token being needed, none of them weakens
+ * along the merge: where what is in effect is weaker (an inner
+ * section, an <If> the client steers, a virtual host under the main
+ * server's lines set it so), the policy cannot decide, and every
+ * request there fails closed (500, lessons_decide_relaxed).
+ */
+typedef struct {
+    int dpop;                       /* LESSONS_DPOP_*; 0: never set */
+    const char *dpop_where;
+    int certbind;                   /* LESSONS_CERTBIND_*; 0: never set */
+    const char *certbind_where;
+    const char *at_jwt_where;       /* at+jwt asked there; NULL: never */
+    const char *audience;           /* the outermost section's
+                                     * LessonsJWTAudience (a block's goes
+                                     * with its block); NULL: none */
+    const char *audience_where;
+} lessons_decide_floor_t;
+
 /* The merged policy of a request's section. */
 typedef struct {
     const char *needed;             /* where a token became needed (the
@@ -126,6 +148,10 @@ typedef struct {
     const char *where;              /* the section's key directive */
     int dpop;                       /* LESSONS_DPOP_* (0: off) */
     int certbind;                   /* LESSONS_CERTBIND_* (0: off) */
+    lessons_decide_floor_t floor;   /* what the merge chain asked at the
+                                     * strongest: dpop, certbind, every
+                                     * unit's token type and audience
+                                     * must be at least that */
     long leeway;                    /* LessonsJWTLeeway, seconds */
     const char *user_claim;         /* NULL: sub */
     const char *const *export_claims;
@@ -250,6 +276,14 @@ lessons_verdict_e lessons_decide(apr_pool_t *p,
                                  const lessons_decide_policy_t *policy,
                                  const lessons_decide_facts_t *facts,
                                  lessons_verdict_t *v);
+
+/* Why the policy's settings in effect are weaker than its floor (the
+ * first such setting, naming where it was asked), or NULL.  A policy
+ * with such a reason refuses every request that needs a token (500);
+ * start-up refuses every such merge it can see with the same words.
+ */
+const char *lessons_decide_relaxed(apr_pool_t *p,
+                                   const lessons_decide_policy_t *policy);
 
 /* The metrics' reason for a token's refusal. */
 lessons_metrics_refusal_e lessons_refusal_of(lessons_token_e rc);

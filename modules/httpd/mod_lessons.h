@@ -237,6 +237,17 @@ typedef struct {
     const char *certbind_where;     /* file:line of this section's
                                      * LessonsJWTCertBound, for the
                                      * start-up check (not merged) */
+    lessons_decide_floor_t floor;   /* LessonsJWTDPoP, LessonsJWTCertBound,
+                                     * LessonsJWTTokenType at+jwt and the
+                                     * section's LessonsJWTAudience at
+                                     * their strongest along the merge
+                                     * chain, each with its file:line
+                                     * (issue 55).  Merged so that the
+                                     * stronger stays, the outer at a
+                                     * tie: nothing merged after it can
+                                     * weaken it, and where what is in
+                                     * effect is weaker, requests fail
+                                     * closed (lessons_decide_relaxed) */
     int dpop_nonce;                 /* LessonsJWTDPoPNonce: 0 not set,
                                      * LESSONS_NONCE_OFF, LESSONS_NONCE_ON */
     struct lessons_introspect_src *introspect;  /* LessonsJWTIntrospect

@@ -18,6 +18,32 @@ void *lessons_create_dir_conf(apr_pool_t *p, char *dir)
     return conf;
 }
 
+/* What the chain asked at the strongest (lessons_decide_floor_t): the
+ * stronger of base and add, base's (the outer) at a tie; the outermost
+ * section's audience.
+ */
+static void lessons_merge_floor(lessons_decide_floor_t *out,
+                                const lessons_decide_floor_t *base,
+                                const lessons_decide_floor_t *add)
+{
+    *out = *base;
+    if (add->dpop > base->dpop) {
+        out->dpop = add->dpop;
+        out->dpop_where = add->dpop_where;
+    }
+    if (add->certbind > base->certbind) {
+        out->certbind = add->certbind;
+        out->certbind_where = add->certbind_where;
+    }
+    if (!base->at_jwt_where) {
+        out->at_jwt_where = add->at_jwt_where;
+    }
+    if (!base->audience) {
+        out->audience = add->audience;
+        out->audience_where = add->audience_where;
+    }
+}
+
 void *lessons_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
 {
     const lessons_dir_conf *base = basev, *add = addv, *jwt, *iss;
@@ -55,6 +81,8 @@ void *lessons_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     conf->dpop = add->dpop ? add->dpop : base->dpop;
     conf->certbind = add->certbind ? add->certbind : base->certbind;
     conf->dpop_nonce = add->dpop_nonce ? add->dpop_nonce : base->dpop_nonce;
+    /* Like gate_where: what the chain required stays required. */
+    lessons_merge_floor(&conf->floor, &base->floor, &add->floor);
     /* The endpoint and its client come as one record. */
     conf->introspect = add->introspect ? add->introspect : base->introspect;
     conf->introspect_cache_max = add->introspect_cache_max
@@ -303,6 +331,7 @@ void lessons_decide_policy_of(apr_pool_t *p, const lessons_dir_conf *conf,
     policy->where = conf->jwt_where;
     policy->dpop = conf->dpop;
     policy->certbind = conf->certbind;
+    policy->floor = conf->floor;
     policy->leeway = conf->leeway > 0 ? conf->leeway : 0;
     policy->user_claim = conf->user_claim;
     if (conf->export_claims) {
@@ -761,13 +790,31 @@ const char *lessons_set_issuer(cmd_parms *cmd, void *dconf, const char *arg)
     return NULL;
 }
 
-/* LessonsJWTAudience AUD: in a section, or in an issuer's block. */
+/* The directive being read, as file:line. */
+static const char *lessons_here(cmd_parms *cmd)
+{
+    return apr_psprintf(cmd->pool, "%s:%d", cmd->directive->filename,
+                        cmd->directive->line_num);
+}
+
+/* LessonsJWTAudience AUD: in a section, or in an issuer's block.  A
+ * section's is required of every section merged after it (the floor);
+ * a block's goes with its block's keys.
+ */
 const char *lessons_set_audience(cmd_parms *cmd, void *dconf,
                                  const char *arg)
 {
+    lessons_dir_conf *conf = dconf;
     const char *err = lessons_outside_blocks(cmd, dconf);
 
-    return err ? err : lessons_set_string(cmd, dconf, arg);
+    if (err || (err = lessons_set_string(cmd, dconf, arg)) != NULL) {
+        return err;
+    }
+    if (!conf->block) {
+        conf->floor.audience = conf->audience;
+        conf->floor.audience_where = lessons_here(cmd);
+    }
+    return NULL;
 }
 
 /* What an issuer's block may hold: its keys and their settings, and its
@@ -942,6 +989,9 @@ const char *lessons_set_token_type(cmd_parms *cmd, void *dconf,
         return apr_psprintf(cmd->pool, "LessonsJWTTokenType takes any or "
                             "at+jwt, not \"%s\"", arg);
     }
+    /* at+jwt is required of every section merged after this one. */
+    conf->floor.at_jwt_where = conf->token_type == LESSONS_TYPE_AT_JWT
+                               ? lessons_here(cmd) : NULL;
     return lessons_touch(cmd, conf);
 }
 
@@ -993,6 +1043,8 @@ const char *lessons_set_dpop(cmd_parms *cmd, void *dconf, const char *arg)
         return err;
     }
     conf->dpop = mode;
+    conf->floor.dpop = mode;
+    conf->floor.dpop_where = lessons_here(cmd);
     if (mode != LESSONS_DPOP_OFF) {
         apr_pool_userdata_setn((void *)1, LESSONS_DPOP_SEEN, NULL, cmd->pool);
     }
@@ -1014,9 +1066,9 @@ const char *lessons_set_certbind(cmd_parms *cmd, void *dconf,
         return err;
     }
     conf->certbind = mode;
-    conf->certbind_where = apr_psprintf(cmd->pool, "%s:%d",
-                                        cmd->directive->filename,
-                                        cmd->directive->line_num);
+    conf->certbind_where = lessons_here(cmd);
+    conf->floor.certbind = mode;
+    conf->floor.certbind_where = conf->certbind_where;
     return lessons_touch(cmd, conf);
 }
 

@@ -272,7 +272,9 @@ static void lessons_merge_seen(apr_pool_t *p, lessons_dir_conf **merged,
  * each section, the server's level, the <Directory> and <Location>
  * sections at or around its path, the sections it is nested in, then
  * the section itself.  Where that needs a token and leaves nothing that
- * can verify one, the section is refused, naming it.  Merges that only
+ * can verify one, or leaves a sender constraint, token type or audience
+ * weaker than a section merged before it required, the section is
+ * refused, naming it.  Merges that only
  * a request decides (regex sections, <If> conditions) are left to the
  * request-time check, which fails closed.
  */
@@ -281,6 +283,7 @@ static int lessons_check_merges(apr_pool_t *ptemp, server_rec *main_server)
     lessons_srv_conf *mconf =
         ap_get_module_config(main_server->module_config, &lessons_module);
     lessons_token_policy_t policy;
+    lessons_decide_policy_t decide;
     lessons_keys_src *src;
     server_rec *s;
     int rc = OK, i;
@@ -293,7 +296,7 @@ static int lessons_check_merges(apr_pool_t *ptemp, server_rec *main_server)
             lessons_dir_conf *c = APR_ARRAY_IDX(sconf->sections, i,
                                                 lessons_dir_conf *);
             lessons_dir_conf *merged;
-            const char *why;
+            const char *why, *tag, *fix;
             int top = !c->node
                       || strcasecmp(c->node->directive, "<VirtualHost") == 0;
 
@@ -322,16 +325,25 @@ static int lessons_check_merges(apr_pool_t *ptemp, server_rec *main_server)
             if (!lessons_token_required(merged)) {
                 continue;
             }
+            tag = LESSONSLOG(00112);
+            fix = "give it keys that verify (LessonsJWTKey, or an https:// "
+                  "LessonsJWTIssuer whose keys are discovered)";
             why = lessons_gate_policy(ptemp, merged, &policy, &src);
+            if (!why) {
+                /* What an outer section required, this one cannot
+                 * relax.
+                 */
+                lessons_decide_policy_of(ptemp, merged, &decide);
+                why = lessons_decide_relaxed(ptemp, &decide);
+                tag = LESSONSLOG(00780);
+                fix = "set it here as strictly, or no stricter outside";
+            }
             if (why) {
                 ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0,
-                             NULL, LESSONSLOG(00112) "%s:%d: %s; every "
-                             "request this section applies to would be "
-                             "refused (500): give it keys that verify "
-                             "(LessonsJWTKey, or an https:// "
-                             "LessonsJWTIssuer whose keys are discovered)",
+                             NULL, "%s%s:%d: %s; every request this section "
+                             "applies to would be refused (500): %s", tag,
                              c->node ? c->node->filename : "(server)",
-                             c->node ? c->node->line_num : 0, why);
+                             c->node ? c->node->line_num : 0, why, fix);
                 rc = !OK;
             }
         }

@@ -162,16 +162,7 @@ like $log, qr/LESSONS00201: a token is needed here \(from \Q$conf\E:\d+ on\), bu
      'the 500s are logged as LESSONS00201, naming where the token became needed';
 
 # ---- configtest: the layouts it can see
-my $n = 0;
-sub configtest {
-    my ($body) = @_;
-    my $p = free_port();
-    my $sub = "$dir/ct" . ++$n;
-    mkdir $sub;
-    my $c = httpd_conf($sub, $p, "LoadModule alias_module \"$mods/mod_alias.so\"\n$body");
-    my $out = `'@{[ LessonsTest::httpd_bin() ]}' -t -f '$c' 2>&1`;
-    return ($? >> 8, $out, $c);
-}
+sub configtest { conf_test($dir, @_) }
 
 sub refused_ok {
     my ($body, $line, $name) = @_;

@@ -44,6 +44,10 @@
  *   a good bearer token, where nothing but the token is asked, is
  *     allowed, by the unit of the issuer it names (so that the checks
  *     above are not met by refusing all);
+ *   what the merge chain required (the policy's floor: DPoP,
+ *     certificate binding, at+jwt, one audience) is never relaxed: no
+ *     ALLOW where the settings in effect are weaker than the floor, and
+ *     an ALLOW's own policy is at least as strict (issue 55);
  *   the three decisions agree (a cache hit judges as a full verify).
  */
 #include "fuzz.h"
@@ -328,6 +332,30 @@ static int fuzz_introspect(void *baton, apr_pool_t *p, const char *token,
     return 0;
 }
 
+/* Is anything in effect weaker than the floor?  Worked out here from
+ * the fields, not by lessons_decide_relaxed.
+ */
+static int fuzz_relaxed(const lessons_decide_policy_t *policy)
+{
+    const lessons_decide_floor_t *fl = &policy->floor;
+    int i;
+
+    if ((policy->dpop ? policy->dpop : LESSONS_DPOP_OFF) < fl->dpop
+        || (policy->certbind ? policy->certbind : LESSONS_CERTBIND_OFF)
+           < fl->certbind) {
+        return 1;
+    }
+    for (i = 0; policy->units && i < policy->nunits; i++) {
+        const lessons_token_policy_t *t = &policy->units[i].token;
+
+        if ((fl->at_jwt_where && !t->require_at_jwt)
+            || (fl->audience && !fuzz_same_str(fl->audience, t->audience))) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* What ALLOW must be. */
 static void fuzz_check_allow(apr_pool_t *p,
                              const lessons_decide_policy_t *policy,
@@ -344,7 +372,14 @@ static void fuzz_check_allow(apr_pool_t *p,
 
     if (!policy->needed || policy->broken || !policy->units
         || policy->nunits < 1 || !unit || unit < policy->units
-        || unit >= policy->units + policy->nunits || unit->broken) {
+        || unit >= policy->units + policy->nunits || unit->broken
+        || fuzz_relaxed(policy)) {
+        abort();
+    }
+    /* As strict as the chain asked, in what this token met. */
+    if ((policy->floor.at_jwt_where && !used->require_at_jwt)
+        || (policy->floor.audience
+            && !fuzz_same_str(used->audience, policy->floor.audience))) {
         abort();
     }
     token = fuzz_header_token(p, facts->authorization, mode, &dpop);
@@ -567,7 +602,7 @@ static void fuzz_check_good_token(apr_pool_t *p,
 
     token = fuzz_header_token(p, facts->authorization, LESSONS_DPOP_OFF,
                               &dpop);
-    if (!token || !policy->needed || policy->broken
+    if (!token || !policy->needed || policy->broken || fuzz_relaxed(policy)
         || (layout != FUZZ_SINGLE_SET && layout != FUZZ_SINGLE_KEY
             && layout != FUZZ_ANY_ISSUER && layout != FUZZ_BLOCKS)
         || (policy->dpop != 0 && policy->dpop != LESSONS_DPOP_OFF)
@@ -645,6 +680,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
      *   s[3] bit 4      introspection (the answer: the input's last field)
      *   s[3] bit 5      ... the provider down (no answer)
      *   s[3] bit 6      ... JWTs asked about too (LessonsJWTIntrospectJWT)
+     *   s[2] bit 6,     the floor (what the merge chain required): none;
+     *   s[3] bit 7        DPoP and binding optional; DPoP required and
+     *                     at+jwt (every unit at+jwt where the layout's
+     *                     number is odd); binding required and the
+     *                     units' audience, or another where the
+     *                     layout's number halved is odd
      */
     layout = s[1] % FUZZ_LAYOUTS;
     units[0] = layouts[layout][0];
@@ -673,6 +714,29 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     policy.replay = s[2] & 0x20 ? fuzz_replay : NULL;
     policy.replay_baton = &replay;
     policy.replay_share = FUZZ_SLOTS / LESSONS_REPLAY_SHARE;
+    switch ((s[2] >> 6 & 1) | (s[3] >> 6 & 2)) {
+    case 1:
+        policy.floor.dpop = LESSONS_DPOP_OPTIONAL;
+        policy.floor.dpop_where = "fuzz-conf:3";
+        policy.floor.certbind = LESSONS_CERTBIND_OPTIONAL;
+        policy.floor.certbind_where = "fuzz-conf:4";
+        break;
+    case 2:
+        policy.floor.dpop = LESSONS_DPOP_REQUIRED;
+        policy.floor.dpop_where = "fuzz-conf:3";
+        policy.floor.at_jwt_where = "fuzz-conf:5";
+        units[0].token.require_at_jwt = units[1].token.require_at_jwt =
+            layout % 2;
+        break;
+    case 3:
+        policy.floor.certbind = LESSONS_CERTBIND_REQUIRED;
+        policy.floor.certbind_where = "fuzz-conf:4";
+        policy.floor.audience = layout / 2 % 2 ? "reports" : "lessons";
+        policy.floor.audience_where = "fuzz-conf:6";
+        break;
+    default:
+        break;
+    }
     memset(&idp, 0, sizeof(idp));
     idp.answer = s[3] & 0x20 ? NULL : answer;
     idp.leeway = policy.leeway;

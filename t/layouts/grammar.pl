@@ -33,6 +33,13 @@
 # whatever order: so the model here is the set of sections that match a
 # request, never their merge order.
 #
+# What a section requires of a token (LessonsJWTDPoP, LessonsJWTCertBound
+# optional or required, LessonsJWTTokenType at+jwt, LessonsJWTAudience)
+# holds wherever it is merged, whatever the others say (issue 55): the
+# layouts mix weaker and stronger lines, and the issue's own (an <If> on
+# the Host relaxing a <Location>'s requirement, inside it and beside it)
+# are written out too.
+#
 # Layouts httpd refuses (configtest, naming the line) are counted and
 # left out; every other one is asked for each backend's URL, with the
 # Host and query variants its <If>s test, with
@@ -44,6 +51,10 @@
 #  - where an issuer's block is in force, a token signed by that block's
 #    key naming an issuer the block is not (a block's key verifies only
 #    its own issuer's tokens; block keys never appear outside blocks),
+#  - where a section of the chain requires it, a token signed by a key in
+#    force that only a relaxed requirement would take: DPoP-bound sent as
+#    Bearer, certificate-bound without a certificate, a plain JWT where
+#    at+jwt is asked, a token for another audience,
 #  - and CORS preflights.
 # Checked: a gated request never gets 2xx or 3xx (a preflight may get an
 # empty 204) and its backend sees nothing (OPEN, BACKEND); an ungated URL
@@ -349,16 +360,21 @@ sub fill {
         my $iss = chance(0.85) ? pick(@PLAIN_ISSUERS) : pick(@DISC_ISSUERS);
         push @lines, ["LessonsJWTIssuer $iss"];
     }
-    push @lines, ['LessonsJWTAudience ' . pick(@AUDS)] if (!$blocks || chance(0.03)) && chance(0.2);
-    # DPoP optional/required and at+jwt change which tokens pass, not
-    # whether a request is gated: now and then only.
-    push @lines, ['LessonsJWTDPoP ' . (chance(0.96) ? 'off' : pick(qw(optional required)))] if chance(0.08);
+    # Mostly one audience: two along a chain are refused (issue 55), and
+    # a refused layout asks nothing.
+    push @lines, ['LessonsJWTAudience ' . (chance(0.85) ? $AUDS[0] : $AUDS[1])]
+        if (!$blocks || chance(0.03)) && chance(0.2);
+    # DPoP, certificate binding and at+jwt change which tokens pass, not
+    # whether a request is gated; what one section requires no other
+    # relaxes (issue 55), so weaker and stronger lines meet in a chain.
+    push @lines, ['LessonsJWTDPoP ' . pick(qw(off off optional required))] if chance(0.08);
+    push @lines, ['LessonsJWTCertBound ' . pick(qw(off optional))] if chance(0.05);
     if (chance(0.15)) {
         push @lines, ['LessonsCORSOrigins ' . pick('https://app.example', '*', 'none',
                                                    'https://app.example http://localhost:3000')];
     }
     push @lines, ['LessonsBasePath ' . pick('/api/lessons', '/api')] if chance(0.06);
-    push @lines, ['LessonsJWTTokenType ' . (chance(0.96) ? 'any' : 'at+jwt')] if chance(0.06);
+    push @lines, ['LessonsJWTTokenType ' . pick(qw(any any at+jwt))] if chance(0.06);
     push @lines, ['LessonsJWTUserClaim ' . pick('sub', 'preferred_username', 'profile.login')] if chance(0.1);
     push @lines, ['LessonsJWTExportClaims ' . pick('tenant', 'sub azp', 'realm_access.roles')] if chance(0.08);
     push @lines, ['LessonsJWTLeeway ' . pick(0, 30, 120)] if chance(0.08);
@@ -413,6 +429,18 @@ sub analyse {
     $s->{gates} = grep { /^(LessonsJWT(Key|Algorithm|KeyFile|KeysURL) |<LessonsJWTIssuer )/
                          || (/^LessonsJWTIssuer (\S+)$/ && discoverable($1)) } @{ $s->{lines} };
     $s->{cors} = grep { /^LessonsCORSOrigins (?!none)/ } @{ $s->{lines} };
+    # What it requires of every token along the chain (issue 55): a
+    # DPoP proof for a DPoP-bound token, the certificate for a
+    # certificate-bound one, at+jwt, its audience (a block's goes with
+    # its block).
+    my %req;
+    for (@{ $s->{lines} }) {
+        $req{dpop} = 1 if /^LessonsJWTDPoP (optional|required)$/;
+        $req{cert} = 1 if /^LessonsJWTCertBound (optional|required)$/;
+        $req{type} = 1 if /^LessonsJWTTokenType at\+jwt$/;
+        $req{aud}{$1} = 1 if /^LessonsJWTAudience (\S+)$/;
+    }
+    $s->{req} = \%req;
     return $s;
 }
 
@@ -536,8 +564,28 @@ sub issue_layouts {
     push @tops, $node->('top', undef, [], $api->(),
                         $node->('dirm', '/(reports|cgi)/l[0-9]+', [$disc]),
                         $node->('filesm', '^(secret|hit)[.]', ['LessonsJWTIssuer https://idp.example/x?q=1']));
-    return map { { n => $n++, main => 0, conds => { host => 1 }, top => $_, htaccess => '',
-                   issue => 1 } } @tops;
+    # Issue 55, 5: an <If> the client steers with its Host relaxes what
+    # the <Location> requires, inside it (configtest sees it) and beside
+    # it (only a request does); the token each would let in.
+    my $hs = 'LessonsJWTKey HS256 ' . key_file('hsA');
+    my $staging = '%{HTTP_HOST} =~ /^staging[.]/';
+    my @relaxed;
+    for (['DPoP', 'required', 'off', ['dpop-bearer', cnf => 'jkt']],
+         ['CertBound', 'optional', 'off', ['cert-unbound', cnf => 'x5t#S256']],
+         ['TokenType', 'at+jwt', 'any', ['plain-jwt']],
+         ['Audience', 'lessons-api', 'reports', ['other-aud', aud => 'reports']]) {
+        my ($d, $strong, $weak, $tok) = @$_;
+        push @relaxed, [$tok, $node->('top', undef, [], $api->(),
+                                      $node->('loc', '/api/reports', [$hs, "LessonsJWT$d $strong"],
+                                              $node->('if', $staging, ["LessonsJWT$d $weak"])))];
+        push @relaxed, [$tok, $node->('top', undef, [], $api->(),
+                                      $node->('loc', '/api/reports', [$hs, "LessonsJWT$d $strong"]),
+                                      $node->('if', $staging, ["LessonsJWT$d $weak"]))];
+    }
+    return ((map { { n => $n++, main => 0, conds => { host => 1 }, top => $_, htaccess => '',
+                     issue => 1 } } @tops),
+            (map { { n => $n++, main => 0, conds => { host => 1 }, top => $_->[1], htaccess => '',
+                     issue => 1, relax => [$_->[0]] } } @relaxed));
 }
 
 # ---- writing layouts -----------------------------------------------------
@@ -687,9 +735,12 @@ sub targets {
     my ($L) = @_;
     my $n = $L->{n};
     my ($D, $F, $R, $C) = ("$W/docroot/l$n", "$W/files/l$n", "$W/reports/l$n", "$W/cgi/l$n");
+    # The API's requests map to no file (mod_lessons_map.c skips the
+    # filesystem walk): no <Directory>, <Files> or their Match forms,
+    # nor anything inside them, is merged for them.
     return (
-        ['/api/lessons',         'api',    "$D/api"],
-        ["/api/lessons/$ID",     'api',    "$D/api"],
+        ['/api/lessons',         'api',    undef],
+        ["/api/lessons/$ID",     'api',    undef],
         ['/api/reports/secret.txt', 'static', "$R/secret.txt"],
         ['/go/secret.txt',       'static', "$R/secret.txt", '/api/reports/secret.txt'],
         ['/api/cgi/hit.cgi',     'cgi',    "$C/hit.cgi"],
@@ -722,16 +773,24 @@ sub chain {
     }
     my %seen;
     @secs = grep { !$seen{$_}++ } @secs;
-    return { sections => \@secs, gated => scalar(grep { $_->{gates} } @secs) };
+    my %req;
+    for my $s (@secs) {
+        $req{$_} ||= $s->{req}{$_} for qw(dpop cert type);
+        $req{aud}{$_} = 1 for keys %{ $s->{req}{aud} || {} };
+    }
+    return { sections => \@secs, gated => scalar(grep { $_->{gates} } @secs),
+             req => \%req };
 }
 
 # ---- tokens --------------------------------------------------------------
 my %TOKCACHE;
 sub token {
-    my (%o) = @_;       # key, alg, iss, aud, bad
-    my $ck = join "\0", map { $_ // '' } @o{qw(key alg iss aud)};
+    my (%o) = @_;       # key, alg, iss, aud, bad, cnf
+    my $ck = join "\0", map { $_ // '' } @o{qw(key alg iss aud cnf)};
     my $tok = $TOKCACHE{$ck} //= do {
         my %claims = (sub => 'grammar-user', scope => 'lessons', tenant => 't1');
+        # Bound to a DPoP key or a certificate no request shows.
+        $claims{cnf} = { $o{cnf} => 'A' x 43 } if $o{cnf};
         $claims{iss} = $o{iss} if defined $o{iss};
         $claims{aud} = $o{aud} if defined $o{aud};
         my $k = $o{key};
@@ -784,6 +843,24 @@ sub tokens_for {
         my $k = pick('hsX', 'rsaX');
         push @out, ['other-issuer', token(key => $k, alg => $KEY{$k}{algs}[0],
                                           iss => pick(@chain_iss, $FOREIGN))];
+    }
+    # Tokens a key in force here signed, its issuer and audience, that
+    # only a relaxed requirement would take (issue 55): DPoP-bound sent
+    # as Bearer, certificate-bound without the certificate, a plain JWT
+    # where at+jwt is asked, another audience where the chain names one
+    # (two different ones are refused whatever the token names).
+    my $req = $ch->{req};
+    my @aud = sort keys %{ $req->{aud} || {} };
+    my @relax = (($req->{dpop} ? ['dpop-bearer', cnf => 'jkt'] : ()),
+                 ($req->{cert} ? ['cert-unbound', cnf => 'x5t#S256'] : ()),
+                 ($req->{type} ? ['plain-jwt'] : ()),
+                 (@aud == 1 ? ['other-aud', aud => pick(grep { $_ ne $aud[0] } @AUDS, $FOREIGN)] : ()),
+                 @{ $L->{relax} || [] });
+    for my $r (@relax) {
+        my ($class, %o) = @$r;
+        my $k = @on ? pick(@on) : { key => 'hsA', iss => pick(@chain_iss, undef) };
+        push @out, [$class, token(key => $k->{key}, alg => $KEY{$k->{key}}{algs}[0],
+                                  iss => $k->{iss}, aud => $k->{aud}, %o)];
     }
     # A block's key naming an issuer that block is not.
     my @blk = grep { $_->{block} } @on;

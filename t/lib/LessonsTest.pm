@@ -34,6 +34,7 @@ our @EXPORT = qw(
     is_problem is_validation is_empty_404 is_json_lesson is_unauthorized
     db_rows db_do db_lessons db_count seed sq lesson_row
     free_port wait_port httpd_conf start_httpd child_pids one_process_conf
+    conf_test
     pg_ctl pg_start
     api_location
     suite_log_size suite_log_since
@@ -116,6 +117,21 @@ $lessons$body
 EOF
     close $fh or die "$conf: $!";
     return $conf;
+}
+
+# conf_test($dir, $body): httpd -t on httpd_conf's server with mod_alias
+# and $body, written in a new directory under $dir.  Returns httpd's exit
+# code, its output and the conf's path (for the file:line it names).
+my $conf_tests = 0;
+sub conf_test {
+    my ($dir, $body) = @_;
+    my $mods = $ENV{LESSONS_TEST_HTTPD_MODULES} || '/usr/lib/apache2/modules';
+    my $sub = "$dir/ct" . ++$conf_tests;
+    mkdir $sub or die "$sub: $!";
+    my $c = httpd_conf($sub, free_port(),
+                       "LoadModule alias_module \"$mods/mod_alias.so\"\n$body");
+    my $out = `'@{[ httpd_bin() ]}' -t -f '$c' 2>&1`;
+    return ($? >> 8, $out, $c);
 }
 
 # The MPM lines of a server of one process with 25 threads (or as many

@@ -395,6 +395,113 @@ static void test_broken(void **state)
     is_allowed(&v, good + 7, &blocks[0], "alice@" ISS_A, NOW);
 }
 
+/* A setting in effect weaker than the merge chain asked (issue 55):
+ * 500 with LESSONS00781 for every request, a good token's and no
+ * token's alike; as strict or stricter decides as before.
+ */
+static void is_relaxed(const lessons_verdict_t *v, const char *asked,
+                       const char *here)
+{
+    is_refusal(v, 500, LESSONS_CHALLENGE_NONE, NO_ERROR, -1, 781);
+    assert_int_equal(v->line.level, LESSONS_DECIDE_ERR);
+    assert_non_null(strstr(v->line.text, asked));
+    assert_non_null(strstr(v->line.text, here));
+}
+
+static void test_relaxed(void **state)
+{
+    lessons_decide_unit_t u = unit_hs(), blocks[2];
+    lessons_decide_policy_t p;
+    const char *plain = hs_token(claims_with(ISS_A, ""));
+    const char *good = bearer(plain);
+    lessons_decide_facts_t f = facts_of(good), none = facts_of(NULL);
+    lessons_verdict_t v;
+
+    (void)state;
+    /* DPoP: off < optional < required; not set is off. */
+    p = policy_of(&u, 1);
+    p.floor.dpop = LESSONS_DPOP_REQUIRED;
+    p.floor.dpop_where = "lessons.conf:10";
+    p.dpop = LESSONS_DPOP_OFF;
+    v = decide(&p, &f);
+    is_relaxed(&v, "LessonsJWTDPoP required at lessons.conf:10",
+               "leaves LessonsJWTDPoP off in effect");
+    is_relaxed((v = decide(&p, &none), &v), "required", "off");
+    p.dpop = 0;
+    is_relaxed((v = decide(&p, &f), &v), "required", "off");
+    p.dpop = LESSONS_DPOP_OPTIONAL;
+    is_relaxed((v = decide(&p, &f), &v), "required", "optional");
+    p.floor.dpop = LESSONS_DPOP_OPTIONAL;
+    v = decide(&p, &f);
+    is_allowed(&v, plain, &u, "alice", NOW);
+    p.floor.dpop = LESSONS_DPOP_OFF;
+    p.dpop = 0;
+    v = decide(&p, &f);
+    is_allowed(&v, plain, &u, "alice", NOW);
+
+    /* LessonsJWTCertBound, the same way. */
+    p = policy_of(&u, 1);
+    p.floor.certbind = LESSONS_CERTBIND_OPTIONAL;
+    p.floor.certbind_where = "lessons.conf:11";
+    is_relaxed((v = decide(&p, &f), &v),
+               "LessonsJWTCertBound optional at lessons.conf:11",
+               "LessonsJWTCertBound off");
+    p.certbind = LESSONS_CERTBIND_OFF;
+    is_relaxed((v = decide(&p, &f), &v), "optional", "off");
+    p.certbind = LESSONS_CERTBIND_OPTIONAL;
+    v = decide(&p, &f);
+    is_allowed(&v, plain, &u, "alice", NOW);
+
+    /* at+jwt, once asked, of every unit. */
+    p = policy_of(&u, 1);
+    p.floor.at_jwt_where = "lessons.conf:12";
+    is_relaxed((v = decide(&p, &f), &v),
+               "LessonsJWTTokenType at+jwt at lessons.conf:12",
+               "LessonsJWTTokenType any");
+    u.token.require_at_jwt = 1;
+    v = decide(&p, &f);
+    is_token_refused(&v, LESSONS_REFUSED_TYPE);     /* judged, not broken */
+    u.token.require_at_jwt = 0;
+
+    /* One audience along the chain. */
+    p = policy_of(&u, 1);
+    p.floor.audience = "reports";
+    p.floor.audience_where = "lessons.conf:13";
+    is_relaxed((v = decide(&p, &f), &v),
+               "LessonsJWTAudience reports at lessons.conf:13",
+               "LessonsJWTAudience " AUD);
+    p.floor.audience = AUD;
+    v = decide(&p, &f);
+    is_allowed(&v, plain, &u, "alice", NOW);
+    u.token.audience = NULL;
+    is_relaxed((v = decide(&p, &f), &v), "LessonsJWTAudience " AUD,
+               "no audience");
+    u.token.audience = AUD;
+
+    /* Blocks: each must name it; one without it breaks the section, for
+     * the other block's tokens too.
+     */
+    blocks[0] = unit_hs();
+    blocks[0].issuer = ISS_A;
+    blocks[1] = unit_rs();
+    blocks[1].issuer = ISS_B;
+    p = policy_of(blocks, 2);
+    p.blocks = 1;
+    p.floor.audience = AUD;
+    p.floor.audience_where = "lessons.conf:13";
+    v = decide(&p, &f);
+    is_allowed(&v, plain, &blocks[0], "alice@" ISS_A, NOW);
+    blocks[1].token.audience = NULL;
+    is_relaxed((v = decide(&p, &f), &v), AUD,
+               "an issuer's block without it");
+    /* Start-up's words (lessons_decide_relaxed) are the log line's. */
+    assert_non_null(lessons_decide_relaxed(pool, &p));
+    assert_memory_equal(v.line.text, lessons_decide_relaxed(pool, &p),
+                        strlen(lessons_decide_relaxed(pool, &p)));
+    blocks[1].token.audience = AUD;
+    assert_null(lessons_decide_relaxed(pool, &p));
+}
+
 /* A key that allows none of the unit's algorithms: the server's fault. */
 static void test_key_misfit(void **state)
 {
@@ -2058,6 +2165,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_not_needed),
         cmocka_unit_test(test_broken),
+        cmocka_unit_test(test_relaxed),
         cmocka_unit_test(test_key_misfit),
         cmocka_unit_test(test_no_token),
         cmocka_unit_test(test_malformed_header),
