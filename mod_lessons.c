@@ -173,6 +173,11 @@ static const command_rec lessons_cmds[] = {
                   "Introspection answers the server's processes share, in "
                   "shared memory (default 4096; 0: each process keeps its "
                   "own); main server only"),
+    AP_INIT_TAKE12("LessonsJWTIntrospectRate", lessons_set_introspect_rate,
+                   NULL, RSRC_CONF,
+                   "Questions a second the introspection endpoint may be "
+                   "asked by the server (default 20), then one client's "
+                   "part of them (default a quarter); main server only"),
     AP_INIT_FLAG("LessonsJWTIntrospectJWT", lessons_set_introspect_jwt, NULL,
                  RSRC_CONF | ACCESS_CONF,
                  "On or Off (default): whether a JWT that verified is asked "
