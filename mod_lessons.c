@@ -64,6 +64,12 @@ static const lessons_number_t lessons_introspect_shared_n = {
     APR_OFFSETOF(lessons_srv_conf, introspect_shared), LESSONS_FIELD_INT
 };
 
+/* Both numbers of LessonsJWTIntrospectRate (its own setter). */
+static const lessons_number_t lessons_introspect_rate_n = {
+    LESSONS_NUMBER_COUNT, 1, LESSONS_INTRORATE_MAX, " questions a second",
+    GLOBAL_ONLY, 0, LESSONS_FIELD_INT
+};
+
 static const command_rec lessons_cmds[] = {
     AP_INIT_TAKE_ARGV("LessonsJWTKey", lessons_set_key, NULL,
                       RSRC_CONF | ACCESS_CONF,
@@ -174,7 +180,7 @@ static const command_rec lessons_cmds[] = {
                   "shared memory (default 4096; 0: each process keeps its "
                   "own); main server only"),
     AP_INIT_TAKE12("LessonsJWTIntrospectRate", lessons_set_introspect_rate,
-                   NULL, RSRC_CONF,
+                   (void *)&lessons_introspect_rate_n, RSRC_CONF,
                    "Questions a second the introspection endpoint may be "
                    "asked by the server (default 20), then one client's "
                    "part of them (default a quarter); main server only"),

@@ -1265,16 +1265,14 @@ static const char *lessons_parse_number(cmd_parms *cmd, const char *arg,
  * budget of questions to the introspection endpoint, and one client's
  * part of it (by default a LESSONS_INTROSPECT_RATE_SHARE-th, at least
  * 1; never more than the whole).  Main server only: the budget is the
- * server's, as the shared answers are.
+ * server's, as the shared answers are.  cmd->info: the bounds of each
+ * number.
  */
 const char *lessons_set_introspect_rate(cmd_parms *cmd, void *dconf,
                                         const char *rate,
                                         const char *client)
 {
-    static const lessons_number_t n = {
-        LESSONS_NUMBER_COUNT, 1, LESSONS_INTRORATE_MAX, " questions a second",
-        GLOBAL_ONLY, 0, LESSONS_FIELD_INT
-    };
+    const lessons_number_t *n = cmd->info;
     lessons_srv_conf *sconf =
         ap_get_module_config(cmd->server->module_config, &lessons_module);
     apr_int64_t r = 0, c = -1;
@@ -1282,8 +1280,8 @@ const char *lessons_set_introspect_rate(cmd_parms *cmd, void *dconf,
 
     (void)dconf;
     if ((err = ap_check_cmd_context(cmd, GLOBAL_ONLY))
-        || (err = lessons_parse_number(cmd, rate, &n, &r))
-        || (client && (err = lessons_parse_number(cmd, client, &n, &c)))) {
+        || (err = lessons_parse_number(cmd, rate, n, &r))
+        || (client && (err = lessons_parse_number(cmd, client, n, &c)))) {
         return err;
     }
     if (c > r) {

@@ -17,7 +17,9 @@
 #   - the provider never throttles the server (no 429 there), and counts
 #     at most the documented bound: 10 a second with a burst of one
 #     second's worth, over the time measured here (with a second's
-#     slack).
+#     slack);
+#   - configtest refuses a client's part over the whole, 0, and the
+#     directive in a virtual host.
 #
 # Bounded: the flood lasts 4 s, the good client's rounds are counted.
 use strict;
@@ -194,5 +196,20 @@ like from($GOOD, $known), qr/\A200 /, 'after the flood: the known token 200';
 sleep 1.5;
 like from($BAD, 'AfterTheFloodNoSuchToken0123'), qr/\A401 /,
     'the flooding client, a second later: its share back (401 for its junk)';
+
+# ---- configtest ----------------------------------------------------------
+for my $case ([ 'LessonsJWTIntrospectRate 10 11', qr/one client's part \(11\) cannot be more than the server's budget \(10\)/,
+                'a client\'s part over the whole' ],
+              [ 'LessonsJWTIntrospectRate 0', qr/LessonsJWTIntrospectRate takes a whole number from 1 to 1000000 questions a second, not '0'/,
+                'a rate of 0' ],
+              [ "<VirtualHost 127.0.0.1:*>\n    LessonsJWTIntrospectRate 10\n</VirtualHost>",
+                qr/LessonsJWTIntrospectRate cannot occur within <VirtualHost> section/,
+                'a virtual host\'s' ]) {
+    mkdir "$dir/bad";
+    my $bad = httpd_conf("$dir/bad", free_port(), "$case->[0]\n");
+    my $text = `'@{[ LessonsTest::httpd_bin() ]}' -t -f '$bad' 2>&1`;
+    unlike $text, qr/Syntax OK/, "configtest refuses $case->[2]";
+    like $text, $case->[1], '... and says why' or diag $text;
+}
 
 done_testing();

@@ -397,12 +397,7 @@ static void test_another_process(void **state)
     apr_shm_destroy(shm);
 }
 
-/* A flood of "active": false answers (random strings a client sent)
- * never takes the place of an active answer: with the set full of
- * active answers an inactive one is not kept (CROWDED); among inactive
- * ones it takes the oldest inactive; an active answer takes an inactive
- * one's place before any active one's.
- */
+/* Store an "active": false answer of key i at now, for 10 s. */
 static lessons_introshare_put_e put_dead(lessons_introshare_t *t,
                                          unsigned int i, apr_int64_t now)
 {
@@ -414,6 +409,12 @@ static lessons_introshare_put_e put_dead(lessons_introshare_t *t,
                                   sizeof(dead) - 1, 1);
 }
 
+/* A flood of "active": false answers (random strings a client sent)
+ * never takes the place of an active answer: with the set full of
+ * active answers an inactive one is not kept (CROWDED); among inactive
+ * ones it takes the oldest inactive; an active answer takes an inactive
+ * one's place before any active one's.
+ */
 static void test_inactive_never_evicts_active(void **state)
 {
     lessons_introshare_stats_t st;
