@@ -70,6 +70,12 @@ static const lessons_number_t lessons_dpop_slots_n = {
     APR_OFFSETOF(lessons_srv_conf, replay_slots), LESSONS_FIELD_INT
 };
 
+/* Both numbers of LessonsJWTIntrospectRate (its own setter). */
+static const lessons_number_t lessons_introspect_rate_n = {
+    LESSONS_NUMBER_COUNT, 1, LESSONS_INTRORATE_MAX, " questions a second",
+    GLOBAL_ONLY, 0, LESSONS_FIELD_INT
+};
+
 static const command_rec lessons_cmds[] = {
     AP_INIT_TAKE_ARGV("LessonsJWTKey", lessons_set_key, NULL,
                       RSRC_CONF | ACCESS_CONF,
@@ -185,6 +191,11 @@ static const command_rec lessons_cmds[] = {
                   "Introspection answers the server's processes share, in "
                   "shared memory (default 4096; 0: each process keeps its "
                   "own); main server only"),
+    AP_INIT_TAKE12("LessonsJWTIntrospectRate", lessons_set_introspect_rate,
+                   (void *)&lessons_introspect_rate_n, RSRC_CONF,
+                   "Questions a second the introspection endpoint may be "
+                   "asked by the server (default 20), then one client's "
+                   "part of them (default a quarter); main server only"),
     AP_INIT_FLAG("LessonsJWTIntrospectJWT", lessons_set_introspect_jwt, NULL,
                  RSRC_CONF | ACCESS_CONF,
                  "On or Off (default): whether a JWT that verified is asked "

@@ -435,6 +435,36 @@ static int decide_introspect_unavailable(lessons_decision_t *d, int tag,
     return 1;
 }
 
+/* Nothing was asked, as the budget of questions to the provider
+ * (LessonsJWTIntrospectRate) says no: this client has used its share,
+ * its fault (429 at info, no challenge: the token may be fine), or the
+ * server its budget, a load shed (503 at warning).  Retry-After either
+ * way: when a question is there again.
+ */
+static int decide_introspect_over(lessons_decision_t *d,
+                                  const lessons_decide_introspection_t *a)
+{
+    d->v->retry_after = a->retry_after > 0 ? a->retry_after : 1;
+    if (a->over == LESSONS_DECIDE_OVER_CLIENT) {
+        decide_verdict(d, 429, LESSONS_DECIDE_INFO, 770, 0, "This client "
+                       "has brought more new access tokens than the server "
+                       "asks its identity provider about; try again later.",
+                       apr_psprintf(d->p, "introspection at %s: %s: "
+                                    "answered 429, nothing asked",
+                                    a->endpoint ? a->endpoint
+                                                : "(no endpoint)",
+                                    a->why ? a->why : "over its share"));
+        return 1;
+    }
+    decide_fault(d, 503, LESSONS_DECIDE_WARNING, 771, "The server cannot "
+                 "check new access tokens now; try again later.",
+                 apr_psprintf(d->p, "introspection at %s: %s: answered 503, "
+                              "nothing asked",
+                              a->endpoint ? a->endpoint : "(no endpoint)",
+                              a->why ? a->why : "over the budget"));
+    return 1;
+}
+
 /* The provider's word on the request's token (RFC 7662): asked (or
  * taken from the process's cache), judged with the leeway, and its
  * claims put through the checks a JWT's get (issuer, audience, times,
@@ -463,6 +493,9 @@ static int decide_introspect(lessons_decision_t *d, const char **subject,
     memset(&a, 0, sizeof(a));
     if (policy->introspect(policy->introspect_baton, d->p, v->token,
                            d->facts->now, &a) != 0) {
+        if (a.over) {
+            return decide_introspect_over(d, &a);
+        }
         return decide_introspect_unavailable(d, 742, &a,
                                              a.why ? a.why : "no answer");
     }

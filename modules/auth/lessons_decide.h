@@ -103,7 +103,16 @@ typedef struct {
                                      * never the token) */
     int retry_after;                /* no answer: seconds for Retry-After
                                      * (0: LESSONS_RETRY_SECONDS) */
+    int over;                       /* no answer, as nothing was asked:
+                                     * LESSONS_DECIDE_OVER_* (0: none) */
 } lessons_decide_introspection_t;
+
+/* Why a question was not asked (LessonsJWTIntrospectRate): the client
+ * used its share of the provider's questions (429), or the server its
+ * budget (503).
+ */
+#define LESSONS_DECIDE_OVER_CLIENT  1
+#define LESSONS_DECIDE_OVER_SERVER  2
 
 /* Ask about token (the process's cache first, then the provider within
  * the keys URL's bounds): 0 with out->rc and out->res, or -1 when no

@@ -97,6 +97,7 @@
 #include "auth/lessons_claims.h"
 #include "auth/lessons_decide.h"
 #include "auth/lessons_inflight.h"
+#include "auth/lessons_introrate.h"
 #include "auth/lessons_nonce.h"
 #include "auth/lessons_replay.h"
 #include "auth/lessons_token.h"
@@ -352,6 +353,15 @@ typedef struct {
     struct lessons_introspect_share *introspect_share;  /* ... their table,
                                      * from post_config, opened in each
                                      * child; NULL: none (not merged) */
+    int introspect_rate;            /* LessonsJWTIntrospectRate: questions
+                                     * a second to the provider; -1: not
+                                     * set (global) */
+    int introspect_client_rate;     /* ... of them one client's; -1: not
+                                     * set (global) */
+    struct lessons_introspect_own *introspect_own;  /* this process's
+                                     * budget where the table is not
+                                     * shared, from child_init (not
+                                     * merged) */
     apr_global_mutex_t *writers;    /* SQLite writers, one at a time (not
                                      * merged) */
     apr_array_header_t *key_sources;    /* main server: every keys URL's
@@ -394,6 +404,12 @@ typedef struct {
 /* LessonsJWTIntrospectShared: its default and largest (entries). */
 #define LESSONS_INTROSPECT_SHARED_DEFAULT  4096
 #define LESSONS_INTROSPECT_SHARED_LIMIT    (1024 * 1024)
+/* LessonsJWTIntrospectRate: the default questions a second to the
+ * provider, and the part of them one client may take by default
+ * (rate / this, at least 1).
+ */
+#define LESSONS_INTROSPECT_RATE_DEFAULT    20
+#define LESSONS_INTROSPECT_RATE_SHARE      4
 
 /* LessonsJWTDPoP (RFC 9449): LESSONS_DPOP_* in lessons_decide.h. */
 #define LESSONS_DPOP_MUTEX     "lessons-dpop-replay"
@@ -691,6 +707,9 @@ const char *lessons_set_introspect(cmd_parms *cmd, void *dconf,
 const char *lessons_set_introspect_client(cmd_parms *cmd, void *dconf,
                                           const char *id, const char *file);
 const char *lessons_set_introspect_jwt(cmd_parms *cmd, void *dconf, int on);
+const char *lessons_set_introspect_rate(cmd_parms *cmd, void *dconf,
+                                        const char *rate,
+                                        const char *client);
 int lessons_introspect_check(apr_pool_t *ptemp, lessons_dir_conf *c);
 void lessons_introspect_note(apr_pool_t *pconf);
 int lessons_introspect_configured(apr_pool_t *pconf);

@@ -121,6 +121,8 @@ void *lessons_create_srv_conf(apr_pool_t *p, server_rec *s)
     sconf->share_window = -1;
     sconf->introspect_shared = -1;
     sconf->replay_slots = -1;
+    sconf->introspect_rate = -1;
+    sconf->introspect_client_rate = -1;
     return sconf;
 }
 
@@ -151,6 +153,8 @@ void *lessons_merge_srv_conf(apr_pool_t *p, void *basev, void *addv)
     sconf->cache_size = base->cache_size;   /* global: the main server's */
     sconf->introspect_shared = base->introspect_shared;     /* global */
     sconf->replay_slots = base->replay_slots;               /* global */
+    sconf->introspect_rate = base->introspect_rate;         /* global */
+    sconf->introspect_client_rate = base->introspect_client_rate;
     return sconf;
 }
 
@@ -1308,6 +1312,39 @@ static const char *lessons_parse_number(cmd_parms *cmd, const char *arg,
                             n->help ? n->help : "", arg);
     }
     *out = v * unit;
+    return NULL;
+}
+
+/* LessonsJWTIntrospectRate PER-SECOND [PER-CLIENT]: the server's
+ * budget of questions to the introspection endpoint, and one client's
+ * part of it (by default a LESSONS_INTROSPECT_RATE_SHARE-th, at least
+ * 1; never more than the whole).  Main server only: the budget is the
+ * server's, as the shared answers are.  cmd->info: the bounds of each
+ * number.
+ */
+const char *lessons_set_introspect_rate(cmd_parms *cmd, void *dconf,
+                                        const char *rate,
+                                        const char *client)
+{
+    const lessons_number_t *n = cmd->info;
+    lessons_srv_conf *sconf =
+        ap_get_module_config(cmd->server->module_config, &lessons_module);
+    apr_int64_t r = 0, c = -1;
+    const char *err;
+
+    (void)dconf;
+    if ((err = ap_check_cmd_context(cmd, GLOBAL_ONLY))
+        || (err = lessons_parse_number(cmd, rate, n, &r))
+        || (client && (err = lessons_parse_number(cmd, client, n, &c)))) {
+        return err;
+    }
+    if (c > r) {
+        return apr_psprintf(cmd->pool, "%s: one client's part (%s) cannot "
+                            "be more than the server's budget (%s)",
+                            cmd->cmd->name, client, rate);
+    }
+    sconf->introspect_rate = (int)r;
+    sconf->introspect_client_rate = (int)c;
     return NULL;
 }
 

@@ -26,6 +26,23 @@
  * time in a process (lessons_inflight, made in child_init): requests that
  * bring the token meanwhile wait for that answer and take it from the
  * process's cache, or fail as it failed, rather than each asking.
+ *
+ * A question is asked only within the budget of LessonsJWTIntrospectRate
+ * (issue 55, item 4; lessons_introrate): so many a second for the whole
+ * server, so many of them for one client (its address, an IPv6 /64).
+ * Without it one client sending random strings made one POST with the
+ * server's credentials per string, until the provider throttled the
+ * server's client and every client's new token got 503.  Now that
+ * client gets 429 at once, asking nothing, past its share; many clients
+ * past the server's budget get 503; both with Retry-After.  The budget
+ * lives in the shared table's block, under its lock, so it is the
+ * server's; where answers are not shared each process keeps one of its
+ * own (struct lessons_introspect_own), and the bound is per process.
+ * Only questions count: answers from either cache, and requests that
+ * wait for another's question, cost nothing.  With that, "active":
+ * false answers (the flood's) never take an active answer's place in
+ * the shared table (lessons_introshare), so the tokens clients hold
+ * keep being served from it while someone floods.
  */
 
 #include "httpd/mod_lessons.h"
@@ -35,6 +52,10 @@
 #include "base/lessons_digest.h"
 
 #include "apr_shm.h"
+
+#if APR_HAVE_NETINET_IN_H
+#include <netinet/in.h>
+#endif
 
 #define LESSONS_INTROSPECT_SEEN        "lessons-introspect-seen"
 #define LESSONS_INTROSPECT_CONNECT_MS  2000
@@ -71,10 +92,37 @@ struct lessons_introspect_share {
     apr_shm_t *shm;
     apr_global_mutex_t *lock;
     apr_uint32_t entries;
+    lessons_introshare_budget_t budget;
     lessons_introshare_t *table;    /* NULL: this process keeps its own
                                      * answers only */
     volatile apr_uint32_t failed;   /* a lookup's lock failed: logged */
 };
+
+/* A process's own budget of questions, where answers are not shared;
+ * NULL where its lock could not be made (then nothing is asked: 503).
+ */
+struct lessons_introspect_own {
+    void *state;                    /* lessons_introrate's */
+    apr_thread_mutex_t *lock;
+};
+
+/* LessonsJWTIntrospectRate as in force: the server's rate and one
+ * client's part (a LESSONS_INTROSPECT_RATE_SHARE-th by default).
+ */
+static void lessons_introspect_rates(const lessons_srv_conf *mconf,
+                                     apr_uint32_t *rate,
+                                     apr_uint32_t *client_rate)
+{
+    *rate = mconf->introspect_rate > 0
+            ? (apr_uint32_t)mconf->introspect_rate
+            : LESSONS_INTROSPECT_RATE_DEFAULT;
+    *client_rate = mconf->introspect_client_rate > 0
+                   ? (apr_uint32_t)mconf->introspect_client_rate
+                   : *rate / LESSONS_INTROSPECT_RATE_SHARE;
+    if (*client_rate < 1) {
+        *client_rate = 1;
+    }
+}
 
 /* Some section introspects (post_config starts libcurl then). */
 void lessons_introspect_note(apr_pool_t *pconf)
@@ -159,6 +207,7 @@ int lessons_introspect_post_config(apr_pool_t *pconf, server_rec *s)
         ap_get_module_config(s->module_config, &lessons_module);
     struct lessons_introspect_share *share = NULL;
     lessons_introspect_kept *kept;
+    lessons_introshare_budget_t budget;
     apr_uint32_t entries;
     apr_size_t size;
     apr_status_t rv;
@@ -167,6 +216,13 @@ int lessons_introspect_post_config(apr_pool_t *pconf, server_rec *s)
     if (!lessons_introspect_configured(pconf)
         || ap_state_query(AP_SQ_MAIN_STATE) == AP_SQ_MS_CREATE_PRE_CONFIG) {
         return OK;
+    }
+    memset(&budget, 0, sizeof(budget));
+    lessons_introspect_rates(mconf, &budget.rate, &budget.client_rate);
+    budget.now = apr_time_now();
+    if (apr_generate_random_bytes((unsigned char *)&budget.seed,
+                                  sizeof(budget.seed)) != APR_SUCCESS) {
+        budget.seed = (apr_uint64_t)budget.now;
     }
     entries = mconf->introspect_shared >= 0
               ? (apr_uint32_t)mconf->introspect_shared
@@ -214,8 +270,8 @@ int lessons_introspect_post_config(apr_pool_t *pconf, server_rec *s)
     /* Laid out here, before any child: a child only attaches. */
     if (!lessons_introshare_attach(apr_shm_baseaddr_get(kept->shm),
                                    apr_shm_size_get(kept->shm), entries,
-                                   LESSONS_INTROSPECT_SHARED_CAP, fresh,
-                                   kept->lock, pconf)) {
+                                   LESSONS_INTROSPECT_SHARED_CAP, &budget,
+                                   fresh, kept->lock, pconf)) {
         ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s, LESSONSLOG(00747)
                      "introspection answers: cannot lay out the shared "
                      "table; each process keeps its own answers");
@@ -225,12 +281,18 @@ int lessons_introspect_post_config(apr_pool_t *pconf, server_rec *s)
     share->shm = kept->shm;
     share->lock = kept->lock;
     share->entries = entries;
+    share->budget = budget;
     ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s, LESSONSLOG(00748)
                  "introspection answers: %u shared entries of at most %d "
                  "bytes (%" APR_SIZE_T_FMT " bytes), %s", entries,
                  LESSONS_INTROSPECT_SHARED_CAP, size,
                  fresh ? "new" : "kept from before");
 done:
+    ap_log_error(APLOG_MARK, APLOG_INFO, 0, s, LESSONSLOG(00772)
+                 "introspection: at most %u questions a second to the "
+                 "provider, %u of them for one client (LessonsJWTIntrospect"
+                 "Rate), %s", budget.rate, budget.client_rate,
+                 share ? "for the whole server" : "for each process");
     for (; s; s = s->next) {
         lessons_srv_conf *sconf =
             ap_get_module_config(s->module_config, &lessons_module);
@@ -258,7 +320,8 @@ static void lessons_introspect_share_open(apr_pool_t *pchild, server_rec *s)
     if (rv == APR_SUCCESS) {
         share->table = lessons_introshare_attach(
             apr_shm_baseaddr_get(share->shm), apr_shm_size_get(share->shm),
-            share->entries, LESSONS_INTROSPECT_SHARED_CAP, 0, lock, pchild);
+            share->entries, LESSONS_INTROSPECT_SHARED_CAP, &share->budget, 0,
+            lock, pchild);
     }
     if (!share->table) {
         ap_log_error(APLOG_MARK, APLOG_ERR, rv, s, LESSONSLOG(00749)
@@ -266,6 +329,36 @@ static void lessons_introspect_share_open(apr_pool_t *pchild, server_rec *s)
                      "shared table; it keeps its own answers and asks for "
                      "itself");
     }
+}
+
+/* Where the server's table is not open here, the process's own budget;
+ * NULL (nothing asked, 503, said once here) when its lock cannot be
+ * made, never an unbounded provider.
+ */
+static struct lessons_introspect_own *lessons_introspect_own_make(
+    apr_pool_t *pchild, server_rec *s)
+{
+    lessons_srv_conf *mconf =
+        ap_get_module_config(s->module_config, &lessons_module);
+    struct lessons_introspect_own *own = apr_pcalloc(pchild, sizeof(*own));
+    apr_uint32_t rate, client_rate;
+
+    if (mconf->introspect_share && mconf->introspect_share->table) {
+        return NULL;
+    }
+    lessons_introspect_rates(mconf, &rate, &client_rate);
+    own->state = apr_pcalloc(pchild, lessons_introrate_size());
+    if (lessons_introrate_setup(own->state, rate, client_rate,
+                                (apr_uint64_t)getpid(), apr_time_now(), 1)
+        != 0
+        || apr_thread_mutex_create(&own->lock, APR_THREAD_MUTEX_DEFAULT,
+                                   pchild) != APR_SUCCESS) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, 0, s, LESSONSLOG(00773)
+                     "introspection: this process cannot make its budget "
+                     "of questions; it asks the provider nothing (503)");
+        return NULL;
+    }
+    return own;
 }
 
 static apr_status_t lessons_introspect_md_free(void *md)
@@ -279,6 +372,7 @@ void lessons_introspect_child_init(apr_pool_t *pchild, server_rec *s)
 {
     lessons_tokencache_t *cache = NULL;
     lessons_inflight_t *inflight = NULL;
+    struct lessons_introspect_own *own = NULL;
     EVP_MD *sha256 = NULL;
     server_rec *v;
     int i, any = 0;
@@ -308,6 +402,7 @@ void lessons_introspect_child_init(apr_pool_t *pchild, server_rec *s)
     if (any) {
         cache = lessons_tokencache_make(pchild, LESSONS_INTROSPECT_ENTRIES);
         lessons_introspect_share_open(pchild, s);
+        own = lessons_introspect_own_make(pchild, s);
         /* Without it each request asks for itself, as before. */
         inflight = lessons_inflight_make(pchild, LESSONS_INTROSPECT_INFLIGHT);
         if (!inflight) {
@@ -331,6 +426,7 @@ void lessons_introspect_child_init(apr_pool_t *pchild, server_rec *s)
         sconf->introspected = cache;
         sconf->introspect_sha256 = sha256;
         sconf->introspect_inflight = inflight;
+        sconf->introspect_own = own;
     }
 }
 
@@ -342,7 +438,9 @@ typedef struct {
     lessons_inflight_t *inflight;   /* the process's, or NULL */
     const EVP_MD *sha256;           /* the process's, or NULL */
     struct lessons_introspect_share *share;     /* or NULL */
+    struct lessons_introspect_own *own;     /* or NULL */
     long cache_max;                 /* seconds */
+    unsigned char client[LESSONS_INTRORATE_CLIENT_LEN];  /* who asks */
 } lessons_introspect_ask_t;
 
 /* The endpoint to ask: the configured one, or the issuer's metadata's
@@ -433,7 +531,8 @@ static void lessons_introspect_keep(lessons_introspect_ask_t *a,
                                     const char *name, const char *answer,
                                     apr_size_t len, json_t *parsed,
                                     apr_int64_t now, apr_int64_t stored,
-                                    apr_int64_t until, int shared)
+                                    apr_int64_t until, int shared,
+                                    int inactive)
 {
     lessons_tokencache_claims_t kept;
 
@@ -450,7 +549,7 @@ static void lessons_introspect_keep(lessons_introspect_ask_t *a,
         return;
     }
     switch (lessons_introshare_put(a->share->table, key, now, until, answer,
-                                   len)) {
+                                   len, inactive)) {
     case LESSONS_INTROSHARE_TOO_BIG:
         ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, a->r, LESSONSLOG(00751)
                       "introspection answer %.16s...: %" APR_SIZE_T_FMT
@@ -555,11 +654,58 @@ static int lessons_introspect_provider(lessons_introspect_ask_t *a,
         }
         if (answer) {
             lessons_introspect_keep(a, key, name, answer, alen,
-                                    out->res.claims, now, now, until, 1);
+                                    out->res.claims, now, now, until, 1,
+                                    out->rc == LESSONS_INTROSPECT_INACTIVE);
             *kept = 1;
         }
     }
     return 0;
+}
+
+/* May this request's client have a question asked now (lessons_
+ * introrate: the server's table, else the process's own budget)?  0:
+ * ask; -1 with out->over (or only out->why: the budget could not be
+ * read) and out->retry_after: ask nothing.
+ */
+static int lessons_introspect_admit(lessons_introspect_ask_t *a,
+                                    lessons_decide_introspection_t *out)
+{
+    int rc = -1, retry = 0;
+
+    if (a->share && a->share->table) {
+        rc = lessons_introshare_take(a->share->table, a->client,
+                                     apr_time_now(), &retry);
+        if (rc < 0) {
+            lessons_introspect_share_failed(a);
+        }
+    }
+    else if (a->own) {
+        apr_thread_mutex_lock(a->own->lock);
+        rc = (int)lessons_introrate_take(a->own->state, a->client,
+                                         apr_time_now(), &retry);
+        apr_thread_mutex_unlock(a->own->lock);
+    }
+    switch (rc) {
+    case LESSONS_INTRORATE_ASK:
+        return 0;
+    case LESSONS_INTRORATE_CLIENT_OVER:
+        out->over = LESSONS_DECIDE_OVER_CLIENT;
+        out->why = apr_psprintf(a->r->pool, "client %s has used its share "
+                                "of LessonsJWTIntrospectRate",
+                                a->r->useragent_ip);
+        break;
+    case LESSONS_INTRORATE_SERVER_OVER:
+        out->over = LESSONS_DECIDE_OVER_SERVER;
+        out->why = "the server has used its LessonsJWTIntrospectRate "
+                   "budget";
+        break;
+    default:
+        out->why = "the budget of questions (LessonsJWTIntrospectRate) "
+                   "could not be read";
+        break;
+    }
+    out->retry_after = retry;
+    return -1;
 }
 
 /* Another request of this process may be asking about key now: wait for
@@ -652,13 +798,23 @@ static int lessons_introspect_ask(void *baton, apr_pool_t *p,
                           name, until - now);
             out->rc = lessons_introspect_parse(p, answer, alen, &out->res);
             lessons_introspect_keep(a, key, name, answer, alen,
-                                    out->res.claims, now, stored, until, 0);
+                                    out->res.claims, now, stored, until, 0,
+                                    out->rc == LESSONS_INTROSPECT_INACTIVE);
             return 0;
         }
     }
     rc = lessons_introspect_follow(a, p, key, name, now, out, &slot);
     if (rc != 0) {
         return rc > 0 ? 0 : -1;
+    }
+    if (lessons_introspect_admit(a, out) != 0) {
+        /* Those waiting for this question ask for themselves, each
+         * within its own client's share.
+         */
+        if (slot >= 0) {
+            lessons_inflight_land(a->inflight, slot, LESSONS_INFLIGHT_ALONE);
+        }
+        return -1;
     }
     rc = lessons_introspect_provider(a, p, token, key, name, now, out, &kept);
     if (slot >= 0) {
@@ -668,6 +824,40 @@ static int lessons_introspect_ask(void *baton, apr_pool_t *p,
                               : LESSONS_INFLIGHT_ALONE);
     }
     return rc;
+}
+
+/* Who the request's client is, for its share of the questions: the
+ * address it came from (mod_remoteip's, behind a proxy), an IPv4 one
+ * as an IPv4-mapped IPv6 address, an IPv6 one as its /64 (a host has
+ * a whole /64 to pick from).
+ */
+static void lessons_introspect_client(request_rec *r, unsigned char *out)
+{
+    const apr_sockaddr_t *sa = r->useragent_addr;
+
+    memset(out, 0, LESSONS_INTRORATE_CLIENT_LEN);
+    if (!sa) {
+        return;
+    }
+#if APR_HAVE_IPV6
+    if (sa->family == AF_INET6) {
+        const unsigned char *b =
+            (const unsigned char *)&sa->sa.sin6.sin6_addr;
+
+        if (IN6_IS_ADDR_V4MAPPED(&sa->sa.sin6.sin6_addr)) {
+            memcpy(out, b, LESSONS_INTRORATE_CLIENT_LEN);
+        }
+        else {
+            memcpy(out, b, 8);
+        }
+        return;
+    }
+#endif
+    if (sa->family == AF_INET) {
+        out[10] = 0xff;
+        out[11] = 0xff;
+        memcpy(out + 12, &sa->sa.sin.sin_addr, 4);
+    }
 }
 
 /* Where the merged section introspects, the gate's question. */
@@ -688,6 +878,8 @@ void lessons_introspect_policy(request_rec *r, const lessons_dir_conf *conf,
     a->sha256 = sconf->introspect_sha256;
     a->inflight = sconf->introspect_inflight;
     a->share = sconf->introspect_share;
+    a->own = sconf->introspect_own;
+    lessons_introspect_client(r, a->client);
     a->cache_max = conf->introspect_cache_max > 0
                    ? conf->introspect_cache_max
                    : LESSONS_INTROSPECT_CACHE_DEFAULT;

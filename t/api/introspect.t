@@ -82,7 +82,10 @@ my $CA     = qq{LessonsJWTKeysCA "$dir/ca.crt"};
 my $port = free_port();
 my $conf = httpd_conf($dir, $port, <<"EOF");
 LogLevel info
-@{[ one_process_conf() ]}# The root issuer: its keys for JWTs, its endpoint (discovered) for the
+@{[ one_process_conf() ]}# Many fresh tokens a second from one address here: the budget of
+# questions (introspect_flood.t tests it) out of the way.
+LessonsJWTIntrospectRate 1000 1000
+# The root issuer: its keys for JWTs, its endpoint (discovered) for the
 # rest; a revocation seen within a second.
 <Location "/op/api/lessons">
     SetHandler lessons
@@ -381,6 +384,7 @@ LogFormat "%P %>s %U" pid
 CustomLog "$dir/c/access_log" pid
 LogLevel info lessons:debug
 KeepAlive Off
+LessonsJWTIntrospectRate 1000 1000
 StartServers 3
 MinSpareServers 3
 MaxSpareServers 6
@@ -477,6 +481,8 @@ EOF
         '... logged as not shared';
     like $clog->(), qr/LESSONS00748: introspection answers: 4096 shared entries/,
         'the shared table\'s size logged at start-up';
+    like $clog->(), qr/LESSONS00772: introspection: at most 1000 questions a second to the provider, 1000 of them for one client \(LessonsJWTIntrospectRate\), for the whole server/,
+        '... and the budget of questions, the whole server\'s';
 
     # A graceful restart keeps the table, its answers with it.
     my $resumed = sub { scalar(() = $clog->() =~ /resuming normal operations/g) };
@@ -510,6 +516,8 @@ EOF
         or diag $clog->();
     like $clog->(), qr/LESSONS00746: introspection answers: not shared/,
         '... logged';
+    like $clog->(), qr/LESSONS00772: introspection: at most 1000 questions a second to the provider, 1000 of them for one client \(LessonsJWTIntrospectRate\), for each process/,
+        '... the budget of questions then each process\'s (logged)';
     my $own = opaque({ sub => 'otto' }, 'shared');
     $before = $asked->();
     @codes = map { $hit->('/shared/api/lessons', $own) } 1 .. 2;

@@ -92,9 +92,13 @@
 //                         {"client_id", "secret"} it takes (default
 //                         lessons-api / introspect-secret), {"status": N},
 //                         {"body": "text"}, {"delay_ms": N}; {} for the
-//                         real thing.  introspect_requests counts the
-//                         answers, introspect_hint and introspect_auth
-//                         say what the last request sent.
+//                         real thing.  {"limit_per_s": N}: a provider
+//                         that throttles the client, answering 429 to
+//                         its requests past N in one second (counted in
+//                         introspect_limited), as real ones do.
+//                         introspect_requests counts the answers,
+//                         introspect_hint and introspect_auth say what
+//                         the last request sent.
 //   POST /stop           close the HTTPS listener (open connections too)
 //   POST /start          listen again on the same port
 //   POST /reset-count    zero the request counts
@@ -182,6 +186,8 @@ function newRealm(name) {
     opaque: new Map(),      // POST /opaque: token -> {claims, revoked}
     introspection: {},      // POST /introspection
     introspect: 0,
+    introspectLimited: 0,   // answered 429 (limit_per_s)
+    introspectWindow: { start: 0, count: 0 },
     introspectHint: null,
     introspectAuth: null,
     mock: undefined,        // the oauth2-mock-server of its key set
@@ -206,6 +212,7 @@ function publicState(realm) {
     oauth_metadata_requests: realm.oauth,
     token_requests: realm.token,
     introspect_requests: realm.introspect,
+    introspect_limited: realm.introspectLimited,
     introspect_hint: realm.introspectHint,
     introspect_auth: realm.introspectAuth,
     introspection: realm.introspection,
@@ -336,6 +343,18 @@ function introspectRequest(realm, req, res) {
         return send(401, { error: 'invalid_client' });
       }
       realm.introspect++;
+      if (f.limit_per_s !== undefined) {
+        const w = realm.introspectWindow;
+        const now = Date.now();
+        if (now - w.start >= 1000) {
+          w.start = now;
+          w.count = 0;
+        }
+        if (++w.count > f.limit_per_s) {
+          realm.introspectLimited++;
+          return send(429, { error: 'slow_down' });
+        }
+      }
       if (f.status !== undefined) return send(f.status, { error: 'introspection fault' });
       if (f.body !== undefined) return send(200, String(f.body));
       const token = form.get('token') ?? '';
@@ -540,6 +559,7 @@ const routes = {
     checkInt(body.status, 'status', 100, 599);
     checkInt(body.size, 'size', 0, 16 * 1024 * 1024);
     checkInt(body.delay_ms, 'delay_ms', 0, 60000);
+    checkInt(body.limit_per_s, 'limit_per_s', 0, 100000);
     realm.fault = { ...body };
     return publicState(realm);
   },
@@ -586,7 +606,7 @@ const routes = {
   'POST /introspection': async (realm, body) => {
     plainObject(body, '/introspection');
     for (const name of Object.keys(body)) {
-      if (!['client_id', 'secret', 'status', 'body', 'delay_ms'].includes(name)) {
+      if (!['client_id', 'secret', 'status', 'body', 'delay_ms', 'limit_per_s'].includes(name)) {
         throw new Error(`unknown member ${name}`);
       }
     }
@@ -612,6 +632,7 @@ const routes = {
     realm.oauth = 0;
     realm.token = 0;
     realm.introspect = 0;
+    realm.introspectLimited = 0;
     return publicState(realm);
   },
 };

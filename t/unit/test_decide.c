@@ -2002,6 +2002,62 @@ static void test_introspect_refused(void **state)
     assert_non_null(strstr(v.line.text, "timed out"));
 }
 
+/* LessonsJWTIntrospectRate said no, so nothing was asked (issue 55,
+ * item 4): a client over its share is told 429 at info, without a
+ * challenge (its token may be fine); the server over its budget is a
+ * load shed, 503 at warning; both with the budget's Retry-After.
+ */
+typedef struct {
+    int over;                       /* LESSONS_DECIDE_OVER_* */
+    int retry;                      /* its Retry-After */
+    int calls;
+} fake_budget_t;
+
+static int fake_over(void *baton, apr_pool_t *p, const char *token,
+                     apr_int64_t now, lessons_decide_introspection_t *out)
+{
+    fake_budget_t *b = baton;
+
+    (void)p;
+    (void)token;
+    (void)now;
+    b->calls++;
+    out->endpoint = IEP;
+    out->over = b->over;
+    out->retry_after = b->retry;
+    out->why = "over";
+    return -1;
+}
+
+static void test_introspect_over(void **state)
+{
+    lessons_decide_unit_t u = unit_hs();
+    fake_budget_t idp = { LESSONS_DECIDE_OVER_CLIENT, 3, 0 };
+    lessons_decide_policy_t p = policy_of(&u, 1);
+    lessons_verdict_t v;
+
+    (void)state;
+    p.introspect = fake_over;
+    p.introspect_baton = &idp;
+    v = decide_auth(&p, bearer(OPAQUE));
+    is_refusal(&v, 429, LESSONS_CHALLENGE_NONE, NO_ERROR, -1, 770);
+    assert_int_equal(v.line.level, LESSONS_DECIDE_INFO);
+    assert_int_equal(v.line.fault, 0);
+    assert_int_equal(v.retry_after, 3);
+    assert_non_null(strstr(v.line.text, "nothing asked"));
+    idp.over = LESSONS_DECIDE_OVER_SERVER;
+    idp.retry = 0;
+    v = decide_auth(&p, bearer(OPAQUE));
+    is_refusal(&v, 503, LESSONS_CHALLENGE_NONE, NO_ERROR, -1, 771);
+    assert_int_equal(v.line.level, LESSONS_DECIDE_WARNING);
+    assert_int_equal(v.retry_after, 1);
+    /* A JWT that verifies is not asked about: the budget is not met. */
+    idp.calls = 0;
+    v = decide_auth(&p, bearer(hs_token(claims_with(ISS_A, ""))));
+    assert_int_equal(v.kind, LESSONS_VERDICT_ALLOW);
+    assert_int_equal(idp.calls, 0);
+}
+
 /* A kept answer is shared by every request with its token (the
  * process's cache hands out the object it decoded once): the gate reads
  * it, and the issuer it adds to an answer without one goes into a copy
@@ -2189,6 +2245,7 @@ int main(void)
         cmocka_unit_test(test_certbind_cached),
         cmocka_unit_test(test_certbind_required),
         cmocka_unit_test(test_introspect_opaque),
+        cmocka_unit_test(test_introspect_over),
         cmocka_unit_test(test_introspect_refused),
         cmocka_unit_test(test_introspect_kept_answer),
         cmocka_unit_test(test_introspect_bound),

@@ -5,7 +5,9 @@
  * and a lowered bound), eviction (expired first, then the oldest),
  * answers over the cap, keys of one set never serving each other, a
  * restart that keeps the table, and another process's store seen by a
- * forked reader.  Times are given, not read.
+ * forked reader; "active": false answers never taking an active one's
+ * place, and the questions' budget held in the block, one for every
+ * process (issue 55, item 4).  Times are given, not read.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -31,6 +33,9 @@
 
 static apr_global_mutex_t *lock;
 
+/* 10 questions a second, 4 of them one client's. */
+static const lessons_introshare_budget_t budget = { 10, 4, 42, 0 };
+
 static int group_setup(void **state)
 {
     (void)state;
@@ -49,7 +54,8 @@ static lessons_introshare_t *fresh(apr_uint32_t n, void **base)
 
     assert_true(size > 0);
     *base = apr_palloc(pool, size);
-    t = lessons_introshare_attach(*base, size, n, CAP, 1, lock, pool);
+    t = lessons_introshare_attach(*base, size, n, CAP, &budget, 1, lock,
+                                  pool);
     assert_non_null(t);
     return t;
 }
@@ -82,7 +88,7 @@ static lessons_introshare_put_e put(lessons_introshare_t *t, unsigned int i,
 
     key_of(key, i);
     return lessons_introshare_put(t, key, now, until, answer,
-                                  strlen(answer));
+                                  strlen(answer), 0);
 }
 
 /* The answer of key i at now, or NULL. */
@@ -121,7 +127,7 @@ static void test_shape(void **state)
     assert_true(lessons_introshare_size(LESSONS_INTROSHARE_WAYS + 1, CAP)
                 > lessons_introshare_size(LESSONS_INTROSHARE_WAYS, CAP));
     assert_null(lessons_introshare_attach(apr_palloc(pool, 64), 64, 8, CAP,
-                                          1, lock, pool));
+                                          &budget, 1, lock, pool));
 }
 
 static void test_store_and_lookup(void **state)
@@ -328,15 +334,18 @@ static void test_restart(void **state)
     (void)state;
     assert_int_equal(put(t, 1, T0, T0 + 60, "kept"),
                      LESSONS_INTROSHARE_STORED);
-    t = lessons_introshare_attach(base, size, 64, CAP, 0, lock, pool);
+    t = lessons_introshare_attach(base, size, 64, CAP, &budget, 0, lock,
+                                  pool);
     assert_non_null(t);
     assert_string_equal(get(t, 1, T0 + 1), "kept");
-    t = lessons_introshare_attach(base, size, 64, CAP - 8, 0, lock, pool);
+    t = lessons_introshare_attach(base, size, 64, CAP - 8, &budget, 0, lock,
+                                  pool);
     assert_non_null(t);
     assert_null(get(t, 1, T0 + 1));
     assert_int_equal(put(t, 1, T0, T0 + 60, "again"),
                      LESSONS_INTROSHARE_STORED);
-    t = lessons_introshare_attach(base, size, 64, CAP - 8, 1, lock, pool);
+    t = lessons_introshare_attach(base, size, 64, CAP - 8, &budget, 1, lock,
+                                  pool);
     assert_null(get(t, 1, T0 + 1));
 }
 
@@ -361,7 +370,7 @@ static void test_another_process(void **state)
     (void)state;
     assert_int_equal(apr_shm_create(&shm, size, NULL, pool), APR_SUCCESS);
     t = lessons_introshare_attach(apr_shm_baseaddr_get(shm), size, 256, CAP,
-                                  1, lock, pool);
+                                  &budget, 1, lock, pool);
     assert_non_null(t);
     pid = fork();
     assert_true(pid >= 0);
@@ -369,7 +378,7 @@ static void test_another_process(void **state)
         for (i = 0; i < 100; i++) {
             key_spread(key, i);
             s = apr_psprintf(pool, "child %u", i);
-            if (lessons_introshare_put(t, key, T0, T0 + 60, s, strlen(s))
+            if (lessons_introshare_put(t, key, T0, T0 + 60, s, strlen(s), 0)
                 != LESSONS_INTROSHARE_STORED) {
                 _exit(1);
             }
@@ -388,6 +397,140 @@ static void test_another_process(void **state)
     apr_shm_destroy(shm);
 }
 
+/* Store an "active": false answer of key i at now, for 10 s. */
+static lessons_introshare_put_e put_dead(lessons_introshare_t *t,
+                                         unsigned int i, apr_int64_t now)
+{
+    unsigned char key[LESSONS_INTROSHARE_KEY_LEN];
+    static const char dead[] = "{\"active\":false}";
+
+    key_of(key, i);
+    return lessons_introshare_put(t, key, now, now + 10, dead,
+                                  sizeof(dead) - 1, 1);
+}
+
+/* A flood of "active": false answers (random strings a client sent)
+ * never takes the place of an active answer: with the set full of
+ * active answers an inactive one is not kept (CROWDED); among inactive
+ * ones it takes the oldest inactive; an active answer takes an inactive
+ * one's place before any active one's.
+ */
+static void test_inactive_never_evicts_active(void **state)
+{
+    lessons_introshare_stats_t st;
+    void *base;
+    lessons_introshare_t *t = fresh(LESSONS_INTROSHARE_WAYS, &base);
+    unsigned int i;
+
+    (void)state;
+    /* Two held tokens, then the flood fills the rest and goes on. */
+    assert_int_equal(put(t, 0, T0, T0 + 60, "good 0"),
+                     LESSONS_INTROSHARE_STORED);
+    assert_int_equal(put(t, 1, T0, T0 + 60, "good 1"),
+                     LESSONS_INTROSHARE_STORED);
+    for (i = 1000; i < 1200; i++) {
+        assert_int_equal(put_dead(t, i, T0 + 1),
+                         i < 1000 + LESSONS_INTROSHARE_WAYS - 2
+                         ? LESSONS_INTROSHARE_STORED
+                         : LESSONS_INTROSHARE_EVICTED);
+        assert_string_equal(get(t, 0, T0 + 1), "good 0");
+        assert_string_equal(get(t, 1, T0 + 1), "good 1");
+    }
+    /* The newest inactive answers are there: they took the oldest. */
+    assert_non_null(get(t, 1199, T0 + 1));
+    assert_null(get(t, 1000, T0 + 1));
+    /* A new active answer takes an inactive one's place. */
+    for (i = 2; i < LESSONS_INTROSHARE_WAYS; i++) {
+        assert_int_equal(put(t, i, T0 + 2, T0 + 60,
+                             apr_psprintf(pool, "good %u", i)),
+                         LESSONS_INTROSHARE_EVICTED);
+    }
+    /* Full of active answers: an inactive one is not kept. */
+    assert_int_equal(put_dead(t, 2000, T0 + 3), LESSONS_INTROSHARE_CROWDED);
+    assert_null(get(t, 2000, T0 + 3));
+    for (i = 0; i < LESSONS_INTROSHARE_WAYS; i++) {
+        assert_string_equal(get(t, i, T0 + 3),
+                            apr_psprintf(pool, "good %u", i));
+    }
+    assert_int_equal(lessons_introshare_stats(t, &st), APR_SUCCESS);
+    assert_int_equal(st.crowded, 1);
+    /* An active answer still makes room among active ones. */
+    assert_int_equal(put(t, 50, T0 + 4, T0 + 60, "good 50"),
+                     LESSONS_INTROSHARE_EVICTED);
+    assert_null(get(t, 0, T0 + 4));
+}
+
+/* The budget is in the block: what a forked process takes, the parent
+ * cannot take again; a restart with the same rates keeps it, new rates
+ * lay it out anew.
+ */
+static void test_budget_shared(void **state)
+{
+    apr_size_t size = lessons_introshare_size(64, CAP);
+    unsigned char a[LESSONS_INTRORATE_CLIENT_LEN] = { 1 };
+    unsigned char b[LESSONS_INTRORATE_CLIENT_LEN] = { 2 };
+    lessons_introshare_budget_t other = budget;
+    lessons_introshare_stats_t st;
+    apr_shm_t *shm;
+    lessons_introshare_t *t;
+    pid_t pid;
+    int status, i, retry = 0;
+
+    (void)state;
+    assert_int_equal(apr_shm_create(&shm, size, NULL, pool), APR_SUCCESS);
+    t = lessons_introshare_attach(apr_shm_baseaddr_get(shm), size, 64, CAP,
+                                  &budget, 1, lock, pool);
+    assert_non_null(t);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        /* Client a's share (4), and 3 of the server's 10 for b. */
+        for (i = 0; i < 4; i++) {
+            if (lessons_introshare_take(t, a, 0, NULL)
+                != LESSONS_INTRORATE_ASK) {
+                _exit(1);
+            }
+        }
+        for (i = 0; i < 3; i++) {
+            if (lessons_introshare_take(t, b, 0, NULL)
+                != LESSONS_INTRORATE_ASK) {
+                _exit(2);
+            }
+        }
+        _exit(0);
+    }
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    assert_int_equal(lessons_introshare_take(t, a, 0, &retry),
+                     LESSONS_INTRORATE_CLIENT_OVER);
+    assert_true(retry >= 1);
+    assert_int_equal(lessons_introshare_take(t, b, 0, NULL),
+                     LESSONS_INTRORATE_ASK);
+    assert_int_equal(lessons_introshare_take(t, b, 0, NULL),
+                     LESSONS_INTRORATE_CLIENT_OVER);
+    assert_int_equal(lessons_introshare_stats(t, &st), APR_SUCCESS);
+    assert_int_equal(st.budget.asked, 8);
+    assert_int_equal(st.budget.client_over, 2);
+    /* A restart with the same rates keeps what was used. */
+    t = lessons_introshare_attach(apr_shm_baseaddr_get(shm), size, 64, CAP,
+                                  &budget, 0, lock, pool);
+    assert_non_null(t);
+    assert_int_equal(lessons_introshare_take(t, a, 0, NULL),
+                     LESSONS_INTRORATE_CLIENT_OVER);
+    /* Other rates: laid out anew, full. */
+    other.client_rate = 5;
+    t = lessons_introshare_attach(apr_shm_baseaddr_get(shm), size, 64, CAP,
+                                  &other, 0, lock, pool);
+    assert_non_null(t);
+    assert_int_equal(lessons_introshare_take(t, a, 0, NULL),
+                     LESSONS_INTRORATE_ASK);
+    /* Rates refused: no table. */
+    other.client_rate = 11;
+    assert_null(lessons_introshare_attach(apr_shm_baseaddr_get(shm), size,
+                                          64, CAP, &other, 0, lock, pool));
+    apr_shm_destroy(shm);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -399,6 +542,8 @@ int main(void)
         cmocka_unit_test(test_keys_never_mixed),
         cmocka_unit_test(test_restart),
         cmocka_unit_test(test_another_process),
+        cmocka_unit_test(test_inactive_never_evicts_active),
+        cmocka_unit_test(test_budget_shared),
     };
 
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
