@@ -457,6 +457,27 @@ const char *lessons_trim_slashes(apr_pool_t *p, const char *arg)
     return path;
 }
 
+/* Every Lessons directive belongs in the server configuration, never in
+ * a .htaccess file, whatever AllowOverride or AllowOverrideList say: a
+ * .htaccess is read by the request's thread, after start-up, where the
+ * start-up checks, the key sources' fetchers and the shared sets are
+ * gone, and whoever may write one is not whoever configures the gate.
+ * Each handler asks this first.  The message for the error log (httpd
+ * names the file), or NULL.
+ */
+static const char *lessons_in_htaccess(cmd_parms *cmd)
+{
+    const char *name = cmd->cmd->name;
+
+    if (!ap_check_cmd_context(cmd, NOT_IN_HTACCESS)) {
+        return NULL;
+    }
+    return apr_psprintf(cmd->pool, "%s%s is not allowed in .htaccess files, "
+                        "whatever AllowOverride and AllowOverrideList say: "
+                        "Lessons directives belong in the server "
+                        "configuration", name, name[0] == '<' ? ">" : "");
+}
+
 /* A plain <Location "/path"> around the directive (no regex, no
  * wildcard), without trailing slashes; else NULL.
  */
@@ -546,6 +567,9 @@ const char *lessons_set_alg(cmd_parms *cmd, void *dconf,
     const char *err;
     int i;
 
+    if ((err = lessons_in_htaccess(cmd)) != NULL) {
+        return err;
+    }
     if ((err = lessons_outside_blocks(cmd, conf)) != NULL) {
         return err;
     }
@@ -587,6 +611,9 @@ const char *lessons_set_key_file(cmd_parms *cmd, void *dconf,
     lessons_keyset_t *set = NULL;
     const char *err;
 
+    if ((err = lessons_in_htaccess(cmd)) != NULL) {
+        return err;
+    }
     if ((err = lessons_outside_blocks(cmd, conf)) != NULL) {
         return err;
     }
@@ -621,6 +648,9 @@ const char *lessons_set_keys_url(cmd_parms *cmd, void *dconf,
     lessons_dir_conf *conf = dconf;
     const char *err;
 
+    if ((err = lessons_in_htaccess(cmd)) != NULL) {
+        return err;
+    }
     if ((err = lessons_outside_blocks(cmd, conf)) != NULL) {
         return err;
     }
@@ -645,6 +675,9 @@ const char *lessons_set_key(cmd_parms *cmd, void *dconf,
 {
     const char *err, *last;
 
+    if ((err = lessons_in_htaccess(cmd)) != NULL) {
+        return err;
+    }
     if (argc < 2) {
         return apr_psprintf(cmd->pool, "%s takes one or more algorithms "
                             "and then a key file or an https:// keys URL",
@@ -670,6 +703,9 @@ const char *lessons_set_keys_ca(cmd_parms *cmd, void *dconf,
     apr_size_t len = 0;
     int certs = 0;
 
+    if ((err = lessons_in_htaccess(cmd)) != NULL) {
+        return err;
+    }
     /* Read now, as root, like the key: the children fetch from memory,
      * whatever the file's permissions are later.
      */
@@ -698,11 +734,15 @@ const char *lessons_set_keys_ca(cmd_parms *cmd, void *dconf,
 const char *lessons_set_keys_proxy(cmd_parms *cmd, void *dconf,
                                    const char *arg)
 {
+    const char *here = lessons_in_htaccess(cmd);
     lessons_dir_conf *conf = dconf;
     const ap_directive_t *sec = cmd->directive->parent;
     const char *err = lessons_fetch_check_proxy(cmd->temp_pool, arg);
     const char *at = strrchr(arg, '@'), *scheme = strstr(arg, "://");
 
+    if (here) {
+        return here;
+    }
     if (err) {
         /* A password in it is not repeated on the console or in a log. */
         const char *shown = at && scheme && scheme < at
@@ -725,9 +765,9 @@ const char *lessons_set_string(cmd_parms *cmd, void *dconf,
                                const char *arg)
 {
     lessons_dir_conf *conf = dconf;
-    const char *err = ap_set_string_slot(cmd, dconf, arg);
+    const char *err = lessons_in_htaccess(cmd);
 
-    if (err) {
+    if (err || (err = ap_set_string_slot(cmd, dconf, arg)) != NULL) {
         return err;
     }
     if (!*arg) {
@@ -744,9 +784,13 @@ const char *lessons_set_string(cmd_parms *cmd, void *dconf,
  */
 const char *lessons_set_issuer(cmd_parms *cmd, void *dconf, const char *arg)
 {
+    const char *here = lessons_in_htaccess(cmd);
     lessons_dir_conf *conf = dconf;
     const char *err = lessons_outside_blocks(cmd, conf);
 
+    if (here) {
+        return here;
+    }
     if (err || (err = lessons_set_string(cmd, dconf, arg)) != NULL) {
         return err;
     }
@@ -763,8 +807,12 @@ const char *lessons_set_issuer(cmd_parms *cmd, void *dconf, const char *arg)
 const char *lessons_set_audience(cmd_parms *cmd, void *dconf,
                                  const char *arg)
 {
+    const char *here = lessons_in_htaccess(cmd);
     const char *err = lessons_outside_blocks(cmd, dconf);
 
+    if (here) {
+        return here;
+    }
     return err ? err : lessons_set_string(cmd, dconf, arg);
 }
 
@@ -865,6 +913,9 @@ const char *lessons_issuer_section(cmd_parms *cmd, void *dconf,
     ap_conf_vector_t *vector;
     int i;
 
+    if ((err = lessons_in_htaccess(cmd)) != NULL) {
+        return err;
+    }
     if (!endp) {
         return "<LessonsJWTIssuer> directive missing closing '>'";
     }
@@ -928,8 +979,12 @@ const char *lessons_issuer_section(cmd_parms *cmd, void *dconf,
 const char *lessons_set_token_type(cmd_parms *cmd, void *dconf,
                                    const char *arg)
 {
+    const char *here = lessons_in_htaccess(cmd);
     lessons_dir_conf *conf = dconf;
 
+    if (here) {
+        return here;
+    }
     if (strcasecmp(arg, "any") == 0) {
         conf->token_type = LESSONS_TYPE_ANY;
     }
@@ -983,10 +1038,14 @@ static int lessons_binding_mode(cmd_parms *cmd, const char *arg,
 
 const char *lessons_set_dpop(cmd_parms *cmd, void *dconf, const char *arg)
 {
+    const char *here = lessons_in_htaccess(cmd);
     lessons_dir_conf *conf = dconf;
     const char *err = NULL;
     int mode = lessons_binding_mode(cmd, arg, &err);
 
+    if (here) {
+        return here;
+    }
     if (!mode) {
         return err;
     }
@@ -1004,10 +1063,14 @@ const char *lessons_set_dpop(cmd_parms *cmd, void *dconf, const char *arg)
 const char *lessons_set_certbind(cmd_parms *cmd, void *dconf,
                                  const char *arg)
 {
+    const char *here = lessons_in_htaccess(cmd);
     lessons_dir_conf *conf = dconf;
     const char *err = NULL;
     int mode = lessons_binding_mode(cmd, arg, &err);
 
+    if (here) {
+        return here;
+    }
     if (!mode) {
         return err;
     }
@@ -1036,8 +1099,12 @@ int lessons_dpop_nonce_configured(apr_pool_t *pconf)
  */
 const char *lessons_set_dpop_nonce(cmd_parms *cmd, void *dconf, int on)
 {
+    const char *here = lessons_in_htaccess(cmd);
     lessons_dir_conf *conf = dconf;
 
+    if (here) {
+        return here;
+    }
     conf->dpop_nonce = on ? LESSONS_NONCE_ON : LESSONS_NONCE_OFF;
     if (on) {
         apr_pool_userdata_setn((void *)1, LESSONS_NONCE_SEEN, NULL,
@@ -1053,11 +1120,15 @@ const char *lessons_set_dpop_nonce(cmd_parms *cmd, void *dconf, int on)
 const char *lessons_set_nonce_secret_file(cmd_parms *cmd, void *dconf,
                                           const char *arg)
 {
+    const char *here = lessons_in_htaccess(cmd);
     lessons_srv_conf *sconf =
         ap_get_module_config(cmd->server->module_config, &lessons_module);
     const char *path = ap_server_root_relative(cmd->pool, arg);
     const char *err = ap_check_cmd_context(cmd, NOT_IN_DIR_LOC_FILE);
 
+    if (here) {
+        return here;
+    }
     (void)dconf;
     if (err) {
         return err;
@@ -1106,6 +1177,9 @@ const char *lessons_set_introspect(cmd_parms *cmd, void *dconf,
     int loopback = strncasecmp(arg, "http://127.0.0.1:", 17) == 0
                    || strncasecmp(arg, "http://127.0.0.1/", 17) == 0;
 
+    if ((err = lessons_in_htaccess(cmd)) != NULL) {
+        return err;
+    }
     if (conf->introspect && conf->introspect->section == conf
         && conf->introspect->where) {
         return apr_psprintf(cmd->pool, "%s: this section already names an "
@@ -1151,6 +1225,9 @@ const char *lessons_set_introspect_client(cmd_parms *cmd, void *dconf,
     const char *data = NULL, *err;
     apr_size_t len = 0, i;
 
+    if ((err = lessons_in_htaccess(cmd)) != NULL) {
+        return err;
+    }
     if (!*id) {
         return apr_psprintf(cmd->pool, "%s: the client id is empty",
                             cmd->cmd->name);
@@ -1193,8 +1270,12 @@ const char *lessons_set_introspect_client(cmd_parms *cmd, void *dconf,
  */
 const char *lessons_set_introspect_jwt(cmd_parms *cmd, void *dconf, int on)
 {
+    const char *here = lessons_in_htaccess(cmd);
     lessons_dir_conf *conf = dconf;
 
+    if (here) {
+        return here;
+    }
     conf->introspect_jwt = on ? 2 : 1;
     return lessons_touch(cmd, conf);
 }
@@ -1202,9 +1283,13 @@ const char *lessons_set_introspect_jwt(cmd_parms *cmd, void *dconf, int on)
 const char *lessons_set_base_path(cmd_parms *cmd, void *dconf,
                                   const char *arg)
 {
+    const char *here = lessons_in_htaccess(cmd);
     lessons_dir_conf *conf = dconf;
     const char *path;
 
+    if (here) {
+        return here;
+    }
     if (arg[0] != '/') {
         return "LessonsBasePath must be a URL path starting with /";
     }
@@ -1269,6 +1354,9 @@ const char *lessons_set_number(cmd_parms *cmd, void *dconf, const char *arg)
     apr_int64_t v = 0;
     char *base;
 
+    if ((err = lessons_in_htaccess(cmd)) != NULL) {
+        return err;
+    }
     if (n->server) {
         err = ap_check_cmd_context(cmd, n->server);
     }
@@ -1296,10 +1384,14 @@ const char *lessons_set_number(cmd_parms *cmd, void *dconf, const char *arg)
 const char *lessons_set_export_claim(cmd_parms *cmd, void *dconf,
                                      const char *arg)
 {
+    const char *here = lessons_in_htaccess(cmd);
     lessons_dir_conf *conf = dconf;
     const char *env;
     int i;
 
+    if (here) {
+        return here;
+    }
     if (!*arg) {
         return apr_psprintf(cmd->pool, "%s: a claim name must not be "
                             "empty", cmd->cmd->name);
@@ -1335,6 +1427,9 @@ const char *lessons_set_cors_origin(cmd_parms *cmd, void *dconf,
     lessons_dir_conf *conf = dconf;
     const char *norm = NULL, *err;
 
+    if ((err = lessons_in_htaccess(cmd)) != NULL) {
+        return err;
+    }
     if (!conf->cors_origins) {
         conf->cors_origins = apr_array_make(cmd->pool, 4,
                                             sizeof(const char *));
