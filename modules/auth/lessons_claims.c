@@ -165,16 +165,15 @@ lessons_claim_text_e lessons_claims_text_check(const char *text,
     return len > max ? LESSONS_CLAIM_TEXT_TOO_LONG : LESSONS_CLAIM_TEXT_OK;
 }
 
-lessons_claim_text_e lessons_claims_text(apr_pool_t *p, json_t *value,
-                                         apr_size_t max, const char **text)
+/* A value's text (lessons_claims_raw) under the rule, into *text. */
+static lessons_claim_text_e lessons_claims_ruled(apr_pool_t *p,
+                                                 json_t *value,
+                                                 apr_size_t max,
+                                                 const char **text)
 {
-    const char *raw;
-    char *out;
-    apr_size_t len = 0, total, n;
+    const char *raw, *out;
+    apr_size_t len = 0;
     lessons_claim_text_e rc;
-    size_t k;
-    json_t *m;
-    int scalars = 1;
 
     if (text) {
         *text = NULL;
@@ -182,55 +181,34 @@ lessons_claim_text_e lessons_claims_text(apr_pool_t *p, json_t *value,
     if (!p || !value || !text) {
         return LESSONS_CLAIM_TEXT_ABSENT;
     }
-    if (json_is_array(value)) {
-        json_array_foreach(value, k, m) {
-            if (json_is_object(m) || json_is_array(m)) {
-                scalars = 0;
-                break;
-            }
-        }
+    raw = lessons_claims_raw(p, value, &len);
+    if (!raw) {
+        return LESSONS_CLAIM_TEXT_NO_MEMORY;
     }
-    if (json_is_array(value) && scalars) {
-        /* Joined into one buffer: members may hold NULs, so no strcat. */
-        total = 0;
-        json_array_foreach(value, k, m) {
-            raw = lessons_claims_raw(p, m, &n);
-            if (!raw) {
-                return LESSONS_CLAIM_TEXT_NO_MEMORY;
-            }
-            /* Only a join that a split at its commas undoes: whoever
-             * reads the variable must get back the members the token
-             * has, neither "x,admin" as two nor "" as one more.
-             */
-            if (n == 0 || memchr(raw, ',', n) || (k == 0 && *raw == '[')) {
-                return LESSONS_CLAIM_TEXT_LIST;
-            }
-            total += n + 1;
-        }
-        out = apr_palloc(p, total + 1);
-        json_array_foreach(value, k, m) {
-            raw = lessons_claims_raw(p, m, &n);
-            if (!raw) {
-                return LESSONS_CLAIM_TEXT_NO_MEMORY;
-            }
-            if (k > 0) {
-                out[len++] = ',';
-            }
-            memcpy(out + len, raw, n);
-            len += n;
-        }
-        out[len] = '\0';
-    }
-    else {
-        raw = lessons_claims_raw(p, value, &len);
-        if (!raw) {
-            return LESSONS_CLAIM_TEXT_NO_MEMORY;
-        }
-        out = apr_pstrmemdup(p, raw, len);
-    }
+    out = apr_pstrmemdup(p, raw, len);
     rc = lessons_claims_text_check(out, len, max);
     if (rc == LESSONS_CLAIM_TEXT_OK) {
         *text = out;
+    }
+    return rc;
+}
+
+lessons_claim_text_e lessons_claims_text(apr_pool_t *p, json_t *value,
+                                         apr_size_t max, const char **text)
+{
+    lessons_claim_text_e rc = lessons_claims_ruled(p, value, max, text);
+
+    /* Arrays and objects are their JSON text, which starts with "[" or
+     * "{"; a string that starts so would read as one of them (the string
+     * "[\"admin\"]" as the array ["admin"]), and is not handed over.
+     * So the first character tells a reader what the claim was: no
+     * array and string ever give one text, as ["user","admin"] and
+     * "user,admin" did when arrays were joined with commas.
+     */
+    if (rc == LESSONS_CLAIM_TEXT_OK && json_is_string(value)
+        && (**text == '[' || **text == '{')) {
+        *text = NULL;
+        return LESSONS_CLAIM_TEXT_LIST;
     }
     return rc;
 }
@@ -244,7 +222,7 @@ lessons_claim_text_e lessons_claims_user(apr_pool_t *p, json_t *value,
     if (value && !json_is_string(value) && !json_is_integer(value)) {
         return LESSONS_CLAIM_TEXT_NOT_NAME;
     }
-    return lessons_claims_text(p, value, max, text);
+    return lessons_claims_ruled(p, value, max, text);
 }
 
 lessons_claim_text_e lessons_claims_qualify(apr_pool_t *p, const char *user,
@@ -295,9 +273,8 @@ const char *lessons_claims_text_describe(lessons_claim_text_e rc)
     case LESSONS_CLAIM_TEXT_NOT_NAME:
         return "is not a string or an integer";
     case LESSONS_CLAIM_TEXT_LIST:
-        return "is a list whose members a comma cannot join (one is "
-               "empty or null, holds a comma, or the first starts with "
-               "\"[\")";
+        return "is a string that starts with \"[\" or \"{\", and would "
+               "read as an array's or an object's JSON text";
     case LESSONS_CLAIM_TEXT_OTHER_ISSUER:
         return "reads, qualified with its issuer, as a user of another "
                "issuer of the section";

@@ -53,8 +53,8 @@ typedef enum {
     LESSONS_CLAIM_TEXT_TOO_LONG,    /* over max bytes */
     LESSONS_CLAIM_TEXT_NOT_NAME,    /* a user name must be a string or an
                                      * integer */
-    LESSONS_CLAIM_TEXT_LIST,        /* a list whose members a comma-split
-                                     * would not give back */
+    LESSONS_CLAIM_TEXT_LIST,        /* a string that would read as an
+                                     * array's or object's JSON text */
     LESSONS_CLAIM_TEXT_OTHER_ISSUER,/* a qualified user name that reads as
                                      * a user of another issuer too */
     LESSONS_CLAIM_TEXT_NO_MEMORY
@@ -67,19 +67,15 @@ lessons_claim_text_e lessons_claims_text_check(const char *text,
 
 /* The export form of a claim value, in p, into *text when the rule
  * holds (*text is NULL otherwise):
- *   string             as it is
+ *   string             as it is; one that starts with "[" or "{" is
+ *                      LESSONS_CLAIM_TEXT_LIST (it would read as an
+ *                      array or an object)
  *   number, boolean    its JSON text ("42", "1.5", "true")
  *   null               ""
- *   array of scalars   members joined with "," (strings raw, numbers
- *                      and booleans as JSON text), when splitting the
- *                      text at its commas gives each member back: no
- *                      member is empty ("" or null) or holds a comma,
- *                      and the first does not start with "[" (as the
- *                      JSON form below does); else
- *                      LESSONS_CLAIM_TEXT_LIST.  [] is "".
- *   object, or array   compact JSON text (the whole array, when any
- *   with an object or  member is itself an object or array)
- *   array member
+ *   array, object      its compact JSON text (["user","admin"], [],
+ *                      {"a":1}): the only texts that start with "[" or
+ *                      "{", so that a reader tells an array from a
+ *                      string by the first character
  */
 lessons_claim_text_e lessons_claims_text(apr_pool_t *p, json_t *value,
                                          apr_size_t max, const char **text);

@@ -153,6 +153,10 @@ const char *lessons_nonce_secret_read(apr_pool_t *p, const char *path,
     if (msg) {
         return msg;
     }
+    if ((msg = lessons_key_public_form(p, bytes, n)) != NULL) {
+        return apr_psprintf(p, "secret file %s is no secret: %s", path,
+                            msg);
+    }
     if (n < LESSONS_NONCE_SECRET_MIN || n > LESSONS_NONCE_SECRET_MAX) {
         return apr_psprintf(p, "secret file %s holds %lu bytes: it needs "
                             "%d to %d (openssl rand -base64 48 makes one)",

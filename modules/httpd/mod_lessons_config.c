@@ -492,6 +492,27 @@ const char *lessons_trim_slashes(apr_pool_t *p, const char *arg)
     return path;
 }
 
+/* Every Lessons directive belongs in the server configuration, never in
+ * a .htaccess file, whatever AllowOverride or AllowOverrideList say: a
+ * .htaccess is read by the request's thread, after start-up, where the
+ * start-up checks, the key sources' fetchers and the shared sets are
+ * gone, and whoever may write one is not whoever configures the gate.
+ * Each handler asks this first.  The message for the error log (httpd
+ * names the file), or NULL.
+ */
+static const char *lessons_in_htaccess(cmd_parms *cmd)
+{
+    const char *name = cmd->cmd->name;
+
+    if (!ap_check_cmd_context(cmd, NOT_IN_HTACCESS)) {
+        return NULL;
+    }
+    return apr_psprintf(cmd->pool, "%s%s is not allowed in .htaccess files, "
+                        "whatever AllowOverride and AllowOverrideList say: "
+                        "Lessons directives belong in the server "
+                        "configuration", name, name[0] == '<' ? ">" : "");
+}
+
 /* A plain <Location "/path"> around the directive (no regex, no
  * wildcard), without trailing slashes; else NULL.
  */
@@ -581,6 +602,9 @@ const char *lessons_set_alg(cmd_parms *cmd, void *dconf,
     const char *err;
     int i;
 
+    if ((err = lessons_in_htaccess(cmd)) != NULL) {
+        return err;
+    }
     if ((err = lessons_outside_blocks(cmd, conf)) != NULL) {
         return err;
     }
@@ -622,6 +646,9 @@ const char *lessons_set_key_file(cmd_parms *cmd, void *dconf,
     lessons_keyset_t *set = NULL;
     const char *err;
 
+    if ((err = lessons_in_htaccess(cmd)) != NULL) {
+        return err;
+    }
     if ((err = lessons_outside_blocks(cmd, conf)) != NULL) {
         return err;
     }
@@ -656,6 +683,9 @@ const char *lessons_set_keys_url(cmd_parms *cmd, void *dconf,
     lessons_dir_conf *conf = dconf;
     const char *err;
 
+    if ((err = lessons_in_htaccess(cmd)) != NULL) {
+        return err;
+    }
     if ((err = lessons_outside_blocks(cmd, conf)) != NULL) {
         return err;
     }
@@ -680,6 +710,9 @@ const char *lessons_set_key(cmd_parms *cmd, void *dconf,
 {
     const char *err, *last;
 
+    if ((err = lessons_in_htaccess(cmd)) != NULL) {
+        return err;
+    }
     if (argc < 2) {
         return apr_psprintf(cmd->pool, "%s takes one or more algorithms "
                             "and then a key file or an https:// keys URL",
@@ -705,6 +738,9 @@ const char *lessons_set_keys_ca(cmd_parms *cmd, void *dconf,
     apr_size_t len = 0;
     int certs = 0;
 
+    if ((err = lessons_in_htaccess(cmd)) != NULL) {
+        return err;
+    }
     /* Read now, as root, like the key: the children fetch from memory,
      * whatever the file's permissions are later.
      */
@@ -733,11 +769,15 @@ const char *lessons_set_keys_ca(cmd_parms *cmd, void *dconf,
 const char *lessons_set_keys_proxy(cmd_parms *cmd, void *dconf,
                                    const char *arg)
 {
+    const char *here = lessons_in_htaccess(cmd);
     lessons_dir_conf *conf = dconf;
     const ap_directive_t *sec = cmd->directive->parent;
     const char *err = lessons_fetch_check_proxy(cmd->temp_pool, arg);
     const char *at = strrchr(arg, '@'), *scheme = strstr(arg, "://");
 
+    if (here) {
+        return here;
+    }
     if (err) {
         /* A password in it is not repeated on the console or in a log. */
         const char *shown = at && scheme && scheme < at
@@ -760,9 +800,9 @@ const char *lessons_set_string(cmd_parms *cmd, void *dconf,
                                const char *arg)
 {
     lessons_dir_conf *conf = dconf;
-    const char *err = ap_set_string_slot(cmd, dconf, arg);
+    const char *err = lessons_in_htaccess(cmd);
 
-    if (err) {
+    if (err || (err = ap_set_string_slot(cmd, dconf, arg)) != NULL) {
         return err;
     }
     if (!*arg) {
@@ -779,9 +819,13 @@ const char *lessons_set_string(cmd_parms *cmd, void *dconf,
  */
 const char *lessons_set_issuer(cmd_parms *cmd, void *dconf, const char *arg)
 {
+    const char *here = lessons_in_htaccess(cmd);
     lessons_dir_conf *conf = dconf;
     const char *err = lessons_outside_blocks(cmd, conf);
 
+    if (here) {
+        return here;
+    }
     if (err || (err = lessons_set_string(cmd, dconf, arg)) != NULL) {
         return err;
     }
@@ -809,8 +853,11 @@ const char *lessons_set_audience(cmd_parms *cmd, void *dconf,
                                  const char *arg)
 {
     lessons_dir_conf *conf = dconf;
-    const char *err = lessons_outside_blocks(cmd, dconf);
+    const char *err = lessons_in_htaccess(cmd);
 
+    if (!err) {
+        err = lessons_outside_blocks(cmd, dconf);
+    }
     if (err || (err = lessons_set_string(cmd, dconf, arg)) != NULL) {
         return err;
     }
@@ -918,6 +965,9 @@ const char *lessons_issuer_section(cmd_parms *cmd, void *dconf,
     ap_conf_vector_t *vector;
     int i;
 
+    if ((err = lessons_in_htaccess(cmd)) != NULL) {
+        return err;
+    }
     if (!endp) {
         return "<LessonsJWTIssuer> directive missing closing '>'";
     }
@@ -981,8 +1031,12 @@ const char *lessons_issuer_section(cmd_parms *cmd, void *dconf,
 const char *lessons_set_token_type(cmd_parms *cmd, void *dconf,
                                    const char *arg)
 {
+    const char *here = lessons_in_htaccess(cmd);
     lessons_dir_conf *conf = dconf;
 
+    if (here) {
+        return here;
+    }
     if (strcasecmp(arg, "any") == 0) {
         conf->token_type = LESSONS_TYPE_ANY;
     }
@@ -1039,10 +1093,14 @@ static int lessons_binding_mode(cmd_parms *cmd, const char *arg,
 
 const char *lessons_set_dpop(cmd_parms *cmd, void *dconf, const char *arg)
 {
+    const char *here = lessons_in_htaccess(cmd);
     lessons_dir_conf *conf = dconf;
     const char *err = NULL;
     int mode = lessons_binding_mode(cmd, arg, &err);
 
+    if (here) {
+        return here;
+    }
     if (!mode) {
         return err;
     }
@@ -1062,10 +1120,14 @@ const char *lessons_set_dpop(cmd_parms *cmd, void *dconf, const char *arg)
 const char *lessons_set_certbind(cmd_parms *cmd, void *dconf,
                                  const char *arg)
 {
+    const char *here = lessons_in_htaccess(cmd);
     lessons_dir_conf *conf = dconf;
     const char *err = NULL;
     int mode = lessons_binding_mode(cmd, arg, &err);
 
+    if (here) {
+        return here;
+    }
     if (!mode) {
         return err;
     }
@@ -1094,8 +1156,12 @@ int lessons_dpop_nonce_configured(apr_pool_t *pconf)
  */
 const char *lessons_set_dpop_nonce(cmd_parms *cmd, void *dconf, int on)
 {
+    const char *here = lessons_in_htaccess(cmd);
     lessons_dir_conf *conf = dconf;
 
+    if (here) {
+        return here;
+    }
     conf->dpop_nonce = on ? LESSONS_NONCE_ON : LESSONS_NONCE_OFF;
     if (on) {
         apr_pool_userdata_setn((void *)1, LESSONS_NONCE_SEEN, NULL,
@@ -1111,11 +1177,15 @@ const char *lessons_set_dpop_nonce(cmd_parms *cmd, void *dconf, int on)
 const char *lessons_set_nonce_secret_file(cmd_parms *cmd, void *dconf,
                                           const char *arg)
 {
+    const char *here = lessons_in_htaccess(cmd);
     lessons_srv_conf *sconf =
         ap_get_module_config(cmd->server->module_config, &lessons_module);
     const char *path = ap_server_root_relative(cmd->pool, arg);
     const char *err = ap_check_cmd_context(cmd, NOT_IN_DIR_LOC_FILE);
 
+    if (here) {
+        return here;
+    }
     (void)dconf;
     if (err) {
         return err;
@@ -1164,6 +1234,9 @@ const char *lessons_set_introspect(cmd_parms *cmd, void *dconf,
     int loopback = strncasecmp(arg, "http://127.0.0.1:", 17) == 0
                    || strncasecmp(arg, "http://127.0.0.1/", 17) == 0;
 
+    if ((err = lessons_in_htaccess(cmd)) != NULL) {
+        return err;
+    }
     if (conf->introspect && conf->introspect->section == conf
         && conf->introspect->where) {
         return apr_psprintf(cmd->pool, "%s: this section already names an "
@@ -1209,6 +1282,9 @@ const char *lessons_set_introspect_client(cmd_parms *cmd, void *dconf,
     const char *data = NULL, *err;
     apr_size_t len = 0, i;
 
+    if ((err = lessons_in_htaccess(cmd)) != NULL) {
+        return err;
+    }
     if (!*id) {
         return apr_psprintf(cmd->pool, "%s: the client id is empty",
                             cmd->cmd->name);
@@ -1251,8 +1327,12 @@ const char *lessons_set_introspect_client(cmd_parms *cmd, void *dconf,
  */
 const char *lessons_set_introspect_jwt(cmd_parms *cmd, void *dconf, int on)
 {
+    const char *here = lessons_in_htaccess(cmd);
     lessons_dir_conf *conf = dconf;
 
+    if (here) {
+        return here;
+    }
     conf->introspect_jwt = on ? 2 : 1;
     return lessons_touch(cmd, conf);
 }
@@ -1260,9 +1340,13 @@ const char *lessons_set_introspect_jwt(cmd_parms *cmd, void *dconf, int on)
 const char *lessons_set_base_path(cmd_parms *cmd, void *dconf,
                                   const char *arg)
 {
+    const char *here = lessons_in_htaccess(cmd);
     lessons_dir_conf *conf = dconf;
     const char *path;
 
+    if (here) {
+        return here;
+    }
     if (arg[0] != '/') {
         return "LessonsBasePath must be a URL path starting with /";
     }
@@ -1360,6 +1444,9 @@ const char *lessons_set_number(cmd_parms *cmd, void *dconf, const char *arg)
     apr_int64_t v = 0;
     char *base;
 
+    if ((err = lessons_in_htaccess(cmd)) != NULL) {
+        return err;
+    }
     if (n->server) {
         err = ap_check_cmd_context(cmd, n->server);
     }
@@ -1387,10 +1474,14 @@ const char *lessons_set_number(cmd_parms *cmd, void *dconf, const char *arg)
 const char *lessons_set_export_claim(cmd_parms *cmd, void *dconf,
                                      const char *arg)
 {
+    const char *here = lessons_in_htaccess(cmd);
     lessons_dir_conf *conf = dconf;
     const char *env;
     int i;
 
+    if (here) {
+        return here;
+    }
     if (!*arg) {
         return apr_psprintf(cmd->pool, "%s: a claim name must not be "
                             "empty", cmd->cmd->name);
@@ -1426,6 +1517,9 @@ const char *lessons_set_cors_origin(cmd_parms *cmd, void *dconf,
     lessons_dir_conf *conf = dconf;
     const char *norm = NULL, *err;
 
+    if ((err = lessons_in_htaccess(cmd)) != NULL) {
+        return err;
+    }
     if (!conf->cors_origins) {
         conf->cors_origins = apr_array_make(cmd->pool, 4,
                                             sizeof(const char *));

@@ -11,6 +11,8 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/core_names.h>
+#include <openssl/err.h>
+#include <openssl/x509.h>
 #include <cjose/jwk.h>
 
 #include "apr_encode.h"
@@ -128,28 +130,6 @@ const char *lessons_file_read(apr_pool_t *p, const char *path,
     return NULL;
 }
 
-const char *lessons_key_read(apr_pool_t *p, const char *path,
-                             const unsigned char **key, apr_size_t *len)
-{
-    const char *buf, *msg;
-    apr_size_t n = 0;
-
-    msg = lessons_file_read(p, path, "key file", LESSONS_KEY_FILE_MAX, &buf,
-                            &n);
-    if (msg) {
-        return msg;
-    }
-    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r')) {
-        n--;
-    }
-    if (n == 0) {
-        return apr_psprintf(p, "key file %s holds no key", path);
-    }
-    *key = (const unsigned char *)apr_pstrmemdup(p, buf, n);
-    *len = n;
-    return NULL;
-}
-
 /* Does the text contain marker?  Keys are bytes, not C strings. */
 static int lessons_key_has(const unsigned char *key, apr_size_t len,
                            const char *marker)
@@ -163,6 +143,154 @@ static int lessons_key_has(const unsigned char *key, apr_size_t len,
         }
     }
     return 0;
+}
+
+/* What a DER object at data is, as OpenSSL's own decoders read it: a
+ * certificate, a public key (SubjectPublicKeyInfo, or RSA's PKCS#1
+ * form), a private key (PKCS#8 or a type's own form) or an encrypted
+ * PKCS#8 key, with the command that gives its public key as PEM; NULL
+ * when none of them takes the bytes.  Such a file is public or a key's
+ * own, and never a shared secret: an HS* "secret" that is a public key
+ * lets anyone who has the key sign.
+ */
+typedef struct {
+    const char *what;
+    const char *pem;            /* openssl ... -inform DER -in FILE ... */
+} lessons_der_t;
+
+static const lessons_der_t lessons_ders[] = {
+    { "a DER certificate", "x509 -inform DER -in FILE -pubkey -noout" },
+    { "a DER public key", "pkey -pubin -inform DER -in FILE" },
+    { "a DER private key", "pkey -inform DER -in FILE -pubout" },
+    { "an encrypted DER private key", "pkey -inform DER -in FILE -pubout" },
+};
+
+static const lessons_der_t *lessons_key_der(const unsigned char *data,
+                                            apr_size_t len)
+{
+    const unsigned char *in;
+    const lessons_der_t *der = NULL;
+    X509 *x509;
+    X509_SIG *sig;
+    EVP_PKEY *pkey;
+    long n = (long)len;
+
+    if (len == 0 || len > LESSONS_KEY_FILE_MAX || data[0] != 0x30) {
+        return NULL;            /* every one of them is a SEQUENCE */
+    }
+    ERR_set_mark();             /* failed tries leave no errors behind */
+    if ((x509 = d2i_X509(NULL, (in = data, &in), n)) != NULL) {
+        X509_free(x509);
+        der = &lessons_ders[0];
+    }
+    else if ((pkey = d2i_PUBKEY(NULL, (in = data, &in), n)) != NULL
+             || (pkey = d2i_PublicKey(EVP_PKEY_RSA, NULL, (in = data, &in),
+                                      n)) != NULL) {
+        EVP_PKEY_free(pkey);
+        der = &lessons_ders[1];
+    }
+    else if ((pkey = d2i_AutoPrivateKey(NULL, (in = data, &in), n))
+             != NULL) {
+        EVP_PKEY_free(pkey);
+        der = &lessons_ders[2];
+    }
+    else if ((sig = d2i_X509_SIG(NULL, (in = data, &in), n)) != NULL) {
+        X509_SIG_free(sig);
+        der = &lessons_ders[3];
+    }
+    ERR_pop_to_mark();
+    return der;
+}
+
+/* Does the text start with an OpenSSH public key line (authorized_keys
+ * and *.pub: "ssh-rsa AAAA... comment", ssh-ed25519, ssh-dss,
+ * ecdsa-sha2-*, the sk- forms and their certificates), or is it an
+ * RFC 4716 or PuTTY key file?
+ */
+static int lessons_key_ssh(const unsigned char *data, apr_size_t len)
+{
+    static const char *const types[] = {
+        "ssh-", "ecdsa-sha2-", "sk-ssh-", "sk-ecdsa-sha2-"
+    };
+    apr_size_t i = 0, j, m;
+    size_t t;
+
+    if (lessons_key_has(data, len, "---- BEGIN SSH2 ")
+        || lessons_key_has(data, len, "PuTTY-User-Key-File-")) {
+        return 1;
+    }
+    while (i < len && (data[i] == ' ' || data[i] == '\t' || data[i] == '\r'
+                       || data[i] == '\n')) {
+        i++;
+    }
+    for (t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
+        m = strlen(types[t]);
+        if (len - i <= m || memcmp(data + i, types[t], m) != 0) {
+            continue;
+        }
+        /* the type name, then blanks before the key's base64 */
+        for (j = i + m; j < len && data[j] > ' ' && data[j] < 0x7f; j++) {
+        }
+        if (j > i + m && j < len && (data[j] == ' ' || data[j] == '\t')) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+const char *lessons_key_public_form(apr_pool_t *p, const unsigned char *data,
+                                    apr_size_t len)
+{
+    const lessons_der_t *der;
+    apr_size_t i = 0;
+
+    while (i < len && (data[i] == ' ' || data[i] == '\t' || data[i] == '\r'
+                       || data[i] == '\n')) {
+        i++;
+    }
+    if (lessons_key_has(data, len, "-----BEGIN")) {
+        return "it holds PEM text (a key or a certificate)";
+    }
+    if (i < len && (data[i] == '{' || data[i] == '[')) {
+        return "it holds JSON (a JWK?)";
+    }
+    if (lessons_key_ssh(data, len)) {
+        return "it holds an SSH key (ssh-keygen's form); an RS*/ES* key "
+               "file takes its public key as PEM: ssh-keygen -e -m PKCS8 "
+               "-f FILE";
+    }
+    if ((der = lessons_key_der(data, len)) != NULL) {
+        return apr_psprintf(p, "it holds %s; an RS*/ES* key file takes the "
+                            "public key as PEM: openssl %s", der->what,
+                            der->pem);
+    }
+    return NULL;
+}
+
+const char *lessons_key_read(apr_pool_t *p, const char *path,
+                             const unsigned char **key, apr_size_t *len)
+{
+    const char *buf, *msg;
+    apr_size_t n = 0;
+
+    msg = lessons_file_read(p, path, "key file", LESSONS_KEY_FILE_MAX, &buf,
+                            &n);
+    if (msg) {
+        return msg;
+    }
+    /* A DER object may end in a byte that reads as a line end: it stays
+     * whole, so that lessons_key_make still sees (and refuses) it.
+     */
+    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r')
+           && !lessons_key_der((const unsigned char *)buf, n)) {
+        n--;
+    }
+    if (n == 0) {
+        return apr_psprintf(p, "key file %s holds no key", path);
+    }
+    *key = (const unsigned char *)apr_pstrmemdup(p, buf, n);
+    *len = n;
+    return NULL;
 }
 
 static size_t lessons_alg_index(lessons_alg_t alg)
@@ -349,6 +477,10 @@ static const char *lessons_key_public(apr_pool_t *p, const unsigned char *data,
     char group[64];
     size_t glen = 0, i;
 
+    if (lessons_key_has(data, len, "OPENSSH PRIVATE KEY")) {
+        return "the key file holds an OpenSSH private key; give its public "
+               "key as PEM (ssh-keygen -e -m PKCS8 -f FILE)";
+    }
     if (lessons_key_has(data, len, "PRIVATE KEY")) {
         return "the key file holds a private key; give the public key "
                "(openssl pkey -in private.pem -pubout)";
@@ -418,7 +550,6 @@ const char *lessons_key_make(apr_pool_t *p, const unsigned char *data,
                              apr_size_t len, lessons_key_t **out)
 {
     lessons_key_t *key;
-    apr_size_t i = 0;
     const char *msg;
 
     if (!data || len == 0) {
@@ -427,25 +558,18 @@ const char *lessons_key_make(apr_pool_t *p, const unsigned char *data,
     key = apr_pcalloc(p, sizeof(*key));
     key->data = data;
     key->len = len;
-    while (i < len && (data[i] == ' ' || data[i] == '\t' || data[i] == '\r'
-                       || data[i] == '\n')) {
-        i++;
-    }
     if (lessons_key_has(data, len, "-----BEGIN")) {
         msg = lessons_key_public(p, data, len, key);
-        if (msg) {
-            return msg;
-        }
     }
-    else if (i < len && (data[i] == '{' || data[i] == '[')) {
-        return "the key file holds JSON (a JWK?); give a shared secret or "
-               "a PEM public key";
+    else if ((msg = lessons_key_public_form(p, data, len)) != NULL) {
+        msg = apr_pstrcat(p, "the key file is no shared secret: ", msg,
+                          NULL);
     }
     else {
         msg = lessons_key_secret(p, data, len, key);
-        if (msg) {
-            return msg;
-        }
+    }
+    if (msg) {
+        return msg;
     }
     *out = key;
     return NULL;

@@ -88,17 +88,28 @@ const char *lessons_file_read(apr_pool_t *p, const char *path,
                               const char **data, apr_size_t *len);
 
 /* Read a key file into pool memory.  Trailing CR/LF are dropped, so a
- * secret written by "openssl rand -hex 32 > file" is the 64 hex chars.
+ * secret written by "openssl rand -hex 32 > file" is the 64 hex chars;
+ * a DER object (which may end in such a byte) is kept whole.
  * Returns NULL on success or an error message (unreadable, empty,
  * larger than 64 KiB).
  */
 const char *lessons_key_read(apr_pool_t *p, const char *path,
                              const unsigned char **key, apr_size_t *len);
 
+/* Why bytes that are public, or a key's own, cannot be a shared secret
+ * (PEM text, JSON such as a JWK, an OpenSSH or PuTTY key, anything
+ * OpenSSL reads as a DER certificate, public or private key), in p; NULL
+ * for bytes that may be one.  An HS* "secret" that is a public key lets
+ * anyone who has the key sign tokens.
+ */
+const char *lessons_key_public_form(apr_pool_t *p, const unsigned char *data,
+                                    apr_size_t len);
+
 /* Inspect key bytes and make a key in p.  Anything that looks like PEM
  * must be an RSA or EC public key (a private key, a certificate or
- * another PEM block is refused, never taken as a secret); a JSON
- * document (a JWK) is refused; anything else is a shared secret.
+ * another PEM block is refused, never taken as a secret); whatever else
+ * lessons_key_public_form names is refused; anything else is a shared
+ * secret.
  * Returns NULL with *key set, or a message for the admin.
  */
 const char *lessons_key_make(apr_pool_t *p, const unsigned char *data,

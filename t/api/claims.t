@@ -11,6 +11,7 @@ use utf8;
 use FindBin;
 use lib "$FindBin::Bin/../lib";
 use Apache::Test qw(-withtestmore);
+use JSON::PP ();
 use LessonsTest;
 
 my $log = Apache::Test::vars('t_logs') . '/claims.log';
@@ -38,7 +39,7 @@ for my $try (1, 2) {        # the second is a token-cache hit
     is $res->header('X-Tenant'), 'schule nord',
         "try $try: mod_headers reads JWT_CLAIM_tenant";
     is line_for("/claims/api/lessons/level/$try"),
-        "anna|schule nord|editor,reader|admin,7|/claims/api/lessons/level/$try\n",
+        "anna|schule nord|[\\\"editor\\\",\\\"reader\\\"]|[\\\"admin\\\",7]|/claims/api/lessons/level/$try\n",
         "try $try: the log line names the user claim and the exported claims";
 }
 
@@ -63,42 +64,45 @@ $res = call(GET => '/claims/api/lessons', token => $bare);
 is $res->code, 200, 'a token without the claims: 200';
 ok !defined $res->header('X-Tenant'), '... nothing exported';
 
-# ---- lists (issue 40): joined with commas only where splitting the
-# value at its commas gives back exactly the members the token has;
-# any other list is left unset, with an info line naming the claim and
-# never its value.
-{
-    my $from = suite_log_size();
-    my $list = good_token(claims => {
-        sub => 'u-130', profile => { login => 'anna' }, tenant => 'nord',
-        roles => [ 'x,admin', 'user' ],
-        realm_access => { roles => [ 'reader', 'a b', ' c', 'd]' ] },
+# ---- lists (issues 40 and 55): an array is exported as its compact JSON
+# text, members exactly as the token has them, and only an array or an
+# object starts with "[" or "{": ["user","admin"] and "user,admin" never
+# read alike.  A string that would read as JSON text is left unset, with
+# an info line naming the claim and never its value.
+sub roles_of {
+    my ($n, $roles, %more) = @_;
+    my $t = good_token(claims => {
+        sub => "u-13$n", profile => { login => 'anna' }, tenant => 'nord',
+        roles => $roles, %more,
     });
-    $res = call(GET => '/claims/api/lessons/level/4', token => $list);
-    is $res->code, 200, 'a list member with a comma: still 200';
-    my $line = line_for('/claims/api/lessons/level/4');
-    my @f = split /\|/, $line, -1;
-    is $f[2], '-', '["x,admin","user"] is not exported (it would read as x, admin, user)';
-    is_deeply [ split /,/, $f[3], -1 ], [ 'reader', 'a b', ' c', 'd]' ],
-        'a list without commas in its members reads back exactly, spaces included';
-    my $log = suite_log_since($from);
-    like $log, qr/\[lessons:info\].*LESSONS00216: claim roles not exported: it is a list whose members a comma cannot join/,
-        '... and an info line names the claim';
-    unlike $log, qr/x,admin/, '... never its value';
+    my $res = call(GET => "/claims/api/lessons/level/1$n", token => $t);
+    is $res->code, 200, "token $n: 200";
+    return (scalar $res->header('X-Roles'), [ split /\|/, line_for("/claims/api/lessons/level/1$n"), -1 ]);
 }
 {
+    my ($array) = roles_of(0, [ 'user', 'admin' ]);
+    my ($string) = roles_of(1, 'user,admin');
+    is $array, '["user","admin"]', 'an array: its JSON text';
+    is $string, 'user,admin', 'a string with a comma: as it is';
+    isnt $array, $string, '... so a consumer tells them apart';
+    is_deeply(JSON::PP->new->decode($array), [ 'user', 'admin' ],
+        '... and the array decodes to its members');
+    my ($commas, $f) = roles_of(2, [ 'x,admin', 'user' ],
+        realm_access => { roles => [ 'reader', 'a b', ' c', 'd]', '', undef ] });
+    is $commas, '["x,admin","user"]', 'a member with a comma stays one member';
+    is $f->[3], '[\"reader\",\"a b\",\" c\",\"d]\",\"\",null]',
+        'empty members and null too (the log escapes the quotes)';
+    my ($empty) = roles_of(3, []);
+    is $empty, '[]', '[] is exported as []';
+
     my $from = suite_log_size();
-    my $t = good_token(claims => {
-        sub => 'u-131', profile => { login => 'anna' }, tenant => 'sued',
-        roles => [], realm_access => { roles => [ 'admin', undef ] },
-    });
-    is call(GET => '/claims/api/lessons/level/5', token => $t)->code, 200,
-        'an empty list, and a list with null: 200';
-    my @f = split /\|/, line_for('/claims/api/lessons/level/5'), -1;
-    is $f[2], '', '[] is exported as the empty value';
-    is $f[3], '-', '["admin",null] is not ("admin," would read as admin and "")';
-    like suite_log_since($from), qr/LESSONS00216: claim realm_access\.roles not exported/,
-        '... and the log says which';
+    my ($fake, $g) = roles_of(4, '["admin"]');
+    ok !defined $fake, 'a string that reads as an array is not exported';
+    is $g->[2], '-', '... not in the log either';
+    my $log = suite_log_since($from);
+    like $log, qr/\[lessons:info\].*LESSONS00216: claim roles not exported: it is a string that starts with "\[" or "\{"/,
+        '... and an info line names the claim';
+    unlike $log, qr/\["admin"\]/, '... never its value';
 }
 
 # where no directive asks, sub stays the user and nothing is exported

@@ -143,6 +143,23 @@ bad_ok("LessonsJWTAlgorithm HS256\nLessonsJWTKeyFile $hs_short",
        qr/32|short|bytes/i, 'HS256 with a 16-byte secret');
 bad_ok("LessonsJWTAlgorithm HS256\nLessonsJWTKeyFile $rsa_pub",
        qr/PEM|public key/i, 'HS256 with a PEM public key as the secret');
+# Public keys in other forms are no secret either: whoever has the key
+# would sign HS256 tokens.  Refused at start-up naming the file.
+openssl("openssl pkey -pubin -in $rsa_pub -outform DER -out $dir/rsa-pub.der");
+openssl("openssl x509 -in $ca_good -outform DER -out $dir/ca.der");
+openssl("ssh-keygen -q -t ed25519 -N '' -C test -f $dir/ssh-key");
+for my $case (['rsa-pub.der', qr/DER public key/, 'a DER public key'],
+              ['ca.der', qr/DER certificate/, 'a DER certificate'],
+              ['ssh-key.pub', qr/SSH key/, 'an ssh-ed25519 line'],
+              ['ssh-key', qr/OpenSSH private key/, 'an OpenSSH private key']) {
+    my ($file, $what, $name) = @$case;
+    bad_ok("LessonsJWTKey HS256 $dir/$file",
+           qr/LessonsJWTKey \Q$dir\E\/\Q$file\E: .*$what/,
+           "HS256 with $name as the secret");
+}
+bad_ok("LessonsJWTAlgorithm RS256\nLessonsJWTKeyFile $dir/rsa-pub.der",
+       qr/DER public key.*openssl pkey -pubin -inform DER/,
+       'RS256 with a DER public key: told how to make PEM of it');
 bad_ok("LessonsJWTAlgorithm RS256\nLessonsJWTKeyFile $ec_pub",
        qr/RSA/i, 'RS256 with an EC key');
 bad_ok("LessonsJWTAlgorithm ES256\nLessonsJWTKeyFile $rsa_pub",

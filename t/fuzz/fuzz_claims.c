@@ -19,7 +19,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     apr_pool_t *p;
     char *doc, *rest, *name, *value;
     const char *values[2], *text = NULL;
-    json_t *claims;
+    json_t *claims, *found;
 
     apr_pool_create(&p, fuzz_root);
     fuzz_split(p, data, size, &doc, &rest);
@@ -28,10 +28,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     values[0] = value;
     values[1] = name;
     lessons_claims_match(claims, name, values, 2);
-    lessons_claims_text(p, lessons_claims_get(claims, name), 1024, &text);
-    /* A value handed over keeps the rule it was checked against. */
-    if (text && lessons_claims_text_check(text, strlen(text), 1024)
-                != LESSONS_CLAIM_TEXT_OK) {
+    found = lessons_claims_get(claims, name);
+    lessons_claims_text(p, found, 1024, &text);
+    /* A value handed over keeps the rule it was checked against, and
+     * starts with "[" or "{" exactly when it is an array or an object.
+     */
+    if (text && (lessons_claims_text_check(text, strlen(text), 1024)
+                 != LESSONS_CLAIM_TEXT_OK
+                 || (text[0] == '[' || text[0] == '{')
+                    != (json_is_array(found) || json_is_object(found)))) {
         abort();
     }
     lessons_claims_user(p, lessons_claims_get(claims, name), 256, &text);

@@ -312,49 +312,62 @@ static void test_text_scalars(void **state)
                      LESSONS_CLAIM_TEXT_ABSENT);
 }
 
+/* Arrays are their compact JSON text, members exactly as the token has
+ * them (issue 55): the first character tells an array from a string.
+ */
 static void test_text_arrays(void **state)
 {
     json_t *c = js(KC);
 
     (void)state;
-    assert_string_equal(text_of(c, "realm_access.roles", BIG), "admin,user");
+    assert_string_equal(text_of(c, "realm_access.roles", BIG),
+                        "[\"admin\",\"user\"]");
     assert_string_equal(text_of(js("{\"a\":[1,\"two\",true,1.5]}"), "a",
-                                BIG), "1,two,true,1.5");
-    assert_string_equal(text_of(js("{\"a\":[]}"), "a", BIG), "");
-    assert_string_equal(text_of(js("{\"a\":[\"x\"]}"), "a", BIG), "x");
-    assert_string_equal(text_of(js("{\"a\":[\"a b\",\" c\",\"x]\"]}"),
-                                "a", BIG), "a b, c,x]");
-    assert_string_equal(text_of(js("{\"a\":[\"x\",\"[y\"]}"), "a", BIG),
-                        "x,[y");
-    /* Only a join that splitting at its commas undoes (issue 40):
-     * ["x,admin","user"] would read back as x, admin and user.
-     */
-    assert_int_equal(rule_of(js("{\"a\":[\"x,admin\",\"user\"]}"), "a",
-                             BIG), LESSONS_CLAIM_TEXT_LIST);
-    assert_null(text_of(js("{\"a\":[\"x,admin\",\"user\"]}"), "a", BIG));
-    assert_int_equal(rule_of(js("{\"a\":[\"user\",\",\"]}"), "a", BIG),
-                     LESSONS_CLAIM_TEXT_LIST);
-    /* an empty member: [""] and [] and ["",""] would all be ""/"," */
-    assert_int_equal(rule_of(js("{\"a\":[\"\"]}"), "a", BIG),
-                     LESSONS_CLAIM_TEXT_LIST);
-    assert_int_equal(rule_of(js("{\"a\":[\"\",\"\"]}"), "a", BIG),
-                     LESSONS_CLAIM_TEXT_LIST);
-    assert_int_equal(rule_of(js("{\"a\":[\"x\",\"\"]}"), "a", BIG),
-                     LESSONS_CLAIM_TEXT_LIST);
-    /* null is "" too */
-    assert_int_equal(rule_of(c, "arr", BIG), LESSONS_CLAIM_TEXT_LIST);
-    /* a first member starting with "[" would read as the JSON form */
-    assert_int_equal(rule_of(js("{\"a\":[\"[{\\\"b\\\":1}]\"]}"), "a",
-                             BIG), LESSONS_CLAIM_TEXT_LIST);
-    assert_string_equal(text_of(js("{\"a\":[{\"b\":1}]}"), "a", BIG),
-                        "[{\"b\":1}]");
-    assert_string_equal(lessons_claims_text_describe(LESSONS_CLAIM_TEXT_LIST),
-                        "is a list whose members a comma cannot join (one "
-                        "is empty or null, holds a comma, or the first "
-                        "starts with \"[\")");
-    /* any object or array member: the whole array as JSON */
+                                BIG), "[1,\"two\",true,1.5]");
+    assert_string_equal(text_of(js("{\"a\":[]}"), "a", BIG), "[]");
+    assert_string_equal(text_of(js("{\"a\":[\"x\"]}"), "a", BIG), "[\"x\"]");
+    /* what a comma join could not say, JSON says exactly */
+    assert_string_equal(text_of(js("{\"a\":[\"x,admin\",\"user\"]}"), "a",
+                                BIG), "[\"x,admin\",\"user\"]");
+    assert_string_equal(text_of(js("{\"a\":[\"\",null]}"), "a", BIG),
+                        "[\"\",null]");
+    assert_string_equal(text_of(c, "arr", BIG), "[1,\"two\",true,null]");
     assert_string_equal(text_of(c, "objs", BIG), "[{\"a\":1},\"b\"]");
     assert_string_equal(text_of(c, "nested", BIG), "[[\"x\"]]");
+    /* control characters inside are JSON escapes, not raw bytes */
+    assert_string_equal(text_of(js("{\"a\":[\"ok\",\"x\\ny\"]}"), "a",
+                                BIG), "[\"ok\",\"x\\ny\"]");
+}
+
+/* ["user","admin"] and "user,admin" never give one text; a string that
+ * would read as JSON text is not handed over.
+ */
+static void test_text_array_or_string(void **state)
+{
+    json_t *c = js("{\"arr\":[\"user\",\"admin\"],\"str\":\"user,admin\","
+                   "\"one\":[\"admin\"],\"admin\":\"admin\","
+                   "\"fake\":\"[\\\"user\\\",\\\"admin\\\"]\","
+                   "\"obj\":\"{\\\"a\\\":1}\",\"mid\":\"a[b]{c}\"}");
+
+    (void)state;
+    assert_string_equal(text_of(c, "arr", BIG), "[\"user\",\"admin\"]");
+    assert_string_equal(text_of(c, "str", BIG), "user,admin");
+    assert_string_equal(text_of(c, "one", BIG), "[\"admin\"]");
+    assert_string_equal(text_of(c, "admin", BIG), "admin");
+    assert_int_equal(rule_of(c, "fake", BIG), LESSONS_CLAIM_TEXT_LIST);
+    assert_int_equal(rule_of(c, "obj", BIG), LESSONS_CLAIM_TEXT_LIST);
+    assert_string_equal(text_of(c, "mid", BIG), "a[b]{c}");
+    assert_string_equal(lessons_claims_text_describe(LESSONS_CLAIM_TEXT_LIST),
+                        "is a string that starts with \"[\" or \"{\", and "
+                        "would read as an array's or an object's JSON text");
+    /* a user name is no export: "[admin]" is a name like any other */
+    {
+        const char *t = NULL;
+
+        assert_int_equal(lessons_claims_user(pool, js("\"[admin]\""), BIG,
+                                             &t), LESSONS_CLAIM_TEXT_OK);
+        assert_string_equal(t, "[admin]");
+    }
 }
 
 static void test_text_objects(void **state)
@@ -385,7 +398,7 @@ static void test_text_control_chars(void **state)
         "{\"s\":\"del\\u007f\"}",
         "{\"s\":\"c1\\u0085nel\"}",          /* NEL, C1 */
         "{\"s\":\"c1\\u009f\"}",
-        "{\"s\":[\"ok\",\"x\\ny\"]}",        /* in a joined member */
+        "{\"s\":[\"ok\",\"x\\u0085y\"]}",    /* C1 in a member */
     };
     apr_size_t i;
 
@@ -431,10 +444,10 @@ static void test_text_too_long(void **state)
     }
     assert_int_equal(rule_of(c, "sub", 5), LESSONS_CLAIM_TEXT_OK);
     assert_int_equal(rule_of(c, "sub", 4), LESSONS_CLAIM_TEXT_TOO_LONG);
-    /* "admin,user" is 10 bytes */
-    assert_int_equal(rule_of(c, "realm_access.roles", 10),
+    /* ["admin","user"] is 16 bytes */
+    assert_int_equal(rule_of(c, "realm_access.roles", 16),
                      LESSONS_CLAIM_TEXT_OK);
-    assert_int_equal(rule_of(c, "realm_access.roles", 9),
+    assert_int_equal(rule_of(c, "realm_access.roles", 15),
                      LESSONS_CLAIM_TEXT_TOO_LONG);
 }
 
@@ -655,6 +668,7 @@ int main(void)
         cmocka_unit_test(test_match_never),
         cmocka_unit_test(test_text_scalars),
         cmocka_unit_test(test_text_arrays),
+        cmocka_unit_test(test_text_array_or_string),
         cmocka_unit_test(test_text_objects),
         cmocka_unit_test(test_text_control_chars),
         cmocka_unit_test(test_text_too_long),

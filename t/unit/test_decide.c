@@ -1020,17 +1020,17 @@ static void test_exports(void **state)
     assert_non_null(export_of(&v, role_env));
     assert_string_equal(export_of(&v, role_env), "admin");
     assert_non_null(export_of(&v, groups_env));
-    assert_string_equal(export_of(&v, groups_env), "a,b");
+    assert_string_equal(export_of(&v, groups_env), "[\"a\",\"b\"]");
     /* One the token lacks is left out, without a note. */
     assert_null(export_of(&v, "JWT_CLAIM_missing"));
     assert_null(note_of(&v, 216));
     assert_non_null(v.claims);
 
-    /* A list whose commas would not give its members back: not
+    /* A string that would read as an array's JSON text: not
      * exported, a note naming it (not its value); the rest are.
      */
     token = hs_token(claims_with(ISS_A, ",\"role\":\"admin\","
-                                 "\"groups\":[\"a,secret\",\"c\"]"));
+                                 "\"groups\":\"[\\\"secret\\\"]\""));
     v = decide_auth(&p, bearer(token));
     is_allowed(&v, token, &u, "alice", NOW);
     assert_string_equal(export_of(&v, role_env), "admin");

@@ -18,6 +18,7 @@
 #include <openssl/bio.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
+#include <openssl/x509.h>
 
 #include "apr_general.h"
 #include "apr_pools.h"
@@ -31,6 +32,16 @@
 static const char *rsa2048_pub, *rsa2048_priv, *rsa1024_pub, *rsa4096_pub;
 static const char *p256_pub, *p256_priv, *p384_pub, *p521_pub;
 static const char *ed25519_pub;
+
+/* DER forms (binary, with their lengths): never a shared secret. */
+typedef struct {
+    const char *name;
+    unsigned char *data;
+    size_t len;
+} der_t;
+
+static der_t ders[12];
+static size_t nders;
 
 /* ---------------------------------------------------------------- keys */
 
@@ -67,6 +78,76 @@ static const char *pem_priv(EVP_PKEY *k)
     return s;
 }
 
+/* Keep bytes (a memory BIO's, freed here) as one of the DER forms. */
+static int der_keep(const char *name, BIO *bio, int ok)
+{
+    char *data = NULL;
+    long n = bio ? BIO_get_mem_data(bio, &data) : 0;
+
+    if (ok > 0 && n > 0 && nders < sizeof(ders) / sizeof(ders[0])) {
+        ders[nders].name = name;
+        ders[nders].data = (unsigned char *)apr_pmemdup(pool, data,
+                                                        (apr_size_t)n);
+        ders[nders].len = (size_t)n;
+        nders++;
+    }
+    BIO_free(bio);
+    return ok > 0 && n > 0;
+}
+
+/* A self-signed certificate of k, as DER in a memory BIO. */
+static int der_cert(EVP_PKEY *k, BIO *bio)
+{
+    X509 *x = X509_new();
+    X509_NAME *name;
+    int ok = 0;
+
+    if (x && X509_set_version(x, 2)
+        && ASN1_INTEGER_set(X509_get_serialNumber(x), 1)
+        && X509_gmtime_adj(X509_getm_notBefore(x), 0)
+        && X509_gmtime_adj(X509_getm_notAfter(x), 3600)
+        && X509_set_pubkey(x, k) && (name = X509_get_subject_name(x))
+        && X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
+                                      (const unsigned char *)"test-key",
+                                      -1, -1, 0)
+        && X509_set_issuer_name(x, name) && X509_sign(x, k, EVP_sha256()))
+        ok = i2d_X509_bio(bio, x);
+    X509_free(x);
+    return ok;
+}
+
+/* Every DER form an admin may hold of k: SubjectPublicKeyInfo, PKCS#1
+ * (RSA: i2d_PublicKey), the type's own private form, PKCS#8 plain and
+ * encrypted, and a self-signed certificate.
+ */
+static int der_forms(EVP_PKEY *k)
+{
+    unsigned char *pkcs1 = NULL;
+    int n = EVP_PKEY_is_a(k, "RSA") ? i2d_PublicKey(k, &pkcs1) : 0;
+    BIO *b;
+    int ok;
+
+    b = BIO_new(BIO_s_mem());
+    ok = der_keep("SubjectPublicKeyInfo", b, i2d_PUBKEY_bio(b, k));
+    if (n > 0) {
+        b = BIO_new(BIO_s_mem());
+        ok &= der_keep("PKCS#1 public key", b, BIO_write(b, pkcs1, n));
+    }
+    OPENSSL_free(pkcs1);
+    b = BIO_new(BIO_s_mem());
+    ok &= der_keep("private key", b, i2d_PrivateKey_bio(b, k));
+    b = BIO_new(BIO_s_mem());
+    ok &= der_keep("PKCS#8 private key", b,
+                   i2d_PKCS8PrivateKey_bio(b, k, NULL, NULL, 0, NULL, NULL));
+    b = BIO_new(BIO_s_mem());
+    ok &= der_keep("encrypted PKCS#8", b,
+                   i2d_PKCS8PrivateKey_bio(b, k, EVP_aes_128_cbc(), NULL, 0,
+                                           NULL, (void *)"passphrase"));
+    b = BIO_new(BIO_s_mem());
+    ok &= der_keep("certificate", b, der_cert(k, b));
+    return ok;
+}
+
 static int group_setup(void **state)
 {
     EVP_PKEY *k;
@@ -79,6 +160,8 @@ static int group_setup(void **state)
         return -1;
     rsa2048_pub = pem_pub(k);
     rsa2048_priv = pem_priv(k);
+    if (!der_forms(k))
+        return -1;
     EVP_PKEY_free(k);
 
     if (!(k = EVP_RSA_gen(1024)))
@@ -95,6 +178,8 @@ static int group_setup(void **state)
         return -1;
     p256_pub = pem_pub(k);
     p256_priv = pem_priv(k);
+    if (!der_forms(k))
+        return -1;
     EVP_PKEY_free(k);
 
     if (!(k = EVP_EC_gen("P-384")))
@@ -603,6 +688,117 @@ static void test_make_refuses_json(void **state)
     make_fails("", 0);
 }
 
+/* make_fails, and the message says what the bytes are (word). */
+static void make_fails_naming(const void *data, size_t len, const char *word)
+{
+    lessons_key_t *key = NULL;
+    const char *msg = lessons_key_make(pool, data, len, &key);
+
+    assert_non_null(msg);
+    assert_null(key);
+    if (!strstr(msg, word))
+        print_error("message without '%s': %s\n", word, msg);
+    assert_non_null(strstr(msg, word));
+    assert_non_null(lessons_key_check(pool, LESSONS_ALG_HS256, data, len));
+}
+
+/* A DER public key, private key or certificate is never an HMAC secret
+ * (whoever has the public key would sign), nor taken for RS* or ES*.
+ */
+static void test_make_refuses_der(void **state)
+{
+    size_t i;
+
+    (void)state;
+    assert_int_equal(nders, 11);
+    for (i = 0; i < nders; i++) {
+        const char *path = temp_file(ders[i].data, ders[i].len);
+        const unsigned char *key = NULL;
+        apr_size_t len = 0;
+
+        make_fails_naming(ders[i].data, ders[i].len, "DER");
+        assert_null(lessons_key_read(pool, path, &key, &len));
+        unlink(path);
+        assert_int_equal(len, ders[i].len);
+        make_fails_naming(key, len, "DER");
+    }
+}
+
+/* A DER object that ends in a line-end byte is read whole, so that it
+ * is still recognised (a P-256 key's last byte is its y's: found by
+ * trying keys).
+ */
+static void test_read_keeps_der_ending_in_newline(void **state)
+{
+    unsigned char *d = NULL;
+    const unsigned char *key = NULL;
+    const char *path;
+    apr_size_t len = 0;
+    EVP_PKEY *k;
+    int n = 0, tries;
+
+    (void)state;
+    for (tries = 0; tries < 20000; tries++) {
+        assert_non_null(k = EVP_EC_gen("P-256"));
+        OPENSSL_free(d);
+        d = NULL;
+        n = i2d_PUBKEY(k, &d);
+        EVP_PKEY_free(k);
+        if (n > 0 && d[n - 1] == '\n')
+            break;
+    }
+    assert_true(n > 0 && d[n - 1] == '\n');
+    path = temp_file(d, (size_t)n);
+    assert_null(lessons_key_read(pool, path, &key, &len));
+    unlink(path);
+    assert_int_equal(len, n);
+    make_fails_naming(key, len, "DER public key");
+    OPENSSL_free(d);
+}
+
+/* OpenSSH's and PuTTY's key files: public, or not in a form we read. */
+static void test_make_refuses_ssh(void **state)
+{
+    static const char *const lines[] = {
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKqPnNsmy0Vk+Wrqgi0NW6XmRKsPi"
+        "YO6jk+3+/pjg9sB admin@host\n",
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKqPnNsmy0Vk+Wrqgi0NW6XmRKsPi"
+        "YO6jk+3+/pjg9sB",
+        "ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAy"
+        "NTYAAABBBGvvywrwiHGCHVZVNo+T6rnjnbFAsj1paYnfcesQDu507AqOCgiur8mO"
+        "1mHnVbUxAxHtXKXk74a6uiCTL1GQeKU= ",
+        "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAAAgQC8vm6UhJ1cNrXZgEoHFz0tbodBS5"
+        "NdEoasMBBvQ0FPCB+bFiPHwiAMil0HWaA7MU3V0KzyNefIHLM8Kt7E11L6oS4Z0Df"
+        "mSKf3To1gYqEXeiWmRd9/MjziObK+UQ1axz1P1ZWufsMvGprzQ9CMVqBkEChaCP2"
+        "IDdgDK5CQ+OoW+Q== x\n",
+        "  ssh-dss AAAAB3NzaC1kc3MAAACBAP1/U4EddRIpUt9KnC7s5Of2EbdSPO9EAMMe"
+        "P4C2USZpRV1AIlH7WT2NWPq/xfW6MPbLm1Vs14E7gB00b/JmYLdrmVClpJ+f6AR7"
+        "ECLCT7up1/63xhv4O1fnxqimFQ8E+4P208UewwI1VBNaFpEy9nXzrith1yrv8iI"
+        "DGZ3RSAHHAAAAFQCXYFCPFSMLzLKSuYKi64QL8Fgc9QAAAIEA9+Gg",
+        "sk-ssh-ed25519@openssh.com AAAAGnNrLXNzaC1lZDI1NTE5QG9wZW5zc2guY2"
+        "9tAAAAIKqPnNsmy0Vk+Wrqgi0NW6XmRKsPiYO6jk+3+/pjg9sBAAAABHNzaDo= k",
+        "ssh-rsa-cert-v01@openssh.com AAAAHHNzaC1yc2EtY2VydC12MDFAb3BlbnNz"
+        "aC5jb20AAAAg cert",
+        "---- BEGIN SSH2 PUBLIC KEY ----\nComment: \"k\"\nAAAAC3NzaC1lZDI1"
+        "NTE5AAAAIKqPnNsmy0Vk+Wrqgi0NW6XmRKsPiYO6jk+3+/pjg9sB\n"
+        "---- END SSH2 PUBLIC KEY ----\n",
+        "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\n",
+    };
+    static const char openssh_priv[] =
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5v"
+        "bmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n"
+        "-----END OPENSSH PRIVATE KEY-----\n";
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
+        make_fails_naming(lines[i], strlen(lines[i]), "SSH");
+    make_fails_naming(openssh_priv, strlen(openssh_priv), "OpenSSH");
+    /* a secret that merely mentions ssh stays a secret */
+    made("ssh-rsa-but-no-blank-0123456789abcdef0123456789", 48);
+    made("my ssh-rsa secret 0123456789abcdef0123456789abc", 48);
+}
+
 static void test_allows_null_key(void **state)
 {
     (void)state;
@@ -618,6 +814,9 @@ int main(void)
         cmocka_unit_test(test_make_ec_allows_only_its_curve),
         cmocka_unit_test(test_make_refuses_pem_that_is_not_a_public_key),
         cmocka_unit_test(test_make_refuses_json),
+        cmocka_unit_test(test_make_refuses_der),
+        cmocka_unit_test(test_read_keeps_der_ending_in_newline),
+        cmocka_unit_test(test_make_refuses_ssh),
         cmocka_unit_test(test_allows_null_key),
         cmocka_unit_test(test_alg_parse_names),
         cmocka_unit_test(test_alg_parse_pss),

@@ -383,6 +383,19 @@ static void test_secret_file(void **state)
     assert_non_null(lessons_nonce_secret_read(pool, path, &secret, &len));
     apr_file_remove(path, pool);
 
+    /* a public key is no secret: whoever has it would mint nonces */
+    {
+        static const char ssh[] = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKq"
+                                  "PnNsmy0Vk+Wrqgi0NW6XmRKsPiYO6jk+3+/pjg9s"
+                                  "B admin@host\n";
+
+        path = write_file("ssh", ssh, sizeof(ssh) - 1);
+        err = lessons_nonce_secret_read(pool, path, &secret, &len);
+        assert_non_null(err);
+        assert_non_null(strstr(err, "no secret: it holds an SSH key"));
+        apr_file_remove(path, pool);
+    }
+
     err = lessons_nonce_secret_read(pool, "/nonexistent/nonce.secret",
                                     &secret, &len);
     assert_non_null(err);
