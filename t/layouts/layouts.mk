@@ -24,3 +24,17 @@ FRAGMENT_SUITES += t/layouts/grammar.pl
 layouts-grammar: test-deps
 	@$(MAKE) -s --no-print-directory all
 	@t/layouts/grammar.pl $(GRAMMAR_ARGS)
+
+# Tenants of one server naming one keys URL with other CAs and proxies
+# (issue 55): 24 servers of generated virtual hosts against a provider
+# and an attacker (its own CA, its proxy, its key under the provider's
+# kid); a token passes exactly where the tenant's own trust reaches its
+# signer (t/layouts/tenants.pl says what is checked); make test-all
+# runs it.  make layouts-tenants runs it alone (TENANTS_ARGS="--count N
+# --seed S --keep" to vary it).
+FRAGMENT_SUITES += t/layouts/tenants.pl
+
+.PHONY: layouts-tenants
+layouts-tenants: test-deps
+	@$(MAKE) -s --no-print-directory all
+	@t/layouts/tenants.pl $(TENANTS_ARGS)
