@@ -21,6 +21,7 @@
 
 #include "keys/lessons_keysource.h"
 #include "keys/lessons_keyshare.h"
+#include "keys/lessons_keytrust.h"
 
 #include "apr_shm.h"
 
@@ -431,25 +432,8 @@ static void lessons_keys_identity(const lessons_keys_src *src,
     }
 }
 
-/* Do two sources fetch alike and trust alike: the same URL or issuer,
- * the same CA certificates or both the system's, the same proxy or both
- * none, the same algorithms?  Compared field by field, not by digest.
- */
-static int lessons_keys_alike(const lessons_keys_src *a,
-                              const lessons_keys_src *b)
-{
-    return a->discover == b->discover && strcmp(a->url, b->url) == 0
-           && a->algs == b->algs
-           && !a->proxy == !b->proxy
-           && (!a->proxy || strcmp(a->proxy, b->proxy) == 0)
-           && !a->ca_pem == !b->ca_pem
-           && (!a->ca_pem || (a->ca_len == b->ca_len
-                              && memcmp(a->ca_pem, b->ca_pem,
-                                        a->ca_len) == 0));
-}
-
 /* Sources alike in everything that decides what they fetch and whom
- * they trust (lessons_keys_alike) fetch once: each later one points
+ * they trust (lessons_keytrust_alike) fetch once: each later one points
  * at the first (same) and gives it its needs (eager, bare, the shortest
  * intervals).  Sources that differ in any of these never share a fetch,
  * a slot or a set; where two such fetch one URL, the log and the metrics
@@ -458,33 +442,38 @@ static int lessons_keys_alike(const lessons_keys_src *a,
  */
 void lessons_keys_share_alike(apr_pool_t *pconf, apr_array_header_t *list)
 {
-    int i, j;
+    int n = list->nelts, i, j;
+    lessons_keytrust_t *trust = apr_pcalloc(pconf, (n + 1) * sizeof(*trust));
+    const lessons_keytrust_t **tp = apr_pcalloc(pconf, (n + 1) * sizeof(*tp));
+    int *used = apr_pcalloc(pconf, (n + 1) * sizeof(*used));
+    int *same = apr_pcalloc(pconf, (n + 1) * sizeof(*same));
 
-    for (i = 0; i < list->nelts; i++) {
+    for (i = 0; i < n; i++) {
         lessons_keys_src *src = APR_ARRAY_IDX(list, i, lessons_keys_src *);
 
         src->same = NULL;
         src->metrics_name = src->url;
+        trust[i].url = src->url;
+        trust[i].discover = src->discover;
+        trust[i].ca_pem = src->ca_pem;
+        trust[i].ca_len = src->ca_len;
+        trust[i].proxy = src->proxy;
+        trust[i].algs = src->algs;
+        tp[i] = &trust[i];
+        used[i] = src->used;
         if (src->used) {
             lessons_keys_identity(src, src->id);
         }
     }
-    for (i = 0; i < list->nelts; i++) {
+    lessons_keytrust_share(tp, used, n, same);
+    for (i = 0; i < n; i++) {
         lessons_keys_src *src = APR_ARRAY_IDX(list, i, lessons_keys_src *);
+        lessons_keys_src *first;
+        const char *where;
         int named = 0;
 
-        for (j = 0; src->used && j < i; j++) {
-            lessons_keys_src *first = APR_ARRAY_IDX(list, j,
-                                                    lessons_keys_src *);
-
-            if (!first->used || first->discover != src->discover
-                || strcmp(first->url, src->url) != 0) {
-                continue;
-            }
-            if (!lessons_keys_alike(first, src)) {
-                named = 1;          /* the same URL, other trust */
-                continue;
-            }
+        if (same[i] >= 0) {
+            first = APR_ARRAY_IDX(list, same[i], lessons_keys_src *);
             src->same = first;
             first->eager |= src->eager;
             first->bare |= src->bare;
@@ -497,19 +486,33 @@ void lessons_keys_share_alike(apr_pool_t *pconf, apr_array_header_t *list)
                                         < first->min_refresh)) {
                 first->min_refresh = src->min_refresh;
             }
-            src->used = 0;          /* the first fetches for it */
-            break;
+            continue;
         }
-        if (named && src->used) {
-            const char *where = src->owner && src->owner->keys_where
-                                ? src->owner->keys_where
-                                : src->owner && src->owner->jwt_where
-                                  ? src->owner->jwt_where : "a section";
-
+        /* Another source fetching the same URL with other trust before
+         * this one: the log and the metrics name this one's section.
+         */
+        for (j = 0; used[i] && j < i && !named; j++) {
+            named = used[j] && same[j] < 0
+                    && trust[j].discover == trust[i].discover
+                    && strcmp(trust[j].url, trust[i].url) == 0;
+        }
+        if (named) {
+            where = src->owner && src->owner->keys_where
+                    ? src->owner->keys_where
+                    : src->owner && src->owner->jwt_where
+                      ? src->owner->jwt_where : "a section";
             src->label = apr_psprintf(pconf, "%s (as %s names it)",
                                       src->label, where);
             src->metrics_name = apr_psprintf(pconf, "%s (%s)", src->url,
                                              where);
+        }
+    }
+    /* Those fetched for have no fetcher, no slot, no health of their own:
+     * their first's is theirs.
+     */
+    for (i = 0; i < n; i++) {
+        if (same[i] >= 0) {
+            APR_ARRAY_IDX(list, i, lessons_keys_src *)->used = 0;
         }
     }
 }

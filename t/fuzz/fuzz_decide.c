@@ -48,7 +48,17 @@
  *     certificate binding, at+jwt, one audience) is never relaxed: no
  *     ALLOW where the settings in effect are weaker than the floor, and
  *     an ALLOW's own policy is at least as strict (issue 55);
- *   the three decisions agree (a cache hit judges as a full verify).
+ *   the three decisions agree (a cache hit judges as a full verify);
+ *   tenants (issue 55 §1, layout FUZZ_TENANTS): three sections name one
+ *     keys URL, each with a CA (the provider's, an attacker's, none: the
+ *     system's), a proxy (none, an honest one, the attacker's) and
+ *     algorithms drawn from the input; lessons_keytrust_share says which
+ *     fetch serves the request's section, and that fetch's set is what
+ *     its own trust reaches (the attacker's proxy: the attacker's set,
+ *     which holds "rs"; else the provider's, "rs" under another
+ *     modulus; its CA not the server's: no set).  A token is ALLOWed by
+ *     its keys only where the section's own trust reaches "rs", and a
+ *     good bearer token is ALLOWed there.
  */
 #include "fuzz.h"
 
@@ -61,6 +71,7 @@
 #include "auth/lessons_introspect.h"
 #include "keys/lessons_keyset.h"
 #include "keys/lessons_keysource.h"
+#include "keys/lessons_keytrust.h"
 #include "auth/lessons_replay.h"
 #include "auth/lessons_token.h"
 #include "auth/lessons_tokencache.h"
@@ -98,6 +109,8 @@ enum {
     FUZZ_BLOCKS_NO_KEY,     /* blocks, B without a key */
     FUZZ_BLOCKS_LIVE,       /* blocks, B's keys from a running fetcher */
     FUZZ_ANY_ISSUER,        /* the whole set, no issuer nor audience */
+    FUZZ_TENANTS,           /* a keys URL named by three sections, each
+                             * with its own trust (fuzz_tenants) */
     FUZZ_LAYOUTS
 };
 
@@ -106,30 +119,32 @@ static lessons_decide_unit_t layouts[FUZZ_LAYOUTS][2];
 static int layout_units[FUZZ_LAYOUTS];
 static int layout_blocks[FUZZ_LAYOUTS];
 static lessons_keyset_t *set_all, *set_rs;
-static lessons_keysource_t *live;
-static apr_pool_t *live_pool;
+static lessons_keysource_t *live, *live_alt;
+static apr_pool_t *live_pool, *live_alt_pool;
+static char *jwks_alt;              /* FUZZ_JWKS with "rs" under another
+                                     * modulus: the provider's, where the
+                                     * attacker holds "rs" (fuzz_tenants) */
 static void *replay_mem;
 static apr_size_t replay_size;
 
-/* The fetcher's set: the public keys of FUZZ_JWKS (rs), as a keys URL
- * gives them.
+/* The fetcher's set: the public keys of its JWKS (the baton, else
+ * FUZZ_JWKS: rs), as a keys URL gives them.
  */
 static const char *fuzz_fetch(void *baton, apr_pool_t *set_pool,
                               apr_pool_t *scratch,
                               const lessons_keyset_t **set,
                               const char **doc, apr_size_t *len)
 {
+    const char *jwks = baton ? baton : FUZZ_JWKS;
     const char *msg;
 
-    (void)baton;
     FUZZ_NOT_LEAKED(set_pool);
     FUZZ_NOT_LEAKED(scratch);
-    msg = lessons_keysource_parse(set_pool, scratch, FUZZ_JWKS,
-                                  strlen(FUZZ_JWKS),
+    msg = lessons_keysource_parse(set_pool, scratch, jwks, strlen(jwks),
                                   LESSONS_ALG_BIT(LESSONS_ALG_RS256), 0, set);
     fuzz_keep_keys(msg ? NULL : *set);
-    *doc = FUZZ_JWKS;
-    *len = strlen(FUZZ_JWKS);
+    *doc = jwks;
+    *len = strlen(jwks);
     return msg;
 }
 
@@ -156,7 +171,33 @@ static lessons_decide_unit_t fuzz_unit(const char *issuer,
  */
 static void fuzz_stop(void)
 {
+    apr_pool_destroy(live_alt_pool);
     apr_pool_destroy(live_pool);
+}
+
+/* A fetcher that has its set (of jwks: NULL for FUZZ_JWKS), and is never
+ * asked again: its first and only fetch ends here, before any input.
+ */
+static void fuzz_start_live(apr_pool_t *p, const char *jwks,
+                            lessons_keysource_t **src, apr_pool_t **pool)
+{
+    lessons_keysource_opts_t o;
+    apr_pool_t *hold;
+
+    memset(&o, 0, sizeof(o));
+    o.refresh = apr_time_from_sec(86400);
+    o.min_refresh = apr_time_from_sec(86400);
+    o.wait = apr_time_from_sec(5);
+    o.max_waiters = 2;
+    o.fetch = fuzz_fetch;
+    o.fetch_baton = (void *)jwks;
+    if (apr_pool_create(pool, p) != APR_SUCCESS
+        || lessons_keysource_start(src, &o, *pool) != APR_SUCCESS
+        || apr_pool_create(&hold, p) != APR_SUCCESS
+        || !lessons_keysource_take(*src, hold)) {
+        abort();
+    }
+    apr_pool_destroy(hold);
 }
 
 static void fuzz_setup(apr_pool_t *p)
@@ -164,9 +205,8 @@ static void fuzz_setup(apr_pool_t *p)
     const lessons_algs_t both = LESSONS_ALG_BIT(LESSONS_ALG_HS256)
                                 | LESSONS_ALG_BIT(LESSONS_ALG_RS256);
     const lessons_algs_t rs = LESSONS_ALG_BIT(LESSONS_ALG_RS256);
-    lessons_keysource_opts_t o;
     lessons_decide_unit_t *u;
-    apr_pool_t *hold;
+    char *n;
     int i;
 
     if (lessons_keyset_parse_jwks(p, FUZZ_JWKS, strlen(FUZZ_JWKS), &set_all)
@@ -177,24 +217,20 @@ static void fuzz_setup(apr_pool_t *p)
     }
     fuzz_keep_keys(set_all);
     fuzz_keep_keys(set_rs);
-    /* A fetcher that has its set, and is never asked again. */
-    memset(&o, 0, sizeof(o));
-    o.refresh = apr_time_from_sec(86400);
-    o.min_refresh = apr_time_from_sec(86400);
-    o.wait = apr_time_from_sec(5);
-    o.max_waiters = 2;
-    o.fetch = fuzz_fetch;
-    if (apr_pool_create(&live_pool, p) != APR_SUCCESS
-        || lessons_keysource_start(&live, &o, live_pool) != APR_SUCCESS
-        || atexit(fuzz_stop) != 0) {
+    /* The provider's "rs" (fuzz_tenants): one digit of its modulus
+     * changed, well inside it (its size and parity kept).
+     */
+    jwks_alt = apr_pstrdup(p, FUZZ_JWKS);
+    n = strstr(jwks_alt, "\"n\":\"");
+    if (!n || strlen(n) < 80) {
         abort();
     }
-    /* Its first and only fetch ends here, before any input. */
-    if (apr_pool_create(&hold, p) != APR_SUCCESS
-        || !lessons_keysource_take(live, hold)) {
+    n[60] = n[60] == 'A' ? 'B' : 'A';
+    fuzz_start_live(p, NULL, &live, &live_pool);
+    fuzz_start_live(p, jwks_alt, &live_alt, &live_alt_pool);
+    if (atexit(fuzz_stop) != 0) {
         abort();
     }
-    apr_pool_destroy(hold);
     replay_size = lessons_replay_size(FUZZ_SLOTS);
     replay_mem = apr_palloc(p, replay_size);
 
@@ -222,6 +258,7 @@ static void fuzz_setup(apr_pool_t *p)
     u->token.keys = NULL;
     u->token.algs = rs;
     u->keys_name = "keys URL https://idp.example/certs";
+    layouts[FUZZ_TENANTS][0] = layouts[FUZZ_LIVE][0];
     u = layouts[FUZZ_ANY_ISSUER];
     u->token.issuer = NULL;
     u->token.audience = NULL;
@@ -622,6 +659,101 @@ static void fuzz_check_good_token(apr_pool_t *p,
     }
 }
 
+/* Tenants (issue 55 §1): three sections name one keys URL, each with
+ * its own trust drawn from h (CA: none, the provider's, the attacker's;
+ * proxy: none, honest, the attacker's; algorithms), one of them (by h)
+ * the request's.  The request's unit takes the fetch lessons_keytrust_share
+ * gives it: the fetch of the first section alike, made with that
+ * section's trust (the attacker's proxy reaches the attacker, whose set
+ * holds "rs"; anything else the provider, whose "rs" has another
+ * modulus; a CA that did not sign the server reached: no set).  Returns
+ * whether the request's section's OWN trust reaches "rs": only then may
+ * a token pass by its keys.
+ */
+static int fuzz_tenants(apr_uint32_t h, lessons_decide_unit_t *unit)
+{
+    static const char *const cas[] = { NULL, "CA of the provider",
+                                       "CA of the attacker" };
+    static const char *const proxies[] = { NULL, "http://honest:3128",
+                                           "http://attacker:3128" };
+    lessons_keytrust_t t[3];
+    const lessons_keytrust_t *tp[3];
+    int same[3], ca[3], proxy[3], k, me, by;
+
+    for (k = 0; k < 3; k++) {
+        ca[k] = (int)(h % 3);
+        h /= 3;
+        proxy[k] = (int)(h % 3);
+        h /= 3;
+        memset(&t[k], 0, sizeof(t[k]));
+        t[k].url = "https://idp.example/certs";
+        t[k].ca_pem = cas[ca[k]];
+        t[k].ca_len = cas[ca[k]] ? strlen(cas[ca[k]]) : 0;
+        t[k].proxy = proxies[proxy[k]];
+        t[k].algs = LESSONS_ALG_BIT(LESSONS_ALG_RS256)
+                    | (h & 1 ? LESSONS_ALG_BIT(LESSONS_ALG_ES256) : 0);
+        h >>= 1;
+        tp[k] = &t[k];
+    }
+    me = (int)(h % 3);                  /* the request's section */
+    lessons_keytrust_share(tp, NULL, 3, same);
+    /* The fetch serving it, made with its first's trust. */
+    by = same[me] < 0 ? me : same[me];
+    unit->fetched = 1;
+    unit->live = NULL;                          /* no set: 503 */
+    if (proxy[by] == 2 && ca[by] == 2) {
+        unit->live = live;                      /* the attacker's rs */
+    }
+    else if (proxy[by] != 2 && ca[by] == 1) {
+        unit->live = live_alt;                  /* the provider's */
+    }
+    return proxy[me] == 2 && ca[me] == 2;
+}
+
+/* FNV-1a over the request's bytes: the tenants' trust. */
+static apr_uint32_t fuzz_hash(const uint8_t *data, size_t size)
+{
+    apr_uint32_t h = 2166136261u;
+
+    while (size--) {
+        h = (h ^ *data++) * 16777619u;
+    }
+    return h;
+}
+
+/* Where the request's own trust does not reach "rs", no token passes by
+ * its keys; where it does, a good bearer token with nothing else asked
+ * passes.
+ */
+static void fuzz_check_tenants(apr_pool_t *p,
+                               const lessons_decide_policy_t *policy,
+                               const lessons_decide_facts_t *facts,
+                               int reaches_rs, const lessons_verdict_t *v)
+{
+    lessons_token_policy_t own = policy->units[0].token;
+    const char *token, *subject = NULL;
+    int dpop;
+
+    if (v->kind == LESSONS_VERDICT_ALLOW && !v->introspected
+        && !reaches_rs) {
+        abort();
+    }
+    token = fuzz_header_token(p, facts->authorization, LESSONS_DPOP_OFF,
+                              &dpop);
+    own.keys = set_rs;
+    if (reaches_rs && token && policy->needed && !policy->broken
+        && !policy->units[0].broken && !fuzz_relaxed(policy)
+        && (policy->dpop == 0 || policy->dpop == LESSONS_DPOP_OFF)
+        && policy->certbind <= LESSONS_CERTBIND_OFF && !policy->introspect
+        && (!policy->user_claim || !strcmp(policy->user_claim, "sub"))
+        && lessons_token_verify(p, &own, token, FUZZ_NOW, &subject)
+           == LESSONS_TOKEN_OK
+        && (!subject || fuzz_text_ok(subject, LESSONS_USER_MAX))
+        && v->kind != LESSONS_VERDICT_ALLOW) {
+        abort();
+    }
+}
+
 /* The facts' certificate: the baton is its thumbprint, or NULL. */
 static const char *fuzz_cert(void *baton)
 {
@@ -635,6 +767,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static const char *const user_claims[] = { NULL, "sub", "email",
                                                "preferred_username" };
     uint8_t s[FUZZ_SEL_LEN] = { 0 };
+    int reaches_rs = 0;
     lessons_decide_unit_t units[2];
     lessons_decide_policy_t policy;
     lessons_decide_facts_t facts;
@@ -698,6 +831,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         units[layout_units[layout] == 2 ? s[2] >> 7 : 0].broken =
             "its keys do not verify";
     }
+    if (layout == FUZZ_TENANTS) {
+        reaches_rs = fuzz_tenants(fuzz_hash(data, size), &units[0]);
+    }
     policy.units = layout_units[layout] ? units : NULL;
     policy.nunits = layout_units[layout];
     policy.blocks = layout_blocks[layout];
@@ -751,6 +887,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
      */
     fuzz_decide_once(p, &policy, &facts, &replay, &v);
     fuzz_check_good_token(p, &policy, &facts, layout, &v);
+    if (layout == FUZZ_TENANTS) {
+        fuzz_check_tenants(p, &policy, &facts, reaches_rs, &v);
+    }
     policy.tokens = lessons_tokencache_make(p, 4);
     for (pass = 0; pass < 2; pass++) {
         fuzz_decide_once(p, &policy, &facts, &replay, &again);

@@ -135,7 +135,8 @@ def main():
 # DPoP header, the method and the URI, split at 0x01.
 DECIDE_LAYOUTS = ['single_set', 'single_key', 'blocks', 'fetched_none',
                   'fetched_file', 'no_key', 'blocks_fetched', 'no_units',
-                  'live', 'blocks_no_key', 'blocks_live', 'any_issuer']
+                  'live', 'blocks_no_key', 'blocks_live', 'any_issuer',
+                  'tenants']
 DECIDE_URI = 'https://api.example/api/lessons/7'
 
 
@@ -223,6 +224,11 @@ def decide_seeds(n, e, base):
         (decide_selector(certbind=3, cert=1), 'Bearer ' + good_hs),
         (decide_selector(certbind=1), 'Bearer ' + cert_bound),
     ]
+    # Tenants (issue 55): the request's bytes choose the trust of the
+    # three sections naming one keys URL, so a few URIs give a few.
+    seeds += [(decide_selector('tenants'), 'Bearer ' + good_rs
+               + '\x01\x01GET\x01' + DECIDE_URI + '?tenants=%d' % i)
+              for i in range(6)]
     for i, (sel, rest) in enumerate(seeds):
         write('decide', i, sel + rest.encode())
 
