@@ -34,7 +34,7 @@ use lib "$FindBin::Bin/../lib";
 use Apache::Test qw(-withtestmore);
 use File::Temp ();
 use JSON::PP ();
-use Time::HiRes qw(sleep);
+use Time::HiRes qw(time sleep);
 use LessonsTest;
 use LessonsTest::OIDCP qw(start_oidcp oidcp_control oidc_token oidc_request);
 
@@ -126,7 +126,12 @@ for my $alg (qw(RS256 PS256 ES256)) {
 my $res = get('/api/lessons', $tok{RS256});
 is $res->code, 200, 'discovery: the RS256 token, keys from the issuer\'s jwks_uri: 200'
     or diag $res->header('WWW-Authenticate') // '', "\n", error_log();
-is fetches(), '1 1', '... one metadata and one keys fetch';
+# Each algorithm's section is a source of its own (issue 55: sections that
+# differ in algorithms never share a fetch or a set), fetched at start;
+# the issuer's sections with no algorithm share one, fetched now.
+my $until = time + 10;
+sleep 0.2 while fetches() ne '4 4' && time < $until;
+is fetches(), '4 4', '... one metadata and one keys fetch for each of the four sources';
 like error_log(), qr/LESSONS00213: issuer \Q$ISS\E: 3 key\(s\) in use \(rs256-1, ps256-1, es256-1\), 0 skipped, from \Q$ISS\E\/jwks/,
     '... the provider\'s three keys in use, from the jwks_uri its metadata names';
 for my $alg (qw(RS256 PS256 ES256)) {
@@ -144,7 +149,7 @@ is $res->code, 201, 'a create with the PS256 token: 201' or diag $res->content;
 my $id = (json_of($res) // {})->{id} // 0;
 is call(DELETE => "/api/lessons/$id", base => $B, token => $tok{ES256})->code, 204,
     '... and its delete with the ES256 token: 204';
-is fetches(), '1 1', 'no fetch since: every key was known';
+is fetches(), '4 4', 'no fetch since: every key was known';
 
 # ---- another audience, another issuer ----------------------------------
 refused(get('/api/lessons', token_of(resource => $ELSEWHERE)), 'invalid_token',
@@ -155,7 +160,7 @@ is get('/other/api/lessons', $theirs)->code, 200, '... and is taken where that i
 is fetches('other'), '1 1', '... whose keys the module found by discovery there';
 refused(get('/api/lessons', $theirs), 'invalid_token',
         'The access token issuer is not accepted here', '... and refused here');
-is fetches(), '1 1', '... which fetched nothing (its kid is one of ours, its iss not)';
+is fetches(), '4 4', '... which fetched nothing (its kid is one of ours, its iss not)';
 
 # ---- DPoP: tokens bound to a key of openid-client's ----------------------
 my %bound;
@@ -229,8 +234,8 @@ is get('/rs256/api/lessons', $t2)->code, 200, '... its token: 200 at once';
 my ($m1, $k1) = split ' ', fetches();
 is $m1 - $m0, 1, '... after one metadata fetch';
 is $k1 - $k0, 1, '... and one keys fetch (an unknown kid)';
-like substr(error_log(), $logpos), qr/LESSONS00213: issuer \Q$ISS\E: 4 key\(s\) in use \(\Q$kid2\E, rs256-1, /,
-    '... both RS256 keys in use';
+like substr(error_log(), $logpos), qr/LESSONS00213: issuer \Q$ISS\E \(as \S+ names it\): 2 key\(s\) in use \(\Q$kid2\E, rs256-1\)/,
+    '... both RS256 keys in use (the RS256 section\'s own source)';
 is get('/rs256/api/lessons', $spare[0])->code, 200, 'the old key\'s token: 200 while it is published';
 
 sleep $MIN + 0.2;
@@ -239,7 +244,7 @@ my $kid3 = oidcp_control($op, POST => '/keys', { alg => 'RS256' })->{kid};
 my $t3 = token_of(alg => 'RS256');
 $logpos = length error_log();
 is get('/rs256/api/lessons', $t3)->code, 200, "the old key removed, another new one ($kid3): 200";
-like substr(error_log(), $logpos), qr/LESSONS00213: issuer \Q$ISS\E: 4 key\(s\) in use \(\Q$kid3\E, \Q$kid2\E, ps256-1, es256-1\)/,
+like substr(error_log(), $logpos), qr/LESSONS00213: issuer \Q$ISS\E \(as \S+ names it\): 2 key\(s\) in use \(\Q$kid3\E, \Q$kid2\E\)/,
     '... the keys read again: rs256-1 is gone';
 refused(get('/rs256/api/lessons', $spare[1]), 'invalid_token',
         'The access token names a key the server does not know', 'a token of the removed key');
