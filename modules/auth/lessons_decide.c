@@ -649,7 +649,8 @@ static const char *decide_claim_text(const json_t *claims, const char *name)
  * for nothing (lessons_replay.h says why).  Tokens that name none of
  * these share one owner per provider.  0, or -1.
  */
-static int decide_dpop_owner(const lessons_verdict_t *v, apr_uint32_t *owner)
+static int decide_dpop_owner(const lessons_verdict_t *v, apr_uint32_t *owner,
+                             apr_uint32_t *group)
 {
     const char *names[4];
     const char *client = decide_claim_text(v->claims, "client_id");
@@ -659,7 +660,11 @@ static int decide_dpop_owner(const lessons_verdict_t *v, apr_uint32_t *owner)
     names[1] = decide_claim_text(v->claims, "iss");
     names[2] = client ? client : decide_claim_text(v->claims, "azp");
     names[3] = decide_claim_text(v->claims, "sub");
-    return lessons_replay_owner(names, 4, owner);
+    /* The group: who vouches, so that a tenant whose own provider signs
+     * any number of subjects still fills a quarter of the table at most.
+     */
+    return lessons_replay_owner(names, 4, owner) != 0
+           || lessons_replay_group(names[0], group) != 0 ? -1 : 0;
 }
 
 /* The owner holds its share of the replay table already: its own
@@ -669,7 +674,8 @@ static int decide_dpop_owner(const lessons_verdict_t *v, apr_uint32_t *owner)
  * token or proof would pass now.  Its proofs end within the window, so
  * it may try again soon.
  */
-static int decide_dpop_over_share(lessons_decision_t *d, apr_uint32_t owner)
+static int decide_dpop_over_share(lessons_decision_t *d, apr_uint32_t owner,
+                                  int group)
 {
     lessons_verdict_t *v = d->v;
 
@@ -679,10 +685,19 @@ static int decide_dpop_over_share(lessons_decision_t *d, apr_uint32_t owner)
     decide_verdict(d, 429, LESSONS_DECIDE_INFO, 760, 0,
                    "Too many DPoP proofs from this client within the "
                    "window; try again later.",
-                   apr_psprintf(d->p, "the token's client (owner %08x) "
-                                "already holds its share of the DPoP "
-                                "proofs seen (%d)", (unsigned)owner,
-                                d->policy->replay_share));
+                   group
+                   ? apr_psprintf(d->p, "the clients of the token's keys "
+                                  "(%s) already hold their share of the "
+                                  "DPoP proofs seen (a quarter); its "
+                                  "client is owner %08x",
+                                  v->introspected ? v->introspected
+                                  : v->unit && v->unit->keys_name
+                                    ? v->unit->keys_name : "none",
+                                  (unsigned)owner)
+                   : apr_psprintf(d->p, "the token's client (owner %08x) "
+                                  "already holds its share of the DPoP "
+                                  "proofs seen (%d)", (unsigned)owner,
+                                  d->policy->replay_share));
     v->refusal = LESSONS_REFUSED_DPOP;
     v->retry_after = LESSONS_RETRY_SECONDS;
     return 1;
@@ -702,7 +717,7 @@ static int decide_dpop(lessons_decision_t *d)
     lessons_dpop_proof_t out;
     unsigned char key[LESSONS_REPLAY_KEY_LEN];
     apr_int64_t kept;
-    apr_uint32_t owner;
+    apr_uint32_t owner, group;
     lessons_dpop_e rc;
     long leeway;
     int seen, by_cert;
@@ -774,8 +789,8 @@ static int decide_dpop(lessons_decision_t *d)
         return 1;
     }
     if (!policy->replay || lessons_replay_key(jkt, out.jti, key) != 0
-        || decide_dpop_owner(v, &owner) != 0
-        || (seen = policy->replay(policy->replay_baton, key, owner,
+        || decide_dpop_owner(v, &owner, &group) != 0
+        || (seen = policy->replay(policy->replay_baton, key, owner, group,
                                   apr_time_from_sec(kept),
                                   d->facts->clock)) < 0) {
         return decide_dpop_unavailable(d, LESSONS_DECIDE_ERR, 241,
@@ -789,7 +804,9 @@ static int decide_dpop(lessons_decision_t *d)
         return decide_dpop_refuse(d, "invalid_dpop_proof", "The DPoP proof "
                                   "has been used before", NULL);
     case LESSONS_REPLAY_OVER_SHARE:
-        return decide_dpop_over_share(d, owner);
+    case LESSONS_REPLAY_OVER_GROUP:
+        return decide_dpop_over_share(d, owner,
+                                      seen == LESSONS_REPLAY_OVER_GROUP);
     default:
         return decide_dpop_unavailable(d, LESSONS_DECIDE_WARNING, 242,
                                        "too many DPoP proofs within the "

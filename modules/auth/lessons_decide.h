@@ -84,12 +84,14 @@ typedef struct {
 } lessons_decide_unit_t;
 
 /* Take a DPoP proof's key for owner (the party its token names,
- * lessons_replay_owner) until expires (RFC 9449 11.1): the
- * table's answer, or -1 when the table cannot be asked.
+ * lessons_replay_owner) in group (who vouches for it,
+ * lessons_replay_group) until expires (RFC 9449 11.1): the table's
+ * answer, or -1 when the table cannot be asked.
  */
 typedef int (*lessons_decide_replay_fn)(void *baton,
                                         const unsigned char *key,
                                         apr_uint32_t owner,
+                                        apr_uint32_t group,
                                         apr_time_t expires, apr_time_t now);
 
 /* What asking the provider about an opaque token came to (RFC 7662). */

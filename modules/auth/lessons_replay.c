@@ -16,7 +16,8 @@
  * is reclaimed: when a lookup passes over it after its time, or when
  * the whole table is swept -- at most once a second, and only when an
  * owner is found at its share, so that an owner whose proofs are over is
- * not refused for slots that no lookup happened to pass.
+ * not refused for slots that no lookup happened to pass.  Groups are
+ * counted alike, in two rows of their own.
  */
 #include <stddef.h>          /* offsetof, for APR_OFFSETOF */
 #include <string.h>
@@ -24,7 +25,7 @@
 #include "base/lessons_digest.h"
 #include "auth/lessons_replay.h"
 
-#define LESSONS_REPLAY_MAGIC     0x4c525032u    /* "LRP2" */
+#define LESSONS_REPLAY_MAGIC     0x4c525033u    /* "LRP3" */
 #define LESSONS_REPLAY_COUNTERS  4096           /* in each row */
 #define LESSONS_REPLAY_SWEEP     APR_USEC_PER_SEC
 #define LESSONS_REPLAY_NAMES     8              /* of an owner, at most */
@@ -35,14 +36,17 @@ typedef struct {
                                      * one; past: free, still counted
                                      * against owner until reclaimed */
     apr_uint32_t owner;
+    apr_uint32_t group;
 } lessons_replay_slot_t;
 
 struct lessons_replay_t {
     apr_uint32_t magic;
     apr_uint32_t slots;
     apr_uint32_t share;             /* proofs one owner may hold */
+    apr_uint32_t group_share;       /* ... and one group */
     apr_time_t swept;               /* the last sweep */
     apr_uint32_t held[2][LESSONS_REPLAY_COUNTERS];
+    apr_uint32_t group_held[2][LESSONS_REPLAY_COUNTERS];
     lessons_replay_slot_t slot[1];  /* slots of them */
 };
 
@@ -72,6 +76,7 @@ lessons_replay_t *lessons_replay_attach(void *mem, apr_size_t size,
         if (t->share == 0) {
             t->share = 1;
         }
+        t->group_share = (apr_uint32_t)slots / LESSONS_REPLAY_GROUP_SHARE;
     }
     return t;
 }
@@ -122,41 +127,85 @@ int lessons_replay_owner(const char *const *names, int n,
     return 0;
 }
 
-/* An owner's two counters: the low 12 bits pick one, the next 12 the
- * other.
- */
-static apr_uint32_t *lessons_replay_counter(lessons_replay_t *t,
-                                            apr_uint32_t owner, int row)
+int lessons_replay_group(const char *voucher, apr_uint32_t *group)
 {
-    return &t->held[row][(row ? owner >> 12 : owner)
-                         % LESSONS_REPLAY_COUNTERS];
+    lessons_digest_field_t f;
+    unsigned char md[LESSONS_DIGEST_LEN];
+
+    if (!voucher || !group) {
+        return -1;
+    }
+    f.data = voucher;
+    f.len = strlen(voucher);
+    if (!lessons_digest_fields("mod_lessons dpop group 1", &f, 1, md)) {
+        return -1;
+    }
+    memcpy(group, md, sizeof(*group));
+    return 0;
 }
 
-static apr_uint32_t lessons_replay_held(lessons_replay_t *t,
-                                        apr_uint32_t owner)
+/* A hash's two counters in rows (an owner's, or a group's): the low 12
+ * bits pick one, the next 12 the other.
+ */
+static apr_uint32_t *lessons_replay_counter(
+    apr_uint32_t (*rows)[LESSONS_REPLAY_COUNTERS], apr_uint32_t hash, int row)
 {
-    apr_uint32_t a = *lessons_replay_counter(t, owner, 0);
-    apr_uint32_t b = *lessons_replay_counter(t, owner, 1);
+    return &rows[row][(row ? hash >> 12 : hash) % LESSONS_REPLAY_COUNTERS];
+}
+
+static apr_uint32_t lessons_replay_held(
+    apr_uint32_t (*rows)[LESSONS_REPLAY_COUNTERS], apr_uint32_t hash)
+{
+    apr_uint32_t a = *lessons_replay_counter(rows, hash, 0);
+    apr_uint32_t b = *lessons_replay_counter(rows, hash, 1);
 
     return a < b ? a : b;
+}
+
+/* One proof more (or, by -1, less) for its owner and its group. */
+static void lessons_replay_count(lessons_replay_t *t,
+                                 const lessons_replay_slot_t *s, int by)
+{
+    int row;
+
+    for (row = 0; row < 2; row++) {
+        apr_uint32_t *c = lessons_replay_counter(t->held, s->owner, row);
+        apr_uint32_t *g = lessons_replay_counter(t->group_held, s->group,
+                                                 row);
+
+        if (by > 0) {
+            (*c)++;
+            (*g)++;
+        }
+        else {
+            *c -= *c > 0;
+            *g -= *g > 0;
+        }
+    }
+}
+
+/* Does owner, or its group, hold its share? */
+static lessons_replay_e lessons_replay_over(lessons_replay_t *t,
+                                            apr_uint32_t owner,
+                                            apr_uint32_t group)
+{
+    if (lessons_replay_held(t->held, owner) >= t->share) {
+        return LESSONS_REPLAY_OVER_SHARE;
+    }
+    if (lessons_replay_held(t->group_held, group) >= t->group_share) {
+        return LESSONS_REPLAY_OVER_GROUP;
+    }
+    return LESSONS_REPLAY_NEW;
 }
 
 /* A slot whose time is over no longer counts against its owner. */
 static void lessons_replay_reclaim(lessons_replay_t *t,
                                    lessons_replay_slot_t *s)
 {
-    int row;
-
     if (s->expires == 0) {
         return;
     }
-    for (row = 0; row < 2; row++) {
-        apr_uint32_t *c = lessons_replay_counter(t, s->owner, row);
-
-        if (*c > 0) {
-            (*c)--;
-        }
-    }
+    lessons_replay_count(t, s, -1);
     s->expires = 0;
 }
 
@@ -176,9 +225,17 @@ lessons_replay_e lessons_replay_check(
     lessons_replay_t *t, const unsigned char key[LESSONS_REPLAY_KEY_LEN],
     apr_uint32_t owner, apr_time_t expires, apr_time_t now)
 {
+    return lessons_replay_check_in(t, key, owner, owner, expires, now);
+}
+
+lessons_replay_e lessons_replay_check_in(
+    lessons_replay_t *t, const unsigned char key[LESSONS_REPLAY_KEY_LEN],
+    apr_uint32_t owner, apr_uint32_t group, apr_time_t expires,
+    apr_time_t now)
+{
     lessons_replay_slot_t *free_slot = NULL;
     apr_uint32_t start, i;
-    int row;
+    lessons_replay_e over;
 
     if (!t || !key) {
         return LESSONS_REPLAY_FULL;
@@ -202,12 +259,13 @@ lessons_replay_e lessons_replay_check(
     if (expires <= now) {
         return LESSONS_REPLAY_NEW;  /* over already: nothing to keep */
     }
-    if (lessons_replay_held(t, owner) >= t->share) {
+    if (lessons_replay_over(t, owner, group) != LESSONS_REPLAY_NEW) {
         if (now < t->swept || now - t->swept >= LESSONS_REPLAY_SWEEP) {
             lessons_replay_sweep(t, now);
         }
-        if (lessons_replay_held(t, owner) >= t->share) {
-            return LESSONS_REPLAY_OVER_SHARE;
+        over = lessons_replay_over(t, owner, group);
+        if (over != LESSONS_REPLAY_NEW) {
+            return over;
         }
     }
     if (!free_slot) {
@@ -216,8 +274,7 @@ lessons_replay_e lessons_replay_check(
     memcpy(free_slot->key, key, LESSONS_REPLAY_KEY_LEN);
     free_slot->expires = expires;
     free_slot->owner = owner;
-    for (row = 0; row < 2; row++) {
-        (*lessons_replay_counter(t, owner, row))++;
-    }
+    free_slot->group = group;
+    lessons_replay_count(t, free_slot, 1);
     return LESSONS_REPLAY_NEW;
 }

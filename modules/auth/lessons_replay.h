@@ -23,7 +23,11 @@
  * that another section's provider cannot speak for this one's clients),
  * its issuer, its client (client_id, else azp) and its subject (sub).
  * Many keys and many tokens of one user of one client application are
- * one owner; another user, or another application, is another.  The
+ * one owner; another user, or another application, is another.  Owners
+ * are grouped by who vouches for their tokens, and a group holds at most
+ * a quarter of the table: on a shared server, a tenant whose own
+ * provider signs whatever it likes (as many subjects as it wants) fills
+ * its group's quarter, never the tenants' whose keys are others.  The
  * client alone would be coarser: every user of one public client (one
  * client_id in every copy of an app) would share one share, and one of
  * them could lock the others out.  The remote address is no owner
@@ -44,6 +48,10 @@
 #define LESSONS_REPLAY_PROBES    32     /* slots a key may live in */
 #define LESSONS_REPLAY_SHARE     16     /* the proofs of one owner hold
                                          * at most 1/16 of the slots */
+#define LESSONS_REPLAY_GROUP_SHARE 4    /* ... and those of one group
+                                         * (every token one key source or
+                                         * introspection endpoint vouches
+                                         * for) at most 1/4 */
 
 typedef struct lessons_replay_t lessons_replay_t;
 
@@ -73,20 +81,34 @@ int lessons_replay_key(const char *jkt, const char *jti,
 int lessons_replay_owner(const char *const *names, int n,
                          apr_uint32_t *owner);
 
+/* The group of a proof's owner: who vouches for its token (a key
+ * source's or an introspection endpoint's name), hashed likewise.  0, or
+ * -1.
+ */
+int lessons_replay_group(const char *voucher, apr_uint32_t *group);
+
 typedef enum {
     LESSONS_REPLAY_NEW = 0,         /* not seen: kept until expires */
     LESSONS_REPLAY_SEEN,            /* seen, and still within its time */
     LESSONS_REPLAY_FULL,            /* not seen, but no room to keep it:
                                      * refuse it, it could come again */
-    LESSONS_REPLAY_OVER_SHARE       /* not seen, but its owner holds its
+    LESSONS_REPLAY_OVER_SHARE,      /* not seen, but its owner holds its
                                      * share already: refuse it (its
                                      * owner's older proofs are over
                                      * within the window) */
+    LESSONS_REPLAY_OVER_GROUP       /* not seen, but its owner's group
+                                     * holds its share: refuse it */
 } lessons_replay_e;
 
-/* Take a proof's key, for owner's token, at now, to be kept until
- * expires.  The caller holds the table's lock.
+/* Take a proof's key, for owner's token in group, at now, to be kept
+ * until expires.  The caller holds the table's lock.
  */
+lessons_replay_e lessons_replay_check_in(
+    lessons_replay_t *t, const unsigned char key[LESSONS_REPLAY_KEY_LEN],
+    apr_uint32_t owner, apr_uint32_t group, apr_time_t expires,
+    apr_time_t now);
+
+/* The same, each owner a group of its own. */
 lessons_replay_e lessons_replay_check(
     lessons_replay_t *t, const unsigned char key[LESSONS_REPLAY_KEY_LEN],
     apr_uint32_t owner, apr_time_t expires, apr_time_t now);

@@ -311,8 +311,8 @@ void lessons_dpop_facts(request_rec *r, lessons_decide_facts_t *facts)
  * cannot reach the table.
  */
 static int lessons_dpop_take(void *baton, const unsigned char *key,
-                             apr_uint32_t owner, apr_time_t expires,
-                             apr_time_t now)
+                             apr_uint32_t owner, apr_uint32_t group,
+                             apr_time_t expires, apr_time_t now)
 {
     const lessons_srv_conf *sconf = baton;
     lessons_replay_e seen;
@@ -321,7 +321,8 @@ static int lessons_dpop_take(void *baton, const unsigned char *key,
         || apr_global_mutex_lock(sconf->replay_lock) != APR_SUCCESS) {
         return -1;
     }
-    seen = lessons_replay_check(sconf->replay, key, owner, expires, now);
+    seen = lessons_replay_check_in(sconf->replay, key, owner, group, expires,
+                                   now);
     apr_global_mutex_unlock(sconf->replay_lock);
     return (int)seen;
 }

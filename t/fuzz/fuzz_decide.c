@@ -295,11 +295,12 @@ typedef struct {
 } fuzz_replay_t;
 
 static int fuzz_replay(void *baton, const unsigned char *key,
-                       apr_uint32_t owner, apr_time_t expires, apr_time_t now)
+                       apr_uint32_t owner, apr_uint32_t group,
+                       apr_time_t expires, apr_time_t now)
 {
     fuzz_replay_t *r = baton;
-    lessons_replay_e rc = lessons_replay_check(r->table, key, owner, expires,
-                                               now);
+    lessons_replay_e rc = lessons_replay_check_in(r->table, key, owner, group,
+                                                  expires, now);
 
     r->taken += rc == LESSONS_REPLAY_NEW;
     return (int)rc;

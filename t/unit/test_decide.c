@@ -1106,7 +1106,8 @@ typedef struct {
 } replay_box_t;
 
 static int replay_take(void *baton, const unsigned char *key,
-                       apr_uint32_t owner, apr_time_t expires, apr_time_t now)
+                       apr_uint32_t owner, apr_uint32_t group,
+                       apr_time_t expires, apr_time_t now)
 {
     replay_box_t *box = baton;
 
@@ -1115,7 +1116,8 @@ static int replay_take(void *baton, const unsigned char *key,
     if (box->answer >= 0) {
         return box->answer;
     }
-    return (int)lessons_replay_check(box->table, key, owner, expires, now);
+    return (int)lessons_replay_check_in(box->table, key, owner, group,
+                                        expires, now);
 }
 
 static void test_dpop_refusals(void **state)
@@ -1542,12 +1544,13 @@ static void test_dpop_nonce(void **state)
  * 503, never taken unchecked.
  */
 static int replay_fails(void *baton, const unsigned char *key,
-                        apr_uint32_t owner, apr_time_t expires,
-                        apr_time_t now)
+                        apr_uint32_t owner, apr_uint32_t group,
+                        apr_time_t expires, apr_time_t now)
 {
     (void)baton;
     (void)key;
     (void)owner;
+    (void)group;
     (void)expires;
     (void)now;
     return -1;

@@ -369,6 +369,56 @@ static void test_one_client_many_keys(void **state)
     }
 }
 
+/* A tenant whose own provider signs as many subjects as it likes (issue
+ * 55 §4): each subject is an owner, but all of them are one group (the
+ * keys that vouch for them), which holds a quarter of the table at most;
+ * then a client of other keys is taken, every one of its proofs, and the
+ * tenant's proofs are refused as over the group's share, never as a
+ * full table.
+ */
+static void test_one_tenant_many_subjects(void **state)
+{
+    lessons_replay_t *t = table(1024);
+    unsigned char k[LESSONS_REPLAY_KEY_LEN];
+    apr_uint32_t tenant, other, owner;
+    int share = lessons_replay_share(t), taken = 0, group_over = 0, n, sub;
+
+    (void)state;
+    assert_int_equal(lessons_replay_group("keys URL https://tenant.example/"
+                                          "jwks", &tenant), 0);
+    assert_int_equal(lessons_replay_group("keys URL https://idp.example/jwks",
+                                          &other), 0);
+    assert_int_not_equal(tenant, other);
+    for (sub = 0; sub < 64; sub++) {
+        owner = OWN(sub);
+        for (n = 0; n < share; n++) {
+            assert_int_equal(lessons_replay_key(apr_itoa(pool, sub),
+                                                apr_itoa(pool, n), k), 0);
+            switch (lessons_replay_check_in(t, k, owner, tenant, T0 + S(66),
+                                            T0)) {
+            case LESSONS_REPLAY_NEW:
+                taken++;
+                break;
+            case LESSONS_REPLAY_OVER_GROUP:
+                group_over++;
+                break;
+            default:
+                fail_msg("subject %d, proof %d: neither taken nor over its "
+                         "group's share", sub, n);
+            }
+        }
+    }
+    assert_int_equal(taken, 1024 / LESSONS_REPLAY_GROUP_SHARE);
+    assert_int_equal(group_over, 64 * share - taken);
+    for (n = 0; n < share; n++) {
+        assert_int_equal(lessons_replay_key("victim-jkt", apr_itoa(pool, n),
+                                            k), 0);
+        assert_int_equal(lessons_replay_check_in(t, k, OWN(1000), other,
+                                                 T0 + S(66), T0 + S(1)),
+                         LESSONS_REPLAY_NEW);
+    }
+}
+
 /* The module's table (65,536 slots) and the longest a proof is kept
  * (60 s old, 5 s ahead, a second more: 66 s).
  */
@@ -515,6 +565,7 @@ int main(void)
         cmocka_unit_test(test_one_key_holds_its_share),
         cmocka_unit_test(test_flood_from_one_key),
         cmocka_unit_test(test_one_client_many_keys),
+        cmocka_unit_test(test_one_tenant_many_subjects),
         cmocka_unit_test(test_capacity),
     };
 
