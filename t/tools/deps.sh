@@ -51,7 +51,10 @@ TEST_PACKAGES="libcmocka-dev libapache2-mod-perl2 libwww-perl curl
 libjson-validator-perl libyaml-libyaml-perl libdbd-sqlite3-perl libdbd-pg-perl
 build-essential
 dpkg-dev debhelper fakeroot lintian wrk
-postgresql-client ca-certificates"
+postgresql-client ca-certificates
+openssh-client"
+# openssh-client: ssh-keygen, for configtest.t's SSH keys that an HS*
+# key file must never be taken as (issue 55).
 # What only make test on the machine itself needs, not the other
 # release's root (make test-release): the fuzzers' and sanitizers' clang,
 # and debootstrap, which makes that root.
