@@ -67,7 +67,8 @@ sub server_cert {
 # A Node.js server of the tests: node @argv, its output in
 # "$dir/$name.out" and "$dir/$name.err", stopped when the process that
 # started it ends.  BAIL_OUT without node, or when no line "$name ready
-# ..." comes within 20 s.  Its pid and its ready line.
+# ..." comes within 60 s (a busy 2-core machine, fuzzers beside the
+# suite, has taken more than 20 s to start one).  Its pid and its ready line.
 sub start_node {
     my ($dir, $name, @argv) = @_;
     # A caller with a Node.js of its own passes it first: { node => PATH }.
@@ -83,7 +84,7 @@ sub start_node {
     }
     push @RUNNING, [ $pid, $$ ];
     my $ready;
-    for (1 .. 200) {
+    for (1 .. 600) {
         if (open my $fh, '<', "$dir/$name.out") {
             ($ready) = grep { /^\Q$name\E ready / } <$fh>;
         }
