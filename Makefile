@@ -240,6 +240,25 @@ $(ASAN_MODULE): $(patsubst $(OBJ)/%,$(ASAN_OBJ)/%,$(ENGINE_OBJS) $(UNIT_OBJS))
 	@echo "  LD    $@"
 	@$(HTTPD_CC) $(MOD_LDFLAGS) $(ASAN_FLAGS) -o $@ $^ $(LIBS)
 
+# Two modules broken on purpose, for the history checker (t/history):
+# one keeps serving from its cache after its lease ended, one answers
+# writes without waiting for the acknowledgements.  The checker must
+# catch both.  Never installed.
+BROKEN_EXPIRY_FLAGS = -DLESSONS_BREAK_LEASE=1
+BROKEN_ACKS_FLAGS   = -DLESSONS_BREAK_LEASE=2
+BROKEN_MODULES = build/broken-expiry/mod_lessons.so build/broken-acks/mod_lessons.so
+$(eval $(call object_rules,build/broken-expiry/obj,BROKEN_EXPIRY_FLAGS))
+$(eval $(call object_rules,build/broken-acks/obj,BROKEN_ACKS_FLAGS))
+build/broken-expiry/mod_lessons.so: $(patsubst $(OBJ)/%,build/broken-expiry/obj/%,$(ENGINE_OBJS) $(UNIT_OBJS))
+	@echo "  LD    $@"
+	@$(HTTPD_CC) $(MOD_LDFLAGS) -o $@ $^ $(LIBS)
+build/broken-acks/mod_lessons.so: $(patsubst $(OBJ)/%,build/broken-acks/obj/%,$(ENGINE_OBJS) $(UNIT_OBJS))
+	@echo "  LD    $@"
+	@$(HTTPD_CC) $(MOD_LDFLAGS) -o $@ $^ $(LIBS)
+
+.PHONY: lease-broken
+lease-broken: $(BROKEN_MODULES)
+
 $(UNIT_LIB): $(UNIT_OBJS)
 	@echo "  AR    $@"
 	@rm -f $@ && ar rcs $@ $^

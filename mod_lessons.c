@@ -71,6 +71,13 @@ static const lessons_number_t lessons_dpop_slots_n = {
 };
 
 /* Both numbers of LessonsJWTIntrospectRate (its own setter). */
+/* The lease's bounds are the setter's own (seconds with decimals); the
+ * spec says where it may be written.
+ */
+static const lessons_number_t lessons_db_lease_n = {
+    LESSONS_NUMBER_COUNT, LESSONS_LEASE_MIN_MS, LESSONS_LEASE_MAX_MS, NULL,
+    GLOBAL_ONLY, APR_OFFSETOF(lessons_srv_conf, lease_ms), LESSONS_FIELD_INT
+};
 static const lessons_number_t lessons_introspect_rate_n = {
     LESSONS_NUMBER_COUNT, 1, LESSONS_INTRORATE_MAX, " questions a second",
     GLOBAL_ONLY, 0, LESSONS_FIELD_INT
@@ -221,6 +228,12 @@ static const command_rec lessons_cmds[] = {
                   "process to its next, on PostgreSQL: requests that arrive "
                   "meanwhile share the next read (default 2000; 0: the next "
                   "as soon as one returns)"),
+    AP_INIT_TAKE1("LessonsDBLease", lessons_set_db_lease,
+                  (void *)&lessons_db_lease_n, RSRC_CONF,
+                  "off, or the seconds of a read lease on PostgreSQL "
+                  "(0.1 to 60): while it holds one, the server serves GETs "
+                  "from its cache with no statement, and a write waits for "
+                  "every leased server's acknowledgement (default off)"),
     AP_INIT_TAKE1("LessonsIdempotencyLifetime", lessons_set_number,
                   (void *)&lessons_key_lifetime_n,
                   RSRC_CONF,

@@ -95,12 +95,16 @@ FOR EACH ROW
 WHEN (NEW.name IS DISTINCT FROM OLD.name OR NEW.code IS DISTINCT FROM OLD.code)
 EXECUTE FUNCTION levels_version_bump();
 
--- Once per statement, not per row.
+-- Once per statement, not per row.  The notification goes with the
+-- transaction (sent at its commit, once however many statements): the
+-- servers that hold read leases hear of every change, whoever makes it
+-- (docs/scaling.md, "Read leases").
 CREATE OR REPLACE FUNCTION lessons_catalog_bump() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
     UPDATE lessons_catalog SET changes = changes + 1
     WHERE stripe = pg_backend_pid() % 16;
+    PERFORM pg_notify('lessons_catalog', '');
     RETURN NULL;
 END
 $$;
@@ -143,3 +147,23 @@ CREATE TABLE IF NOT EXISTS lessons_idempotency (
 );
 CREATE INDEX IF NOT EXISTS lessons_idempotency_expiry
     ON lessons_idempotency (expires_at);
+
+-- Read leases (LessonsDBLease; docs/scaling.md, "Read leases"): each
+-- Apache server that serves GETs from its cache without asking holds a
+-- row here, renewed well before it ends, with the catalogue version it
+-- acknowledged (installed, then recorded).  A write answers once every
+-- row has acknowledged it or can no longer be held.  Unlogged: after a
+-- crash or on a promoted standby it is empty, and every server's
+-- listening connection is gone then too.  A server removes its row when
+-- it stops; a row left by a server that died costs a write nothing once
+-- its lease has ended.  A database made before these lines:
+-- upgrade-leases.pgsql.sql (the same statements).
+CREATE UNLOGGED TABLE IF NOT EXISTS lessons_leases (
+    server    TEXT        PRIMARY KEY,
+    term      BIGINT      NOT NULL,
+    length_ms INTEGER     NOT NULL CHECK (length_ms > 0),
+    epoch     TEXT        NOT NULL DEFAULT '',
+    acked     BIGINT      NOT NULL DEFAULT -1,
+    renewed   TIMESTAMPTZ NOT NULL DEFAULT now()
+);
+CREATE SEQUENCE IF NOT EXISTS lessons_lease_terms;

@@ -34,6 +34,9 @@
  *   mod_lessons_group.c    group commit: the creates (and the updates) of
  *                          one process that arrive together share one
  *                          transaction
+ *   mod_lessons_lease.c    read leases on PostgreSQL: the holder thread
+ *                          of each server, the read path's version with
+ *                          no statement, a write's wait for the acks
  *   mod_lessons_dbd.c      a pooled connection within the time bound, and
  *                          database faults answered as what they are
  *   mod_lessons_io.c       request bodies in, responses out, refusals
@@ -92,6 +95,7 @@
 #include "store/lessons_flight.h"
 #include "store/lessons_gate.h"
 #include "store/lessons_group.h"
+#include "store/lessons_lease.h"
 #include "store/lessons_store.h"
 
 #include "auth/lessons_claims.h"
@@ -128,6 +132,7 @@ APLOG_USE_MODULE(lessons);
 #define LESSONS_DEFAULT_DB_TIMEOUT 10   /* seconds */
 #define LESSONS_MAX_DB_TIMEOUT   300
 #define LESSONS_DEFAULT_SHARE_WINDOW 2000   /* microseconds */
+#define LESSONS_LEASE_MIN_MS          100   /* LessonsDBLease's shortest */
 #define LESSONS_MAX_SHARE_WINDOW 100000
 #define LESSONS_DBD_DEFAULT_MAX  10     /* mod_dbd's DBDMax default */
 #define LESSONS_DEFAULT_KEY_LIFETIME 86400  /* seconds: Idempotency-Key */
@@ -331,6 +336,12 @@ typedef struct {
     apr_uint32_t group_off;         /* a connection showed an engine that
                                      * takes many writers apart: writes
                                      * need no group (not merged) */
+    int lease_ms;                   /* LessonsDBLease, milliseconds; 0:
+                                     * off; -1: not set (global) */
+    struct lessons_lease_srv *lease;    /* the read lease of this server's
+                                     * database, from post_config (one per
+                                     * mod_dbd pool); NULL: none (not
+                                     * merged) */
     apr_off_t cache_size;           /* LessonsCacheSize; -1: not set */
     lessons_cache_t *cache;         /* per process, shared by every vhost;
                                      * NULL: LessonsCacheSize 0 (not
@@ -739,6 +750,24 @@ int lessons_build(lessons_ctx *c, const lessons_catalog_t *cat,
 
 /* mod_lessons_cache.c */
 int lessons_read(lessons_ctx *c);
+
+/* mod_lessons_init.c: mod_dbd's configuration of a server (NULL when
+ * it has none that can be read), and a key naming its pool (*max: its
+ * DBDMax).
+ */
+const dbd_cfg_t *lessons_dbd_cfg(server_rec *s, server_rec *main,
+                                 module *dbd);
+const char *lessons_dbd_pool_key(apr_pool_t *p, server_rec *s,
+                                 server_rec *main, module *dbd, int *max);
+
+/* mod_lessons_lease.c: read leases (docs/scaling.md) */
+const char *lessons_set_db_lease(cmd_parms *cmd, void *dconf,
+                                 const char *arg);
+int lessons_lease_post_config(apr_pool_t *pconf, server_rec *main);
+void lessons_lease_child_init(apr_pool_t *pchild, server_rec *main);
+int lessons_lease_catalog(request_rec *r, const lessons_srv_conf *sconf,
+                          lessons_catalog_t *cat);
+void lessons_lease_settle(lessons_ctx *c);
 
 /* mod_lessons_health.c */
 int lessons_health_handler(request_rec *r);

@@ -1,7 +1,9 @@
 /* Licensed under the Apache License, Version 2.0.
  *
- * mod_lessons_cache.c: the read path.  Every GET asks the database for
- * the catalog version (one small prepared statement, which on a server
+ * mod_lessons_cache.c: the read path.  Every GET takes the catalog
+ * version from the server's read lease while it holds a valid one
+ * (LessonsDBLease, mod_lessons_lease.c: no statement), else asks the
+ * database for it (one small prepared statement, which on a server
  * the threads of a process share when they ask together, each taking
  * only a read sent after it asked), then serves the bytes this process
  * built at that version if it has them, else builds them and keeps
@@ -156,6 +158,14 @@ static int lessons_read_catalog(lessons_ctx *c, lessons_srv_conf *sconf,
     lessons_store_e st;
     int rc;
 
+    /* A valid read lease: its version is the latest acknowledged one,
+     * and every write answered anywhere waited for it.
+     */
+    if (lessons_lease_catalog(r, sconf, cat)) {
+        lessons_count(r, LESSONS_M_CATALOG + 1);
+        *opened = 0;
+        return DECLINED;
+    }
     if (sconf->flight && !apr_atomic_read32(&sconf->flight_off)) {
         /* One bound for the wait here and the connection's after it.
          * A read not landed within the gate's stall bound has met a
@@ -187,6 +197,7 @@ static int lessons_read_catalog(lessons_ctx *c, lessons_srv_conf *sconf,
         return rc;
     }
     st = lessons_store_catalog(&c->db, r->pool, cat, &err);
+    lessons_count(r, LESSONS_M_CATALOG);
     if (how == LESSONS_FLIGHT_LEAD) {
         len = st == LESSONS_STORE_OK ? lessons_catalog_pack(cat, buf) : 0;
         lessons_flight_land(sconf->flight, len ? buf : NULL, len);

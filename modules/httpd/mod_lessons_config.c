@@ -118,6 +118,7 @@ void *lessons_create_srv_conf(apr_pool_t *p, server_rec *s)
     (void)s;
     sconf->sections = apr_array_make(p, 4, sizeof(lessons_dir_conf *));
     sconf->cache_size = -1;
+    sconf->lease_ms = -1;
     sconf->share_window = -1;
     sconf->introspect_shared = -1;
     sconf->replay_slots = -1;
@@ -151,6 +152,7 @@ void *lessons_merge_srv_conf(apr_pool_t *p, void *basev, void *addv)
         sconf->nonce_secret_len = base->nonce_secret_len;
     }
     sconf->cache_size = base->cache_size;   /* global: the main server's */
+    sconf->lease_ms = base->lease_ms;                       /* global */
     sconf->introspect_shared = base->introspect_shared;     /* global */
     sconf->replay_slots = base->replay_slots;               /* global */
     sconf->introspect_rate = base->introspect_rate;         /* global */

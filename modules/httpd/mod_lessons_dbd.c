@@ -367,3 +367,47 @@ void lessons_dbd_write_end(lessons_ctx *c)
         c->writing = 0;
     }
 }
+
+/* Which of mod_dbd's connection pools server s draws from, as a key:
+ * servers with the same driver, parameters and pool sizes share one
+ * (mod_dbd's post_config groups them so), and must share the gate in
+ * front of it, or each virtual host would let DBDMax requests at the
+ * same connections and together hold every thread of the process.
+ * mod_dbd keeps its configuration first in a per-server record of its
+ * own; what is read there is checked (it names one of the servers, main
+ * first: a virtual host without DBD directives has the main server's).
+ * NULL when it cannot be read: the server gets a gate of its own.  *max
+ * is the pool's DBDMax.
+ */
+const dbd_cfg_t *lessons_dbd_cfg(server_rec *s, server_rec *main,
+                                 module *dbd)
+{
+    dbd_cfg_t *const *first = dbd ? ap_get_module_config(s->module_config,
+                                                         dbd)
+                                  : NULL;
+    const dbd_cfg_t *cfg = first ? *first : NULL;
+
+    while (main && (!cfg || main != cfg->server)) {
+        main = main->next;
+    }
+    return main && cfg->name && cfg->params ? cfg : NULL;
+}
+
+const char *lessons_dbd_pool_key(apr_pool_t *p, server_rec *s,
+                                 server_rec *main, module *dbd, int *max)
+{
+    const dbd_cfg_t *cfg = lessons_dbd_cfg(s, main, dbd);
+
+    if (!cfg) {
+        return NULL;
+    }
+#if APR_HAS_THREADS
+    *max = cfg->nmax;
+    /* DBDPersist unset (-1) is On, and one pool with it. */
+    return apr_psprintf(p, "%s\n%s\n%d %d %d %d %d", cfg->name, cfg->params,
+                        cfg->persist != 0, cfg->nmin, cfg->nkeep, cfg->nmax,
+                        cfg->exptime);
+#else
+    return NULL;
+#endif
+}

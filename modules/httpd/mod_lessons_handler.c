@@ -153,6 +153,7 @@ static int lessons_created(lessons_ctx *c, lessons_store_e rc,
 {
     switch (rc) {
     case LESSONS_STORE_OK:
+        lessons_lease_settle(c);
         return lessons_send_lesson(c, HTTP_CREATED, l);
     case LESSONS_STORE_NO_LEVEL:
         return lessons_no_level(c, in->level_id);
@@ -328,8 +329,11 @@ static int lessons_create_keyed(lessons_ctx *c, lessons_srv_conf *sconf,
     switch (outcome) {
     case LESSONS_KEY_CREATED:
         lessons_count(r, LESSONS_M_KEYS + LESSONS_KEY_OUTCOME_STORED);
+        lessons_lease_settle(c);
         return lessons_send_answer(c, &ans);
     case LESSONS_KEY_REPLAYED:
+        /* Its first answer may never have gone out: wait as it would. */
+        lessons_lease_settle(c);
         lessons_count(r, LESSONS_M_KEYS + LESSONS_KEY_OUTCOME_REPLAYED);
         ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, LESSONSLOG(00413)
                       "Idempotency-Key: the answer of an earlier create "
@@ -420,6 +424,7 @@ static int lessons_updated(lessons_ctx *c, lessons_store_e rc,
 {
     switch (rc) {
     case LESSONS_STORE_OK:
+        lessons_lease_settle(c);
         return lessons_send_lesson(c, HTTP_OK, l);
     case LESSONS_STORE_NOT_FOUND:
         /* RFC 9110 13.1.1: If-Match on no current representation. */
@@ -508,6 +513,7 @@ static int lessons_delete(lessons_ctx *c)
     lessons_dbd_write_end(c);
     switch (rc) {
     case LESSONS_STORE_OK:
+        lessons_lease_settle(c);
         return lessons_send_empty(c->r, HTTP_NO_CONTENT);
     case LESSONS_STORE_NOT_FOUND:
         if (im.asked) {

@@ -595,6 +595,10 @@ int lessons_post_config(apr_pool_t *pconf, apr_pool_t *plog,
     }
     /* Introspection answers shared by the server's processes. */
     lessons_introspect_post_config(pconf, main_server);
+    /* Read leases: a block per PostgreSQL pool, before the fork. */
+    if (lessons_lease_post_config(pconf, main_server) != OK) {
+        return HTTP_INTERNAL_SERVER_ERROR;
+    }
     if (mconf->key_sources->nelts || lessons_introspect_configured(pconf)) {
         const char *err = lessons_fetch_global_init();
 
@@ -634,42 +638,6 @@ apr_interval_time_t lessons_gate_stall(const lessons_srv_conf *sconf)
     return half < LESSONS_GATE_STALL ? half : LESSONS_GATE_STALL;
 }
 
-/* Which of mod_dbd's connection pools server s draws from, as a key:
- * servers with the same driver, parameters and pool sizes share one
- * (mod_dbd's post_config groups them so), and must share the gate in
- * front of it, or each virtual host would let DBDMax requests at the
- * same connections and together hold every thread of the process.
- * mod_dbd keeps its configuration first in a per-server record of its
- * own; what is read there is checked (it names one of the servers, main
- * first: a virtual host without DBD directives has the main server's).
- * NULL when it cannot be read: the server gets a gate of its own.  *max
- * is the pool's DBDMax.
- */
-static const char *lessons_dbd_pool_key(apr_pool_t *p, server_rec *s,
-                                        server_rec *main, module *dbd,
-                                        int *max)
-{
-    dbd_cfg_t *const *first = dbd ? ap_get_module_config(s->module_config,
-                                                         dbd)
-                                  : NULL;
-    const dbd_cfg_t *cfg = first ? *first : NULL;
-
-    while (main && (!cfg || main != cfg->server)) {
-        main = main->next;
-    }
-    if (!main || !cfg->name || !cfg->params) {
-        return NULL;
-    }
-#if APR_HAS_THREADS
-    *max = cfg->nmax;
-    /* DBDPersist unset (-1) is On, and one pool with it. */
-    return apr_psprintf(p, "%s\n%s\n%d %d %d %d %d", cfg->name, cfg->params,
-                        cfg->persist != 0, cfg->nmin, cfg->nkeep, cfg->nmax,
-                        cfg->exptime);
-#else
-    return NULL;
-#endif
-}
 
 /* The allocator of the process's write jobs (lessons_write_grouped): a
  * job's pool is filled by whichever thread leads its group, so it cannot
@@ -784,6 +752,7 @@ void lessons_child_init(apr_pool_t *pchild, server_rec *s)
     lessons_dpop_child_init(pchild, main);
     lessons_keys_child_init(pchild, main);
     lessons_introspect_child_init(pchild, main);
+    lessons_lease_child_init(pchild, main);
 }
 
 /* mod_dbd made a connection: now we know its DBDMax. */

@@ -15,7 +15,7 @@
 
 #include "ops/lessons_metrics.h"
 
-#define LESSONS_METRICS_MAGIC   0x4c4d5432u     /* "LMT2": the slot's
+#define LESSONS_METRICS_MAGIC   0x4c4d5433u     /* "LMT3": the slot's
                                                  * layout */
 #define LESSONS_METRICS_LINE    64              /* a cache line */
 
@@ -370,6 +370,10 @@ static const char *const lessons_write_names[3] = {
     "create", "update", "delete"
 };
 
+static const char *const lessons_catalog_names[2] = {
+    "statement", "lease"
+};
+
 static const char *const lessons_key_names[5] = {
     "stored", "replayed", "reused", "in_flight", "refused"
 };
@@ -587,7 +591,12 @@ static const lessons_family_t lessons_families[] = {
       "operation", lessons_write_names, 3 },
     { "lessons_idempotency_keys_total", "counter",
       "Creates that sent an Idempotency-Key, by what became of it.",
-      LESSONS_M_KEYS, "outcome", lessons_key_names, 5 }
+      LESSONS_M_KEYS, "outcome", lessons_key_names, 5 },
+    { "lessons_catalog_versions_total", "counter",
+      "Catalogue versions GETs took: from a statement to the database "
+      "(their own, or one they sent for their process's waiting GETs), "
+      "or from the server's read lease (LessonsDBLease) with none.",
+      LESSONS_M_CATALOG, "source", lessons_catalog_names, 2 }
 };
 
 const char *lessons_metrics_prometheus(apr_pool_t *p,

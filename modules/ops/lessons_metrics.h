@@ -98,7 +98,11 @@ typedef enum {
                                     /* + 0 create, 1 update, 2 delete */
     LESSONS_M_KEYS = LESSONS_M_WRITES + 3,
                                     /* Idempotency-Key: + outcome */
-    LESSONS_M_COUNTERS = LESSONS_M_KEYS + 5,
+    LESSONS_M_CATALOG = LESSONS_M_KEYS + 5,
+                                    /* a GET's catalogue version: + 0 a
+                                     * statement of its own (or led for
+                                     * its process), 1 a read lease's */
+    LESSONS_M_COUNTERS = LESSONS_M_CATALOG + 2,
     /* Gauges: this process's value now, not added up over its life. */
     LESSONS_M_CACHE_BYTES = LESSONS_M_COUNTERS,
     LESSONS_M_CACHE_ENTRIES,

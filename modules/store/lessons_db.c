@@ -27,7 +27,7 @@ typedef struct {
     long timeout_ms;            /* session bound applied (0: none yet) */
     unsigned int generation;    /* makes every prepare's names new */
     const char *identity;       /* this backend's history (identity_sql) */
-    unsigned int tries[2];      /* statements prepared apart (or tried)
+    unsigned int tries[3];      /* statements prepared apart (or tried)
                                  * on this backend, by lessons_apart_e:
                                  * each try's names are new */
 } lessons_conn_t;
@@ -35,7 +35,8 @@ typedef struct {
 /* Statements prepared apart from the others, when first needed. */
 typedef enum {
     LESSONS_APART_KEYS = 0,     /* Idempotency-Key's */
-    LESSONS_APART_BATCHES       /* the shared writes' */
+    LESSONS_APART_BATCHES,      /* the shared writes' */
+    LESSONS_APART_LEASES        /* the read leases' */
 } lessons_apart_e;
 
 static void *lessons_db_native(const lessons_db_t *db)
@@ -242,8 +243,8 @@ static lessons_db_fault_e lessons_db_ready_apart(lessons_db_t *db,
                                                  const char **err)
 {
     static const char *const what[] = { "Idempotency-Key",
-                                        "shared writes" };
-    static const char *const tag[] = { "k", "b" };
+                                        "shared writes", "read leases" };
+    static const char *const tag[] = { "k", "b", "l" };
     const lessons_engine_t *engine = lessons_engine_of(db->driver);
     lessons_conn_t *conn = lessons_db_conn(conn_pool);
     apr_pool_t *p;
@@ -294,6 +295,17 @@ lessons_db_fault_e lessons_db_ready_batches(lessons_db_t *db,
     }
     return lessons_db_ready_apart(db, conn_pool, rp, LESSONS_APART_BATCHES,
                                   lessons_store_prepare_batches, err);
+}
+
+lessons_db_fault_e lessons_db_ready_leases(lessons_db_t *db,
+                                           apr_pool_t *conn_pool,
+                                           apr_pool_t *rp, const char **err)
+{
+    if (lessons_store_leases_ready(db)) {
+        return LESSONS_DB_OK;
+    }
+    return lessons_db_ready_apart(db, conn_pool, rp, LESSONS_APART_LEASES,
+                                  lessons_store_prepare_leases, err);
 }
 
 lessons_db_fault_e lessons_db_fault(const lessons_db_t *db,

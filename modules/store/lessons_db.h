@@ -54,6 +54,13 @@ lessons_db_fault_e lessons_db_ready_batches(lessons_db_t *db,
                                             apr_pool_t *rp,
                                             const char **err);
 
+/* The read leases' statements (lessons_statements_leases), the same
+ * way: NO_SCHEMA when the database has no lessons_leases yet.
+ */
+lessons_db_fault_e lessons_db_ready_leases(lessons_db_t *db,
+                                           apr_pool_t *conn_pool,
+                                           apr_pool_t *rp, const char **err);
+
 /* What kind of fault a failed statement met (err is the store's message,
  * which carries the driver's).  A fault that leaves the prepared
  * statements unusable makes the next lessons_db_ready prepare again.

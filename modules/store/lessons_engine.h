@@ -122,6 +122,27 @@ typedef struct {
      * second can look.
      */
     const char *claim_sql;
+
+    /* Read leases (docs/scaling.md): what a listening connection of its
+     * own needs beyond apr_dbd.  NULL where the engine has none (SQLite:
+     * one machine, every process reads the file itself).
+     *
+     * The parameters that open a connection like this one (apr_dbd's
+     * params for the same driver), or NULL.
+     */
+    const char *(*conninfo)(void *native, apr_pool_t *p);
+
+    /* Wait until the connection has something to read or fd is
+     * readable, timeout at most: 1 something came, 0 the time is up, -1
+     * the connection is lost.
+     */
+    int (*listen_wait)(void *native, int fd, apr_interval_time_t timeout);
+
+    /* The next notification the connection received: 1 with *channel
+     * and *payload (copied into p), 0 none, -1 the connection is lost.
+     */
+    int (*notification)(void *native, apr_pool_t *p, const char **channel,
+                        const char **payload);
 } lessons_engine_t;
 
 /* The engine of an apr_dbd driver name, or NULL when this build has

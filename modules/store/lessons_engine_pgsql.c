@@ -14,7 +14,9 @@
  * libpq's English wording, which the C locale of httpd's children
  * keeps).
  */
+#include <errno.h>
 #include <poll.h>
+#include <string.h>
 
 #include <libpq-fe.h>
 
@@ -192,6 +194,87 @@ static const char *lessons_pgsql_advice(void *native, apr_pool_t *p,
  */
 #define LESSONS_PGSQL_CLAIM_SQL "SELECT pg_try_advisory_xact_lock(%lld)"
 
+/* Read leases: a connection of the holder's own, opened with the
+ * parameters of a pooled one (PQconninfo gives what the pool's was made
+ * with, the password and a list of hosts included), so that the admin
+ * writes them once, in DBDParams.  Quoted as libpq reads them.
+ */
+static const char *lessons_pgsql_conninfo(void *native, apr_pool_t *p)
+{
+    PQconninfoOption *opts = native ? PQconninfo(native) : NULL, *o;
+    const char *out = "";
+
+    if (!opts) {
+        return NULL;
+    }
+    for (o = opts; o->keyword; o++) {
+        const char *v = o->val;
+        char *q, *to;
+
+        if (!v || !*v) {
+            continue;
+        }
+        to = q = apr_palloc(p, 2 * strlen(v) + 1);
+        for (; *v; v++) {
+            if (*v == '\\' || *v == '\'') {
+                *to++ = '\\';
+            }
+            *to++ = *v;
+        }
+        *to = '\0';
+        out = apr_pstrcat(p, out, *out ? " " : "", o->keyword, "='", q, "'",
+                          NULL);
+    }
+    PQconninfoFree(opts);
+    return out;
+}
+
+static int lessons_pgsql_listen_wait(void *native, int fd,
+                                     apr_interval_time_t timeout)
+{
+    struct pollfd pfd[2];
+    int n = 1, rv;
+
+    if (!native || PQstatus(native) != CONNECTION_OK
+        || PQsocket(native) < 0) {
+        return -1;
+    }
+    pfd[0].fd = PQsocket(native);
+    pfd[0].events = POLLIN;
+    pfd[0].revents = 0;
+    if (fd >= 0) {
+        pfd[1].fd = fd;
+        pfd[1].events = POLLIN;
+        pfd[1].revents = 0;
+        n = 2;
+    }
+    rv = poll(pfd, n, timeout > 0 ? (int)((timeout + 999) / 1000) : 0);
+    if (rv < 0) {
+        return errno == EINTR ? 1 : -1;
+    }
+    return rv > 0;
+}
+
+static int lessons_pgsql_notification(void *native, apr_pool_t *p,
+                                      const char **channel,
+                                      const char **payload)
+{
+    PGnotify *n;
+
+    if (!native || !PQconsumeInput(native)
+        || PQstatus(native) != CONNECTION_OK) {
+        return -1;
+    }
+    n = PQnotifies(native);
+    if (!n) {
+        return 0;
+    }
+    *channel = apr_pstrdup(p, n->relname ? n->relname : "");
+    *payload = apr_pstrdup(p, n->extra ? n->extra : "");
+    PQfreemem(n);
+    return 1;
+}
+
 const lessons_engine_t lessons_engine_pgsql = {
     "pgsql",
     "BEGIN",
@@ -209,5 +292,8 @@ const lessons_engine_t lessons_engine_pgsql = {
     NULL,
     lessons_pgsql_name,
     lessons_pgsql_advice,
-    LESSONS_PGSQL_CLAIM_SQL
+    LESSONS_PGSQL_CLAIM_SQL,
+    lessons_pgsql_conninfo,
+    lessons_pgsql_listen_wait,
+    lessons_pgsql_notification
 };

@@ -205,5 +205,8 @@ const lessons_engine_t lessons_engine_sqlite3 = {
     lessons_sqlite_moved,
     lessons_sqlite_name,
     lessons_sqlite_advice,
-    NULL                            /* writers take turns: no claim */
+    NULL,                           /* writers take turns: no claim */
+    NULL,                           /* no read leases */
+    NULL,
+    NULL
 };

@@ -166,6 +166,39 @@ const lessons_statement_t lessons_statements_idempotency[] = {
 
 #define LESSONS_KEY_CLAIM "lessons_key_claim"
 
+/* Read leases (docs/scaling.md).  The renewal locks the counters FOR
+ * SHARE while it reads them: a write's counter update and a renewal
+ * take turns, so every write is either in the renewal's version or
+ * commits after the renewal (and then sees its row).  The payloads are
+ * "r TERM SERVER" and "a TERM SUM SERVER EPOCH": names and epochs have
+ * no spaces.
+ */
+const lessons_statement_t lessons_statements_leases[] = {
+    { "lessons_lease_renew",
+      "WITH c AS (SELECT changes FROM lessons_catalog FOR SHARE), "
+      "r AS (INSERT INTO lessons_leases (server, term, length_ms) "
+      "VALUES (%s, nextval('lessons_lease_terms'), %d) "
+      "ON CONFLICT (server) DO UPDATE SET term = excluded.term, "
+      "length_ms = excluded.length_ms, renewed = now() RETURNING term) "
+      "SELECT (SELECT " LESSONS_EPOCH " FROM lessons_database), "
+      "(SELECT sum(changes) FROM c), r.term, "
+      "pg_notify('lessons_lease', 'r ' || r.term || ' ' || %s) FROM r" },
+    { "lessons_lease_check",
+      "SELECT (SELECT " LESSONS_EPOCH " FROM lessons_database), "
+      "(SELECT sum(changes) FROM lessons_catalog), "
+      "l.server, l.term, l.length_ms, l.epoch, l.acked "
+      "FROM (SELECT 1) AS one LEFT JOIN lessons_leases l ON true" },
+    { "lessons_lease_ack",
+      "WITH u AS (UPDATE lessons_leases SET epoch = %s, acked = %lld "
+      "WHERE server = %s RETURNING term, server) "
+      "SELECT u.term, pg_notify('lessons_lease', 'a ' || u.term || ' ' "
+      "|| %lld || ' ' || u.server || ' ' || %s) FROM u" },
+    { "lessons_lease_release",
+      "DELETE FROM lessons_leases WHERE server = %s" },
+    { NULL, NULL }
+};
+
+
 static lessons_store_e lessons_store_fail(const lessons_db_t *db,
                                           apr_pool_t *p, int rv,
                                           const char *what,
@@ -403,13 +436,31 @@ lessons_store_e lessons_store_prepare_idempotency(lessons_db_t *db,
     return rc;
 }
 
+/* A table of statements prepared apart: into a hash of their own
+ * first, so that one that fails leaves none of them in db->prepared.
+ */
+static lessons_store_e lessons_store_prepare_apart(
+    lessons_db_t *db, apr_pool_t *p, const lessons_statement_t *table,
+    const char *suffix, const char **err)
+{
+    const lessons_engine_t *engine = lessons_engine_of(db->driver);
+    lessons_db_t fresh = *db;
+    lessons_store_e rc;
+
+    fresh.prepared = apr_hash_make(p);
+    rc = lessons_store_prepare_table(&fresh, p, table, suffix,
+                                     lessons_store_epoch_sql(engine), err);
+    if (rc == LESSONS_STORE_OK) {
+        lessons_store_merge(db, p, &fresh);
+    }
+    return rc;
+}
+
 lessons_store_e lessons_store_prepare_batches(lessons_db_t *db,
                                               apr_pool_t *p,
                                               const char *suffix,
                                               const char **err)
 {
-    const lessons_engine_t *engine = lessons_engine_of(db->driver);
-    lessons_db_t fresh = *db;
     lessons_store_e rc;
     apr_pool_t *tmp;
 
@@ -420,14 +471,9 @@ lessons_store_e lessons_store_prepare_batches(lessons_db_t *db,
         *err = "out of memory preparing statements";
         return LESSONS_STORE_ERROR;
     }
-    fresh.prepared = apr_hash_make(p);
-    rc = lessons_store_prepare_table(&fresh, p, lessons_batch_table(p, tmp),
-                                     suffix, lessons_store_epoch_sql(engine),
-                                     err);
+    rc = lessons_store_prepare_apart(db, p, lessons_batch_table(p, tmp),
+                                     suffix, err);
     apr_pool_destroy(tmp);
-    if (rc == LESSONS_STORE_OK) {
-        lessons_store_merge(db, p, &fresh);
-    }
     return rc;
 }
 
@@ -440,6 +486,22 @@ int lessons_store_batches_ready(const lessons_db_t *db)
            || (db->prepared
                && apr_hash_get(db->prepared, "lessons_update_batch_2",
                                APR_HASH_KEY_STRING) != NULL);
+}
+
+lessons_store_e lessons_store_prepare_leases(lessons_db_t *db,
+                                             apr_pool_t *p,
+                                             const char *suffix,
+                                             const char **err)
+{
+    return lessons_store_prepare_apart(db, p, lessons_statements_leases,
+                                       suffix, err);
+}
+
+int lessons_store_leases_ready(const lessons_db_t *db)
+{
+    return db && db->prepared
+           && apr_hash_get(db->prepared, lessons_statements_leases[0].label,
+                           APR_HASH_KEY_STRING) != NULL;
 }
 
 int lessons_store_idempotency_ready(const lessons_db_t *db)
@@ -1603,4 +1665,146 @@ const char *lessons_store_catalog_text(apr_pool_t *p,
 {
     return apr_psprintf(p, "%s.%" APR_INT64_T_FMT,
                         cat->epoch ? cat->epoch : "", cat->changes);
+}
+
+/* ------------------------------------------------------ read leases */
+
+/* A catalogue version from a row's two first columns. */
+static int lessons_store_lease_version(const lessons_db_t *db, apr_pool_t *p,
+                                       const char *epoch, const char *sum,
+                                       lessons_catalog_t *cat)
+{
+    if (!epoch || !*epoch || !lessons_parse_i64(sum, &cat->changes)) {
+        return 0;
+    }
+    cat->epoch = lessons_store_epoch(db, p, epoch);
+    return 1;
+}
+
+lessons_store_e lessons_store_lease_renew(const lessons_db_t *db,
+                                          apr_pool_t *p, const char *server,
+                                          int length_ms,
+                                          lessons_catalog_t *cat,
+                                          apr_int64_t *term,
+                                          const char **err)
+{
+    const void *args[] = { server, &length_ms, server };
+    const char *cols[3];
+    int rows = 0;
+    lessons_store_e rc = lessons_store_one(db, p,
+                                           lessons_statements_leases[0].label,
+                                           args, cols, 3, &rows, err);
+
+    if (rc != LESSONS_STORE_OK) {
+        return rc;
+    }
+    if (rows != 1 || !lessons_store_lease_version(db, p, cols[0], cols[1],
+                                                  cat)
+        || !lessons_parse_i64(cols[2], term)) {
+        *err = apr_psprintf(p, "lessons_lease_renew: not one lease and "
+                            "version (%d rows): load the schema again",
+                            rows);
+        return LESSONS_STORE_ERROR;
+    }
+    return LESSONS_STORE_OK;
+}
+
+/* One lease from a check's row (columns 2 to 6); 0 when it has none
+ * (the one row of a check with no lease) or is not ours.
+ */
+static int lessons_store_lease_row(const lessons_db_t *db, apr_pool_t *p,
+                                   apr_dbd_row_t *row,
+                                   lessons_store_lease_t *out)
+{
+    const char *c[5];
+    int i;
+
+    for (i = 0; i < 5; i++) {
+        c[i] = apr_dbd_get_entry(db->driver, row, i + 2);
+    }
+    if (!c[0] || !*c[0] || !lessons_parse_i64(c[1], &out->term)
+        || !lessons_parse_i64(c[2], &out->length_ms)
+        || !c[3] || !lessons_parse_i64(c[4], &out->acked)) {
+        return 0;
+    }
+    out->server = apr_pstrdup(p, c[0]);
+    out->epoch = apr_pstrdup(p, c[3]);
+    return 1;
+}
+
+lessons_store_e lessons_store_lease_check(const lessons_db_t *db,
+                                          apr_pool_t *p,
+                                          lessons_catalog_t *cat,
+                                          apr_array_header_t **leases,
+                                          const char **err)
+{
+    const char *label = lessons_statements_leases[1].label;
+    apr_dbd_prepared_t *stmt = lessons_store_stmt(db, p, label, err);
+    apr_dbd_results_t *res = NULL;
+    apr_dbd_row_t *row = NULL;
+    int rv, n = 0, bad = 0;
+
+    *leases = apr_array_make(p, 4, sizeof(lessons_store_lease_t));
+    if (!stmt) {
+        return LESSONS_STORE_ERROR;
+    }
+    rv = apr_dbd_pbselect(db->driver, p, db->handle, &res, stmt,
+                          LESSONS_FETCH_ALL, NULL);
+    if (rv != 0) {
+        return lessons_store_fail(db, p, rv, label, err);
+    }
+    while ((rv = apr_dbd_get_row(db->driver, p, res, &row, -1)) == 0) {
+        lessons_store_lease_t lease;
+
+        if (n++ == 0
+            && !lessons_store_lease_version(db, p,
+                                            apr_dbd_get_entry(db->driver,
+                                                              row, 0),
+                                            apr_dbd_get_entry(db->driver,
+                                                              row, 1),
+                                            cat)) {
+            bad = 1;
+        }
+        if (lessons_store_lease_row(db, p, row, &lease)) {
+            *(lessons_store_lease_t *)apr_array_push(*leases) = lease;
+        }
+    }
+    if (rv != -1) {
+        return lessons_store_fail(db, p, rv, label, err);
+    }
+    if (n == 0 || bad) {
+        *err = "lessons_lease_check: no catalogue version: load the "
+               "schema again";
+        return LESSONS_STORE_ERROR;
+    }
+    return LESSONS_STORE_OK;
+}
+
+lessons_store_e lessons_store_lease_ack(const lessons_db_t *db,
+                                        apr_pool_t *p, const char *server,
+                                        const lessons_catalog_t *cat,
+                                        int *found, const char **err)
+{
+    const void *args[] = { cat->epoch, &cat->changes, server,
+                           &cat->changes, cat->epoch };
+    const char *cols[1];
+    int rows = 0;
+    lessons_store_e rc = lessons_store_one(db, p,
+                                           lessons_statements_leases[2].label,
+                                           args, cols, 1, &rows, err);
+
+    *found = rows > 0;
+    return rc;
+}
+
+lessons_store_e lessons_store_lease_release(const lessons_db_t *db,
+                                            apr_pool_t *p,
+                                            const char *server,
+                                            const char **err)
+{
+    const void *args[] = { server };
+    int nrows = 0;
+
+    return lessons_store_run(db, p, lessons_statements_leases[3].label,
+                             args, &nrows, err);
 }

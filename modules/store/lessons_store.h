@@ -313,4 +313,61 @@ lessons_store_e lessons_store_create_keyed(const lessons_db_t *db,
 /* How many expired keys a create that stores one removes. */
 #define LESSONS_KEY_SWEEP 4
 
+/* ------------------------------------------------ read leases (PostgreSQL)
+ *
+ * docs/scaling.md, "Read leases".  Prepared apart, the first time a
+ * connection needs them (lessons_db_ready_leases): a database made
+ * before lessons_leases serves everything else.
+ */
+extern const lessons_statement_t lessons_statements_leases[];
+
+lessons_store_e lessons_store_prepare_leases(lessons_db_t *db, apr_pool_t *p,
+                                             const char *suffix,
+                                             const char **err);
+int lessons_store_leases_ready(const lessons_db_t *db);
+
+/* One lease as lessons_leases holds it. */
+typedef struct {
+    const char *server;
+    apr_int64_t term;
+    apr_int64_t length_ms;
+    const char *epoch;              /* what it acknowledged: "" none */
+    apr_int64_t acked;              /* -1: none */
+} lessons_store_lease_t;
+
+/* Renew server's lease (a new term) for length_ms, and read the
+ * catalogue version with its counters locked FOR SHARE: a write either
+ * committed before (the version holds it) or commits after this renewal
+ * (and its check sees the renewal).  Notifies lessons_lease.
+ */
+lessons_store_e lessons_store_lease_renew(const lessons_db_t *db,
+                                          apr_pool_t *p, const char *server,
+                                          int length_ms,
+                                          lessons_catalog_t *cat,
+                                          apr_int64_t *term,
+                                          const char **err);
+
+/* A check: the catalogue version and every lease, of one snapshot;
+ * *leases holds lessons_store_lease_t.
+ */
+lessons_store_e lessons_store_lease_check(const lessons_db_t *db,
+                                          apr_pool_t *p,
+                                          lessons_catalog_t *cat,
+                                          apr_array_header_t **leases,
+                                          const char **err);
+
+/* Record that server installed cat, and notify lessons_lease.  *found 0
+ * when server has no lease row (it was removed).
+ */
+lessons_store_e lessons_store_lease_ack(const lessons_db_t *db,
+                                        apr_pool_t *p, const char *server,
+                                        const lessons_catalog_t *cat,
+                                        int *found, const char **err);
+
+/* Remove server's lease (it stopped serving from its cache first). */
+lessons_store_e lessons_store_lease_release(const lessons_db_t *db,
+                                            apr_pool_t *p,
+                                            const char *server,
+                                            const char **err);
+
 #endif /* LESSONS_STORE_H */

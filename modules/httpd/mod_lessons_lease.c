@@ -1,0 +1,870 @@
+/* Licensed under the Apache License, Version 2.0.
+ *
+ * mod_lessons_lease.c: read leases on PostgreSQL (LessonsDBLease; the
+ * design is docs/scaling.md's "Read leases").  Made in post_config, one
+ * per mod_dbd pool of PostgreSQL: a block of shared memory
+ * (lessons_lease.h), its lock, and a pipe that wakes the holder.  In
+ * each child a thread waits to be the server's holder; the holder keeps
+ * a connection of its own that LISTENs, renews the lease, installs each
+ * version it reads before acknowledging it, and answers the writers'
+ * checks.  The read path takes the installed version while the lease
+ * is valid (no statement); a write, once committed, waits for the
+ * acknowledgements (or the leases' ends) before its client hears of it.
+ */
+
+#include <errno.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include "apr_shm.h"
+#include "apr_thread_proc.h"
+
+#include "httpd/mod_lessons.h"
+
+/* A process that does not hold the lease looks again this often; the
+ * holder beats at least this often.
+ */
+#define LESSONS_LEASE_TICK        apr_time_from_msec(100)
+/* A writer waits this long for its holder's check, then checks alone. */
+#define LESSONS_LEASE_ASK_WAIT    apr_time_from_sec(1)
+/* A writer checking alone reads the acknowledgements again this often. */
+#define LESSONS_LEASE_POLL        apr_time_from_msec(2)
+/* A holder that cannot connect tries again after this, doubling. */
+#define LESSONS_LEASE_RETRY_MIN   apr_time_from_msec(250)
+#define LESSONS_LEASE_RETRY_MAX   apr_time_from_sec(5)
+
+typedef struct lessons_lease_srv lessons_lease_srv;
+
+struct lessons_lease_srv {
+    server_rec *s;                  /* whose mod_dbd pool it copies */
+    const char *name;               /* this server's row: host, parent's
+                                     * pid, generation, pool */
+    int length_ms;
+    apr_shm_t *shm;
+    apr_global_mutex_t *lock;
+    lessons_lease_t *block;
+    apr_file_t *bell_in;            /* the holder's doorbell */
+    apr_file_t *bell_out;
+    /* Each child's own (its copy of this struct). */
+    apr_thread_t *thread;
+    volatile apr_uint32_t stop;
+};
+
+/* The holder's connection and what it recorded. */
+typedef struct {
+    lessons_lease_srv *ls;
+    apr_pool_t *parent;             /* the thread's */
+    apr_pool_t *pool;               /* the connection's, NULL: none */
+    lessons_db_t db;
+    const lessons_engine_t *engine;
+    apr_uint32_t pid;
+    lessons_lease_version_t acked;  /* what this holder recorded */
+    apr_interval_time_t renew_at;
+    apr_interval_time_t retry_at;
+    apr_interval_time_t retry;
+    int need_check;
+    int warned;                     /* the schema's warning, once */
+    lessons_lease_check_t chk;
+} lessons_holder_t;
+
+/* ------------------------------------------------------ configuration */
+
+/* LessonsDBLease off|SECONDS: the read lease's length, in seconds with
+ * up to three decimals, LESSONS_LEASE_MIN_MS to LESSONS_LEASE_MAX_MS.
+ * Main server only: one lease per database for the whole server, so
+ * that no virtual host of it writes without waiting for another's.
+ */
+const char *lessons_set_db_lease(cmd_parms *cmd, void *dconf,
+                                 const char *arg)
+{
+    lessons_srv_conf *sconf =
+        ap_get_module_config(cmd->server->module_config, &lessons_module);
+    const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
+    char *end = NULL;
+    double secs;
+
+    (void)dconf;
+    if (err) {
+        return err;
+    }
+    if (strcasecmp(arg, "off") == 0) {
+        sconf->lease_ms = 0;
+        return NULL;
+    }
+    errno = 0;
+    secs = strtod(arg, &end);
+    if (errno || !end || end == arg || *end || secs != secs
+        || secs * 1000.0 < LESSONS_LEASE_MIN_MS
+        || secs * 1000.0 > LESSONS_LEASE_MAX_MS) {
+        return apr_psprintf(cmd->pool, "%s: '%s' is not off or a number of "
+                            "seconds from 0.1 to %d", cmd->cmd->name, arg,
+                            LESSONS_LEASE_MAX_MS / 1000);
+    }
+    sconf->lease_ms = (int)(secs * 1000.0 + 0.5);
+    return NULL;
+}
+
+/* ------------------------------------------------------ the parent */
+
+static lessons_lease_srv *lessons_lease_make(apr_pool_t *pconf,
+                                             server_rec *s,
+                                             const char *name, int length_ms)
+{
+    lessons_lease_srv *ls = apr_pcalloc(pconf, sizeof(*ls));
+    apr_status_t rv;
+
+    ls->s = s;
+    ls->name = name;
+    ls->length_ms = length_ms;
+    if ((rv = apr_shm_create(&ls->shm, lessons_lease_size(), NULL, pconf))
+        != APR_SUCCESS
+        || (rv = apr_global_mutex_create(&ls->lock, NULL, APR_LOCK_DEFAULT,
+                                         pconf)) != APR_SUCCESS
+        || (rv = apr_file_pipe_create_ex(&ls->bell_in, &ls->bell_out,
+                                         APR_FULL_NONBLOCK, pconf))
+           != APR_SUCCESS) {
+        ap_log_error(APLOG_MARK, APLOG_CRIT, rv, s, LESSONSLOG(00797)
+                     "LessonsDBLease: cannot make the lease's shared memory, "
+                     "lock or pipe");
+        return NULL;
+    }
+    ls->block = lessons_lease_attach(apr_shm_baseaddr_get(ls->shm),
+                                     apr_shm_size_get(ls->shm), ls->lock, 1,
+                                     pconf);
+    return ls->block ? ls : NULL;
+}
+
+/* One lease per PostgreSQL pool of the server: virtual hosts that share
+ * mod_dbd's pool share it.  Every generation has blocks of its own (a
+ * row of its own in lessons_leases): the children of the last one keep
+ * theirs until they are gone.
+ */
+int lessons_lease_post_config(apr_pool_t *pconf, server_rec *main)
+{
+    lessons_srv_conf *mconf =
+        ap_get_module_config(main->module_config, &lessons_module);
+    apr_hash_t *pools = apr_hash_make(pconf);
+    char host[APRMAXHOSTLEN + 1];
+    int generation = 0, n = 0, max = 0;
+    server_rec *s;
+    char *c;
+
+    for (s = main; s; s = s->next) {
+        lessons_srv_conf *sconf =
+            ap_get_module_config(s->module_config, &lessons_module);
+
+        sconf->lease = NULL;
+    }
+    if (mconf->lease_ms <= 0) {
+        return OK;
+    }
+    if (apr_gethostname(host, sizeof(host), pconf) != APR_SUCCESS) {
+        apr_cpystrn(host, "localhost", sizeof(host));
+    }
+    for (c = host; *c; c++) {
+        if (!apr_isgraph(*c)) {
+            *c = '_';
+        }
+    }
+    ap_mpm_query(AP_MPMQ_GENERATION, &generation);
+    for (s = main; s; s = s->next) {
+        lessons_srv_conf *sconf =
+            ap_get_module_config(s->module_config, &lessons_module);
+        const dbd_cfg_t *cfg = lessons_dbd_cfg(s, main, sconf->dbd_module);
+        const char *key = lessons_dbd_pool_key(pconf, s, main,
+                                               sconf->dbd_module, &max);
+        lessons_lease_srv *ls;
+
+        if (!cfg || !key || strcmp(cfg->name, "pgsql") != 0) {
+            continue;
+        }
+        ls = apr_hash_get(pools, key, APR_HASH_KEY_STRING);
+        if (!ls) {
+            const char *name = apr_psprintf(pconf, "%s/%" APR_PID_T_FMT
+                                            "/%d/%d", host, getpid(),
+                                            generation, n++);
+
+            ls = lessons_lease_make(pconf, s, name, mconf->lease_ms);
+            if (!ls) {
+                return HTTP_INTERNAL_SERVER_ERROR;
+            }
+            apr_hash_set(pools, key, APR_HASH_KEY_STRING, ls);
+        }
+        sconf->lease = ls;
+    }
+    if (n == 0) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, main, LESSONSLOG(00793)
+                     "LessonsDBLease: no server here uses PostgreSQL "
+                     "(DBDriver pgsql): there is no lease to hold");
+    }
+    return OK;
+}
+
+/* ------------------------------------------------------ the holder */
+
+static int lessons_lease_alive(apr_uint32_t pid)
+{
+    return kill((pid_t)pid, 0) == 0 || errno == EPERM;
+}
+
+static void lessons_holder_version(const lessons_catalog_t *cat,
+                                   lessons_lease_version_t *v)
+{
+    memset(v, 0, sizeof(*v));
+    v->sum = cat->changes;
+    apr_cpystrn(v->epoch, cat->epoch ? cat->epoch : "", sizeof(v->epoch));
+}
+
+/* The connection is gone, or this thread no longer holds the block:
+ * the lease ends first (if it is still ours), then the connection.
+ */
+static void lessons_holder_close(lessons_holder_t *h)
+{
+    lessons_lease_listening(h->ls->block, h->pid, 0);
+    if (h->pool) {
+        apr_pool_destroy(h->pool);
+        h->pool = NULL;
+    }
+    memset(&h->db, 0, sizeof(h->db));
+    memset(&h->acked, 0, sizeof(h->acked));
+    h->acked.sum = -1;
+}
+
+static apr_status_t lessons_holder_disconnect(void *data)
+{
+    lessons_holder_t *h = data;
+
+    if (h->db.handle) {
+        apr_dbd_close(h->db.driver, h->db.handle);
+    }
+    return APR_SUCCESS;
+}
+
+/* A connection of the holder's own, with the parameters of a pooled
+ * one, ready and listening.  0: not now (logged), try again later.
+ */
+static int lessons_holder_connect(lessons_holder_t *h)
+{
+    lessons_lease_srv *ls = h->ls;
+    lessons_srv_conf *sconf =
+        ap_get_module_config(ls->s->module_config, &lessons_module);
+    long timeout_ms = ls->length_ms / 2 > 50 ? ls->length_ms / 2 : 50;
+    const apr_dbd_driver_t *driver;
+    const char *params = NULL, *err = NULL;
+    lessons_db_fault_e fault;
+    apr_dbd_t *handle = NULL;
+    ap_dbd_t *dbd;
+    int nrows = 0, rv;
+
+    if (apr_pool_create(&h->pool, h->parent) != APR_SUCCESS) {
+        h->pool = NULL;
+        return 0;
+    }
+    dbd = sconf->dbd_open ? sconf->dbd_open(h->pool, ls->s) : NULL;
+    if (!dbd) {
+        err = "no pooled connection to copy";
+        goto failed;
+    }
+    driver = dbd->driver;
+    h->engine = lessons_engine_of(driver);
+    if (h->engine && h->engine->conninfo) {
+        params = h->engine->conninfo(apr_dbd_native_handle(driver,
+                                                           dbd->handle),
+                                     h->pool);
+    }
+    sconf->dbd_close(ls->s, dbd);
+    if (!params || !h->engine->listen_wait || !h->engine->notification) {
+        err = "this driver has no read leases";
+        goto failed;
+    }
+    rv = apr_dbd_open_ex(driver, h->pool, params, &handle, &err);
+    if (rv != APR_SUCCESS || !handle) {
+        if (!err) {
+            err = "cannot connect";
+        }
+        goto failed;
+    }
+    h->db.driver = driver;
+    h->db.handle = handle;
+    apr_pool_cleanup_register(h->pool, h, lessons_holder_disconnect,
+                              apr_pool_cleanup_null);
+    fault = lessons_db_ready(&h->db, h->pool, timeout_ms, &err);
+    if (fault == LESSONS_DB_OK) {
+        fault = lessons_db_ready_leases(&h->db, h->pool, h->pool, &err);
+    }
+    if (fault == LESSONS_DB_NO_SCHEMA) {
+        if (!h->warned) {
+            h->warned = 1;
+            ap_log_error(APLOG_MARK, APLOG_WARNING, 0, ls->s,
+                         LESSONSLOG(00792) "LessonsDBLease: the database "
+                         "has no lessons_leases table: GETs read the "
+                         "catalogue version as without the directive (load "
+                         "sql/upgrade-leases.pgsql.sql): %s", err);
+        }
+        goto quiet;
+    }
+    if (fault != LESSONS_DB_OK) {
+        goto failed;
+    }
+    if ((rv = apr_dbd_query(driver, handle, &nrows,
+                            "SET application_name = 'mod_lessons lease'; "
+                            "SET synchronous_commit = off; "
+                            "LISTEN lessons_catalog; LISTEN lessons_lease"))
+        != 0) {
+        err = apr_dbd_error(driver, handle, rv);
+        goto failed;
+    }
+    if (!lessons_lease_listening(ls->block, h->pid, 1)) {
+        goto quiet;
+    }
+    h->warned = 0;
+    h->renew_at = 0;
+    h->need_check = 1;
+    h->retry = LESSONS_LEASE_RETRY_MIN;
+    ap_log_error(APLOG_MARK, APLOG_INFO, 0, ls->s, LESSONSLOG(00790)
+                 "LessonsDBLease: listening as %s on %s (process %"
+                 APR_PID_T_FMT ")", ls->name,
+                 lessons_db_name(&h->db, h->pool), getpid());
+    return 1;
+
+failed:
+    ap_log_error(APLOG_MARK, APLOG_WARNING, 0, ls->s, LESSONSLOG(00791)
+                 "LessonsDBLease: no listening connection (%s): GETs read "
+                 "the catalogue version until there is one",
+                 err ? err : "unknown error");
+quiet:
+    lessons_holder_close(h);
+    return 0;
+}
+
+/* A check's answer from the store's rows, taken at at.  A row that
+ * does not fit (a name or epoch too long, too many rows) makes the
+ * writer wait out the longest lease there is.
+ */
+static void lessons_lease_check_fill(lessons_lease_check_t *chk,
+                                     const lessons_catalog_t *cat,
+                                     const apr_array_header_t *rows,
+                                     apr_interval_time_t at)
+{
+    int i;
+
+    memset(&chk->version, 0, sizeof(chk->version));
+    chk->version.sum = cat->changes;
+    apr_cpystrn(chk->version.epoch, cat->epoch ? cat->epoch : "",
+                sizeof(chk->version.epoch));
+    chk->at = at;
+    chk->nrows = 0;
+    chk->overflow = cat->epoch
+                    && strlen(cat->epoch) >= sizeof(chk->version.epoch);
+    for (i = 0; rows && i < rows->nelts; i++) {
+        const lessons_store_lease_t *l =
+            &APR_ARRAY_IDX(rows, i, lessons_store_lease_t);
+        lessons_lease_row_t *row;
+
+        if (chk->nrows >= LESSONS_LEASE_ROWS
+            || strlen(l->server) >= sizeof(row->name)
+            || strlen(l->epoch) >= sizeof(row->acked.epoch)) {
+            chk->overflow = 1;
+            continue;
+        }
+        row = &chk->rows[chk->nrows++];
+        memset(row, 0, sizeof(*row));
+        apr_cpystrn(row->name, l->server, sizeof(row->name));
+        row->term = l->term;
+        row->length_ms = l->length_ms;
+        row->acked.sum = l->acked;
+        apr_cpystrn(row->acked.epoch, l->epoch, sizeof(row->acked.epoch));
+    }
+}
+
+/* Record v as acknowledged (installed already), once per version. */
+static int lessons_holder_ack(lessons_holder_t *h, apr_pool_t *p,
+                              const lessons_catalog_t *cat,
+                              const lessons_lease_version_t *v)
+{
+    const char *err = NULL;
+    int found = 0;
+
+    if (lessons_lease_covers(&h->acked, v)) {
+        return 1;
+    }
+    if (lessons_store_lease_ack(&h->db, p, h->ls->name, cat, &found, &err)
+        != LESSONS_STORE_OK) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, h->ls->s,
+                     LESSONSLOG(00791) "LessonsDBLease: acknowledging: %s",
+                     err ? err : "unknown error");
+        return 0;
+    }
+    if (!found) {
+        /* The row was removed (by hand): renew it now. */
+        h->renew_at = 0;
+        return 1;
+    }
+    memcpy(&h->acked, v, sizeof(*v));
+    return 1;
+}
+
+/* Renew the lease: valid from before the statement was sent until 90%
+ * of its length later (clocks that run apart by up to a tenth).
+ */
+static int lessons_holder_renew(lessons_holder_t *h, apr_pool_t *p)
+{
+    lessons_lease_srv *ls = h->ls;
+    apr_interval_time_t t0 = lessons_lease_clock(), end, now;
+    lessons_lease_version_t v;
+    lessons_catalog_t cat;
+    apr_int64_t term = 0;
+    const char *err = NULL;
+
+    if (lessons_store_lease_renew(&h->db, p, ls->name, ls->length_ms, &cat,
+                                  &term, &err) != LESSONS_STORE_OK) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, ls->s, LESSONSLOG(00791)
+                     "LessonsDBLease: renewing: %s",
+                     err ? err : "unknown error");
+        return 0;
+    }
+    now = lessons_lease_clock();
+    end = t0 + apr_time_from_msec(ls->length_ms) * 9 / 10;
+    lessons_holder_version(&cat, &v);
+    if (now >= end) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, ls->s, LESSONSLOG(00796)
+                     "LessonsDBLease: a renewal took %" APR_TIME_T_FMT
+                     " ms, longer than the lease: no lease",
+                     apr_time_as_msec(now - t0));
+        end = 0;
+    }
+    if (!lessons_lease_install(ls->block, h->pid, &v, end)) {
+        return 0;
+    }
+    h->renew_at = t0 + apr_time_from_msec(ls->length_ms) / 3;
+    return lessons_holder_ack(h, p, &cat, &v);
+}
+
+/* A check: the version and every lease of one snapshot, read after the
+ * asks it answers; the version installed, then acknowledged.
+ */
+static int lessons_holder_check(lessons_holder_t *h, apr_pool_t *p)
+{
+    lessons_lease_srv *ls = h->ls;
+    apr_uint32_t asked = lessons_lease_asked(ls->block);
+    lessons_lease_check_t *chk = &h->chk;
+    apr_array_header_t *rows = NULL;
+    lessons_catalog_t cat;
+    const char *err = NULL;
+
+    if (lessons_store_lease_check(&h->db, p, &cat, &rows, &err)
+        != LESSONS_STORE_OK) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, ls->s, LESSONSLOG(00791)
+                     "LessonsDBLease: checking: %s",
+                     err ? err : "unknown error");
+        return 0;
+    }
+    lessons_lease_check_fill(chk, &cat, rows, lessons_lease_clock());
+    if (!lessons_lease_install(ls->block, h->pid, &chk->version, 0)) {
+        return 0;
+    }
+    lessons_lease_heard_check(ls->block, chk, chk->at);
+    lessons_lease_publish(ls->block, h->pid, asked, chk);
+    return lessons_holder_ack(h, p, &cat, &chk->version);
+}
+
+/* A notification: a change somewhere (check), or another server's
+ * renewal ("r TERM NAME") or acknowledgement ("a TERM SUM NAME EPOCH").
+ */
+static void lessons_holder_heard(lessons_holder_t *h, apr_pool_t *p,
+                                 const char *channel, const char *payload)
+{
+    char *copy, *state = NULL, *kind, *term, *sum = NULL, *name, *epoch;
+    lessons_lease_version_t v;
+    apr_int64_t t;
+
+    if (strcmp(channel, "lessons_catalog") == 0) {
+        h->need_check = 1;
+        return;
+    }
+    if (strcmp(channel, "lessons_lease") != 0) {
+        return;
+    }
+    copy = apr_pstrdup(p, payload);
+    kind = apr_strtok(copy, " ", &state);
+    term = apr_strtok(NULL, " ", &state);
+    if (kind && strcmp(kind, "a") == 0) {
+        sum = apr_strtok(NULL, " ", &state);
+    }
+    name = apr_strtok(NULL, " ", &state);
+    epoch = sum ? apr_strtok(NULL, " ", &state) : NULL;
+    if (!kind || !term || !name || (sum && !epoch)) {
+        return;
+    }
+    t = apr_atoi64(term);
+    if (!sum) {
+        lessons_lease_heard(h->ls->block, name, t, NULL,
+                            lessons_lease_clock());
+        return;
+    }
+    memset(&v, 0, sizeof(v));
+    v.sum = apr_atoi64(sum);
+    if (strlen(epoch) >= sizeof(v.epoch)) {
+        return;
+    }
+    apr_cpystrn(v.epoch, epoch, sizeof(v.epoch));
+    lessons_lease_heard(h->ls->block, name, t, &v, lessons_lease_clock());
+}
+
+/* Every notification libpq has: read off the socket, or kept from
+ * while a statement ran (the socket then shows nothing more).  The
+ * number taken, or -1 when the connection is lost.
+ */
+static int lessons_holder_hear(lessons_holder_t *h, apr_pool_t *p)
+{
+    const char *channel, *payload;
+    int rv, n = 0;
+
+    while ((rv = h->engine->notification(
+                apr_dbd_native_handle(h->db.driver, h->db.handle), p,
+                &channel, &payload)) == 1) {
+        lessons_holder_heard(h, p, channel, payload);
+        n++;
+    }
+    return rv < 0 ? -1 : n;
+}
+
+/* One turn of a holder with a connection: renew when due, check when
+ * asked or told of a change, then wait for the next of these.  0 when
+ * the connection must go.
+ */
+static int lessons_holder_turn(lessons_holder_t *h, apr_pool_t *p)
+{
+    lessons_lease_srv *ls = h->ls;
+    apr_interval_time_t now = lessons_lease_clock(), wait;
+    apr_os_file_t fd = -1;
+    char drain[64];
+    apr_size_t n;
+    int rv;
+
+    if (now >= h->renew_at && !lessons_holder_renew(h, p)) {
+        return 0;
+    }
+    if ((h->need_check || lessons_lease_wanted(ls->block))) {
+        h->need_check = 0;
+        if (!lessons_holder_check(h, p)) {
+            return 0;
+        }
+    }
+    /* What came while the statements ran: the socket will not say. */
+    if ((rv = lessons_holder_hear(h, p)) != 0) {
+        return rv > 0;
+    }
+    wait = h->renew_at - lessons_lease_clock();
+    if (wait > LESSONS_LEASE_TICK) {
+        wait = LESSONS_LEASE_TICK;
+    }
+    apr_os_file_get(&fd, ls->bell_in);
+    rv = h->engine->listen_wait(apr_dbd_native_handle(h->db.driver,
+                                                      h->db.handle),
+                                fd, wait > 0 ? wait : 0);
+    if (rv < 0) {
+        return 0;
+    }
+    do {
+        n = sizeof(drain);
+    } while (apr_file_read(ls->bell_in, drain, &n) == APR_SUCCESS
+             && n == sizeof(drain));
+    return lessons_holder_hear(h, p) >= 0;
+}
+
+static void *APR_THREAD_FUNC lessons_lease_thread(apr_thread_t *thread,
+                                                  void *data)
+{
+    lessons_lease_srv *ls = data;
+    lessons_holder_t *h;
+    apr_pool_t *tp, *p;
+    apr_interval_time_t stale = 3 * apr_time_from_msec(ls->length_ms)
+                                + apr_time_from_sec(1);
+
+    tp = apr_thread_pool_get(thread);
+    h = apr_pcalloc(tp, sizeof(*h));
+    h->ls = ls;
+    h->parent = tp;
+    h->pid = (apr_uint32_t)getpid();
+    h->acked.sum = -1;
+    h->retry = LESSONS_LEASE_RETRY_MIN;
+    /* mod_dbd makes its pool in its own child_init, which may run after
+     * ours: the first connection is tried a tick later.
+     */
+    h->retry_at = lessons_lease_clock() + LESSONS_LEASE_TICK;
+    apr_pool_create(&p, tp);
+    while (!apr_atomic_read32(&ls->stop)) {
+        apr_interval_time_t now = lessons_lease_clock();
+
+        apr_pool_clear(p);
+        if (!lessons_lease_hold(ls->block, h->pid, now, stale,
+                                lessons_lease_alive)) {
+            if (h->pool) {
+                lessons_holder_close(h);
+            }
+            apr_sleep(LESSONS_LEASE_TICK);
+            continue;
+        }
+        if (!h->pool) {
+            if (now < h->retry_at) {
+                apr_sleep(LESSONS_LEASE_TICK);
+                continue;
+            }
+            if (!lessons_holder_connect(h)) {
+                h->retry_at = now + h->retry;
+                h->retry = h->retry * 2 < LESSONS_LEASE_RETRY_MAX
+                           ? h->retry * 2 : LESSONS_LEASE_RETRY_MAX;
+                continue;
+            }
+        }
+        if (!lessons_holder_turn(h, p)) {
+            ap_log_error(APLOG_MARK, APLOG_WARNING, 0, ls->s,
+                         LESSONSLOG(00791) "LessonsDBLease: the listening "
+                         "connection is lost: GETs read the catalogue "
+                         "version until there is a new lease");
+            lessons_holder_close(h);
+        }
+    }
+    /* Stopping: the lease ends here first, then the row goes, so that
+     * writers stop waiting for this server.
+     */
+    if (h->pool) {
+        const char *err = NULL;
+
+        lessons_lease_let_go(ls->block, h->pid);
+        apr_pool_clear(p);
+        (void)lessons_store_lease_release(&h->db, p, ls->name, &err);
+        lessons_holder_close(h);
+    }
+    else {
+        lessons_lease_let_go(ls->block, h->pid);
+    }
+    apr_thread_exit(thread, APR_SUCCESS);
+    return NULL;
+}
+
+static apr_status_t lessons_lease_stop(void *data)
+{
+    lessons_lease_srv *ls = data;
+    apr_status_t rv;
+    apr_size_t n = 1;
+
+    if (ls->thread) {
+        apr_atomic_set32(&ls->stop, 1);
+        (void)apr_file_write(ls->bell_out, "x", &n);
+        apr_thread_join(&rv, ls->thread);
+        ls->thread = NULL;
+    }
+    return APR_SUCCESS;
+}
+
+void lessons_lease_child_init(apr_pool_t *pchild, server_rec *main)
+{
+    apr_hash_t *seen = apr_hash_make(pchild);
+    server_rec *s;
+
+    for (s = main; s; s = s->next) {
+        lessons_srv_conf *sconf =
+            ap_get_module_config(s->module_config, &lessons_module);
+        lessons_lease_srv *ls = sconf->lease;
+        apr_status_t rv;
+
+        if (!ls || apr_hash_get(seen, &ls, sizeof(ls))) {
+            continue;
+        }
+        apr_hash_set(seen, apr_pmemdup(pchild, &ls, sizeof(ls)), sizeof(ls),
+                     ls);
+        rv = apr_global_mutex_child_init(&ls->lock,
+                                         apr_global_mutex_lockfile(ls->lock),
+                                         pchild);
+        ls->block = rv == APR_SUCCESS
+                    ? lessons_lease_attach(apr_shm_baseaddr_get(ls->shm),
+                                           apr_shm_size_get(ls->shm),
+                                           ls->lock, 0, pchild)
+                    : NULL;
+        ls->stop = 0;
+        ls->thread = NULL;
+        if (!ls->block
+            || (rv = apr_thread_create(&ls->thread, NULL,
+                                       lessons_lease_thread, ls, pchild))
+               != APR_SUCCESS) {
+            ap_log_error(APLOG_MARK, APLOG_ERR, rv, s, LESSONSLOG(00797)
+                         "LessonsDBLease: cannot open the lease in this "
+                         "process: its GETs read the catalogue version");
+            sconf->lease = NULL;
+            continue;
+        }
+        apr_pool_pre_cleanup_register(pchild, ls, lessons_lease_stop);
+    }
+    /* Virtual hosts of a pool whose lease could not be opened. */
+    for (s = main; s; s = s->next) {
+        lessons_srv_conf *sconf =
+            ap_get_module_config(s->module_config, &lessons_module);
+
+        if (sconf->lease && !sconf->lease->block) {
+            sconf->lease = NULL;
+        }
+    }
+}
+
+/* ------------------------------------------------------ the read path */
+
+int lessons_lease_catalog(request_rec *r, const lessons_srv_conf *sconf,
+                          lessons_catalog_t *cat)
+{
+    lessons_lease_version_t v;
+
+    if (!sconf->lease) {
+        return 0;
+    }
+    if (!lessons_lease_current(sconf->lease->block, lessons_lease_clock(),
+                               &v)) {
+        if (APLOGrtrace2(r)) {
+            lessons_lease_state_t st;
+
+            lessons_lease_state(sconf->lease->block, lessons_lease_clock(),
+                                &st);
+            ap_log_rerror(APLOG_MARK, APLOG_TRACE2, 0, r, LESSONSLOG(00798)
+                          "LessonsDBLease: no valid lease (holder %u, %s, "
+                          "version %" APR_INT64_T_FMT ")", st.holder,
+                          st.listening ? "listening" : "not listening",
+                          st.version.sum);
+        }
+        return 0;
+    }
+    cat->changes = v.sum;
+    cat->epoch = apr_pstrdup(r->pool, v.epoch);
+    return 1;
+}
+
+/* ------------------------------------------------------ the writers */
+
+typedef enum {
+    LESSONS_ALONE_OK = 0,
+    LESSONS_ALONE_NONE,             /* the database has no leases table */
+    LESSONS_ALONE_FAILED
+} lessons_alone_e;
+
+/* A check made by the writer itself, on a pooled connection of its own:
+ * its holder does not listen (or did not answer in time).
+ */
+static lessons_alone_e lessons_lease_check_alone(request_rec *r,
+                                                 lessons_srv_conf *sconf,
+                                                 lessons_lease_check_t *chk,
+                                                 const char **err)
+{
+    apr_pool_t *p = r->pool;
+    apr_array_header_t *rows = NULL;
+    lessons_catalog_t cat;
+    lessons_db_fault_e fault;
+    lessons_db_t db;
+    lessons_alone_e rc = LESSONS_ALONE_FAILED;
+    ap_dbd_t *dbd = sconf->dbd_open ? sconf->dbd_open(p, r->server) : NULL;
+
+    if (!dbd) {
+        *err = "no database connection";
+        return LESSONS_ALONE_FAILED;
+    }
+    memset(&db, 0, sizeof(db));
+    db.driver = dbd->driver;
+    db.handle = dbd->handle;
+    fault = lessons_db_ready(&db, dbd->pool,
+                             1000L * lessons_db_timeout(sconf), err);
+    if (fault == LESSONS_DB_OK) {
+        fault = lessons_db_ready_leases(&db, dbd->pool, p, err);
+    }
+    if (fault == LESSONS_DB_NO_SCHEMA) {
+        rc = LESSONS_ALONE_NONE;
+    }
+    else if (fault == LESSONS_DB_OK
+             && lessons_store_lease_check(&db, p, &cat, &rows, err)
+                == LESSONS_STORE_OK) {
+        lessons_lease_check_fill(chk, &cat, rows, lessons_lease_clock());
+        rc = LESSONS_ALONE_OK;
+    }
+    else if (fault == LESSONS_DB_OK) {
+        (void)lessons_db_fault(&db, dbd->pool, *err);
+    }
+    sconf->dbd_close(r->server, dbd);
+    return rc;
+}
+
+void lessons_lease_settle(lessons_ctx *c)
+{
+    request_rec *r = c->r;
+    lessons_srv_conf *sconf =
+        ap_get_module_config(r->server->module_config, &lessons_module);
+    lessons_lease_srv *ls = sconf->lease;
+    lessons_lease_check_t *chk, *later = NULL;
+    apr_interval_time_t start, now, until = 0;
+    apr_uint32_t bell = 0;
+    const char *err = NULL;
+    int asked = 0, alone;
+
+#if defined(LESSONS_BREAK_LEASE) && LESSONS_BREAK_LEASE == 2
+    /* Broken on purpose (make lease-broken): no wait for anyone. */
+    return;
+#endif
+    if (!ls) {
+        return;
+    }
+    chk = apr_palloc(r->pool, sizeof(*chk));
+    start = lessons_lease_clock();
+    if (lessons_lease_has_listener(ls->block)) {
+        apr_uint32_t ticket = lessons_lease_ask(ls->block);
+        apr_size_t n = 1;
+
+        (void)apr_file_write(ls->bell_out, "w", &n);
+        asked = lessons_lease_answer(ls->block, ticket,
+                                     start + LESSONS_LEASE_ASK_WAIT, chk);
+    }
+    alone = !asked;
+    if (alone) {
+        switch (lessons_lease_check_alone(r, sconf, chk, &err)) {
+        case LESSONS_ALONE_NONE:
+            return;
+        case LESSONS_ALONE_FAILED:
+            /* Nobody to ask: wait out a lease of this server's length,
+             * which every server of the database should share.
+             */
+            ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, LESSONSLOG(00795)
+                          "LessonsDBLease: the write is committed but its "
+                          "check failed (%s): it waits out a lease (%d ms) "
+                          "before it is answered", err ? err : "unknown",
+                          ls->length_ms);
+            apr_sleep(apr_time_from_msec(ls->length_ms));
+            return;
+        case LESSONS_ALONE_OK:
+            break;
+        }
+        later = apr_palloc(r->pool, sizeof(*later));
+    }
+    for (;;) {
+        now = lessons_lease_clock();
+        if (lessons_lease_settled(ls->block, chk, now, &until, &bell)) {
+            break;
+        }
+        if (!alone) {
+            lessons_lease_sleep(ls->block, bell, until);
+            continue;
+        }
+        /* Alone: the acknowledgements from a later read (its leases
+         * granted after the write hold it already).
+         */
+        apr_sleep(until - now < LESSONS_LEASE_POLL ? until - now
+                                                   : LESSONS_LEASE_POLL);
+        if (lessons_lease_check_alone(r, sconf, later, &err)
+            == LESSONS_ALONE_OK) {
+            lessons_lease_heard_check(ls->block, later, later->at);
+        }
+    }
+    now = lessons_lease_clock();
+    if (now - start > apr_time_from_msec(ls->length_ms) / 2) {
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00794)
+                      "LessonsDBLease: the write waited %" APR_TIME_T_FMT
+                      " ms for the leases of other servers (one that does "
+                      "not answer is waited out)",
+                      apr_time_as_msec(now - start));
+    }
+}

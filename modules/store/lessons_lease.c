@@ -1,0 +1,537 @@
+/* Licensed under the Apache License, Version 2.0.
+ *
+ * lessons_lease.c: the lease block (lessons_lease.h).  The installed
+ * version and the lease's end are seqlocked for the read path; the rest
+ * changes under the block's lock.  A futex word (the bell) moves with
+ * each check published and each server heard, and writers sleep on it.
+ */
+#include <string.h>
+#include <time.h>
+
+#include "apr_atomic.h"
+#include "apr_strings.h"
+
+#include "store/lessons_lease.h"
+
+#if defined(__linux__)
+#include <limits.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#define LESSONS_LEASE_FUTEX 1
+#endif
+
+#define LESSONS_LEASE_MAGIC 0x4c454153u     /* "LEAS" */
+
+typedef struct {
+    char name[LESSONS_LEASE_NAME_MAX];      /* "": free */
+    apr_int64_t term;                       /* the newest renewal heard */
+    apr_interval_time_t seen;               /* when it was first heard */
+    lessons_lease_version_t acked;
+} lessons_lease_peer_t;
+
+typedef struct {
+    apr_uint32_t magic;
+    apr_uint32_t holder;                    /* pid, 0: none */
+    apr_interval_time_t beat;               /* the holder's last */
+    apr_uint32_t listening;
+    apr_uint32_t seq;                       /* odd while written */
+    apr_interval_time_t end;                /* the lease's, 0: none */
+    lessons_lease_version_t version;        /* installed */
+    apr_uint32_t asked;                     /* checks asked */
+    apr_uint32_t answered;                  /* the last ask answered */
+    apr_uint32_t bell;                      /* futex word */
+    lessons_lease_check_t check;            /* the last published */
+    lessons_lease_peer_t peers[LESSONS_LEASE_PEERS];
+} lessons_lease_block_t;
+
+struct lessons_lease_t {
+    lessons_lease_block_t *b;
+    apr_global_mutex_t *lock;
+};
+
+apr_interval_time_t lessons_lease_clock(void)
+{
+    struct timespec ts;
+
+#ifdef CLOCK_BOOTTIME
+    if (clock_gettime(CLOCK_BOOTTIME, &ts) != 0)
+#endif
+    {
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+    }
+    return (apr_interval_time_t)ts.tv_sec * APR_USEC_PER_SEC
+           + ts.tv_nsec / 1000;
+}
+
+int lessons_lease_covers(const lessons_lease_version_t *a,
+                         const lessons_lease_version_t *b)
+{
+    return a->sum >= 0 && b->sum >= 0 && a->sum >= b->sum
+           && strncmp(a->epoch, b->epoch, sizeof(a->epoch)) == 0;
+}
+
+apr_size_t lessons_lease_size(void)
+{
+    return sizeof(lessons_lease_block_t);
+}
+
+lessons_lease_t *lessons_lease_attach(void *base, apr_size_t size,
+                                      apr_global_mutex_t *lock, int fresh,
+                                      apr_pool_t *p)
+{
+    lessons_lease_t *l;
+
+    if (!base || size < sizeof(lessons_lease_block_t) || !lock) {
+        return NULL;
+    }
+    l = apr_pcalloc(p, sizeof(*l));
+    l->b = base;
+    l->lock = lock;
+    if (fresh || l->b->magic != LESSONS_LEASE_MAGIC) {
+        memset(l->b, 0, sizeof(*l->b));
+        l->b->version.sum = -1;
+        l->b->magic = LESSONS_LEASE_MAGIC;
+    }
+    return l;
+}
+
+static int lessons_lease_lock(lessons_lease_t *l)
+{
+    return apr_global_mutex_lock(l->lock) == APR_SUCCESS;
+}
+
+static void lessons_lease_unlock(lessons_lease_t *l)
+{
+    apr_global_mutex_unlock(l->lock);
+}
+
+/* The bell: moved under the lock, so a sleeper that read it under the
+ * lock misses nothing.
+ */
+static void lessons_lease_ring(lessons_lease_t *l)
+{
+    apr_atomic_inc32(&l->b->bell);
+#ifdef LESSONS_LEASE_FUTEX
+    (void)syscall(SYS_futex, &l->b->bell, FUTEX_WAKE, INT_MAX, NULL, NULL,
+                  0);
+#endif
+}
+
+void lessons_lease_sleep(lessons_lease_t *l, apr_uint32_t bell,
+                         apr_interval_time_t until)
+{
+    apr_interval_time_t left = until - lessons_lease_clock();
+
+    if (left <= 0 || apr_atomic_read32(&l->b->bell) != bell) {
+        return;
+    }
+#ifdef LESSONS_LEASE_FUTEX
+    {
+        struct timespec ts;
+
+        ts.tv_sec = (time_t)apr_time_sec(left);
+        ts.tv_nsec = (long)apr_time_usec(left) * 1000L;
+        /* Shared, not private: the bell is rung from other processes. */
+        (void)syscall(SYS_futex, &l->b->bell, FUTEX_WAIT, bell, &ts, NULL,
+                      0);
+    }
+#else
+    apr_sleep(left < 1000 ? left : 1000);
+#endif
+}
+
+/* ---------------------------------------------------- the read path */
+
+/* The installed state, as the seqlock gives it whole. */
+static void lessons_lease_read(lessons_lease_t *l, apr_interval_time_t *end,
+                               lessons_lease_version_t *v)
+{
+    lessons_lease_block_t *b = l->b;
+    apr_uint32_t s1, s2;
+
+    for (;;) {
+        s1 = apr_atomic_read32(&b->seq);
+        if (s1 & 1) {
+            continue;
+        }
+        *end = b->end;
+        if (v) {
+            memcpy(v, &b->version, sizeof(*v));
+        }
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        s2 = apr_atomic_read32(&b->seq);
+        if (s1 == s2) {
+            return;
+        }
+    }
+}
+
+int lessons_lease_current(lessons_lease_t *l, apr_interval_time_t now,
+                          lessons_lease_version_t *v)
+{
+    apr_interval_time_t end = 0;
+
+    if (!l) {
+        return 0;
+    }
+    lessons_lease_read(l, &end, v);
+#if defined(LESSONS_BREAK_LEASE) && LESSONS_BREAK_LEASE == 1
+    /* Broken on purpose (make lease-broken): past the lease's end too,
+     * for the history checker to catch.
+     */
+    (void)now;
+    return v->sum >= 0 && v->epoch[0] != '\0';
+#else
+    return end > now && v->sum >= 0 && v->epoch[0] != '\0';
+#endif
+}
+
+/* Under the lock: the seqlocked fields are written between these. */
+static void lessons_lease_write_begin(lessons_lease_block_t *b)
+{
+    apr_atomic_inc32(&b->seq);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+}
+
+static void lessons_lease_write_end(lessons_lease_block_t *b)
+{
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    apr_atomic_inc32(&b->seq);
+}
+
+static void lessons_lease_end_now(lessons_lease_block_t *b)
+{
+    lessons_lease_write_begin(b);
+    b->end = 0;
+    lessons_lease_write_end(b);
+}
+
+/* ------------------------------------------------------- the holder */
+
+int lessons_lease_hold(lessons_lease_t *l, apr_uint32_t pid,
+                       apr_interval_time_t now, apr_interval_time_t stale,
+                       int (*alive)(apr_uint32_t pid))
+{
+    lessons_lease_block_t *b = l->b;
+    int held = 0;
+
+    if (!lessons_lease_lock(l)) {
+        return 0;
+    }
+    if (b->holder == pid) {
+        held = 1;
+    }
+    else if (b->holder == 0 || now - b->beat > stale
+             || (alive && !alive(b->holder))) {
+        /* A new holder has no lease until it renews one. */
+        b->holder = pid;
+        b->listening = 0;
+        lessons_lease_end_now(b);
+        held = 1;
+    }
+    if (held) {
+        b->beat = now;
+    }
+    lessons_lease_unlock(l);
+    return held;
+}
+
+void lessons_lease_let_go(lessons_lease_t *l, apr_uint32_t pid)
+{
+    lessons_lease_block_t *b = l->b;
+
+    if (!lessons_lease_lock(l)) {
+        return;
+    }
+    if (b->holder == pid) {
+        lessons_lease_end_now(b);
+        b->listening = 0;
+        b->holder = 0;
+        lessons_lease_ring(l);
+    }
+    lessons_lease_unlock(l);
+}
+
+int lessons_lease_listening(lessons_lease_t *l, apr_uint32_t pid, int on)
+{
+    lessons_lease_block_t *b = l->b;
+    int held;
+
+    if (!lessons_lease_lock(l)) {
+        return 0;
+    }
+    held = b->holder == pid;
+    if (held) {
+        if (!on) {
+            lessons_lease_end_now(b);
+        }
+        b->listening = on != 0;
+        lessons_lease_ring(l);
+    }
+    lessons_lease_unlock(l);
+    return held;
+}
+
+int lessons_lease_install(lessons_lease_t *l, apr_uint32_t pid,
+                          const lessons_lease_version_t *v,
+                          apr_interval_time_t end)
+{
+    lessons_lease_block_t *b = l->b;
+    int held, newer;
+
+    if (!lessons_lease_lock(l)) {
+        return 0;
+    }
+    held = b->holder == pid;
+    if (held) {
+        newer = strncmp(v->epoch, b->version.epoch,
+                        sizeof(v->epoch)) != 0
+                || v->sum > b->version.sum;
+        if (newer || end > 0) {
+            lessons_lease_write_begin(b);
+            if (newer) {
+                memcpy(&b->version, v, sizeof(*v));
+                b->version.epoch[sizeof(b->version.epoch) - 1] = '\0';
+            }
+            if (end > 0) {
+                b->end = end;
+            }
+            lessons_lease_write_end(b);
+        }
+    }
+    lessons_lease_unlock(l);
+    return held;
+}
+
+apr_uint32_t lessons_lease_asked(lessons_lease_t *l)
+{
+    return apr_atomic_read32(&l->b->asked);
+}
+
+int lessons_lease_wanted(lessons_lease_t *l)
+{
+    return apr_atomic_read32(&l->b->asked)
+           != apr_atomic_read32(&l->b->answered);
+}
+
+int lessons_lease_publish(lessons_lease_t *l, apr_uint32_t pid,
+                          apr_uint32_t asked,
+                          const lessons_lease_check_t *chk)
+{
+    lessons_lease_block_t *b = l->b;
+    int held;
+
+    if (!lessons_lease_lock(l)) {
+        return 0;
+    }
+    held = b->holder == pid;
+    if (held) {
+        memcpy(&b->check, chk, sizeof(*chk));
+        apr_atomic_set32(&b->answered, asked);
+        lessons_lease_ring(l);
+    }
+    lessons_lease_unlock(l);
+    return held;
+}
+
+/* Under the lock: name's entry, or a free one, or the one heard of
+ * longest ago (given to name).
+ */
+static lessons_lease_peer_t *lessons_lease_peer(lessons_lease_block_t *b,
+                                                const char *name, int make)
+{
+    lessons_lease_peer_t *free_one = NULL, *oldest = NULL;
+    int i;
+
+    for (i = 0; i < LESSONS_LEASE_PEERS; i++) {
+        lessons_lease_peer_t *p = &b->peers[i];
+
+        if (p->name[0] == '\0') {
+            if (!free_one) {
+                free_one = p;
+            }
+            continue;
+        }
+        if (strncmp(p->name, name, sizeof(p->name)) == 0) {
+            return p;
+        }
+        if (!oldest || p->seen < oldest->seen) {
+            oldest = p;
+        }
+    }
+    if (!make) {
+        return NULL;
+    }
+    if (!free_one) {
+        free_one = oldest;
+    }
+    memset(free_one, 0, sizeof(*free_one));
+    apr_cpystrn(free_one->name, name, sizeof(free_one->name));
+    free_one->term = -1;
+    free_one->acked.sum = -1;
+    return free_one;
+}
+
+static void lessons_lease_heard_locked(lessons_lease_block_t *b,
+                                       const char *name, apr_int64_t term,
+                                       const lessons_lease_version_t *acked,
+                                       apr_interval_time_t now)
+{
+    lessons_lease_peer_t *p = lessons_lease_peer(b, name, 1);
+
+    if (term > p->term) {
+        p->term = term;
+        p->seen = now;
+    }
+    if (acked && acked->sum >= 0
+        && (strncmp(acked->epoch, p->acked.epoch,
+                    sizeof(acked->epoch)) != 0
+            || acked->sum > p->acked.sum)) {
+        memcpy(&p->acked, acked, sizeof(*acked));
+        p->acked.epoch[sizeof(p->acked.epoch) - 1] = '\0';
+    }
+}
+
+void lessons_lease_heard(lessons_lease_t *l, const char *name,
+                         apr_int64_t term,
+                         const lessons_lease_version_t *acked,
+                         apr_interval_time_t now)
+{
+    if (!name || !*name || !lessons_lease_lock(l)) {
+        return;
+    }
+    lessons_lease_heard_locked(l->b, name, term, acked, now);
+    lessons_lease_ring(l);
+    lessons_lease_unlock(l);
+}
+
+void lessons_lease_heard_check(lessons_lease_t *l,
+                               const lessons_lease_check_t *chk,
+                               apr_interval_time_t now)
+{
+    int i;
+
+    if (!lessons_lease_lock(l)) {
+        return;
+    }
+    for (i = 0; i < chk->nrows && i < LESSONS_LEASE_ROWS; i++) {
+        if (chk->rows[i].name[0]) {
+            lessons_lease_heard_locked(l->b, chk->rows[i].name,
+                                       chk->rows[i].term,
+                                       &chk->rows[i].acked, now);
+        }
+    }
+    lessons_lease_ring(l);
+    lessons_lease_unlock(l);
+}
+
+/* ------------------------------------------------------- the writers */
+
+int lessons_lease_has_listener(lessons_lease_t *l)
+{
+    return l && apr_atomic_read32(&l->b->listening) != 0;
+}
+
+apr_uint32_t lessons_lease_ask(lessons_lease_t *l)
+{
+    return apr_atomic_inc32(&l->b->asked) + 1;
+}
+
+int lessons_lease_answer(lessons_lease_t *l, apr_uint32_t ticket,
+                         apr_interval_time_t deadline,
+                         lessons_lease_check_t *out)
+{
+    lessons_lease_block_t *b = l->b;
+    apr_uint32_t bell;
+
+    for (;;) {
+        if (!lessons_lease_lock(l)) {
+            return 0;
+        }
+        bell = apr_atomic_read32(&b->bell);
+        if ((apr_int32_t)(b->answered - ticket) >= 0) {
+            memcpy(out, &b->check, sizeof(*out));
+            lessons_lease_unlock(l);
+            return 1;
+        }
+        lessons_lease_unlock(l);
+        if (lessons_lease_clock() >= deadline) {
+            return 0;
+        }
+        lessons_lease_sleep(l, bell, deadline);
+    }
+}
+
+int lessons_lease_settled(lessons_lease_t *l,
+                          const lessons_lease_check_t *chk,
+                          apr_interval_time_t now,
+                          apr_interval_time_t *until, apr_uint32_t *bell)
+{
+    lessons_lease_block_t *b = l->b;
+    int i, settled = 1;
+
+    *until = 0;
+    if (!lessons_lease_lock(l)) {
+        /* No word from anyone: wait out every lease there may be. */
+        *until = chk->at + apr_time_from_msec(LESSONS_LEASE_MAX_MS);
+        *bell = apr_atomic_read32(&b->bell);
+        return now >= *until;
+    }
+    *bell = apr_atomic_read32(&b->bell);
+    if (chk->overflow) {
+        apr_interval_time_t end = chk->at
+                                  + apr_time_from_msec(LESSONS_LEASE_MAX_MS);
+
+        if (now < end) {
+            settled = 0;
+            *until = end;
+        }
+    }
+    for (i = 0; i < chk->nrows && i < LESSONS_LEASE_ROWS; i++) {
+        const lessons_lease_row_t *row = &chk->rows[i];
+        apr_interval_time_t len = apr_time_from_msec(row->length_ms), end;
+        lessons_lease_peer_t *p;
+
+        if (lessons_lease_covers(&row->acked, &chk->version)) {
+            continue;
+        }
+        p = lessons_lease_peer(b, row->name, 0);
+        if (p && lessons_lease_covers(&p->acked, &chk->version)) {
+            continue;
+        }
+        /* The lease in the check began before the check was read: it
+         * ends within its length of then, and within its length of
+         * when this renewal (or a later one) was first heard.
+         */
+        end = chk->at + len;
+        if (p && p->term >= row->term && p->seen + len < end) {
+            end = p->seen + len;
+        }
+        if (now >= end) {
+            continue;
+        }
+        settled = 0;
+        if (*until == 0 || end < *until) {
+            *until = end;
+        }
+    }
+    lessons_lease_unlock(l);
+    return settled;
+}
+
+void lessons_lease_state(lessons_lease_t *l, apr_interval_time_t now,
+                         lessons_lease_state_t *st)
+{
+    apr_interval_time_t end = 0;
+
+    memset(st, 0, sizeof(*st));
+    if (!l) {
+        return;
+    }
+    lessons_lease_read(l, &end, &st->version);
+    st->valid = end > now && st->version.sum >= 0;
+    st->left = end > now ? end - now : 0;
+    st->holder = apr_atomic_read32(&l->b->holder);
+    st->listening = apr_atomic_read32(&l->b->listening) != 0;
+}

@@ -1,0 +1,195 @@
+/* Licensed under the Apache License, Version 2.0.
+ *
+ * lessons_lease.h: a server's read lease on the catalogue (issue 56,
+ * docs/scaling.md "Read leases"), as its processes share it: one block
+ * of shared memory, made before the fork, per virtual host that sets
+ * LessonsDBLease.
+ *
+ * - The read path asks for the installed version: valid while the lease
+ *   has not ended on this machine's clock (lessons_lease_clock).  One
+ *   seqlocked read, no lock, no statement.
+ * - One thread in one process (the holder, chosen here) keeps the
+ *   listening connection, renews the lease, installs each version it
+ *   reads before acknowledging it, answers the writers' checks and
+ *   records what other servers acknowledged and renewed.
+ * - A writer, once its write committed, asks the holder for a check (a
+ *   version and every lease, read after the write) and waits until each
+ *   lease is acknowledged at that version or can no longer be held.
+ *
+ * Every change but the read path's is made under one cross-process
+ * lock, never held over the network; waiters sleep on a futex word of
+ * the block.  The unit knows times, names and versions, not httpd or
+ * the database.
+ */
+#ifndef LESSONS_LEASE_H
+#define LESSONS_LEASE_H
+
+#include "apr_global_mutex.h"
+#include "apr_pools.h"
+#include "apr_time.h"
+
+#define LESSONS_LEASE_NAME_MAX   96     /* a server's name, with its NUL */
+#define LESSONS_LEASE_EPOCH_MAX  80     /* a version's epoch, with its NUL */
+#define LESSONS_LEASE_ROWS      128     /* leases a check holds */
+#define LESSONS_LEASE_PEERS     128     /* servers the block remembers */
+#define LESSONS_LEASE_MAX_MS  60000     /* the longest lease there is */
+
+typedef struct lessons_lease_t lessons_lease_t;
+
+/* A catalogue version: the epoch (the database's identity and history)
+ * and the sum of its counters.  Within one epoch a larger sum includes
+ * every write a smaller one does.
+ */
+typedef struct {
+    apr_int64_t sum;
+    char epoch[LESSONS_LEASE_EPOCH_MAX];
+} lessons_lease_version_t;
+
+/* One server's lease as a check read it. */
+typedef struct {
+    char name[LESSONS_LEASE_NAME_MAX];
+    apr_int64_t term;               /* its renewal's number */
+    apr_int64_t length_ms;          /* its lease length */
+    lessons_lease_version_t acked;  /* sum -1: none yet */
+} lessons_lease_row_t;
+
+/* A check: a version read after the write, and the leases of the same
+ * snapshot.
+ */
+typedef struct {
+    lessons_lease_version_t version;
+    apr_interval_time_t at;         /* lessons_lease_clock when it came */
+    int nrows;
+    int overflow;                   /* more leases than rows: wait out
+                                     * the longest lease there is */
+    lessons_lease_row_t rows[LESSONS_LEASE_ROWS];
+} lessons_lease_check_t;
+
+/* A clock that only moves forward, and also while the machine sleeps
+ * (CLOCK_BOOTTIME): a paused server's lease ends by it whatever the
+ * wall clock does.  In apr_time_t units (microseconds).
+ */
+apr_interval_time_t lessons_lease_clock(void);
+
+/* Does a hold b's writes (the same epoch, a sum at least as large)? */
+int lessons_lease_covers(const lessons_lease_version_t *a,
+                         const lessons_lease_version_t *b);
+
+/* The bytes a block needs; the block at base (size bytes): laid out
+ * anew when fresh (in the parent: every generation of the server has
+ * its own), else as it is (a child, with the lock opened in it).  lock
+ * guards it in every process.  NULL when size is too small.
+ */
+apr_size_t lessons_lease_size(void);
+lessons_lease_t *lessons_lease_attach(void *base, apr_size_t size,
+                                      apr_global_mutex_t *lock, int fresh,
+                                      apr_pool_t *p);
+
+/* ---------------------------------------------------- the read path */
+
+/* The installed version, if the lease is valid at now: 1 and *v, or 0
+ * (the caller reads the version from the database as without a lease).
+ */
+int lessons_lease_current(lessons_lease_t *l, apr_interval_time_t now,
+                          lessons_lease_version_t *v);
+
+/* ------------------------------------------------------- the holder */
+
+/* Become or stay the holder: 1 when pid holds the block now (it took it
+ * because there was none, the holder's process is gone (alive() says
+ * so) or its beat is older than stale).  The holder beats at each call.
+ */
+int lessons_lease_hold(lessons_lease_t *l, apr_uint32_t pid,
+                       apr_interval_time_t now, apr_interval_time_t stale,
+                       int (*alive)(apr_uint32_t pid));
+
+/* Let the block go (pid's process or thread is ending): the lease ends,
+ * and another process may hold it.
+ */
+void lessons_lease_let_go(lessons_lease_t *l, apr_uint32_t pid);
+
+/* The holder's connection listens (1) or is gone (0: the lease ends at
+ * once).  0 when pid no longer holds the block.
+ */
+int lessons_lease_listening(lessons_lease_t *l, apr_uint32_t pid, int on);
+
+/* Install v (raise the version of its epoch; another epoch replaces
+ * it): done before v is acknowledged.  With end > 0, the lease is
+ * valid until end (a renewal).  1, or 0 when pid no longer holds it.
+ */
+int lessons_lease_install(lessons_lease_t *l, apr_uint32_t pid,
+                          const lessons_lease_version_t *v,
+                          apr_interval_time_t end);
+
+/* The checks asked so far: a check whose statement is sent after this
+ * answers them all (lessons_lease_publish with it).
+ */
+apr_uint32_t lessons_lease_asked(lessons_lease_t *l);
+
+/* Whether a check is wanted: asked != the last published. */
+int lessons_lease_wanted(lessons_lease_t *l);
+
+/* A check sent after asked was read: it answers every ask up to asked. */
+int lessons_lease_publish(lessons_lease_t *l, apr_uint32_t pid,
+                          apr_uint32_t asked,
+                          const lessons_lease_check_t *chk);
+
+/* What the holder heard of a server: a renewal (its term, seen at now)
+ * or an acknowledgement (acked set).  Wakes the writers.
+ */
+void lessons_lease_heard(lessons_lease_t *l, const char *name,
+                         apr_int64_t term,
+                         const lessons_lease_version_t *acked,
+                         apr_interval_time_t now);
+
+/* ------------------------------------------------------- the writers */
+
+/* Whether a holder listens now (a writer asks it for the check). */
+int lessons_lease_has_listener(lessons_lease_t *l);
+
+/* Ask for a check; the ticket to wait with. */
+apr_uint32_t lessons_lease_ask(lessons_lease_t *l);
+
+/* Wait until a check answers ticket, until deadline at most: 1 and
+ * *out, or 0.
+ */
+int lessons_lease_answer(lessons_lease_t *l, apr_uint32_t ticket,
+                         apr_interval_time_t deadline,
+                         lessons_lease_check_t *out);
+
+/* Has every lease of chk acknowledged its version, or can it no longer
+ * be held, at now?  1, or 0 with *until the soonest time that may
+ * change by itself (an acknowledgement may come before).
+ */
+int lessons_lease_settled(lessons_lease_t *l,
+                          const lessons_lease_check_t *chk,
+                          apr_interval_time_t now,
+                          apr_interval_time_t *until, apr_uint32_t *bell);
+
+/* Sleep until something is heard after bell (as lessons_lease_settled
+ * gave it) or until, whichever comes first.
+ */
+void lessons_lease_sleep(lessons_lease_t *l, apr_uint32_t bell,
+                         apr_interval_time_t until);
+
+/* What a writer without a listening holder read itself: the
+ * acknowledgements of a later check, heard as the holder would.
+ */
+void lessons_lease_heard_check(lessons_lease_t *l,
+                               const lessons_lease_check_t *chk,
+                               apr_interval_time_t now);
+
+/* ---------------------------------------------- for the metrics */
+
+typedef struct {
+    int valid;                      /* the lease is valid now */
+    apr_uint32_t holder;            /* its pid, 0: none */
+    int listening;
+    lessons_lease_version_t version;
+    apr_interval_time_t left;       /* until the lease ends */
+} lessons_lease_state_t;
+
+void lessons_lease_state(lessons_lease_t *l, apr_interval_time_t now,
+                         lessons_lease_state_t *st);
+
+#endif /* LESSONS_LEASE_H */

@@ -1,0 +1,207 @@
+# Read leases on PostgreSQL (issue 56, LessonsDBLease; docs/scaling.md,
+# "Read leases").  Two servers, B and C, each of two processes, hold a
+# lease on the suite's database:
+#   - each holds one (a row of lessons_leases), and its GETs take no
+#     catalogue version from the database (lessons_catalog_versions_total
+#     by source: lease, not statement);
+#   - a write through either one is seen at once through the other, on
+#     the lesson and on the lists;
+#   - a write through psql (no server waits for it) is seen soon;
+#   - with C stopped (SIGSTOP) past its lease, a write through B waits at
+#     most about a lease, and C, resumed, serves nothing stale;
+#   - with the listening connections terminated, a write through B is
+#     seen at once through C, and both servers hold a lease again;
+#   - LessonsDBLease in a virtual host, or out of bounds, is refused.
+# The many-client proof under faults is t/history (make history).
+use strict;
+use warnings FATAL => 'all';
+use utf8;
+
+use FindBin;
+use lib "$FindBin::Bin/../lib";
+use Apache::Test qw(-withtestmore);
+use File::Temp ();
+use JSON::PP ();
+use Time::HiRes qw(time sleep);
+use LessonsTest;
+
+plan skip_all => 'read leases are PostgreSQL\'s' unless LessonsTest::db_driver() eq 'pgsql';
+
+my $JSON = JSON::PP->new->utf8->canonical;
+my %server;
+for my $name (qw(B C)) {
+    my $dir = File::Temp->newdir(CLEANUP => !$ENV{LESSONS_TEST_KEEP});
+    diag("$name: $dir") if $ENV{LESSONS_TEST_KEEP};
+    my $port = free_port();
+    my $conf = httpd_conf($dir, $port, <<"EOF");
+LogLevel info
+StartServers 2
+MinSpareThreads 2
+MaxSpareThreads 10
+ServerLimit 2
+ThreadsPerChild 5
+MaxRequestWorkers 10
+LessonsDBLease 1
+@{[ api_location() ]}
+<Location "/metrics">
+    SetHandler lessons-metrics
+</Location>
+EOF
+    my $pid = start_httpd($conf, $port);
+    $server{$name} = { dir => $dir, port => $port, pid => $pid,
+                       base => "http://127.0.0.1:$port" };
+}
+my ($B, $C) = map { $server{$_}{base} } qw(B C);
+
+sub leases {
+    return db_rows('SELECT server, term, acked FROM lessons_leases '
+                   . 'ORDER BY server');
+}
+
+# Each server's row (their names hold their parents' pids), within 10 s.
+sub wait_leases {
+    my ($label) = @_;
+    my %want = map { ($server{$_}{pid} => 1) } keys %server;
+    my $rows = [];
+    for (1 .. 100) {
+        $rows = leases();
+        my %have = map { m{/(\d+)/} ? ($1 => 1) : () }
+                   map { $_->{server} } @$rows;
+        return $rows if !grep { !$have{$_} } keys %want;
+        sleep 0.1;
+    }
+    fail("$label: both servers hold a lease");
+    diag(explain($rows));
+    return $rows;
+}
+
+sub versions_taken {
+    my ($base) = @_;
+    my $res = call(GET => '/metrics', base => $base, token => undef);
+    my %n = (statement => 0, lease => 0);
+    my $text = $res->content;
+    $n{$1} = $2 while $text
+        =~ /^lessons_catalog_versions_total\{source="(\w+)"\} (\d+)$/mg;
+    return \%n;
+}
+
+my $rows = wait_leases('start');
+is(scalar(grep { $_->{server} =~ m{/$server{B}{pid}/} } @$rows), 1,
+   'B holds one lease');
+
+my ($id) = seed({ level_id => 1, title => 'Leased', sort_order => 1 },
+                { level_id => 2, title => 'Beside it', sort_order => 1 });
+sub title_of {
+    my ($base, $path) = @_;
+    my $res = call(GET => $path // "/api/lessons/$id", base => $base);
+    return $res->code . ' ' . (eval { $JSON->decode($res->content)->{title} }
+                               // '');
+}
+sub put_title {
+    my ($base, $title) = @_;
+    my $t0 = time;
+    my $res = call(PUT => "/api/lessons/$id", base => $base,
+                   json => { title => $title });
+    return ($res->code, time - $t0);
+}
+
+# ---- GETs with no statement
+# (Not through $_: what call() reads may end with $_ undefined.)
+for my $base ($B, $B, $C, $C) {           # built and cached
+    title_of($base);
+}
+my $before = versions_taken($B);
+title_of($B) for 1 .. 200;
+call(GET => '/api/lessons', base => $B) for 1 .. 20;
+my $after = versions_taken($B);
+my $by_lease = $after->{lease} - $before->{lease};
+my $by_statement = $after->{statement} - $before->{statement};
+cmp_ok($by_lease, '>=', 218, "B: 220 GETs took the lease's version "
+       . "($by_lease)");
+cmp_ok($by_statement, '<=', 2, "B: and at most 2 from a statement "
+       . "($by_statement)");
+
+# ---- a write through one server, seen at once through the other
+my @stale;
+for my $n (1 .. 20) {
+    my ($w, $r) = $n % 2 ? ($B, $C) : ($C, $B);
+    my $title = "Lease $n";
+    my ($code) = put_title($w, $title);
+    push @stale, "$n: PUT $code" unless $code == 200;
+    my $got = title_of($r);
+    push @stale, "$n: GET gave $got" unless $got eq "200 $title";
+    my $list = call(GET => '/api/lessons', base => $r);
+    my $items = eval { $JSON->decode($list->content) } || [];
+    my ($item) = grep { $_->{id} == $id } @$items;
+    push @stale, "$n: the list gave " . ($item ? $item->{title} : 'nothing')
+        unless $item && $item->{title} eq $title;
+}
+is_deeply(\@stale, [], '20 writes, alternating: each seen at once through '
+          . 'the other server, lesson and list');
+
+# ---- a write through psql: seen soon (nobody answered it)
+db_do("UPDATE lessons SET title = 'Through psql' WHERE id = $id");
+my $seen = 0;
+for (1 .. 50) {
+    if (title_of($B) eq '200 Through psql'
+        && title_of($C) eq '200 Through psql') {
+        $seen = 1;
+        last;
+    }
+    sleep 0.1;
+}
+ok($seen, 'a write through psql is seen through both within 5 s');
+
+# ---- C stopped past its lease
+kill 'STOP', -$server{C}{pid};
+my ($code, $took) = put_title($B, 'While C sleeps');
+is($code, 200, 'with C stopped, a write through B is answered');
+cmp_ok($took, '<', 3, sprintf('within about a lease (%.2f s)', $took));
+is(title_of($B), '200 While C sleeps', 'B serves it');
+($code, $took) = put_title($B, 'While C still sleeps');
+cmp_ok($took, '<', 1.5, sprintf('C, once its lease ended, is not waited '
+       . 'for again (%.2f s)', $took));
+sleep 1.5;
+kill 'CONT', -$server{C}{pid};
+my @after_pause = map { title_of($C) } 1 .. 6;
+is_deeply(\@after_pause, [ ('200 While C still sleeps') x 6 ],
+          'C, resumed, serves nothing stale');
+
+# ---- the listening connections terminated
+my $terms = { map { ($_->{server} => $_->{term}) } @{ leases() } };
+db_rows("SELECT pg_terminate_backend(pid) AS t FROM pg_stat_activity "
+        . "WHERE application_name = 'mod_lessons lease'");
+($code) = put_title($B, 'After the listeners');
+is($code, 200, 'a write right after the listeners were terminated');
+is(title_of($C), '200 After the listeners', 'is seen at once through C');
+my $renewed = 0;
+for (1 .. 100) {
+    $rows = leases();
+    $renewed = grep { ($terms->{$_->{server}} // 1e18) < $_->{term} }
+               @$rows;
+    last if $renewed >= 2;
+    sleep 0.1;
+}
+cmp_ok($renewed, '>=', 2, 'both servers renew their leases again');
+sleep 0.5;
+$before = versions_taken($C);
+title_of($C) for 1 .. 50;
+$after = versions_taken($C);
+cmp_ok($after->{lease} - $before->{lease}, '>=', 48,
+       'C serves from its lease again');
+
+# ---- where the directive may be written
+my $cdir = File::Temp->newdir;
+for my $case (["<VirtualHost 127.0.0.1:*>\nLessonsDBLease 2\n"
+               . "</VirtualHost>\n", 'in a virtual host'],
+              ["LessonsDBLease 0.05\n", 'below 0.1 s'],
+              ["LessonsDBLease 61\n", 'over 60 s'],
+              ["LessonsDBLease soon\n", 'not a number']) {
+    my ($rc, $out) = conf_test($cdir, $case->[0]);
+    isnt($rc, 0, "LessonsDBLease $case->[1] is refused");
+    like($out, qr/LessonsDBLease/, '... naming the directive');
+}
+my ($rc, $out) = conf_test($cdir, "LessonsDBLease 2.5\n");
+is($rc, 0, 'LessonsDBLease 2.5 in server config is taken') or diag($out);
+
+done_testing();

@@ -1,0 +1,330 @@
+/* Licensed under the Apache License, Version 2.0.
+ *
+ * test_lease.c: lessons_lease -- a server's read lease as its processes
+ * share it: the read path's version valid only until the lease's end,
+ * one holder at a time (and the next when it is gone or stale), versions
+ * that only move forward within an epoch, checks answering only the asks
+ * made before them, and a writer's wait: settled by an acknowledgement
+ * in the check or heard later, by a lease's end, never before.  Times
+ * are given, not read, but for the sleeps, which only wait.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "apr_global_mutex.h"
+#include "apr_shm.h"
+#include "apr_strings.h"
+
+#include "store/lessons_lease.h"
+
+#include "unit_pool.h"
+
+#define MS(n)    apr_time_from_msec(n)
+#define T0       apr_time_from_sec(1000000)
+#define ME       101u
+#define OTHER    202u
+
+static apr_global_mutex_t *lock;
+
+static int group_setup(void **state)
+{
+    (void)state;
+    if (unit_pool_open() != 0) {
+        return -1;
+    }
+    return apr_global_mutex_create(&lock, NULL, APR_LOCK_DEFAULT, pool)
+           == APR_SUCCESS ? 0 : -1;
+}
+
+static lessons_lease_t *fresh(void)
+{
+    apr_size_t size = lessons_lease_size();
+    lessons_lease_t *l = lessons_lease_attach(apr_palloc(pool, size), size,
+                                              lock, 1, pool);
+
+    assert_non_null(l);
+    return l;
+}
+
+static lessons_lease_version_t version(const char *epoch, apr_int64_t sum)
+{
+    lessons_lease_version_t v;
+
+    memset(&v, 0, sizeof(v));
+    v.sum = sum;
+    apr_cpystrn(v.epoch, epoch, sizeof(v.epoch));
+    return v;
+}
+
+static int alive_never(apr_uint32_t pid)
+{
+    (void)pid;
+    return 0;
+}
+
+static int alive_always(apr_uint32_t pid)
+{
+    (void)pid;
+    return 1;
+}
+
+static void test_read_path_only_while_the_lease_holds(void **state)
+{
+    lessons_lease_t *l = fresh();
+    lessons_lease_version_t v = version("e1", 7), got;
+
+    (void)state;
+    assert_false(lessons_lease_current(l, T0, &got));
+    assert_true(lessons_lease_hold(l, ME, T0, MS(3000), alive_always));
+    /* Installed without a lease: still nothing to serve from. */
+    assert_true(lessons_lease_install(l, ME, &v, 0));
+    assert_false(lessons_lease_current(l, T0, &got));
+    assert_true(lessons_lease_install(l, ME, &v, T0 + MS(900)));
+    assert_true(lessons_lease_current(l, T0 + MS(899), &got));
+    assert_int_equal(got.sum, 7);
+    assert_string_equal(got.epoch, "e1");
+    assert_false(lessons_lease_current(l, T0 + MS(900), &got));
+    /* A lost listener ends it at once. */
+    assert_true(lessons_lease_install(l, ME, &v, T0 + MS(5000)));
+    assert_true(lessons_lease_current(l, T0 + MS(1000), &got));
+    assert_true(lessons_lease_listening(l, ME, 0));
+    assert_false(lessons_lease_current(l, T0 + MS(1000), &got));
+}
+
+static void test_versions_only_move_forward(void **state)
+{
+    lessons_lease_t *l = fresh();
+    lessons_lease_version_t v9 = version("e1", 9), v5 = version("e1", 5),
+                            other = version("e2", 1), got;
+
+    (void)state;
+    assert_true(lessons_lease_hold(l, ME, T0, MS(3000), alive_always));
+    assert_true(lessons_lease_install(l, ME, &v9, T0 + MS(900)));
+    /* An older read landing late does not take the server back. */
+    assert_true(lessons_lease_install(l, ME, &v5, 0));
+    assert_true(lessons_lease_current(l, T0, &got));
+    assert_int_equal(got.sum, 9);
+    /* Another epoch (a promoted standby, a restore) replaces it. */
+    assert_true(lessons_lease_install(l, ME, &other, 0));
+    assert_true(lessons_lease_current(l, T0, &got));
+    assert_int_equal(got.sum, 1);
+    assert_string_equal(got.epoch, "e2");
+}
+
+static void test_one_holder_and_the_next(void **state)
+{
+    lessons_lease_t *l = fresh();
+    lessons_lease_version_t v = version("e1", 3), got;
+
+    (void)state;
+    assert_true(lessons_lease_hold(l, ME, T0, MS(3000), alive_always));
+    assert_true(lessons_lease_install(l, ME, &v, T0 + MS(900)));
+    /* Another process waits while the holder beats. */
+    assert_false(lessons_lease_hold(l, OTHER, T0 + MS(2000), MS(3000),
+                                    alive_always));
+    assert_false(lessons_lease_install(l, OTHER, &v, T0 + MS(9000)));
+    assert_false(lessons_lease_publish(l, OTHER, 0,
+                                       apr_pcalloc(pool,
+                                           sizeof(lessons_lease_check_t))));
+    /* A stale beat: the other takes it, with no lease until it renews. */
+    assert_true(lessons_lease_hold(l, OTHER, T0 + MS(3001), MS(3000),
+                                   alive_always));
+    assert_false(lessons_lease_current(l, T0 + MS(3001), &got));
+    /* The old holder, back, changes nothing. */
+    assert_false(lessons_lease_hold(l, ME, T0 + MS(3002), MS(3000),
+                                    alive_always));
+    assert_false(lessons_lease_install(l, ME, &v, T0 + MS(9000)));
+    assert_false(lessons_lease_current(l, T0 + MS(3002), &got));
+    /* A holder whose process is gone is replaced at once. */
+    assert_true(lessons_lease_hold(l, ME, T0 + MS(3003), MS(3000),
+                                   alive_never));
+    lessons_lease_let_go(l, ME);
+    assert_true(lessons_lease_hold(l, OTHER, T0 + MS(3004), MS(3000),
+                                   alive_always));
+}
+
+static lessons_lease_check_t *check_of(const char *epoch, apr_int64_t sum,
+                                       apr_interval_time_t at)
+{
+    lessons_lease_check_t *chk = apr_pcalloc(pool, sizeof(*chk));
+
+    chk->version = version(epoch, sum);
+    chk->at = at;
+    return chk;
+}
+
+static void add_row(lessons_lease_check_t *chk, const char *name,
+                    apr_int64_t term, apr_int64_t length_ms,
+                    apr_int64_t acked)
+{
+    lessons_lease_row_t *row = &chk->rows[chk->nrows++];
+
+    apr_cpystrn(row->name, name, sizeof(row->name));
+    row->term = term;
+    row->length_ms = length_ms;
+    row->acked = version(chk->version.epoch, acked);
+}
+
+static void test_checks_answer_only_earlier_asks(void **state)
+{
+    lessons_lease_t *l = fresh();
+    lessons_lease_check_t *chk = check_of("e1", 4, T0), *out;
+    apr_uint32_t before, ticket;
+
+    (void)state;
+    out = apr_pcalloc(pool, sizeof(*out));
+    assert_true(lessons_lease_hold(l, ME, T0, MS(3000), alive_always));
+    assert_false(lessons_lease_wanted(l));
+    before = lessons_lease_asked(l);        /* a check sent now ... */
+    ticket = lessons_lease_ask(l);          /* ... then a write asks */
+    assert_true(lessons_lease_wanted(l));
+    assert_true(lessons_lease_publish(l, ME, before, chk));
+    /* That check was sent before the ask: it answers nothing. */
+    assert_false(lessons_lease_answer(l, ticket, lessons_lease_clock(),
+                                      out));
+    assert_true(lessons_lease_wanted(l));
+    assert_true(lessons_lease_publish(l, ME, lessons_lease_asked(l), chk));
+    assert_true(lessons_lease_answer(l, ticket, lessons_lease_clock(), out));
+    assert_int_equal(out->version.sum, 4);
+    assert_false(lessons_lease_wanted(l));
+}
+
+static void test_settled_by_acks_or_ends(void **state)
+{
+    lessons_lease_t *l = fresh();
+    lessons_lease_check_t *chk = check_of("e1", 10, T0);
+    lessons_lease_version_t v10 = version("e1", 10),
+                            v9 = version("e1", 9),
+                            wrong = version("e0", 99);
+    apr_interval_time_t until = 0;
+    apr_uint32_t bell = 0;
+
+    (void)state;
+    add_row(chk, "a", 5, 1000, 10);     /* acknowledged in the check */
+    add_row(chk, "b", 6, 1000, 9);      /* not yet */
+    add_row(chk, "c", 7, 2000, -1);     /* never */
+    assert_false(lessons_lease_settled(l, chk, T0 + MS(1), &until, &bell));
+    assert_int_equal(until, T0 + MS(1000));
+    /* b acknowledges an older version, and one of another epoch. */
+    lessons_lease_heard(l, "b", 6, &v9, T0 + MS(2));
+    lessons_lease_heard(l, "b", 6, &wrong, T0 + MS(2));
+    assert_false(lessons_lease_settled(l, chk, T0 + MS(3), &until, &bell));
+    /* c: its renewal heard 500 ms before the check ends 500 ms sooner. */
+    lessons_lease_heard(l, "c", 7, NULL, T0 - MS(500));
+    lessons_lease_heard(l, "b", 6, &v10, T0 + MS(4));
+    assert_false(lessons_lease_settled(l, chk, T0 + MS(5), &until, &bell));
+    assert_int_equal(until, T0 + MS(1500));
+    assert_false(lessons_lease_settled(l, chk, T0 + MS(1499), &until,
+                                       &bell));
+    assert_true(lessons_lease_settled(l, chk, T0 + MS(1500), &until,
+                                      &bell));
+}
+
+static void test_an_older_renewal_heard_does_not_end_a_newer(void **state)
+{
+    lessons_lease_t *l = fresh();
+    lessons_lease_check_t *chk = check_of("e1", 10, T0);
+    apr_interval_time_t until = 0;
+    apr_uint32_t bell = 0;
+
+    (void)state;
+    add_row(chk, "d", 8, 1000, -1);
+    /* Term 7 was heard long ago; the check's term 8 was not. */
+    lessons_lease_heard(l, "d", 7, NULL, T0 - MS(5000));
+    assert_false(lessons_lease_settled(l, chk, T0 + MS(10), &until, &bell));
+    assert_int_equal(until, T0 + MS(1000));
+    assert_true(lessons_lease_settled(l, chk, T0 + MS(1000), &until,
+                                      &bell));
+}
+
+static void test_overflow_waits_out_the_longest(void **state)
+{
+    lessons_lease_t *l = fresh();
+    lessons_lease_check_t *chk = check_of("e1", 10, T0);
+    apr_interval_time_t until = 0;
+    apr_uint32_t bell = 0;
+
+    (void)state;
+    chk->overflow = 1;
+    assert_false(lessons_lease_settled(l, chk, T0 + MS(30000), &until,
+                                       &bell));
+    assert_int_equal(until, T0 + MS(LESSONS_LEASE_MAX_MS));
+}
+
+static void test_covers(void **state)
+{
+    lessons_lease_version_t a = version("e1", 5), b = version("e1", 6),
+                            c = version("e2", 9), none = version("e1", -1);
+
+    (void)state;
+    assert_true(lessons_lease_covers(&b, &a));
+    assert_true(lessons_lease_covers(&a, &a));
+    assert_false(lessons_lease_covers(&a, &b));
+    assert_false(lessons_lease_covers(&c, &a));
+    assert_false(lessons_lease_covers(&none, &none));
+}
+
+/* A writer in another process sleeps on the bell; what this process
+ * hears wakes it well before its deadline.
+ */
+static void test_heard_wakes_another_process(void **state)
+{
+    apr_shm_t *shm;
+    lessons_lease_t *l;
+    int status = 0;
+    pid_t child;
+
+    (void)state;
+    assert_int_equal(apr_shm_create(&shm, lessons_lease_size(), NULL, pool),
+                     APR_SUCCESS);
+    l = lessons_lease_attach(apr_shm_baseaddr_get(shm),
+                             apr_shm_size_get(shm), lock, 1, pool);
+    assert_non_null(l);
+    child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        lessons_lease_check_t *chk = check_of("e1", 3, lessons_lease_clock());
+        apr_interval_time_t start = lessons_lease_clock(), until = 0;
+        apr_uint32_t bell = 0;
+
+        add_row(chk, "z", 1, 20000, -1);
+        while (!lessons_lease_settled(l, chk, lessons_lease_clock(), &until,
+                                      &bell)) {
+            lessons_lease_sleep(l, bell, until);
+        }
+        _exit(lessons_lease_clock() - start < apr_time_from_sec(10) ? 0
+                                                                    : 1);
+    }
+    apr_sleep(MS(200));
+    {
+        lessons_lease_version_t v = version("e1", 3);
+
+        lessons_lease_heard(l, "z", 1, &v, lessons_lease_clock());
+    }
+    assert_int_equal(waitpid(child, &status, 0), child);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_read_path_only_while_the_lease_holds),
+        cmocka_unit_test(test_versions_only_move_forward),
+        cmocka_unit_test(test_one_holder_and_the_next),
+        cmocka_unit_test(test_checks_answer_only_earlier_asks),
+        cmocka_unit_test(test_settled_by_acks_or_ends),
+        cmocka_unit_test(test_an_older_renewal_heard_does_not_end_a_newer),
+        cmocka_unit_test(test_overflow_waits_out_the_longest),
+        cmocka_unit_test(test_covers),
+        cmocka_unit_test(test_heard_wakes_another_process),
+    };
+
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
