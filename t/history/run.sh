@@ -319,6 +319,7 @@ run_fault() {   # run_fault KIND
     [ "$rc" -le 1 ] || { cat "$OUT/$kind.check" >&2; die "$kind: check.pl failed ($rc)"; }
     RC=$rc
     SUMMARY="$(tail -n 1 "$OUT/$kind.check") secs=$(( $(date +%s) - t0 ))"
+    [ ! -s "$WORK/faults.log" ] || SUMMARY="$SUMMARY ($(paste -sd';' "$WORK/faults.log" | sed 's/;/; /g'))"
 }
 
 passed=0 failed=0
