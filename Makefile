@@ -196,7 +196,7 @@ endef
 # TEST_TOOLS (built before the suites) and scripts to FRAGMENT_SUITES.
 .DEFAULT_GOAL := all
 -include t/idp/idp.mk t/oidcp/oidcp.mk t/openapi/openapi.mk t/package/package.mk t/fuzz/fuzz.mk t/promtool/promtool.mk \
-         t/layouts/layouts.mk t/failover/failover.mk t/release/release.mk
+         t/layouts/layouts.mk t/failover/failover.mk t/history/history.mk t/release/release.mk
 
 .PHONY: all deps test-deps dev run token test test-all check test-release unit lint integration asan-test install \
         clean clean-module distclean

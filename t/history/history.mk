@@ -1,0 +1,12 @@
+# The history suite (issue 56): clients against three Apache servers on
+# one PostgreSQL database under faults (a server stopped past its lease,
+# listeners terminated, PostgreSQL restarted, a standby promoted, a write
+# storm, a server killed), each history checked by t/history/check.pl
+# (t/history/run.sh says what).  make test-all runs it; make history
+# runs it alone (FAULTS=, LEASE=, BROKEN=expiry|acks, HISTORY_SECONDS=).
+FRAGMENT_SUITES += t/history/run.sh
+
+.PHONY: history
+history: test-deps
+	@$(MAKE) -s --no-print-directory all
+	@t/history/run.sh
