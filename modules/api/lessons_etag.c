@@ -11,14 +11,25 @@
 #include "apr_strings.h"
 
 #include "api/lessons_etag.h"
+#include "base/lessons_digest.h"
 
 #define LESSONS_GZIP_SUFFIX      "-gz"
 #define LESSONS_DEFLATE_SUFFIX   "-gzip"    /* what mod_deflate appends */
 
-const char *lessons_etag_list(apr_pool_t *p, const lessons_catalog_t *cat)
+const char *lessons_etag_list(apr_pool_t *p, const lessons_catalog_t *cat,
+                              const char *body, apr_size_t len)
 {
-    return apr_psprintf(p, "\"C%" APR_INT64_T_FMT ".%s\"", cat->changes,
-                        cat->epoch ? cat->epoch : "");
+    unsigned char d[LESSONS_DIGEST_LEN];
+    lessons_digest_field_t f[2];
+
+    f[0].data = cat->epoch;
+    f[0].len = cat->epoch ? strlen(cat->epoch) : 0;
+    f[1].data = body;
+    f[1].len = len;
+    if (!body || !lessons_digest_fields("lessons list", f, 2, d)) {
+        return NULL;
+    }
+    return apr_pstrcat(p, "\"C", lessons_digest_hex(p, d, 16), "\"", NULL);
 }
 
 const char *lessons_etag_lesson(apr_pool_t *p, const lessons_lesson_t *l)

@@ -3,12 +3,17 @@
  * lessons_etag.h: the API's entity tags, and the conditional request
  * headers that carry them back (RFC 9110 section 13).
  *
- * Tags are strong and name what made the bytes, so no body is hashed:
- *   a list     "C<changes>.<epoch>"       the catalog version
+ * Tags are strong:
+ *   a list     "C<digest>"                the first 128 bits of SHA-256 of
+ *                                         the epoch and the body, in hex
  *   a lesson   "L<id>.<version>.<epoch>"  the lesson row's version
  * <epoch> is the database's identity: a tag never matches in another
- * (or a re-created) database.  The gzip form of a body has the same tag
- * with "-gz" before the closing quote.
+ * (or a re-created) database.  A lesson's version names its bytes; a
+ * list's rows are read after the catalogue version that keys the cache
+ * (and under a read lease, while a write waits for the servers'
+ * acknowledgements), so two lists built at one version may differ: a
+ * list's tag is its bytes', and no tag names two bodies.  The gzip form
+ * of a body has the same tag with "-gz" before the closing quote.
  */
 #ifndef LESSONS_ETAG_H
 #define LESSONS_ETAG_H
@@ -16,7 +21,9 @@
 #include "apr_pools.h"
 #include "store/lessons_store.h"
 
-const char *lessons_etag_list(apr_pool_t *p, const lessons_catalog_t *cat);
+/* NULL when the digest cannot be made. */
+const char *lessons_etag_list(apr_pool_t *p, const lessons_catalog_t *cat,
+                              const char *body, apr_size_t len);
 
 const char *lessons_etag_lesson(apr_pool_t *p, const lessons_lesson_t *l);
 

@@ -61,8 +61,8 @@ int lessons_build(lessons_ctx *c, const lessons_catalog_t *cat,
         return lessons_dbd_failed(c, err);
     }
     doc->body = lessons_json_list_text(c->r->pool, list, &doc->len);
-    doc->etag = lessons_etag_list(c->r->pool, cat);
-    if (!doc->body) {
+    doc->etag = lessons_etag_list(c->r->pool, cat, doc->body, doc->len);
+    if (!doc->body || !doc->etag) {
         return lessons_dbd_failed(c, "stored lessons could not be encoded");
     }
     return DECLINED;

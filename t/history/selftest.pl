@@ -77,7 +77,7 @@ my @cases = (
         update(1, 1, 5, 2, 3, 'u1-1', 200, lv => 3),
         list(2, 2, 3, 1, [], u => '/level/2'),
         list(2, 2, 3, 2, [st(2, 'Zwei', 2)], u => '/level/2')],
-    [pass => 'a list tag read before a concurrent write names a newer body too',
+    [etag => 'a list tag names two bodies (one built after a concurrent write)',
         update(1, 1, 2, 1, 1, 'u1-1'),
         list(2, 0.5, 1.5, 1, [st(1, 'Eins'), st(2, 'Zwei', 2)]),
         list(3, 1.2, 2.5, 1, [st(1, 'u1-1'), st(2, 'Zwei', 2)])],

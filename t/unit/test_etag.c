@@ -35,11 +35,19 @@ static lessons_lesson_t lesson(apr_int64_t id, apr_int64_t version,
 
 static void test_tags_made(void **state)
 {
-    lessons_catalog_t cat = { "00ff", 42 };
+    lessons_catalog_t cat = { "00ff", 42 }, other = { "00fe", 42 };
     lessons_lesson_t l = lesson(7, 3, "00ff");
+    const char *a = lessons_etag_list(pool, &cat, "[1]", 3),
+               *b = lessons_etag_list(pool, &cat, "[2]", 3);
 
     (void)state;
-    assert_string_equal(lessons_etag_list(pool, &cat), "\"C42.00ff\"");
+    /* A list's tag is its bytes' (and its database's), not the version's. */
+    assert_non_null(a);
+    assert_int_equal(strlen(a), 35);
+    assert_memory_equal(a, "\"C", 2);
+    assert_string_equal(a, lessons_etag_list(pool, &cat, "[1]", 3));
+    assert_string_not_equal(a, b);
+    assert_string_not_equal(a, lessons_etag_list(pool, &other, "[1]", 3));
     assert_string_equal(lessons_etag_lesson(pool, &l), "\"L7.3.00ff\"");
     assert_string_equal(lessons_etag_gzip(pool, "\"L7.3.00ff\""),
                         "\"L7.3.00ff-gz\"");
