@@ -743,51 +743,42 @@ int lessons_lease_catalog(request_rec *r, const lessons_srv_conf *sconf,
 typedef enum {
     LESSONS_ALONE_OK = 0,
     LESSONS_ALONE_NONE,             /* the database has no leases table */
+    LESSONS_ALONE_NO_CONNECTION,    /* the write was another's share */
     LESSONS_ALONE_FAILED
 } lessons_alone_e;
 
-/* A check made by the writer itself, on a pooled connection of its own:
- * its holder does not listen (or did not answer in time).
+/* A check made by the writer itself, on the connection its write used:
+ * its holder does not listen (or did not answer in time).  Never a
+ * connection of its own: mod_dbd's pool waits without a bound when its
+ * connections are all taken, as they may be while the database is in
+ * trouble.
  */
-static lessons_alone_e lessons_lease_check_alone(request_rec *r,
-                                                 lessons_srv_conf *sconf,
+static lessons_alone_e lessons_lease_check_alone(lessons_ctx *c,
                                                  lessons_lease_check_t *chk,
                                                  const char **err)
 {
-    apr_pool_t *p = r->pool;
+    apr_pool_t *p = c->r->pool;
     apr_array_header_t *rows = NULL;
     lessons_catalog_t cat;
     lessons_db_fault_e fault;
-    lessons_db_t db;
-    lessons_alone_e rc = LESSONS_ALONE_FAILED;
-    ap_dbd_t *dbd = sconf->dbd_open ? sconf->dbd_open(p, r->server) : NULL;
 
-    if (!dbd) {
-        *err = "no database connection";
+    if (!c->db.handle || !c->db_pool) {
+        return LESSONS_ALONE_NO_CONNECTION;
+    }
+    fault = lessons_db_ready_leases(&c->db, c->db_pool, p, err);
+    if (fault == LESSONS_DB_NO_SCHEMA) {
+        return LESSONS_ALONE_NONE;
+    }
+    if (fault != LESSONS_DB_OK) {
         return LESSONS_ALONE_FAILED;
     }
-    memset(&db, 0, sizeof(db));
-    db.driver = dbd->driver;
-    db.handle = dbd->handle;
-    fault = lessons_db_ready(&db, dbd->pool,
-                             1000L * lessons_db_timeout(sconf), err);
-    if (fault == LESSONS_DB_OK) {
-        fault = lessons_db_ready_leases(&db, dbd->pool, p, err);
+    if (lessons_store_lease_check(&c->db, p, &cat, &rows, err)
+        != LESSONS_STORE_OK) {
+        (void)lessons_db_fault(&c->db, c->db_pool, *err);
+        return LESSONS_ALONE_FAILED;
     }
-    if (fault == LESSONS_DB_NO_SCHEMA) {
-        rc = LESSONS_ALONE_NONE;
-    }
-    else if (fault == LESSONS_DB_OK
-             && lessons_store_lease_check(&db, p, &cat, &rows, err)
-                == LESSONS_STORE_OK) {
-        lessons_lease_check_fill(chk, &cat, rows, lessons_lease_clock());
-        rc = LESSONS_ALONE_OK;
-    }
-    else if (fault == LESSONS_DB_OK) {
-        (void)lessons_db_fault(&db, dbd->pool, *err);
-    }
-    sconf->dbd_close(r->server, dbd);
-    return rc;
+    lessons_lease_check_fill(chk, &cat, rows, lessons_lease_clock());
+    return LESSONS_ALONE_OK;
 }
 
 void lessons_lease_settle(lessons_ctx *c)
@@ -821,18 +812,20 @@ void lessons_lease_settle(lessons_ctx *c)
     }
     alone = !asked;
     if (alone) {
-        switch (lessons_lease_check_alone(r, sconf, chk, &err)) {
+        switch (lessons_lease_check_alone(c, chk, &err)) {
         case LESSONS_ALONE_NONE:
             return;
+        case LESSONS_ALONE_NO_CONNECTION:
         case LESSONS_ALONE_FAILED:
             /* Nobody to ask: wait out a lease of this server's length,
              * which every server of the database should share.
              */
-            ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, LESSONSLOG(00795)
-                          "LessonsDBLease: the write is committed but its "
-                          "check failed (%s): it waits out a lease (%d ms) "
-                          "before it is answered", err ? err : "unknown",
-                          ls->length_ms);
+            ap_log_rerror(APLOG_MARK, err ? APLOG_ERR : APLOG_INFO, 0, r,
+                          LESSONSLOG(00795) "LessonsDBLease: the write is "
+                          "committed, and with no check (%s) it waits out a "
+                          "lease (%d ms) before it is answered",
+                          err ? err : "the server's listening connection "
+                          "is down", ls->length_ms);
             apr_sleep(apr_time_from_msec(ls->length_ms));
             return;
         case LESSONS_ALONE_OK:
@@ -854,8 +847,7 @@ void lessons_lease_settle(lessons_ctx *c)
          */
         apr_sleep(until - now < LESSONS_LEASE_POLL ? until - now
                                                    : LESSONS_LEASE_POLL);
-        if (lessons_lease_check_alone(r, sconf, later, &err)
-            == LESSONS_ALONE_OK) {
+        if (lessons_lease_check_alone(c, later, &err) == LESSONS_ALONE_OK) {
             lessons_lease_heard_check(ls->block, later, later->at);
         }
     }

@@ -8,9 +8,18 @@
 # no 304 for a tag a finished write made old; no lost update), under
 # faults this script injects while the clients run:
 #   none       steady state
-#   stop       SIGSTOP of one server's process group for longer than the
-#              lease (2 x LEASE + 1 s, at least 3 s), then SIGCONT; twice;
-#              its clients give up after 2 s (unknown outcomes)
+#   stop       SIGSTOP of one server's process group, then SIGCONT, four
+#              times: for longer than the lease (2 x LEASE + 1 s, at least
+#              3 s) and for half of it, in turn.  Clients wait out the
+#              pause, so the requests it held are answered when it resumes:
+#              after a long pause from the database (the lease ended by
+#              the clock), after a short one from a lease that the writes
+#              meanwhile waited for
+#   stall      SIGSTOP of the PostgreSQL backends of every server's
+#              listening connection for longer than the lease, then
+#              SIGCONT; three times: no server hears of a write or
+#              renews, and each lease ends by the clock while the writes
+#              wait for it (the broken modules fail here)
 #   terminate  pg_terminate_backend of the lease listeners, three times
 #   pgrestart  pg_ctl restart -m fast, twice
 #   failover   the primary stopped -m immediate and a streaming standby
@@ -47,7 +56,7 @@ SECS=${HISTORY_SECONDS:-20}
 NSERVERS=${HISTORY_SERVERS:-3}
 NCLIENTS=${HISTORY_CLIENTS:-6}
 BROKEN=${BROKEN:-}
-FAULTS=${FAULTS:-none stop terminate pgrestart failover storm kill}
+FAULTS=${FAULTS:-none stop stall terminate pgrestart failover storm kill}
 
 die() { echo "history: $*" >&2; exit 1; }
 counts() { [ -z "${INTEGRATION_COUNTS:-}" ] || echo "$1 $2" >>"$INTEGRATION_COUNTS"; }
@@ -61,7 +70,7 @@ case "$BROKEN" in
             counts 0 0
             exit 0
         fi
-        [ "$BROKEN" = expiry ] && FAULTS=stop || FAULTS=none ;;
+        FAULTS=stall ;;
     *) die "BROKEN=$BROKEN: expiry or acks" ;;
 esac
 [ -f "$MODULE" ] || die "$MODULE not found: run make first"
@@ -77,9 +86,10 @@ if [ -z "${LEASE+set}" ]; then
     fi
 fi
 [[ "$LEASE" =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "LEASE=$LEASE: seconds"
-# The pause of the stop fault: longer than the lease, and a few seconds
-# in any case.
+# The pauses of the stop fault: longer than the lease, and a few seconds
+# in any case; and half the lease (the lease outlives it).
 PAUSE=$(awk -v l="$LEASE" 'BEGIN { p = 2 * l + 1; if (p < 3) p = 3; print p }')
+PAUSE_SHORT=$(awk -v l="$LEASE" 'BEGIN { p = l / 2; if (p < 0.3) p = 0.3; print p }')
 
 if [ "$(id -u)" -eq 0 ]; then
     id -u "$PG_USER_SYS" >/dev/null 2>&1 || useradd --system --user-group \
@@ -239,13 +249,29 @@ t_end() { echo $(( $(date +%s) + SECS )); }
 fault_none() { :; }
 fault_storm() { :; }
 fault_stop() {
-    local i
-    for i in 1 2; do
-        sleep "$(awk -v s="$SECS" 'BEGIN { print s / 6 }')"
+    local i pause
+    for i in 1 2 3 4; do
+        sleep "$(awk -v s="$SECS" 'BEGIN { print s / 10 }')"
+        pause=$([ $((i % 2)) -eq 1 ] && echo "$PAUSE" || echo "$PAUSE_SHORT")
         kill -STOP -- "-${SERVER_PIDS[1]}"
-        echo "stop: server 1 stopped for $PAUSE s" >>"$WORK/faults.log"
-        sleep "$PAUSE"
+        echo "stop: server 1 stopped for $pause s" >>"$WORK/faults.log"
+        sleep "$pause"
         kill -CONT -- "-${SERVER_PIDS[1]}"
+    done
+}
+fault_stall() {
+    local i pids
+    for i in 1 2 3; do
+        sleep "$(awk -v s="$SECS" 'BEGIN { print s / 8 }')"
+        pids=$(psql_at "$P1" "SELECT string_agg(pid::text, ' ') FROM pg_stat_activity
+                              WHERE application_name = 'mod_lessons lease'")
+        [ -n "$pids" ] || { echo "stall: no listener" >>"$WORK/faults.log"; continue; }
+        # shellcheck disable=SC2086
+        "${AS_PG[@]}" kill -STOP $pids
+        echo "stall: listeners' backends stopped for $PAUSE s" >>"$WORK/faults.log"
+        sleep "$PAUSE"
+        # shellcheck disable=SC2086
+        "${AS_PG[@]}" kill -CONT $pids
     done
 }
 fault_terminate() {
@@ -302,9 +328,9 @@ run_fault() {   # run_fault KIND
     done
     for i in $(seq 0 $((NSERVERS - 1))); do wait_server "$i"; done
     [ "$kind" != storm ] || { clients=2; writers=8; }
-    # Requests to the stopped server give up before it resumes (unknown
-    # outcomes), and their clients go on with the others.
-    [ "$kind" != stop ] || timeout=2
+    # Requests to the stopped server wait for it: those it held are
+    # answered as it resumes, before or after its holder catches up.
+    [ "$kind" != stop ] || timeout=$(awk -v p="$PAUSE" 'BEGIN { print p + 5 }')
     perl "$HERE/clients.pl" --urls "$(IFS=,; echo "${URLS[*]}")" --token "$TOKEN" \
         --out "$OUT/$kind.jsonl" --seconds "$SECS" --clients "$clients" \
         --writers "$writers" --timeout "$timeout" >"$WORK/clients.out" 2>&1 &
