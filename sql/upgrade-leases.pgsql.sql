@@ -4,8 +4,8 @@
 -- lessons_leases table).  Until it has the table, a server with
 -- LessonsDBLease logs LESSONS00792 and serves as without the directive.
 -- It adds the table and the sequence exactly as schema.pgsql.sql makes
--- them, and the notification to the counters' trigger function (loading
--- that file again does the same).  Safe to run twice; one transaction.
+-- them (loading that file again does the same).  Safe to run twice; one
+-- transaction.
 --
 --   psql -h HOST -U lessons -d lessons -v ON_ERROR_STOP=1 \
 --        -f /usr/share/mod-lessons/sql/upgrade-leases.pgsql.sql
@@ -13,16 +13,6 @@
 -- Run it as the role that owns the other tables, before any server
 -- turns LessonsDBLease on.  No reload is needed.
 BEGIN;
-
-CREATE OR REPLACE FUNCTION lessons_catalog_bump() RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
-    UPDATE lessons_catalog SET changes = changes + 1
-    WHERE stripe = pg_backend_pid() % 16;
-    PERFORM pg_notify('lessons_catalog', '');
-    RETURN NULL;
-END
-$$;
 
 CREATE UNLOGGED TABLE IF NOT EXISTS lessons_leases (
     server    TEXT        PRIMARY KEY,

@@ -441,18 +441,20 @@ static int lessons_holder_renew(lessons_holder_t *h, apr_pool_t *p)
 }
 
 /* A check: the version and every lease of one snapshot, read after the
- * asks it answers; the version installed, then acknowledged.
+ * asks it answers; the version installed, then acknowledged.  Asked by
+ * writers, it tells every listening server that the catalogue moved.
  */
 static int lessons_holder_check(lessons_holder_t *h, apr_pool_t *p)
 {
     lessons_lease_srv *ls = h->ls;
     apr_uint32_t asked = lessons_lease_asked(ls->block);
+    int notify = lessons_lease_wanted(ls->block);
     lessons_lease_check_t *chk = &h->chk;
     apr_array_header_t *rows = NULL;
     lessons_catalog_t cat;
     const char *err = NULL;
 
-    if (lessons_store_lease_check(&h->db, p, &cat, &rows, &err)
+    if (lessons_store_lease_check(&h->db, p, notify, &cat, &rows, &err)
         != LESSONS_STORE_OK) {
         ap_log_error(APLOG_MARK, APLOG_WARNING, 0, ls->s, LESSONSLOG(00791)
                      "LessonsDBLease: checking: %s",
@@ -753,7 +755,7 @@ typedef enum {
  * connections are all taken, as they may be while the database is in
  * trouble.
  */
-static lessons_alone_e lessons_lease_check_alone(lessons_ctx *c,
+static lessons_alone_e lessons_lease_check_alone(lessons_ctx *c, int notify,
                                                  lessons_lease_check_t *chk,
                                                  const char **err)
 {
@@ -772,7 +774,7 @@ static lessons_alone_e lessons_lease_check_alone(lessons_ctx *c,
     if (fault != LESSONS_DB_OK) {
         return LESSONS_ALONE_FAILED;
     }
-    if (lessons_store_lease_check(&c->db, p, &cat, &rows, err)
+    if (lessons_store_lease_check(&c->db, p, notify, &cat, &rows, err)
         != LESSONS_STORE_OK) {
         (void)lessons_db_fault(&c->db, c->db_pool, *err);
         return LESSONS_ALONE_FAILED;
@@ -812,7 +814,7 @@ void lessons_lease_settle(lessons_ctx *c)
     }
     alone = !asked;
     if (alone) {
-        switch (lessons_lease_check_alone(c, chk, &err)) {
+        switch (lessons_lease_check_alone(c, 1, chk, &err)) {
         case LESSONS_ALONE_NONE:
             return;
         case LESSONS_ALONE_NO_CONNECTION:
@@ -847,7 +849,8 @@ void lessons_lease_settle(lessons_ctx *c)
          */
         apr_sleep(until - now < LESSONS_LEASE_POLL ? until - now
                                                    : LESSONS_LEASE_POLL);
-        if (lessons_lease_check_alone(c, later, &err) == LESSONS_ALONE_OK) {
+        if (lessons_lease_check_alone(c, 0, later, &err)
+            == LESSONS_ALONE_OK) {
             lessons_lease_heard_check(ls->block, later, later->at);
         }
     }

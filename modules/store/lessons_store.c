@@ -188,6 +188,17 @@ const lessons_statement_t lessons_statements_leases[] = {
       "(SELECT sum(changes) FROM lessons_catalog), "
       "l.server, l.term, l.length_ms, l.epoch, l.acked "
       "FROM (SELECT 1) AS one LEFT JOIN lessons_leases l ON true" },
+    /* The same for writers: it tells every listening server that the
+     * catalogue moved.  Its own transaction, with no data written: no
+     * WAL flush under the notification queue's lock, which a NOTIFY in
+     * the writes' trigger held through each write's commit.
+     */
+    { "lessons_lease_check_notify",
+      "WITH n AS (SELECT pg_notify('lessons_catalog', '')) "
+      "SELECT (SELECT " LESSONS_EPOCH " FROM lessons_database), "
+      "(SELECT sum(changes) FROM lessons_catalog), "
+      "l.server, l.term, l.length_ms, l.epoch, l.acked "
+      "FROM (SELECT 1 FROM n) AS one LEFT JOIN lessons_leases l ON true" },
     { "lessons_lease_ack",
       "WITH u AS (UPDATE lessons_leases SET epoch = %s, acked = %lld "
       "WHERE server = %s RETURNING term, server) "
@@ -1733,12 +1744,12 @@ static int lessons_store_lease_row(const lessons_db_t *db, apr_pool_t *p,
 }
 
 lessons_store_e lessons_store_lease_check(const lessons_db_t *db,
-                                          apr_pool_t *p,
+                                          apr_pool_t *p, int notify,
                                           lessons_catalog_t *cat,
                                           apr_array_header_t **leases,
                                           const char **err)
 {
-    const char *label = lessons_statements_leases[1].label;
+    const char *label = lessons_statements_leases[notify ? 2 : 1].label;
     apr_dbd_prepared_t *stmt = lessons_store_stmt(db, p, label, err);
     apr_dbd_results_t *res = NULL;
     apr_dbd_row_t *row = NULL;
@@ -1790,7 +1801,7 @@ lessons_store_e lessons_store_lease_ack(const lessons_db_t *db,
     const char *cols[1];
     int rows = 0;
     lessons_store_e rc = lessons_store_one(db, p,
-                                           lessons_statements_leases[2].label,
+                                           lessons_statements_leases[3].label,
                                            args, cols, 1, &rows, err);
 
     *found = rows > 0;
@@ -1805,6 +1816,6 @@ lessons_store_e lessons_store_lease_release(const lessons_db_t *db,
     const void *args[] = { server };
     int nrows = 0;
 
-    return lessons_store_run(db, p, lessons_statements_leases[3].label,
+    return lessons_store_run(db, p, lessons_statements_leases[4].label,
                              args, &nrows, err);
 }
