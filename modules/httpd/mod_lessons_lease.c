@@ -131,7 +131,11 @@ static lessons_lease_srv *lessons_lease_make(apr_pool_t *pconf,
     ls->block = lessons_lease_attach(apr_shm_baseaddr_get(ls->shm),
                                      apr_shm_size_get(ls->shm), ls->lock, 1,
                                      pconf);
-    return ls->block ? ls : NULL;
+    if (!ls->block) {
+        return NULL;
+    }
+    lessons_lease_name(ls->block, name);
+    return ls;
 }
 
 /* One lease per PostgreSQL pool of the server: virtual hosts that share
@@ -470,6 +474,42 @@ static int lessons_holder_check(lessons_holder_t *h, apr_pool_t *p)
     return lessons_holder_ack(h, p, &cat, &chk->version);
 }
 
+/* Told of a change and asked by no writer here: catch up in one
+ * statement.  GETs read the version from the database from before it is
+ * sent until what it read is installed, since its acknowledgement may
+ * be seen by a writer first.
+ */
+static int lessons_holder_catch_up(lessons_holder_t *h, apr_pool_t *p)
+{
+    lessons_lease_srv *ls = h->ls;
+    lessons_lease_version_t v;
+    lessons_catalog_t cat;
+    const char *err = NULL;
+    int found = 0;
+
+    if (!lessons_lease_refresh(ls->block, h->pid)) {
+        return 0;
+    }
+    if (lessons_store_lease_catch_up(&h->db, p, ls->name, &cat, &found, &err)
+        != LESSONS_STORE_OK) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, ls->s, LESSONSLOG(00791)
+                     "LessonsDBLease: catching up: %s",
+                     err ? err : "unknown error");
+        return 0;
+    }
+    lessons_holder_version(&cat, &v);
+    if (!lessons_lease_install(ls->block, h->pid, &v, 0)) {
+        return 0;
+    }
+    if (found) {
+        memcpy(&h->acked, &v, sizeof(v));
+    }
+    else {
+        h->renew_at = 0;            /* the row was removed: renew now */
+    }
+    return 1;
+}
+
 /* A notification: a change somewhere (check), or another server's
  * renewal ("r TERM NAME") or acknowledgement ("a TERM SUM NAME EPOCH").
  */
@@ -547,9 +587,15 @@ static int lessons_holder_turn(lessons_holder_t *h, apr_pool_t *p)
     if (now >= h->renew_at && !lessons_holder_renew(h, p)) {
         return 0;
     }
-    if ((h->need_check || lessons_lease_wanted(ls->block))) {
+    if (lessons_lease_wanted(ls->block)) {
         h->need_check = 0;
         if (!lessons_holder_check(h, p)) {
+            return 0;
+        }
+    }
+    else if (h->need_check) {
+        h->need_check = 0;
+        if (!lessons_holder_catch_up(h, p)) {
             return 0;
         }
     }

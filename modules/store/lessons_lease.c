@@ -37,11 +37,15 @@ typedef struct {
     apr_uint32_t listening;
     apr_uint32_t seq;                       /* odd while written */
     apr_interval_time_t end;                /* the lease's, 0: none */
+    apr_uint32_t refreshing;                /* a version is being read
+                                             * and acknowledged at once:
+                                             * not served until installed */
     lessons_lease_version_t version;        /* installed */
     apr_uint32_t asked;                     /* checks asked */
     apr_uint32_t answered;                  /* the last ask answered */
     apr_uint32_t bell;                      /* futex word */
     lessons_lease_check_t check;            /* the last published */
+    char self[LESSONS_LEASE_NAME_MAX];      /* this server's row */
     lessons_lease_peer_t peers[LESSONS_LEASE_PEERS];
 } lessons_lease_block_t;
 
@@ -94,6 +98,11 @@ lessons_lease_t *lessons_lease_attach(void *base, apr_size_t size,
         l->b->magic = LESSONS_LEASE_MAGIC;
     }
     return l;
+}
+
+void lessons_lease_name(lessons_lease_t *l, const char *name)
+{
+    apr_cpystrn(l->b->self, name ? name : "", sizeof(l->b->self));
 }
 
 static int lessons_lease_lock(lessons_lease_t *l)
@@ -155,7 +164,7 @@ static void lessons_lease_read(lessons_lease_t *l, apr_interval_time_t *end,
         if (s1 & 1) {
             continue;
         }
-        *end = b->end;
+        *end = b->refreshing ? 0 : b->end;
         if (v) {
             memcpy(v, &b->version, sizeof(*v));
         }
@@ -228,6 +237,7 @@ int lessons_lease_hold(lessons_lease_t *l, apr_uint32_t pid,
         b->holder = pid;
         b->listening = 0;
         lessons_lease_end_now(b);
+        b->refreshing = 0;
         held = 1;
     }
     if (held) {
@@ -288,7 +298,7 @@ int lessons_lease_install(lessons_lease_t *l, apr_uint32_t pid,
         newer = strncmp(v->epoch, b->version.epoch,
                         sizeof(v->epoch)) != 0
                 || v->sum > b->version.sum;
-        if (newer || end > 0) {
+        if (newer || end > 0 || b->refreshing) {
             lessons_lease_write_begin(b);
             if (newer) {
                 memcpy(&b->version, v, sizeof(*v));
@@ -297,8 +307,27 @@ int lessons_lease_install(lessons_lease_t *l, apr_uint32_t pid,
             if (end > 0) {
                 b->end = end;
             }
+            b->refreshing = 0;
             lessons_lease_write_end(b);
         }
+    }
+    lessons_lease_unlock(l);
+    return held;
+}
+
+int lessons_lease_refresh(lessons_lease_t *l, apr_uint32_t pid)
+{
+    lessons_lease_block_t *b = l->b;
+    int held;
+
+    if (!lessons_lease_lock(l)) {
+        return 0;
+    }
+    held = b->holder == pid;
+    if (held) {
+        lessons_lease_write_begin(b);
+        b->refreshing = 1;
+        lessons_lease_write_end(b);
     }
     lessons_lease_unlock(l);
     return held;
@@ -494,6 +523,11 @@ int lessons_lease_settled(lessons_lease_t *l,
         lessons_lease_peer_t *p;
 
         if (lessons_lease_covers(&row->acked, &chk->version)) {
+            continue;
+        }
+        /* This server: what it installed is what its GETs take. */
+        if (b->self[0] && strncmp(row->name, b->self, sizeof(b->self)) == 0
+            && lessons_lease_covers(&b->version, &chk->version)) {
             continue;
         }
         p = lessons_lease_peer(b, row->name, 0);

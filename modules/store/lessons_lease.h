@@ -85,6 +85,12 @@ lessons_lease_t *lessons_lease_attach(void *base, apr_size_t size,
                                       apr_global_mutex_t *lock, int fresh,
                                       apr_pool_t *p);
 
+/* The server's own name (its row in lessons_leases): a writer needs no
+ * acknowledgement from its own server, only the version installed.  In
+ * the parent, after a fresh attach.
+ */
+void lessons_lease_name(lessons_lease_t *l, const char *name);
+
 /* ---------------------------------------------------- the read path */
 
 /* The installed version, if the lease is valid at now: 1 and *v, or 0
@@ -120,6 +126,13 @@ int lessons_lease_listening(lessons_lease_t *l, apr_uint32_t pid, int on);
 int lessons_lease_install(lessons_lease_t *l, apr_uint32_t pid,
                           const lessons_lease_version_t *v,
                           apr_interval_time_t end);
+
+/* The read path stops taking the installed version until the next
+ * lessons_lease_install: the holder reads a version and acknowledges it
+ * in one statement, so the acknowledgement may be seen before the
+ * version is installed.  1, or 0 when pid no longer holds the block.
+ */
+int lessons_lease_refresh(lessons_lease_t *l, apr_uint32_t pid);
 
 /* The checks asked so far: a check whose statement is sent after this
  * answers them all (lessons_lease_publish with it).

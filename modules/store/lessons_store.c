@@ -206,6 +206,20 @@ const lessons_statement_t lessons_statements_leases[] = {
       "|| %lld || ' ' || u.server || ' ' || %s) FROM u" },
     { "lessons_lease_release",
       "DELETE FROM lessons_leases WHERE server = %s" },
+    /* A server that heard of a change: the version read and recorded as
+     * acknowledged in one statement, for a server that stopped serving
+     * from its lease before it sent it and installs the version after.
+     * The epoch recorded is the one the module makes (the row's and the
+     * server's history, %s).
+     */
+    { "lessons_lease_catch_up",
+      "WITH v AS (SELECT (SELECT " LESSONS_EPOCH " FROM lessons_database) "
+      "AS e, (SELECT sum(changes) FROM lessons_catalog) AS s), "
+      "u AS (UPDATE lessons_leases l SET epoch = v.e || %s, acked = v.s "
+      "FROM v WHERE l.server = %s RETURNING l.term, l.epoch, l.acked) "
+      "SELECT v.e, v.s, u.term, pg_notify('lessons_lease', 'a ' || u.term "
+      "|| ' ' || u.acked || ' ' || %s || ' ' || u.epoch) "
+      "FROM v LEFT JOIN u ON true" },
     { NULL, NULL }
 };
 
@@ -1818,4 +1832,32 @@ lessons_store_e lessons_store_lease_release(const lessons_db_t *db,
 
     return lessons_store_run(db, p, lessons_statements_leases[4].label,
                              args, &nrows, err);
+}
+
+lessons_store_e lessons_store_lease_catch_up(const lessons_db_t *db,
+                                             apr_pool_t *p,
+                                             const char *server,
+                                             lessons_catalog_t *cat,
+                                             int *found, const char **err)
+{
+    const char *identity = db->identity ? db->identity : "";
+    const void *args[] = { identity, server, server };
+    const char *cols[3];
+    int rows = 0;
+    lessons_store_e rc = lessons_store_one(db, p,
+                                           lessons_statements_leases[5].label,
+                                           args, cols, 3, &rows, err);
+
+    *found = 0;
+    if (rc != LESSONS_STORE_OK) {
+        return rc;
+    }
+    if (rows != 1
+        || !lessons_store_lease_version(db, p, cols[0], cols[1], cat)) {
+        *err = "lessons_lease_catch_up: no catalogue version: load the "
+               "schema again";
+        return LESSONS_STORE_ERROR;
+    }
+    *found = cols[2] != NULL;
+    return LESSONS_STORE_OK;
 }

@@ -365,6 +365,17 @@ lessons_store_e lessons_store_lease_ack(const lessons_db_t *db,
                                         const lessons_catalog_t *cat,
                                         int *found, const char **err);
 
+/* Read the catalogue version and record it as server's acknowledged
+ * one, in one statement (notifies lessons_lease).  The server must not
+ * serve from its lease from before this is sent until it installed
+ * *cat.  *found 0 when server has no lease row.
+ */
+lessons_store_e lessons_store_lease_catch_up(const lessons_db_t *db,
+                                             apr_pool_t *p,
+                                             const char *server,
+                                             lessons_catalog_t *cat,
+                                             int *found, const char **err);
+
 /* Remove server's lease (it stopped serving from its cache first). */
 lessons_store_e lessons_store_lease_release(const lessons_db_t *db,
                                             apr_pool_t *p,

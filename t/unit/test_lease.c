@@ -97,6 +97,23 @@ static void test_read_path_only_while_the_lease_holds(void **state)
     assert_false(lessons_lease_current(l, T0 + MS(1000), &got));
 }
 
+static void test_no_lease_while_catching_up(void **state)
+{
+    lessons_lease_t *l = fresh();
+    lessons_lease_version_t v = version("e1", 7), w = version("e1", 8), got;
+
+    (void)state;
+    assert_true(lessons_lease_hold(l, ME, T0, MS(3000), alive_always));
+    assert_true(lessons_lease_install(l, ME, &v, T0 + MS(900)));
+    /* Read and acknowledged at once: nothing served until installed. */
+    assert_true(lessons_lease_refresh(l, ME));
+    assert_false(lessons_lease_current(l, T0, &got));
+    assert_false(lessons_lease_refresh(l, OTHER));
+    assert_true(lessons_lease_install(l, ME, &w, 0));
+    assert_true(lessons_lease_current(l, T0, &got));
+    assert_int_equal(got.sum, 8);
+}
+
 static void test_versions_only_move_forward(void **state)
 {
     lessons_lease_t *l = fresh();
@@ -226,6 +243,24 @@ static void test_settled_by_acks_or_ends(void **state)
                                       &bell));
 }
 
+static void test_own_server_needs_its_install_only(void **state)
+{
+    lessons_lease_t *l = fresh();
+    lessons_lease_check_t *chk = check_of("e1", 10, T0);
+    lessons_lease_version_t v9 = version("e1", 9), v10 = version("e1", 10);
+    apr_interval_time_t until = 0;
+    apr_uint32_t bell = 0;
+
+    (void)state;
+    lessons_lease_name(l, "me");
+    add_row(chk, "me", 3, 1000, -1);
+    assert_true(lessons_lease_hold(l, ME, T0, MS(3000), alive_always));
+    assert_true(lessons_lease_install(l, ME, &v9, T0 + MS(900)));
+    assert_false(lessons_lease_settled(l, chk, T0 + MS(1), &until, &bell));
+    assert_true(lessons_lease_install(l, ME, &v10, 0));
+    assert_true(lessons_lease_settled(l, chk, T0 + MS(2), &until, &bell));
+}
+
 static void test_an_older_renewal_heard_does_not_end_a_newer(void **state)
 {
     lessons_lease_t *l = fresh();
@@ -316,10 +351,12 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_read_path_only_while_the_lease_holds),
+        cmocka_unit_test(test_no_lease_while_catching_up),
         cmocka_unit_test(test_versions_only_move_forward),
         cmocka_unit_test(test_one_holder_and_the_next),
         cmocka_unit_test(test_checks_answer_only_earlier_asks),
         cmocka_unit_test(test_settled_by_acks_or_ends),
+        cmocka_unit_test(test_own_server_needs_its_install_only),
         cmocka_unit_test(test_an_older_renewal_heard_does_not_end_a_newer),
         cmocka_unit_test(test_overflow_waits_out_the_longest),
         cmocka_unit_test(test_covers),
