@@ -25,6 +25,7 @@
 #                 BENCH_ONLY=shipped-writes only their write rows
 #   BENCH_ROUNDS=N       N alternating rounds instead of 3 (or 1 quick):
 #                 more rounds, steadier medians on a noisy machine
+#   BENCH_DUR=S          S seconds a run instead of 3 (or 1 quick)
 #   BENCH_LEASE=SECONDS  the read-lease rows' lease length (t/bench/
 #                 lease-rows.sh; default 2): PostgreSQL's rows with
 #                 LessonsDBLease off and on; 0 leaves them out
@@ -95,6 +96,11 @@ case "${BENCH_ROUNDS:-}" in
     "") ;;
     [1-9]|[1-9][0-9]) ROUNDS=$BENCH_ROUNDS ;;
     *) die "BENCH_ROUNDS: $BENCH_ROUNDS is not a number of rounds (1-99)" ;;
+esac
+case "${BENCH_DUR:-}" in
+    "") ;;
+    [1-9]|[1-5][0-9]) DUR=$BENCH_DUR ;;
+    *) die "BENCH_DUR: $BENCH_DUR is not a number of seconds (1-59)" ;;
 esac
 # The "at MaxRequestWorkers" rows: as many clients as the server has
 # workers (t/bench/httpd.conf), where a shedding gate would show.
@@ -852,7 +858,9 @@ write_rounds() {
     ru=update$clients
     [ "$clients" -lt 32 ] || writers=8
     write_setup "$engine"
-    for round in $(seq 1 "$ROUNDS"); do
+    # WRITE_ROUND_LIST: these rounds only (the read-lease rows run one
+    # at a time, alternating with the lease off and on).
+    for round in ${WRITE_ROUND_LIST:-$(seq 1 "$ROUNDS")}; do
         # CONNS for wrk_run's one call: the rows' client count.
         BENCH_WRITE=create BENCH_TOKEN=$TOKEN BENCH_BASE=$API CONNS=$clients \
             wrk_run "$db" "$rc" mod "$round" "$(url "$API")" -s "$BENCH_DIR/wrk-write.lua"

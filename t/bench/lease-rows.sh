@@ -20,7 +20,8 @@
 #            wrk --latency, t/bench/wrk-write.lua, pgbench of the same
 #            statement in the same rounds) on one of 4 servers, the
 #            other 3 holding leases too and so acknowledging every
-#            write.  DBs leaseoff-pgsql and leaseon-pgsql.
+#            write; rounds alternate off and on.  DBs leaseoff-pgsql
+#            and leaseon-pgsql.
 #
 # A server with a lease is measured only once its holder has a lease
 # row renewed within the lease length (lease_wait).
@@ -84,17 +85,25 @@ lease_shipped_rows() {
     done
 }
 
+# Writes alternate: each round starts the servers afresh with the lease
+# off, then on (on first in even rounds), so that neither side always
+# meets the machine's other load of the moment.
 lease_write_rows() {
-    local db=$1 mode
-    for mode in off on; do
-        log "$db: creates and updates on one of $LEASE_WRITE_SERVERS servers, lease $mode"
-        lease_servers_up "$mode" "$LEASE_WRITE_SERVERS"
-        PORT=${SERVER_PORTS[0]}
-        ERROR_LOG=$WORK/server-1/logs/error.log
-        write_rounds "lease$mode-$db"
-        meta "lease$mode-$db" errors "$(error_lines "server-1 error_log, lease $mode")"
-        stop_servers
-        ERROR_LOG=$RUN_ROOT/logs/error.log
+    local db=$1 mode round modes e
+    for round in $(seq 1 "$ROUNDS"); do
+        modes="off on"
+        [ $((round % 2)) -eq 1 ] || modes="on off"
+        for mode in $modes; do
+            log "$db: creates and updates on one of $LEASE_WRITE_SERVERS servers, lease $mode, round $round"
+            lease_servers_up "$mode" "$LEASE_WRITE_SERVERS"
+            PORT=${SERVER_PORTS[0]}
+            ERROR_LOG=$WORK/server-1/logs/error.log
+            WRITE_ROUND_LIST=$round write_rounds "lease$mode-$db"
+            e=$(meta_get "lease$mode-$db" errors)
+            meta "lease$mode-$db" errors $(( ${e:-0} + $(error_lines "server-1 error_log, lease $mode") ))
+            stop_servers
+            ERROR_LOG=$RUN_ROOT/logs/error.log
+        done
     done
 }
 
