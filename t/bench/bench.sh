@@ -976,14 +976,17 @@ servers_start() {
 # SERVER_PORTS at once, one line in RESULTS (ROUTE, kind mod: summed
 # rates and counts, the worst p50 and p99, PostgreSQL's statements),
 # META ROUTE_pgcpu_ROUND, ROUTE_procs_ROUND, ROUTE_lease_stmts_ROUND
-# (the read leases' share of the statements, pg_statements_split) and,
+# (the read leases' share of the statements, pg_statements_split),
+# ROUTE_window_ms_ROUND (the time they were counted over, from the
+# counters' reset to their reading: longer than the wrks') and,
 # where the servers answer /lessons-metrics (BENCH_METRICS),
 # ROUTE_versions_ROUND: "statement lease", the catalogue versions the
 # round's GETs took from each (catalog_versions).
 servers_round() {
-    local db=$1 route=$2 round=$3 i wrks=() stmts lstmts procs n=${#SERVER_PORTS[@]} v0 v1
+    local db=$1 route=$2 round=$3 i wrks=() stmts lstmts procs n=${#SERVER_PORTS[@]} v0 v1 t0
     v0=$(catalog_versions)
     pg_statements_reset
+    t0=$(date +%s%N)
     pg_cpu_mark
     for i in $(seq 0 $((n - 1))); do
         wrk -t1 -c$CONNS -d${DUR}s --latency -H "Authorization: Bearer $TOKEN" \
@@ -994,6 +997,7 @@ servers_round() {
     wait "${wrks[@]}"
     meta "$db" "${route}_pgcpu_$round" "$(pg_cpu_share)"
     read -r stmts lstmts < <(pg_statements_split)
+    meta "$db" "${route}_window_ms_$round" $(( ($(date +%s%N) - t0) / 1000000 ))
     v1=$(catalog_versions)
     meta "$db" "${route}_lease_stmts_$round" "$lstmts"
     [ -z "$v0" ] || [ -z "$v1" ] \

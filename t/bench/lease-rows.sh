@@ -43,8 +43,8 @@ lease_servers_up() {
 # lease_wait N: until N leases are live (renewed within their length),
 # at most 15 s; a warning, and META lease_missing, if they are not.
 lease_wait() {
-    local want=$1 n=0 t
-    for t in $(seq 1 75); do
+    local want=$1 n=0
+    for _ in $(seq 1 75); do
         n=$(pg_run -d lessons -At -c "SELECT count(*) FROM lessons_leases
             WHERE renewed > now() - length_ms * interval '1 ms'")
         [ "$n" -lt "$want" ] || return 0

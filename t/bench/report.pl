@@ -486,8 +486,11 @@ sub lease_report {
             my $lspr = lease_spr('lease-pgsql', $route, sub { "${route}_lease_stmts_$_[0]" });
             my $lps = lease_median('lease-pgsql', $route, sub {
                 my ($m, $r) = @_;
+                # Over the time they were counted (the wrks' and the
+                # reads' around them).
                 my $l = $m->{"${route}_lease_stmts_$r->{round}"};
-                return defined $l && $l =~ /^\d+$/ && $E{DUR} ? $l / $E{DUR} : ();
+                my $ms = $m->{"${route}_window_ms_$r->{round}"};
+                return defined $l && $l =~ /^\d+$/ && $ms ? $l / ($ms / 1000) : ();
             });
             my $vl = lease_median('lease-pgsql', $route, sub {
                 my ($m, $r) = @_;
@@ -510,7 +513,7 @@ sub lease_report {
                 defined $s->{spr} ? sprintf('%.4f', $s->{spr}) : 'n/a',
                 defined $s->{spr} && defined $lspr ? sprintf('%.4f', $s->{spr} - $lspr) : 'n/a',
                 defined $lspr ? sprintf('%.4f', $lspr) : 'n/a',
-                defined $lps ? sprintf('%.1f', $lps) : 'n/a',
+                defined $lps ? sprintf('%.1f (%s)', $lps, $mode eq 'on' && $L ? sprintf('%.1f', 3 * $n / $L) : 0) : 'n/a',
                 defined $vl ? sprintf('%.2f%%', 100 * $vl) : 'n/a', join('; ', @t));
         }
     }
@@ -578,12 +581,15 @@ leases' are the holder's renewals, checks, acknowledgements and its
 connection's set-up (every text that names `lessons_leases`, and the
 SETs and LISTENs), the GETs' own the rest. Versions from the lease:
 lessons-metrics' `lessons_catalog_versions_total{source="lease"}` over
-both sources in the run.
+both sources in the run. The leases' statements a second are counted
+from the counters' reset to their reading (a little longer than the
+wrks); predicted with no write: a renewal every third of the lease on
+each server (scaling.md: 3/L a second per server).
 
 GET by id on N servers at once (the many-servers row's method: its own
 `wrk -t1 -c$E{CONNS}` for each):
 
-| Servers | Lease | GETs/s (all) | p99 ms (worst) | statements/GET | GETs' own | leases' | leases' statements/s | versions from the lease | Targets |
+| Servers | Lease | GETs/s (all) | p99 ms (worst) | statements/GET | GETs' own | leases' | leases' statements/s (predicted) | versions from the lease | Targets |
 |--:|---|--:|--:|--:|--:|--:|--:|--:|---|
 EOT
     print join("\n", @srv), "\n\n";
