@@ -42,7 +42,10 @@
 # updates at 8 and at 32 clients, with their baselines in the same rounds
 # (pgbench running the module's statements, printed from its tables by
 # build/bench/statement, on PostgreSQL; bare INSERT loops of one writer
-# and of 8 on SQLite); on PostgreSQL, 4 servers on the one database.
+# and of 8 on SQLite); on PostgreSQL, 4 servers on the one database,
+# then the read-lease rows (t/bench/lease-rows.sh: 1 and 4 servers, the
+# shipped GET by id and 304, writes on one of 4 servers; each with
+# LessonsDBLease off and on) unless BENCH_LEASE=0.
 # Once: the neighbour location and the static twin's sanity row, and the
 # token rows (t/bench/token-rows.sh, issue 44): a certificate-bound GET
 # over TLS and an introspected GET from the cache, each against HS256 on
