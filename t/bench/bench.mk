@@ -14,6 +14,13 @@
 #                              each database; printed as for tokens
 #                              (BENCH_ONLY=shipped-writes: the writes only)
 #   BENCH_ROUNDS=N              N alternating rounds instead of 3
+#   BENCH_DUR=S                 S seconds a run instead of 3 (1 quick)
+#   make bench BENCH_ONLY=lease   only the read-lease rows (issue 56,
+#                              t/bench/lease-rows.sh), on PostgreSQL,
+#                              LessonsDBLease off against on; printed as
+#                              for tokens.  BENCH_LEASE=SECONDS the lease
+#                              (default 2; 0: no lease rows in the full
+#                              run), BENCH_SERVERS="1 4 8" the servers
 # It installs what it needs first (t/tools/deps.sh bench: wrk, siege,
 # valgrind, curl, the PostgreSQL server binaries and pgbench), builds the
 # module and, where node and npm are, the test provider's modules (make
@@ -30,12 +37,13 @@ bench-deps:
 bench: bench-deps
 	@$(MAKE) -s --no-print-directory all build/bench/statement build/bench/sqlite-loop \
 	    build/bench/tls-load
-	@if command -v node >/dev/null && command -v npm >/dev/null; then \
+	@# The read-lease rows alone need no test provider.
+	@if [ '$(BENCH_ONLY)' != lease ] && command -v node >/dev/null && command -v npm >/dev/null; then \
 	    $(MAKE) -s --no-print-directory idp-deps \
 	        || echo "bench: make idp-deps failed: the introspected row will be skipped" >&2; \
 	fi
 	@MODULE='$(CURDIR)/$(MODULE)' HTTPD='$(HTTPD)' BENCH_QUICK='$(BENCH_QUICK)' BENCH_ONLY='$(BENCH_ONLY)' \
-	    BENCH_COMMAND='make bench$(if $(BENCH_QUICK), BENCH_QUICK=$(BENCH_QUICK))$(if $(BENCH_DBS), BENCH_DBS="$(BENCH_DBS)")$(if $(BENCH_ONLY), BENCH_ONLY=$(BENCH_ONLY))$(if $(BENCH_ROUNDS), BENCH_ROUNDS=$(BENCH_ROUNDS))' \
+	    BENCH_COMMAND='make bench$(if $(BENCH_QUICK), BENCH_QUICK=$(BENCH_QUICK))$(if $(BENCH_DBS), BENCH_DBS="$(BENCH_DBS)")$(if $(BENCH_ONLY), BENCH_ONLY=$(BENCH_ONLY))$(if $(BENCH_ROUNDS), BENCH_ROUNDS=$(BENCH_ROUNDS))$(if $(BENCH_DUR), BENCH_DUR=$(BENCH_DUR))$(if $(BENCH_LEASE), BENCH_LEASE=$(BENCH_LEASE))$(if $(BENCH_SERVERS), BENCH_SERVERS="$(BENCH_SERVERS)")' \
 	    t/bench/bench.sh
 
 # make auth-cost: the token gate's cost per request by where the key comes

@@ -25,6 +25,13 @@
 #                 BENCH_ONLY=shipped-writes only their write rows
 #   BENCH_ROUNDS=N       N alternating rounds instead of 3 (or 1 quick):
 #                 more rounds, steadier medians on a noisy machine
+#   BENCH_DUR=S          S seconds a run instead of 3 (or 1 quick)
+#   BENCH_LEASE=SECONDS  the read-lease rows' lease length (t/bench/
+#                 lease-rows.sh; default 2): PostgreSQL's rows with
+#                 LessonsDBLease off and on; 0 leaves them out
+#   BENCH_ONLY=lease     only the read-lease rows, on PostgreSQL; printed
+#                 as for tokens
+#   BENCH_SERVERS        the read-lease rows' server counts (default "1 4")
 #
 # Per database, in this order: load t/bench/bench-lessons.sql; start httpd
 # (event MPM, t/bench/httpd.conf) on a free 127.0.0.1 port; save each GET
@@ -35,7 +42,10 @@
 # updates at 8 and at 32 clients, with their baselines in the same rounds
 # (pgbench running the module's statements, printed from its tables by
 # build/bench/statement, on PostgreSQL; bare INSERT loops of one writer
-# and of 8 on SQLite); on PostgreSQL, 4 servers on the one database.
+# and of 8 on SQLite); on PostgreSQL, 4 servers on the one database,
+# then the read-lease rows (t/bench/lease-rows.sh: 1 and 4 servers, the
+# shipped GET by id and 304, writes on one of 4 servers; each with
+# LessonsDBLease off and on) unless BENCH_LEASE=0.
 # Once: the neighbour location and the static twin's sanity row, and the
 # token rows (t/bench/token-rows.sh, issue 44): a certificate-bound GET
 # over TLS and an introspected GET from the cache, each against HS256 on
@@ -72,12 +82,28 @@ case "$ONLY" in
     "") ;;
     tokens) DBS=${DBS%% *}; OUT=${BENCH_OUT:-} ;;
     shipped|shipped-writes) OUT=${BENCH_OUT:-} ;;
-    *) die "BENCH_ONLY: unknown rows $ONLY (tokens, shipped or shipped-writes)" ;;
+    lease) DBS=pgsql; OUT=${BENCH_OUT:-} ;;
+    *) die "BENCH_ONLY: unknown rows $ONLY (tokens, shipped, shipped-writes or lease)" ;;
 esac
+LEASE=${BENCH_LEASE-2}
+case "$LEASE" in
+    0|"") LEASE=0
+          [ "$ONLY" != lease ] || die "BENCH_ONLY=lease with BENCH_LEASE=0: no rows to run" ;;
+    [1-9]|[1-9][0-9]) ;;
+    *) die "BENCH_LEASE: $LEASE is not a lease length in seconds (0-99)" ;;
+esac
+for n in ${BENCH_SERVERS:-}; do
+    case "$n" in [1-9]|1[0-6]) ;; *) die "BENCH_SERVERS: $n is not a number of servers (1-16)" ;; esac
+done
 case "${BENCH_ROUNDS:-}" in
     "") ;;
     [1-9]|[1-9][0-9]) ROUNDS=$BENCH_ROUNDS ;;
     *) die "BENCH_ROUNDS: $BENCH_ROUNDS is not a number of rounds (1-99)" ;;
+esac
+case "${BENCH_DUR:-}" in
+    "") ;;
+    [1-9]|[1-5][0-9]) DUR=$BENCH_DUR ;;
+    *) die "BENCH_DUR: $BENCH_DUR is not a number of seconds (1-59)" ;;
 esac
 # The "at MaxRequestWorkers" rows: as many clients as the server has
 # workers (t/bench/httpd.conf), where a shedding gate would show.
@@ -285,6 +311,18 @@ pg_statements() {
     pg_run -d lessons -At -c "SELECT coalesce(sum(calls), 0) FROM pg_stat_statements
         WHERE query NOT ILIKE '%pg_stat_statements%'"
 }
+# The same and, of them, the read leases' (LessonsDBLease, docs/
+# scaling.md): "total lease".  pg_stat_statements keeps no
+# application_name, so the holder's statements are told by their text:
+# the renewals, checks, acknowledgements and releases all name
+# lessons_leases (modules/store/lessons_store.c), and its connection's
+# set-up is the SETs and LISTENs no other connection sends.
+pg_statements_split() {
+    pg_run -d lessons -At -F ' ' -c "SELECT coalesce(sum(calls), 0),
+        coalesce(sum(calls) FILTER (WHERE query ILIKE '%lessons_leases%'
+            OR query ~* '^\s*(LISTEN|SET application_name|SET synchronous_commit)'), 0)
+        FROM pg_stat_statements WHERE query NOT ILIKE '%pg_stat_statements%'"
+}
 pg_statements_reset() { pg_run -d lessons -At -c 'SELECT pg_stat_statements_reset()' >/dev/null; }
 # PostgreSQL's share of all CPU time (every CPU) from pg_cpu_mark to
 # pg_cpu_share: the cluster's user and system ticks from /proc over the
@@ -319,7 +357,7 @@ pg_write_run() { [[ "$1" == *pgsql ]] && case $2 in create*|update*) true ;; *) 
 # (the statements PostgreSQL ran for it last, for the module's runs on
 # PostgreSQL, shipped-pgsql's included).
 wrk_run() {
-    local db=$1 route=$2 kind=$3 round=$4 u=$5 out conns=$CONNS stmts=-
+    local db=$1 route=$2 kind=$3 round=$4 u=$5 out conns=$CONNS stmts=- lstmts
     shift 5
     [ "$route" != idmax ] || conns=$MAXCLIENTS
     [[ "$db:$kind" != *pgsql:mod ]] || pg_statements_reset
@@ -334,7 +372,13 @@ wrk_run() {
             || { printf '%s\n' "$out" >&2; die "wrk failed on $u"; }
     fi
     ! pg_write_run "$db" "$route" || meta "$db" "pgcpu_${route}_${kind}_$round" "$(pg_cpu_share)"
-    [[ "$db:$kind" != *pgsql:mod ]] || stmts=$(pg_statements)
+    if [[ "$db:$kind" == lease*pgsql:mod ]]; then
+        # The read-lease rows (t/bench/lease-rows.sh): the leases' share too.
+        read -r stmts lstmts < <(pg_statements_split)
+        meta "$db" "lease_stmts_${route}_$round" "$lstmts"
+    elif [[ "$db:$kind" == *pgsql:mod ]]; then
+        stmts=$(pg_statements)
+    fi
     printf '== %s %s %s round %s\n%s\n' "$db" "$route" "$kind" "$round" "$out" >>"$WORK/out/wrk.log"
     printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$db" "$route" "$kind" "$round" \
         "$(printf '%s\n' "$out" | parse_wrk)" "$stmts" >>"$RESULTS"
@@ -817,7 +861,9 @@ write_rounds() {
     ru=update$clients
     [ "$clients" -lt 32 ] || writers=8
     write_setup "$engine"
-    for round in $(seq 1 "$ROUNDS"); do
+    # WRITE_ROUND_LIST: these rounds only (the read-lease rows run one
+    # at a time, alternating with the lease off and on).
+    for round in ${WRITE_ROUND_LIST:-$(seq 1 "$ROUNDS")}; do
         # CONNS for wrk_run's one call: the rows' client count.
         BENCH_WRITE=create BENCH_TOKEN=$TOKEN BENCH_BASE=$API CONNS=$clients \
             wrk_run "$db" "$rc" mod "$round" "$(url "$API")" -s "$BENCH_DIR/wrk-write.lua"
@@ -899,6 +945,7 @@ sanity_phase() {
 # docs/scaling.md's prediction (each read of a process comes a window
 # after its last, or serves at least 4 requests).
 SERVERS=4
+SERVER_PORTS=()
 stop_servers() {
     local p
     for p in "${SERVER_PIDS[@]}"; do
@@ -906,52 +953,97 @@ stop_servers() {
         stop_httpd
     done
     SERVER_PIDS=()
+    SERVER_PORTS=()
 }
-servers_phase() {
-    local db=$1 round i ports=() wrks=() stmts procs dir w
-    for i in $(seq 1 "$SERVERS"); do
+# servers_start N: N httpds, each with its own run/ and logs/
+# (server-I), their pids in SERVER_PIDS and ports in SERVER_PORTS, each
+# warmed up on GET by id (not counted: pools and caches of every
+# process).  EXTRA_DEFINES applies to each.
+servers_start() {
+    local n=$1 i dir
+    for i in $(seq 1 "$n"); do
         dir=$WORK/server-$i
         mkdir -p "$dir/run" "$dir/logs"
         [ "$(id -u)" -ne 0 ] || chown "$HTTPD_USER:" "$dir/run" "$dir/logs"
         RUN_ROOT=$dir
         start_httpd
         SERVER_PIDS+=("$HTTPD_PID")
-        ports+=("$PORT")
+        SERVER_PORTS+=("$PORT")
         HTTPD_PID=""
-        # Warm-up, not counted: pools and caches of every process.
         wrk -t1 -c$CONNS -d1s -H "Authorization: Bearer $TOKEN" \
             "http://127.0.0.1:$PORT$API/$LESSON_ID" >/dev/null 2>&1 || true
     done
     RUN_ROOT=$WORK
+}
+# servers_round DB ROUTE ROUND: a wrk on GET by id at each of
+# SERVER_PORTS at once, one line in RESULTS (ROUTE, kind mod: summed
+# rates and counts, the worst p50 and p99, PostgreSQL's statements),
+# META ROUTE_pgcpu_ROUND, ROUTE_procs_ROUND, ROUTE_lease_stmts_ROUND
+# (the read leases' share of the statements, pg_statements_split),
+# ROUTE_window_ms_ROUND (the time they were counted over, from the
+# counters' reset to their reading: longer than the wrks') and,
+# where the servers answer /lessons-metrics (BENCH_METRICS),
+# ROUTE_versions_ROUND: "statement lease", the catalogue versions the
+# round's GETs took from each (catalog_versions).
+servers_round() {
+    local db=$1 route=$2 round=$3 i wrks=() stmts lstmts procs n=${#SERVER_PORTS[@]} v0 v1 t0
+    v0=$(catalog_versions)
+    pg_statements_reset
+    t0=$(date +%s%N)
+    pg_cpu_mark
+    for i in $(seq 0 $((n - 1))); do
+        wrk -t1 -c$CONNS -d${DUR}s --latency -H "Authorization: Bearer $TOKEN" \
+            "http://127.0.0.1:${SERVER_PORTS[$i]}$API/$LESSON_ID" >"$WORK/out/servers-$i.out" 2>&1 &
+        wrks+=($!)
+    done
+    # The wrks only: the httpds are this shell's children too.
+    wait "${wrks[@]}"
+    meta "$db" "${route}_pgcpu_$round" "$(pg_cpu_share)"
+    read -r stmts lstmts < <(pg_statements_split)
+    meta "$db" "${route}_window_ms_$round" $(( ($(date +%s%N) - t0) / 1000000 ))
+    v1=$(catalog_versions)
+    meta "$db" "${route}_lease_stmts_$round" "$lstmts"
+    [ -z "$v0" ] || [ -z "$v1" ] \
+        || meta "$db" "${route}_versions_$round" "$(awk -v a="$v0" -v b="$v1" \
+               'BEGIN { split(a, x, " "); split(b, y, " "); print y[1] - x[1], y[2] - x[2] }')"
+    procs=0
+    for i in "${SERVER_PIDS[@]}"; do
+        procs=$((procs + $(ps -o pid= --ppid "$i" | wc -l)))
+    done
+    # Each server's "rps p50 p99 requests non2xx sockerr", then the
+    # whole: summed rates and counts, the worst p50 and p99.
+    for i in $(seq 0 $((n - 1))); do
+        printf '== %s %s %s round %s\n' "$db" "$route" "$i" "$round" >>"$WORK/out/wrk.log"
+        cat "$WORK/out/servers-$i.out" >>"$WORK/out/wrk.log"
+        parse_wrk <"$WORK/out/servers-$i.out"
+    done | awk -F'\t' -v db="$db" -v route="$route" -v round="$round" -v st="$stmts" '
+        { r += $1; if ($2 > p50) p50 = $2; if ($3 > p99) p99 = $3; n += $4; b += $5; e += $6 }
+        END { printf "%s\t%s\tmod\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", db, route, round, r, p50, p99, n, b, e, st }' >>"$RESULTS"
+    meta "$db" "${route}_procs_$round" "$procs"
+    tail -n 1 "$RESULTS" | awk -F'\t' -v s="$n" '{ printf "bench:   %-7s %-10s %d servers r%s %8.0f req/s  p99 %7.2f ms  %.4f statements/req%s\n",
+        $1, $2, s, $4, $5, $7, ($8 > 0 ? $11 / $8 : 0), ($9 + $10 > 0 ? "  (" $9 " non-2xx/3xx, " $10 " socket errors)" : "") }' >&2
+}
+# catalog_versions: "statement lease", the catalogue versions GETs took
+# from each on all of SERVER_PORTS so far (lessons-metrics'
+# lessons_catalog_versions_total); nothing where a server does not
+# answer /lessons-metrics (started without BENCH_METRICS).
+catalog_versions() {
+    local port out a b st=0 le=0
+    for port in "${SERVER_PORTS[@]}"; do
+        out=$(curl -sf "http://127.0.0.1:$port/lessons-metrics") || return 0
+        read -r a b < <(printf '%s\n' "$out" | awk '
+            /^lessons_catalog_versions_total\{source="statement"\}/ { s = $2 }
+            /^lessons_catalog_versions_total\{source="lease"\}/ { l = $2 }
+            END { print s + 0, l + 0 }')
+        st=$((st + a)); le=$((le + b))
+    done
+    echo "$st $le"
+}
+servers_phase() {
+    local db=$1 round w
+    servers_start "$SERVERS"
     for round in $(seq 1 "$ROUNDS"); do
-        pg_statements_reset
-        pg_cpu_mark
-        wrks=()
-        for i in $(seq 0 $((SERVERS - 1))); do
-            wrk -t1 -c$CONNS -d${DUR}s --latency -H "Authorization: Bearer $TOKEN" \
-                "http://127.0.0.1:${ports[$i]}$API/$LESSON_ID" >"$WORK/out/servers-$i.out" 2>&1 &
-            wrks+=($!)
-        done
-        # The wrks only: the httpds are this shell's children too.
-        wait "${wrks[@]}"
-        meta "$db" "servers_pgcpu_$round" "$(pg_cpu_share)"
-        stmts=$(pg_statements)
-        procs=0
-        for i in "${SERVER_PIDS[@]}"; do
-            procs=$((procs + $(ps -o pid= --ppid "$i" | wc -l)))
-        done
-        # Each server's "rps p50 p99 requests non2xx sockerr", then the
-        # whole: summed rates and counts, the worst p50 and p99.
-        for i in $(seq 0 $((SERVERS - 1))); do
-            printf '== %s servers %s round %s\n' "$db" "$i" "$round" >>"$WORK/out/wrk.log"
-            cat "$WORK/out/servers-$i.out" >>"$WORK/out/wrk.log"
-            parse_wrk <"$WORK/out/servers-$i.out"
-        done | awk -F'\t' -v db="$db" -v round="$round" -v st="$stmts" '
-            { r += $1; if ($2 > p50) p50 = $2; if ($3 > p99) p99 = $3; n += $4; b += $5; e += $6 }
-            END { printf "%s\tservers\tmod\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", db, round, r, p50, p99, n, b, e, st }' >>"$RESULTS"
-        meta "$db" "servers_procs_$round" "$procs"
-        tail -n 1 "$RESULTS" | awk -F'\t' -v s="$SERVERS" '{ printf "bench:   %-7s %d servers r%s %8.0f req/s  p99 %7.2f ms  %.3f statements/req%s\n",
-            $1, s, $4, $5, $7, ($8 > 0 ? $11 / $8 : 0), ($9 + $10 > 0 ? "  (" $9 " non-2xx/3xx, " $10 " socket errors)" : "") }' >&2
+        servers_round "$db" servers "$round"
     done
     meta "$db" servers "$SERVERS"
     # The window the servers ran with: httpd.conf's, else the module's
@@ -963,6 +1055,7 @@ servers_phase() {
 
 . "$BENCH_DIR/shipped.sh"
 . "$BENCH_DIR/token-rows.sh"
+. "$BENCH_DIR/lease-rows.sh"
 
 # t/bench/conn-cost.sh sources this file for its checks, temp dir and
 # cleanup, keys, tokens, databases, twins and start_httpd, and measures on
@@ -985,6 +1078,7 @@ for DRIVER in $DBS; do
             tokens) token_phase "$DRIVER" ;;
             shipped) shipped_phase "$DRIVER"; shipped_writes "$DRIVER" ;;
             shipped-writes) shipped_setup "$DRIVER"; shipped_writes "$DRIVER" ;;
+            lease) lease_phase "$DRIVER" ;;
         esac
         [ "$DRIVER" != pgsql ] || stop_pgsql
         meta "$DRIVER" seconds $(( $(date +%s) - DB_START ))
@@ -1013,6 +1107,7 @@ for DRIVER in $DBS; do
     if [ "$DRIVER" = pgsql ]; then
         log "pgsql: $SERVERS servers on one database, GET by id, $CONNS clients each, $ROUNDS round(s)"
         servers_phase "$DRIVER"
+        [ "$LEASE" = 0 ] || lease_phase "$DRIVER"
     fi
     # Once, on the first database: the API's database plays no part.
     if [ "$DRIVER" = "${DBS%% *}" ]; then
@@ -1037,7 +1132,7 @@ BENCH_MACHINE="$(nproc) CPUs ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cp
 BENCH_SOFTWARE="$("$HTTPD" -v | sed -n 's/^Server version: //p'), event MPM; SQLite $(sqlite3 --version | cut -d' ' -f1)$( [[ " $DBS " != *" pgsql "* ]] || echo "; PostgreSQL $("$PGBIN/postgres" --version | awk '{ print $3 }')"); wrk $(wrk -v 2>&1 | awk 'NR == 1 { print $2 }'); valgrind $(valgrind --version | sed 's/valgrind-//')" \
 BENCH_REV="$rev (mod_lessons.so sha256 $MODULE_SUM…)" BENCH_COMMAND=$COMMAND BENCH_SECONDS=$(( $(date +%s) - START )) \
 BENCH_ROUNDS=$ROUNDS BENCH_DUR=$DUR BENCH_CONNS=$CONNS BENCH_CPUS=$(nproc) BENCH_CG_N=$CG_N BENCH_CG_WARM=$CG_WARM \
-BENCH_RSS_N=$RSS_N BENCH_RSS_WARM=$RSS_WARM BENCH_QUICK=$QUICK BENCH_LESSON_ID=$LESSON_ID BENCH_MAXCLIENTS=$MAXCLIENTS \
+BENCH_RSS_N=$RSS_N BENCH_RSS_WARM=$RSS_WARM BENCH_QUICK=$QUICK BENCH_LESSON_ID=$LESSON_ID BENCH_MAXCLIENTS=$MAXCLIENTS BENCH_ONLY=$ONLY \
     perl "$BENCH_DIR/report.pl" "$RESULTS" "$CGRES" "$META" "$DBS" >"$WORK/out/benchmarks.md"
 if [ -n "$OUT" ]; then
     cp "$WORK/out/benchmarks.md" "$OUT"

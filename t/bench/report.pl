@@ -13,14 +13,14 @@ binmode STDOUT, ':encoding(UTF-8)';
 my ($results, $cgfile, $metafile, $dbs) = @ARGV;
 my @dbs = split ' ', $dbs;
 my %E = map { $_ => $ENV{"BENCH_$_"} // '' } qw(DATE MACHINE SOFTWARE REV COMMAND
-    SECONDS ROUNDS DUR CONNS CPUS CG_N CG_WARM RSS_N RSS_WARM QUICK LESSON_ID MAXCLIENTS);
+    SECONDS ROUNDS DUR CONNS CPUS CG_N CG_WARM RSS_N RSS_WARM QUICK LESSON_ID MAXCLIENTS ONLY);
 utf8::decode($_) for values %E;
 
 my (%runs, %cg, %meta);
 sub rows { my ($f) = @_; open my $fh, '<', $f or die "$f: $!"; map { chomp; [split /\t/] } <$fh> }
 for (rows($results)) {
     my ($db, $route, $kind, $round, $rps, $p50, $p99, $n, $bad, $err, $stmts) = @$_;
-    push @{ $runs{$db}{$route}{$kind} }, { rps => $rps, p50 => $p50, p99 => $p99,
+    push @{ $runs{$db}{$route}{$kind} }, { round => $round, rps => $rps, p50 => $p50, p99 => $p99,
                                             n => $n, bad => $bad, err => $err,
                                             spr => defined $stmts && $stmts =~ /^\d+$/ && $n
                                                    ? $stmts / $n : undef };
@@ -358,6 +358,13 @@ the databases keep their durable defaults (SQLite WAL, synchronous FULL;
 PostgreSQL fsync and synchronous_commit on).
 
 EOF
+if ($E{ONLY} eq 'lease') {
+    # make bench BENCH_ONLY=lease: its rows alone.
+    lease_report();
+    printf "Targets: %d met, %d missed.\n", $met, $missed;
+    print "\nNotes:\n\n", join("\n", map { "- $_" } @notes), "\n" if @notes;
+    exit 0;
+}
 print join("\n", @table), "\n\n";
 print <<"EOW";
 Writes (POST create, PUT update) run at the client count their row names
@@ -450,6 +457,155 @@ EOT
     }
 }
 
+# The read-lease rows (issue 56, t/bench/lease-rows.sh): LessonsDBLease
+# off against on, on PostgreSQL.  The leases' statements of a run are
+# META lease_stmts (by text: pg_statements_split in bench.sh); a
+# run's figure is the median over its rounds of each round's own.
+sub lease_median {
+    my ($db, $route, $key) = @_;
+    my $m = $meta{$db} || {};
+    return median(map { $key->($m, $_) } grep { $_->{n} } @{ $runs{$db}{$route}{mod} || [] });
+}
+sub lease_spr {
+    my ($db, $route, $key) = @_;
+    return lease_median($db, $route, sub {
+        my ($m, $r) = @_;
+        my $l = $m->{ $key->($r->{round}) };
+        return defined $l && $l =~ /^\d+$/ ? $l / $r->{n} : ();
+    });
+}
+sub lease_report {
+    my $lm = $meta{'lease-pgsql'} or return;
+    my $L = $lm->{lease_seconds};
+    my $nw = $lm->{lease_write_servers} // 'n/a';
+    my (@srv, @shp, @wr);
+    for my $n (split ' ', $lm->{lease_servers} // '') {
+        for my $mode (qw(off on)) {
+            my $route = "servers$n$mode";
+            my $s = stat_of('lease-pgsql', $route, 'mod') or next;
+            my $lspr = lease_spr('lease-pgsql', $route, sub { "${route}_lease_stmts_$_[0]" });
+            my $lps = lease_median('lease-pgsql', $route, sub {
+                my ($m, $r) = @_;
+                # Over the time they were counted (the wrks' and the
+                # reads' around them).
+                my $l = $m->{"${route}_lease_stmts_$r->{round}"};
+                my $ms = $m->{"${route}_window_ms_$r->{round}"};
+                return defined $l && $l =~ /^\d+$/ && $ms ? $l / ($ms / 1000) : ();
+            });
+            my $vl = lease_median('lease-pgsql', $route, sub {
+                my ($m, $r) = @_;
+                my ($st, $le) = split ' ', $m->{"${route}_versions_$r->{round}"} // '';
+                return defined $le && $st + $le > 0 ? $le / ($st + $le) : ();
+            });
+            my @t;
+            if ($mode eq 'on') {
+                push @t, sprintf('statements/GET ≤ 0.01 (%s): %s',
+                                 defined $s->{spr} ? sprintf('%.4f', $s->{spr}) : 'n/a',
+                                 defined $s->{spr} ? verdict($s->{spr} <= 0.01) : 'n/a');
+            } else {
+                push @t, 'not a target: the lease off (as without the directive)';
+            }
+            push @t, sprintf('answers not 2xx/3xx: %d (target 0): %s', $s->{non2xx}, verdict($s->{non2xx} == 0));
+            push @notes, sprintf('Read leases, %d server(s), lease %s: %d requests got no answer (wrk socket errors).',
+                                 $n, $mode, $s->{sockerr}) if $s->{sockerr};
+            push @srv, sprintf('| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |', $n,
+                $mode eq 'on' ? "$L s" : 'off', num($s->{rps}), ms($s->{p99}),
+                defined $s->{spr} ? sprintf('%.4f', $s->{spr}) : 'n/a',
+                defined $s->{spr} && defined $lspr ? sprintf('%.4f', $s->{spr} - $lspr) : 'n/a',
+                defined $lspr ? sprintf('%.4f', $lspr) : 'n/a',
+                defined $lps ? sprintf('%.1f (%s)', $lps, $mode eq 'on' && $L ? sprintf('%.1f', 3 * $n / $L) : 0) : 'n/a',
+                defined $vl ? sprintf('%.2f%%', 100 * $vl) : 'n/a', join('; ', @t));
+        }
+    }
+    for my $route (qw(id r304)) {
+        for my $mode (qw(off on)) {
+            my $db = "lease$mode-shipped-pgsql";
+            my $s = stat_of($db, $route, 'mod') or next;
+            my $tw = stat_of($db, $route, 'twin');
+            my $ratio = $tw && $tw->{rps} ? $s->{rps} / $tw->{rps} : undef;
+            my $lspr = lease_spr($db, $route, sub { "lease_stmts_${route}_$_[0]" });
+            my @t;
+            if ($mode eq 'on') {
+                push @t, sprintf('req/s ≥ 1.0x static: %s', defined $ratio ? verdict($ratio >= 1.0) : 'n/a');
+                push @t, sprintf('statements/req ≤ 0.01: %s', defined $s->{spr} ? verdict($s->{spr} <= 0.01) : 'n/a');
+            } else {
+                push @t, 'not a target: the lease off';
+            }
+            push @t, sprintf('answers not 2xx/3xx: %d (target 0): %s', $s->{non2xx}, verdict($s->{non2xx} == 0));
+            push @shp, sprintf('| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |', $label{$route},
+                $mode eq 'on' ? "$L s" : 'off', num($s->{rps}), ms($s->{p50}), ms($s->{p99}),
+                $tw ? num($tw->{rps}) : 'n/a', x($ratio),
+                defined $s->{spr} ? sprintf('%.4f', $s->{spr}) : 'n/a',
+                defined $lspr ? sprintf('%.4f', $lspr) : 'n/a', join('; ', @t));
+        }
+    }
+    for my $route (write_routes('leaseon-pgsql')) {
+        my ($off, $on) = map { stat_of("lease$_-pgsql", $route, 'mod') } qw(off on);
+        next unless $off && $on;
+        # Today's baseline: pgbench in the lease-off rounds (in the
+        # lease-on ones its writes are acknowledged by the holders too).
+        my ($pg, $pgon) = map { stat_of("lease$_-pgsql", $route, 'pgbench') } qw(off on);
+        my $stmt = ($meta{pgsql} || {})->{ $route =~ /^update/ ? 'stmt_update' : 'stmt_create' };
+        my ($a50, $a99) = ($on->{p50} - $off->{p50}, $on->{p99} - $off->{p99});
+        my $pr = $pg && $pg->{rps} ? $on->{rps} / $pg->{rps} : undef;
+        my $or = $off->{rps} ? $on->{rps} / $off->{rps} : undef;
+        my $lspr = lease_spr('leaseon-pgsql', $route, sub { "lease_stmts_${route}_$_[0]" });
+        my @t = (sprintf('added p50 ≤ 1 ms: %s', verdict($a50 <= 1)),
+                 sprintf('added p99 ≤ 5 ms: %s', verdict($a99 <= 5)),
+                 sprintf('≥ 0.7x pgbench running `%s` in the lease-off rounds (%s tps, %s; in the lease-on rounds %s tps): %s',
+                         $stmt // 'n/a', $pg ? num($pg->{rps}) : 'n/a', x($pr),
+                         $pgon ? num($pgon->{rps}) : 'n/a', defined $pr ? verdict($pr >= 0.7) : 'n/a'),
+                 sprintf('writes/s not below the lease off (≥ 0.9x, within noise; %s): %s',
+                         x($or), defined $or ? verdict($or >= 0.9) : 'n/a'));
+        push @t, sprintf('answers not 2xx/3xx: %d (target 0): %s', $off->{non2xx} + $on->{non2xx},
+                         verdict($off->{non2xx} + $on->{non2xx} == 0));
+        push @wr, sprintf('| %s | %s | %s / %s | %s | %s / %s | %+.2f / %+.2f | %s / %s | %s | %s |', write_label($route),
+            num($off->{rps}), ms($off->{p50}), ms($off->{p99}), num($on->{rps}), ms($on->{p50}), ms($on->{p99}),
+            $a50, $a99, map({ defined $_->{spr} ? sprintf('%.2f', $_->{spr}) : 'n/a' } $off, $on),
+            defined $lspr ? sprintf('%.2f', $lspr) : 'n/a', join('; ', @t));
+    }
+    for my $db (map { ("lease$_-shipped-pgsql", "lease$_-pgsql") } qw(off on)) {
+        my $e = ($meta{$db} || {})->{errors};
+        push @notes, "Read leases, $db: the server's error_log has $e lines at level error or worse." if $e;
+    }
+    return unless @srv || @shp || @wr;
+    my $missing = $lm->{lease_missing} ? " **Not every server held a lease when measured ($lm->{lease_missing}).**" : '';
+    print <<"EOT";
+**Read leases** (issue 56, [scaling.md](scaling.md#read-leases-gets-with-no-statement-issue-56),
+t/bench/lease-rows.sh): each row with `LessonsDBLease` off (as without
+the directive) and on (`LessonsDBLease $L`), on PostgreSQL, in
+$E{ROUNDS} round(s) of $E{DUR} s; a server with the lease is measured
+once its holder has a live lease row.$missing Statements are
+pg_stat_statements' count over the run, split by their text: the
+leases' are the holder's renewals, checks, acknowledgements and its
+connection's set-up (every text that names `lessons_leases`, and the
+SETs and LISTENs), the GETs' own the rest. Versions from the lease:
+lessons-metrics' `lessons_catalog_versions_total{source="lease"}` over
+both sources in the run. The leases' statements a second are counted
+from the counters' reset to their reading (a little longer than the
+wrks); predicted with no write: a renewal every third of the lease on
+each server (scaling.md: 3/L a second per server).
+
+GET by id on N servers at once (the many-servers row's method: its own
+`wrk -t1 -c$E{CONNS}` for each):
+
+| Servers | Lease | GETs/s (all) | p99 ms (worst) | statements/GET | GETs' own | leases' | leases' statements/s (predicted) | versions from the lease | Targets |
+|--:|---|--:|--:|--:|--:|--:|--:|--:|---|
+EOT
+    print join("\n", @srv), "\n\n";
+    if (@shp) {
+        print "GET by id and the 304 against their static twins on the shipped configuration (as above), with `LessonsDBLease $L` added for \"on\":\n\n"
+            . "| Route | Lease | req/s | p50 ms | p99 ms | static req/s | vs static | statements/req | leases' | Targets |\n"
+            . "|---|---|--:|--:|--:|--:|--:|--:|--:|---|\n"
+            . join("\n", @shp) . "\n\n";
+    }
+    if (@wr) {
+        print "Writes on one of $nw servers (`wrk --latency`, t/bench/wrk-write.lua, as the write rows above), each of the others holding a lease too when on, so every write waits for $nw acknowledgements; each round starts the servers afresh, lease off then on (on first in even rounds); pgbench of the same statement in the same rounds:\n\n"
+            . "| Write | lease off req/s | p50 / p99 ms | lease on req/s | p50 / p99 ms | added p50 / p99 ms | statements/write off / on | leases' (on) | Targets |\n"
+            . "|---|--:|--:|--:|--:|--:|--:|--:|---|\n"
+            . join("\n", @wr) . "\n\n";
+    }
+}
 # A side-by-side table of two runs of one request, "within noise" of
 # each other (>= 0.9x): its intro, its column names, the row's label.
 sub pair_table {
@@ -531,6 +687,7 @@ EOT
         num($reads), num($ceiling), defined $pred ? sprintf('%.3f', $pred) : 'n/a',
         defined $pgcpu ? sprintf('%.1f%%', 100 * $pgcpu) : 'n/a', join('; ', @t);
 }
+lease_report();
 print "Memory (httpd children, VmRSS, on a server started for it, after a warm-up with every GET route):\n\n",
       join("\n", @memory), "\n\n" if @memory;
 printf "Targets: %d met, %d missed.\n", $met, $missed;

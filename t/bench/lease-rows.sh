@@ -1,0 +1,120 @@
+# make bench's read-lease rows (issue 56, docs/scaling.md's "Read
+# leases"), sourced by t/bench/bench.sh: what LessonsDBLease takes off
+# the primary and what it adds to writes, each row with the lease off
+# (as without the directive) and on (LEASE seconds, BENCH_LEASE), on
+# PostgreSQL only (SQLite needs none of it).
+#
+#   servers  GET by id on N separate httpds on the one database (N in
+#            LEASE_SERVERS, BENCH_SERVERS: "1 4" by default, "1 4 8"
+#            for more), as the many-servers row (servers_round): the
+#            statements to the primary per GET, split into the GETs'
+#            own and the leases' (renewals, checks, acknowledgements:
+#            pg_statements_split), and where the GETs took the catalogue
+#            version (lessons-metrics' lessons_catalog_versions_total).
+#            Route servers<N><off|on> of DB "lease-pgsql".
+#   shipped  GET by id and the 304 against their static twins on the
+#            shipped configuration (t/bench/shipped.sh), with
+#            LessonsDBLease added for "on".  DBs leaseoff-shipped-pgsql
+#            and leaseon-shipped-pgsql.
+#   writes   creates and updates at 8 and 32 clients (write_rounds:
+#            wrk --latency, t/bench/wrk-write.lua, pgbench of the same
+#            statement in the same rounds) on one of 4 servers, the
+#            other 3 holding leases too and so acknowledging every
+#            write; rounds alternate off and on.  DBs leaseoff-pgsql
+#            and leaseon-pgsql.
+#
+# A server with a lease is measured only once its holder has a lease
+# row renewed within the lease length (lease_wait).
+
+LEASE_SERVERS=${BENCH_SERVERS:-1 4}
+LEASE_WRITE_SERVERS=4
+
+# lease_servers_up MODE N: N of t/bench/httpd.conf's servers
+# (servers_start) with the metrics handler, and with the lease when
+# MODE is on (then once they hold it: lease_wait).
+lease_servers_up() {
+    EXTRA_DEFINES=(-D BENCH_METRICS)
+    [ "$1" != on ] || EXTRA_DEFINES+=(-C "Define BENCH_LEASE $LEASE")
+    servers_start "$2"
+    EXTRA_DEFINES=()
+    [ "$1" != on ] || lease_wait "$2"
+}
+
+# lease_wait N: until N leases are live (renewed within their length),
+# at most 15 s; a warning, and META lease_missing, if they are not.
+lease_wait() {
+    local want=$1 n=0
+    for _ in $(seq 1 75); do
+        n=$(pg_run -d lessons -At -c "SELECT count(*) FROM lessons_leases
+            WHERE renewed > now() - length_ms * interval '1 ms'")
+        [ "$n" -lt "$want" ] || return 0
+        sleep 0.2
+    done
+    log "warning: $n of $want servers hold a lease after 15 s (error_log of server-*)"
+    meta lease-pgsql lease_missing "$n/$want"
+}
+
+lease_servers_rows() {
+    local n mode round
+    for n in $LEASE_SERVERS; do
+        for mode in off on; do
+            log "pgsql: $n server(s), lease $mode, GET by id, $CONNS clients each, $ROUNDS round(s)"
+            lease_servers_up "$mode" "$n"
+            for round in $(seq 1 "$ROUNDS"); do
+                servers_round lease-pgsql "servers$n$mode" "$round"
+            done
+            stop_servers
+        done
+    done
+}
+
+lease_shipped_rows() {
+    local db=$1 mode
+    shipped_setup "$db"
+    for mode in off on; do
+        log "$db: the shipped configuration, lease $mode: GET by id and the 304 against their twins"
+        EXTRA_DEFINES=()
+        [ "$mode" != on ] || EXTRA_DEFINES=(-c "LessonsDBLease $LEASE")
+        shipped_start
+        EXTRA_DEFINES=()
+        shipped_check "$db"
+        [ "$mode" != on ] || lease_wait 1
+        get_phase "lease$mode-shipped-$db" "id r304"
+        meta "lease$mode-shipped-$db" errors "$(error_lines "shipped error_log, lease $mode")"
+        stop_httpd
+    done
+}
+
+# Writes alternate: each round starts the servers afresh with the lease
+# off, then on (on first in even rounds), so that neither side always
+# meets the machine's other load of the moment.
+lease_write_rows() {
+    local db=$1 mode round modes e
+    for round in $(seq 1 "$ROUNDS"); do
+        modes="off on"
+        [ $((round % 2)) -eq 1 ] || modes="on off"
+        for mode in $modes; do
+            log "$db: creates and updates on one of $LEASE_WRITE_SERVERS servers, lease $mode, round $round"
+            lease_servers_up "$mode" "$LEASE_WRITE_SERVERS"
+            PORT=${SERVER_PORTS[0]}
+            ERROR_LOG=$WORK/server-1/logs/error.log
+            WRITE_ROUND_LIST=$round write_rounds "lease$mode-$db"
+            e=$(meta_get "lease$mode-$db" errors)
+            meta "lease$mode-$db" errors $(( ${e:-0} + $(error_lines "server-1 error_log, lease $mode") ))
+            stop_servers
+            ERROR_LOG=$RUN_ROOT/logs/error.log
+        done
+    done
+}
+
+# lease_phase DB: every read-lease row (PostgreSQL only).
+lease_phase() {
+    local db=$1
+    [ "$db" = pgsql ] || return 0
+    meta lease-pgsql lease_seconds "$LEASE"
+    meta lease-pgsql lease_servers "$LEASE_SERVERS"
+    meta lease-pgsql lease_write_servers "$LEASE_WRITE_SERVERS"
+    lease_servers_rows
+    lease_shipped_rows "$db"
+    lease_write_rows "$db"
+}
