@@ -115,8 +115,9 @@ static void lessons_lease_unlock(lessons_lease_t *l)
     apr_global_mutex_unlock(l->lock);
 }
 
-/* The bell: moved under the lock, so a sleeper that read it under the
- * lock misses nothing.
+/* The bell: moved after what it tells of, and after the lock is let go
+ * (a writer woken while the lock is held would only wait for it); a
+ * sleeper that read it under the lock, before the change, sees it move.
  */
 static void lessons_lease_ring(lessons_lease_t *l)
 {
@@ -258,9 +259,9 @@ void lessons_lease_let_go(lessons_lease_t *l, apr_uint32_t pid)
         lessons_lease_end_now(b);
         b->listening = 0;
         b->holder = 0;
-        lessons_lease_ring(l);
     }
     lessons_lease_unlock(l);
+    lessons_lease_ring(l);
 }
 
 int lessons_lease_listening(lessons_lease_t *l, apr_uint32_t pid, int on)
@@ -277,9 +278,9 @@ int lessons_lease_listening(lessons_lease_t *l, apr_uint32_t pid, int on)
             lessons_lease_end_now(b);
         }
         b->listening = on != 0;
-        lessons_lease_ring(l);
     }
     lessons_lease_unlock(l);
+    lessons_lease_ring(l);
     return held;
 }
 
@@ -288,7 +289,7 @@ int lessons_lease_install(lessons_lease_t *l, apr_uint32_t pid,
                           apr_interval_time_t end)
 {
     lessons_lease_block_t *b = l->b;
-    int held, newer;
+    int held, newer = 0;
 
     if (!lessons_lease_lock(l)) {
         return 0;
@@ -312,6 +313,10 @@ int lessons_lease_install(lessons_lease_t *l, apr_uint32_t pid,
         }
     }
     lessons_lease_unlock(l);
+    if (held && newer) {
+        /* A writer here may wait for this server's version. */
+        lessons_lease_ring(l);
+    }
     return held;
 }
 
@@ -358,9 +363,11 @@ int lessons_lease_publish(lessons_lease_t *l, apr_uint32_t pid,
     if (held) {
         memcpy(&b->check, chk, sizeof(*chk));
         apr_atomic_set32(&b->answered, asked);
-        lessons_lease_ring(l);
     }
     lessons_lease_unlock(l);
+    if (held) {
+        lessons_lease_ring(l);
+    }
     return held;
 }
 
@@ -431,8 +438,8 @@ void lessons_lease_heard(lessons_lease_t *l, const char *name,
         return;
     }
     lessons_lease_heard_locked(l->b, name, term, acked, now);
-    lessons_lease_ring(l);
     lessons_lease_unlock(l);
+    lessons_lease_ring(l);
 }
 
 void lessons_lease_heard_check(lessons_lease_t *l,
@@ -451,8 +458,8 @@ void lessons_lease_heard_check(lessons_lease_t *l,
                                        &chk->rows[i].acked, now);
         }
     }
-    lessons_lease_ring(l);
     lessons_lease_unlock(l);
+    lessons_lease_ring(l);
 }
 
 /* ------------------------------------------------------- the writers */
