@@ -839,6 +839,7 @@ void lessons_lease_settle(lessons_ctx *c)
     apr_interval_time_t start, checked, now, until = 0;
     apr_uint32_t bell = 0;
     const char *err = NULL;
+    const char *via = "";
     int asked = 0, alone;
 
 #if defined(LESSONS_BREAK_LEASE) && LESSONS_BREAK_LEASE == 2
@@ -861,6 +862,7 @@ void lessons_lease_settle(lessons_ctx *c)
             asked = 1;
         }
         else {
+            via = " (by the holder)";
             apr_uint32_t ticket = lessons_lease_ask(ls->block);
             apr_size_t n = 1;
 
@@ -917,7 +919,7 @@ void lessons_lease_settle(lessons_ctx *c)
     ap_log_rerror(APLOG_MARK, APLOG_TRACE1, 0, r, LESSONSLOG(00799)
                   "LessonsDBLease: the write's check came in %" APR_TIME_T_FMT
                   " us%s, the acknowledgements %" APR_TIME_T_FMT " us later",
-                  checked - start, alone ? " (alone)" : "", now - checked);
+                  checked - start, alone ? " (alone)" : via, now - checked);
     if (now - start > apr_time_from_msec(ls->length_ms) / 2) {
         ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00794)
                       "LessonsDBLease: the write waited %" APR_TIME_T_FMT
