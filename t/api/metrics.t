@@ -194,6 +194,9 @@ is_deeply moved($m1, $m2), {
     lessons_response_cache_misses_total => 1,
     lessons_response_cache_hits_total => 4,
     lessons_token_cache_hits_total => 5,
+    # One after the other, each read sends its own version read (no
+    # LessonsDBLease here).
+    'lessons_catalog_versions_total{source="statement"}' => 5,
 }, '5 reads of one lesson: 1 built, 4 from the cache; the token from the cache'
     or diag explain moved($m1, $m2);
 is $m1->{lessons_token_cache_misses_total}, 1, 'the token verified once, on the first call';
