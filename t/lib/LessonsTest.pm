@@ -63,12 +63,20 @@ my @STARTED;    # [httpd pid, pid of the process that started it]
 sub httpd_bin { $ENV{LESSONS_TEST_HTTPD} || '/usr/sbin/apache2' }
 
 # A TCP port on 127.0.0.1 that nothing listens on now.
+# The kernel may hand a closed port out again at once, so two calls in a
+# row could name one port twice (CI saw "Cannot define multiple Listeners
+# on the same IP:port"): a port this process already handed out is never
+# handed out again.
+my %ports_given;
 sub free_port {
-    my $s = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => 0,
-                                  Listen => 1, ReuseAddr => 1) or die $!;
-    my $port = $s->sockport;
-    close $s;
-    return $port;
+    for (1 .. 100) {
+        my $s = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => 0,
+                                      Listen => 1, ReuseAddr => 1) or die $!;
+        my $port = $s->sockport;
+        close $s;
+        return $port unless $ports_given{$port}++;
+    }
+    die "free_port: no new port after 100 tries\n";
 }
 
 # 1 once something listens on 127.0.0.1:$port; 0 after 15 s.
