@@ -29,6 +29,11 @@
 #define LESSONS_LEASE_ASK_WAIT    apr_time_from_sec(1)
 /* A writer checking alone reads the acknowledgements again this often. */
 #define LESSONS_LEASE_POLL        apr_time_from_msec(2)
+/* A holder told of its own server's write waits this long for the
+ * writer to raise the version itself (it hears the notification about
+ * when the writer reads its check), then catches up anyway.
+ */
+#define LESSONS_LEASE_OWN_WAIT    apr_time_from_msec(5)
 /* A holder that cannot connect tries again after this, doubling. */
 #define LESSONS_LEASE_RETRY_MIN   apr_time_from_msec(250)
 #define LESSONS_LEASE_RETRY_MAX   apr_time_from_sec(5)
@@ -63,6 +68,8 @@ typedef struct {
     apr_interval_time_t retry_at;
     apr_interval_time_t retry;
     int need_check;
+    lessons_lease_version_t own;    /* its own writers' newest version */
+    apr_interval_time_t own_until;  /* 0: none awaited */
     int warned;                     /* the schema's warning, once */
     lessons_lease_check_t chk;
 } lessons_holder_t;
@@ -211,12 +218,18 @@ static int lessons_lease_alive(apr_uint32_t pid)
     return kill((pid_t)pid, 0) == 0 || errno == EPERM;
 }
 
-static void lessons_holder_version(const lessons_catalog_t *cat,
-                                   lessons_lease_version_t *v)
+/* A version as the block keeps it; 0 when its epoch does not fit (it
+ * is then neither installed nor trusted: today's are at most 56 bytes).
+ */
+static int lessons_lease_version_of(const lessons_catalog_t *cat,
+                                    lessons_lease_version_t *v)
 {
+    const char *epoch = cat->epoch ? cat->epoch : "";
+
     memset(v, 0, sizeof(*v));
     v->sum = cat->changes;
-    apr_cpystrn(v->epoch, cat->epoch ? cat->epoch : "", sizeof(v->epoch));
+    apr_cpystrn(v->epoch, epoch, sizeof(v->epoch));
+    return strlen(epoch) < sizeof(v->epoch);
 }
 
 /* The connection is gone, or this thread no longer holds the block:
@@ -232,6 +245,7 @@ static void lessons_holder_close(lessons_holder_t *h)
     memset(&h->db, 0, sizeof(h->db));
     memset(&h->acked, 0, sizeof(h->acked));
     h->acked.sum = -1;
+    h->own_until = 0;               /* the next renewal installs anew */
 }
 
 static apr_status_t lessons_holder_disconnect(void *data)
@@ -352,14 +366,9 @@ static void lessons_lease_check_fill(lessons_lease_check_t *chk,
 {
     int i;
 
-    memset(&chk->version, 0, sizeof(chk->version));
-    chk->version.sum = cat->changes;
-    apr_cpystrn(chk->version.epoch, cat->epoch ? cat->epoch : "",
-                sizeof(chk->version.epoch));
+    chk->overflow = !lessons_lease_version_of(cat, &chk->version);
     chk->at = at;
     chk->nrows = 0;
-    chk->overflow = cat->epoch
-                    && strlen(cat->epoch) >= sizeof(chk->version.epoch);
     for (i = 0; rows && i < rows->nelts; i++) {
         const lessons_store_lease_t *l =
             &APR_ARRAY_IDX(rows, i, lessons_store_lease_t);
@@ -429,7 +438,12 @@ static int lessons_holder_renew(lessons_holder_t *h, apr_pool_t *p)
     }
     now = lessons_lease_clock();
     end = t0 + apr_time_from_msec(ls->length_ms) * 9 / 10;
-    lessons_holder_version(&cat, &v);
+    if (!lessons_lease_version_of(&cat, &v)) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, ls->s, LESSONSLOG(00791)
+                     "LessonsDBLease: the catalogue's epoch is longer than "
+                     "%d bytes: no lease", LESSONS_LEASE_EPOCH_MAX - 1);
+        return 0;
+    }
     if (now >= end) {
         ap_log_error(APLOG_MARK, APLOG_WARNING, 0, ls->s, LESSONSLOG(00796)
                      "LessonsDBLease: a renewal took %" APR_TIME_T_FMT
@@ -458,7 +472,8 @@ static int lessons_holder_check(lessons_holder_t *h, apr_pool_t *p)
     lessons_catalog_t cat;
     const char *err = NULL;
 
-    if (lessons_store_lease_check(&h->db, p, notify, &cat, &rows, &err)
+    if (lessons_store_lease_check(&h->db, p, notify ? ls->name : NULL,
+                                  &cat, &rows, &err)
         != LESSONS_STORE_OK) {
         ap_log_error(APLOG_MARK, APLOG_WARNING, 0, ls->s, LESSONSLOG(00791)
                      "LessonsDBLease: checking: %s",
@@ -497,8 +512,8 @@ static int lessons_holder_catch_up(lessons_holder_t *h, apr_pool_t *p)
                      err ? err : "unknown error");
         return 0;
     }
-    lessons_holder_version(&cat, &v);
-    if (!lessons_lease_install(ls->block, h->pid, &v, 0)) {
+    if (!lessons_lease_version_of(&cat, &v)
+        || !lessons_lease_install(ls->block, h->pid, &v, 0)) {
         return 0;
     }
     if (found) {
@@ -520,14 +535,39 @@ static void lessons_holder_heard(lessons_holder_t *h, apr_pool_t *p,
     lessons_lease_version_t v;
     apr_int64_t t;
 
+    copy = apr_pstrdup(p, payload ? payload : "");
     if (strcmp(channel, "lessons_catalog") == 0) {
-        h->need_check = 1;
+        /* "SUM SERVER EPOCH": a write of this server raised its version
+         * itself; any other (or an older module's "") is caught up on.
+         */
+        sum = apr_strtok(copy, " ", &state);
+        name = apr_strtok(NULL, " ", &state);
+        epoch = apr_strtok(NULL, " ", &state);
+        memset(&v, 0, sizeof(v));
+        if (!sum || !name || !epoch || strlen(epoch) >= sizeof(v.epoch)) {
+            h->need_check = 1;
+            return;
+        }
+        v.sum = apr_atoi64(sum);
+        apr_cpystrn(v.epoch, epoch, sizeof(v.epoch));
+        if (strcmp(name, h->ls->name) != 0) {
+            h->need_check = 1;
+        }
+        else if (!lessons_lease_own(h->ls->block, name, &v)) {
+            /* The writer may not have raised it yet. */
+            if (h->own_until == 0 || !lessons_lease_covers(&h->own, &v)) {
+                memcpy(&h->own, &v, sizeof(v));
+            }
+            if (h->own_until == 0) {
+                h->own_until = lessons_lease_clock()
+                               + LESSONS_LEASE_OWN_WAIT;
+            }
+        }
         return;
     }
     if (strcmp(channel, "lessons_lease") != 0) {
         return;
     }
-    copy = apr_pstrdup(p, payload);
     kind = apr_strtok(copy, " ", &state);
     term = apr_strtok(NULL, " ", &state);
     if (kind && strcmp(kind, "a") == 0) {
@@ -587,6 +627,15 @@ static int lessons_holder_turn(lessons_holder_t *h, apr_pool_t *p)
     if (now >= h->renew_at && !lessons_holder_renew(h, p)) {
         return 0;
     }
+    if (h->own_until
+        && (lessons_lease_own(ls->block, ls->name, &h->own)
+            || now >= h->own_until)) {
+        /* Raised by its writer, or not in time (a writer killed between
+         * its check and the raise): then caught up on.
+         */
+        h->need_check |= !lessons_lease_own(ls->block, ls->name, &h->own);
+        h->own_until = 0;
+    }
     if (lessons_lease_wanted(ls->block)) {
         h->need_check = 0;
         if (!lessons_holder_check(h, p)) {
@@ -603,9 +652,13 @@ static int lessons_holder_turn(lessons_holder_t *h, apr_pool_t *p)
     if ((rv = lessons_holder_hear(h, p)) != 0) {
         return rv > 0;
     }
-    wait = h->renew_at - lessons_lease_clock();
+    now = lessons_lease_clock();
+    wait = h->renew_at - now;
     if (wait > LESSONS_LEASE_TICK) {
         wait = LESSONS_LEASE_TICK;
+    }
+    if (h->own_until && h->own_until - now < wait) {
+        wait = h->own_until - now;
     }
     apr_os_file_get(&fd, ls->bell_in);
     rv = h->engine->listen_wait(apr_dbd_native_handle(h->db.driver,
@@ -801,7 +854,8 @@ typedef enum {
  * connections are all taken, as they may be while the database is in
  * trouble.
  */
-static lessons_alone_e lessons_lease_check_alone(lessons_ctx *c, int notify,
+static lessons_alone_e lessons_lease_check_alone(lessons_ctx *c,
+                                                 const char *notify,
                                                  lessons_lease_check_t *chk,
                                                  const char **err)
 {
@@ -857,7 +911,8 @@ void lessons_lease_settle(lessons_ctx *c)
          * writes that ask together share.  The acknowledgements come
          * through the holder either way.
          */
-        if (lessons_lease_check_alone(c, 1, chk, &err) == LESSONS_ALONE_OK) {
+        if (lessons_lease_check_alone(c, ls->name, chk, &err)
+            == LESSONS_ALONE_OK) {
             lessons_lease_heard_check(ls->block, chk, chk->at);
             asked = 1;
         }
@@ -872,10 +927,16 @@ void lessons_lease_settle(lessons_ctx *c)
                                          start + LESSONS_LEASE_ASK_WAIT, chk);
         }
     }
+    /* This server serves the write from now on: its holder need not
+     * catch up on it (lessons_holder_heard).
+     */
+    if (asked && !chk->overflow) {
+        (void)lessons_lease_raise(ls->block, &chk->version);
+    }
     checked = lessons_lease_clock();
     alone = !asked;
     if (alone) {
-        switch (lessons_lease_check_alone(c, 1, chk, &err)) {
+        switch (lessons_lease_check_alone(c, ls->name, chk, &err)) {
         case LESSONS_ALONE_NONE:
             return;
         case LESSONS_ALONE_NO_CONNECTION:
@@ -910,7 +971,7 @@ void lessons_lease_settle(lessons_ctx *c)
          */
         apr_sleep(until - now < LESSONS_LEASE_POLL ? until - now
                                                    : LESSONS_LEASE_POLL);
-        if (lessons_lease_check_alone(c, 0, later, &err)
+        if (lessons_lease_check_alone(c, NULL, later, &err)
             == LESSONS_ALONE_OK) {
             lessons_lease_heard_check(ls->block, later, later->at);
         }

@@ -499,6 +499,44 @@ int lessons_lease_answer(lessons_lease_t *l, apr_uint32_t ticket,
     }
 }
 
+int lessons_lease_raise(lessons_lease_t *l, const lessons_lease_version_t *v)
+{
+    lessons_lease_block_t *b = l->b;
+    int same, raised = 0, holds;
+
+    if (!v || v->sum < 0 || !lessons_lease_lock(l)) {
+        return 0;
+    }
+    same = b->version.epoch[0] != '\0'
+           && strncmp(v->epoch, b->version.epoch, sizeof(v->epoch)) == 0;
+    if (same && v->sum > b->version.sum) {
+        lessons_lease_write_begin(b);
+        b->version.sum = v->sum;
+        lessons_lease_write_end(b);
+        raised = 1;
+    }
+    holds = lessons_lease_covers(&b->version, v);
+    lessons_lease_unlock(l);
+    if (raised) {
+        lessons_lease_ring(l);
+    }
+    return holds;
+}
+
+int lessons_lease_own(lessons_lease_t *l, const char *name,
+                      const lessons_lease_version_t *v)
+{
+    lessons_lease_version_t installed;
+    apr_interval_time_t end;
+
+    if (!name || !l->b->self[0]
+        || strncmp(name, l->b->self, sizeof(l->b->self)) != 0) {
+        return 0;
+    }
+    lessons_lease_read(l, &end, &installed);
+    return lessons_lease_covers(&installed, v);
+}
+
 int lessons_lease_settled(lessons_lease_t *l,
                           const lessons_lease_check_t *chk,
                           apr_interval_time_t now,

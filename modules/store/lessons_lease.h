@@ -170,6 +170,22 @@ int lessons_lease_answer(lessons_lease_t *l, apr_uint32_t ticket,
                          apr_interval_time_t deadline,
                          lessons_lease_check_t *out);
 
+/* A writer's own check read v after its write: raise the installed
+ * version to v when it is of the installed epoch, so that this server
+ * serves the write at once without its holder catching up (v was read
+ * from the database after the commit, as a holder's reads are).  The
+ * lease's end and a refresh under way are left alone.  1 when the
+ * installed version holds v now.
+ */
+int lessons_lease_raise(lessons_lease_t *l, const lessons_lease_version_t *v);
+
+/* Does this server's installed version hold v, and is v written by it
+ * (its own name)?  A holder need not catch up on its own writers'
+ * notifications: each raised the version itself.
+ */
+int lessons_lease_own(lessons_lease_t *l, const char *name,
+                      const lessons_lease_version_t *v);
+
 /* Has every lease of chk acknowledged its version, or can it no longer
  * be held, at now?  1, or 0 with *until the soonest time that may
  * change by itself (an acknowledgement may come before).

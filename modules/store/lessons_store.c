@@ -189,16 +189,20 @@ const lessons_statement_t lessons_statements_leases[] = {
       "l.server, l.term, l.length_ms, l.epoch, l.acked "
       "FROM (SELECT 1) AS one LEFT JOIN lessons_leases l ON true" },
     /* The same for writers: it tells every listening server that the
-     * catalogue moved.  Its own transaction, with no data written: no
+     * catalogue moved, to which version ("SUM SERVER EPOCH": the
+     * writer's server raised its own version to it, and its holder
+     * need not catch up).  Its own transaction, with no data written: no
      * WAL flush under the notification queue's lock, which a NOTIFY in
      * the writes' trigger held through each write's commit.
      */
     { "lessons_lease_check_notify",
-      "WITH n AS (SELECT pg_notify('lessons_catalog', '')) "
-      "SELECT (SELECT " LESSONS_EPOCH " FROM lessons_database), "
-      "(SELECT sum(changes) FROM lessons_catalog), "
-      "l.server, l.term, l.length_ms, l.epoch, l.acked "
-      "FROM (SELECT 1 FROM n) AS one LEFT JOIN lessons_leases l ON true" },
+      "WITH v AS (SELECT (SELECT " LESSONS_EPOCH " FROM lessons_database) "
+      "AS e, (SELECT sum(changes) FROM lessons_catalog) AS s), "
+      "n AS (SELECT pg_notify('lessons_catalog', v.s || ' ' || %s || ' ' "
+      "|| v.e || %s) FROM v) "
+      "SELECT v.e, v.s, l.server, l.term, l.length_ms, l.epoch, l.acked "
+      "FROM v CROSS JOIN (SELECT 1 FROM n) AS one "
+      "LEFT JOIN lessons_leases l ON true" },
     { "lessons_lease_ack",
       "WITH u AS (UPDATE lessons_leases SET epoch = %s, acked = %lld "
       "WHERE server = %s RETURNING term, server) "
@@ -1758,13 +1762,14 @@ static int lessons_store_lease_row(const lessons_db_t *db, apr_pool_t *p,
 }
 
 lessons_store_e lessons_store_lease_check(const lessons_db_t *db,
-                                          apr_pool_t *p, int notify,
+                                          apr_pool_t *p, const char *notify,
                                           lessons_catalog_t *cat,
                                           apr_array_header_t **leases,
                                           const char **err)
 {
     const char *label = lessons_statements_leases[notify ? 2 : 1].label;
     apr_dbd_prepared_t *stmt = lessons_store_stmt(db, p, label, err);
+    const void *args[] = { notify, db->identity ? db->identity : "" };
     apr_dbd_results_t *res = NULL;
     apr_dbd_row_t *row = NULL;
     int rv, n = 0, bad = 0;
@@ -1774,7 +1779,7 @@ lessons_store_e lessons_store_lease_check(const lessons_db_t *db,
         return LESSONS_STORE_ERROR;
     }
     rv = apr_dbd_pbselect(db->driver, p, db->handle, &res, stmt,
-                          LESSONS_FETCH_ALL, NULL);
+                          LESSONS_FETCH_ALL, notify ? args : NULL);
     if (rv != 0) {
         return lessons_store_fail(db, p, rv, label, err);
     }

@@ -348,11 +348,12 @@ lessons_store_e lessons_store_lease_renew(const lessons_db_t *db,
                                           const char **err);
 
 /* A check: the catalogue version and every lease, of one snapshot;
- * *leases holds lessons_store_lease_t.  With notify, every listening
- * server is told the catalogue moved (a writer's check).
+ * *leases holds lessons_store_lease_t.  With notify (the name of the
+ * writer's server), every listening server is told the catalogue moved,
+ * to which version and by whose write (a writer's check).
  */
 lessons_store_e lessons_store_lease_check(const lessons_db_t *db,
-                                          apr_pool_t *p, int notify,
+                                          apr_pool_t *p, const char *notify,
                                           lessons_catalog_t *cat,
                                           apr_array_header_t **leases,
                                           const char **err);

@@ -261,6 +261,56 @@ static void test_own_server_needs_its_install_only(void **state)
     assert_true(lessons_lease_settled(l, chk, T0 + MS(2), &until, &bell));
 }
 
+/* A writer raises its own server's version to what its check read: the
+ * write is served here at once, without the holder catching up, but only
+ * within the installed epoch, never past a refresh under way, and never
+ * longer than the lease.
+ */
+static void test_a_writer_raises_its_own_server(void **state)
+{
+    lessons_lease_t *l = fresh();
+    lessons_lease_check_t *chk = check_of("e1", 12, T0);
+    lessons_lease_version_t v9 = version("e1", 9), v12 = version("e1", 12),
+                            v7 = version("e1", 7), other = version("e2", 30),
+                            got;
+    apr_interval_time_t until = 0;
+    apr_uint32_t bell = 0;
+
+    (void)state;
+    lessons_lease_name(l, "me");
+    add_row(chk, "me", 3, 1000, -1);
+    /* Nothing installed yet: no epoch to raise within. */
+    assert_false(lessons_lease_raise(l, &v12));
+    assert_true(lessons_lease_hold(l, ME, T0, MS(3000), alive_always));
+    assert_true(lessons_lease_install(l, ME, &v9, T0 + MS(900)));
+    assert_false(lessons_lease_own(l, "me", &v12));
+    assert_false(lessons_lease_settled(l, chk, T0 + MS(1), &until, &bell));
+    assert_true(lessons_lease_raise(l, &v12));
+    assert_true(lessons_lease_current(l, T0 + MS(1), &got));
+    assert_int_equal(got.sum, 12);
+    assert_true(lessons_lease_settled(l, chk, T0 + MS(1), &until, &bell));
+    /* Its holder hears its own server's write as served already; another
+     * server's, or a version not yet held, it catches up on.
+     */
+    assert_true(lessons_lease_own(l, "me", &v12));
+    assert_false(lessons_lease_own(l, "them", &v12));
+    assert_false(lessons_lease_own(l, "me", &other));
+    /* Never back, never across epochs. */
+    assert_true(lessons_lease_raise(l, &v7));
+    assert_true(lessons_lease_current(l, T0 + MS(2), &got));
+    assert_int_equal(got.sum, 12);
+    assert_false(lessons_lease_raise(l, &other));
+    assert_true(lessons_lease_current(l, T0 + MS(2), &got));
+    assert_string_equal(got.epoch, "e1");
+    /* A refresh under way stays: nothing served until the install. */
+    assert_true(lessons_lease_refresh(l, ME));
+    assert_true(lessons_lease_raise(l, &v12));
+    assert_false(lessons_lease_current(l, T0 + MS(3), &got));
+    /* Nor does a raise lengthen the lease. */
+    assert_true(lessons_lease_install(l, ME, &v12, 0));
+    assert_false(lessons_lease_current(l, T0 + MS(900), &got));
+}
+
 static void test_an_older_renewal_heard_does_not_end_a_newer(void **state)
 {
     lessons_lease_t *l = fresh();
@@ -357,6 +407,7 @@ int main(void)
         cmocka_unit_test(test_checks_answer_only_earlier_asks),
         cmocka_unit_test(test_settled_by_acks_or_ends),
         cmocka_unit_test(test_own_server_needs_its_install_only),
+        cmocka_unit_test(test_a_writer_raises_its_own_server),
         cmocka_unit_test(test_an_older_renewal_heard_does_not_end_a_newer),
         cmocka_unit_test(test_overflow_waits_out_the_longest),
         cmocka_unit_test(test_covers),
