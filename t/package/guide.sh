@@ -23,7 +23,7 @@
 GUIDE_DOC=${GUIDE_DOC:-$ROOT/README.md}
 GUIDE_HEADING='## In production on Debian 12 or 13'
 # What a reader fills in: the names the guide may ask for.
-GUIDE_NAMES="PACKAGE ISSUER AUDIENCE PROVIDER_CA TOKEN SERVER DB_HOST DB_PORT DB_PASSWORD"
+GUIDE_NAMES="PACKAGE ISSUER AUDIENCE PROVIDER_CA TOKEN SERVER DB_HOST DB_PORT DB_PASSWORD DB_CA"
 
 # guide_extract DIR: the section's blocks as DIR/NN.TAG (TAG "all" when
 # the fence names none).
@@ -98,7 +98,11 @@ guide_token() {  # a token for the guide's audience, from the provider
 
 # A PostgreSQL cluster of the test's own, run by the postgres user as a
 # database host's would be: local connections trusted (the host's admin),
-# TCP ones with a password.  Sets GUIDE_PG (its directory), GUIDE_PGPORT.
+# TCP ones with a password, TLS on with a certificate made for the name
+# the guide's DB_HOST gives (127.0.0.1), as Debian's cluster has one for
+# the host's name.  Sets GUIDE_PG (its directory), GUIDE_PGPORT and
+# GUIDE_PGCA (the certificate, as the admin copies it to the Apache
+# server).
 guide_pg_start() {
     local bin
     bin=$( (ls -d /usr/lib/postgresql/*/bin 2>/dev/null || true) | sort -V | tail -n 1)
@@ -110,8 +114,14 @@ guide_pg_start() {
     runuser -u postgres -- "$bin/initdb" -D "$GUIDE_PG/data" -U postgres \
         --auth-local=trust --auth-host=scram-sha-256 -E UTF8 --no-locale --no-sync \
         >"$GUIDE_PG/initdb.log" 2>&1 9>&- || { cat "$GUIDE_PG/initdb.log"; return 1; }
+    runuser -u postgres -- openssl req -x509 -newkey rsa:2048 -nodes -days 2 \
+        -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
+        -keyout "$GUIDE_PG/server.key" -out "$GUIDE_PG/server.crt" \
+        >"$GUIDE_PG/openssl.log" 2>&1 9>&- || { cat "$GUIDE_PG/openssl.log"; return 1; }
+    GUIDE_PGCA=$WORK/guide-db-ca.pem
+    install -m 644 "$GUIDE_PG/server.crt" "$GUIDE_PGCA" || return 1
     runuser -u postgres -- "$bin/pg_ctl" -D "$GUIDE_PG/data" -w -l "$GUIDE_PG/log" \
-        -o "-c listen_addresses=127.0.0.1 -c port=$GUIDE_PGPORT -c unix_socket_directories=$GUIDE_PG -c fsync=off" \
+        -o "-c listen_addresses=127.0.0.1 -c port=$GUIDE_PGPORT -c unix_socket_directories=$GUIDE_PG -c fsync=off -c ssl=on -c ssl_cert_file=$GUIDE_PG/server.crt -c ssl_key_file=$GUIDE_PG/server.key" \
         start >/dev/null 9>&- || { cat "$GUIDE_PG/log"; return 1; }
 }
 guide_pg_stop() {
@@ -143,7 +153,8 @@ guide_run() {
     first=$(ls "$dir" | head -n 1)
     export GV_PACKAGE=$DEB GV_ISSUER=$GUIDE_ISS GV_AUDIENCE=lessons-guide \
         GV_PROVIDER_CA=$GUIDE_CA GV_SERVER=http://127.0.0.1:$PORT \
-        GV_DB_HOST=127.0.0.1 GV_DB_PORT=${GUIDE_PGPORT:-5432} GV_DB_PASSWORD=change-me
+        GV_DB_HOST=127.0.0.1 GV_DB_PORT=${GUIDE_PGPORT:-5432} GV_DB_PASSWORD=change-me \
+        GV_DB_CA=${GUIDE_PGCA:-/etc/lessons/db-ca.pem}
     # apt-get install apache2 starts it on a fresh machine; here it may
     # have been stopped, and Debian's init script will not restart a
     # server it finds stopped while other programs named apache2 run
@@ -194,6 +205,17 @@ guide_run() {
                -c "SELECT count(*) FROM lessons WHERE title = 'Nach Anleitung'" 2>&1)
     fi
     check "$q: the new lesson is in the database (1 row: $rows)" test "$rows" = 1
+    if [ "$db" = pgsql ]; then
+        # Apache's connections, as the guide's sslmode makes them: every
+        # one encrypted (encrypted/all).
+        local tls
+        tls=$(PGPASSWORD=change-me psql -qtA -h 127.0.0.1 -p "$GUIDE_PGPORT" -U lessons -d lessons \
+              -c "SELECT count(*) FILTER (WHERE s.ssl) || '/' || count(*) FROM pg_stat_activity a
+                  JOIN pg_stat_ssl s USING (pid)
+                  WHERE a.usename = 'lessons' AND a.pid <> pg_backend_pid()" 2>&1)
+        check "$q: Apache's database connections use TLS ($tls)" \
+            eval '[[ $tls =~ ^([1-9][0-9]*)/([0-9]+)$ ]] && [ "${BASH_REMATCH[1]}" = "${BASH_REMATCH[2]}" ]'
+    fi
     check "$q: the database driver Apache loaded is a package the guide installs" \
         guide_driver_installed "$run"
     http GET /health/lessons
