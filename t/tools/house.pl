@@ -20,6 +20,9 @@
 #               no directive the table lacks, and the summary table at the
 #               reference's top lists the same directives, each linking
 #               to an anchor of the page
+#   defaults    where README or a document names a directive and its
+#               default in one sentence, the value is the reference's
+#               Default row (units converted)
 #
 #   t/tools/house.pl [--layers] [ROOT [OBJDIR]]
 #                                       (defaults: the checkout, build/obj)
@@ -423,10 +426,82 @@ sub directives {
     return @problems;
 }
 
+# ---- defaults -----------------------------------------------------------
+# A default as a number of base units (seconds, bytes) or a lower-case
+# word: "3600", "16M", "64 KiB", "an hour", "`off`".
+sub default_value {
+    my ($value, $unit) = @_;
+    my %per = (k => 1024, kib => 1024, m => 1024**2, mib => 1024**2,
+               g => 1024**3, gib => 1024**3, ms => 0.001, s => 1,
+               second => 1, seconds => 1, minute => 60, minutes => 60,
+               hour => 3600, hours => 3600, day => 86400, days => 86400);
+    $value = lc $value;
+    $unit = lc($unit // '');
+    $value = 1 if $value =~ /\Aan?\z/;
+    if ($value =~ /\A([0-9][0-9,]*(?:\.[0-9]+)?)([kmg])?\z/) {
+        (my $n = $1) =~ tr/,//d;
+        my $u = $2 // $unit;
+        return $n * ($u eq '' ? 1 : ($per{$u} // 1));
+    }
+    return $value;
+}
+
+# What README and the other documents say a directive's default is, where
+# a sentence names the directive and its default ("`LessonsX` default
+# 3600 s", "`LessonsX` seconds (default 60)", "`LessonsX` (an hour by
+# default)", "`LessonsX` is off (the default)"), must be what the
+# reference's Default row says: a statement that drifted (README once
+# said keys were refreshed every 5 minutes, the default being 3600 s)
+# fails here.
+sub defaults {
+    my $ref = slurp("$root/docs/directives.md");
+    my (%default, @problems, $seen);
+    while ($ref =~ /^## (\w+) Directive\n(.*?)(?=^## |\z)/msg) {
+        my ($name, $body) = ($1, $2);
+        my ($row) = $body =~ /^\| Default: \| (.*?) \|$/m;
+        next unless defined $row;
+        # The first code span; a directive's own line ("`LessonsX 20 5`")
+        # gives its first value.
+        my ($code) = $row =~ /`([^`]+)`/ or next;
+        $code =~ s/\A\Q$name\E\s+//;
+        ($code) = split /\s+/, $code;
+        $default{$name} = default_value($code);
+    }
+    my $unit = qr/(KiB|MiB|GiB|ms|s|seconds?|minutes?|hours?|days?)\b/;
+    my $gap = qr/(?:(?!`Lessons)[^.`]|`[^`]*`(?<!`Lessons\w{0,40}`)){0,60}?/;
+    for my $doc ('README.md', map { "docs/$_" } sort grep { $_ ne 'directives.md' }
+                 map { m{([^/]+)\z} } glob("$root/docs/*.md")) {
+        (my $text = slurp("$root/$doc")) =~ s/\s+/ /g;
+        my @said;
+        while ($text =~ /`(Lessons\w+)`$gap\bdefault\b[\s:,]*(?:is\s+)?`?([0-9][0-9,.]*[kKmMgG]?|off|on|any|an?)`?(?:\s*$unit)?/gi) {
+            push @said, [$1, $2, $3, $&];
+        }
+        while ($text =~ /`(Lessons\w+)`$gap\b(an?|[0-9][0-9,.]*)\s*$unit?\s*by default/gi) {
+            push @said, [$1, $2, $3, $&];
+        }
+        while ($text =~ /`(Lessons\w+)` is (\w+) \(the default\)/g) {
+            push @said, [$1, $2, undef, $&];
+        }
+        for my $s (@said) {
+            my ($name, $value, $u, $where) = @$s;
+            next unless exists $default{$name};
+            $seen++;
+            my $got = default_value($value, $u);
+            push @problems, "$doc: \"$where\": the reference's default "
+                          . "for $name is $default{$name}"
+                unless $got eq $default{$name};
+        }
+    }
+    push @problems, 'no statement of a default found in README.md or docs/'
+        unless $seen;
+    return @problems;
+}
+
 report('no circles between the files of the module', circles());
 report('the folders of modules/ in their order, httpd only in httpd/',
        folders());
 report('every config field is merged, or says why not', merge());
 report('the directive table and the reference agree', directives());
+report('the defaults the documents state are the reference\'s', defaults());
 print "$passed passed, $failed failed\n";
 exit($failed ? 1 : 0);
