@@ -768,6 +768,8 @@ void lessons_lease_child_init(apr_pool_t *pchild, server_rec *main);
 int lessons_lease_catalog(request_rec *r, const lessons_srv_conf *sconf,
                           lessons_catalog_t *cat);
 void lessons_lease_settle(lessons_ctx *c);
+/* The lease's gauges for /metrics ("" without a lease). */
+const char *lessons_lease_metrics(apr_pool_t *p, const lessons_srv_conf *sconf);
 
 /* mod_lessons_health.c */
 int lessons_health_handler(request_rec *r);

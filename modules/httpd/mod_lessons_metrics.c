@@ -327,6 +327,14 @@ int lessons_metrics_handler(request_rec *r)
                                       sconf->metrics_sources->elts,
                                       sconf->metrics_sources->nelts,
                                       apr_time_now(), &len);
+    if (sconf->lease && body) {
+        /* The lease is the server's state now, not a count to sum. */
+        const char *lease = lessons_lease_metrics(r->pool, sconf);
+
+        body = apr_pstrmemdup(r->pool, body, len);
+        body = apr_pstrcat(r->pool, body, lease, NULL);
+        len = strlen(body);
+    }
     apr_table_setn(r->headers_out, "Cache-Control", "no-store");
     return lessons_send(r, HTTP_OK, LESSONS_CT_METRICS, body, len);
 }

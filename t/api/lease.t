@@ -86,8 +86,30 @@ sub versions_taken {
 }
 
 my $rows = wait_leases('start');
+
+# The lease's gauges: what the admin sees of it.
+sub lease_gauges {
+    my ($base) = @_;
+    my $text = call(GET => '/metrics', base => $base, token => undef)->content;
+    return { map { $text =~ /^lessons_db_lease_$_ (\S+)$/m ? ($_ => $1) : () }
+             qw(valid listening remaining_seconds length_seconds) };
+}
 is(scalar(grep { $_->{server} =~ m{/$server{B}{pid}/} } @$rows), 1,
    'B holds one lease');
+
+my $gauges = {};
+for (1 .. 50) {
+    $gauges = lease_gauges($B);
+    last if ($gauges->{valid} // 0) == 1;
+    sleep 0.1;
+}
+is_deeply([ @$gauges{qw(valid listening length_seconds)} ], [ 1, 1, '1.000' ],
+          'B\'s metrics: its lease holds, its holder listens, a lease is 1 s')
+    or diag(explain($gauges));
+cmp_ok($gauges->{remaining_seconds} // -1, '>', 0,
+       'B\'s metrics: the time its lease has left');
+cmp_ok($gauges->{remaining_seconds} // 99, '<=', 0.9,
+       'B\'s metrics: never more than 90% of a lease');
 
 my ($id) = seed({ level_id => 1, title => 'Leased', sort_order => 1 },
                 { level_id => 2, title => 'Beside it', sort_order => 1 });
@@ -196,6 +218,11 @@ title_of($C) for 1 .. 50;
 $after = versions_taken($C);
 cmp_ok($after->{lease} - $before->{lease}, '>=', 48,
        'C serves from its lease again');
+is(lease_gauges($C)->{valid}, 1, 'and its metrics say so');
+# A server without the directive has no lease to show.
+my $plain = call(GET => '/metrics', token => undef);
+is($plain->code, 200, 'the suite\'s server (no LessonsDBLease) has metrics');
+unlike($plain->content, qr/^lessons_db_lease_/m, '... and no lease gauges');
 
 # ---- where the directive may be written
 my $cdir = File::Temp->newdir;
