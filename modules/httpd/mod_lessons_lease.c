@@ -68,6 +68,7 @@ typedef struct {
     apr_interval_time_t retry_at;
     apr_interval_time_t retry;
     int need_check;
+    int poked;                      /* a writer rang for a check */
     lessons_lease_version_t own;    /* its own writers' newest version */
     apr_interval_time_t own_until;  /* 0: none awaited */
     int warned;                     /* the schema's warning, once */
@@ -636,7 +637,11 @@ static int lessons_holder_turn(lessons_holder_t *h, apr_pool_t *p)
         h->need_check |= !lessons_lease_own(ls->block, ls->name, &h->own);
         h->own_until = 0;
     }
-    if (lessons_lease_wanted(ls->block)) {
+    if (h->poked && !lessons_lease_wanted(ls->block)) {
+        h->poked = 0;               /* a writer's check answered it */
+    }
+    if (h->poked) {
+        h->poked = 0;
         h->need_check = 0;
         if (!lessons_holder_check(h, p)) {
             return 0;
@@ -667,10 +672,16 @@ static int lessons_holder_turn(lessons_holder_t *h, apr_pool_t *p)
     if (rv < 0) {
         return 0;
     }
+    /* A writer without a connection asks this holder for its check
+     * (the others make theirs themselves).
+     */
     do {
         n = sizeof(drain);
-    } while (apr_file_read(ls->bell_in, drain, &n) == APR_SUCCESS
-             && n == sizeof(drain));
+        if (apr_file_read(ls->bell_in, drain, &n) != APR_SUCCESS) {
+            break;
+        }
+        h->poked |= n > 0;
+    } while (n == sizeof(drain));
     return lessons_holder_hear(h, p) >= 0;
 }
 
@@ -936,25 +947,48 @@ void lessons_lease_settle(lessons_ctx *c)
     chk = apr_palloc(r->pool, sizeof(*chk));
     start = lessons_lease_clock();
     if (lessons_lease_has_listener(ls->block)) {
-        /* The check on the write's own connection when it has one (one
-         * round trip, no holder to wake), else the holder's, which the
-         * writes that ask together share.  The acknowledgements come
-         * through the holder either way.
+        /* The writes of this server share checks (lessons_lease_turn):
+         * the one whose turn it is makes the check on its own connection
+         * (one round trip, no holder to wake), or, with none of its own
+         * (another's share of a grouped commit), has the holder make it.
+         * The acknowledgements come through the holder either way.
          */
-        if (lessons_lease_check_alone(c, ls->name, chk, &err)
-            == LESSONS_ALONE_OK) {
-            lessons_lease_heard_check(ls->block, chk, chk->at);
-            asked = 1;
-        }
-        else {
-            via = " (by the holder)";
-            apr_uint32_t ticket = lessons_lease_ask(ls->block);
-            apr_size_t n = 1;
+        apr_uint32_t ticket = lessons_lease_ask(ls->block), upto = 0;
 
+        switch (lessons_lease_turn(ls->block, ticket,
+                                   start + LESSONS_LEASE_ASK_WAIT, chk,
+                                   &upto)) {
+        case LESSONS_LEASE_TURN_ANSWERED:
+            via = " (shared)";
+            asked = 1;
+            break;
+        case LESSONS_LEASE_TURN_LEAD:
+            if (c->db.handle && c->db_pool) {
+                if (lessons_lease_check_alone(c, ls->name, chk, &err)
+                    == LESSONS_ALONE_OK) {
+                    lessons_lease_heard_check(ls->block, chk, chk->at);
+                    lessons_lease_led(ls->block, ticket, upto, chk);
+                    asked = 1;
+                    break;
+                }
+            }
+            else {
+                apr_size_t n = 1;
+
+                via = " (by the holder)";
+                (void)apr_file_write(ls->bell_out, "w", &n);
+                asked = lessons_lease_answer(ls->block, ticket,
+                                             start + LESSONS_LEASE_ASK_WAIT,
+                                             chk);
+            }
+            /* The holder's check answered the others too (or nothing
+             * did: they take their turn).
+             */
+            lessons_lease_led(ls->block, ticket, upto, NULL);
             err = NULL;
-            (void)apr_file_write(ls->bell_out, "w", &n);
-            asked = lessons_lease_answer(ls->block, ticket,
-                                         start + LESSONS_LEASE_ASK_WAIT, chk);
+            break;
+        case LESSONS_LEASE_TURN_NONE:
+            break;
         }
     }
     /* This server serves the write from now on: its holder need not

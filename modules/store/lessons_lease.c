@@ -43,6 +43,9 @@ typedef struct {
     lessons_lease_version_t version;        /* installed */
     apr_uint32_t asked;                     /* checks asked */
     apr_uint32_t answered;                  /* the last ask answered */
+    apr_uint32_t leader;                    /* the ticket of the writer
+                                             * making the check, 0: none */
+    apr_interval_time_t led_at;             /* when it began */
     apr_uint32_t bell;                      /* futex word */
     lessons_lease_check_t check;            /* the last published */
     char self[LESSONS_LEASE_NAME_MAX];      /* this server's row */
@@ -349,6 +352,20 @@ int lessons_lease_wanted(lessons_lease_t *l)
            != apr_atomic_read32(&l->b->answered);
 }
 
+/* Under the lock: a check sent after asked was read answers the asks up
+ * to it, unless a later check answered more already (a writer's and the
+ * holder's may come back in either order).
+ */
+static void lessons_lease_answers(lessons_lease_block_t *b,
+                                  apr_uint32_t asked,
+                                  const lessons_lease_check_t *chk)
+{
+    if ((apr_int32_t)(asked - b->answered) > 0) {
+        memcpy(&b->check, chk, sizeof(*chk));
+        apr_atomic_set32(&b->answered, asked);
+    }
+}
+
 int lessons_lease_publish(lessons_lease_t *l, apr_uint32_t pid,
                           apr_uint32_t asked,
                           const lessons_lease_check_t *chk)
@@ -361,8 +378,7 @@ int lessons_lease_publish(lessons_lease_t *l, apr_uint32_t pid,
     }
     held = b->holder == pid;
     if (held) {
-        memcpy(&b->check, chk, sizeof(*chk));
-        apr_atomic_set32(&b->answered, asked);
+        lessons_lease_answers(b, asked, chk);
     }
     lessons_lease_unlock(l);
     if (held) {
@@ -535,6 +551,62 @@ int lessons_lease_own(lessons_lease_t *l, const char *name,
     }
     lessons_lease_read(l, &end, &installed);
     return lessons_lease_covers(&installed, v);
+}
+
+lessons_lease_turn_e lessons_lease_turn(lessons_lease_t *l,
+                                        apr_uint32_t ticket,
+                                        apr_interval_time_t deadline,
+                                        lessons_lease_check_t *out,
+                                        apr_uint32_t *asked)
+{
+    lessons_lease_block_t *b = l->b;
+    apr_interval_time_t now, stale;
+    apr_uint32_t bell;
+
+    for (;;) {
+        if (!lessons_lease_lock(l)) {
+            return LESSONS_LEASE_TURN_NONE;
+        }
+        bell = apr_atomic_read32(&b->bell);
+        now = lessons_lease_clock();
+        if ((apr_int32_t)(b->answered - ticket) >= 0) {
+            memcpy(out, &b->check, sizeof(*out));
+            lessons_lease_unlock(l);
+            return LESSONS_LEASE_TURN_ANSWERED;
+        }
+        if (b->leader == 0 || now - b->led_at > LESSONS_LEASE_LEAD_STALE) {
+            /* Every ask made so far: this check is sent after them. */
+            b->leader = ticket;
+            b->led_at = now;
+            *asked = apr_atomic_read32(&b->asked);
+            lessons_lease_unlock(l);
+            return LESSONS_LEASE_TURN_LEAD;
+        }
+        stale = b->led_at + LESSONS_LEASE_LEAD_STALE + 1;
+        lessons_lease_unlock(l);
+        if (now >= deadline) {
+            return LESSONS_LEASE_TURN_NONE;
+        }
+        lessons_lease_sleep(l, bell, stale < deadline ? stale : deadline);
+    }
+}
+
+void lessons_lease_led(lessons_lease_t *l, apr_uint32_t ticket,
+                       apr_uint32_t asked, const lessons_lease_check_t *chk)
+{
+    lessons_lease_block_t *b = l->b;
+
+    if (!lessons_lease_lock(l)) {
+        return;
+    }
+    if (chk) {
+        lessons_lease_answers(b, asked, chk);
+    }
+    if (b->leader == ticket) {
+        b->leader = 0;
+    }
+    lessons_lease_unlock(l);
+    lessons_lease_ring(l);
 }
 
 int lessons_lease_settled(lessons_lease_t *l,

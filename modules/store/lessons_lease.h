@@ -186,6 +186,33 @@ int lessons_lease_raise(lessons_lease_t *l, const lessons_lease_version_t *v);
 int lessons_lease_own(lessons_lease_t *l, const char *name,
                       const lessons_lease_version_t *v);
 
+/* Writers with a connection of their own share checks: one of those
+ * that asked makes the check for every ask made before it sends it, the
+ * others wait for it (fewer checks, and fewer notifications and
+ * catch-ups on the other servers, when writes come together).
+ */
+typedef enum {
+    LESSONS_LEASE_TURN_ANSWERED,    /* *out: a check sent after the ask */
+    LESSONS_LEASE_TURN_LEAD,        /* make the check now, for the asks
+                                     * up to *asked, then lessons_lease_led */
+    LESSONS_LEASE_TURN_NONE         /* deadline passed: check alone */
+} lessons_lease_turn_e;
+
+/* A leader that has not finished after this is taken over. */
+#define LESSONS_LEASE_LEAD_STALE  apr_time_from_msec(500)
+
+lessons_lease_turn_e lessons_lease_turn(lessons_lease_t *l,
+                                        apr_uint32_t ticket,
+                                        apr_interval_time_t deadline,
+                                        lessons_lease_check_t *out,
+                                        apr_uint32_t *asked);
+
+/* The leader's check is done: chk answers the asks up to asked (NULL:
+ * it failed, and the others take their turn).
+ */
+void lessons_lease_led(lessons_lease_t *l, apr_uint32_t ticket,
+                       apr_uint32_t asked, const lessons_lease_check_t *chk);
+
 /* Has every lease of chk acknowledged its version, or can it no longer
  * be held, at now?  1, or 0 with *until the soonest time that may
  * change by itself (an acknowledgement may come before).

@@ -212,6 +212,63 @@ static void test_checks_answer_only_earlier_asks(void **state)
     assert_false(lessons_lease_wanted(l));
 }
 
+/* Writers share checks: the first to ask makes one for every ask before
+ * it sends it; a later ask waits for the next; an older check that comes
+ * back late answers nothing it did not; a leader that never finishes is
+ * taken over.
+ */
+static void test_writers_share_checks(void **state)
+{
+    lessons_lease_t *l = fresh();
+    lessons_lease_check_t *c4 = check_of("e1", 4, T0),
+                          *c5 = check_of("e1", 5, T0),
+                          *c9 = check_of("e1", 9, T0), *out;
+    apr_uint32_t t1, t2, t3, t4, upto = 0, upto2 = 0;
+    apr_interval_time_t began;
+
+    (void)state;
+    out = apr_pcalloc(pool, sizeof(*out));
+    assert_true(lessons_lease_hold(l, ME, T0, MS(3000), alive_always));
+    t1 = lessons_lease_ask(l);
+    assert_int_equal(lessons_lease_turn(l, t1, lessons_lease_clock(), out,
+                                        &upto), LESSONS_LEASE_TURN_LEAD);
+    assert_int_equal(upto, t1);
+    /* Asked while t1's check is out: it must wait for the next one. */
+    t2 = lessons_lease_ask(l);
+    assert_int_equal(lessons_lease_turn(l, t2, lessons_lease_clock(), out,
+                                        &upto2), LESSONS_LEASE_TURN_NONE);
+    lessons_lease_led(l, t1, upto, c4);
+    assert_int_equal(lessons_lease_turn(l, t1, lessons_lease_clock(), out,
+                                        &upto2), LESSONS_LEASE_TURN_ANSWERED);
+    assert_int_equal(out->version.sum, 4);
+    assert_int_equal(lessons_lease_turn(l, t2, lessons_lease_clock(), out,
+                                        &upto2), LESSONS_LEASE_TURN_LEAD);
+    t3 = lessons_lease_ask(l);          /* after t2 read the asks */
+    assert_int_equal(upto2, t2);
+    lessons_lease_led(l, t2, upto2, c5);
+    /* The holder's older check, back late, takes nothing back. */
+    assert_true(lessons_lease_publish(l, ME, t1, c9));
+    assert_int_equal(lessons_lease_turn(l, t2, lessons_lease_clock(), out,
+                                        &upto), LESSONS_LEASE_TURN_ANSWERED);
+    assert_int_equal(out->version.sum, 5);
+    /* A failed check answers nobody and lets the next lead. */
+    assert_int_equal(lessons_lease_turn(l, t3, lessons_lease_clock(), out,
+                                        &upto), LESSONS_LEASE_TURN_LEAD);
+    lessons_lease_led(l, t3, upto, NULL);
+    t4 = lessons_lease_ask(l);
+    assert_int_equal(lessons_lease_turn(l, t3, lessons_lease_clock(), out,
+                                        &upto), LESSONS_LEASE_TURN_LEAD);
+    /* t3 leads again and never finishes: t4 takes over once it is stale,
+     * not before.
+     */
+    began = lessons_lease_clock();
+    assert_int_equal(lessons_lease_turn(l, t4, began + MS(2000), out,
+                                        &upto2), LESSONS_LEASE_TURN_LEAD);
+    assert_true(lessons_lease_clock() - began >= LESSONS_LEASE_LEAD_STALE);
+    assert_true(lessons_lease_clock() - began < MS(2000));
+    assert_int_equal(upto2, t4);
+}
+
 static void test_settled_by_acks_or_ends(void **state)
 {
     lessons_lease_t *l = fresh();
@@ -405,6 +462,7 @@ int main(void)
         cmocka_unit_test(test_versions_only_move_forward),
         cmocka_unit_test(test_one_holder_and_the_next),
         cmocka_unit_test(test_checks_answer_only_earlier_asks),
+        cmocka_unit_test(test_writers_share_checks),
         cmocka_unit_test(test_settled_by_acks_or_ends),
         cmocka_unit_test(test_own_server_needs_its_install_only),
         cmocka_unit_test(test_a_writer_raises_its_own_server),
