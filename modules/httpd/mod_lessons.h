@@ -342,6 +342,10 @@ typedef struct {
                                      * database, from post_config (one per
                                      * mod_dbd pool); NULL: none (not
                                      * merged) */
+    lessons_lease_t *lease_block;   /* its block in this process, for
+                                     * the metrics; NULL: none (not
+                                     * merged: child_init sets it) */
+    int lease_length_ms;            /* its length; 0: none (not merged) */
     apr_off_t cache_size;           /* LessonsCacheSize; -1: not set */
     lessons_cache_t *cache;         /* per process, shared by every vhost;
                                      * NULL: LessonsCacheSize 0 (not
@@ -768,8 +772,6 @@ void lessons_lease_child_init(apr_pool_t *pchild, server_rec *main);
 int lessons_lease_catalog(request_rec *r, const lessons_srv_conf *sconf,
                           lessons_catalog_t *cat);
 void lessons_lease_settle(lessons_ctx *c);
-/* The lease's gauges for /metrics ("" without a lease). */
-const char *lessons_lease_metrics(apr_pool_t *p, const lessons_srv_conf *sconf);
 
 /* mod_lessons_health.c */
 int lessons_health_handler(request_rec *r);

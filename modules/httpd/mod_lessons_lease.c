@@ -166,6 +166,8 @@ int lessons_lease_post_config(apr_pool_t *pconf, server_rec *main)
             ap_get_module_config(s->module_config, &lessons_module);
 
         sconf->lease = NULL;
+        sconf->lease_block = NULL;
+        sconf->lease_length_ms = 0;
     }
     if (mconf->lease_ms <= 0) {
         return OK;
@@ -817,6 +819,8 @@ void lessons_lease_child_init(apr_pool_t *pchild, server_rec *main)
         if (sconf->lease && !sconf->lease->block) {
             sconf->lease = NULL;
         }
+        sconf->lease_block = sconf->lease ? sconf->lease->block : NULL;
+        sconf->lease_length_ms = sconf->lease ? sconf->lease->length_ms : 0;
     }
 }
 
@@ -848,36 +852,6 @@ int lessons_lease_catalog(request_rec *r, const lessons_srv_conf *sconf,
     cat->changes = v.sum;
     cat->epoch = apr_pstrdup(r->pool, v.epoch);
     return 1;
-}
-
-/* ------------------------------------------------------ the metrics */
-
-const char *lessons_lease_metrics(apr_pool_t *p, const lessons_srv_conf *sconf)
-{
-    lessons_lease_state_t st;
-
-    if (!sconf->lease) {
-        return "";
-    }
-    lessons_lease_state(sconf->lease->block, lessons_lease_clock(), &st);
-    return apr_psprintf(p,
-        "# HELP lessons_db_lease_valid 1 while this server's read lease "
-        "holds (GETs take no statement).\n"
-        "# TYPE lessons_db_lease_valid gauge\n"
-        "lessons_db_lease_valid %d\n"
-        "# HELP lessons_db_lease_listening 1 while its holder's connection "
-        "listens.\n"
-        "# TYPE lessons_db_lease_listening gauge\n"
-        "lessons_db_lease_listening %d\n"
-        "# HELP lessons_db_lease_remaining_seconds Until the lease ends "
-        "unless it is renewed.\n"
-        "# TYPE lessons_db_lease_remaining_seconds gauge\n"
-        "lessons_db_lease_remaining_seconds %.3f\n"
-        "# HELP lessons_db_lease_length_seconds LessonsDBLease.\n"
-        "# TYPE lessons_db_lease_length_seconds gauge\n"
-        "lessons_db_lease_length_seconds %.3f\n",
-        st.valid, st.listening, (double)st.left / APR_USEC_PER_SEC,
-        sconf->lease->length_ms / 1000.0);
 }
 
 /* ------------------------------------------------------ the writers */

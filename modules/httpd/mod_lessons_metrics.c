@@ -304,6 +304,33 @@ static void lessons_metrics_now(request_rec *r, lessons_metrics_sum_t *sum)
     lessons_metrics_read(sconf->metrics, lessons_metrics_alive, NULL, sum);
 }
 
+/* The read lease's gauges (LessonsDBLease), read from its block now. */
+static const char *lessons_metrics_lease(apr_pool_t *p,
+                                         const lessons_srv_conf *sconf)
+{
+    lessons_lease_state_t st;
+
+    lessons_lease_state(sconf->lease_block, lessons_lease_clock(), &st);
+    return apr_psprintf(p,
+        "# HELP lessons_db_lease_valid 1 while this server's read lease "
+        "holds (GETs take no statement).\n"
+        "# TYPE lessons_db_lease_valid gauge\n"
+        "lessons_db_lease_valid %d\n"
+        "# HELP lessons_db_lease_listening 1 while its holder's connection "
+        "listens.\n"
+        "# TYPE lessons_db_lease_listening gauge\n"
+        "lessons_db_lease_listening %d\n"
+        "# HELP lessons_db_lease_remaining_seconds Until the lease ends "
+        "unless it is renewed.\n"
+        "# TYPE lessons_db_lease_remaining_seconds gauge\n"
+        "lessons_db_lease_remaining_seconds %.3f\n"
+        "# HELP lessons_db_lease_length_seconds LessonsDBLease.\n"
+        "# TYPE lessons_db_lease_length_seconds gauge\n"
+        "lessons_db_lease_length_seconds %.3f\n",
+        st.valid, st.listening, (double)st.left / APR_USEC_PER_SEC,
+        sconf->lease_length_ms / 1000.0);
+}
+
 int lessons_metrics_handler(request_rec *r)
 {
     lessons_srv_conf *sconf;
@@ -327,12 +354,10 @@ int lessons_metrics_handler(request_rec *r)
                                       sconf->metrics_sources->elts,
                                       sconf->metrics_sources->nelts,
                                       apr_time_now(), &len);
-    if (sconf->lease && body) {
+    if (sconf->lease_block && body) {
         /* The lease is the server's state now, not a count to sum. */
-        const char *lease = lessons_lease_metrics(r->pool, sconf);
-
-        body = apr_pstrmemdup(r->pool, body, len);
-        body = apr_pstrcat(r->pool, body, lease, NULL);
+        body = apr_pstrcat(r->pool, apr_pstrmemdup(r->pool, body, len),
+                           lessons_metrics_lease(r->pool, sconf), NULL);
         len = strlen(body);
     }
     apr_table_setn(r->headers_out, "Cache-Control", "no-store");
