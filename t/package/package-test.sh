@@ -133,6 +133,13 @@ apache_pid() {
     pid=$(cat /var/run/apache2/apache2.pid 2>/dev/null) || return 1
     [ -n "$pid" ] && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = apache2 ] && echo "$pid"
 }
+# Whether process PID runs in this system's root, not in another root on
+# the machine (make test-all runs this test again in the other Debian
+# release's root, whose system Apache is an apache2 -k start too).  By
+# device and inode: readlink names every root "/" from inside a chroot.
+same_root() {
+    [ "$(stat -L -c %d:%i "/proc/$1/root/" 2>/dev/null)" = "$(stat -L -c %d:%i /)" ]
+}
 # The system Apache's parent process even before it writes its pid file
 # (it does so a moment after apache2ctl start returns): an apache2 -k start
 # whose parent is not apache2, without -f or -d (other httpds, such as the
@@ -141,6 +148,7 @@ apache_pid() {
 apache_master() {
     local pid ppid args
     for pid in $(pgrep -x apache2); do
+        same_root "$pid" || continue
         ppid=$(ps -o ppid= -p "$pid" 2>/dev/null | tr -d ' ')
         [ "$(cat "/proc/$ppid/comm" 2>/dev/null)" = apache2 ] && continue
         # 2>/dev/null first: the process may be gone by now.

@@ -145,9 +145,14 @@ mkdir -p "$ROOT/src"
 # --- the run -------------------------------------------------------------------
 OUT=$ROOTS/$OTHER.log
 # In the background, so that a signal is handled at once (the trap
-# stops what runs in the root); its status in /src/.rc.
+# stops what runs in the root); its status in /src/.rc.  In a PID
+# namespace of its own: Debian's init script refuses to restart
+# apache2 while processes named apache2 run that are not in its pid file,
+# and pidof would find this machine's (the test suites' servers, its
+# system Apache) beside the root's own.  The namespace ends, and every
+# process in it, when the run does.
 RUNNING=1
-chroot "$ROOT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
+unshare --pid --fork --kill-child --mount-proc="$ROOT/proc" chroot "$ROOT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
     LANG=C.UTF-8 TERM=dumb CI="${CI:-}" "${PASS_ENV[@]}" \
     NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt \
     /bin/bash -c 'cd /src && update-ca-certificates >/dev/null 2>&1;
