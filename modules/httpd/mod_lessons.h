@@ -97,6 +97,7 @@
 #include "store/lessons_group.h"
 #include "store/lessons_lease.h"
 #include "store/lessons_store.h"
+#include "store/lessons_watch.h"
 
 #include "auth/lessons_claims.h"
 #include "auth/lessons_decide.h"
@@ -146,6 +147,11 @@ APLOG_USE_MODULE(lessons);
  * default of ten.
  */
 #define LESSONS_GATE_STALL       apr_time_from_sec(2)
+/* How long past a request's LessonsDBTimeout its connection's socket is
+ * shut down (lessons_watch.h): the server's own statement_timeout, when
+ * the server runs, answers first, and leaves the connection usable.
+ */
+#define LESSONS_WATCH_GRACE      apr_time_from_msec(500)
 #define LESSONS_DEFAULT_CACHE    (16 * 1024 * 1024)  /* bytes per process */
 #define LESSONS_MAX_CACHE        (APR_INT64_C(4) * 1024 * 1024 * 1024)
 #define LESSONS_GZIP_MIN         1024   /* smaller bodies stay as they are */
@@ -312,6 +318,9 @@ typedef struct {
                                      * merged) */
     lessons_gate_t *gate;           /* NULL when one thread per process
                                      * (not merged) */
+    lessons_watch_t *watch;         /* the sockets of the connections in
+                                     * use, per process; NULL when it
+                                     * could not be made (not merged) */
     lessons_throttle_t *throttle;   /* repeated fault lines, per process
                                      * (not merged) */
     lessons_flight_t *flight;       /* shared catalog version reads, per
@@ -509,6 +518,8 @@ typedef struct {
                                      * (lessons_dbd_give_back) */
     void *held;                     /* that connection and its gate slot,
                                      * while held */
+    void *watched;                  /* its socket's watch
+                                     * (mod_lessons_dbd.c), or NULL */
     int quiet;                      /* database faults are logged, not
                                      * answered: the caller answers */
 } lessons_ctx;
@@ -830,7 +841,7 @@ int lessons_dbd_answer(lessons_ctx *c, lessons_db_fault_e fault,
 int lessons_dbd_open(lessons_ctx *c);
 void lessons_dbd_give_back(lessons_ctx *c);
 int lessons_dbd_write_begin(lessons_ctx *c);
-int lessons_dbd_writers_shed(lessons_ctx *c);
+int lessons_dbd_writers_shed(lessons_ctx *c, const char *whom);
 void lessons_dbd_write_end(lessons_ctx *c);
 int lessons_dbd_failed(lessons_ctx *c, const char *err);
 int lessons_dbd_keys_ready(lessons_ctx *c);

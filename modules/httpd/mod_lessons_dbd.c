@@ -6,6 +6,69 @@
 
 #include "httpd/mod_lessons.h"
 
+/* Stop watching the request's connection (lessons_watch.h): 1 when the
+ * watch shut it down, the request having run past LessonsDBTimeout.
+ * Before the connection goes back to mod_dbd's pool, whose next user
+ * must find it unwatched.
+ */
+typedef struct {
+    lessons_watch_t *watch;
+    int slot;                       /* -1: not watched */
+} lessons_dbd_watched_t;
+
+static int lessons_dbd_disarm(lessons_dbd_watched_t *wd)
+{
+    int fired = lessons_watch_disarm(wd->watch, wd->slot);
+
+    wd->slot = -1;
+    return fired;
+}
+
+static int lessons_dbd_unwatch(lessons_ctx *c)
+{
+    return c->watched ? lessons_dbd_disarm(c->watched) : 0;
+}
+
+/* A pre-cleanup of the request's pool (the handler's lessons_ctx is
+ * gone by then: the pool holds what it needs): it runs before mod_dbd's
+ * release (a plain cleanup) and before lessons_dbd_release (a
+ * pre-cleanup registered earlier).
+ */
+static apr_status_t lessons_dbd_unwatch_cleanup(void *data)
+{
+    (void)lessons_dbd_disarm(data);
+    return APR_SUCCESS;
+}
+
+/* Watch the connection's socket until the request's deadline (and a
+ * little more: the server's statement_timeout, when the server runs,
+ * answers first and leaves the connection usable).
+ */
+static void lessons_dbd_watch(lessons_ctx *c, lessons_srv_conf *sconf,
+                              apr_time_t deadline)
+{
+    lessons_dbd_watched_t *wd = c->watched;
+    int fd = lessons_db_socket(&c->db);
+
+    if (!sconf->watch || fd < 0) {
+        return;
+    }
+    if (wd && wd->slot >= 0) {
+        wd->slot = lessons_watch_follow(wd->watch, wd->slot, fd);
+        return;
+    }
+    if (!wd) {
+        wd = apr_palloc(c->r->pool, sizeof(*wd));
+        wd->watch = sconf->watch;
+        wd->slot = -1;
+        apr_pool_pre_cleanup_register(c->r->pool, wd,
+                                      lessons_dbd_unwatch_cleanup);
+        c->watched = wd;
+    }
+    wd->slot = lessons_watch_arm(wd->watch, fd,
+                                 deadline + LESSONS_WATCH_GRACE);
+}
+
 /* Answer a database fault as what it is: 503 with Retry-After when
  * trying again later can help (down, busy, locked, read-only, full, the
  * file moved, the schema changed), 500 when it cannot (no schema,
@@ -20,6 +83,15 @@ int lessons_dbd_answer(lessons_ctx *c, lessons_db_fault_e fault,
     const char *advice = lessons_db_advice(&c->db, r->pool, fault);
 
     err = err ? err : "unknown error";
+    if (lessons_dbd_unwatch(c)) {
+        /* Whatever the driver made of its socket shut down under it: a
+         * write's outcome is unknown, a read ran out of time.
+         */
+        fault = wrote ? LESSONS_DB_UNAVAILABLE : LESSONS_DB_TIMEOUT;
+        err = apr_psprintf(r->pool, "no answer within LessonsDBTimeout, "
+                           "its connection was shut down (a server "
+                           "frozen or out of reach): %s", err);
+    }
     lessons_count(r, fault == LESSONS_DB_TIMEOUT ? LESSONS_M_DB_TIMEOUTS
                      : LESSONS_M_DB_FAULTS + lessons_fault_of(fault, wrote));
     switch (fault) {
@@ -114,16 +186,17 @@ static int lessons_dbd_shed(lessons_ctx *c, lessons_metrics_id_e counted,
         "The lessons database is busy. Try again later.", NULL);
 }
 
-/* No turn to write within the request's bound: 503. */
-int lessons_dbd_writers_shed(lessons_ctx *c)
+/* No turn to write within the request's bound: 503.  whom: what it
+ * waited for.
+ */
+int lessons_dbd_writers_shed(lessons_ctx *c, const char *whom)
 {
     lessons_srv_conf *sconf =
         ap_get_module_config(c->r->server->module_config, &lessons_module);
 
     return lessons_dbd_shed(c, LESSONS_M_DB_TIMEOUTS,
-                            apr_psprintf(c->r->pool, "waited %d s for "
-                            "the other SQLite writers",
-                            lessons_db_timeout(sconf)));
+                            apr_psprintf(c->r->pool, "waited %d s for %s",
+                                         lessons_db_timeout(sconf), whom));
 }
 
 /* A connection taken with ap_dbd_open for a read, and its gate slot:
@@ -183,6 +256,7 @@ static int lessons_dbd_may_lend(request_rec *r, lessons_srv_conf *sconf)
  */
 void lessons_dbd_give_back(lessons_ctx *c)
 {
+    (void)lessons_dbd_unwatch(c);
     if (c->held) {
         lessons_dbd_release(c->held);
         c->held = NULL;
@@ -290,11 +364,17 @@ int lessons_dbd_open(lessons_ctx *c)
     else if (left < apr_time_from_msec(100)) {
         left = apr_time_from_msec(100);
     }
+    /* Watched from before the session's statements: a frozen server
+     * holds those too.  Followed after them: they may have made the
+     * connection again.
+     */
+    lessons_dbd_watch(c, sconf, deadline);
     fault = lessons_db_ready(&c->db, c->db_pool,
                              (long)apr_time_as_msec(left), &err);
     if (fault != LESSONS_DB_OK) {
         return lessons_dbd_answer(c, fault, err, 0);
     }
+    lessons_dbd_watch(c, sconf, deadline);
     /* Writes into a deleted or replaced SQLite file would be acknowledged
      * and lost.
      */
@@ -351,7 +431,7 @@ int lessons_dbd_write_begin(lessons_ctx *c)
         rv = apr_global_mutex_lock(sconf->writers);
     }
     if (rv != APR_SUCCESS) {
-        return lessons_dbd_writers_shed(c);
+        return lessons_dbd_writers_shed(c, "the other SQLite writers");
     }
     c->writing = 1;
     return DECLINED;

@@ -322,7 +322,8 @@ int lessons_write_grouped(lessons_ctx *c, lessons_srv_conf *sconf,
     }
     switch (lessons_group_join(group, &item, c->deadline, &run)) {
     case LESSONS_GROUP_TIMEOUT:
-        return lessons_dbd_writers_shed(c);
+        /* On PostgreSQL too: the group's leader did not finish. */
+        return lessons_dbd_writers_shed(c, "the writes grouped with it");
     case LESSONS_GROUP_LEAD:
         done = lessons_write_lead(c, sconf, group, kind, run);
         break;

@@ -684,18 +684,24 @@ void lessons_child_init(apr_pool_t *pchild, server_rec *s)
     apr_global_mutex_t *writers = NULL;
     apr_allocator_t *jobs = NULL;
     apr_hash_t *gates = apr_hash_make(pchild);
+    lessons_watch_t *watch;
     int threads = 1, slots, waiting;
 
     ap_mpm_query(AP_MPMQ_MAX_THREADS, &threads);
     if (threads > 1) {
         jobs = lessons_jobs_make(pchild);
     }
+    /* One watch for the process: each worker thread has at most one
+     * connection in use at a time.
+     */
+    watch = lessons_watch_make(pchild, threads > 1 ? threads : 1);
     for (; s; s = s->next) {
         lessons_srv_conf *sconf =
             ap_get_module_config(s->module_config, &lessons_module);
 
         sconf->threads = threads;
         sconf->throttle = lessons_throttle_make(pchild);
+        sconf->watch = watch;
         /* One response cache and one token cache per process, shared by
          * every virtual host (their keys say whose each entry is).
          */

@@ -326,6 +326,15 @@ lessons_db_fault_e lessons_db_fault(const lessons_db_t *db,
     return fault;
 }
 
+int lessons_db_socket(const lessons_db_t *db)
+{
+    const lessons_engine_t *engine = lessons_engine_of(db ? db->driver
+                                                          : NULL);
+
+    return engine && engine->socket ? engine->socket(lessons_db_native(db))
+                                    : -1;
+}
+
 int lessons_db_moved(const lessons_db_t *db)
 {
     const lessons_engine_t *engine = lessons_engine_of(db ? db->driver

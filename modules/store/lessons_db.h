@@ -68,6 +68,9 @@ lessons_db_fault_e lessons_db_ready_leases(lessons_db_t *db,
 lessons_db_fault_e lessons_db_fault(const lessons_db_t *db,
                                     apr_pool_t *conn_pool, const char *err);
 
+/* The connection's socket (lessons_watch.h), or -1 (SQLite). */
+int lessons_db_socket(const lessons_db_t *db);
+
 /* Has the database file been deleted or replaced since it was opened
  * (SQLite)?  Writes into an unlinked file would be acknowledged and
  * lost.  0 for engines without a file.

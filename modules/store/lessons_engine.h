@@ -143,6 +143,12 @@ typedef struct {
      */
     int (*notification)(void *native, apr_pool_t *p, const char **channel,
                         const char **payload);
+
+    /* The connection's socket, for the client side of LessonsDBTimeout
+     * (lessons_watch.h), or -1; NULL where the engine has none (SQLite:
+     * a file, whose waits its busy timeout bounds).
+     */
+    int (*socket)(void *native);
 } lessons_engine_t;
 
 /* The engine of an apr_dbd driver name, or NULL when this build has

@@ -275,6 +275,11 @@ static int lessons_pgsql_notification(void *native, apr_pool_t *p,
     return 1;
 }
 
+static int lessons_pgsql_socket(void *native)
+{
+    return native ? PQsocket(native) : -1;
+}
+
 const lessons_engine_t lessons_engine_pgsql = {
     "pgsql",
     "BEGIN",
@@ -295,5 +300,6 @@ const lessons_engine_t lessons_engine_pgsql = {
     LESSONS_PGSQL_CLAIM_SQL,
     lessons_pgsql_conninfo,
     lessons_pgsql_listen_wait,
-    lessons_pgsql_notification
+    lessons_pgsql_notification,
+    lessons_pgsql_socket
 };

@@ -208,5 +208,6 @@ const lessons_engine_t lessons_engine_sqlite3 = {
     NULL,                           /* writers take turns: no claim */
     NULL,                           /* no read leases */
     NULL,
-    NULL
+    NULL,
+    NULL                            /* no socket */
 };
