@@ -169,3 +169,15 @@ CREATE UNLOGGED TABLE IF NOT EXISTS lessons_leases (
     renewed   TIMESTAMPTZ NOT NULL DEFAULT now()
 );
 CREATE SEQUENCE IF NOT EXISTS lessons_lease_terms;
+-- The leases' fence: one logged row that each renewal, and each
+-- catalogue version read of a server without a lease, updates.  A
+-- commit that wrote WAL waits for the synchronous standbys (one that
+-- wrote none, as on the unlogged table above, does not): a primary
+-- deposed while it was frozen, whose standbys follow another now, never
+-- confirms one, so it neither grants a lease nor answers such a read
+-- (docs/operations.md, "High availability with Patroni").
+CREATE TABLE IF NOT EXISTS lessons_lease_fence (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    n  BIGINT  NOT NULL
+);
+INSERT INTO lessons_lease_fence (id, n) VALUES (1, 0) ON CONFLICT (id) DO NOTHING;

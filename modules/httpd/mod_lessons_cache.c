@@ -156,6 +156,7 @@ static int lessons_read_catalog(lessons_ctx *c, lessons_srv_conf *sconf,
     const lessons_engine_t *engine;
     const char *err = NULL;
     lessons_store_e st;
+    lessons_db_fault_e fault;
     int rc;
 
     /* A valid read lease: its version is the latest acknowledged one,
@@ -196,7 +197,25 @@ static int lessons_read_catalog(lessons_ctx *c, lessons_srv_conf *sconf,
         }
         return rc;
     }
-    st = lessons_store_catalog(&c->db, r->pool, cat, &err);
+    /* With read leases (PostgreSQL), a read without one is fenced:
+     * a failover's old primary, frozen and resumed, may still answer
+     * reads until Patroni demotes it, and must not answer this one.
+     */
+    fault = sconf->lease ? lessons_db_ready_leases(&c->db, c->db_pool,
+                                                   r->pool, &err)
+                         : LESSONS_DB_NO_SCHEMA;
+    if (fault == LESSONS_DB_OK) {
+        st = lessons_store_catalog_fenced(&c->db, r->pool, cat, &err);
+    }
+    else if (fault == LESSONS_DB_NO_SCHEMA) {
+        /* No leases here, or a schema from before them (whose holder
+         * says so): the plain read.
+         */
+        st = lessons_store_catalog(&c->db, r->pool, cat, &err);
+    }
+    else {
+        st = LESSONS_STORE_ERROR;
+    }
     lessons_count(r, LESSONS_M_CATALOG);
     if (how == LESSONS_FLIGHT_LEAD) {
         len = st == LESSONS_STORE_OK ? lessons_catalog_pack(cat, buf) : 0;

@@ -318,7 +318,8 @@ static int lessons_holder_connect(lessons_holder_t *h)
             h->warned = 1;
             ap_log_error(APLOG_MARK, APLOG_WARNING, 0, ls->s,
                          LESSONSLOG(00792) "LessonsDBLease: the database "
-                         "has no lessons_leases table: GETs read the "
+                         "lacks the lessons_leases or lessons_lease_fence "
+                         "table: GETs read the "
                          "catalogue version as without the directive (load "
                          "sql/upgrade-leases.pgsql.sql): %s", err);
         }

@@ -174,15 +174,22 @@ const lessons_statement_t lessons_statements_idempotency[] = {
  * no spaces.
  */
 const lessons_statement_t lessons_statements_leases[] = {
+    /* Fenced (lessons_lease_fence in schema.pgsql.sql): the update of
+     * a logged row makes the commit wait for the synchronous standbys,
+     * so a deposed primary grants no lease.
+     */
     { "lessons_lease_renew",
       "WITH c AS (SELECT changes FROM lessons_catalog FOR SHARE), "
+      "f AS (UPDATE lessons_lease_fence SET n = n + 1 WHERE id = 1 "
+      "RETURNING n), "
       "r AS (INSERT INTO lessons_leases (server, term, length_ms) "
       "VALUES (%s, nextval('lessons_lease_terms'), %d) "
       "ON CONFLICT (server) DO UPDATE SET term = excluded.term, "
       "length_ms = excluded.length_ms, renewed = now() RETURNING term) "
       "SELECT (SELECT " LESSONS_EPOCH " FROM lessons_database), "
       "(SELECT sum(changes) FROM c), r.term, "
-      "pg_notify('lessons_lease', 'r ' || r.term || ' ' || %s) FROM r" },
+      "pg_notify('lessons_lease', 'r ' || r.term || ' ' || %s) "
+      "FROM r CROSS JOIN f" },
     { "lessons_lease_check",
       "SELECT (SELECT " LESSONS_EPOCH " FROM lessons_database), "
       "(SELECT sum(changes) FROM lessons_catalog), "
@@ -224,6 +231,19 @@ const lessons_statement_t lessons_statements_leases[] = {
       "SELECT v.e, v.s, u.term, pg_notify('lessons_lease', 'a ' || u.term "
       "|| ' ' || u.acked || ' ' || %s || ' ' || u.epoch) "
       "FROM v LEFT JOIN u ON true" },
+    /* The catalogue version behind the fence, for a server that serves
+     * no lease: its commit waits for the synchronous standbys.  A
+     * primary that was frozen, deposed meanwhile and resumed (its
+     * standbys follow another now) never answers it, and
+     * LessonsDBTimeout ends the read: no version from a primary that is
+     * no longer one (issue 58).  A transaction ID alone would not do: a
+     * commit that wrote no WAL waits for nobody.
+     */
+    { "lessons_lease_fence",
+      "WITH f AS (UPDATE lessons_lease_fence SET n = n + 1 WHERE id = 1 "
+      "RETURNING n) "
+      "SELECT (SELECT " LESSONS_EPOCH " FROM lessons_database), "
+      "(SELECT sum(changes) FROM lessons_catalog), f.n FROM f" },
     { NULL, NULL }
 };
 
@@ -1665,14 +1685,16 @@ lessons_store_e lessons_store_delete(const lessons_db_t *db, apr_pool_t *p,
     return nrows > 0 ? LESSONS_STORE_OK : LESSONS_STORE_NOT_FOUND;
 }
 
-lessons_store_e lessons_store_catalog(const lessons_db_t *db, apr_pool_t *p,
-                                      lessons_catalog_t *out,
-                                      const char **err)
+static lessons_store_e lessons_store_catalog_of(const lessons_db_t *db,
+                                                apr_pool_t *p,
+                                                const char *label,
+                                                lessons_catalog_t *out,
+                                                const char **err)
 {
-    const char *cols[2];
+    const char *cols[2];            /* the fence's transaction ID unread */
     int rows = 0;
-    lessons_store_e rc = lessons_store_one(db, p, "lessons_catalog", NULL,
-                                           cols, 2, &rows, err);
+    lessons_store_e rc = lessons_store_one(db, p, label, NULL, cols, 2,
+                                           &rows, err);
 
     if (rc != LESSONS_STORE_OK) {
         return rc;
@@ -1687,6 +1709,21 @@ lessons_store_e lessons_store_catalog(const lessons_db_t *db, apr_pool_t *p,
     }
     out->epoch = lessons_store_epoch(db, p, cols[0]);
     return LESSONS_STORE_OK;
+}
+
+lessons_store_e lessons_store_catalog(const lessons_db_t *db, apr_pool_t *p,
+                                      lessons_catalog_t *out,
+                                      const char **err)
+{
+    return lessons_store_catalog_of(db, p, "lessons_catalog", out, err);
+}
+
+lessons_store_e lessons_store_catalog_fenced(const lessons_db_t *db,
+                                             apr_pool_t *p,
+                                             lessons_catalog_t *out,
+                                             const char **err)
+{
+    return lessons_store_catalog_of(db, p, "lessons_lease_fence", out, err);
 }
 
 const char *lessons_store_catalog_text(apr_pool_t *p,

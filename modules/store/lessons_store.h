@@ -79,6 +79,15 @@ lessons_store_e lessons_store_catalog(const lessons_db_t *db, apr_pool_t *p,
                                       lessons_catalog_t *out,
                                       const char **err);
 
+/* The same behind a fence (a connection with the read leases'
+ * statements, PostgreSQL): answered only by a primary whose synchronous
+ * standbys still follow it, never by one deposed while it was frozen.
+ */
+lessons_store_e lessons_store_catalog_fenced(const lessons_db_t *db,
+                                             apr_pool_t *p,
+                                             lessons_catalog_t *out,
+                                             const char **err);
+
 /* The catalog version as text ("<epoch>.<changes>"): what the response
  * cache compares.
  */

@@ -16,7 +16,11 @@
 #     old tag no 304 either;
 #   - the promoted server restarts while no request runs: every pooled
 #     connection's server has hung up, and the requests after it, 8 at a
-#     time, are all 200 (none meets a dead connection and answers 503).
+#     time, are all 200 (none meets a dead connection and answers 503);
+#   - the promoted server frozen (SIGSTOP): GETs on its connections are
+#     answered 503 at LessonsDBTimeout, not when it resumes (issue 58);
+#   - with no synchronous standby to confirm a commit, a server with read
+#     leases answers its fenced GETs 503, one without 200 (issue 58).
 # make test runs it (t/failover/failover.mk); make failover alone.
 # With INTEGRATION_COUNTS=FILE, appends "passed failed" to FILE.
 set -euo pipefail
@@ -46,8 +50,10 @@ fi
 WORK=$(mktemp -d /tmp/lessons-failover.XXXXXX)
 chmod 755 "$WORK"
 HTTPD_PID=""
+HTTPD2_PID=""
 cleanup() {
     set +e
+    [ -z "$HTTPD2_PID" ] || kill -KILL -- "-$HTTPD2_PID" 2>/dev/null
     if [ -n "$HTTPD_PID" ]; then
         kill -TERM "$HTTPD_PID" 2>/dev/null
         for _ in $(seq 1 50); do kill -0 "$HTTPD_PID" 2>/dev/null || break; sleep 0.1; done
@@ -239,6 +245,75 @@ pg pg_ctl -D "$WORK/standby" -m fast -w -t 60 restart \
     -o "-c listen_addresses=127.0.0.1 -p $P2 -c unix_socket_directories=$WORK" >/dev/null
 b=$(burst)
 check "after a restart while idle, 64 requests 8 at a time: all 200 ($b)" [ "$b" = "64 200" ]
+
+# --- a server that stops answering without closing anything (issue 58) ----
+# The promoted server frozen (SIGSTOP of its postmaster and backends, as
+# a paused VM): the pooled connections' statements are never answered and
+# never fail.  A GET meets one: it is answered 503 at LessonsDBTimeout (5
+# s, and the half second the module adds before it shuts the socket
+# down), not when the server resumes 15 s later.  One: more at once would
+# also make mod_dbd open new connections, one at a time under its pool's
+# lock, each waiting connect_timeout for the frozen host (2 s here),
+# which the module cannot bound (docs/directives.md, LessonsDBTimeout).
+# timed URL: "STATUS SECONDS" of one GET
+timed() {
+    curl -s -o /dev/null -w '%{http_code} %{time_total}\n' --max-time 30 \
+        -H "Authorization: Bearer $TOKEN" "$1"
+}
+frozen=$(head -n 1 "$WORK/standby/postmaster.pid")
+frozen="$frozen $(pgrep -P "$frozen" | xargs echo)"
+# shellcheck disable=SC2086
+kill -STOP $frozen
+timed "$URL/$ID" >"$WORK/frozen" 2>&1 &
+ask=$!
+sleep 15
+# shellcheck disable=SC2086
+kill -CONT $frozen
+wait "$ask" || true
+f503=$(awk '$1 == 503' "$WORK/frozen" | wc -l)
+fmax=$(awk '{ if ($2 > m) m = $2 } END { printf "%.1f", m }' "$WORK/frozen")
+check "a frozen server: the GET is 503 ($(cat "$WORK/frozen"))" [ "$f503" = 1 ]
+check "a frozen server: answered within LessonsDBTimeout and a second ($fmax s)" \
+    awk -v m="$fmax" 'BEGIN { exit !(m <= 6.5) }'
+
+# --- the fence of read leases (issue 58) ------------------------------------
+# A second server with LessonsDBLease on the same database.  With a
+# synchronous standby named that does not exist, no commit is confirmed:
+# what a primary deposed while frozen meets once it resumes (its standbys
+# follow the new primary).  That server's GETs, whose version read is
+# fenced (its commit waits for the standbys), get 503 at LessonsDBTimeout;
+# the first server's, unfenced (no leases), 200.  Once the standby is no
+# longer required, the fenced reads answer 200 again.
+PORT2=$(pick_port "$PORT")
+mkdir -p "$WORK/run2"
+[ "$(id -u)" -ne 0 ] || chown -R www-data: "$WORK/run2"
+sed -e "s|^Listen .*|Listen 127.0.0.1:$PORT2|" -e "s|^PidFile .*|PidFile $WORK/run2/httpd.pid|" \
+    -e "s|^DefaultRuntimeDir .*|DefaultRuntimeDir $WORK/run2|" \
+    -e "s|^ErrorLog .*|ErrorLog $WORK/logs/error2.log|" \
+    -e "s|^LessonsDBTimeout 5|LessonsDBTimeout 5\nLessonsDBLease 1|" \
+    "$WORK/httpd.conf" >"$WORK/httpd2.conf"
+psql_at "$P2" "ALTER SYSTEM SET synchronous_standby_names = 'nobody'" >/dev/null
+psql_at "$P2" "SELECT pg_reload_conf()" >/dev/null
+setsid "$HTTPD" -DFOREGROUND -d "$WORK" -f "$WORK/httpd2.conf" </dev/null >>"$WORK/httpd2.out" 2>&1 &
+HTTPD2_PID=$!
+for _ in $(seq 1 100); do port_free "$PORT2" || break; sleep 0.1; done
+read -r st2 t2 <<<"$(timed "http://127.0.0.1:$PORT2/api/lessons/$ID")"
+read -r st1 _t <<<"$(timed "$URL/$ID")"
+check "no standby confirms: the leased server's fenced GET is 503 ($st2 in $t2 s)" \
+    eval '[ "$st2" = 503 ] && awk -v t="$t2" "BEGIN { exit !(t <= 6.5) }"'
+check "no standby confirms: the unfenced server's GET is 200 ($st1)" [ "$st1" = 200 ]
+psql_at "$P2" "ALTER SYSTEM RESET synchronous_standby_names" >/dev/null
+psql_at "$P2" "SELECT pg_reload_conf()" >/dev/null
+st2=000
+for _ in $(seq 1 50); do
+    read -r st2 _t <<<"$(timed "http://127.0.0.1:$PORT2/api/lessons/$ID")"
+    [ "$st2" = 200 ] && break
+    sleep 0.2
+done
+check "the standby no longer required: the fenced GET is 200 again ($st2)" [ "$st2" = 200 ]
+kill -TERM "$HTTPD2_PID" 2>/dev/null || true
+for _ in $(seq 1 50); do kill -0 "$HTTPD2_PID" 2>/dev/null || break; sleep 0.1; done
+kill -KILL -- "-$HTTPD2_PID" 2>/dev/null || true
 
 echo "failover: recovered in ${recovery} s after the primary stopped; during it $total requests: $((total - n503)) 200, $n503 503 with Retry-After, $others other"
 [ -z "${INTEGRATION_COUNTS:-}" ] || echo "$passed $failed" >>"$INTEGRATION_COUNTS"
