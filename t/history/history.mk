@@ -3,9 +3,12 @@
 # listeners terminated, PostgreSQL restarted, a standby promoted, a write
 # storm, a server killed), each history checked by t/history/check.pl
 # (t/history/run.sh says what), then the two modules broken on purpose,
-# which the checker must catch (t/history/suite.sh).  make test-all runs
-# it; make history runs it alone (FAULTS=, LEASE=, BROKEN=expiry|acks,
-# HISTORY_SECONDS=).
+# which the checker must catch, then the Patroni tier (issue 58: a
+# primary killed, a primary frozen past its leader key's TTL, an etcd
+# member lost, a planned switchover; t/history/patroni.sh)
+# (t/history/suite.sh).  make test-all runs it; make history runs it
+# alone (FAULTS=, LEASE=, BROKEN=expiry|acks, HISTORY_SECONDS=), and
+# make history-ha only the Patroni tier (FAULTS=, HA_SECONDS=).
 FRAGMENT_SUITES += t/history/suite.sh
 TEST_BUILDS += $(BROKEN_MODULES)
 
@@ -13,3 +16,8 @@ TEST_BUILDS += $(BROKEN_MODULES)
 history: test-deps
 	@$(MAKE) -s --no-print-directory all $(BROKEN_MODULES)
 	@t/history/suite.sh
+
+.PHONY: history-ha
+history-ha: test-deps
+	@$(MAKE) -s --no-print-directory all
+	@HISTORY_TIER=patroni HISTORY_SECONDS=$${HA_SECONDS:-25} t/history/run.sh

@@ -29,6 +29,21 @@
 #   storm      a write storm: many writers, few readers
 #   kill       kill -9 of one server's process group among the writes,
 #              then the server started again
+# With HISTORY_TIER=patroni (issue 58) the database is a Patroni cluster
+# instead (t/history/patroni.sh: three etcd members, a primary and two
+# replicas, synchronous mode), and the faults are its own:
+#   hakill     SIGKILL of the primary's Patroni and postgres; once a
+#              replica leads, the killed node started again, back as a
+#              replica (pg_rewind)
+#   hastop     SIGSTOP of the primary's Patroni and postgres for longer
+#              than the leader key's TTL (a partitioned old primary: it
+#              must acknowledge no write), then SIGCONT: it steps down and
+#              follows the new primary
+#   etcd       SIGKILL of one etcd member, later started again
+#   switchover patronictl switchover to the other replica, and back
+# and each history also goes through t/history/availability.pl: the time
+# from the fault to the first answered write, no 5xx but 503, no request
+# longer than LessonsDBTimeout allows.
 # One throw-away cluster (and servers) per fault kind; the histories
 # (FAULT.jsonl), the checker's reports (FAULT.check) and the servers'
 # error logs stay in a kept directory, /tmp/lessons-history.XXXXXX.
@@ -38,6 +53,9 @@
 #   line; unset and a module without the directive: 0, with a note)
 #   FAULTS="none stop ..."  HISTORY_SECONDS=20 (of load per fault)
 #   HISTORY_SERVERS=3  HISTORY_CLIENTS=6
+#   HISTORY_TIER=postgres|patroni  HA_RECOVERY_MAX=15, HA_RECOVERY_STOP=20
+#   (seconds, patroni: the longest pause in answered writes from the
+#   fault on; _STOP for hastop, whose leader key lasts its TTL)
 #   BROKEN=expiry|acks: build/broken-*/mod_lessons.so (make lease-broken)
 #     under the fault that shows it (stop, none), and the checker is
 #     expected to FAIL ("ok broken=acks caught N violations"); skipped
@@ -56,7 +74,13 @@ SECS=${HISTORY_SECONDS:-20}
 NSERVERS=${HISTORY_SERVERS:-3}
 NCLIENTS=${HISTORY_CLIENTS:-6}
 BROKEN=${BROKEN:-}
-FAULTS=${FAULTS:-none stop stall terminate pgrestart failover storm kill}
+TIER=${HISTORY_TIER:-postgres}
+case "$TIER" in
+    postgres) FAULTS=${FAULTS:-none stop stall terminate pgrestart failover storm kill} ;;
+    patroni)  FAULTS=${FAULTS:-hakill hastop etcd switchover} ;;
+    *) echo "history: HISTORY_TIER=$TIER: postgres or patroni" >&2; exit 1 ;;
+esac
+DB_TIMEOUT=5
 
 die() { echo "history: $*" >&2; exit 1; }
 counts() { [ -z "${INTEGRATION_COUNTS:-}" ] || echo "$1 $2" >>"$INTEGRATION_COUNTS"; }
@@ -77,6 +101,11 @@ esac
 [ -x "$HTTPD" ] || die "$HTTPD not found: run t/tools/deps.sh test"
 [ -x "$PGBIN/pg_basebackup" ] || die "PostgreSQL binaries not found: run t/tools/deps.sh test"
 . "$ROOT/t/tools/ports.sh"
+if [ "$TIER" = patroni ]; then
+    command -v patroni >/dev/null && command -v etcd >/dev/null \
+        || die "patroni and etcd not found: run t/tools/deps.sh test"
+    . "$HERE/patroni.sh"
+fi
 
 # Leases need a module that knows LessonsDBLease (issue 56).
 if [ -z "${LEASE+set}" ]; then
@@ -119,6 +148,11 @@ stop_servers() {
 stop_pg() {
     local c
     [ -n "$WORK" ] || return 0
+    if [ "$TIER" = patroni ]; then
+        ha_stop
+        rm -rf "${WORK:?}"/pg-* "${WORK:?}"/etcd-*
+        return 0
+    fi
     for c in primary standby; do
         [ -f "$WORK/$c/postmaster.pid" ] && \
             "${AS_PG[@]}" "$PGBIN/pg_ctl" -D "$WORK/$c" -m immediate -w stop >/dev/null 2>&1
@@ -160,6 +194,7 @@ setup_pg() {    # setup_pg WITH_STANDBY
         PGOPTIONS="-c client_min_messages=warning" pg psql -X -q -h 127.0.0.1 -p "$P1" \
             -U app -d lessons -v ON_ERROR_STOP=1 -f - <"$ROOT/sql/$f" >/dev/null
     done
+    DBD_PARAMS="host=127.0.0.1,127.0.0.1 port=$P1,$P2 dbname=lessons user=app target_session_attrs=read-write connect_timeout=2"
     [ "$1" = 1 ] || return 0
     pg pg_basebackup -h 127.0.0.1 -p "$P1" -U postgres -D "$WORK/standby" -R -X stream -c fast \
         >/dev/null 2>&1 || die "pg_basebackup failed"
@@ -201,9 +236,9 @@ LoadModule authz_core_module $HTTPD_MODULES/mod_authz_core.so
 LoadModule dbd_module        $HTTPD_MODULES/mod_dbd.so
 LoadModule lessons_module    $MODULE
 ErrorLog $d/logs/error.log
-LogLevel warn
+LogLevel ${HISTORY_LOGLEVEL:-warn}
 DBDriver pgsql
-DBDParams "host=127.0.0.1,127.0.0.1 port=$P1,$P2 dbname=lessons user=app target_session_attrs=read-write connect_timeout=2"
+DBDParams "$DBD_PARAMS"
 # Two processes: the lease is the server's, the response caches are
 # each process's.
 StartServers 2
@@ -215,7 +250,7 @@ MaxSpareThreads 16
 DBDMin 2
 DBDKeep 2
 DBDMax 6
-LessonsDBTimeout 5
+LessonsDBTimeout $DB_TIMEOUT
 EOF
     if [ "$LEASE" != 0 ]; then echo "LessonsDBLease $LEASE" >>"$d/httpd.conf"; fi
     cat >>"$d/httpd.conf" <<EOF
@@ -311,6 +346,98 @@ fault_kill() {
     done
 }
 
+# --- the Patroni tier's faults (HISTORY_TIER=patroni) ---------------------------
+# The moment a fault begins, on the clients' clock, for availability.pl.
+mark() {
+    perl -MTime::HiRes=clock_gettime,CLOCK_MONOTONIC \
+        -e 'printf "%.6f\n", clock_gettime(CLOCK_MONOTONIC)' >>"$WORK/marks"
+}
+since() { awk -v t0="$1" -v t1="$(date +%s.%N)" 'BEGIN { printf "%.1f", t1 - t0 }'; }
+# Until a node other than OLD leads (60 s at most): its name.
+new_leader() {
+    local n
+    for _ in $(seq 1 300); do
+        n=$(ha_primary || true)
+        [ -z "$n" ] || [ "$n" = "$1" ] || { echo "$n"; return 0; }
+        sleep 0.2
+    done
+    return 1
+}
+# A fault whose cluster did not heal: the run fails whatever the checker
+# says of its history, which is checked all the same (the lost writes of
+# a cluster that went wrong are what it is for).
+fault_failed() {
+    echo "$1" >>"$WORK/faults.log"
+    echo "$1" >>"$WORK/failed"
+}
+# The synchronous standby's name.
+sync_standby() { ha_roles | tr ' ' '\n' | sed -n 's|=sync_standby/.*||p' | head -n 1; }
+# The primary given SIG a fifth into the load, then the wait until a
+# replica leads: sets OLD and NEW, 1 (recorded) when none does.
+primary_fault() {       # primary_fault KIND SIG WHAT
+    local t
+    sleep "$(awk -v s="$SECS" 'BEGIN { print s / 5 }')"
+    OLD=$(ha_primary) || die "$1: no primary"
+    ha_signal_node "$2" "$OLD"
+    t=$(date +%s.%N); mark
+    NEW=$(new_leader "$OLD") || { fault_failed "$1: no replica took over from $OLD"; return 1; }
+    echo "$1: $OLD (primary) $3, $NEW leads after $(since "$t") s" >>"$WORK/faults.log"
+}
+# Until the cluster is whole again, OLD a replica in it.
+rejoined() {            # rejoined KIND WHAT
+    local t
+    t=$(date +%s.%N)
+    ha_wait_healthy 60 || { fault_failed "$1: $OLD did not come back"; return 0; }
+    echo "$1: $OLD $2 after $(since "$t") s" >>"$WORK/faults.log"
+}
+fault_hakill() {
+    primary_fault hakill KILL killed || return 0
+    ha_start_node "$OLD"
+    rejoined hakill "back as a replica"
+}
+fault_hastop() {
+    if ! primary_fault hastop STOP stopped; then
+        ha_signal_node CONT "$OLD"
+        return 0
+    fi
+    # The old primary stays stopped a while under the new one's writes.
+    sleep 2
+    ha_signal_node CONT "$OLD"
+    rejoined hastop "resumed, a replica"
+}
+fault_etcd() {
+    local n t
+    n=$(echo $HA_NODES | awk '{ print $NF }')
+    sleep "$(awk -v s="$SECS" 'BEGIN { print s / 5 }')"
+    mark
+    kill -KILL -- "-${HA_ETCD_PID[$n]}"
+    echo "etcd: member e$n killed" >>"$WORK/faults.log"
+    sleep "$(awk -v s="$SECS" 'BEGIN { print s / 3 }')"
+    ha_start_etcd "$n"
+    t=$(date +%s.%N)
+    for _ in $(seq 1 100); do
+        ETCDCTL_API=3 etcdctl --endpoints "127.0.0.1:${HA_ETCD_PORT[$n]}" endpoint health \
+            >/dev/null 2>&1 && break
+        sleep 0.2
+    done
+    echo "etcd: e$n back after $(since "$t") s" >>"$WORK/faults.log"
+}
+fault_switchover() {
+    local i old new t
+    for i in 1 2; do
+        sleep "$(awk -v s="$SECS" 'BEGIN { print s / 5 }')"
+        old=$(ha_primary) || die "switchover: no primary"
+        new=$(sync_standby)
+        [ -n "$new" ] || die "switchover: no synchronous standby"
+        t=$(date +%s.%N); mark
+        patronictl -c "$WORK/patroni-$old.yml" switchover --leader "$old" --candidate "$new" \
+            --force lessons >>"$WORK/patronictl.log" 2>&1 || die "switchover: patronictl failed"
+        [ "$(new_leader "$old")" = "$new" ] || die "switchover: $new does not lead"
+        echo "switchover: $old to $new in $(since "$t") s" >>"$WORK/faults.log"
+        ha_wait_healthy 60 || { fault_failed "switchover: $old did not follow $new"; return 0; }
+    done
+}
+
 # --- one fault kind: RC (the checker's exit) and SUMMARY -----------------------
 run_fault() {   # run_fault KIND
     local kind=$1 t0 clients=$NCLIENTS writers=0 timeout=5 i port
@@ -318,7 +445,15 @@ run_fault() {   # run_fault KIND
     mkdir -p "$WORK"
     chmod 755 "$WORK"
     t0=$(date +%s)
-    setup_pg "$([ "$kind" = failover ] && echo 1 || echo 0)"
+    if [ "$TIER" = patroni ]; then
+        ha_setup
+        DBD_PARAMS=$(ha_dbd_params)
+        # A request may wait LessonsDBTimeout, then be answered 503: the
+        # clients wait longer, so that a hang shows as one.
+        timeout=$((DB_TIMEOUT + 10))
+    else
+        setup_pg "$([ "$kind" = failover ] && echo 1 || echo 0)"
+    fi
     URLS=()
     for i in $(seq 0 $((NSERVERS - 1))); do
         port=$(pick_port)
@@ -343,8 +478,23 @@ run_fault() {   # run_fault KIND
     local rc=0
     perl "$HERE/check.pl" "$OUT/$kind.jsonl" >"$OUT/$kind.check" 2>&1 || rc=$?
     [ "$rc" -le 1 ] || { cat "$OUT/$kind.check" >&2; die "$kind: check.pl failed ($rc)"; }
-    RC=$rc
+    [ ! -s "$WORK/failed" ] || rc=1
     SUMMARY="$(tail -n 1 "$OUT/$kind.check") secs=$(( $(date +%s) - t0 ))"
+    if [ "$TIER" = patroni ]; then
+        # A primary killed: its leader key goes at once and a replica
+        # leads within loop_wait (issue 58 aims at 15 s to the first
+        # write).  One frozen keeps its key until the TTL runs out.  A
+        # request waits LessonsDBTimeout, and mod_dbd's connection
+        # attempts besides: connect_timeout (2 s) for each host that
+        # does not answer, out of the module's reach.
+        perl "$HERE/availability.pl" "$OUT/$kind.jsonl" "$WORK/marks" \
+            --recovery "$([ "$kind" = hastop ] && echo "${HA_RECOVERY_STOP:-20}" \
+                          || echo "${HA_RECOVERY_MAX:-15}")" \
+            --longest $((DB_TIMEOUT + 6)) \
+            >"$OUT/$kind.availability" 2>&1 || rc=1
+        SUMMARY="$SUMMARY; $(paste -sd';' "$OUT/$kind.availability" | sed 's/;/; /g')"
+    fi
+    RC=$rc
     [ ! -s "$WORK/faults.log" ] || SUMMARY="$SUMMARY ($(paste -sd';' "$WORK/faults.log" | sed 's/;/; /g'))"
 }
 

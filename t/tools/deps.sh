@@ -58,7 +58,10 @@ openssh-client"
 # What only make test on the machine itself needs, not the other
 # release's root (make test-release): the fuzzers' and sanitizers' clang,
 # and debootstrap, which makes that root.
-HOST_PACKAGES="clang libclang-rt-dev llvm debootstrap"
+# patroni, etcd-server and etcd-client: the history suite's Patroni tier
+# (issue 58), whose servers it starts itself; the units the packages
+# enable for the next boot are disabled again (undo).
+HOST_PACKAGES="clang libclang-rt-dev llvm debootstrap patroni etcd-server etcd-client"
 BENCH_PACKAGES="wrk valgrind curl strace"
 
 PACKAGES=$BUILD_PACKAGES
@@ -161,6 +164,7 @@ CC_DIR=/etc/postgresql-common/createcluster.d
 CC_FILE=$CC_DIR/zz-mod-lessons-deps.conf
 CC_DIR_MADE=""
 MODS_BEFORE=""
+UNITS_BEFORE=""
 CLUSTERS_BEFORE=""
 SNAPSHOT=""
 
@@ -172,6 +176,16 @@ restore_policy() {
             rm -f "$POLICY"
         fi
     fi
+}
+
+# The services whose units the HA packages enable for the next boot.
+HA_UNITS="etcd.service patroni.service"
+enabled_units() {
+    [ -d /etc/systemd/system/multi-user.target.wants ] || return 0
+    for u in $HA_UNITS; do
+        [ -e "/etc/systemd/system/multi-user.target.wants/$u" ] && echo "$u"
+    done
+    return 0
 }
 
 enabled_modules() {
@@ -197,6 +211,16 @@ undo() {
             if ! echo "$MODS_BEFORE" | grep -qx "$m"; then
                 a2dismod -q "$m" >/dev/null 2>&1 || true
                 echo "deps: disabled module $m again in the system Apache (a package enabled it)"
+            fi
+        done
+        for u in $(enabled_units); do
+            if ! echo "$UNITS_BEFORE" | grep -qx "$u"; then
+                if [ -d /run/systemd/system ]; then
+                    systemctl disable --now "$u" >/dev/null 2>&1 || true
+                else
+                    rm -f "/etc/systemd/system/multi-user.target.wants/$u"
+                fi
+                echo "deps: disabled $u again (the package enabled it for the next boot)"
             fi
         done
         clusters | while read -r c status; do
@@ -247,6 +271,7 @@ if [ -n "$first" ]; then
     apt_get install -y --no-install-recommends $first
 fi
 MODS_BEFORE=$(enabled_modules)
+UNITS_BEFORE=$(enabled_units)
 CLUSTERS_BEFORE=$(clusters)
 SNAPSHOT=1
 # shellcheck disable=SC2086
