@@ -631,10 +631,26 @@ static int lessons_introspect_provider(lessons_introspect_ask_t *a,
     err = lessons_fetch_post(p, &opts, req.body, req.body_len,
                              req.authorization, &body, &len, &status);
     if (err) {
-        out->why = status == 401
-                   ? apr_pstrcat(p, err, " (the client id and secret of ",
-                                 src->client_where, " were refused)", NULL)
-                   : err;
+        if (status == 401) {
+            out->why = apr_pstrcat(p, err, " (the client id and secret of ",
+                                   src->client_where, " were refused)",
+                                   NULL);
+        }
+        else if (status == 400) {
+            /* RFC 7662 has no 400 for a token it cannot read (it answers
+             * inactive), but providers do: oidc-provider's
+             * unsupported_token_type for every JWT.
+             */
+            out->why = apr_pstrcat(p, err, " (the provider would not "
+                                   "answer about this token, as "
+                                   "oidc-provider's 400 "
+                                   "unsupported_token_type does for a JWT: "
+                                   "behind such a provider, leave "
+                                   "LessonsJWTIntrospectJWT off)", NULL);
+        }
+        else {
+            out->why = err;
+        }
         return -1;
     }
     out->rc = lessons_introspect_parse(p, body, len, &out->res);

@@ -364,6 +364,17 @@ is_problem($res, 503, 'a wrong client secret: 503');
 like error_log(), qr/LESSONS00742: .*HTTP status 401.*were refused/,
     '... the log says the credentials were refused';
 
+# ---- a provider that will not answer about a token ---------------------
+# oidc-provider answers 400 unsupported_token_type when asked about a
+# JWT (LessonsJWTIntrospectJWT On behind it): 503, and the log says what
+# the 400 likely is and what to do.
+control(POST => '/introspection?realm=flight', { status => 400 });
+$res = get('/flight/api/lessons', opaque(undef, 'flight'));
+is_problem($res, 503, 'the provider answers 400: 503');
+like error_log(), qr/HTTP status 400.*unsupported_token_type.*LessonsJWTIntrospectJWT off/,
+    '... the log names the likely answer and what to do';
+control(POST => '/introspection?realm=flight', {});
+
 # ---- LessonsJWTIntrospectJWT: a revoked JWT ------------------------------
 {
     my $jwt = LessonsTest::IdP::idp_token($idp);
