@@ -770,6 +770,7 @@ int lessons_read(lessons_ctx *c);
  * it has none that can be read), and a key naming its pool (*max: its
  * DBDMax).
  */
+void lessons_dbd_check_sqlite(apr_pool_t *ptemp, server_rec *main);
 const dbd_cfg_t *lessons_dbd_cfg(server_rec *s, server_rec *main,
                                  module *dbd);
 const char *lessons_dbd_pool_key(apr_pool_t *p, server_rec *s,

@@ -4,6 +4,10 @@
  * LessonsDBTimeout, and database faults answered as what they are.
  */
 
+#include <sys/stat.h>
+
+#include "unixd.h"
+
 #include "httpd/mod_lessons.h"
 
 /* Stop watching the request's connection (lessons_watch.h): 1 when the
@@ -490,4 +494,109 @@ const char *lessons_dbd_pool_key(apr_pool_t *p, server_rec *s,
 #else
     return NULL;
 #endif
+}
+
+/* The file an apr_dbd sqlite3 DBDParams names: a path, or a "file:" URI
+ * (its query cut); NULL for what cannot be checked here (":memory:", a
+ * relative path, a URI with a host or escapes).
+ */
+static const char *lessons_sqlite_path(apr_pool_t *p, const char *params)
+{
+    const char *path = params, *q;
+
+    if (strncmp(path, "file:", 5) == 0) {
+        path += 5;
+        if (strncmp(path, "//", 2) == 0) {
+            path += 2;              /* file:///abs: an empty host only */
+            if (*path != '/') {
+                return NULL;
+            }
+        }
+        q = strchr(path, '?');
+        path = q ? apr_pstrmemdup(p, path, (apr_size_t)(q - path)) : path;
+        if (strchr(path, '%')) {
+            return NULL;
+        }
+    }
+    return *path == '/' ? path : NULL;
+}
+
+/* Whether User/Group (uid, gid) may write into what st describes, by
+ * its mode bits (ACLs and supplementary groups are not read: this only
+ * warns).
+ */
+static int lessons_user_writes(const struct stat *st, uid_t uid, gid_t gid,
+                               int dir)
+{
+    mode_t need_u = S_IWUSR | (dir ? S_IXUSR : 0),
+           need_g = S_IWGRP | (dir ? S_IXGRP : 0),
+           need_o = S_IWOTH | (dir ? S_IXOTH : 0);
+
+    if (uid == 0) {
+        return 1;
+    }
+    if (st->st_uid == uid) {
+        return (st->st_mode & need_u) == need_u;
+    }
+    if (st->st_gid == gid) {
+        return (st->st_mode & need_g) == need_g;
+    }
+    return (st->st_mode & need_o) == need_o;
+}
+
+/* At configtest and start-up: an SQLite database named by DBDParams
+ * that does not exist, or that the serving user (User, Group) cannot
+ * write, or whose directory it cannot write (the journal and the WAL
+ * are made there), is named now; otherwise it shows only at the first
+ * request, as mod_dbd's "unable to open database file" or a 503 for
+ * every write.  Each database once.
+ */
+void lessons_dbd_check_sqlite(apr_pool_t *ptemp, server_rec *main)
+{
+    module *dbd = ap_find_linked_module("mod_dbd.c");
+    apr_hash_t *seen = apr_hash_make(ptemp);
+    uid_t uid = ap_unixd_config.user_id;
+    gid_t gid = ap_unixd_config.group_id;
+    const char *user = ap_unixd_config.user_name ? ap_unixd_config.user_name
+                                                 : "(User)";
+    server_rec *s;
+
+    for (s = main; s; s = s->next) {
+        const dbd_cfg_t *cfg = lessons_dbd_cfg(s, main, dbd);
+        const char *path, *dir;
+        struct stat st;
+
+        if (!cfg || strcmp(cfg->name, "sqlite3") != 0
+            || !(path = lessons_sqlite_path(ptemp, cfg->params))
+            || apr_hash_get(seen, path, APR_HASH_KEY_STRING)) {
+            continue;
+        }
+        apr_hash_set(seen, path, APR_HASH_KEY_STRING, path);
+        if (stat(path, &st) != 0) {
+            ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_WARNING,
+                         APR_FROM_OS_ERROR(errno), NULL,
+                         LESSONSLOG(00109) "DBDParams names the SQLite "
+                         "database %s, which cannot be found: every API "
+                         "request would fail with mod_dbd's \"unable to open "
+                         "database file\", or SQLite would make it empty, "
+                         "without the schema; correct the path, or make the "
+                         "database (docs/operations.md, SQLite)", path);
+            continue;
+        }
+        if (!lessons_user_writes(&st, uid, gid, 0)) {
+            ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_WARNING, 0, NULL,
+                         LESSONSLOG(00110) "the SQLite database %s is not "
+                         "writable by User %s: every write would be answered "
+                         "503; give it to that user (chown)", path, user);
+        }
+        dir = ap_make_dirstr_parent(ptemp, path);
+        if (stat(dir, &st) == 0 && !lessons_user_writes(&st, uid, gid, 1)) {
+            ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_WARNING, 0, NULL,
+                         LESSONSLOG(00110) "the directory %s of the SQLite "
+                         "database %s is not writable by User %s, and SQLite "
+                         "makes its journal there: every write would be "
+                         "answered 503; give the directory to that user "
+                         "(chown)", dir, path, user);
+        }
+    }
 }

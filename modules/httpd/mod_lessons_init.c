@@ -479,6 +479,9 @@ int lessons_check_config(apr_pool_t *pconf, apr_pool_t *plog,
         rc = !OK;
     }
     handler = lessons_find_handler(ptemp, ap_conftree);
+    if (handler) {
+        lessons_dbd_check_sqlite(ptemp, first);
+    }
     if (handler && keys == 0) {
         ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0, NULL,
                      LESSONSLOG(00103) "%s:%d: SetHandler lessons, but no "

@@ -52,11 +52,16 @@ my $ca_unreadable = write_file('unreadable-ca.crt', do { local (@ARGV, $/) = ($c
 chmod 0000, $ca_unreadable;
 
 my $n = 0;
-# configtest($inside, $after): $inside goes into <Location "/api/lessons">
-# (which holds SetHandler lessons), $after follows that section.
+# configtest($inside, $after, %o): $inside goes into <Location
+# "/api/lessons"> (which holds SetHandler lessons), $after follows that
+# section; $o{dbparams} replaces the SQLite DBDParams, $o{user} adds
+# User and Group lines at the end (the lines that messages name stay
+# where they were).
 sub configtest {
-    my ($directives, $after) = @_;
+    my ($directives, $after, %o) = @_;
     $after = '' unless defined $after;
+    my $params = $o{dbparams} // "$dir/lessons.db";
+    my $user = $o{user} ? "User $o{user}\nGroup nogroup" : '';
     $n++;
     my $conf = write_file("httpd-$n.conf", <<"EOF");
 ServerRoot "$dir"
@@ -70,12 +75,13 @@ LoadModule authz_core_module "$mods/mod_authz_core.so"
 LoadModule dbd_module        "$mods/mod_dbd.so"
 LoadModule lessons_module    "$module"
 DBDriver sqlite3
-DBDParams "$dir/lessons.db"
+DBDParams "$params"
 <Location "/api/lessons">
     SetHandler lessons
 $directives
 </Location>
 $after
+$user
 EOF
     my $out = `'$httpd' -t -f '$conf' 2>&1`;
     return ($? >> 8, $out);
@@ -525,6 +531,41 @@ bad_ok("LessonsJWTKey HS256 $hs_good\nLessonsJWTDPoP sometimes",
        'LessonsJWTDPoP with another word');
 for my $mode (qw(optional required)) {
     good_ok("LessonsJWTKey HS256 $hs_good\nLessonsJWTDPoP $mode", "LessonsJWTDPoP $mode");
+}
+
+# ---- the SQLite database DBDParams names (issue 57, section 2) -----------
+# A mistyped path, or a file or directory the serving user cannot write,
+# used to show only at the first request (mod_dbd's "unable to open
+# database file", or 503 for every write).  configtest names them now,
+# and passes: a warning, since the database may be made afterwards.
+sub configtest_db {
+    my ($params) = @_;
+    return configtest("LessonsJWTKey HS256 $hs_good", '', dbparams => $params,
+                      user => 'nobody');
+}
+{
+    my ($rc, $out) = configtest_db("file:$dir/no-such-dir/lessons.db?mode=rw");
+    is $rc, 0, 'SQLite: a database that does not exist: configtest passes (a warning)';
+    like $out, qr{LESSONS00109: DBDParams names the SQLite database \Q$dir\E/no-such-dir/lessons\.db, which cannot be found},
+        '... and names the path' or diag $out;
+
+    mkdir "$dir/sqlite-ro" or die $!;
+    write_file('sqlite-ro/lessons.db', '');
+    chmod 0644, "$dir/sqlite-ro/lessons.db";
+    chmod 0755, "$dir/sqlite-ro";
+    ($rc, $out) = configtest_db("$dir/sqlite-ro/lessons.db");
+    is $rc, 0, 'SQLite: a database User cannot write: configtest passes (a warning)';
+    like $out, qr{LESSONS00110: the SQLite database \Q$dir\E/sqlite-ro/lessons\.db is not writable by User nobody},
+        '... names the file and the user' or diag $out;
+    like $out, qr{LESSONS00110: the directory \Q$dir\E/sqlite-ro/ of the SQLite database .* not writable by User nobody},
+        '... and its directory' or diag $out;
+    unlike $out, qr/LESSONS00109/, '... which exists';
+
+    chmod 0666, "$dir/sqlite-ro/lessons.db";
+    chmod 0777, "$dir/sqlite-ro";
+    ($rc, $out) = configtest_db("file://$dir/sqlite-ro/lessons.db?mode=rw");
+    is $rc, 0, 'SQLite: a database User can write: configtest passes';
+    unlike $out, qr/LESSONS0011[0-9]|LESSONS00109/, '... with no warning' or diag $out;
 }
 
 done_testing;
