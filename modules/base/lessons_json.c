@@ -161,9 +161,10 @@ char *lessons_json_problem(apr_pool_t *p, int status, const char *title,
     return lessons_json_dump(p, doc, len);
 }
 
-char *lessons_json_health(apr_pool_t *p, int pass, apr_size_t *len)
+char *lessons_json_health(apr_pool_t *p, const char *status,
+                          apr_size_t *len)
 {
-    json_t *doc = json_pack("{s:s}", "status", pass ? "pass" : "fail");
+    json_t *doc = json_pack("{s:s}", "status", status ? status : "fail");
 
     if (!doc) {
         return NULL;

@@ -43,10 +43,11 @@ char *lessons_json_problem(apr_pool_t *p, int status, const char *title,
                            apr_size_t *len);
 
 /* A health document (application/health+json, the IETF draft's shape):
- * {"status":"pass"} or {"status":"fail"}, and nothing else: the check
- * answers without a token, so it says up or down, never what the
- * database holds or how often it is written.
+ * {"status":"pass"}, "warn" or "fail" (status; NULL is "fail"), and
+ * nothing else: the check answers without a token, so it says up or
+ * down, never what the database holds or how often it is written.
  */
-char *lessons_json_health(apr_pool_t *p, int pass, apr_size_t *len);
+char *lessons_json_health(apr_pool_t *p, const char *status,
+                          apr_size_t *len);
 
 #endif /* LESSONS_JSON_H */

@@ -5,7 +5,9 @@
  * when the database answers the catalog statement within
  * LessonsDBTimeout and every key source a section surely takes its keys
  * from holds a usable set in this process (lessons_keys_health), else
- * 503 with {"status":"fail"}.  Nothing more: the catalog version it
+ * 503 with {"status":"fail"}; 200 with {"status":"warn"} when the
+ * database reads but cannot be written (SQLite read-only for the
+ * server's user: GETs are served, every write is a 503).  Nothing more: the catalog version it
  * reads is the list ETag's source, which would let anyone watch write
  * activity, and a keys URL or a fetch error is the admin's business.
  * The details of a failure go to the error log: a database's once a
@@ -20,7 +22,7 @@ int lessons_health_handler(request_rec *r)
 {
     lessons_ctx c;
     lessons_catalog_t cat;
-    const char *err = NULL, *body;
+    const char *err = NULL, *body, *unwritable = NULL;
     apr_size_t len = 0;
     int pass;
 
@@ -48,8 +50,19 @@ int lessons_health_handler(request_rec *r)
                           0);
         pass = 0;
     }
+    if (pass) {
+        unwritable = lessons_db_unwritable(&c.db, r->pool);
+    }
+    if (unwritable) {
+        lessons_log_fault(r, APLOG_WARNING, apr_psprintf(r->pool,
+            LESSONSLOG(00512) "%s reads but cannot be written (%s): every "
+            "write is answered 503; the health check says warn",
+            lessons_db_name(&c.db, r->pool), unwritable));
+    }
     lessons_dbd_give_back(&c);
-    body = lessons_json_health(r->pool, pass, &len);
+    body = lessons_json_health(r->pool, !pass ? "fail"
+                                        : unwritable ? "warn" : "pass",
+                               &len);
     if (!body) {
         ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, LESSONSLOG(00508)
                       "the health document could not be encoded (out of "

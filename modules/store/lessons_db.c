@@ -326,6 +326,15 @@ lessons_db_fault_e lessons_db_fault(const lessons_db_t *db,
     return fault;
 }
 
+const char *lessons_db_unwritable(const lessons_db_t *db, apr_pool_t *p)
+{
+    const lessons_engine_t *engine = lessons_engine_of(db ? db->driver
+                                                          : NULL);
+
+    return engine && engine->unwritable
+           ? engine->unwritable(lessons_db_native(db), p) : NULL;
+}
+
 int lessons_db_socket(const lessons_db_t *db)
 {
     const lessons_engine_t *engine = lessons_engine_of(db ? db->driver

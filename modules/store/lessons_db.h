@@ -68,6 +68,11 @@ lessons_db_fault_e lessons_db_ready_leases(lessons_db_t *db,
 lessons_db_fault_e lessons_db_fault(const lessons_db_t *db,
                                     apr_pool_t *conn_pool, const char *err);
 
+/* Why the database reads but cannot be written now, or NULL (the
+ * health check's "warn"; lessons_engine.h).
+ */
+const char *lessons_db_unwritable(const lessons_db_t *db, apr_pool_t *p);
+
 /* The connection's socket (lessons_watch.h), or -1 (SQLite). */
 int lessons_db_socket(const lessons_db_t *db);
 

@@ -149,6 +149,13 @@ typedef struct {
      * a file, whose waits its busy timeout bounds).
      */
     int (*socket)(void *native);
+
+    /* Why the database reads but cannot be written by this connection
+     * now (SQLite: opened read-only, or the file or its directory not
+     * writable by the server's user), or NULL; NULL where the engine
+     * cannot tell.
+     */
+    const char *(*unwritable)(void *native, apr_pool_t *p);
 } lessons_engine_t;
 
 /* The engine of an apr_dbd driver name, or NULL when this build has

@@ -301,5 +301,7 @@ const lessons_engine_t lessons_engine_pgsql = {
     lessons_pgsql_conninfo,
     lessons_pgsql_listen_wait,
     lessons_pgsql_notification,
-    lessons_pgsql_socket
+    lessons_pgsql_socket,
+    NULL                            /* a read-only server refuses the
+                                     * connection (read-write) */
 };

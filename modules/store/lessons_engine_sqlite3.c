@@ -150,6 +150,20 @@ static const char *lessons_sqlite_permission(apr_pool_t *p, const char *file)
     return NULL;
 }
 
+static const char *lessons_sqlite_unwritable(void *native, apr_pool_t *p)
+{
+    const char *file = native ? sqlite3_db_filename(native, "main") : NULL;
+
+    if (!file || !*file) {
+        return NULL;
+    }
+    if (sqlite3_db_readonly(native, "main") == 1) {
+        return apr_psprintf(p, "this connection has the file %s open "
+                            "read-only", file);
+    }
+    return lessons_sqlite_permission(p, file);
+}
+
 static const char *lessons_sqlite_advice(void *native, apr_pool_t *p,
                                          lessons_db_fault_e fault)
 {
@@ -209,5 +223,6 @@ const lessons_engine_t lessons_engine_sqlite3 = {
     NULL,                           /* no read leases */
     NULL,
     NULL,
-    NULL                            /* no socket */
+    NULL,                           /* no socket */
+    lessons_sqlite_unwritable
 };

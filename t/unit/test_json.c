@@ -637,17 +637,22 @@ static void test_pool_own_null(void **state)
 static void test_health(void **state)
 {
     apr_size_t len = 0;
-    const char *pass = lessons_json_health(pool, 1, &len);
-    const char *fail;
+    const char *pass = lessons_json_health(pool, "pass", &len);
+    const char *fail, *warn;
 
     (void)state;
     assert_non_null(pass);
     assert_int_equal(len, strlen(pass));
     assert_string_equal(pass, "{\"status\":\"pass\"}");
-    fail = lessons_json_health(pool, 0, &len);
+    fail = lessons_json_health(pool, "fail", &len);
     assert_non_null(fail);
     assert_int_equal(len, strlen(fail));
     assert_string_equal(fail, "{\"status\":\"fail\"}");
+    warn = lessons_json_health(pool, "warn", &len);
+    assert_non_null(warn);
+    assert_string_equal(warn, "{\"status\":\"warn\"}");
+    assert_string_equal(lessons_json_health(pool, NULL, &len),
+                        "{\"status\":\"fail\"}");
 }
 
 int main(void)
