@@ -224,17 +224,40 @@ void lessons_dpop_child_init(apr_pool_t *pchild, server_rec *s)
     }
 }
 
+/* An address that stands for any (<VirtualHost *:80>, _default_). */
+static int lessons_dpop_wildcard(const apr_sockaddr_t *sa)
+{
+    static const char zeros[16] = { 0 };
+
+    return sa->ipaddr_len <= (int)sizeof(zeros)
+           && memcmp(sa->ipaddr_ptr, zeros, (apr_size_t)sa->ipaddr_len) == 0;
+}
+
 /* Does the request's Host name this server: its ServerName or one of
- * its ServerAlias names?  Only then is it the server's own name.
+ * its ServerAlias names, or the address a <VirtualHost> is bound to
+ * (not a wildcard)?  Only then is it the server's own name.  The
+ * address: a virtual host with no ServerName is named by reverse DNS
+ * ("localhost" for 127.0.0.1), and clients that know it by its address
+ * (http://127.0.0.1:8443/...) would have every proof refused.
  */
 static int lessons_dpop_own_host(request_rec *r)
 {
     const server_rec *s = r->server;
     const char *host = r->hostname;
+    const server_addr_rec *a;
+    char ip[64];
     int i;
 
     if (!host) {
         return 0;
+    }
+    for (a = s->is_virtual ? s->addrs : NULL; a; a = a->next) {
+        if (a->host_addr && !lessons_dpop_wildcard(a->host_addr)
+            && apr_sockaddr_ip_getbuf(ip, sizeof(ip), a->host_addr)
+               == APR_SUCCESS
+            && strcasecmp(host, ip) == 0) {
+            return 1;
+        }
     }
     if (s->server_hostname && strcasecmp(host, s->server_hostname) == 0) {
         return 1;

@@ -332,6 +332,34 @@ is_dpop_refusal(raw_dpop($pport, 'http://evil.example/api/lessons', $token,
                 'invalid_dpop_proof', 'another URI',
                 'absolute-form naming another host: a proof for that host');
 
+# ---- a virtual host bound to an address, with no ServerName (issue 57)
+# httpd names it by reverse DNS ("localhost" for 127.0.0.1); clients that
+# reach it by its address make their proofs for that address, which is
+# its own: taken.  Another address, as before: refused.
+{
+    my $vport = free_port();
+    my $vdir = File::Temp->newdir;
+    start_httpd(httpd_conf("$vdir", $vport, <<"EOF"), $vport);
+<VirtualHost 127.0.0.1:$vport>
+<Location "/api/lessons">
+    SetHandler lessons
+    LessonsJWTKey HS256 "$ENV{LESSONS_TEST_HS_KEY}"
+    LessonsJWTDPoP required
+</Location>
+</VirtualHost>
+EOF
+    my $vbase = "http://127.0.0.1:$vport";
+    my $vtoken = bound_token($client);
+    $res = call(GET => '/api/lessons', base => $vbase, auth => "DPoP $vtoken",
+                headers => [ DPoP => proof(GET => "$vbase/api/lessons", $vtoken) ]);
+    is $res->code, 200, 'a virtual host on 127.0.0.1 without ServerName: a proof for its address: 200'
+        or diag join ' | ', $res->header('WWW-Authenticate');
+    is_dpop_refusal(call(GET => '/api/lessons', base => $vbase, auth => "DPoP $vtoken",
+                         headers => [ DPoP => proof(GET => "http://127.0.0.2:$vport/api/lessons", $vtoken) ]),
+                    'invalid_dpop_proof', 'another URI',
+                    'a virtual host without ServerName: a proof for another address');
+}
+
 # ---- one proof, three processes, sent at once: taken once
 my $rdir = File::Temp->newdir;
 my $rport = free_port();
