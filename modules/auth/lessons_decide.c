@@ -597,8 +597,8 @@ static int decide_dpop_unavailable(lessons_decision_t *d, int level, int tag,
  * verdict's nonce goes out in DPoP-Nonce for the client's retry.  Its
  * nonce is checked before the proof is taken, so that one refused for
  * it holds no slot of the replay table.  A proof taken is kept there
- * only until its nonce ends, where that comes before its iat window
- * does (*kept, seconds): a replay after that is refused for its nonce.
+ * until its nonce ends (*kept, seconds; the iat is not judged where
+ * nonces are): a replay after that is refused for its nonce.
  * 0, or the refusal.
  */
 static int decide_nonce(lessons_decision_t *d, const char *nonce,
@@ -774,6 +774,11 @@ static int decide_dpop(lessons_decision_t *d)
              : LESSONS_DPOP_LEEWAY_MAX;
     req.window = LESSONS_DPOP_WINDOW + leeway;
     req.ahead = LESSONS_DPOP_AHEAD + leeway;
+    /* Where nonces are asked, the nonce judges freshness on the
+     * server's clock (RFC 9449 11.1): a client whose clock is off gets
+     * use_dpop_nonce for a proof without one, then is taken with it.
+     */
+    req.nonce_judges = policy->nonce != NULL;
     rc = lessons_dpop_check(d->p, proof, &req, &out, &why);
     if (rc != LESSONS_DPOP_OK) {
         return decide_dpop_refuse(d, "invalid_dpop_proof",
@@ -784,7 +789,10 @@ static int decide_dpop(lessons_decision_t *d)
                                   "is made with another key than the "
                                   "access token's", NULL);
     }
-    kept = lessons_dpop_kept_until(&req, out.iat);
+    /* Kept until the iat window ends; with nonces, until the nonce does
+     * (decide_nonce), whatever the iat says.
+     */
+    kept = policy->nonce ? APR_INT64_MAX : lessons_dpop_kept_until(&req, out.iat);
     if (decide_nonce(d, out.nonce, &kept)) {
         return 1;
     }

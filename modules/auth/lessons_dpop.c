@@ -410,8 +410,9 @@ lessons_dpop_e lessons_dpop_check(apr_pool_t *p, const char *proof,
         *why = "htu is not the request's URI";
         return LESSONS_DPOP_BAD_URI;
     }
-    if (lessons_dpop_check_iat(req, json_number_value(iat))
-        != LESSONS_DPOP_OK) {
+    if (!req->nonce_judges
+        && lessons_dpop_check_iat(req, json_number_value(iat))
+           != LESSONS_DPOP_OK) {
         *why = "iat is outside the window";
         return LESSONS_DPOP_STALE;
     }

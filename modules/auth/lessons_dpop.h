@@ -66,6 +66,9 @@ typedef struct {
     apr_int64_t now;                /* seconds since the epoch */
     long window;                    /* iat may be this many seconds old */
     long ahead;                     /* ... and this many ahead */
+    int nonce_judges;               /* the server asks for nonces: they
+                                     * judge freshness (RFC 9449 11.1),
+                                     * the iat is not held to the window */
 } lessons_dpop_request_t;
 
 /* What a good proof gives the caller. */

@@ -75,12 +75,13 @@ my $client = ec_key('client');
 
 my $n = 0;
 # A proof for method, URI and token; nonce => the nonce claim (none when
-# not given).
+# not given), skew => seconds added to iat (a client's clock off).
 sub proof {
     my ($method, $uri, $token, %o) = @_;
     my %c = (jti => 'n-' . $$ . '-' . ++$n . '-' . int(rand(1e9)), htm => $method,
              htu => $uri, iat => int(time), ath => b64url(sha256($token)));
     $c{nonce} = $o{nonce} if defined $o{nonce};
+    $c{iat} += $o{skew} if $o{skew};
     return jwt(alg => 'ES256', key => $client->{file},
                header => { typ => 'dpop+jwt', jwk => $client->{jwk} },
                payload_raw => json_text(\%c));
@@ -173,6 +174,17 @@ unlike error_log("$dir"), qr/\Q$nonce\E/, '... which does not hold the nonce';
 # ---- with it: 200, and the current nonce again
 $res = dpop_call($A, GET => '/api/lessons', proof(GET => $uri, $token, nonce => $nonce));
 is $res->code, 200, 'a proof with the nonce given: 200' or diag $res->content;
+
+# ---- a client whose clock is 90 s off (issue 57): the nonce judges
+# freshness, so its first proof gets use_dpop_nonce (after
+# invalid_dpop_proof, clients give up), and the next, with the nonce, 200.
+for my $skew (-90, 90) {
+    my $r = dpop_call($A, GET => '/api/lessons', proof(GET => $uri, $token, skew => $skew));
+    my $given = is_nonce_refusal($r, 'must carry the nonce', "a clock $skew s off, no nonce");
+    $r = dpop_call($A, GET => '/api/lessons', proof(GET => $uri, $token, skew => $skew,
+                                                    nonce => $given));
+    is $r->code, 200, "a clock $skew s off, with the nonce: 200" or diag $r->content;
+}
 like $res->header('DPoP-Nonce') // '', $NONCE, '... and the 200 carries DPoP-Nonce';
 
 # A create and its delete: 201 and 204 carry it too.

@@ -1508,12 +1508,23 @@ static void test_dpop_nonce(void **state)
     v = decide(&p, &f);
     is_allowed(&v, bound, &u, "alice", NOW);
     assert_int_equal(box.expires, apr_time_from_sec(NOW + 21));
-    /* An old iat still ends first where it does. */
-    f.dpop = proof_nonce(&k, bound, NOW - 50, "n-8", nonce_at(&key, NOW));
+    /* The nonce judges freshness (RFC 9449 11.1), not the client's
+     * clock: a clock 90 s behind or ahead gets use_dpop_nonce for a
+     * proof without a nonce (never invalid_dpop_proof, after which
+     * clients do not retry), and is taken with one, kept until the
+     * nonce ends whatever its iat says (the client's share of the
+     * table allows one more proof here).
+     */
+    f.dpop = proof_for(&k, bound, NOW - 90, "n-8a");
+    v = decide(&p, &f);
+    is_nonce_refused(&v, &key);
+    f.dpop = proof_nonce(&k, bound, NOW - 90, "n-8", nonce_at(&key, NOW));
     v = decide(&p, &f);
     is_allowed(&v, bound, &u, "alice", NOW);
-    assert_int_equal(box.expires,
-                     apr_time_from_sec(NOW - 50 + LESSONS_DPOP_WINDOW + 1));
+    assert_int_equal(box.expires, apr_time_from_sec(NOW + 41));
+    f.dpop = proof_for(&k, bound, NOW + 90, "n-8b");
+    v = decide(&p, &f);
+    is_nonce_refused(&v, &key);
     /* A proof refused for something else: its own error, with the
      * nonce all the same (a DPoP challenge).
      */
