@@ -5,7 +5,11 @@
 # answered once a standby has it, and only that standby may be promoted,
 # so no answered write is lost when the primary is.  The settings are
 # docs/operations.md's ("High availability with Patroni"), with the
-# ports and directories of this run.
+# ports and directories of this run: each node's etcd settings and its
+# Patroni configuration are the section's own blocks (its ```sh and
+# ```yaml), with the document's example values (the first host, pg1 at
+# 10.0.0.11, and the others) replaced by this run's; a value the document
+# no longer has fails the run, so that page and test cannot drift apart.
 #
 # Needs from run.sh: WORK, PGBIN, AS_PG (the PostgreSQL user's prefix),
 # pick_port, die, pg, psql_at, ha_settings (below) reads HA_TTL,
@@ -35,84 +39,85 @@ fi
 HA_NODES="n0 n1 n2"
 declare -A HA_PG_PORT HA_API_PORT HA_ETCD_PORT HA_PEER_PORT HA_PATRONI_PID HA_ETCD_PID
 
+HA_DOC=${HA_DOC:-$ROOT/docs/operations.md}
+HA_HEADING='## High availability with Patroni'
+
+# ha_doc_block LANG: the section's first block fenced as LANG.
+ha_doc_block() {
+    awk -v head="$HA_HEADING" -v fence="\`\`\`$1" '
+        $0 == head { sect = 1; next }
+        sect && /^## / { exit }
+        !sect { next }
+        inb && /^```[ \t]*$/ { exit }
+        inb { print; next }
+        $0 == fence { inb = 1 }' "$HA_DOC"
+}
+
+# ha_fill FROM TO ...: stdin with each FROM (as written) made TO; a FROM
+# not found fails, naming it.
+ha_fill() {
+    perl -e 'local $/; my $t = <STDIN>; my @p = @ARGV;
+        while (@p) {
+            my ($from, $to) = splice(@p, 0, 2);
+            $t =~ s/\Q$from\E/$to/g
+                or die "patroni.sh: $ENV{HA_DOC} no longer has \"$from\"\n";
+        }
+        print $t' "$@"
+}
+
 ha_etcd_hosts() {
     local n out=""
     for n in $HA_NODES; do out="$out${out:+,}127.0.0.1:${HA_ETCD_PORT[$n]}"; done
     echo "$out"
 }
 
-ha_start_etcd() {       # ha_start_etcd NODE
-    local n=$1 cluster="" m
+# The document's /etc/default/etcd for NODE, and etcd started with it as
+# Debian's unit does (EnvironmentFile).
+ha_write_etcd() {       # ha_write_etcd NODE
+    local n=$1 cluster="" m u="http://127.0.0.1"
     for m in $HA_NODES; do
-        cluster="$cluster${cluster:+,}e$m=http://127.0.0.1:${HA_PEER_PORT[$m]}"
+        cluster="$cluster${cluster:+,}e$m=$u:${HA_PEER_PORT[$m]}"
     done
+    ha_doc_block sh | ha_fill \
+        "ETCD_INITIAL_CLUSTER=pg1=http://10.0.0.11:2380,pg2=http://10.0.0.12:2380,pg3=http://10.0.0.13:2380" \
+        "ETCD_INITIAL_CLUSTER=$cluster" \
+        "ETCD_NAME=pg1" "ETCD_NAME=e$n" \
+        "ETCD_DATA_DIR=/var/lib/etcd/lessons" "ETCD_DATA_DIR=$WORK/etcd-$n" \
+        "http://10.0.0.11:2379,http://127.0.0.1:2379" "$u:${HA_ETCD_PORT[$n]}" \
+        "http://10.0.0.11:2379" "$u:${HA_ETCD_PORT[$n]}" \
+        "http://10.0.0.11:2380" "$u:${HA_PEER_PORT[$n]}" \
+        "ETCD_ENABLE_V2=true" "ETCD_ENABLE_V2=$([ "$HA_DCS" = etcd ] && echo true || echo false)" \
+        >"$WORK/etcd-$n.env" || return 1
+}
+ha_start_etcd() {       # ha_start_etcd NODE
+    local n=$1
     mkdir -p "$WORK/etcd-$n"
     [ "$(id -u)" -ne 0 ] || chown "$PG_USER_SYS:" "$WORK/etcd-$n"
-    # A busy two-core machine misses 100 ms heartbeats; these are
-    # etcd's advice for slower networks.
-    setsid "${AS_PG[@]}" etcd --name "e$n" --data-dir "$WORK/etcd-$n" \
-        --listen-client-urls "http://127.0.0.1:${HA_ETCD_PORT[$n]}" \
-        --advertise-client-urls "http://127.0.0.1:${HA_ETCD_PORT[$n]}" \
-        --listen-peer-urls "http://127.0.0.1:${HA_PEER_PORT[$n]}" \
-        --initial-advertise-peer-urls "http://127.0.0.1:${HA_PEER_PORT[$n]}" \
-        --initial-cluster "$cluster" --initial-cluster-token lessons-history \
-        --initial-cluster-state new --heartbeat-interval 250 --election-timeout 2500 \
-        $([ "$HA_DCS" != etcd ] || echo --enable-v2) \
+    # shellcheck disable=SC2046
+    setsid "${AS_PG[@]}" env $(grep -v '^[[:space:]]*#' "$WORK/etcd-$n.env" | grep '=') etcd \
         </dev/null >>"$WORK/etcd-$n.log" 2>&1 &
     HA_ETCD_PID[$n]=$!
     disown "$!"     # killed on purpose: no "Killed" from bash
 }
 
+# The document's /etc/patroni/config.yml for NODE.  The sockets go to
+# this run's directory (Debian's /var/run/postgresql is not the test
+# user's).
 ha_write_patroni() {    # ha_write_patroni NODE
     local n=$1
-    cat >"$WORK/patroni-$n.yml" <<EOF
-scope: lessons
-namespace: /service/
-name: $n
-restapi:
-  listen: 127.0.0.1:${HA_API_PORT[$n]}
-  connect_address: 127.0.0.1:${HA_API_PORT[$n]}
-$HA_DCS:
-  hosts: $(ha_etcd_hosts)
-bootstrap:
-  dcs:
-    ttl: $HA_TTL
-    loop_wait: $HA_LOOP_WAIT
-    retry_timeout: $HA_RETRY_TIMEOUT
-    maximum_lag_on_failover: 1048576
-    synchronous_mode: true
-    postgresql:
-      use_pg_rewind: true
-      use_slots: true
-      parameters:
-        wal_log_hints: 'on'
-        max_wal_senders: 10
-        max_replication_slots: 10
-  initdb:
-    - encoding: UTF8
-    - no-locale
-  pg_hba:
-    - host replication replicator 127.0.0.1/32 trust
-    - host all all 127.0.0.1/32 trust
-postgresql:
-  listen: 127.0.0.1:${HA_PG_PORT[$n]}
-  connect_address: 127.0.0.1:${HA_PG_PORT[$n]}
-  data_dir: $WORK/pg-$n
-  bin_dir: $PGBIN
-  pgpass: $WORK/pgpass-$n
-  authentication:
-    superuser:
-      username: postgres
-      password: history
-    replication:
-      username: replicator
-      password: history
-    rewind:
-      username: postgres
-      password: history
-  parameters:
-    unix_socket_directories: '$WORK'
-EOF
+    { ha_doc_block yaml | ha_fill \
+        "name: pg1" "name: $n" \
+        "10.0.0.11:8008" "127.0.0.1:${HA_API_PORT[$n]}" \
+        $'\netcd:\n  hosts:' $'\n'"$HA_DCS:"$'\n  hosts:' \
+        "10.0.0.11:2379,10.0.0.12:2379,10.0.0.13:2379" "$(ha_etcd_hosts)" \
+        "10.0.0.0/24" "127.0.0.1/32" \
+        "10.0.0.11:5432" "127.0.0.1:${HA_PG_PORT[$n]}" \
+        "/var/lib/postgresql/15/lessons" "$WORK/pg-$n" \
+        "/usr/lib/postgresql/15/bin" "$PGBIN" \
+        "/var/lib/postgresql/.pgpass.patroni" "$WORK/pgpass-$n" \
+        || return 1
+      printf "  parameters:\n    unix_socket_directories: '%s'\n" "$WORK"
+    } >"$WORK/patroni-$n.yml"
 }
 
 ha_start_node() {       # ha_start_node NODE
@@ -181,30 +186,44 @@ ha_setup() {
         HA_ETCD_PORT[$n]=$(ha_port); HA_USED+="${HA_ETCD_PORT[$n]} "
         HA_PEER_PORT[$n]=$(ha_port); HA_USED+="${HA_PEER_PORT[$n]} "
     done
-    for n in $HA_NODES; do ha_start_etcd "$n"; done
+    for n in $HA_NODES; do
+        ha_write_etcd "$n" || die "the etcd block of $HA_DOC changed"
+        ha_start_etcd "$n"
+    done
     for _ in $(seq 1 100); do
         ETCDCTL_API=3 etcdctl --endpoints "$(ha_etcd_hosts)" endpoint health >/dev/null 2>&1 && break
         sleep 0.2
     done
-    for n in $HA_NODES; do ha_write_patroni "$n"; ha_start_node "$n"; done
+    for n in $HA_NODES; do
+        ha_write_patroni "$n" || die "the Patroni block of $HA_DOC changed"
+        ha_start_node "$n"
+    done
     ha_wait_healthy 90 || die "Patroni did not make a cluster (logs in $WORK)"
     leader=$(ha_primary) || die "no leader"
-    psql_at_db() { pg psql -X -q -At -h 127.0.0.1 -p "${HA_PG_PORT[$leader]}" -U postgres "$@"; }
-    psql_at_db -d postgres -c "CREATE ROLE app LOGIN" -c "CREATE DATABASE lessons OWNER app" >/dev/null
+    # The document's passwords (pg_hba: scram-sha-256); the API's role
+    # has this run's.
+    PGPASSWORD=change-me-1 pg psql -X -q -At -h 127.0.0.1 -p "${HA_PG_PORT[$leader]}" \
+        -U postgres -d postgres -c "CREATE ROLE app LOGIN PASSWORD 'history'" \
+        -c "CREATE DATABASE lessons OWNER app" >/dev/null
     for f in schema.pgsql.sql sample-lessons.sql; do
-        PGOPTIONS="-c client_min_messages=warning" pg psql -X -q -h 127.0.0.1 \
+        PGPASSWORD=history PGOPTIONS="-c client_min_messages=warning" pg psql -X -q -h 127.0.0.1 \
             -p "${HA_PG_PORT[$leader]}" -U app -d lessons -v ON_ERROR_STOP=1 -f - \
             <"$ROOT/sql/$f" >/dev/null
     done
     P1=${HA_PG_PORT[$leader]}
 }
 
+# The document's DBDParams, for this run's nodes and role.
 ha_dbd_params() {
     local n hosts="" ports=""
     for n in $HA_NODES; do
         hosts="$hosts${hosts:+,}127.0.0.1"; ports="$ports${ports:+,}${HA_PG_PORT[$n]}"
     done
-    echo "host=$hosts port=$ports dbname=lessons user=app target_session_attrs=read-write connect_timeout=2"
+    ha_doc_block apache | sed -n 's/^DBDParams "\(.*\)"$/\1/p' | ha_fill \
+        "host=10.0.0.11,10.0.0.12,10.0.0.13" "host=$hosts" \
+        "port=5432,5432,5432" "port=$ports" \
+        "user=lessons password=secret" "user=app password=history" \
+        || die "the DBDParams of $HA_DOC changed"
 }
 
 # The postmaster of NODE, from its data directory; nothing when it is
