@@ -56,7 +56,7 @@ ha_doc_block() {
 # ha_fill FROM TO ...: stdin with each FROM (as written) made TO; a FROM
 # not found fails, naming it.
 ha_fill() {
-    perl -e 'local $/; my $t = <STDIN>; my @p = @ARGV;
+    HA_DOC=$HA_DOC perl -e 'local $/; my $t = <STDIN>; my @p = @ARGV;
         while (@p) {
             my ($from, $to) = splice(@p, 0, 2);
             $t =~ s/\Q$from\E/$to/g
