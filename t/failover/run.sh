@@ -294,6 +294,11 @@ sed -e "s|^Listen .*|Listen 127.0.0.1:$PORT2|" -e "s|^PidFile .*|PidFile $WORK/r
     "$WORK/httpd.conf" >"$WORK/httpd2.conf"
 psql_at "$P2" "ALTER SYSTEM SET synchronous_standby_names = 'nobody'" >/dev/null
 psql_at "$P2" "SELECT pg_reload_conf()" >/dev/null
+# The reload is a signal: a server started before the postmaster has
+# read it would be granted its lease (a CI run saw that).
+synced() { [ "$(psql_at "$P2" "SHOW synchronous_standby_names")" = "$1" ]; }
+for _ in $(seq 1 100); do synced nobody && break; sleep 0.1; done
+check "the standby named that never confirms is in effect" synced nobody
 setsid "$HTTPD" -DFOREGROUND -d "$WORK" -f "$WORK/httpd2.conf" </dev/null >>"$WORK/httpd2.out" 2>&1 &
 HTTPD2_PID=$!
 for _ in $(seq 1 100); do port_free "$PORT2" || break; sleep 0.1; done
