@@ -10,16 +10,17 @@
 
 #include "httpd/mod_lessons.h"
 
-/* Stop watching the request's connection (lessons_watch.h): 1 when the
- * watch shut it down, the request having run past LessonsDBTimeout.
- * Before the connection goes back to mod_dbd's pool, whose next user
- * must find it unwatched.
- */
+/* A request's watched socket (lessons_watch.h), in its pool. */
 typedef struct {
     lessons_watch_t *watch;
     int slot;                       /* -1: not watched */
 } lessons_dbd_watched_t;
 
+/* Stop watching the request's connection: 1 when the watch shut it
+ * down, the request having run past LessonsDBTimeout.  Before the
+ * connection goes back to mod_dbd's pool, whose next user must find it
+ * unwatched.
+ */
 static int lessons_dbd_disarm(lessons_dbd_watched_t *wd)
 {
     int fired = lessons_watch_disarm(wd->watch, wd->slot);

@@ -1691,7 +1691,7 @@ static lessons_store_e lessons_store_catalog_of(const lessons_db_t *db,
                                                 lessons_catalog_t *out,
                                                 const char **err)
 {
-    const char *cols[2];            /* the fence's transaction ID unread */
+    const char *cols[2];            /* the fence's counter (3rd) unread */
     int rows = 0;
     lessons_store_e rc = lessons_store_one(db, p, label, NULL, cols, 2,
                                            &rows, err);
