@@ -330,7 +330,6 @@ static int lessons_holder_connect(lessons_holder_t *h)
     }
     if ((rv = apr_dbd_query(driver, handle, &nrows,
                             "SET application_name = 'mod_lessons lease'; "
-                            "SET synchronous_commit = off; "
                             "LISTEN lessons_catalog; LISTEN lessons_lease"))
         != 0) {
         err = apr_dbd_error(driver, handle, rv);

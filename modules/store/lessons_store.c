@@ -166,6 +166,14 @@ const lessons_statement_t lessons_statements_idempotency[] = {
 
 #define LESSONS_KEY_CLAIM "lessons_key_claim"
 
+/* A fenced statement's commit waits for the synchronous standbys only
+ * with synchronous_commit on: set for its transaction alone (is_local),
+ * so a role's or a database's "off" cannot open the fence.  The
+ * fence's update joins it, so it is never left unevaluated.
+ */
+#define LESSONS_FENCE_SYNC \
+    "SELECT set_config('synchronous_commit', 'on', true) AS sync"
+
 /* Read leases (docs/scaling.md).  The renewal locks the counters FOR
  * SHARE while it reads them: a write's counter update and a renewal
  * take turns, so every write is either in the renewal's version or
@@ -176,11 +184,16 @@ const lessons_statement_t lessons_statements_idempotency[] = {
 const lessons_statement_t lessons_statements_leases[] = {
     /* Fenced (lessons_lease_fence in schema.pgsql.sql): the update of
      * a logged row makes the commit wait for the synchronous standbys,
-     * so a deposed primary grants no lease.
+     * so a deposed primary grants no lease.  Only if synchronous_commit
+     * is on at the commit: the statement sets it for its own
+     * transaction, whatever the role, the database or the session say
+     * (the holder's connection once said off, and a resumed old primary
+     * granted leases).
      */
     { "lessons_lease_renew",
       "WITH c AS (SELECT changes FROM lessons_catalog FOR SHARE), "
-      "f AS (UPDATE lessons_lease_fence SET n = n + 1 WHERE id = 1 "
+      "s AS (" LESSONS_FENCE_SYNC "), "
+      "f AS (UPDATE lessons_lease_fence SET n = n + 1 FROM s WHERE id = 1 "
       "RETURNING n), "
       "r AS (INSERT INTO lessons_leases (server, term, length_ms) "
       "VALUES (%s, nextval('lessons_lease_terms'), %d) "
@@ -240,10 +253,12 @@ const lessons_statement_t lessons_statements_leases[] = {
      * commit that wrote no WAL waits for nobody.
      */
     { "lessons_lease_fence",
-      "WITH f AS (UPDATE lessons_lease_fence SET n = n + 1 WHERE id = 1 "
+      "WITH s AS (" LESSONS_FENCE_SYNC "), "
+      "f AS (UPDATE lessons_lease_fence SET n = n + 1 FROM s WHERE id = 1 "
       "RETURNING n) "
       "SELECT (SELECT " LESSONS_EPOCH " FROM lessons_database), "
-      "(SELECT sum(changes) FROM lessons_catalog), f.n FROM f" },
+      "(SELECT sum(changes) FROM lessons_catalog), f.n "
+      "FROM f" },
     { NULL, NULL }
 };
 

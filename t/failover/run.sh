@@ -278,7 +278,8 @@ check "a frozen server: answered within LessonsDBTimeout and a second ($fmax s)"
 
 # --- the fence of read leases (issue 58) ------------------------------------
 # A second server with LessonsDBLease on the same database.  With a
-# synchronous standby named that does not exist, no commit is confirmed:
+# synchronous standby named that does not exist, no commit that asks for
+# it is confirmed:
 # what a primary deposed while frozen meets once it resumes (its standbys
 # follow the new primary).  That server's GETs, whose version read is
 # fenced (its commit waits for the standbys), get 503 at LessonsDBTimeout;
@@ -292,13 +293,32 @@ sed -e "s|^Listen .*|Listen 127.0.0.1:$PORT2|" -e "s|^PidFile .*|PidFile $WORK/r
     -e "s|^ErrorLog .*|ErrorLog $WORK/logs/error2.log|" \
     -e "s|^LessonsDBTimeout 5|LessonsDBTimeout 5\nLessonsDBLease 1|" \
     "$WORK/httpd.conf" >"$WORK/httpd2.conf"
+psql_at "$P2" "CREATE TABLE failover_probe (n int)" >/dev/null
 psql_at "$P2" "ALTER SYSTEM SET synchronous_standby_names = 'nobody'" >/dev/null
+# And commits that wait for no standby unless they ask: the fence's
+# statements ask (a lease holder whose connection said off was granted
+# leases here under load).
+psql_at "$P2" "ALTER SYSTEM SET synchronous_commit = off" >/dev/null
 psql_at "$P2" "SELECT pg_reload_conf()" >/dev/null
-# The reload is a signal: a server started before the postmaster has
-# read it would be granted its lease (a CI run saw that).
-synced() { [ "$(psql_at "$P2" "SHOW synchronous_standby_names")" = "$1" ]; }
-for _ in $(seq 1 100); do synced nobody && break; sleep 0.1; done
-check "the standby named that never confirms is in effect" synced nobody
+# The reload is a signal, and commits wait for a synchronous standby only
+# once the checkpointer has read it: until then a server started here is
+# granted its lease (CI runs saw that, under load).  SHOW in a new session
+# proves nothing; a commit seen waiting (wait event SyncRep) does.  The
+# probe's commit waits until the reset below.
+syncrep() {
+    [ "$(psql_at "$P2" "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'SyncRep'")" -gt 0 ]
+}
+probe=
+for _ in $(seq 1 100); do
+    psql_at "$P2" "SET synchronous_commit = on; INSERT INTO failover_probe VALUES (1)" \
+        >/dev/null 2>&1 &
+    probe=$!
+    sleep 0.2
+    syncrep && break
+    wait "$probe" || true
+    probe=
+done
+check "a commit waits for the standby named that never confirms" [ -n "$probe" ]
 setsid "$HTTPD" -DFOREGROUND -d "$WORK" -f "$WORK/httpd2.conf" </dev/null >>"$WORK/httpd2.out" 2>&1 &
 HTTPD2_PID=$!
 for _ in $(seq 1 100); do port_free "$PORT2" || break; sleep 0.1; done
@@ -308,7 +328,9 @@ check "no standby confirms: the leased server's fenced GET is 503 ($st2 in $t2 s
     eval '[ "$st2" = 503 ] && awk -v t="$t2" "BEGIN { exit !(t <= 6.5) }"'
 check "no standby confirms: the unfenced server's GET is 200 ($st1)" [ "$st1" = 200 ]
 psql_at "$P2" "ALTER SYSTEM RESET synchronous_standby_names" >/dev/null
+psql_at "$P2" "ALTER SYSTEM RESET synchronous_commit" >/dev/null
 psql_at "$P2" "SELECT pg_reload_conf()" >/dev/null
+[ -z "$probe" ] || wait "$probe" || true
 st2=000
 for _ in $(seq 1 50); do
     read -r st2 _t <<<"$(timed "http://127.0.0.1:$PORT2/api/lessons/$ID")"
