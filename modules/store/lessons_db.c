@@ -30,6 +30,9 @@ typedef struct {
     unsigned int tries[3];      /* statements prepared apart (or tried)
                                  * on this backend, by lessons_apart_e:
                                  * each try's names are new */
+    apr_dbd_t *own;             /* opened by the module in place of the
+                                 * pooled handle, which was stuck
+                                 * read-only (lessons_db_reopen) */
 } lessons_conn_t;
 
 /* Statements prepared apart from the others, when first needed. */
@@ -171,12 +174,61 @@ static lessons_db_fault_e lessons_db_identity(lessons_db_t *db,
     return LESSONS_DB_OK;
 }
 
+static apr_status_t lessons_db_close_own(void *data)
+{
+    lessons_db_t *own = data;
+
+    return apr_dbd_close(own->driver, own->handle);
+}
+
+/* A connection that opened its database read-only stays so after the
+ * admin fixes the file (SQLite decides at open), and mod_dbd has no way
+ * to drop it: apr_dbd_sqlite3's connection check passes while it has a
+ * handle.  Once the engine says the database can be written, the module
+ * opens it again itself, in the connection's pool, and uses that handle
+ * for its statements from then on.  mod_dbd's handle (other modules'
+ * statements, DBDPrepareSQL's) stays as it was until mod_dbd ends the
+ * connection; DBDInitSQL is not run on the new one.
+ */
+static void lessons_db_reopen(lessons_db_t *db,
+                              const lessons_engine_t *engine,
+                              lessons_conn_t *conn, apr_pool_t *conn_pool)
+{
+    const char *params;
+    lessons_db_t *own;
+    apr_pool_t *p;
+    apr_dbd_t *handle = NULL;
+    const char *err = NULL;
+
+    if (conn->own) {
+        db->handle = conn->own;
+        return;
+    }
+    params = engine->reopen ? engine->reopen(lessons_db_native(db)) : NULL;
+    if (!params || apr_pool_create(&p, conn_pool) != APR_SUCCESS) {
+        return;
+    }
+    if (apr_dbd_open_ex(db->driver, p, params, &handle, &err) != APR_SUCCESS
+        || !handle) {
+        apr_pool_destroy(p);        /* asked again by the next request */
+        return;
+    }
+    own = apr_pcalloc(p, sizeof(*own));
+    own->driver = db->driver;
+    own->handle = handle;
+    apr_pool_cleanup_register(p, own, lessons_db_close_own,
+                              apr_pool_cleanup_null);
+    conn->own = handle;
+    conn->backend = 0;              /* prepare everything on it */
+    db->handle = handle;
+}
+
 lessons_db_fault_e lessons_db_ready(lessons_db_t *db, apr_pool_t *conn_pool,
                                     long timeout_ms, const char **err)
 {
     const lessons_engine_t *engine = lessons_engine_of(db->driver);
     lessons_conn_t *conn = lessons_db_conn(conn_pool);
-    void *native = lessons_db_native(db);
+    void *native;
     long backend;
     lessons_db_fault_e rc;
 
@@ -186,6 +238,8 @@ lessons_db_fault_e lessons_db_ready(lessons_db_t *db, apr_pool_t *conn_pool,
                             db->driver ? apr_dbd_name(db->driver) : "(none)");
         return LESSONS_DB_ERROR;
     }
+    lessons_db_reopen(db, engine, conn, conn_pool);
+    native = lessons_db_native(db);
     backend = engine->backend(native, err);
     if (!backend) {
         return LESSONS_DB_UNAVAILABLE;

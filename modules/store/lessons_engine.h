@@ -156,6 +156,14 @@ typedef struct {
      * cannot tell.
      */
     const char *(*unwritable)(void *native, apr_pool_t *p);
+
+    /* The parameters that open this connection's database again,
+     * writable, when the connection opened it read-only and it can be
+     * written now (SQLite: the file's permissions were fixed), or NULL;
+     * allocates nothing (asked before every statement of a connection
+     * in that state).  NULL where a connection is never stuck so.
+     */
+    const char *(*reopen)(void *native);
 } lessons_engine_t;
 
 /* The engine of an apr_dbd driver name, or NULL when this build has

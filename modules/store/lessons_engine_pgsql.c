@@ -302,6 +302,8 @@ const lessons_engine_t lessons_engine_pgsql = {
     lessons_pgsql_listen_wait,
     lessons_pgsql_notification,
     lessons_pgsql_socket,
-    NULL                            /* a read-only server refuses the
+    NULL,                           /* a read-only server refuses the
                                      * connection (read-write) */
+    NULL                            /* read-only is the server's state,
+                                     * not the connection's */
 };

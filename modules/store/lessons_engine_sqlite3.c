@@ -164,6 +164,38 @@ static const char *lessons_sqlite_unwritable(void *native, apr_pool_t *p)
     return lessons_sqlite_permission(p, file);
 }
 
+/* A connection opened while the file was read-only to the server's
+ * user stays read-only after the admin fixes the permissions (SQLite
+ * decides once, at open): the file's name to open it again once the
+ * file and its directory (the journal's) can be written.  No allocation:
+ * the directory's name in a buffer of its own.
+ */
+static const char *lessons_sqlite_reopen(void *native)
+{
+    const char *file = native ? sqlite3_db_filename(native, "main") : NULL;
+    const char *slash;
+    char dir[4096];
+    apr_size_t n;
+
+    if (!file || !*file || sqlite3_db_readonly(native, "main") != 1
+        || access(file, R_OK | W_OK) != 0) {
+        return NULL;
+    }
+    slash = strrchr(file, '/');
+    n = slash ? (slash == file ? 1 : (apr_size_t)(slash - file)) : 0;
+    if (n >= sizeof(dir)) {
+        return NULL;
+    }
+    if (n) {
+        memcpy(dir, file, n);
+    }
+    else {
+        dir[n++] = '.';
+    }
+    dir[n] = '\0';
+    return access(dir, W_OK | X_OK) == 0 ? file : NULL;
+}
+
 static const char *lessons_sqlite_advice(void *native, apr_pool_t *p,
                                          lessons_db_fault_e fault)
 {
@@ -224,5 +256,6 @@ const lessons_engine_t lessons_engine_sqlite3 = {
     NULL,
     NULL,
     NULL,                           /* no socket */
-    lessons_sqlite_unwritable
+    lessons_sqlite_unwritable,
+    lessons_sqlite_reopen
 };

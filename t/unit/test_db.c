@@ -3,8 +3,9 @@
  * test_db.c: lessons_db against real SQLite files through apr_dbd --
  * statements prepared once per connection, and each fault an admin can
  * meet classified as what it is: no schema (or no table for
- * Idempotency-Key), read-only, locked by
- * another writer (answered within about two seconds), file replaced.
+ * Idempotency-Key), read-only (and writable again once the file is
+ * fixed, without a new pooled connection), locked by another writer
+ * (answered within about two seconds), file replaced.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <sqlite3.h>
 
@@ -54,11 +59,12 @@ static int group_teardown_dir(void **state)
 }
 
 /* A database file made by the sqlite3 library directly, with our schema
- * (or none).
+ * (or none), in the directory in.
  */
-static const char *make_file(const char *name, int schema)
+static const char *make_file_in(const char *in, const char *name,
+                                int schema)
 {
-    const char *path = apr_pstrcat(pool, dir, "/", name, NULL);
+    const char *path = apr_pstrcat(pool, in, "/", name, NULL);
     char *sql = NULL, *err = NULL;
     apr_size_t len;
     apr_file_t *f;
@@ -84,6 +90,11 @@ static const char *make_file(const char *name, int schema)
     }
     sqlite3_close(db);
     return path;
+}
+
+static const char *make_file(const char *name, int schema)
+{
+    return make_file_in(dir, name, schema);
 }
 
 typedef struct {
@@ -215,14 +226,97 @@ static void test_keys_table_missing(void **state)
     assert_int_equal(apr_hash_count(first), n + 3);
 }
 
+/* What a server's user meets: run fn as a user that file permissions
+ * bind (nobody when the tests run as root, which they bypass), in a
+ * child when that needs a change of user.  fn's result, or -1.  No
+ * cmocka asserts in fn: a child must not return into the runner.
+ */
+static int as_bound_user(int (*fn)(const char *), const char *path)
+{
+    pid_t pid;
+    int status = 0;
+
+    if (geteuid() != 0) {
+        return fn(path);
+    }
+    pid = fork();
+    if (pid == 0) {
+        if (setgid(65534) != 0 || setuid(65534) != 0) {
+            _exit(255);
+        }
+        _exit(fn(path));
+    }
+    if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) {
+        return -1;
+    }
+    return WEXITSTATUS(status);
+}
+
+/* A file and a directory of their own that the bound user owns, the
+ * file read-only to it.
+ */
+static const char *read_only_file(const char *name)
+{
+    const char *sub = apr_pstrcat(pool, dir, "/", name, NULL);
+    const char *path;
+
+    assert_int_equal(apr_dir_make(sub, APR_FPROT_OS_DEFAULT, pool),
+                     APR_SUCCESS);
+    path = make_file_in(sub, "ro.db", 1);
+    assert_int_equal(chmod(path, 0444), 0);
+    if (geteuid() == 0) {
+        assert_int_equal(chmod(dir, 0755), 0);  /* mkdtemp's 0700 */
+        assert_int_equal(chown(sub, 65534, 65534), 0);
+        assert_int_equal(chown(path, 65534, 65534), 0);
+    }
+    return path;
+}
+
+static int write_read_only(const char *path)
+{
+    conn_t *c = open_db(path);
+
+    if (ready(c) != LESSONS_DB_OK) {
+        return 1;
+    }
+    return write_one(c) == LESSONS_DB_READONLY ? 0 : 2;
+}
+
 static void test_read_only(void **state)
 {
-    const char *path = make_file("ro.db", 1);
+    (void)state;
+    assert_int_equal(as_bound_user(write_read_only,
+                                   read_only_file("ro")), 0);
+}
+
+/* The admin fixes the file: the connection that opened it read-only
+ * writes again, through a handle the module opened in its place, and
+ * the pooled handle is left as it was.  Opened read-only by its URI
+ * here: a file's permissions bind no root, and who runs the tests may
+ * write the file.
+ */
+static void test_read_only_fixed(void **state)
+{
+    const char *path = make_file("fixed.db", 1);
     conn_t *c = open_db(apr_psprintf(pool, "file:%s?mode=ro", path));
+    apr_dbd_t *pooled = c->db.handle, *own;
 
     (void)state;
     assert_int_equal(ready(c), LESSONS_DB_OK);
-    assert_int_equal(write_one(c), LESSONS_DB_READONLY);
+    assert_ptr_not_equal(c->db.handle, pooled);
+    assert_int_equal(write_one(c), LESSONS_DB_OK);
+    assert_null(lessons_db_unwritable(&c->db, pool));
+    assert_int_equal(sqlite3_db_readonly(apr_dbd_native_handle(driver,
+                                                               pooled),
+                                         "main"), 1);
+    /* The next request, lent the pooled handle again: the module's
+     * handle, not another one.
+     */
+    own = c->db.handle;
+    c->db.handle = pooled;
+    assert_int_equal(ready(c), LESSONS_DB_OK);
+    assert_ptr_equal(c->db.handle, own);
+    assert_int_equal(write_one(c), LESSONS_DB_OK);
 }
 
 static void test_missing_file_never_created(void **state)
@@ -285,6 +379,7 @@ int main(void)
         cmocka_unit_test(test_no_schema),
         cmocka_unit_test(test_keys_table_missing),
         cmocka_unit_test(test_read_only),
+        cmocka_unit_test(test_read_only_fixed),
         cmocka_unit_test(test_missing_file_never_created),
         cmocka_unit_test(test_locked_by_another_writer),
         cmocka_unit_test(test_file_replaced),
