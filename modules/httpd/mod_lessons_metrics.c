@@ -311,24 +311,10 @@ static const char *lessons_metrics_lease(apr_pool_t *p,
     lessons_lease_state_t st;
 
     lessons_lease_state(sconf->lease_block, lessons_lease_clock(), &st);
-    return apr_psprintf(p,
-        "# HELP lessons_db_lease_valid 1 while this server's read lease "
-        "holds (GETs take no statement).\n"
-        "# TYPE lessons_db_lease_valid gauge\n"
-        "lessons_db_lease_valid %d\n"
-        "# HELP lessons_db_lease_listening 1 while its holder's connection "
-        "listens.\n"
-        "# TYPE lessons_db_lease_listening gauge\n"
-        "lessons_db_lease_listening %d\n"
-        "# HELP lessons_db_lease_remaining_seconds Until the lease ends "
-        "unless it is renewed.\n"
-        "# TYPE lessons_db_lease_remaining_seconds gauge\n"
-        "lessons_db_lease_remaining_seconds %.3f\n"
-        "# HELP lessons_db_lease_length_seconds LessonsDBLease.\n"
-        "# TYPE lessons_db_lease_length_seconds gauge\n"
-        "lessons_db_lease_length_seconds %.3f\n",
-        st.valid, st.listening, (double)st.left / APR_USEC_PER_SEC,
-        sconf->lease_length_ms / 1000.0);
+    return lessons_metrics_lease_prometheus(p, st.valid, st.listening,
+                                            st.left,
+                                            (apr_interval_time_t)
+                                            sconf->lease_length_ms * 1000);
 }
 
 int lessons_metrics_handler(request_rec *r)

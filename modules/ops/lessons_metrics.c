@@ -648,6 +648,31 @@ const char *lessons_metrics_prometheus(apr_pool_t *p,
     return text;
 }
 
+const char *lessons_metrics_lease_prometheus(apr_pool_t *p, int valid,
+                                             int listening,
+                                             apr_interval_time_t left,
+                                             apr_interval_time_t length)
+{
+    return apr_psprintf(p,
+        "# HELP lessons_db_lease_valid 1 while this server's read lease "
+        "holds (GETs take no statement).\n"
+        "# TYPE lessons_db_lease_valid gauge\n"
+        "lessons_db_lease_valid %d\n"
+        "# HELP lessons_db_lease_listening 1 while its holder's connection "
+        "listens.\n"
+        "# TYPE lessons_db_lease_listening gauge\n"
+        "lessons_db_lease_listening %d\n"
+        "# HELP lessons_db_lease_remaining_seconds Until the lease ends "
+        "unless it is renewed.\n"
+        "# TYPE lessons_db_lease_remaining_seconds gauge\n"
+        "lessons_db_lease_remaining_seconds %.3f\n"
+        "# HELP lessons_db_lease_length_seconds LessonsDBLease.\n"
+        "# TYPE lessons_db_lease_length_seconds gauge\n"
+        "lessons_db_lease_length_seconds %.3f\n",
+        valid, listening, (double)left / APR_USEC_PER_SEC,
+        (double)length / APR_USEC_PER_SEC);
+}
+
 const char *lessons_metrics_status_auto(apr_pool_t *p,
                                         const lessons_metrics_sum_t *sum)
 {

@@ -236,6 +236,16 @@ const char *lessons_metrics_prometheus(apr_pool_t *p,
                                        const char *const *names, int count,
                                        apr_time_t now, apr_size_t *len);
 
+/* The read lease's gauges (LessonsDBLease), in the same format, to
+ * follow lessons_metrics_prometheus's text: valid and listening 0 or 1,
+ * left the time the lease has left, length the directive's.  The lease
+ * is the server's state now, not a count kept in the block.
+ */
+const char *lessons_metrics_lease_prometheus(apr_pool_t *p, int valid,
+                                             int listening,
+                                             apr_interval_time_t left,
+                                             apr_interval_time_t length);
+
 /* The same figures, fewer of them, as mod_status's "Key: value" lines
  * (its ?auto form).
  */

@@ -382,6 +382,24 @@ static void test_prometheus(void **state)
                                  "1700000000.000\n"));
 }
 
+/* The read lease's gauges, as the handler appends them. */
+static void test_lease_prometheus(void **state)
+{
+    const char *text;
+
+    (void)state;
+    text = lessons_metrics_lease_prometheus(pool, 1, 0, 2345678,
+                                            10 * APR_USEC_PER_SEC);
+    assert_exposition(text);
+    assert_non_null(strstr(text, "# TYPE lessons_db_lease_valid gauge\n"
+                                 "lessons_db_lease_valid 1\n"));
+    assert_non_null(strstr(text, "lessons_db_lease_listening 0\n"));
+    assert_non_null(strstr(text, "lessons_db_lease_remaining_seconds "
+                                 "2.346\n"));
+    assert_non_null(strstr(text, "lessons_db_lease_length_seconds "
+                                 "10.000\n"));
+}
+
 static void test_status_auto(void **state)
 {
     lessons_metrics_t *m = block(1);
@@ -490,6 +508,7 @@ int main(void)
         cmocka_unit_test(test_ids_and_kinds),
         cmocka_unit_test(test_sources),
         cmocka_unit_test(test_prometheus),
+        cmocka_unit_test(test_lease_prometheus),
         cmocka_unit_test(test_status_auto),
         cmocka_unit_test(test_processes_share_one_block),
         cmocka_unit_test(test_threads_share_one_slot),
