@@ -369,23 +369,28 @@ for t in $(UNIT_TESTS); do \
 done
 endef
 
-# The checks that keep the house standing (t/tools/house.pl): no circles
-# between the module's files, the folders of modules/ in their order (no
-# httpd in the httpd-free ones), every config field merged, the directive
-# table and the reference in step.
-define run_house
-log=build/house.log; \
-t/tools/house.pl >$$log 2>&1; rc=$$?; \
+# A script that prints an "ok" or "not ok" line per check and last
+# "N passed, N failed": its suite's line, and what failed.  $(1): the
+# suite's name; $(2): its log; $(3): the commands (no comma).
+define run_checks
+log=$(2); \
+{ $(3); } >$$log 2>&1; rc=$$?; \
 set -- $$(awk '/^[0-9]+ passed, [0-9]+ failed$$/ { print $$1, $$3 }' $$log); \
 p=$${1:-0}; f=$${2:-1}; [ $$rc -ne 0 ] && [ $$f -eq 0 ] && f=1; \
 echo "$$p $$f" >>$$counts; \
 if [ $$f -eq 0 ]; then \
-    printf $(SUITE_LINE) PASS "house" $$p ""; \
+    printf $(SUITE_LINE) PASS "$(1)" $$p ""; \
 else \
-    printf $(SUITE_LINE) FAIL "house" $$((p + f)) ", $$f failed"; \
+    printf $(SUITE_LINE) FAIL "$(1)" $$((p + f)) ", $$f failed"; \
     grep -v '^ok \|passed, ' $$log | sed 's/^/    /'; \
 fi
 endef
+
+# The checks that keep the house standing (t/tools/house.pl): no circles
+# between the module's files, the folders of modules/ in their order (no
+# httpd in the httpd-free ones), every config field merged, the directive
+# table and the reference in step.
+run_house = $(call run_checks,house,build/house.log,t/tools/house.pl)
 
 # integration.sh prints its line and details and appends its counts; one
 # that stopped before the suite ran (its error is above) counts as a failure.

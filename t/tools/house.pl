@@ -35,31 +35,12 @@
 use strict;
 use warnings;
 use FindBin;
+use lib $FindBin::Bin;
+use LessonsChecks;
 
 my $layers = @ARGV && $ARGV[0] eq '--layers' ? shift @ARGV : undef;
 my $root = $ARGV[0] // "$FindBin::Bin/../..";
 my $objdir = $ARGV[1] // "$root/build/obj";
-my ($passed, $failed) = (0, 0);
-
-sub slurp {
-    my ($path) = @_;
-    open my $fh, '<', $path or die "house: $path: $!\n";
-    local $/;
-    return scalar <$fh>;
-}
-
-sub report {
-    my ($name, @problems) = @_;
-    if (@problems) {
-        $failed++;
-        print "not ok - $name\n";
-        print "    $_\n" for @problems;
-    }
-    else {
-        $passed++;
-        print "ok - $name\n";
-    }
-}
 
 # ---- the folders of modules/ --------------------------------------------
 # Lowest first: each folder may use (include, call) its own files and
@@ -503,5 +484,4 @@ report('the folders of modules/ in their order, httpd only in httpd/',
 report('every config field is merged, or says why not', merge());
 report('the directive table and the reference agree', directives());
 report('the defaults the documents state are the reference\'s', defaults());
-print "$passed passed, $failed failed\n";
-exit($failed ? 1 : 0);
+checks_done();
