@@ -6,7 +6,9 @@
 #   make run        serve the API on http://127.0.0.1:8080 (SQLite, dev key)
 #   make token      print a dev token signed with the dev key
 #   make test       this release's tests, in minutes: unit tests, the
-#                   house checks, the Apache::Test suite on SQLite and on a
+#                   house checks, the monitoring checks (the Prometheus
+#                   rules and Grafana dashboard the package ships, with
+#                   promtool), the Apache::Test suite on SQLite and on a
 #                   throw-away PostgreSQL cluster side by side, and the
 #                   package test: one line per suite, the details of
 #                   failures, and "N passed, N failed"
@@ -527,7 +529,7 @@ test: test-deps
 	@$(MAKE) -s --no-print-directory all $(UNIT_TESTS) test-tools
 	@$(mine)
 	@[ "$$(id -u)" -eq 0 ] || ! command -v sudo >/dev/null || sudo -v
-	@$(with_counts); $(run_units); $(run_house); \
+	@$(with_counts); $(run_units); $(run_house); $(run_monitor); \
 	    $(call start_background_of,t/package/package-test.sh); \
 	    $(call run_integration_both,); $(finish_background); $(summary)
 
@@ -544,28 +546,29 @@ TEST_BUILDS ?=
 test-all: test-deps
 	@$(MAKE) -s --no-print-directory all $(UNIT_TESTS) $(ASAN_MODULE) test-tools $(TEST_BUILDS)
 	@$(mine)
-	@$(with_counts); $(run_units); $(run_house); \
+	@$(with_counts); $(run_units); $(run_house); $(run_monitor); \
 	    $(start_release); $(start_background); $(call run_integration_both,); \
 	    $(call run_integration_both,LESSONS_SANITIZE=1); $(run_fragment_suites); \
 	    $(finish_background); $(finish_release); $(summary)
 
 # What make test runs again inside a root of the other Debian release
-# (t/release/run.sh): unit tests, the house checks, the integration suite
-# on both databases and the package test.
+# (t/release/run.sh): unit tests, the house checks, the monitoring checks
+# (with that release's promtool), the integration suite on both databases
+# and the package test.
 test-release:
 	@t/tools/deps.sh release
 	@$(MAKE) -s --no-print-directory all $(UNIT_TESTS) test-tools
 	@$(mine)
-	@$(with_counts); $(run_units); $(run_house); $(call run_integration,); \
+	@$(with_counts); $(run_units); $(run_house); $(run_monitor); $(call run_integration,); \
 	    $(call run_fragment_suites_of,t/package/package-test.sh); $(summary)
 
-# The day-to-day subset (a few minutes): unit tests, the house checks and
-# the integration suite on SQLite.  make test adds PostgreSQL and the
+# The day-to-day subset (a few minutes): unit tests, the house checks, the
+# monitoring checks and the integration suite on SQLite.  make test adds PostgreSQL and the
 # package test; make test-all (what CI runs) runs it all.
 check: test-deps
 	@$(MAKE) -s --no-print-directory all $(UNIT_TESTS) test-tools
 	@$(mine)
-	@$(with_counts); $(run_units); $(run_house); \
+	@$(with_counts); $(run_units); $(run_house); $(run_monitor); \
 	    $(call run_integration,,sqlite3); $(summary)
 
 # Debian layout, as the package has it: the module in apache2's module

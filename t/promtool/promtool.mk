@@ -24,3 +24,31 @@ $(PROMTOOL):
 	    || { cat download.log >&2; echo "make: could not unpack promtool" \
 	         "from Debian's $$pkg package" >&2; exit 1; }
 	@$(give_back)
+
+# The monitoring the package ships (issue 57 §4): the alerting rules
+# (conf/prometheus/lessons-alerts.yml), their unit tests
+# (t/promtool/lessons-alerts.test.yml) and the Grafana dashboard
+# (conf/grafana/lessons-dashboard.json), checked by t/promtool/check.pl
+# with this promtool against the module's own exposition, which
+# build/monitor/exposition prints from the code the lessons-metrics
+# handler runs (build/liblessons.a).  make test, make check and the
+# other release's run call run_monitor: one line, "monitor", in seconds.
+EXPOSITION = build/monitor/exposition
+
+$(EXPOSITION): t/promtool/exposition.c $(UNIT_LIB) $(HEADERS)
+	@$(mine)
+	@mkdir -p $(@D)
+	@echo "  CC    $@"
+	@$(CC) $(UNIT_CFLAGS) -o $@ $< $(UNIT_LIB) $(LIBS) $(APR_LIBS)
+	@$(give_back)
+
+TEST_TOOLS += $(EXPOSITION)
+
+run_monitor = $(call run_checks,monitor,build/monitor/check.log,\
+    $(EXPOSITION) >build/monitor/exposition.txt \
+    && t/promtool/check.pl $(PROMTOOL) build/monitor/exposition.txt)
+
+# make monitor-check: the monitoring's checks alone.
+monitor-check: $(EXPOSITION) $(PROMTOOL)
+	@$(with_counts); $(run_monitor); $(summary)
+.PHONY: monitor-check

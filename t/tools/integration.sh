@@ -128,12 +128,13 @@ trap 'exit 143' TERM
 
 mkdir -p "$WORK/src/build" "$WORK/keys" "$WORK/db"
 # Only the sources: no logs or generated config of an earlier in-tree run.
+# The Prometheus rules and Grafana dashboard, for t/api/metrics.t.
 tar -C "$ROOT" -cf - \
     --exclude=t/logs --exclude=t/unit --exclude=t/htdocs \
     --exclude=t/conf/httpd.conf --exclude=t/conf/extra.conf \
     --exclude=t/conf/apache_test_config.pm \
     --exclude=t/conf/modperl_inc.pl --exclude=t/conf/modperl_startup.pl \
-    t sql conf/openapi.yaml | tar -C "$WORK/src" -xf -
+    t sql conf/openapi.yaml conf/prometheus conf/grafana | tar -C "$WORK/src" -xf -
 cp "$MODULE" "$WORK/src/build/mod_lessons.so"
 # The package's token tool (make builds it), for t/api/token_tool.t.
 if [ -x "$ROOT/build/lessons-token" ]; then
