@@ -569,14 +569,15 @@ check_package_tool() {
     local tool=/usr/bin/lessons-token doc=/usr/share/doc/$PKG other out rc f missing=""
     for f in "$tool" /usr/share/man/man1/lessons-token.1.gz "$doc/README.Debian.gz" \
              "$doc/NEWS.Debian.gz" "$doc/changelog.gz" "$doc/changelog.Debian.gz" \
-             "$doc/examples/lessons-reference.conf"; do
+             "$doc/examples/lessons-reference.conf" "$doc/examples/lessons-alerts.yml" \
+             "$doc/examples/lessons-dashboard.json"; do
         # dh_compress leaves a document under 4 KiB as it is.
         [ -e "$f" ] || [ -e "${f%.gz}" ] || missing+="$f "
     done
     if [ -z "$missing" ]; then
-        pass "installed: lessons-token, its man page, README.Debian, NEWS.Debian, the changelogs, lessons-reference.conf"
+        pass "installed: lessons-token, its man page, README.Debian, NEWS.Debian, the changelogs, lessons-reference.conf, the Prometheus rules and Grafana dashboard"
     else
-        fail "installed: lessons-token, its man page, README.Debian, NEWS.Debian, the changelogs, lessons-reference.conf" "missing: $missing"
+        fail "installed: lessons-token, its man page, README.Debian, NEWS.Debian, the changelogs, lessons-reference.conf, the Prometheus rules and Grafana dashboard" "missing: $missing"
     fi
     check "lessons-reference.conf names LessonsJWTKey and LessonsCacheSize, all commented out" \
         sh -c "grep -q '^#LessonsJWTKey ' '$doc/examples/lessons-reference.conf' &&
