@@ -349,6 +349,10 @@ static void lessons_register_hooks(apr_pool_t *p)
     ap_hook_log_transaction(lessons_metrics_log, NULL, NULL,
                             APR_HOOK_MIDDLE);
     lessons_metrics_register_hooks();
+    /* In the parent, about every ten seconds: the refusals of each
+     * section summed up in a warn line, once a minute at most.
+     */
+    ap_hook_monitor(lessons_refusals_monitor, NULL, NULL, APR_HOOK_MIDDLE);
 }
 
 /* Not AP_DECLARE_MODULE: mod_lessons.h already says APLOG_USE_MODULE. */

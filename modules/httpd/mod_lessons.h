@@ -45,6 +45,8 @@
  *   mod_lessons_metrics.c  the server's counters in shared memory, the
  *                          lessons-metrics handler (no token) and
  *                          mod_status's section
+ *   mod_lessons_refusals.c the gate's refusals per section, summed up by
+ *                          the parent in one warn line a minute
  *
  * The work itself lives in the units (lessons_*.c), which need no httpd,
  * in a folder of modules/ each by concern, lowest first: base (pool
@@ -67,6 +69,7 @@
 #include "util_filter.h"
 #include "util_cfgtree.h"
 #include "ap_mpm.h"
+#include "mpm_common.h"
 #include "util_mutex.h"
 #include "apr_atomic.h"
 #include "apr_global_mutex.h"
@@ -84,6 +87,7 @@
 #include "base/lessons_json.h"
 
 #include "ops/lessons_metrics.h"
+#include "ops/lessons_refusals.h"
 #include "ops/lessons_throttle.h"
 
 #include "keys/lessons_discovery.h"
@@ -197,6 +201,15 @@ typedef struct {
                                      * block.  Merged so that the
                                      * outermost stays: nothing merged
                                      * after it can clear it */
+    int *refusal_row;               /* the refusals' summary row
+                                     * (mod_lessons_refusals.c) of the
+                                     * innermost section whose own
+                                     * directives made a token needed:
+                                     * made with that section's gate,
+                                     * numbered from 1 by post_config (0:
+                                     * none).  Merged so that the inner
+                                     * stays: a refusal is told where the
+                                     * key that judged it was set */
     apr_array_header_t *issuers;    /* <LessonsJWTIssuer> blocks, each a
                                      * record of one issuer's keys,
                                      * algorithms and audience; merged
@@ -418,6 +431,10 @@ typedef struct {
                                      * the metrics name them (const char
                                      * *), set with metrics (not
                                      * merged) */
+    struct lessons_refusals_gen *refusals;  /* the refusals' table and
+                                     * what its rows are, set by
+                                     * post_config for every server;
+                                     * NULL: none (not merged) */
 } lessons_srv_conf;
 
 /* The lock of the key sets shared by a server's processes. */
@@ -492,6 +509,10 @@ typedef struct {
     int refusal;                    /* the gate's refusal to count at log
                                      * time (LESSONS_REFUSED_* + 1), 0:
                                      * none, or the parent's */
+    const char *refusal_expected;   /* ... and what the section expected
+                                     * instead (a wrong audience's
+                                     * audience, a wrong issuer's issuer),
+                                     * or NULL */
     const char *denied_claim;       /* a Require jwt-claim that refused */
     int problem_status;             /* a refusal of ours (lessons_refuse) */
     const char *problem_detail;     /* ... and its problem+json detail */
@@ -807,6 +828,15 @@ lessons_metrics_fault_e lessons_fault_of(lessons_db_fault_e fault, int lost);
 int lessons_metrics_log(request_rec *r);
 int lessons_metrics_handler(request_rec *r);
 void lessons_metrics_register_hooks(void);
+
+/* mod_lessons_refusals.c: the refusals' summary, a warn line a minute
+ * per section
+ */
+void lessons_refusals_post_config(apr_pool_t *pconf, apr_pool_t *ptemp,
+                                  server_rec *main_server);
+void lessons_refusals_count(request_rec *r, lessons_metrics_refusal_e reason,
+                            const char *expected);
+int lessons_refusals_monitor(apr_pool_t *p, server_rec *s);
 
 /* mod_lessons_group.c: group commit */
 typedef struct {

@@ -95,6 +95,21 @@ static void lessons_give_nonce(request_rec *r, const lessons_verdict_t *v)
     }
 }
 
+/* What the section expected where the token named something else, for
+ * the refusals' summary: the audience or the issuer it verified under.
+ */
+static const char *lessons_refusal_expected(const lessons_verdict_t *v)
+{
+    switch (v->refusal) {
+    case LESSONS_REFUSED_AUDIENCE:
+        return v->unit ? v->policy.audience : NULL;
+    case LESSONS_REFUSED_ISSUER:
+        return v->unit ? v->policy.issuer : NULL;
+    default:
+        return NULL;
+    }
+}
+
 /* A refusal as httpd sends it: its challenge (Bearer's, RFC 6750, or
  * DPoP's, RFC 9449 7.1, or Bearer's with DPoP's bare beside it) and
  * Retry-After in err_headers_out, the body drained, the status back to
@@ -129,6 +144,7 @@ static int lessons_refuse_verdict(request_rec *r, const lessons_verdict_t *v)
     }
     lessons_give_nonce(r, v);
     st->refusal = v->refusal >= 0 ? v->refusal + 1 : 0;
+    st->refusal_expected = lessons_refusal_expected(v);
     lessons_drain_small_body(r);
     return lessons_refuse(r, v->status, v->description);
 }

@@ -57,6 +57,12 @@ void *lessons_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
      * whatever they set, they can only change which keys verify it.
      */
     conf->gate_where = base->gate_where ? base->gate_where : add->gate_where;
+    /* A refusal is summed up with the innermost section that set a gate:
+     * the one whose key judged it, not the outermost that made a token
+     * needed (nested APIs, an <If> with a key of its own, apart).
+     */
+    conf->refusal_row = add->refusal_row ? add->refusal_row
+                                         : base->refusal_row;
     jwt = add->jwt_where ? add : base;
     conf->jwt_where = jwt->jwt_where;
     conf->algs = jwt->algs;
@@ -422,13 +428,19 @@ static const ap_directive_t *lessons_section_node(const ap_directive_t *d)
     return NULL;
 }
 
-/* A token is needed from this directive on (lessons_token_required). */
+/* A token is needed from this directive on (lessons_token_required),
+ * and this section's refusals have a row of their own (numbered at
+ * post_config: every merge made before then carries the same mark).
+ */
 static void lessons_gates(cmd_parms *cmd, lessons_dir_conf *conf)
 {
     if (!conf->gate_where) {
         conf->gate_where = apr_psprintf(cmd->pool, "%s:%d",
                                         cmd->directive->filename,
                                         cmd->directive->line_num);
+    }
+    if (!conf->refusal_row) {
+        conf->refusal_row = apr_pcalloc(cmd->pool, sizeof(int));
     }
 }
 

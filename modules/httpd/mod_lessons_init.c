@@ -586,6 +586,10 @@ int lessons_post_config(apr_pool_t *pconf, apr_pool_t *plog,
         sconf->metrics = metrics;
         sconf->metrics_sources = sources;
     }
+    /* Refusals by section, for the parent's warn line a minute. */
+    if (ap_state_query(AP_SQ_MAIN_STATE) != AP_SQ_MS_CREATE_PRE_CONFIG) {
+        lessons_refusals_post_config(pconf, ptemp, main_server);
+    }
     /* DPoP proofs seen, where some section takes DPoP. */
     if (lessons_dpop_post_config(pconf, main_server) != OK) {
         return HTTP_INTERNAL_SERVER_ERROR;

@@ -245,6 +245,8 @@ static lessons_metrics_op_e lessons_metrics_op(request_rec *r)
 /* log_transaction: each API request once, by operation and the status
  * it was answered with; a write answered 2xx is a write committed (the
  * failed-write rule: a write is done and 2xx, or not done and not).
+ * The gate's refusals go to their section's summary too, counted or
+ * not here.
  */
 int lessons_metrics_log(request_rec *r)
 {
@@ -254,9 +256,6 @@ int lessons_metrics_log(request_rec *r)
     lessons_metrics_op_e op;
     request_rec *last;
 
-    if (!slot) {
-        return DECLINED;
-    }
     /* The gate's refusals, each once: the request's own, and those of
      * its internal redirects that were decided afresh (one that took its
      * parent's verdict has refusal 0).
@@ -268,6 +267,8 @@ int lessons_metrics_log(request_rec *r)
         if (gate && gate->refusal > 0) {
             lessons_metrics_add(slot, LESSONS_M_REFUSED + gate->refusal - 1,
                                 1);
+            lessons_refusals_count(last, gate->refusal - 1,
+                                   gate->refusal_expected);
         }
     }
     if (!st || !st->api) {
@@ -283,6 +284,7 @@ int lessons_metrics_log(request_rec *r)
     if (st->denied_claim && last->status == HTTP_FORBIDDEN) {
         lessons_metrics_add(slot, LESSONS_M_REFUSED + LESSONS_REFUSED_SCOPE,
                             1);
+        lessons_refusals_count(r, LESSONS_REFUSED_SCOPE, NULL);
     }
     /* A retry given an earlier create's answer wrote nothing. */
     if (last->status >= 200 && last->status < 300

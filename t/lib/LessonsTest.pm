@@ -236,12 +236,13 @@ sub token {
 }
 
 # The API's section as a server of a test's own serves it: path (default
-# /api/lessons) with the suite's HS256 key.
+# /api/lessons) with the suite's HS256 key, and any more lines given.
 sub api_location {
-    my ($path) = @_;
+    my ($path, @lines) = @_;
     $path //= '/api/lessons';
     return qq{<Location "$path">\n    SetHandler lessons\n}
-         . qq{    LessonsJWTKey HS256 "$ENV{LESSONS_TEST_HS_KEY}"\n</Location>\n};
+         . qq{    LessonsJWTKey HS256 "$ENV{LESSONS_TEST_HS_KEY}"\n}
+         . join('', map { "    $_\n" } @lines) . "</Location>\n";
 }
 
 # A valid HS256 token for the /api/lessons locations.
