@@ -237,6 +237,10 @@ typedef struct {
                                      * (not merged) */
     const char *location;           /* plain <Location> path of the section
                                      * that set the key: default base */
+    const char *reach;              /* not merged: the plain <Location>
+                                     * path this section was read from,
+                                     * NULL for any other kind (it may
+                                     * reach anywhere): start-up's */
     const char *issuer;
     struct lessons_keys_src *issuer_src;    /* issuer's discovered keys
                                      * (an https issuer), merged with

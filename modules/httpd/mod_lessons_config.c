@@ -444,6 +444,8 @@ static void lessons_gates(cmd_parms *cmd, lessons_dir_conf *conf)
     }
 }
 
+static const char *lessons_plain_location(cmd_parms *cmd);
+
 /* Every Lessons directive lands here first: mod_dbd must be loaded, and
  * the section is remembered for the start-up check.  (Statements are
  * prepared per connection at first use, not at config time.)
@@ -460,6 +462,7 @@ static const char *lessons_touch(cmd_parms *cmd, lessons_dir_conf *conf)
     /* A block is checked with the section that holds it. */
     if (!conf->registered && !conf->block) {
         conf->registered = 1;
+        conf->reach = lessons_plain_location(cmd);
         conf->node = lessons_section_node(cmd->directive);
         conf->server = cmd->server;
         APR_ARRAY_PUSH(sconf->sections, lessons_dir_conf *) = conf;

@@ -8,6 +8,7 @@
  */
 
 #include "httpd/mod_lessons.h"
+#include "http_main.h"                 /* ap_server_conf */
 
 /* Checked here: each section's own directives, whether the
  * configuration holds a key at all, and the merges that can be seen
@@ -60,6 +61,49 @@ static int lessons_configure_source(apr_pool_t *ptemp, lessons_keys_src *src,
 
 static int lessons_check_section(apr_pool_t *ptemp, lessons_dir_conf *c,
                                  int *keys);
+
+/* Does a section among these with a key of its own reach where c's
+ * requests are?  Then a merge may pair them with that key, and c's
+ * issuer would only name the iss to check.  A reach is told for a plain
+ * <Location> only; any other kind of section (server level, a regex,
+ * <If>, <Directory>) may reach anywhere.
+ */
+static int lessons_key_may_reach(const lessons_dir_conf *c,
+                                 const apr_array_header_t *sections)
+{
+    int i;
+
+    for (i = 0; sections && i < sections->nelts; i++) {
+        const lessons_dir_conf *k = APR_ARRAY_IDX(sections, i,
+                                                  lessons_dir_conf *);
+
+        if (k == c || (!k->jwt_where && !k->issuers)) {
+            continue;
+        }
+        if (!k->reach || !c->reach
+            || strncmp(c->reach, k->reach, strlen(k->reach)) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* An issuer alone surely serves its keys, so they are fetched at start
+ * (the health check then tells from the first second whether they do),
+ * unless a key of its server's, or of the main server's, may reach its
+ * requests: then they are fetched when a request first needs them.
+ */
+static int lessons_issuer_surely_serves(const lessons_dir_conf *c)
+{
+    const lessons_srv_conf *own = ap_get_module_config(
+        c->server->module_config, &lessons_module);
+    const lessons_srv_conf *main_conf = ap_get_module_config(
+        ap_server_conf->module_config, &lessons_module);
+
+    return !lessons_key_may_reach(c, own->sections)
+           && (c->server == ap_server_conf
+               || !lessons_key_may_reach(c, main_conf->sections));
+}
 
 /* A section with <LessonsJWTIssuer> blocks: each block as a section of
  * its own (the directives saw to it that the section sets no key,
@@ -152,7 +196,9 @@ static int lessons_check_section(apr_pool_t *ptemp, lessons_dir_conf *c,
         /* An issuer alone: its keys serve where no key is in effect. */
         if (c->issuer_src) {
             (*keys)++;
-            if (lessons_configure_source(ptemp, c->issuer_src, c, 0) != OK) {
+            if (lessons_configure_source(ptemp, c->issuer_src, c,
+                                         lessons_issuer_surely_serves(c))
+                != OK) {
                 rc = !OK;
             }
         }

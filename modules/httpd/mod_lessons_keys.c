@@ -707,15 +707,15 @@ void lessons_keys_unit(lessons_keys_src *src, lessons_decide_unit_t *unit)
 /* The health check's question about keys, in this process, without
  * waiting for a fetch and without starting one: does every source a
  * section takes its keys from with no key file beside them (bare) hold
- * a usable set?  One whose fetches have ended without a set (refused,
- * failed), or whose fetcher could not start, fails it: every request
- * that section gates gets 503.  One still at its first fetch does not
- * (its requests wait for that fetch), nor a lazy one nobody has needed
- * yet (it may never be: an issuer line beside a key merged from
- * elsewhere), nor one whose sections all have a key file beside it
- * (the file's keys serve meanwhile).  Each source's change of state is
- * logged once, whatever the number of health requests.  Every virtual
- * host's sources count: they are the process's.
+ * a usable set?  One that holds none fails it, from the first second:
+ * still at its first fetch (quietly: a balancer should not send requests
+ * that would wait for it), or its fetches ended without a set (refused,
+ * failed), or its fetcher could not start (logged: every request that
+ * section gates gets 503).  Not a lazy one nobody has needed yet, nor
+ * one whose sections all have a key file beside it (the file's keys
+ * serve meanwhile).  Each source's change of state is logged once,
+ * whatever the number of health requests.  Every virtual host's
+ * sources count: they are the process's.
  */
 int lessons_keys_health(request_rec *r)
 {
@@ -737,7 +737,11 @@ int lessons_keys_health(request_rec *r)
         }
         else {
             lessons_keysource_state(src->live, r->pool, &st);
-            if (!st.held && st.fetches > 0) {     /* lazy and unasked: 0 */
+            if (!st.held && st.fetches == 0 && !st.dormant) {
+                pass = 0;               /* its first fetch in flight */
+                continue;
+            }
+            if (!st.held && st.fetches > 0) {
                 why = st.last_err ? st.last_err : "no key set";
             }
         }

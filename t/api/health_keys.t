@@ -1,24 +1,25 @@
 # The health check and the key sets (issue 42, "Health tells the
-# truth"): where a section surely takes its keys from a keys URL whose
-# fetches have ended without a usable set, every request it gates gets
-# 503, and so does the health check, which a load balancer reads.
+# truth"; issue 57, "from the first second"): where a section surely
+# takes its keys from a keys URL or an issuer whose fetches have not
+# given a usable set, every request it gates waits or gets 503, and the
+# health check, which a load balancer reads, fails from the start.
 # Against the test provider (t/idp/idp.js) over TLS with a test CA:
 #
 #   - the first fetch still in flight (the provider slow): the health
-#     check answers at once, without waiting for it;
+#     check answers at once, 503: no set serves yet;
+#   - an issuer alone in its section, whose keys are discovered: fetched
+#     at the start, before any request needs them; its set refused,
+#     the check fails naming it;
 #   - the provider's set has nothing to verify with (every key marked
 #     "use": "enc"): 503 {"status":"fail"} with Retry-After, nothing
 #     more in the body, one log line for it however many health
 #     requests and failed fetches follow; the metrics say no set is held;
-#   - the provider fixed: 200 after the next fetch, one log line, and the
-#     metrics say a set is held, since when;
-#   - an issuer beside another section's key (a lazy source), on a port
-#     where nothing listens, is never asked and never fails the check;
-#     nor does a keys URL there with a key file beside it (the file's
-#     keys serve its requests meanwhile);
-#   - an issuer alone in its section, whose keys are discovered when a
-#     request first needs them: nothing fails before; once a request
-#     has needed them and the set was refused, the check fails.
+#   - the provider fixed (both): 200 after the next fetch, one log line
+#     each, and the metrics say a set is held, since when;
+#   - an issuer beside another section's key (it only names the iss to
+#     check), on a port where nothing listens, is never asked and never
+#     fails the check; nor does a keys URL there with a key file beside
+#     it (the file's keys serve its requests meanwhile).
 #
 # Server B is started here: one process, so that what it logs is its
 # one process's, on the suite's database.
@@ -87,12 +88,12 @@ LogLevel info
     LessonsJWTKeysCA "$dir/ca.crt"
     LessonsJWTKeysMinRefresh 1
 </Location>
-# An issuer alone, whose keys are discovered: fetched when a request
-# first needs them.
+# An issuer alone, whose keys are discovered: fetched at the start.
 <Location "/alone/api/lessons">
     SetHandler lessons
     LessonsJWTIssuer $ALONE
     LessonsJWTKeysCA "$dir/ca.crt"
+    LessonsJWTKeysMinRefresh 1
 </Location>
 <Location "/health">
     SetHandler lessons-health
@@ -155,7 +156,7 @@ sub is_fail {
         "$what: no URL or reason in the body";
 }
 
-# ---- the first fetch in flight: answered at once ----------------------
+# ---- the first fetch in flight: answered at once, 503 -----------------
 my $t0 = time;
 my $res = health();
 my $took = time - $t0;
@@ -164,14 +165,29 @@ cmp_ok $took, '<', $DELAY_MS / 2000,
 # The fetcher logs its refusal before the fetch counts as ended: no line
 # yet means the check saw the first fetch in flight.
 SKIP: {
-    skip 'the first fetch had ended already (a slow start)', 2
+    skip 'the first fetch had ended already (a slow start)', 3
         if count_of($REFUSED);
-    is $res->code, 200, '... 200: the first fetch has not ended';
+    is_fail($res, 'the first fetch has not ended: no set serves yet');
     is metrics()->{$HELD}, 0, '... and the metrics say no set is held yet';
+    is count_of(qr/LESSONS00230: [^\n]*\Q$JWKS\E/), 0,
+        '... and nothing logged for it: it is under way';
 }
+
+# ---- the issuer alone: fetched at the start, its set refused ----------
+my $ALONE_FAILS = qr/LESSONS00230: the health check fails: issuer \Q$ALONE\E has no usable key set[^\n]*verify with/;
+$t0 = time;
+sleep 0.2 while time - $t0 < 20 && !count_of($ALONE_FAILS) && health();
+ok control(GET => '/state?realm=alone')->{jwks_requests} >= 1,
+    'an issuer alone: its keys fetched at the start, before any request needs them';
+is_fail(health(), 'the issuer alone, its set refused');
+is count_of($ALONE_FAILS), 1, 'one log line naming the issuer and why' or diag error_log();
+is get('/alone/api/lessons', idp_token())->code, 503,
+    'a request that needs the issuer\'s keys: 503 (its set has nothing to verify with)';
 
 # ---- a set with nothing to verify with: 503 ---------------------------
 control(POST => '/jwks-fault', { body => $enc });     # no delay now
+$t0 = time;
+sleep 0.2 while time - $t0 < 30 && !count_of($FAILS) && health();
 $res = health_until(503, 30);
 is_fail($res, 'every key "use": "enc"');
 like error_log(), $REFUSED, 'the fetcher refused the set';
@@ -193,7 +209,9 @@ is count_of($FAILS), 1, 'one log line for it' or diag error_log();
 like error_log(), qr/$FAILS\(the key set was refused: [^\n]*verify with/,
     '... naming the source and the last error';
 like error_log(), qr/\[lessons:error\][^\n]*LESSONS00230/, '... at level error';
-is count_of(qr/LESSONS00230/), 1, 'no line for the lazy issuer, nor the keys URL with a key file';
+is count_of(qr/LESSONS00230/), 2,
+    'no line for the issuer beside a key, nor the keys URL with a key file (the two: the issuer alone, the keys URL)'
+    or diag join "\n", error_log() =~ /(LESSONS0023\d[^\n]*)/g;
 is get('/fallback/api/lessons', token(alg => 'RS256'))->code, 200,
     'the key file serves beside its dead keys URL';
 like error_log(), qr/LESSONS00211: keys URL https:\/\/127\.0\.0\.1:$dead\/fallback-jwks: /,
@@ -205,13 +223,19 @@ cmp_ok $m->{$SINCE}, '==', 0, 'metrics: installed never';
 # ---- the provider fixed: 200 after the next fetch ----------------------
 my $fixed = time;
 control(POST => '/jwks-fault', {});
+control(POST => '/jwks-fault?realm=alone', {});
 $res = health_until(200, 30);
-is $res->code, 200, 'the provider fixed: 200';
+is $res->code, 200, 'the provider fixed: 200'
+    or diag join "\n", error_log() =~ /(LESSONS002[0-9]\d[^\n]*)/g;
 is_deeply eval { $JSON->decode($res->content) } || {}, { status => 'pass' },
     '... {"status":"pass"}';
 is health()->code, 200, '... and again';
 is get('/api/lessons', idp_token())->code, 200, 'the API answers 200 too';
 is count_of($PASSES), 1, 'one log line: it no longer fails' or diag error_log();
+is count_of(qr/LESSONS00231: the health check no longer fails for issuer \Q$ALONE\E/), 1,
+    '... and one for the issuer alone';
+is get('/alone/api/lessons', LessonsTest::IdP::idp_token($idp, realm => 'alone'))->code, 200,
+    'the issuer alone serves its own tokens too';
 is count_of($FAILS), 1, '... and no new failure line';
 $m = metrics();
 is $m->{$HELD}, 1, 'metrics: a set is held';
@@ -219,21 +243,8 @@ cmp_ok $m->{$SINCE}, '>=', int($fixed) - 1, 'metrics: installed after the fix';
 cmp_ok $m->{$SINCE}, '<=', time + 1, '... not in the future';
 ok !defined $m->{src('lessons_keys_set_held', "https://127.0.0.1:$dead")}
     || $m->{src('lessons_keys_set_held', "https://127.0.0.1:$dead")} == 0,
-    'the lazy issuer: no set held, and the check passes all the same';
+    'the issuer beside a key: no set held, and the check passes all the same';
 is $m->{src('lessons_keys_set_held', "https://127.0.0.1:$dead/fallback-jwks")}, 0,
     'the keys URL beside a key file: no set held, and the check passes all the same';
-
-# The checks above passed with it configured all along:
-is control(GET => '/state?realm=alone')->{jwks_requests}, 0,
-    'an issuer alone: its keys not fetched before a request needs them';
-
-# ---- the issuer alone, needed: its set refused, the check fails -------
-is get('/alone/api/lessons', idp_token())->code, 503,
-    'a request that needs the issuer\'s keys: 503 (its set has nothing to verify with)';
-ok control(GET => '/state?realm=alone')->{jwks_requests} >= 1, '... which were fetched';
-$res = health_until(503, 30);
-is_fail($res, 'the issuer alone, needed and refused');
-is count_of(qr/LESSONS00230: the health check fails: issuer \Q$ALONE\E has no usable key set[^\n]*verify with/), 1,
-    'one log line naming the issuer and why' or diag error_log();
 
 done_testing();
