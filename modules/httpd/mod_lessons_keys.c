@@ -523,6 +523,24 @@ int lessons_keys_pre_config(apr_pool_t *pconf)
                              APR_LOCK_DEFAULT, 0) == APR_SUCCESS ? OK : !OK;
 }
 
+/* How many of a process's requests may wait for one source's fetch: a
+ * quarter of its threads (Debian's event MPM: 6 of 25), at least one,
+ * at most LESSONS_KEYS_MAX_WAITERS; the rest are answered at once, and
+ * the other sections and virtual hosts keep their threads.
+ */
+static int lessons_keys_max_waiters(void)
+{
+    int threads = 0;
+
+    if (ap_mpm_query(AP_MPMQ_MAX_THREADS, &threads) != APR_SUCCESS
+        || threads < 1) {
+        threads = 1;
+    }
+    threads /= 4;
+    return threads < 1 ? 1 : threads > LESSONS_KEYS_MAX_WAITERS
+                                     ? LESSONS_KEYS_MAX_WAITERS : threads;
+}
+
 /* The shared block and its lock, kept across restarts (made anew when
  * it has too few slots), and every used source's slot in it.
  */
@@ -649,7 +667,7 @@ void lessons_keys_child_init(apr_pool_t *pchild, server_rec *s)
         opts.refresh = apr_time_from_sec(lessons_keys_refresh(src));
         opts.min_refresh = apr_time_from_sec(lessons_keys_min_refresh(src));
         opts.wait = apr_time_from_msec(LESSONS_KEYS_TOTAL_MS);
-        opts.max_waiters = LESSONS_KEYS_MAX_WAITERS;
+        opts.max_waiters = lessons_keys_max_waiters();
         opts.report = lessons_keys_report;
         opts.done = lessons_keys_done;
         opts.adopted = lessons_keys_adopted;

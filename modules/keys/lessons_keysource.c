@@ -558,12 +558,21 @@ const lessons_keyset_t *lessons_keysource_take(lessons_keysource_t *src,
     if (!src->current) {
         src->wanted = 1;            /* a round: fetch now if it is time */
         apr_thread_cond_signal(src->wake);
-        keysource_await(src);
-        if (!src->current && src->fetching) {
-            keysource_await(src);   /* the fetch that round began */
-        }
-        if (!src->current && src->busy_until > apr_time_now()) {
-            keysource_await_other(src, src->busy_until, holder);
+        /* At most max_waiters wait, whoever fetches: past them a request
+         * goes on at once, with no set (a 503), rather than hold a thread
+         * of this process (another process's fetch of a provider that
+         * never answers held every one for 10 s).
+         */
+        if (keysource_await(src)) {
+            if (!src->current && src->fetching) {
+                keysource_await(src);   /* the fetch that round began */
+            }
+            if (!src->current && src->busy_until > apr_time_now()
+                && src->waiters < src->opts.max_waiters) {
+                src->waiters++;
+                keysource_await_other(src, src->busy_until, holder);
+                src->waiters--;
+            }
         }
         keysource_catch_up(src, holder);
     }
