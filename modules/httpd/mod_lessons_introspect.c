@@ -639,14 +639,19 @@ static int lessons_introspect_provider(lessons_introspect_ask_t *a,
         else if (status == 400) {
             /* RFC 7662 has no 400 for a token it cannot read (it answers
              * inactive), but providers do: oidc-provider's
-             * unsupported_token_type for every JWT.
+             * unsupported_token_type for every JWT.  err carries the
+             * answer's own error code when it gave one.
              */
-            out->why = apr_pstrcat(p, err, " (the provider would not "
-                                   "answer about this token, as "
-                                   "oidc-provider's 400 "
-                                   "unsupported_token_type does for a JWT: "
-                                   "behind such a provider, leave "
-                                   "LessonsJWTIntrospectJWT off)", NULL);
+            out->why = apr_pstrcat(p, err,
+                                   strstr(err, "\"unsupported_token_type\"")
+                                   ? " (the provider does not introspect "
+                                     "this kind of token: for JWTs, leave "
+                                     "LessonsJWTIntrospectJWT off behind it)"
+                                   : " (the provider would not answer about "
+                                     "this token, as oidc-provider's 400 "
+                                     "unsupported_token_type does for a "
+                                     "JWT: behind such a provider, leave "
+                                     "LessonsJWTIntrospectJWT off)", NULL);
         }
         else {
             out->why = err;

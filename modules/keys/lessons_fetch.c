@@ -18,6 +18,7 @@
 #include <strings.h>
 
 #include <curl/curl.h>
+#include <jansson.h>
 #include <openssl/bio.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
@@ -372,6 +373,35 @@ static void fetch_setup(CURL *h, const lessons_fetch_opts_t *opts,
  * target when it may be followed (a redirect status with a Location of
  * the same origin, within max_redirects), else why not.
  */
+/* An error answer's own word for what went wrong: the "error" member of
+ * a JSON body (RFC 6749 5.2, RFC 7662 2.3: oidc-provider's
+ * unsupported_token_type for a JWT), appended to err as the provider
+ * said it, when it is short printable ASCII; err alone otherwise.
+ */
+#define LESSONS_FETCH_ERROR_CODE_MAX 64
+
+static const char *fetch_error_code(apr_pool_t *p, const char *err,
+                                    const char *text, apr_size_t len)
+{
+    json_t *doc = text && len ? json_loadb(text, len, 0, NULL) : NULL;
+    const char *code = json_is_object(doc)
+                       ? json_string_value(json_object_get(doc, "error"))
+                       : NULL;
+    apr_size_t i, n = code ? strlen(code) : 0;
+
+    for (i = 0; i < n; i++) {
+        if (code[i] < 0x20 || code[i] > 0x7e || code[i] == '"'
+            || code[i] == '\\') {
+            break;
+        }
+    }
+    if (n > 0 && n <= LESSONS_FETCH_ERROR_CODE_MAX && i == n) {
+        err = apr_psprintf(p, "%s (error \"%s\")", err, code);
+    }
+    json_decref(doc);
+    return err;
+}
+
 static const char *fetch_follow(apr_pool_t *p, CURL *h, long status,
                                 const lessons_fetch_opts_t *opts,
                                 const lessons_origin_t *origin, int hops,
@@ -542,6 +572,9 @@ static const char *fetch_run(apr_pool_t *p, const lessons_fetch_opts_t *opts,
         }
         err = fetch_follow(p, h, code, opts, &origin, hops, &url);
         if (err != NULL) {
+            if (code >= 400) {
+                err = fetch_error_code(p, err, b.text.buf, b.text.len);
+            }
             break;
         }
         hops++;

@@ -371,8 +371,14 @@ like error_log(), qr/LESSONS00742: .*HTTP status 401.*were refused/,
 control(POST => '/introspection?realm=flight', { status => 400 });
 $res = get('/flight/api/lessons', opaque(undef, 'flight'));
 is_problem($res, 503, 'the provider answers 400: 503');
-like error_log(), qr/HTTP status 400.*unsupported_token_type.*LessonsJWTIntrospectJWT off/,
-    '... the log names the likely answer and what to do';
+like error_log(), qr/HTTP status 400, not 200 \(error "introspection fault"\).*unsupported_token_type.*LessonsJWTIntrospectJWT off/,
+    '... the log names its answer, what a 400 likely is and what to do';
+# As oidc-provider answers for a JWT: the line says so, from the answer.
+control(POST => '/introspection?realm=flight', { status => 400, error => 'unsupported_token_type' });
+$res = get('/flight/api/lessons', opaque({ sub => 'other' }, 'flight'));
+is_problem($res, 503, 'the provider answers 400 unsupported_token_type: 503');
+like error_log(), qr/HTTP status 400, not 200 \(error "unsupported_token_type"\) \(the provider does not introspect this kind of token: for JWTs, leave LessonsJWTIntrospectJWT off behind it\)/,
+    '... the log names that answer and what to do';
 control(POST => '/introspection?realm=flight', {});
 
 # ---- LessonsJWTIntrospectJWT: a revoked JWT ------------------------------

@@ -90,7 +90,8 @@
 //                         opaque token, or a JWT of this realm).
 //   POST /introspection  how /introspect answers (RFC 7662):
 //                         {"client_id", "secret"} it takes (default
-//                         lessons-api / introspect-secret), {"status": N},
+//                         lessons-api / introspect-secret), {"status": N}
+//                         (with {"error": "code"}: its JSON body's error),
 //                         {"body": "text"}, {"delay_ms": N}; {} for the
 //                         real thing.  {"limit_per_s": N}: a provider
 //                         that throttles the client, answering 429 to
@@ -355,7 +356,7 @@ function introspectRequest(realm, req, res) {
           return send(429, { error: 'slow_down' });
         }
       }
-      if (f.status !== undefined) return send(f.status, { error: 'introspection fault' });
+      if (f.status !== undefined) return send(f.status, { error: f.error || 'introspection fault' });
       if (f.body !== undefined) return send(200, String(f.body));
       const token = form.get('token') ?? '';
       const o = realm.opaque.get(token);
@@ -606,9 +607,12 @@ const routes = {
   'POST /introspection': async (realm, body) => {
     plainObject(body, '/introspection');
     for (const name of Object.keys(body)) {
-      if (!['client_id', 'secret', 'status', 'body', 'delay_ms', 'limit_per_s'].includes(name)) {
+      if (!['client_id', 'secret', 'status', 'error', 'body', 'delay_ms', 'limit_per_s'].includes(name)) {
         throw new Error(`unknown member ${name}`);
       }
+    }
+    if (body.error !== undefined && typeof body.error !== 'string') {
+      throw new Error('error: a string');
     }
     checkInt(body.status, 'status', 100, 599);
     checkInt(body.delay_ms, 'delay_ms', 0, 60000);

@@ -262,6 +262,16 @@ static void serve(int fd, int which)
     else if (strcmp(path, "/missing") == 0) {
         respond(fd, "404 Not Found", NULL, "{}", 2, 1);
     }
+    else if (strcmp(path, "/refused") == 0) {
+        static const char e[] = "{\"error\":\"unsupported_token_type\"}";
+
+        respond(fd, "400 Bad Request", NULL, e, sizeof(e) - 1, 1);
+    }
+    else if (strcmp(path, "/refused-hostile") == 0) {
+        static const char e[] = "{\"error\":\"bad\\nline\"}";
+
+        respond(fd, "400 Bad Request", NULL, e, sizeof(e) - 1, 1);
+    }
     else if (strcmp(path, "/exact") == 0 || strcmp(path, "/big") == 0
              || strcmp(path, "/big-nolen") == 0) {
         /* /exact is the cap itself; the others pass it, with and without
@@ -714,6 +724,28 @@ static void test_get_status(void **state)
     assert_int_equal(len, 0);
     o.url = url(L_MAIN, "/no-such-route");
     assert_has(get(&o, &body, &len), "500");
+}
+
+/* An error answer's own code (RFC 6749 5.2's "error") is named, as the
+ * provider said it; one that is not short printable text is left out.
+ */
+static void test_get_error_code(void **state)
+{
+    lessons_fetch_opts_t o = opts_for(url(L_MAIN, "/refused"));
+    char *body = NULL;
+    apr_size_t len = 0;
+    const char *err;
+
+    (void)state;
+    err = get(&o, &body, &len);
+    assert_non_null(err);
+    assert_string_equal(err, "HTTP status 400, not 200 "
+                             "(error \"unsupported_token_type\")");
+    assert_null(body);
+    o.url = url(L_MAIN, "/refused-hostile");
+    assert_string_equal(get(&o, &body, &len), "HTTP status 400, not 200");
+    o.url = url(L_MAIN, "/missing");          /* JSON, no error member */
+    assert_string_equal(get(&o, &body, &len), "HTTP status 404, not 200");
 }
 
 /* The status answered, for a caller that tries another URL on a 404 but
@@ -1283,6 +1315,7 @@ int main(void)
         cmocka_unit_test(test_get_ok),
         cmocka_unit_test(test_get_empty),
         cmocka_unit_test(test_get_status),
+        cmocka_unit_test(test_get_error_code),
         cmocka_unit_test(test_get_ex_status),
         cmocka_unit_test(test_get_size_cap),
         cmocka_unit_test(test_get_timeout),
