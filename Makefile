@@ -461,10 +461,12 @@ unit: $(UNIT_TESTS)
 
 # The package's generated files against their sources: the reference
 # conf against the directive table (make all checks it as it makes it),
-# and lessons-token's man page against its --help (every option in both).
+# and lessons-token's man page against its --help (every option in both);
+# and support/local-version, a local build's version without devscripts.
 define run_support
 log=build/support.log; \
 { support/lessons-reference.pl --check $(LESSONS_TABLE) $(REFERENCE_CONF); \
+  t/package/local-version.sh; \
   help=$$($(TOKEN_TOOL) --help | grep -o -- '--[a-z]\+' | sort -u); \
   man=$$(grep -o -- '\\-\\-[a-z]\+' support/lessons-token.1 | tr -d '\\' | sort -u); \
   if [ -n "$$help" ] && [ "$$help" = "$$man" ]; then \

@@ -5,6 +5,9 @@
 # what a reader fills in changed: the first block's values, and the
 # database host's name, port and password where the PostgreSQL block names
 # them.  Twice, one database each:
+#   ```sh build      the package's build, run once, by package-test.sh
+#                    before everything else (guide_build): the package
+#                    every run installs is the one it printed
 #   ```sh            every time
 #   ```sh sqlite     the SQLite run
 #   ```sh pgsql      the PostgreSQL run, on the Apache server
@@ -23,7 +26,7 @@
 GUIDE_DOC=${GUIDE_DOC:-$ROOT/README.md}
 GUIDE_HEADING='## In production on Debian 12 or 13'
 # What a reader fills in: the names the guide may ask for.
-GUIDE_NAMES="PACKAGE ISSUER AUDIENCE PROVIDER_CA TOKEN SERVER DB_HOST DB_PORT DB_PASSWORD DB_CA"
+GUIDE_NAMES="CHECKOUT ISSUER AUDIENCE PROVIDER_CA TOKEN SERVER DB_HOST DB_PORT DB_PASSWORD DB_CA"
 
 # guide_extract DIR: the section's blocks as DIR/NN.TAG (TAG "all" when
 # the fence names none).
@@ -40,6 +43,34 @@ guide_extract() {
             printf "" > f
             inb = 1
         }' "$GUIDE_DOC"
+}
+
+# guide_build: the guide's build block, run as written in the checkout
+# copy package-test.sh made ($WORK/src as CHECKOUT); sets DEB to the
+# path it printed.  Its output in $WORK/build.log.
+guide_build() {
+    local dir=$WORK/guide-blocks block="" f
+    mkdir -p "$dir"
+    [ -n "$(ls "$dir")" ] || guide_extract "$dir"
+    for f in "$dir"/*.build; do
+        [ -e "$f" ] && block=$f
+        break
+    done
+    if [ -z "$block" ]; then
+        echo "README's guide has no build block (\`\`\`sh build)" >"$WORK/build.log"
+        return 1
+    fi
+    { GV_CHECKOUT=$WORK/src guide_fill "$dir/$(ls "$dir" | head -n 1)"
+      cat "$block"
+      # shellcheck disable=SC2016
+      printf '%s\n' 'printf "%s\n" "$PACKAGE" >"$GUIDE_PACKAGE_OUT"'
+    } >"$WORK/build.sh"
+    (cd "$WORK" && GUIDE_PACKAGE_OUT=$WORK/package-path exec setsid \
+        bash -euo pipefail "$WORK/build.sh") </dev/null >"$WORK/build.log" 2>&1 &
+    BUILD_PID=$!
+    wait "$BUILD_PID" || { BUILD_PID=""; return 1; }
+    BUILD_PID=""
+    DEB=$(cat "$WORK/package-path" 2>/dev/null) && [ -f "$DEB" ]
 }
 
 # guide_fill FILE: FILE with each "NAME=value" of a fill-in name given
@@ -145,13 +176,75 @@ guide_restore() {
     fi
 }
 
+# guide_block Q RUN FILE: one of the guide's blocks, as a reader runs it
+# (on the database host for a *-db-host block, with PGHOST and PGPORT
+# naming the test's cluster; on this server after the values filled in,
+# RUN/fill-in.sh, otherwise); passes or fails "Q: block NAME runs".
+guide_block() {
+    local q=$1 run=$2 f=$3 name=${3##*/} out
+    if [ "${name%-db-host}" != "$name" ]; then
+        guide_fill "$f" >"$run/$name"
+        out=$(cd "$run" && PGHOST=$GUIDE_PG PGPORT=$GUIDE_PGPORT \
+              bash -euo pipefail "$run/$name" </dev/null 2>&1 9>&-)
+    else
+        { cat "$run/fill-in.sh"; guide_fill "$f"; } >"$run/$name"
+        out=$(cd "$run" && bash -euo pipefail "$run/$name" </dev/null 2>&1 9>&-)
+    fi
+    # shellcheck disable=SC2181
+    if [ $? -eq 0 ]; then
+        pass "$q: block $name runs"
+    else
+        fail "$q: block $name runs" "$(printf '%s\n--- its output:\n%s' "$(cat "$f")" "$out")"
+        return 1
+    fi
+}
+
+# guide_switch: after the SQLite run, the guide's way to PostgreSQL: the
+# database host's block, then the switch block on this server; every
+# lesson the SQLite file held is served from PostgreSQL with its id,
+# title and ETag's version, and a new one gets an id above the highest
+# the file ever gave.
+guide_switch() {
+    local dir=$WORK/guide-blocks run=$WORK/guide-switch f n=0
+    local q="guide (switch)" before after last seq
+    mkdir -p "$run"
+    export GV_DB_PORT=$GUIDE_PGPORT GV_DB_CA=$GUIDE_PGCA
+    before=$(sqlite3 "$DB_DIR/lessons.db" "SELECT id || '|' || title || '|' || version FROM lessons ORDER BY id" 2>&1)
+    seq=$(sqlite3 "$DB_DIR/lessons.db" "SELECT seq FROM sqlite_sequence WHERE name = 'lessons'" 2>&1)
+    last=$(sqlite3 "$DB_DIR/lessons.db" "SELECT max(id) FROM lessons" 2>&1)
+    check "$q: the SQLite file holds lessons to move ($last)" test -n "$last" || return 1
+    guide_fill "$dir/$(ls "$dir" | head -n 1)" >"$run/fill-in.sh"
+    printf "PACKAGE='%s'\n" "$DEB" >>"$run/fill-in.sh"
+    for f in "$dir"/*.pgsql-db-host "$dir"/*.switch; do
+        [ -e "$f" ] || continue
+        n=$((n + 1))
+        guide_block "$q" "$run" "$f" || return 1
+    done
+    check "$q: the guide has the database host's block and the switch block" test $n -ge 2 || return 1
+    after=$(PGPASSWORD=change-me psql -qtA -h 127.0.0.1 -p "$GUIDE_PGPORT" -U lessons -d lessons \
+            -c "SELECT id || '|' || title || '|' || version FROM lessons ORDER BY id" 2>&1)
+    check "$q: PostgreSQL holds every lesson of the SQLite file, ids, titles and versions" \
+        test "$after" = "$before"
+    TOKEN=$GV_TOKEN
+    authed GET "/api/lessons/$last"
+    expect "$q: the last lesson, moved: 200" 200
+    authed POST /api/lessons -H 'Content-Type: application/json' \
+        -d '{"levelId":3,"title":"Nach dem Umzug","order":1,"topic":"Guide"}'
+    expect "$q: create: 201 with Location" 201 '^Location: /api/lessons/[0-9]+$'
+    local id
+    id=$(PGPASSWORD=change-me psql -qtA -h 127.0.0.1 -p "$GUIDE_PGPORT" -U lessons -d lessons \
+         -c "SELECT id FROM lessons WHERE title = 'Nach dem Umzug'" 2>&1)
+    check "$q: the new lesson is in PostgreSQL, its id ($id) above the highest SQLite gave ($seq)" \
+        test -n "$id" -a "$id" -gt "${seq:-0}" 2>/dev/null
+}
+
 # guide_run DB: the guide's blocks for DB (sqlite or pgsql), then the API.
 guide_run() {
-    local db=$1 dir=$WORK/guide-blocks run=$WORK/guide-$1 f tag first n=0 out
+    local db=$1 dir=$WORK/guide-blocks run=$WORK/guide-$1 f tag first n=0
     local q="guide ($db)"
     mkdir -p "$run"
     first=$(ls "$dir" | head -n 1)
-    export GV_PACKAGE=$DEB GV_ISSUER=$GUIDE_ISS GV_AUDIENCE=lessons-guide \
+    export GV_ISSUER=$GUIDE_ISS GV_AUDIENCE=lessons-guide \
         GV_PROVIDER_CA=$GUIDE_CA GV_SERVER=http://127.0.0.1:$PORT \
         GV_DB_HOST=127.0.0.1 GV_DB_PORT=${GUIDE_PGPORT:-5432} GV_DB_PASSWORD=change-me \
         GV_DB_CA=${GUIDE_PGCA:-/etc/lessons/db-ca.pem}
@@ -165,26 +258,14 @@ guide_run() {
     GV_TOKEN=$(guide_token) || { fail "$q: a token from the test provider" "$GV_TOKEN"; return 1; }
     export GV_TOKEN
     guide_fill "$dir/$first" >"$run/fill-in.sh"
+    # What the build block set in the reader's shell.
+    printf "PACKAGE='%s'\n" "$DEB" >>"$run/fill-in.sh"
     for f in $(ls "$dir"); do
         [ "$f" = "$first" ] && continue
         tag=${f#*.}
         case $tag in all|"$db"|"$db"-db-host) ;; *) continue ;; esac
         n=$((n + 1))
-        if [ "$tag" = "$db-db-host" ]; then
-            guide_fill "$dir/$f" >"$run/$f"
-            out=$(cd "$run" && PGHOST=$GUIDE_PG PGPORT=$GUIDE_PGPORT \
-                  bash -euo pipefail "$run/$f" </dev/null 2>&1 9>&-)
-        else
-            { cat "$run/fill-in.sh"; guide_fill "$dir/$f"; } >"$run/$f"
-            out=$(cd "$run" && bash -euo pipefail "$run/$f" </dev/null 2>&1 9>&-)
-        fi
-        # shellcheck disable=SC2181
-        if [ $? -eq 0 ]; then
-            pass "$q: block $f runs"
-        else
-            fail "$q: block $f runs" "$(printf '%s\n--- its output:\n%s' "$(cat "$dir/$f")" "$out")"
-            return 1
-        fi
+        guide_block "$q" "$run" "$dir/$f" || return 1
     done
     [ $n -ge 3 ] || { fail "$q: the guide has blocks for $db" "only $n"; return 1; }
 
@@ -277,7 +358,14 @@ guide_test() {
     if guide_idp_start "$WORK/guide-idp" >"$WORK/guide-idp.log" 2>&1; then
         pass "guide: the test provider starts ($GUIDE_ISS)"
         guide_run sqlite
-        check "guide (sqlite): cleared for the next run" guide_clear
+        if guide_pg_start >"$WORK/guide-pg.log" 2>&1; then
+            pass "guide (switch): a database host of the test's own (port $GUIDE_PGPORT)"
+            guide_switch
+        else
+            fail "guide (switch): a database host of the test's own" "$(cat "$WORK/guide-pg.log")"
+        fi
+        check "guide (sqlite, switched): cleared for the next run" guide_clear
+        rm -rf "$WORK/guide-pg"         # a fresh host for the PostgreSQL run
         if guide_pg_start >"$WORK/guide-pg.log" 2>&1; then
             pass "guide (pgsql): a database host of the test's own (port $GUIDE_PGPORT)"
             guide_run pgsql

@@ -381,19 +381,16 @@ mkdir "$WORK/src"
 tar -C "$ROOT" -cf - \
     Makefile README.md docs CHANGELOG mod_lessons.c modules support conf sql debian \
     | tar -C "$WORK/src" -xf -
-(cd "$WORK/src" && exec setsid dpkg-buildpackage -us -uc -b) </dev/null >"$WORK/build.log" 2>&1 &
-BUILD_PID=$!
-wait "$BUILD_PID"
-rc=$?
-BUILD_PID=""
+# The build is README's step (support/build-package), run as written.
 VERSION=$(cd "$WORK/src" && dpkg-parsechangelog -S Version)
 ARCH=$(dpkg --print-architecture)
-DEB=$WORK/${PKG}_${VERSION}_$ARCH.deb
 CHANGES=$WORK/${PKG}_${VERSION}_$ARCH.changes
-if [ $rc -eq 0 ] && [ -f "$DEB" ]; then
-    pass "dpkg-buildpackage -us -uc -b builds $(basename "$DEB")"
+DEB=""
+if guide_build && [ "$DEB" = "$WORK/${PKG}_${VERSION}_$ARCH.deb" ]; then
+    pass "README's build step (support/build-package) builds $(basename "$DEB") and prints its absolute path"
 else
-    fail "dpkg-buildpackage -us -uc -b (exit $rc)" "$(grep -E 'error|Error|\*\*\*' "$WORK/build.log" | head -n 20; tail -n 20 "$WORK/build.log")"
+    fail "README's build step (support/build-package) builds the package and prints its path (printed: ${DEB:-nothing})" \
+        "$(cat "$WORK/build.log"; grep -E 'error|Error|\*\*\*' "$WORK/build-package.log" 2>/dev/null | head -n 20)"
     FATAL=1
     exit 1
 fi
