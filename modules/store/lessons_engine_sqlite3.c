@@ -123,16 +123,38 @@ static const char *lessons_sqlite_name(void *native, apr_pool_t *p)
                         file && *file ? file : "(in memory)");
 }
 
+/* The directory of file (where SQLite writes its journal) in buf: "/"
+ * or "." where the name says no more; NULL when it does not fit.
+ */
+#define LESSONS_SQLITE_DIR_MAX 4096
+
+static const char *lessons_sqlite_dir(const char *file, char *buf,
+                                      apr_size_t size)
+{
+    const char *slash = strrchr(file, '/');
+    apr_size_t n = slash ? (slash == file ? 1 : (apr_size_t)(slash - file))
+                         : 0;
+
+    if (n + 2 > size) {
+        return NULL;
+    }
+    if (n) {
+        memcpy(buf, file, n);
+    }
+    else {
+        buf[n++] = '.';
+    }
+    buf[n] = '\0';
+    return buf;
+}
+
 /* Which permission the server's user lacks on the file or its directory
  * (SQLite writes its journal beside the file), if any.
  */
 static const char *lessons_sqlite_permission(apr_pool_t *p, const char *file)
 {
-    const char *slash = strrchr(file, '/');
-    const char *dir = slash ? (slash == file ? "/"
-                               : apr_pstrmemdup(p, file,
-                                                (apr_size_t)(slash - file)))
-                            : ".";
+    char buf[LESSONS_SQLITE_DIR_MAX];
+    const char *dir = lessons_sqlite_dir(file, buf, sizeof(buf));
 
     if (access(file, F_OK) != 0) {
         return apr_psprintf(p, "the file %s does not exist (load the "
@@ -142,7 +164,7 @@ static const char *lessons_sqlite_permission(apr_pool_t *p, const char *file)
         return apr_psprintf(p, "the server's user lacks read and write "
                             "permission on the file %s", file);
     }
-    if (access(dir, W_OK | X_OK) != 0) {
+    if (dir && access(dir, W_OK | X_OK) != 0) {
         return apr_psprintf(p, "the server's user lacks write permission "
                             "on the directory %s, where SQLite makes its "
                             "journal", dir);
@@ -168,32 +190,20 @@ static const char *lessons_sqlite_unwritable(void *native, apr_pool_t *p)
  * user stays read-only after the admin fixes the permissions (SQLite
  * decides once, at open): the file's name to open it again once the
  * file and its directory (the journal's) can be written.  No allocation:
- * the directory's name in a buffer of its own.
+ * the directory's name in a buffer on the stack.
  */
 static const char *lessons_sqlite_reopen(void *native)
 {
     const char *file = native ? sqlite3_db_filename(native, "main") : NULL;
-    const char *slash;
-    char dir[4096];
-    apr_size_t n;
+    char buf[LESSONS_SQLITE_DIR_MAX];
+    const char *dir;
 
     if (!file || !*file || sqlite3_db_readonly(native, "main") != 1
         || access(file, R_OK | W_OK) != 0) {
         return NULL;
     }
-    slash = strrchr(file, '/');
-    n = slash ? (slash == file ? 1 : (apr_size_t)(slash - file)) : 0;
-    if (n >= sizeof(dir)) {
-        return NULL;
-    }
-    if (n) {
-        memcpy(dir, file, n);
-    }
-    else {
-        dir[n++] = '.';
-    }
-    dir[n] = '\0';
-    return access(dir, W_OK | X_OK) == 0 ? file : NULL;
+    dir = lessons_sqlite_dir(file, buf, sizeof(buf));
+    return dir && access(dir, W_OK | X_OK) == 0 ? file : NULL;
 }
 
 static const char *lessons_sqlite_advice(void *native, apr_pool_t *p,
