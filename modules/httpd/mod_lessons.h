@@ -405,6 +405,9 @@ typedef struct {
                                      * merged) */
     apr_global_mutex_t *writers;    /* SQLite writers, one at a time (not
                                      * merged) */
+    apr_uint32_t writers_failed;    /* main server: this process found the
+                                     * writers' mutex unusable (not
+                                     * merged) */
     apr_array_header_t *key_sources;    /* main server: every keys URL's
                                          * lessons_keys_src (not merged) */
     apr_shm_t *keys_shm;            /* the key sets shared by the server's

@@ -6,6 +6,7 @@
 
 #include <sys/stat.h>
 
+#include "http_main.h"                 /* ap_server_conf */
 #include "unixd.h"
 
 #include "httpd/mod_lessons.h"
@@ -428,15 +429,33 @@ int lessons_dbd_write_begin(lessons_ctx *c)
     apr_interval_time_t left = c->deadline - apr_time_now();
     apr_status_t rv;
 
-    if (!sconf->writers || !engine || !engine->one_writer) {
+    lessons_srv_conf *mconf =
+        ap_get_module_config(ap_server_conf->module_config, &lessons_module);
+
+    if (!sconf->writers || !engine || !engine->one_writer
+        || apr_atomic_read32(&mconf->writers_failed)) {
         return DECLINED;
     }
     rv = apr_global_mutex_timedlock(sconf->writers, left > 0 ? left : 0);
     if (rv == APR_ENOTIMPL) {
         rv = apr_global_mutex_lock(sconf->writers);
     }
-    if (rv != APR_SUCCESS) {
+    if (rv == APR_TIMEUP) {
         return lessons_dbd_writers_shed(c, "the other SQLite writers");
+    }
+    if (rv != APR_SUCCESS) {
+        /* The mutex is only a queue in front of SQLite's own write lock,
+         * which still takes writers one at a time: a mutex that fails
+         * (EINVAL in a process of the generation before a graceful
+         * restart, once its mutex is let go) must not fail the write.
+         */
+        if (apr_atomic_cas32(&mconf->writers_failed, 1, 0) == 0) {
+            ap_log_rerror(APLOG_MARK, APLOG_INFO, rv, c->r,
+                          LESSONSLOG(00314) "the SQLite writers' mutex "
+                          "failed in this process: its writes queue in "
+                          "SQLite instead");
+        }
+        return DECLINED;
     }
     c->writing = 1;
     return DECLINED;
