@@ -223,6 +223,31 @@ static void lessons_db_reopen(lessons_db_t *db,
     db->handle = handle;
 }
 
+/* Where writers take turns on one file (SQLite), a new connection can
+ * find it locked for a moment: the last connection of a generation that
+ * a graceful restart ended checkpoints the WAL as it closes, and the
+ * first one after recovers it, each under an exclusive lock.  Preparing
+ * is tried again, a little later each time, for at most half the bound;
+ * a lock held longer is answered as before.
+ */
+static lessons_db_fault_e lessons_db_prepare_patiently(
+    lessons_db_t *db, const lessons_engine_t *engine, lessons_conn_t *conn,
+    apr_pool_t *conn_pool, long timeout_ms, const char **err)
+{
+    lessons_db_fault_e rc = lessons_db_prepare(db, engine, conn, conn_pool,
+                                               err);
+    long nap = 5, slept = 0;
+
+    while (rc == LESSONS_DB_TIMEOUT && engine->one_writer
+           && slept + nap <= timeout_ms / 2) {
+        apr_sleep(apr_time_from_msec(nap));
+        slept += nap;
+        nap *= 2;
+        rc = lessons_db_prepare(db, engine, conn, conn_pool, err);
+    }
+    return rc;
+}
+
 lessons_db_fault_e lessons_db_ready(lessons_db_t *db, apr_pool_t *conn_pool,
                                     long timeout_ms, const char **err)
 {
@@ -262,7 +287,8 @@ lessons_db_fault_e lessons_db_ready(lessons_db_t *db, apr_pool_t *conn_pool,
         if (engine->tune) {
             engine->tune(native);
         }
-        rc = lessons_db_prepare(db, engine, conn, conn_pool, err);
+        rc = lessons_db_prepare_patiently(db, engine, conn, conn_pool,
+                                          timeout_ms, err);
         if (rc == LESSONS_DB_OK && engine->identity_sql) {
             rc = lessons_db_identity(db, engine, conn, err);
         }

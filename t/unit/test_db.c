@@ -5,7 +5,9 @@
  * meet classified as what it is: no schema (or no table for
  * Idempotency-Key), read-only (and writable again once the file is
  * fixed, without a new pooled connection), locked by another writer
- * (answered within about two seconds), file replaced.
+ * (answered within about two seconds), file replaced, and a new
+ * connection that meets the file locked for a moment (as after a
+ * graceful restart) prepared once the lock is gone.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -356,6 +358,76 @@ static void test_locked_by_another_writer(void **state)
     assert_int_equal(write_one(c), LESSONS_DB_OK);
 }
 
+/* A process that holds an exclusive lock on path (rollback journal:
+ * readers wait too) for ms milliseconds, then lets go.  Returns its pid
+ * once the lock is held.
+ */
+static pid_t hold_exclusive(const char *path, int ms)
+{
+    int ready[2];
+    char c = 0;
+    pid_t pid;
+
+    assert_int_equal(pipe(ready), 0);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        sqlite3 *other;
+
+        close(ready[0]);
+        if (sqlite3_open(path, &other) != SQLITE_OK
+            || sqlite3_exec(other, "PRAGMA journal_mode = DELETE;"
+                            "BEGIN EXCLUSIVE", NULL, NULL, NULL)
+               != SQLITE_OK
+            || write(ready[1], "x", 1) != 1) {
+            _exit(1);
+        }
+        usleep((useconds_t)ms * 1000);
+        sqlite3_exec(other, "COMMIT", NULL, NULL, NULL);
+        sqlite3_close(other);
+        _exit(0);
+    }
+    close(ready[1]);
+    assert_int_equal(read(ready[0], &c, 1), 1);
+    close(ready[0]);
+    return pid;
+}
+
+static void test_locked_at_connect(void **state)
+{
+    const char *path = make_file("restart.db", 1);
+    conn_t *c;
+    apr_time_t t0;
+    int status = 0;
+    pid_t pid;
+
+    (void)state;
+    /* Briefly (a WAL checkpoint or recovery): prepared once it ends. */
+    pid = hold_exclusive(path, 150);
+    c = open_db(path);
+    t0 = apr_time_now();
+    assert_int_equal(ready(c), LESSONS_DB_OK);
+    assert_true(apr_time_now() - t0 >= apr_time_from_msec(100));
+    assert_non_null(apr_hash_get(c->db.prepared, "lessons_get",
+                                 APR_HASH_KEY_STRING));
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_int_equal(status, 0);
+
+    /* Longer than half the bound: answered as locked, within the bound. */
+    pid = hold_exclusive(path, 3000);
+    c = open_db(path);
+    t0 = apr_time_now();
+    {
+        const char *err = NULL;
+
+        assert_int_equal(lessons_db_ready(&c->db, c->conn_pool, 1000, &err),
+                         LESSONS_DB_TIMEOUT);
+    }
+    assert_true(apr_time_now() - t0 < apr_time_from_msec(1000));
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_int_equal(ready(c), LESSONS_DB_OK);
+}
+
 static void test_file_replaced(void **state)
 {
     const char *path = make_file("moved.db", 1);
@@ -382,6 +454,7 @@ int main(void)
         cmocka_unit_test(test_read_only_fixed),
         cmocka_unit_test(test_missing_file_never_created),
         cmocka_unit_test(test_locked_by_another_writer),
+        cmocka_unit_test(test_locked_at_connect),
         cmocka_unit_test(test_file_replaced),
     };
 
