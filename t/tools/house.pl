@@ -23,6 +23,9 @@
 #   defaults    where README or a document names a directive and its
 #               default in one sentence, the value is the reference's
 #               Default row (units converted)
+#   log tags    every tag the module logs with LESSONSLOG(n) has its row
+#               in docs/operations.md's table of log lines (a row may
+#               name several tags), so that an admin can look up any line
 #
 #   t/tools/house.pl [--layers] [ROOT [OBJDIR]]
 #                                       (defaults: the checkout, build/obj)
@@ -478,10 +481,27 @@ sub defaults {
     return @problems;
 }
 
+sub logtags {
+    my %code;
+    for my $file ("$root/mod_lessons.c", glob("$root/modules/*/*.[ch]")) {
+        my $text = slurp($file);
+        (my $short = $file) =~ s{\A\Q$root\E/}{};
+        $code{$1} //= $short while $text =~ /LESSONSLOG\((\d{5})\)/g;
+    }
+    my $ops = slurp("$root/docs/operations.md");
+    my %row;
+    while ($ops =~ /^\| ((?:\d{5}(?:, )?)+) \|/mg) {
+        $row{$_} = 1 for split /, /, $1;
+    }
+    return map { "$_ ($code{$_}) has no row in docs/operations.md's table of log lines" }
+           sort grep { !$row{$_} } keys %code;
+}
+
 report('no circles between the files of the module', circles());
 report('the folders of modules/ in their order, httpd only in httpd/',
        folders());
 report('every config field is merged, or says why not', merge());
 report('the directive table and the reference agree', directives());
 report('the defaults the documents state are the reference\'s', defaults());
+report('every log tag has its row in docs/operations.md', logtags());
 checks_done();
