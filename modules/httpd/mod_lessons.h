@@ -161,6 +161,7 @@ APLOG_USE_MODULE(lessons);
 #define LESSONS_GZIP_MIN         1024   /* smaller bodies stay as they are */
 #define LESSONS_TOKEN_CACHE      10000  /* verified tokens per process */
 #define LESSONS_WRITE_MUTEX      "lessons-sqlite-write"
+#define LESSONS_WRITERS_KEPT     "mod_lessons-sqlite-writers"
 #define LESSONS_CA_FILE_MAX      (1024 * 1024)  /* LessonsJWTKeysCA */
 
 #define LESSONS_CT_JSON     "application/json; charset=utf-8"

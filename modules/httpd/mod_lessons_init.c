@@ -582,14 +582,26 @@ int lessons_post_config(apr_pool_t *pconf, apr_pool_t *plog,
     /* SQLite lets one writer in at a time and makes the others wait
      * inside apr_dbd's process-wide lock (then sleep 100 ms): writers
      * that queue here instead, across the server's processes, never
-     * meet a busy database of ours.
+     * meet a busy database of ours.  One mutex for the server's life,
+     * kept across restarts: the generations a graceful restart overlaps
+     * write to one file and queue together, and none is let go under
+     * children still starting (APR counts a child's use only from its
+     * child_init, so a restart that came first destroyed a pconf mutex
+     * those children then failed to lock, EINVAL).
      */
     if (ap_state_query(AP_SQ_MAIN_STATE) != AP_SQ_MS_CREATE_PRE_CONFIG) {
-        rv = ap_global_mutex_create(&writers, NULL, LESSONS_WRITE_MUTEX, NULL,
-                                    s, pconf, 0);
+        apr_global_mutex_t **kept;
+
+        kept = ap_retained_data_get(LESSONS_WRITERS_KEPT);
+        if (!kept) {
+            kept = ap_retained_data_create(LESSONS_WRITERS_KEPT,
+                                           sizeof(*kept));
+        }
+        rv = lessons_kept_mutex(kept, LESSONS_WRITE_MUTEX, s);
         if (rv != APR_SUCCESS) {
             return HTTP_INTERNAL_SERVER_ERROR;
         }
+        writers = *kept;
     }
     /* What each engine's driver leaves unbounded, before any thread. */
     lessons_engines_process_init(ptemp,

@@ -23,6 +23,9 @@
 #     a file locked while the old generation's last one checkpointed it);
 #   - every answer is 2xx or 304, and no 5xx at all;
 #   - every lesson a 201 named is in the database with its title;
+#   - every process could lock the SQLite writers' mutex (it lasts the
+#     server's life; made per generation, a restart that came before a
+#     new generation's children were up let it go under them);
 #   - no child died of a signal, and the parent holds no more files or
 #     mappings than after the first restarts (nothing kept per generation).
 use strict;
@@ -300,6 +303,10 @@ sub storm_check {
     is scalar @lost, 0, sprintf '%s: each of the %d lessons a 201 named is stored',
         $mpm, scalar @created;
 
+    # The writers' mutex lasts the server's life: no process of any
+    # generation finds it let go (LESSONS00314).
+    my $unlocked = do { open my $e, '<', $log or die "$log: $!"; grep { /LESSONS00314:/ } <$e> };
+    is $unlocked, 0, "$mpm: every process could lock the SQLite writers' mutex";
     my @died = do { open my $e, '<', $log or die "$log: $!"; grep { /AH00052:|exit signal/ } <$e> };
     is scalar @died, 0, "$mpm: no child died of a signal" or diag @died[0 .. ($#died < 4 ? $#died : 4)];
     cmp_ok $after[0], '<=', ($held[0] // 0) + 2, "$mpm: the parent's open files "
