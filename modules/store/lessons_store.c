@@ -645,6 +645,22 @@ static int lessons_row_lesson(const lessons_db_t *db, apr_pool_t *p,
     return 1;
 }
 
+/* The numbers of a row's NULL columns ("none": a value did not parse). */
+static const char *lessons_row_nulls(const lessons_db_t *db, apr_pool_t *p,
+                                     apr_dbd_row_t *row)
+{
+    const char *nulls = NULL;
+    int i;
+
+    for (i = 0; i < LESSONS_NCOLUMNS; i++) {
+        if (!apr_dbd_get_entry(db->driver, row, i)) {
+            nulls = nulls ? apr_psprintf(p, "%s, %d", nulls, i)
+                          : apr_itoa(p, i);
+        }
+    }
+    return nulls ? nulls : "none";
+}
+
 /* Run a lesson SELECT and read every row to the end (apr_dbd needs that
  * to release the result), collecting lessons into *out.
  */
@@ -658,6 +674,7 @@ static lessons_store_e lessons_store_rows(const lessons_db_t *db,
     apr_dbd_results_t *res = NULL;
     apr_dbd_row_t *row = NULL;
     apr_array_header_t *list;
+    const char *what = "";
     int rv, bad = 0;
 
     if (!stmt) {
@@ -672,8 +689,9 @@ static lessons_store_e lessons_store_rows(const lessons_db_t *db,
     list = apr_array_make(p, 16, sizeof(lessons_lesson_t));
     while ((rv = apr_dbd_get_row(db->driver, p, res, &row, -1)) == 0) {
         lessons_lesson_t *l = apr_array_push(list);
-        if (!lessons_row_lesson(db, p, row, l)) {
-            bad = 1;
+        if (!lessons_row_lesson(db, p, row, l) && !bad) {
+            bad = list->nelts;
+            what = lessons_row_nulls(db, p, row);
         }
     }
     if (rv != -1) {
@@ -681,8 +699,13 @@ static lessons_store_e lessons_store_rows(const lessons_db_t *db,
                                   " (fetch)", NULL), err);
     }
     if (bad) {
-        *err = apr_psprintf(p, "%s: a row has NULL or malformed columns",
-                            label);
+        /* Which row of how many, and which of its columns were NULL
+         * (numbers only: never a value), to tell a driver's fault from
+         * a schema's.
+         */
+        *err = apr_psprintf(p, "%s: a row has NULL or malformed columns "
+                            "(row %d of %d; NULL: %s)", label, bad,
+                            list->nelts, what);
         return LESSONS_STORE_ERROR;
     }
     *out = list;
