@@ -1,7 +1,8 @@
 # make bench: the benchmark behind docs/benchmarks.md (issue 7), included
 # by the Makefile.  Nothing in make test depends on it.
 #   make bench                 the full run (about 10 minutes), writes
-#                              docs/benchmarks.md and prints it
+#                              docs/benchmarks.md and its figures
+#                              (docs/images/bench-*.png) and prints it
 #   make bench BENCH_QUICK=1   a smoke run: one round of 1 s, fewer
 #                              callgrind and memory requests
 #   BENCH_DBS=sqlite3 (or pgsql) runs one database only; BENCH_KEEP=1 keeps
@@ -22,7 +23,7 @@
 #                              (default 2; 0: no lease rows in the full
 #                              run), BENCH_SERVERS="1 4 8" the servers
 # It installs what it needs first (t/tools/deps.sh bench: wrk, siege,
-# valgrind, curl, the PostgreSQL server binaries and pgbench), builds the
+# valgrind, curl, gnuplot, the PostgreSQL server binaries and pgbench), builds the
 # module and, where node and npm are, the test provider's modules (make
 # idp-deps: the introspected row; without them it is skipped), and runs
 # t/bench/bench.sh, which stops everything it started on any exit.

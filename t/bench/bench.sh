@@ -1,7 +1,9 @@
 #!/bin/bash
 # make bench (issue 7): mod_lessons against the same httpd serving the same
 # bytes from files (the "static twin"), on SQLite and on a throw-away
-# PostgreSQL cluster.  Writes the report to docs/benchmarks.md and prints it.
+# PostgreSQL cluster.  Writes the report to docs/benchmarks.md and prints it;
+# a full run draws its figures too (t/bench/figures.gp, gnuplot), into
+# images/ beside the report: docs/images/bench-reads.png, bench-writes.png.
 #
 #   t/bench/bench.sh            (make bench runs it after building)
 #
@@ -1122,6 +1124,13 @@ for DRIVER in $DBS; do
 done
 
 # --- report -------------------------------------------------------------
+# The figures (t/bench/figures.gp): the full run's only, beside its
+# report (images/ next to BENCH_OUT); a partial run would draw half.
+FIGURES=
+if [ -z "$ONLY" ] && [ -n "$OUT" ]; then
+    FIGURES=$WORK/out/figures
+    mkdir -p "$FIGURES"
+fi
 rev=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
 if [ -n "$(git -C "$ROOT" status --porcelain -- mod_lessons.c modules 2>/dev/null)" ]; then
     rev="$rev with uncommitted changes to the module"
@@ -1133,9 +1142,21 @@ BENCH_SOFTWARE="$("$HTTPD" -v | sed -n 's/^Server version: //p'), event MPM; SQL
 BENCH_REV="$rev (mod_lessons.so sha256 $MODULE_SUM…)" BENCH_COMMAND=$COMMAND BENCH_SECONDS=$(( $(date +%s) - START )) \
 BENCH_ROUNDS=$ROUNDS BENCH_DUR=$DUR BENCH_CONNS=$CONNS BENCH_CPUS=$(nproc) BENCH_CG_N=$CG_N BENCH_CG_WARM=$CG_WARM \
 BENCH_RSS_N=$RSS_N BENCH_RSS_WARM=$RSS_WARM BENCH_QUICK=$QUICK BENCH_LESSON_ID=$LESSON_ID BENCH_MAXCLIENTS=$MAXCLIENTS BENCH_ONLY=$ONLY \
+BENCH_FIGURES=$FIGURES \
     perl "$BENCH_DIR/report.pl" "$RESULTS" "$CGRES" "$META" "$DBS" >"$WORK/out/benchmarks.md"
+if [ -n "$FIGURES" ]; then
+    names=$(for d in $DBS; do case $d in sqlite3) printf 'SQLite ' ;; pgsql) printf 'PostgreSQL ' ;; esac; done)
+    mkdir -p "$WORK/out/images"
+    gnuplot -e "dir='$FIGURES'; out='$WORK/out/images'; dbs='${names% }'" "$BENCH_DIR/figures.gp" \
+        || die "gnuplot could not draw the figures (t/bench/figures.gp, data in $FIGURES)"
+fi
 if [ -n "$OUT" ]; then
     cp "$WORK/out/benchmarks.md" "$OUT"
+    if [ -n "$FIGURES" ]; then
+        mkdir -p "$(dirname "$OUT")/images"
+        cp "$WORK/out/images/bench-reads.png" "$WORK/out/images/bench-writes.png" "$(dirname "$OUT")/images/"
+        log "drew $(dirname "$OUT")/images/bench-reads.png and bench-writes.png"
+    fi
     cat "$OUT"
     log "wrote $OUT in $(( $(date +%s) - START )) s"
 else

@@ -13,7 +13,8 @@ binmode STDOUT, ':encoding(UTF-8)';
 my ($results, $cgfile, $metafile, $dbs) = @ARGV;
 my @dbs = split ' ', $dbs;
 my %E = map { $_ => $ENV{"BENCH_$_"} // '' } qw(DATE MACHINE SOFTWARE REV COMMAND
-    SECONDS ROUNDS DUR CONNS CPUS CG_N CG_WARM RSS_N RSS_WARM QUICK LESSON_ID MAXCLIENTS ONLY);
+    SECONDS ROUNDS DUR CONNS CPUS CG_N CG_WARM RSS_N RSS_WARM QUICK LESSON_ID MAXCLIENTS ONLY
+    FIGURES);
 utf8::decode($_) for values %E;
 
 my (%runs, %cg, %meta);
@@ -200,6 +201,42 @@ sub token_targets {
     return @t;
 }
 
+# The figures (issue 57): each GET row against its static twin (req/s,
+# p99), each write row against the database alone (pgbench of the same
+# statement, SQLite's bare loop), as gnuplot data for t/bench/figures.gp.
+# Written only where BENCH_FIGURES names a directory: the full run's.
+my (%fig_reads, %fig_writes);
+my %fig_label = (all => 'all', id => 'by id', beginner => 'beginner', level3 => 'level/3',
+                 r304 => 'all, 304', gzip => 'all, gzip', id_rs => 'by id, RS256',
+                 id_es => 'by id, ES256', idmax => "by id, $E{MAXCLIENTS} clients");
+sub figure_row {
+    my ($db, $base, $route, $label, $s, $tw) = @_;
+    my $short = $fig_label{$route} // $label;
+    if (my $w = write_route($route)) {
+        my ($limit) = grep { defined }
+            map { stat_of($db, $route, $_) } 'pgbench', sort grep { /^loop\d+$/ } keys %{ $runs{$db}{$route} };
+        push @{ $fig_writes{$base} }, [ sprintf('%s, %d', $w->{op}, $w->{clients}),
+                                        $s->{rps}, $limit ? $limit->{rps} : undef ];
+    } elsif ($tw && !$token_row{$route}) {
+        push @{ $fig_reads{$base} }, [ $short, $s->{rps}, $tw->{rps}, $s->{p99}, $tw->{p99} ];
+    }
+}
+# One gnuplot index block per database, in @dbs' order; a missing
+# figure is gnuplot's "NaN" (no bar).
+sub figure_data {
+    my ($file, $rows) = @_;
+    open my $fh, '>:encoding(UTF-8)', $file or die "$file: $!";
+    for my $db (@dbs) {
+        print $fh "# $dbname{$db}\n";
+        for my $r (@{ $rows->{$db} || [] }) {
+            my ($label, @v) = @$r;
+            print $fh join("\t", qq("$label"), map { defined && /^[\d.]+$/ ? $_ : 'NaN' } @v), "\n";
+        }
+        print $fh "\n\n";
+    }
+    close $fh or die "$file: $!";
+}
+
 my @table;
 push @table, '| Route | DB | req/s | p50 ms | p99 ms | static req/s | vs static | instr/req (static) | Targets |';
 push @table, '|---|---|--:|--:|--:|--:|--:|--:|---|';
@@ -280,6 +317,7 @@ for my $db (@dbs, map { "shipped-$_" } @dbs) {
                              . 'neighbour rows see them too).',
                              $label . ($shipped ? ' (shipped configuration)' : ''),
                              $dbname{$db}, $s->{sockerr}) if $s->{sockerr};
+        figure_row($db, $base, $route, $label, $s, $tw) unless $shipped;
         push @$rows, sprintf('| %s | %s | %s | %s | %s | %s | %s | %s | %s |', $label, $dbname{$db},
             num($s->{rps}), ms($s->{p50}), ms($s->{p99}),
             $tw ? num($tw->{rps}) : 'n/a', x($ratio), $icell, join('; ', @t));
@@ -365,7 +403,32 @@ if ($E{ONLY} eq 'lease') {
     print "\nNotes:\n\n", join("\n", map { "- $_" } @notes), "\n" if @notes;
     exit 0;
 }
+if ($E{FIGURES}) {
+    figure_data("$E{FIGURES}/reads.dat", \%fig_reads);
+    figure_data("$E{FIGURES}/writes.dat", \%fig_writes);
+    print <<"EOF";
+The GET rows below as a picture (t/bench/figures.gp, drawn by the same
+run): req/s and p99 of each route, the module's bar beside its static
+twin's; a module bar at least as tall as its twin's in req/s, and not
+taller than twice the twin's in p99, is a target met.
+
+![req/s and p99 ms of each GET route against its static twin, per database](images/bench-reads.png)
+
+EOF
+}
 print join("\n", @table), "\n\n";
+if ($E{FIGURES}) {
+    print <<"EOF";
+The write rows as a picture: the module's writes/s beside what the
+database alone does with the same statement (PostgreSQL: pgbench on as
+many connections; SQLite: the bare loop, one writer against 8 clients and
+8 writers against 32, for creates only); the dashed line is 0.7x of the
+database alone, PostgreSQL's target.
+
+![writes/s of each write row against the database alone, per database](images/bench-writes.png)
+
+EOF
+}
 print <<"EOW";
 Writes (POST create, PUT update) run at the client count their row names
 (`wrk -t1 -cN`, t/bench/wrk-write.lua's bodies), each round against the

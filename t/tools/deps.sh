@@ -62,7 +62,8 @@ openssh-client"
 # (issue 58), whose servers it starts itself; the units the packages
 # enable for the next boot are disabled again (undo).
 HOST_PACKAGES="clang libclang-rt-dev llvm debootstrap patroni etcd-server etcd-client"
-BENCH_PACKAGES="wrk valgrind curl strace"
+# gnuplot-nox (with fonts-dejavu-core): make bench's figures.
+BENCH_PACKAGES="wrk valgrind curl strace gnuplot-nox fonts-dejavu-core"
 
 PACKAGES=$BUILD_PACKAGES
 [ "$MODE" = test ] && PACKAGES="$PACKAGES $TEST_PACKAGES $HOST_PACKAGES"
