@@ -1145,9 +1145,8 @@ BENCH_RSS_N=$RSS_N BENCH_RSS_WARM=$RSS_WARM BENCH_QUICK=$QUICK BENCH_LESSON_ID=$
 BENCH_FIGURES=$FIGURES \
     perl "$BENCH_DIR/report.pl" "$RESULTS" "$CGRES" "$META" "$DBS" >"$WORK/out/benchmarks.md"
 if [ -n "$FIGURES" ]; then
-    names=$(for d in $DBS; do case $d in sqlite3) printf 'SQLite ' ;; pgsql) printf 'PostgreSQL ' ;; esac; done)
     mkdir -p "$WORK/out/images"
-    gnuplot -e "dir='$FIGURES'; out='$WORK/out/images'; dbs='${names% }'" "$BENCH_DIR/figures.gp" \
+    gnuplot -e "dir='$FIGURES'; out='$WORK/out/images'; dbs='$(cat "$FIGURES/dbs")'" "$BENCH_DIR/figures.gp" \
         || die "gnuplot could not draw the figures (t/bench/figures.gp, data in $FIGURES)"
 fi
 if [ -n "$OUT" ]; then

@@ -1,6 +1,7 @@
 # make bench's figures (issue 57): gnuplot, from the data report.pl
 # writes when BENCH_FIGURES names a directory (t/bench/bench.sh runs it).
 #   gnuplot -e "dir='DIR'; out='IMAGES'; dbs='SQLite PostgreSQL'" t/bench/figures.gp
+# (dbs: the names report.pl wrote to DIR/dbs)
 # DIR/reads.dat: per database (an index block each, in dbs' order) a GET
 #   row a line: "label" req/s twin-req/s p99-ms twin-p99-ms
 # DIR/writes.dat: the same blocks, a write row a line: "label" writes/s
