@@ -10,10 +10,13 @@
 #
 #   clients.pl --urls U1,U2 --token T --out FILE --seconds S
 #              [--clients N] [--writers N] [--timeout S] [--seed N]
-#              [--final S]
+#              [--final S] [--until FILE]
 #
 # --clients do a mix of everything; --writers (the write storm) mostly
-# write.  Before they start, the parent reads every lesson once and
+# write.  With --until, the clients go on past --seconds until FILE
+# exists (run.sh makes it once its faults are over and writes have had
+# time to come back), for at most four times --seconds: a fault that
+# takes longer than planned still has load after it.  Before they start, the parent reads every lesson once and
 # records it as "init" (the state before the history); after they end,
 # it reads the final state (final_reads).  Each client
 # writes its own FILE.N; the parent appends them to FILE at the end.
@@ -39,7 +42,7 @@ use Time::HiRes qw(clock_gettime CLOCK_MONOTONIC);
 my %o = (clients => 4, writers => 0, timeout => 5, seconds => 20,
          seed => $$, final => 30);
 GetOptions(\%o, 'urls=s', 'token=s', 'out=s', 'seconds=f', 'clients=i',
-           'writers=i', 'timeout=f', 'seed=i', 'final=f')
+           'writers=i', 'timeout=f', 'seed=i', 'final=f', 'until=s')
     or die "usage: clients.pl --urls U1,U2 --token T --out FILE --seconds S\n";
 defined $o{$_} or die "clients.pl: --$_ is required\n" for qw(urls token out);
 my @urls = split /,/, $o{urls};
@@ -265,15 +268,24 @@ sub op_reval {
     record($r, %f);
 }
 
+# Whether a client goes on: before --seconds, always; after it, until
+# the --until file exists, up to the hard end.
+sub going_on {
+    my ($deadline, $end) = @_;
+    my $t = now();
+    return 1 if $t < $deadline;
+    return $t < $end && defined $o{until} && !-e $o{until};
+}
+
 sub client {
-    my ($ids, $deadline) = @_;
+    my ($ids, $deadline, $end) = @_;
     srand($o{seed} + 7919 * $cid);
     open $out, '>', "$o{out}.$cid" or die "clients.pl: $o{out}.$cid: $!\n";
     $ua = agent();
     %known = map { $_ => '' } @$ids;
     $seq = 0;
     my $mix = $MIX{$writer ? 'writer' : 'mixed'};
-    while (now() < $deadline) {
+    while (going_on($deadline, $end)) {
         my $op = pick($mix);
         # Keep the catalogue between 12 and 60 lessons.
         $op = 'create' if $op eq 'delete' && keys %known < 12;
@@ -327,6 +339,7 @@ open my $fh, '>', $o{out} or die "clients.pl: $o{out}: $!\n";
 my @ids = init($fh);
 close $fh;
 my $deadline = now() + $o{seconds};
+my $end = now() + 4 * $o{seconds};
 my @kids;
 my $n = $o{clients} + $o{writers};
 for my $i (1 .. $n) {
@@ -334,7 +347,7 @@ for my $i (1 .. $n) {
     if (!$pid) {
         $cid = $i;
         $writer = $i > $o{clients};
-        client(\@ids, $deadline);
+        client(\@ids, $deadline, $end);
     }
     push @kids, $pid;
 }

@@ -51,7 +51,8 @@
 # Settings (environment):
 #   MODULE=build/mod_lessons.so  LEASE=1 (seconds; 0: no LessonsDBLease
 #   line; unset and a module without the directive: 0, with a note)
-#   FAULTS="none stop ..."  HISTORY_SECONDS=20 (of load per fault)
+#   FAULTS="none stop ..."  HISTORY_SECONDS=20 (of load per fault, at
+#   least: the load goes on until the faults are over)
 #   HISTORY_SERVERS=3  HISTORY_CLIENTS=6
 #   HISTORY_TIER=postgres|patroni  HA_RECOVERY_MAX=15, HA_RECOVERY_STOP=20
 #   (seconds, patroni: the longest pause in answered writes from the
@@ -468,9 +469,15 @@ run_fault() {   # run_fault KIND
     [ "$kind" != stop ] || timeout=$(awk -v p="$PAUSE" 'BEGIN { print p + 5 }')
     perl "$HERE/clients.pl" --urls "$(IFS=,; echo "${URLS[*]}")" --token "$TOKEN" \
         --out "$OUT/$kind.jsonl" --seconds "$SECS" --clients "$clients" \
-        --writers "$writers" --timeout "$timeout" >"$WORK/clients.out" 2>&1 &
+        --writers "$writers" --timeout "$timeout" --until "$WORK/faults-over" \
+        >"$WORK/clients.out" 2>&1 &
     CLIENTS_PID=$!
     "fault_$kind"
+    # The load goes on past the last fault, however long the faults
+    # took (two switchovers can outlast --seconds): the checks need
+    # writes sent after each fault.
+    sleep "$(awk -v s="$SECS" 'BEGIN { t = s / 5; print (t < 3 ? 3 : t) }')"
+    touch "$WORK/faults-over"
     wait "$CLIENTS_PID" || { cat "$WORK/clients.out" >&2; die "$kind: the clients failed"; }
     CLIENTS_PID=""
     stop_servers
