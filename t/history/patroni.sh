@@ -94,7 +94,7 @@ ha_start_etcd() {       # ha_start_etcd NODE
     mkdir -p "$WORK/etcd-$n"
     [ "$(id -u)" -ne 0 ] || chown "$PG_USER_SYS:" "$WORK/etcd-$n"
     # shellcheck disable=SC2046
-    setsid "${AS_PG[@]}" env $(grep -v '^[[:space:]]*#' "$WORK/etcd-$n.env" | grep '=') etcd \
+    setsid "${AS_PG[@]}" env -C "$WORK" $(grep -v '^[[:space:]]*#' "$WORK/etcd-$n.env" | grep '=') etcd \
         </dev/null >>"$WORK/etcd-$n.log" 2>&1 &
     HA_ETCD_PID[$n]=$!
     disown "$!"     # killed on purpose: no "Killed" from bash
@@ -122,7 +122,12 @@ ha_write_patroni() {    # ha_write_patroni NODE
 
 ha_start_node() {       # ha_start_node NODE
     local n=$1
-    setsid "${AS_PG[@]}" patroni "$WORK/patroni-$n.yml" </dev/null >>"$WORK/patroni-$n.log" 2>&1 &
+    # From this run's directory: as root Patroni runs as the test user,
+    # and its initdb (Python's multiprocessing) goes back to the
+    # directory it was started in, which a checkout in a private
+    # directory (mktemp -d, /root) does not let that user enter.
+    setsid "${AS_PG[@]}" env -C "$WORK" patroni "$WORK/patroni-$n.yml" \
+        </dev/null >>"$WORK/patroni-$n.log" 2>&1 &
     HA_PATRONI_PID[$n]=$!
     disown "$!"
 }
