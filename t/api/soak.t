@@ -363,6 +363,18 @@ sub soak {
 }
 
 # ---- the checks ---------------------------------------------------------------
+# The server's database fault lines (LESSONS0030x, 0031x), the first
+# ten: why a 5xx was answered, for the diagnostics (the server's
+# directory goes with the test).
+sub db_fault_lines {
+    my ($dir) = @_;
+    open my $fh, '<', "$dir/error_log" or return "no error_log in $dir: $!";
+    my @lines = grep { /LESSONS003[01][0-9]/ } <$fh>;
+    chomp @lines;
+    return @lines ? ('error_log:', @lines[0 .. ($#lines < 9 ? $#lines : 9)])
+                  : 'error_log: no database fault line';
+}
+
 sub check {
     my ($mpm, $dir, $faults) = @_;
     my (@all, %clients);
@@ -392,7 +404,8 @@ sub check {
     is scalar @bad5xx, 0, "$mpm: every 5xx is a 503 with Retry-After inside a fault's window"
         or diag join "\n", (map { "$_->{op} $_->{id} $_->{st} $_->{ra} at $_->{t0}" }
                                 grep { defined } @bad5xx[0 .. 9]),
-                           map { sprintf '%s %.3f-%.3f', $_->{name}, $_->{start}, $_->{end} } @$faults;
+                           (map { sprintf '%s %.3f-%.3f', $_->{name}, $_->{start}, $_->{end} } @$faults),
+                           db_fault_lines($dir);
     my @lost = grep { $_->{st} == 599 } @all;
     my @lost_out = grep { !$in_window->($_) } @lost;
     is scalar @lost_out, 0, "$mpm: no request without an answer outside a fault ("
