@@ -16,10 +16,11 @@
 # write.  With --until, the clients go on past --seconds until FILE
 # exists (run.sh makes it once its faults are over and writes have had
 # time to come back), for at most four times --seconds: a fault that
-# takes longer than planned still has load after it.  Before they start, the parent reads every lesson once and
-# records it as "init" (the state before the history); after they end,
-# it reads the final state (final_reads).  Each client
-# writes its own FILE.N; the parent appends them to FILE at the end.
+# takes longer than planned still has load after it.
+# Before they start, the parent reads every lesson once and records it
+# as "init" (the state before the history); after they end, it reads
+# the final state (final_reads).  Each client writes its own FILE.N;
+# the parent appends them to FILE at the end.
 #
 # Bodies are read with regular expressions, not a JSON parser: the
 # module writes flat objects in a fixed order, and JSON::PP (the only
