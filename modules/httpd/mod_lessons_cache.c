@@ -135,6 +135,39 @@ static int lessons_catalog_unpack(apr_pool_t *p, const unsigned char *buf,
     return 1;
 }
 
+/* The catalog version read on this request's open connection.  With
+ * read leases (PostgreSQL), a read without one is fenced: a failover's
+ * old primary, frozen and resumed, may still answer reads until Patroni
+ * demotes it, and must not answer this one.
+ */
+static lessons_store_e lessons_read_catalog_here(lessons_ctx *c,
+                                                 lessons_srv_conf *sconf,
+                                                 lessons_catalog_t *cat,
+                                                 const char **err)
+{
+    request_rec *r = c->r;
+    lessons_db_fault_e fault;
+    lessons_store_e st;
+
+    fault = sconf->lease ? lessons_db_ready_leases(&c->db, c->db_pool,
+                                                   r->pool, err)
+                         : LESSONS_DB_NO_SCHEMA;
+    if (fault == LESSONS_DB_OK) {
+        st = lessons_store_catalog_fenced(&c->db, r->pool, cat, err);
+    }
+    else if (fault == LESSONS_DB_NO_SCHEMA) {
+        /* No leases here, or a schema from before them (whose holder
+         * says so): the plain read.
+         */
+        st = lessons_store_catalog(&c->db, r->pool, cat, err);
+    }
+    else {
+        st = LESSONS_STORE_ERROR;
+    }
+    lessons_count(r, LESSONS_M_CATALOG);
+    return st;
+}
+
 /* The catalog version from a read sent after this request began: one
  * this process's threads share (lessons_flight), unless a connection
  * showed an engine whose reads are not worth sharing, or one of its own.
@@ -156,7 +189,6 @@ static int lessons_read_catalog(lessons_ctx *c, lessons_srv_conf *sconf,
     const lessons_engine_t *engine;
     const char *err = NULL;
     lessons_store_e st;
-    lessons_db_fault_e fault;
     int rc;
 
     /* A valid read lease: its version is the latest acknowledged one,
@@ -197,26 +229,7 @@ static int lessons_read_catalog(lessons_ctx *c, lessons_srv_conf *sconf,
         }
         return rc;
     }
-    /* With read leases (PostgreSQL), a read without one is fenced:
-     * a failover's old primary, frozen and resumed, may still answer
-     * reads until Patroni demotes it, and must not answer this one.
-     */
-    fault = sconf->lease ? lessons_db_ready_leases(&c->db, c->db_pool,
-                                                   r->pool, &err)
-                         : LESSONS_DB_NO_SCHEMA;
-    if (fault == LESSONS_DB_OK) {
-        st = lessons_store_catalog_fenced(&c->db, r->pool, cat, &err);
-    }
-    else if (fault == LESSONS_DB_NO_SCHEMA) {
-        /* No leases here, or a schema from before them (whose holder
-         * says so): the plain read.
-         */
-        st = lessons_store_catalog(&c->db, r->pool, cat, &err);
-    }
-    else {
-        st = LESSONS_STORE_ERROR;
-    }
-    lessons_count(r, LESSONS_M_CATALOG);
+    st = lessons_read_catalog_here(c, sconf, cat, &err);
     if (how == LESSONS_FLIGHT_LEAD) {
         len = st == LESSONS_STORE_OK ? lessons_catalog_pack(cat, buf) : 0;
         lessons_flight_land(sconf->flight, len ? buf : NULL, len);
@@ -228,6 +241,35 @@ static int lessons_read_catalog(lessons_ctx *c, lessons_srv_conf *sconf,
     if (sconf->flight && (!engine || !engine->share_reads)
         && !apr_atomic_read32(&sconf->flight_off)) {
         apr_atomic_set32(&sconf->flight_off, 1);
+    }
+    return DECLINED;
+}
+
+/* A shared version (the lease's, or another thread's read) names the
+ * server it was read from; this request's connection belongs to
+ * another.  Built from it, the document would carry that version while
+ * showing what this server holds: the past under the present's name,
+ * when the connection was pooled on a primary deposed while frozen and
+ * resumed since (the history suite's hastop saw it).  The connection
+ * reads its own version, behind the fence with leases, which such a
+ * primary never answers: DECLINED, or the answer.
+ */
+static int lessons_read_catalog_again(lessons_ctx *c,
+                                      lessons_srv_conf *sconf,
+                                      lessons_catalog_t *cat)
+{
+    const char *err = NULL;
+
+    ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, c->r, LESSONSLOG(00315)
+                  "the catalogue version %s was read on another database "
+                  "server than this request's connection (%s), which "
+                  "reads its own%s (a failover: a connection pooled "
+                  "before it)", cat->epoch ? cat->epoch : "-",
+                  c->db.identity ? c->db.identity : "-",
+                  sconf->lease ? ", behind the fence" : "");
+    if (lessons_read_catalog_here(c, sconf, cat, &err)
+        != LESSONS_STORE_OK) {
+        return lessons_dbd_failed(c, err);
     }
     return DECLINED;
 }
@@ -256,11 +298,23 @@ static int lessons_read_send(lessons_ctx *c, lessons_srv_conf *sconf,
         key = lessons_cache_key(c, &key_len);
         e = lessons_cache_get(cache, key, key_len, version, strlen(version));
     }
-    if (!e) {
+    if (!e && !opened) {
         /* A shared version, and nothing built at it here yet. */
-        if (!opened && (rc = lessons_dbd_open(c)) != DECLINED) {
+        if ((rc = lessons_dbd_open(c)) != DECLINED) {
             return rc;
         }
+        if (!lessons_store_catalog_here(&c->db, &cat)) {
+            rc = lessons_read_catalog_again(c, sconf, &cat);
+            if (rc != DECLINED) {
+                return rc;
+            }
+            version = lessons_store_catalog_text(r->pool, &cat);
+            e = cache ? lessons_cache_get(cache, key, key_len, version,
+                                          strlen(version))
+                      : NULL;
+        }
+    }
+    if (!e) {
         memset(&doc, 0, sizeof(doc));
         rc = lessons_build(c, &cat, &doc);
         if (rc != DECLINED) {

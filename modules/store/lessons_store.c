@@ -614,6 +614,25 @@ static const char *lessons_store_epoch(const lessons_db_t *db,
                         : apr_pstrdup(p, stored);
 }
 
+/* Does an epoch end with the history of db's server (and hold more)?
+ * Any epoch does for an engine without one.
+ */
+static int lessons_store_epoch_here(const lessons_db_t *db,
+                                    const char *epoch)
+{
+    apr_size_t n, k;
+
+    if (!db->identity) {
+        return 1;
+    }
+    if (!epoch) {
+        return 0;
+    }
+    n = strlen(epoch);
+    k = strlen(db->identity);
+    return n > k && memcmp(epoch + n - k, db->identity, k) == 0;
+}
+
 /* One joined row into a lesson.  Every column is checked: a NULL or a
  * non-integer where an integer belongs means the row is not ours.
  */
@@ -1389,7 +1408,7 @@ static void lessons_match_args(const lessons_db_t *db, apr_pool_t *p,
     if (a->check && db->identity) {
         n = strlen(a->epoch);
         k = strlen(db->identity);
-        a->epoch = n > k && strcmp(a->epoch + n - k, db->identity) == 0
+        a->epoch = lessons_store_epoch_here(db, a->epoch)
                    ? apr_pstrmemdup(p, a->epoch, n - k) : "-";
     }
     for (i = 0; i < LESSONS_IF_MATCH_MAX; i++) {
@@ -1762,6 +1781,12 @@ lessons_store_e lessons_store_catalog_fenced(const lessons_db_t *db,
                                              const char **err)
 {
     return lessons_store_catalog_of(db, p, "lessons_lease_fence", out, err);
+}
+
+int lessons_store_catalog_here(const lessons_db_t *db,
+                               const lessons_catalog_t *cat)
+{
+    return lessons_store_epoch_here(db, cat->epoch);
 }
 
 const char *lessons_store_catalog_text(apr_pool_t *p,

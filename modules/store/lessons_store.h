@@ -88,6 +88,16 @@ lessons_store_e lessons_store_catalog_fenced(const lessons_db_t *db,
                                              lessons_catalog_t *out,
                                              const char **err);
 
+/* Was cat read from the server db's connection belongs to?  Its epoch
+ * ends with the server's history (PostgreSQL: the timeline, which a
+ * promotion moves on), so a version read on one server does not name
+ * what another's connection would read: a primary deposed while frozen
+ * and resumed still answers on the connections pooled before.  Always
+ * 1 for an engine without a history (SQLite: one file).
+ */
+int lessons_store_catalog_here(const lessons_db_t *db,
+                               const lessons_catalog_t *cat);
+
 /* The catalog version as text ("<epoch>.<changes>"): what the response
  * cache compares.
  */

@@ -20,7 +20,11 @@
 #   - the promoted server frozen (SIGSTOP): GETs on its connections are
 #     answered 503 at LessonsDBTimeout, not when it resumes (issue 58);
 #   - with no synchronous standby to confirm a commit, a server with read
-#     leases answers its fenced GETs 503, one without 200 (issue 58).
+#     leases answers its fenced GETs 503, one without 200 (issue 58);
+#   - the old primary started again on its own history, frozen and
+#     resumed while a leased server's lease moved to the promoted one:
+#     its pooled connections never serve the old lesson under the
+#     lease's version (issue 58).
 # make test runs it (t/failover/failover.mk); make failover alone.
 # With INTEGRATION_COUNTS=FILE, appends "passed failed" to FILE.
 set -euo pipefail
@@ -142,6 +146,7 @@ URL="http://127.0.0.1:$PORT/api/lessons"
 # api METHOD PATH [curl args]: "status etag" and the body in $WORK/body
 api() {
     local m=$1 p=$2; shift 2
+    rm -f "$WORK/body" "$WORK/head"    # no answer: no status from before
     curl -s -o "$WORK/body" -D "$WORK/head" -X "$m" -H "Authorization: Bearer $TOKEN" \
         --max-time 20 "$@" "$URL$p" >/dev/null || true
     local st etag
@@ -285,14 +290,20 @@ check "a frozen server: answered within LessonsDBTimeout and a second ($fmax s)"
 # fenced (its commit waits for the standbys), get 503 at LessonsDBTimeout;
 # the first server's, unfenced (no leases), 200.  Once the standby is no
 # longer required, the fenced reads answer 200 again.
+# leased_conf N PORT [SED ARGS]: $WORK/httpdN.conf, the first server's
+# with LessonsDBLease 1 and its own port, run directory and error log.
+leased_conf() {
+    local n=$1 port=$2; shift 2
+    mkdir -p "$WORK/run$n"
+    [ "$(id -u)" -ne 0 ] || chown -R www-data: "$WORK/run$n"
+    sed -e "s|^Listen .*|Listen 127.0.0.1:$port|" -e "s|^PidFile .*|PidFile $WORK/run$n/httpd.pid|" \
+        -e "s|^DefaultRuntimeDir .*|DefaultRuntimeDir $WORK/run$n|" \
+        -e "s|^ErrorLog .*|ErrorLog $WORK/logs/error$n.log|" \
+        -e "s|^LessonsDBTimeout 5|LessonsDBTimeout 5\nLessonsDBLease 1|" \
+        "$@" "$WORK/httpd.conf" >"$WORK/httpd$n.conf"
+}
 PORT2=$(pick_port "$PORT")
-mkdir -p "$WORK/run2"
-[ "$(id -u)" -ne 0 ] || chown -R www-data: "$WORK/run2"
-sed -e "s|^Listen .*|Listen 127.0.0.1:$PORT2|" -e "s|^PidFile .*|PidFile $WORK/run2/httpd.pid|" \
-    -e "s|^DefaultRuntimeDir .*|DefaultRuntimeDir $WORK/run2|" \
-    -e "s|^ErrorLog .*|ErrorLog $WORK/logs/error2.log|" \
-    -e "s|^LessonsDBTimeout 5|LessonsDBTimeout 5\nLessonsDBLease 1|" \
-    "$WORK/httpd.conf" >"$WORK/httpd2.conf"
+leased_conf 2 "$PORT2"
 psql_at "$P2" "CREATE TABLE failover_probe (n int)" >/dev/null
 psql_at "$P2" "ALTER SYSTEM SET synchronous_standby_names = 'nobody'" >/dev/null
 # And commits that wait for no standby unless they ask: the fence's
@@ -305,19 +316,25 @@ psql_at "$P2" "SELECT pg_reload_conf()" >/dev/null
 # granted its lease (CI runs saw that, under load).  SHOW in a new session
 # proves nothing; a commit seen waiting (wait event SyncRep) does.  The
 # probe's commit waits until the reset below.
-syncrep() {
-    [ "$(psql_at "$P2" "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'SyncRep'")" -gt 0 ]
+syncrep() {      # syncrep PORT
+    [ "$(psql_at "$1" "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'SyncRep'")" -gt 0 ]
 }
-probe=
-for _ in $(seq 1 100); do
-    psql_at "$P2" "SET synchronous_commit = on; INSERT INTO failover_probe VALUES (1)" \
-        >/dev/null 2>&1 &
-    probe=$!
-    sleep 0.2
-    syncrep && break
-    wait "$probe" || true
-    probe=
-done
+# probe_syncrep PORT: sets PROBE to a commit seen waiting for a standby
+# there (it waits until the setting is reset), empty if none does.
+probe_syncrep() {
+    PROBE=
+    for _ in $(seq 1 100); do
+        psql_at "$1" "SET synchronous_commit = on; INSERT INTO failover_probe VALUES (1)" \
+            >/dev/null 2>&1 &
+        PROBE=$!
+        sleep 0.2
+        syncrep "$1" && return 0
+        wait "$PROBE" || true
+        PROBE=
+    done
+}
+probe_syncrep "$P2"
+probe=$PROBE
 check "a commit waits for the standby named that never confirms" [ -n "$probe" ]
 setsid "$HTTPD" -DFOREGROUND -d "$WORK" -f "$WORK/httpd2.conf" </dev/null >>"$WORK/httpd2.out" 2>&1 &
 HTTPD2_PID=$!
@@ -341,6 +358,74 @@ check "the standby no longer required: the fenced GET is 200 again ($st2)" [ "$s
 kill -TERM "$HTTPD2_PID" 2>/dev/null || true
 for _ in $(seq 1 50); do kill -0 "$HTTPD2_PID" 2>/dev/null || break; sleep 0.1; done
 kill -KILL -- "-$HTTPD2_PID" 2>/dev/null || true
+
+# --- a deposed primary resumed, its pooled connections kept (issue 58) -----
+# What the history suite's hastop met once (a Patroni primary frozen past
+# its TTL, then resumed): a server whose read lease a new primary grants
+# while its pool still holds connections to the old one.  The old primary
+# (stopped above with a commit the standby never had) is started again,
+# on its own history; a third server, with LessonsDBLease, takes its
+# lease and pooled connections there.  Then the old primary's commits
+# wait for a standby that never confirms (its standbys follow another
+# now), it is frozen, the lease moves to the promoted server, and it
+# resumes.  The lease's version is the promoted server's; the pooled
+# connections' rows are the old primary's.  A GET must not show the old
+# primary's lesson under it: 503 (the connection reads its own version,
+# behind the fence, which the old primary never answers) or the promoted
+# server's lesson.  Two processes: the holder's renewal on the frozen
+# primary never returns, and the other process takes the lease over
+# (after three lease lengths and a second without a beat from it).
+start_pg primary "$P1"
+PORT3=$(pick_port "$PORT2")
+leased_conf 3 "$PORT3" \
+    -e "s|^StartServers 1|StartServers 2|" -e "s|^ServerLimit 1|ServerLimit 2|" \
+    -e "s|^MaxRequestWorkers 16|MaxRequestWorkers 32|" -e "s|^MaxSpareThreads 16|MaxSpareThreads 32|" \
+    -e "s|^LogLevel warn|LogLevel warn lessons:info|"
+setsid "$HTTPD" -DFOREGROUND -d "$WORK" -f "$WORK/httpd3.conf" </dev/null >>"$WORK/httpd3.out" 2>&1 &
+HTTPD2_PID=$!
+URL3="http://127.0.0.1:$PORT3/api/lessons"
+leases_at() { psql_at "$1" "SELECT count(*) FROM lessons_leases" 2>/dev/null || echo 0; }
+for _ in $(seq 1 100); do
+    [ "$(URL=$URL3 api GET "/$ID" | cut -d' ' -f1)" = 200 ] && [ "$(leases_at "$P1")" -gt 0 ] && break
+    sleep 0.2
+done
+read -r st _e <<<"$(URL=$URL3 api GET "/$ID")"
+check "the old primary resumed on its own: the third server reads its lesson ($st)" \
+    eval '[ "$st" = 200 ] && body_has "Auf dem Primärserver"'
+read -r st _e <<<"$(URL=$URL3 api GET "")"
+check "and its list ($st)" eval '[ "$st" = 200 ] && body_has "Auf dem Primärserver"'
+check "the third server holds its lease on the old primary" [ "$(leases_at "$P1")" -gt 0 ]
+psql_at "$P1" "CREATE TABLE IF NOT EXISTS failover_probe (n int)" >/dev/null
+psql_at "$P1" "ALTER SYSTEM SET synchronous_standby_names = 'nobody'" >/dev/null
+psql_at "$P1" "SELECT pg_reload_conf()" >/dev/null
+probe_syncrep "$P1"
+check "the old primary's commits wait for a standby that never confirms" [ -n "$PROBE" ]
+deposed=$(head -n 1 "$WORK/primary/postmaster.pid")
+deposed="$deposed $(pgrep -P "$deposed" | xargs echo)"
+# shellcheck disable=SC2086
+kill -STOP $deposed
+moved=
+for _ in $(seq 1 200); do
+    [ "$(leases_at "$P2")" -gt 0 ] && { moved=1; break; }
+    sleep 0.2
+done
+check "the third server's lease moved to the promoted server" [ -n "$moved" ]
+# Its listener connected and the lease renewed there.
+sleep 2
+# shellcheck disable=SC2086
+kill -CONT $deposed
+read -r st3 t3 <<<"$(timed "$URL3/$ID")"
+read -r st _e <<<"$(URL=$URL3 api GET "/$ID")"
+check "the resumed old primary's lesson is never served under the lease ($st3 in $t3 s, then $st)" \
+    eval '[ "$st3" != 200 ] && ! { [ "$st" = 200 ] && body_has "Auf dem Primärserver"; }'
+read -r st _e <<<"$(URL=$URL3 api GET "")"
+check "nor its list ($st)" eval '! { [ "$st" = 200 ] && body_has "Auf dem Primärserver"; }'
+check "the connection that met it said so (LESSONS00315)" grep -q LESSONS00315 "$WORK/logs/error3.log"
+kill -TERM "$HTTPD2_PID" 2>/dev/null || true
+for _ in $(seq 1 50); do kill -0 "$HTTPD2_PID" 2>/dev/null || break; sleep 0.1; done
+kill -KILL -- "-$HTTPD2_PID" 2>/dev/null || true
+HTTPD2_PID=""
+pg pg_ctl -D "$WORK/primary" -m immediate -w stop >/dev/null 2>&1 || true
 
 echo "failover: recovered in ${recovery} s after the primary stopped; during it $total requests: $((total - n503)) 200, $n503 503 with Retry-After, $others other"
 [ -z "${INTEGRATION_COUNTS:-}" ] || echo "$passed $failed" >>"$INTEGRATION_COUNTS"

@@ -1767,7 +1767,24 @@ static void test_history_in_every_epoch(void **state)
                                       &err), LESSONS_STORE_OK, err);
     assert_string_equal(get(fx, id).title, "Zwei");
     assert_string_equal(out.epoch, now.epoch);
+
+    /* A version read on this history names what this connection reads;
+     * one read on another (a lease granted by a promoted standby, met
+     * by a connection pooled on the old primary) does not, nor do the
+     * history's digits alone or no epoch at all.
+     */
+    assert_true(lessons_store_catalog_here(&fx->db, &after));
+    assert_false(lessons_store_catalog_here(&fx->db, &before));
+    fx->db.identity = "00004001000000ac";
+    assert_false(lessons_store_catalog_here(&fx->db, &after));
+    before.epoch = fx->db.identity;
+    assert_false(lessons_store_catalog_here(&fx->db, &before));
+    before.epoch = NULL;
+    assert_false(lessons_store_catalog_here(&fx->db, &before));
+    /* an engine without histories (SQLite): one file, any version */
     fx->db.identity = NULL;
+    assert_true(lessons_store_catalog_here(&fx->db, &after));
+    assert_true(lessons_store_catalog_here(&fx->db, &before));
 }
 
 static void test_delete_if_match(void **state)
