@@ -810,6 +810,10 @@ const char *lessons_set_db_lease(cmd_parms *cmd, void *dconf,
                                  const char *arg);
 int lessons_lease_post_config(apr_pool_t *pconf, server_rec *main);
 void lessons_lease_child_init(apr_pool_t *pchild, server_rec *main);
+/* How many read leases the server holds (one holder thread each in
+ * every child).
+ */
+int lessons_lease_holders(server_rec *main);
 int lessons_lease_catalog(request_rec *r, const lessons_srv_conf *sconf,
                           lessons_catalog_t *cat);
 void lessons_lease_settle(lessons_ctx *c);

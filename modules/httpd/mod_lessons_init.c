@@ -757,9 +757,10 @@ void lessons_child_init(apr_pool_t *pchild, server_rec *s)
         jobs = lessons_jobs_make(pchild);
     }
     /* One watch for the process: each worker thread has at most one
-     * connection in use at a time.
+     * connection in use at a time, and so has each read lease's holder.
      */
-    watch = lessons_watch_make(pchild, threads > 1 ? threads : 1);
+    watch = lessons_watch_make(pchild, (threads > 1 ? threads : 1)
+                                       + lessons_lease_holders(main));
     for (; s; s = s->next) {
         lessons_srv_conf *sconf =
             ap_get_module_config(s->module_config, &lessons_module);

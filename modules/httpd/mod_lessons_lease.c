@@ -72,6 +72,7 @@ typedef struct {
     lessons_lease_version_t own;    /* its own writers' newest version */
     apr_interval_time_t own_until;  /* 0: none awaited */
     int warned;                     /* the schema's warning, once */
+    int slot;                       /* its socket's in the watch, or -1 */
     lessons_lease_check_t chk;
 } lessons_holder_t;
 
@@ -261,6 +262,40 @@ static apr_status_t lessons_holder_disconnect(void *data)
     return APR_SUCCESS;
 }
 
+/* The holder's statements are watched as a request's are (lessons_watch):
+ * a server that stops answering without closing anything (frozen, or a
+ * deposed primary whose commits wait for standbys that follow another
+ * now: statement_timeout ends before a commit) would hold the thread
+ * for good, and a process alone in its server would never hold a lease
+ * again.  Shut down at LessonsDBTimeout, the connection goes (LESSONS00791)
+ * and a new one is made.
+ */
+static void lessons_holder_watch(lessons_holder_t *h)
+{
+    lessons_srv_conf *sconf =
+        ap_get_module_config(h->ls->s->module_config, &lessons_module);
+
+    h->slot = sconf->watch
+              ? lessons_watch_arm(sconf->watch, lessons_db_socket(&h->db),
+                                  apr_time_now()
+                                  + apr_time_from_sec(
+                                        lessons_db_timeout(sconf))
+                                  + LESSONS_WATCH_GRACE)
+              : -1;
+}
+
+/* 1 when the watch shut the connection down. */
+static int lessons_holder_unwatch(lessons_holder_t *h)
+{
+    lessons_srv_conf *sconf =
+        ap_get_module_config(h->ls->s->module_config, &lessons_module);
+    int fired = sconf->watch && h->slot >= 0
+                ? lessons_watch_disarm(sconf->watch, h->slot) : 0;
+
+    h->slot = -1;
+    return fired;
+}
+
 /* A connection of the holder's own, with the parameters of a pooled
  * one, ready and listening.  0: not now (logged), try again later.
  */
@@ -309,6 +344,7 @@ static int lessons_holder_connect(lessons_holder_t *h)
     h->db.handle = handle;
     apr_pool_cleanup_register(h->pool, h, lessons_holder_disconnect,
                               apr_pool_cleanup_null);
+    lessons_holder_watch(h);
     fault = lessons_db_ready(&h->db, h->pool, timeout_ms, &err);
     if (fault == LESSONS_DB_OK) {
         fault = lessons_db_ready_leases(&h->db, h->pool, h->pool, &err);
@@ -335,6 +371,10 @@ static int lessons_holder_connect(lessons_holder_t *h)
         err = apr_dbd_error(driver, handle, rv);
         goto failed;
     }
+    if (lessons_holder_unwatch(h)) {
+        err = "no answer within LessonsDBTimeout";
+        goto failed;
+    }
     if (!lessons_lease_listening(ls->block, h->pid, 1)) {
         goto quiet;
     }
@@ -354,6 +394,7 @@ failed:
                  "the catalogue version until there is one",
                  err ? err : "unknown error");
 quiet:
+    (void)lessons_holder_unwatch(h);
     lessons_holder_close(h);
     return 0;
 }
@@ -614,11 +655,11 @@ static int lessons_holder_hear(lessons_holder_t *h, apr_pool_t *p)
     return rv < 0 ? -1 : n;
 }
 
-/* One turn of a holder with a connection: renew when due, check when
- * asked or told of a change, then wait for the next of these.  0 when
- * the connection must go.
+/* Renew when due, check when asked or told of a change, then wait for
+ * the next of these (unwatched: the wait has its own bound, and a
+ * notification may be long in coming).  0 when the connection must go.
  */
-static int lessons_holder_turn(lessons_holder_t *h, apr_pool_t *p)
+static int lessons_holder_steps(lessons_holder_t *h, apr_pool_t *p)
 {
     lessons_lease_srv *ls = h->ls;
     apr_interval_time_t now = lessons_lease_clock(), wait;
@@ -668,9 +709,13 @@ static int lessons_holder_turn(lessons_holder_t *h, apr_pool_t *p)
         wait = h->own_until - now;
     }
     apr_os_file_get(&fd, ls->bell_in);
+    if (lessons_holder_unwatch(h)) {
+        return 0;
+    }
     rv = h->engine->listen_wait(apr_dbd_native_handle(h->db.driver,
                                                       h->db.handle),
                                 fd, wait > 0 ? wait : 0);
+    lessons_holder_watch(h);
     if (rv < 0) {
         return 0;
     }
@@ -685,6 +730,18 @@ static int lessons_holder_turn(lessons_holder_t *h, apr_pool_t *p)
         h->poked |= n > 0;
     } while (n == sizeof(drain));
     return lessons_holder_hear(h, p) >= 0;
+}
+
+/* One turn of a holder with a connection: 0 when the connection must
+ * go.
+ */
+static int lessons_holder_turn(lessons_holder_t *h, apr_pool_t *p)
+{
+    int ok;
+
+    lessons_holder_watch(h);
+    ok = lessons_holder_steps(h, p);
+    return lessons_holder_unwatch(h) ? 0 : ok;
 }
 
 static void *APR_THREAD_FUNC lessons_lease_thread(apr_thread_t *thread,
@@ -703,6 +760,7 @@ static void *APR_THREAD_FUNC lessons_lease_thread(apr_thread_t *thread,
     h->pid = (apr_uint32_t)getpid();
     h->acked.sum = -1;
     h->retry = LESSONS_LEASE_RETRY_MIN;
+    h->slot = -1;
     /* mod_dbd makes its pool in its own child_init, which may run after
      * ours: the first connection is tried a tick later.
      */
@@ -771,6 +829,30 @@ static apr_status_t lessons_lease_stop(void *data)
         ls->thread = NULL;
     }
     return APR_SUCCESS;
+}
+
+int lessons_lease_holders(server_rec *main)
+{
+    server_rec *s;
+    int n = 0;
+
+    /* The virtual hosts of one pool share its lease: count each once. */
+    for (s = main; s; s = s->next) {
+        lessons_srv_conf *sconf =
+            ap_get_module_config(s->module_config, &lessons_module);
+        server_rec *t;
+
+        for (t = main; sconf->lease && t != s; t = t->next) {
+            lessons_srv_conf *tconf =
+                ap_get_module_config(t->module_config, &lessons_module);
+
+            if (tconf->lease == sconf->lease) {
+                break;
+            }
+        }
+        n += sconf->lease && t == s;
+    }
+    return n;
 }
 
 void lessons_lease_child_init(apr_pool_t *pchild, server_rec *main)
