@@ -375,6 +375,19 @@ sub db_fault_lines {
                   : 'error_log: no database fault line';
 }
 
+# The server's own lines about its life (httpd's core and MPM, and any
+# emerg, alert or crit line): the last 15, for a server that stopped
+# answering (a graceful restart that failed, a parent that died).
+sub server_life_lines {
+    my ($dir) = @_;
+    open my $fh, '<', "$dir/error_log" or return "no error_log in $dir: $!";
+    my @lines = grep { /\[(?:core|mpm_\w+):|:(?:emerg|alert|crit)\]|exit signal/ } <$fh>;
+    chomp @lines;
+    splice @lines, 0, @lines - 15 if @lines > 15;
+    return @lines ? ('error_log, the server\'s life:', @lines)
+                  : 'error_log: no line of the server\'s life';
+}
+
 sub check {
     my ($mpm, $dir, $faults) = @_;
     my (@all, %clients);
@@ -408,11 +421,15 @@ sub check {
                            db_fault_lines($dir);
     my @lost = grep { $_->{st} == 599 } @all;
     my @lost_out = grep { !$in_window->($_) } @lost;
+    # The faults and the server's log first: a server that died leaves
+    # thousands of these, and the summary shows only the first lines.
     is scalar @lost_out, 0, "$mpm: no request without an answer outside a fault ("
         . scalar(@lost) . ' inside)'
-        or diag join "\n", map { "$_->{op} $_->{id} at $_->{t0}-$_->{t1}: $_->{why}" } @lost_out;
-    diag 'faults: ', join ', ', map { sprintf '%s %.3f-%.3f', $_->{name}, $_->{start}, $_->{end} } @$faults
-        if @lost_out;
+        or diag join "\n",
+            'faults: ' . join(', ', map { sprintf '%s %.3f-%.3f', $_->{name}, $_->{start}, $_->{end} } @$faults),
+            server_life_lines($dir),
+            (map { "$_->{op} $_->{id} at $_->{t0}-$_->{t1}: $_->{why}" } grep { defined } @lost_out[0 .. 9]),
+            (@lost_out > 10 ? sprintf('... and %d more', @lost_out - 10) : ());
     # A 401 only for the newest key's token, until the provider is back
     # (and the fault's grace after).
     my ($rotation) = grep { $_->{gen} } @$faults;
@@ -556,6 +573,7 @@ sub check {
         "$mpm: row count $count = seeded + $creates created - $deletes deleted"
         . ($unknown ? " (give or take the $unknown writes of unknown outcome)" : '');
 
+    my $told = 0;
     for my $f (@$faults) {
         my @in = grep { $_->{t1} >= $f->{start} && $_->{t0} <= $f->{end} } @all;
         my %o;
@@ -568,7 +586,8 @@ sub check {
             $DRIVER, $mpm, $f->{name}, $f->{end} - $f->{start},
             $f->{info} ? ", $f->{info}" : '', scalar @in,
             join(', ', map { "$_: $o{$_}" } sort keys %o) || 'none', $rec;
-        ok $first, "$mpm: writes succeed again after: $f->{name}";
+        ok $first, "$mpm: writes succeed again after: $f->{name}"
+            or $told++ or diag join "\n", server_life_lines($dir);
     }
     if ($rotation) {
         my @new = grep { $_->{op} eq 'read-idp' && $_->{title} eq "gen $rotation->{gen}" } @all;
