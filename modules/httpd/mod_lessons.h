@@ -373,6 +373,10 @@ typedef struct {
                                      * the metrics; NULL: none (not
                                      * merged: child_init sets it) */
     int lease_length_ms;            /* its length; 0: none (not merged) */
+    int leases;                     /* main server: how many leases
+                                     * post_config made (a holder thread
+                                     * each in every child); not merged:
+                                     * read from the main server only */
     apr_off_t cache_size;           /* LessonsCacheSize; -1: not set */
     lessons_cache_t *cache;         /* per process, shared by every vhost;
                                      * NULL: LessonsCacheSize 0 (not
@@ -810,10 +814,6 @@ const char *lessons_set_db_lease(cmd_parms *cmd, void *dconf,
                                  const char *arg);
 int lessons_lease_post_config(apr_pool_t *pconf, server_rec *main);
 void lessons_lease_child_init(apr_pool_t *pchild, server_rec *main);
-/* How many read leases the server holds (one holder thread each in
- * every child).
- */
-int lessons_lease_holders(server_rec *main);
 int lessons_lease_catalog(request_rec *r, const lessons_srv_conf *sconf,
                           lessons_catalog_t *cat);
 void lessons_lease_settle(lessons_ctx *c);

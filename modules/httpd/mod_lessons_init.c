@@ -749,6 +749,7 @@ void lessons_child_init(apr_pool_t *pchild, server_rec *s)
     apr_global_mutex_t *writers = NULL;
     apr_allocator_t *jobs = NULL;
     apr_hash_t *gates = apr_hash_make(pchild);
+    lessons_srv_conf *mconf;
     lessons_watch_t *watch;
     int threads = 1, slots, waiting;
 
@@ -759,8 +760,9 @@ void lessons_child_init(apr_pool_t *pchild, server_rec *s)
     /* One watch for the process: each worker thread has at most one
      * connection in use at a time, and so has each read lease's holder.
      */
+    mconf = ap_get_module_config(main->module_config, &lessons_module);
     watch = lessons_watch_make(pchild, (threads > 1 ? threads : 1)
-                                       + lessons_lease_holders(main));
+                                       + mconf->leases);
     for (; s; s = s->next) {
         lessons_srv_conf *sconf =
             ap_get_module_config(s->module_config, &lessons_module);

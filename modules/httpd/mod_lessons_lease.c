@@ -170,6 +170,7 @@ int lessons_lease_post_config(apr_pool_t *pconf, server_rec *main)
         sconf->lease_block = NULL;
         sconf->lease_length_ms = 0;
     }
+    mconf->leases = 0;
     if (mconf->lease_ms <= 0) {
         return OK;
     }
@@ -207,6 +208,7 @@ int lessons_lease_post_config(apr_pool_t *pconf, server_rec *main)
         }
         sconf->lease = ls;
     }
+    mconf->leases = n;
     if (n == 0) {
         ap_log_error(APLOG_MARK, APLOG_WARNING, 0, main, LESSONSLOG(00793)
                      "LessonsDBLease: no server here uses PostgreSQL "
@@ -829,30 +831,6 @@ static apr_status_t lessons_lease_stop(void *data)
         ls->thread = NULL;
     }
     return APR_SUCCESS;
-}
-
-int lessons_lease_holders(server_rec *main)
-{
-    server_rec *s;
-    int n = 0;
-
-    /* The virtual hosts of one pool share its lease: count each once. */
-    for (s = main; s; s = s->next) {
-        lessons_srv_conf *sconf =
-            ap_get_module_config(s->module_config, &lessons_module);
-        server_rec *t;
-
-        for (t = main; sconf->lease && t != s; t = t->next) {
-            lessons_srv_conf *tconf =
-                ap_get_module_config(t->module_config, &lessons_module);
-
-            if (tconf->lease == sconf->lease) {
-                break;
-            }
-        }
-        n += sconf->lease && t == s;
-    }
-    return n;
 }
 
 void lessons_lease_child_init(apr_pool_t *pchild, server_rec *main)
