@@ -265,8 +265,13 @@ timed() {
     curl -s -o /dev/null -w '%{http_code} %{time_total}\n' --max-time 30 \
         -H "Authorization: Bearer $TOKEN" "$1"
 }
-frozen=$(head -n 1 "$WORK/standby/postmaster.pid")
-frozen="$frozen $(pgrep -P "$frozen" | xargs echo)"
+# pg_pids DIR: the postmaster of the cluster in DIR and its children.
+pg_pids() {
+    local pm
+    pm=$(head -n 1 "$1/postmaster.pid")
+    echo "$pm $(pgrep -P "$pm" | xargs echo)"
+}
+frozen=$(pg_pids "$WORK/standby")
 # shellcheck disable=SC2086
 kill -STOP $frozen
 timed "$URL/$ID" >"$WORK/frozen" 2>&1 &
@@ -301,6 +306,14 @@ leased_conf() {
         -e "s|^ErrorLog .*|ErrorLog $WORK/logs/error$n.log|" \
         -e "s|^LessonsDBTimeout 5|LessonsDBTimeout 5\nLessonsDBLease 1|" \
         "$@" "$WORK/httpd.conf" >"$WORK/httpd$n.conf"
+}
+# stop_second: the leased server (HTTPD2_PID) stopped, killed if it
+# takes over 5 s.
+stop_second() {
+    kill -TERM "$HTTPD2_PID" 2>/dev/null || true
+    for _ in $(seq 1 50); do kill -0 "$HTTPD2_PID" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL -- "-$HTTPD2_PID" 2>/dev/null || true
+    HTTPD2_PID=""
 }
 PORT2=$(pick_port "$PORT")
 leased_conf 2 "$PORT2"
@@ -355,9 +368,7 @@ for _ in $(seq 1 50); do
     sleep 0.2
 done
 check "the standby no longer required: the fenced GET is 200 again ($st2)" [ "$st2" = 200 ]
-kill -TERM "$HTTPD2_PID" 2>/dev/null || true
-for _ in $(seq 1 50); do kill -0 "$HTTPD2_PID" 2>/dev/null || break; sleep 0.1; done
-kill -KILL -- "-$HTTPD2_PID" 2>/dev/null || true
+stop_second
 
 # --- a deposed primary resumed, its pooled connections kept (issue 58) -----
 # What the history suite's hastop met once (a Patroni primary frozen past
@@ -398,8 +409,7 @@ psql_at "$P1" "ALTER SYSTEM SET synchronous_standby_names = 'nobody'" >/dev/null
 psql_at "$P1" "SELECT pg_reload_conf()" >/dev/null
 probe_syncrep "$P1"
 check "the old primary's commits wait for a standby that never confirms" [ -n "$PROBE" ]
-deposed=$(head -n 1 "$WORK/primary/postmaster.pid")
-deposed="$deposed $(pgrep -P "$deposed" | xargs echo)"
+deposed=$(pg_pids "$WORK/primary")
 # shellcheck disable=SC2086
 kill -STOP $deposed
 moved=
@@ -419,10 +429,7 @@ check "the resumed old primary's lesson is never served under the lease ($st3 in
 read -r st _e <<<"$(URL=$URL3 api GET "")"
 check "nor its list ($st)" eval '! { [ "$st" = 200 ] && body_has "Auf dem Primärserver"; }'
 check "the connection that met it said so (LESSONS00315)" grep -q LESSONS00315 "$WORK/logs/error3.log"
-kill -TERM "$HTTPD2_PID" 2>/dev/null || true
-for _ in $(seq 1 50); do kill -0 "$HTTPD2_PID" 2>/dev/null || break; sleep 0.1; done
-kill -KILL -- "-$HTTPD2_PID" 2>/dev/null || true
-HTTPD2_PID=""
+stop_second
 pg pg_ctl -D "$WORK/primary" -m immediate -w stop >/dev/null 2>&1 || true
 
 echo "failover: recovered in ${recovery} s after the primary stopped; during it $total requests: $((total - n503)) 200, $n503 503 with Retry-After, $others other"
