@@ -21,7 +21,8 @@
 #                              LessonsDBLease off against on; printed as
 #                              for tokens.  BENCH_LEASE=SECONDS the lease
 #                              (default 2; 0: no lease rows in the full
-#                              run), BENCH_SERVERS="1 4 8" the servers
+#                              run), BENCH_SERVERS="1 4 8" the servers;
+#                              BENCH_ONLY=lease-writes: the writes only
 # It installs what it needs first (t/tools/deps.sh bench: wrk, siege,
 # valgrind, curl, gnuplot, the PostgreSQL server binaries and pgbench), builds the
 # module and, where node and npm are, the test provider's modules (make
@@ -39,7 +40,7 @@ bench: bench-deps
 	@$(MAKE) -s --no-print-directory all build/bench/statement build/bench/sqlite-loop \
 	    build/bench/tls-load
 	@# The read-lease rows alone need no test provider.
-	@if [ '$(BENCH_ONLY)' != lease ] && command -v node >/dev/null && command -v npm >/dev/null; then \
+	@if [ '$(filter lease lease-writes,$(BENCH_ONLY))' = '' ] && command -v node >/dev/null && command -v npm >/dev/null; then \
 	    $(MAKE) -s --no-print-directory idp-deps \
 	        || echo "bench: make idp-deps failed: the introspected row will be skipped" >&2; \
 	fi

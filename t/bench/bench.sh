@@ -32,7 +32,8 @@
 #                 lease-rows.sh; default 2): PostgreSQL's rows with
 #                 LessonsDBLease off and on; 0 leaves them out
 #   BENCH_ONLY=lease     only the read-lease rows, on PostgreSQL; printed
-#                 as for tokens
+#                 as for tokens; BENCH_ONLY=lease-writes only their
+#                 write rows
 #   BENCH_SERVERS        the read-lease rows' server counts (default "1 4")
 #
 # Per database, in this order: load t/bench/bench-lessons.sql; start httpd
@@ -84,13 +85,13 @@ case "$ONLY" in
     "") ;;
     tokens) DBS=${DBS%% *}; OUT=${BENCH_OUT:-} ;;
     shipped|shipped-writes) OUT=${BENCH_OUT:-} ;;
-    lease) DBS=pgsql; OUT=${BENCH_OUT:-} ;;
-    *) die "BENCH_ONLY: unknown rows $ONLY (tokens, shipped, shipped-writes or lease)" ;;
+    lease|lease-writes) DBS=pgsql; OUT=${BENCH_OUT:-} ;;
+    *) die "BENCH_ONLY: unknown rows $ONLY (tokens, shipped, shipped-writes, lease or lease-writes)" ;;
 esac
 LEASE=${BENCH_LEASE-2}
 case "$LEASE" in
     0|"") LEASE=0
-          [ "$ONLY" != lease ] || die "BENCH_ONLY=lease with BENCH_LEASE=0: no rows to run" ;;
+          [ "${ONLY#lease}" = "$ONLY" ] || die "BENCH_ONLY=$ONLY with BENCH_LEASE=0: no rows to run" ;;
     [1-9]|[1-9][0-9]) ;;
     *) die "BENCH_LEASE: $LEASE is not a lease length in seconds (0-99)" ;;
 esac
@@ -1081,6 +1082,7 @@ for DRIVER in $DBS; do
             shipped) shipped_phase "$DRIVER"; shipped_writes "$DRIVER" ;;
             shipped-writes) shipped_setup "$DRIVER"; shipped_writes "$DRIVER" ;;
             lease) lease_phase "$DRIVER" ;;
+            lease-writes) lease_write_phase "$DRIVER" ;;
         esac
         [ "$DRIVER" != pgsql ] || stop_pgsql
         meta "$DRIVER" seconds $(( $(date +%s) - DB_START ))

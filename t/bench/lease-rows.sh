@@ -124,3 +124,10 @@ lease_phase() {
     lease_shipped_rows "$db"
     lease_write_rows "$db"
 }
+
+# lease_write_phase DB: the write rows alone (BENCH_ONLY=lease-writes).
+lease_write_phase() {
+    meta lease-pgsql lease_seconds "$LEASE"
+    meta lease-pgsql lease_write_servers "$LEASE_WRITE_SERVERS"
+    lease_write_rows "$1"
+}

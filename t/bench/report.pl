@@ -396,8 +396,8 @@ the databases keep their durable defaults (SQLite WAL, synchronous FULL;
 PostgreSQL fsync and synchronous_commit on).
 
 EOF
-if ($E{ONLY} eq 'lease') {
-    # make bench BENCH_ONLY=lease: its rows alone.
+if ($E{ONLY} eq 'lease' || $E{ONLY} eq 'lease-writes') {
+    # make bench BENCH_ONLY=lease (or lease-writes): its rows alone.
     lease_report();
     printf "Targets: %d met, %d missed.\n", $met, $missed;
     print "\nNotes:\n\n", join("\n", map { "- $_" } @notes), "\n" if @notes;
