@@ -553,78 +553,15 @@ int lessons_lease_own(lessons_lease_t *l, const char *name,
     return lessons_lease_covers(&installed, v);
 }
 
-lessons_lease_turn_e lessons_lease_turn(lessons_lease_t *l,
-                                        apr_uint32_t ticket,
-                                        apr_interval_time_t deadline,
-                                        lessons_lease_check_t *out,
-                                        apr_uint32_t *asked)
+/* Under the lock: lessons_lease_settled's answer. */
+static int lessons_lease_settled_locked(lessons_lease_block_t *b,
+                                        const lessons_lease_check_t *chk,
+                                        apr_interval_time_t now,
+                                        apr_interval_time_t *until)
 {
-    lessons_lease_block_t *b = l->b;
-    apr_interval_time_t now, stale;
-    apr_uint32_t bell;
-
-    for (;;) {
-        if (!lessons_lease_lock(l)) {
-            return LESSONS_LEASE_TURN_NONE;
-        }
-        bell = apr_atomic_read32(&b->bell);
-        now = lessons_lease_clock();
-        if ((apr_int32_t)(b->answered - ticket) >= 0) {
-            memcpy(out, &b->check, sizeof(*out));
-            lessons_lease_unlock(l);
-            return LESSONS_LEASE_TURN_ANSWERED;
-        }
-        if (b->leader == 0 || now - b->led_at > LESSONS_LEASE_LEAD_STALE) {
-            /* Every ask made so far: this check is sent after them. */
-            b->leader = ticket;
-            b->led_at = now;
-            *asked = apr_atomic_read32(&b->asked);
-            lessons_lease_unlock(l);
-            return LESSONS_LEASE_TURN_LEAD;
-        }
-        stale = b->led_at + LESSONS_LEASE_LEAD_STALE + 1;
-        lessons_lease_unlock(l);
-        if (now >= deadline) {
-            return LESSONS_LEASE_TURN_NONE;
-        }
-        lessons_lease_sleep(l, bell, stale < deadline ? stale : deadline);
-    }
-}
-
-void lessons_lease_led(lessons_lease_t *l, apr_uint32_t ticket,
-                       apr_uint32_t asked, const lessons_lease_check_t *chk)
-{
-    lessons_lease_block_t *b = l->b;
-
-    if (!lessons_lease_lock(l)) {
-        return;
-    }
-    if (chk) {
-        lessons_lease_answers(b, asked, chk);
-    }
-    if (b->leader == ticket) {
-        b->leader = 0;
-    }
-    lessons_lease_unlock(l);
-    lessons_lease_ring(l);
-}
-
-int lessons_lease_settled(lessons_lease_t *l,
-                          const lessons_lease_check_t *chk,
-                          apr_interval_time_t now,
-                          apr_interval_time_t *until, apr_uint32_t *bell)
-{
-    lessons_lease_block_t *b = l->b;
     int i, settled = 1;
 
     *until = 0;
-    if (!lessons_lease_lock(l)) {
-        /* No word from anyone: wait out every lease there may be. */
-        *until = chk->at + apr_time_from_msec(LESSONS_LEASE_MAX_MS);
-        *bell = apr_atomic_read32(&b->bell);
-        return now >= *until;
-    }
-    *bell = apr_atomic_read32(&b->bell);
     if (chk->overflow) {
         apr_interval_time_t end = chk->at
                                   + apr_time_from_msec(LESSONS_LEASE_MAX_MS);
@@ -667,6 +604,96 @@ int lessons_lease_settled(lessons_lease_t *l,
             *until = end;
         }
     }
+    return settled;
+}
+
+lessons_lease_turn_e lessons_lease_turn(lessons_lease_t *l,
+                                        apr_uint32_t ticket,
+                                        apr_interval_time_t deadline,
+                                        lessons_lease_check_t *out,
+                                        apr_uint32_t *asked)
+{
+    lessons_lease_block_t *b = l->b;
+    apr_interval_time_t now, stale, gate;
+    apr_uint32_t bell;
+
+    for (;;) {
+        if (!lessons_lease_lock(l)) {
+            return LESSONS_LEASE_TURN_NONE;
+        }
+        bell = apr_atomic_read32(&b->bell);
+        now = lessons_lease_clock();
+        if ((apr_int32_t)(b->answered - ticket) >= 0) {
+            memcpy(out, &b->check, sizeof(*out));
+            lessons_lease_unlock(l);
+            return LESSONS_LEASE_TURN_ANSWERED;
+        }
+        if (b->leader == 0 && now < b->check.at + LESSONS_LEASE_ROUND_WAIT
+            && !lessons_lease_settled_locked(b, &b->check, now, &gate)) {
+            /* The last check's acknowledgements are on their way: the
+             * writes that ask meanwhile wait for them, a little, and
+             * then share one check, and the other servers one catch-up
+             * each, instead of one each per write.
+             */
+            gate = b->check.at + LESSONS_LEASE_ROUND_WAIT;
+            lessons_lease_unlock(l);
+            if (now >= deadline) {
+                return LESSONS_LEASE_TURN_NONE;
+            }
+            lessons_lease_sleep(l, bell, gate < deadline ? gate : deadline);
+            continue;
+        }
+        if (b->leader == 0 || now - b->led_at > LESSONS_LEASE_LEAD_STALE) {
+            /* Every ask made so far: this check is sent after them. */
+            b->leader = ticket;
+            b->led_at = now;
+            *asked = apr_atomic_read32(&b->asked);
+            lessons_lease_unlock(l);
+            return LESSONS_LEASE_TURN_LEAD;
+        }
+        stale = b->led_at + LESSONS_LEASE_LEAD_STALE + 1;
+        lessons_lease_unlock(l);
+        if (now >= deadline) {
+            return LESSONS_LEASE_TURN_NONE;
+        }
+        lessons_lease_sleep(l, bell, stale < deadline ? stale : deadline);
+    }
+}
+
+void lessons_lease_led(lessons_lease_t *l, apr_uint32_t ticket,
+                       apr_uint32_t asked, const lessons_lease_check_t *chk)
+{
+    lessons_lease_block_t *b = l->b;
+
+    if (!lessons_lease_lock(l)) {
+        return;
+    }
+    if (chk) {
+        lessons_lease_answers(b, asked, chk);
+    }
+    if (b->leader == ticket) {
+        b->leader = 0;
+    }
+    lessons_lease_unlock(l);
+    lessons_lease_ring(l);
+}
+
+int lessons_lease_settled(lessons_lease_t *l,
+                          const lessons_lease_check_t *chk,
+                          apr_interval_time_t now,
+                          apr_interval_time_t *until, apr_uint32_t *bell)
+{
+    lessons_lease_block_t *b = l->b;
+    int settled;
+
+    if (!lessons_lease_lock(l)) {
+        /* No word from anyone: wait out every lease there may be. */
+        *until = chk->at + apr_time_from_msec(LESSONS_LEASE_MAX_MS);
+        *bell = apr_atomic_read32(&b->bell);
+        return now >= *until;
+    }
+    *bell = apr_atomic_read32(&b->bell);
+    settled = lessons_lease_settled_locked(b, chk, now, until);
     lessons_lease_unlock(l);
     return settled;
 }

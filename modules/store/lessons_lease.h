@@ -200,6 +200,11 @@ typedef enum {
 
 /* A leader that has not finished after this is taken over. */
 #define LESSONS_LEASE_LEAD_STALE  apr_time_from_msec(500)
+/* A lead waits this long at most, after the last check came back, for
+ * that check's acknowledgements: the asks made meanwhile then share the
+ * next check (writes in rounds, not one check each).
+ */
+#define LESSONS_LEASE_ROUND_WAIT  apr_time_from_msec(3)
 
 lessons_lease_turn_e lessons_lease_turn(lessons_lease_t *l,
                                         apr_uint32_t ticket,

@@ -212,6 +212,19 @@ static void test_checks_answer_only_earlier_asks(void **state)
     assert_false(lessons_lease_wanted(l));
 }
 
+/* The holder's process holds the block; a first write asks and leads. */
+static apr_uint32_t first_lead(lessons_lease_t *l, lessons_lease_check_t *out,
+                               apr_uint32_t *upto)
+{
+    apr_uint32_t t1;
+
+    assert_true(lessons_lease_hold(l, ME, T0, MS(3000), alive_always));
+    t1 = lessons_lease_ask(l);
+    assert_int_equal(lessons_lease_turn(l, t1, lessons_lease_clock(), out,
+                                        upto), LESSONS_LEASE_TURN_LEAD);
+    return t1;
+}
+
 /* Writers share checks: the first to ask makes one for every ask before
  * it sends it; a later ask waits for the next; an older check that comes
  * back late answers nothing it did not; a leader that never finishes is
@@ -228,10 +241,7 @@ static void test_writers_share_checks(void **state)
 
     (void)state;
     out = apr_pcalloc(pool, sizeof(*out));
-    assert_true(lessons_lease_hold(l, ME, T0, MS(3000), alive_always));
-    t1 = lessons_lease_ask(l);
-    assert_int_equal(lessons_lease_turn(l, t1, lessons_lease_clock(), out,
-                                        &upto), LESSONS_LEASE_TURN_LEAD);
+    t1 = first_lead(l, out, &upto);
     assert_int_equal(upto, t1);
     /* Asked while t1's check is out: it must wait for the next one. */
     t2 = lessons_lease_ask(l);
@@ -267,6 +277,44 @@ static void test_writers_share_checks(void **state)
     assert_true(lessons_lease_clock() - began >= LESSONS_LEASE_LEAD_STALE);
     assert_true(lessons_lease_clock() - began < MS(2000));
     assert_int_equal(upto2, t4);
+}
+
+/* Writes in rounds: while the last check's acknowledgements are on
+ * their way, a new ask waits for them (a little) instead of leading a
+ * check of its own; an acknowledgement, or the round's bound, lets it.
+ */
+static void test_writers_wait_for_the_round(void **state)
+{
+    lessons_lease_t *l = fresh();
+    lessons_lease_check_t *c4, *out;
+    lessons_lease_version_t v4 = version("e1", 4);
+    apr_uint32_t t1, t2, t3, upto = 0;
+    apr_interval_time_t began;
+
+    (void)state;
+    out = apr_pcalloc(pool, sizeof(*out));
+    t1 = first_lead(l, out, &upto);
+    c4 = check_of("e1", 4, lessons_lease_clock());
+    add_row(c4, "b", 6, 1000, 3);       /* b has not acknowledged 4 */
+    lessons_lease_led(l, t1, upto, c4);
+    /* No leader, but b's acknowledgement is due: t2 does not lead. */
+    t2 = lessons_lease_ask(l);
+    assert_int_equal(lessons_lease_turn(l, t2, lessons_lease_clock(), out,
+                                        &upto), LESSONS_LEASE_TURN_NONE);
+    lessons_lease_heard(l, "b", 6, &v4, lessons_lease_clock());
+    assert_int_equal(lessons_lease_turn(l, t2, lessons_lease_clock(), out,
+                                        &upto), LESSONS_LEASE_TURN_LEAD);
+    assert_int_equal(upto, t2);
+    /* A round b never acknowledges holds the next lead for its bound. */
+    c4 = check_of("e1", 5, lessons_lease_clock());
+    add_row(c4, "b", 6, 1000, 4);
+    lessons_lease_led(l, t2, upto, c4);
+    t3 = lessons_lease_ask(l);
+    began = lessons_lease_clock();
+    assert_int_equal(lessons_lease_turn(l, t3, began + MS(2000), out,
+                                        &upto), LESSONS_LEASE_TURN_LEAD);
+    assert_true(lessons_lease_clock() - c4->at >= LESSONS_LEASE_ROUND_WAIT);
+    assert_true(lessons_lease_clock() - began < MS(1000));
 }
 
 static void test_settled_by_acks_or_ends(void **state)
@@ -463,6 +511,7 @@ int main(void)
         cmocka_unit_test(test_one_holder_and_the_next),
         cmocka_unit_test(test_checks_answer_only_earlier_asks),
         cmocka_unit_test(test_writers_share_checks),
+        cmocka_unit_test(test_writers_wait_for_the_round),
         cmocka_unit_test(test_settled_by_acks_or_ends),
         cmocka_unit_test(test_own_server_needs_its_install_only),
         cmocka_unit_test(test_a_writer_raises_its_own_server),
