@@ -541,14 +541,17 @@ test: test-deps
 # sanitizer runs: the integration suite on both databases against the
 # ASan/UBSan build, in that release's root.  This machine runs the
 # integration suite on both databases at once (as make test does), the
-# fuzzers (BACKGROUND_SUITES) beside it, then the fragments.  The suite
-# ran three times before (plain here and in the root, sanitized here):
-# CI used both CPUs from start to end and took 52 to 60 minutes.
-# Background lines are held back until the rest is done.
+# package test and the fuzzers (BACKGROUND_SUITES, one after the other)
+# beside it, then the fragments.  The suite ran three times before (plain
+# here and in the root, sanitized here): CI used both CPUs from start to
+# end and took 52 to 60 minutes.  Background lines are held back until
+# the rest is done; sudo is asked first, as for make test, since the
+# root and the package test need it and run with no terminal.
 TEST_BUILDS ?=
 test-all: test-deps
 	@$(MAKE) -s --no-print-directory all $(UNIT_TESTS) test-tools $(TEST_BUILDS)
 	@$(mine)
+	@[ "$$(id -u)" -eq 0 ] || ! command -v sudo >/dev/null || sudo -v
 	@$(with_counts); $(run_units); $(run_house); $(run_monitor); \
 	    $(start_release); $(start_background); $(call run_integration_both,); \
 	    $(run_fragment_suites); \
