@@ -20,4 +20,16 @@ history: test-deps
 .PHONY: history-ha
 history-ha: test-deps
 	@$(MAKE) -s --no-print-directory all
-	@HISTORY_TIER=patroni HISTORY_SECONDS=$${HA_SECONDS:-25} t/history/run.sh
+	@t/history/ha.sh
+
+# The same in the other release's root, with its packages:
+# LESSONS_RELEASE_TARGET=history-ha-release t/release/run.sh.  Not yet
+# in make test-release: in a Debian 13 root (Patroni 4.0.7 on etcd3) the
+# first write after a killed primary came 18.8-20.6 s after the kill,
+# over the 15 s this tier allows (9.1 s on Debian 12), and why is not
+# known yet (issue 58).
+.PHONY: history-ha-release
+history-ha-release:
+	@t/tools/deps.sh release
+	@$(MAKE) -s --no-print-directory all
+	@t/history/ha.sh

@@ -120,6 +120,17 @@ ha_write_patroni() {    # ha_write_patroni NODE
     } >"$WORK/patroni-$n.yml"
 }
 
+# The end of each node's Patroni and etcd log: the run's directory is
+# gone after CI (and with the other release's root, after the run).
+ha_log_tails() {
+    local f
+    for f in "$WORK"/etcd-*.log "$WORK"/patroni-*.log; do
+        [ -f "$f" ] || continue
+        echo "history: the end of ${f##*/}:"
+        tail -n 12 "$f" | sed 's/^/    /'
+    done
+}
+
 ha_start_node() {       # ha_start_node NODE
     local n=$1
     # From this run's directory: as root Patroni runs as the test user,
@@ -203,7 +214,7 @@ ha_setup() {
         ha_write_patroni "$n" || die "the Patroni block of $HA_DOC changed"
         ha_start_node "$n"
     done
-    ha_wait_healthy 90 || die "Patroni did not make a cluster (logs in $WORK)"
+    ha_wait_healthy 90 || { ha_log_tails >&2; die "Patroni did not make a cluster (logs in $WORK)"; }
     leader=$(ha_primary) || die "no leader"
     # The document's passwords (pg_hba: scram-sha-256); the API's role
     # has this run's.

@@ -52,16 +52,19 @@ libjson-validator-perl libyaml-libyaml-perl libdbd-sqlite3-perl libdbd-pg-perl
 build-essential
 dpkg-dev debhelper fakeroot lintian wrk
 postgresql-client ca-certificates
-openssh-client"
+openssh-client
+patroni python3-etcd etcd-server etcd-client"
 # openssh-client: ssh-keygen, for configtest.t's SSH keys that an HS*
 # key file must never be taken as (issue 55).
+# patroni, etcd-server and etcd-client: the history suite's Patroni tier
+# (issue 58), here and in the other release's root, whose servers it
+# starts itself; the units the packages enable for the next boot are
+# disabled again (undo).  python3-etcd by name: Debian 13's patroni
+# takes python3-consul for its store and then knows no etcd.
 # What only make test on the machine itself needs, not the other
 # release's root (make test-release): the fuzzers' and sanitizers' clang,
 # and debootstrap, which makes that root.
-# patroni, etcd-server and etcd-client: the history suite's Patroni tier
-# (issue 58), whose servers it starts itself; the units the packages
-# enable for the next boot are disabled again (undo).
-HOST_PACKAGES="clang libclang-rt-dev llvm debootstrap patroni etcd-server etcd-client"
+HOST_PACKAGES="clang libclang-rt-dev llvm debootstrap"
 # gnuplot-nox (with fonts-dejavu-core): make bench's figures.
 BENCH_PACKAGES="wrk valgrind curl strace gnuplot-nox fonts-dejavu-core"
 
