@@ -12,8 +12,8 @@
 # no longer has fails the run, so that page and test cannot drift apart.
 #
 # Needs from run.sh: WORK, PGBIN, AS_PG (the PostgreSQL user's prefix),
-# pick_port, die, pg, psql_at, ha_settings (below) reads HA_TTL,
-# HA_LOOP_WAIT, HA_RETRY_TIMEOUT.
+# pick_port, die, pg, psql_at.  Sets HA_TTL, the leader key's TTL in
+# effect (run.sh's bounds follow it).
 #
 #   ha_setup            the cluster, with the lessons database, 1 primary
 #                       and 2 streaming replicas (1 synchronous)
@@ -23,18 +23,16 @@
 #   ha_signal_node SIG NODE
 #   ha_start_node NODE  its Patroni started again
 #   ha_stop             everything stopped
-HA_TTL=${HA_TTL:-10}
-HA_LOOP_WAIT=${HA_LOOP_WAIT:-2}
-HA_RETRY_TIMEOUT=${HA_RETRY_TIMEOUT:-4}
 # Which etcd API Patroni speaks: etcd3, or etcd (v2, which etcd 3.4 and
 # 3.5 serve with --enable-v2).  Patroni before 3.0.3 (Debian 12 has
 # 3.0.2) may overwrite a new leader's key on etcd3 after a pause longer
 # than the TTL (patroni/patroni#2689): the old primary takes the lead
 # back and the new one's answered writes are rewound away.  Its v2 code
 # compares the key's value before renewing it.
+HA_PATRONI_VERSION=$(patroni --version | awk '{ print $2 }')
 if [ -z "${HA_DCS:-}" ]; then
     HA_DCS=etcd3
-    dpkg --compare-versions "$(patroni --version | awk '{ print $2 }')" lt 3.0.3 && HA_DCS=etcd
+    dpkg --compare-versions "$HA_PATRONI_VERSION" lt 3.0.3 && HA_DCS=etcd
 fi
 HA_NODES="n0 n1 n2"
 declare -A HA_PG_PORT HA_API_PORT HA_ETCD_PORT HA_PEER_PORT HA_PATRONI_PID HA_ETCD_PID
@@ -64,6 +62,16 @@ ha_fill() {
         }
         print $t' "$@"
 }
+
+# The TTL in effect: the document's, which Patroni 4.0 (Debian 13) raises
+# to 20 when smaller (its config.py), as the document says; the block is
+# then written with 20, as the document asks an admin to.
+HA_DOC_TTL=$(ha_doc_block yaml | sed -n 's/^ *ttl: *\([0-9][0-9]*\) *$/\1/p')
+[ -n "$HA_DOC_TTL" ] || die "patroni.sh: $HA_DOC has no ttl in its Patroni block"
+HA_TTL=$HA_DOC_TTL
+if [ "$HA_TTL" -lt 20 ] && dpkg --compare-versions "$HA_PATRONI_VERSION" ge 4.0; then
+    HA_TTL=20
+fi
 
 ha_etcd_hosts() {
     local n out=""
@@ -107,6 +115,7 @@ ha_write_patroni() {    # ha_write_patroni NODE
     local n=$1
     { ha_doc_block yaml | ha_fill \
         "name: pg1" "name: $n" \
+        "ttl: $HA_DOC_TTL" "ttl: $HA_TTL" \
         "10.0.0.11:8008" "127.0.0.1:${HA_API_PORT[$n]}" \
         $'\netcd:\n  hosts:' $'\n'"$HA_DCS:"$'\n  hosts:' \
         "10.0.0.11:2379,10.0.0.12:2379,10.0.0.13:2379" "$(ha_etcd_hosts)" \
