@@ -3,43 +3,13 @@
  * lessons_route.c: request path -> operation.  The path is the decoded
  * r->uri; nothing here allocates, so it is cheap on every request.
  */
-#include <errno.h>
 #include <limits.h>
 #include <string.h>
 
 #include "apr_strings.h"
 
 #include "api/lessons_route.h"
-
-/* Parse a whole segment [s, end) as a decimal integer within [min, max]:
- * optional '-', then digits, no leading '+', no spaces, no overflow.
- * The byte at end is '/' or NUL, so apr_strtoi64 stops there.  Returns 1
- * on success.
- */
-static int lessons_route_number(const char *s, const char *end,
-                                apr_int64_t min, apr_int64_t max,
-                                apr_int64_t *out)
-{
-    const char *d = (s < end && *s == '-') ? s + 1 : s;
-    char *stop = NULL;
-    apr_int64_t v;
-
-    if (d == end) {
-        return 0;
-    }
-    for (; d < end; d++) {
-        if (*d < '0' || *d > '9') {
-            return 0;
-        }
-    }
-    errno = 0;
-    v = apr_strtoi64(s, &stop, 10);
-    if (errno || stop != end || v < min || v > max) {
-        return 0;
-    }
-    *out = v;
-    return 1;
-}
+#include "base/lessons_decimal.h"
 
 static int lessons_route_is(const char *s, const char *end, const char *word)
 {
@@ -87,15 +57,16 @@ lessons_route_t lessons_route_match(const char *base, const char *path)
         else if (lessons_route_is(rest, end, "advanced")) {
             r.route = LESSONS_ROUTE_ADVANCED;
         }
-        else if (lessons_route_number(rest, end, APR_INT64_MIN,
-                                      APR_INT64_MAX, &r.arg)) {
+        else if (lessons_decimal_i64(rest, (apr_size_t)(end - rest),
+                                     APR_INT64_MIN, APR_INT64_MAX,
+                                     &r.arg)) {
             r.route = LESSONS_ROUTE_ITEM;
         }
         return r.route == LESSONS_ROUTE_NONE ? none : r;
     }
     if (lessons_route_is(rest, slash, "level")
-        && lessons_route_number(slash + 1, end, INT_MIN, INT_MAX,
-                                &r.arg)) {
+        && lessons_decimal_i64(slash + 1, (apr_size_t)(end - slash - 1),
+                               INT_MIN, INT_MAX, &r.arg)) {
         r.route = LESSONS_ROUTE_LEVEL;
         return r;
     }

@@ -10,13 +10,13 @@
  * statement is a round trip (PostgreSQL), both are one statement, which
  * is its own transaction: a data-modifying WITH and the same read.
  */
-#include <errno.h>
 #include <limits.h>
 #include <string.h>
 #include <sys/uio.h>
 
 #include "apr_strings.h"
 
+#include "base/lessons_decimal.h"
 #include "store/lessons_engine.h"
 #include "store/lessons_store.h"
 
@@ -575,22 +575,13 @@ int lessons_store_idempotency_ready(const lessons_db_t *db)
                            APR_HASH_KEY_STRING) != NULL;
 }
 
-/* A whole decimal column value as a 64-bit integer. */
+/* A whole decimal column value as a 64-bit integer (not through errno,
+ * which a signal handler may change meanwhile: lessons_decimal.h).
+ */
 static int lessons_parse_i64(const char *s, apr_int64_t *out)
 {
-    char *end;
-    apr_int64_t v;
-
-    if (!s || !*s) {
-        return 0;
-    }
-    errno = 0;
-    v = apr_strtoi64(s, &end, 10);
-    if (errno || *end) {
-        return 0;
-    }
-    *out = v;
-    return 1;
+    return s && lessons_decimal_i64(s, strlen(s), APR_INT64_MIN,
+                                    APR_INT64_MAX, out);
 }
 
 static int lessons_parse_int(const char *s, int *out)
