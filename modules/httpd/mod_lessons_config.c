@@ -7,6 +7,7 @@
  */
 
 #include "httpd/mod_lessons.h"
+#include "base/lessons_decimal.h"
 
 void *lessons_create_dir_conf(apr_pool_t *p, char *dir)
 {
@@ -1378,27 +1379,26 @@ const char *lessons_set_base_path(cmd_parms *cmd, void *dconf,
 
 /* The one parser of the numeric directives: a whole decimal number, a
  * size with an optional K, M or G (bytes), within the bounds the command
- * table gives (lessons_number_t, cmd->info).
+ * table gives (lessons_number_t, cmd->info).  Not through errno: an
+ * .htaccess file is read in a child, whose signal handlers may set it
+ * (lessons_decimal.h).
  */
 static const char *lessons_parse_number(cmd_parms *cmd, const char *arg,
                                         const lessons_number_t *n,
                                         apr_int64_t *out)
 {
-    char *end;
-    apr_int64_t v, unit = 1;
+    apr_size_t len = strlen(arg);
+    apr_int64_t v = 0, unit = 1;
 
-    errno = 0;
-    v = apr_strtoi64(arg, &end, 10);
-    if (n->kind == LESSONS_NUMBER_BYTES && end != arg && *end && !end[1]) {
-        switch (apr_toupper(*end)) {
-        case 'K': unit = 1024; end++; break;
-        case 'M': unit = 1024 * 1024; end++; break;
-        case 'G': unit = 1024 * 1024 * 1024; end++; break;
+    if (n->kind == LESSONS_NUMBER_BYTES && len > 1) {
+        switch (apr_toupper(arg[len - 1])) {
+        case 'K': unit = 1024; len--; break;
+        case 'M': unit = 1024 * 1024; len--; break;
+        case 'G': unit = 1024 * 1024 * 1024; len--; break;
         default: break;
         }
     }
-    if (errno || end == arg || *end || v < n->min / unit
-        || v > n->max / unit) {
+    if (!lessons_decimal_i64(arg, len, n->min / unit, n->max / unit, &v)) {
         return apr_psprintf(cmd->pool, "%s takes %s from %" APR_INT64_T_FMT
                             " to %" APR_INT64_T_FMT "%s, not '%s'",
                             cmd->cmd->name,
