@@ -1379,9 +1379,9 @@ const char *lessons_set_base_path(cmd_parms *cmd, void *dconf,
 
 /* The one parser of the numeric directives: a whole decimal number, a
  * size with an optional K, M or G (bytes), within the bounds the command
- * table gives (lessons_number_t, cmd->info).  Not through errno: an
- * .htaccess file is read in a child, whose signal handlers may set it
- * (lessons_decimal.h).
+ * table gives (lessons_number_t, cmd->info).  Read as every number the
+ * module reads (lessons_decimal.h), though directives are read only at
+ * start-up (none is taken from .htaccess: lessons_in_htaccess).
  */
 static const char *lessons_parse_number(cmd_parms *cmd, const char *arg,
                                         const lessons_number_t *n,
