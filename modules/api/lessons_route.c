@@ -6,8 +6,6 @@
 #include <limits.h>
 #include <string.h>
 
-#include "apr_strings.h"
-
 #include "api/lessons_route.h"
 #include "base/lessons_decimal.h"
 
