@@ -332,6 +332,11 @@ typedef struct {
     module *dbd_module;             /* to see whether mod_dbd has lent
                                      * this request a connection (not
                                      * merged) */
+    const apr_array_header_t *dbd_init_sql; /* this server's DBDInitSQL,
+                                     * for a connection the module opens
+                                     * again itself (lessons_db_ready);
+                                     * NULL when mod_dbd's configuration
+                                     * cannot be read (not merged) */
     int threads;                    /* worker threads per process (not
                                      * merged) */
     lessons_gate_t *gate;           /* NULL when one thread per process

@@ -358,6 +358,7 @@ int lessons_dbd_open(lessons_ctx *c)
     }
     c->db.driver = dbd->driver;
     c->db.handle = dbd->handle;
+    c->db.init_sql = sconf->dbd_init_sql;
     c->db_pool = dbd->pool;
 
     /* The statement gets what is left of the bound; a wait of under a

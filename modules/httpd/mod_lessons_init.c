@@ -575,6 +575,7 @@ int lessons_post_config(apr_pool_t *pconf, apr_pool_t *plog,
     lessons_srv_conf *mconf =
         ap_get_module_config(s->module_config, &lessons_module);
     server_rec *main_server = s;
+    const dbd_cfg_t *dbd_cfg;
     lessons_metrics_t *metrics;
     apr_array_header_t *sources;
 
@@ -627,6 +628,8 @@ int lessons_post_config(apr_pool_t *pconf, apr_pool_t *plog,
         sconf->dbd_open = dbd_open;
         sconf->dbd_close = dbd_close;
         sconf->dbd_module = dbd_module;
+        dbd_cfg = lessons_dbd_cfg(s, main_server, dbd_module);
+        sconf->dbd_init_sql = dbd_cfg ? dbd_cfg->init_queries : NULL;
         sconf->writers = writers;
     }
     /* The counters, kept across restarts, and the keys URLs in them. */
@@ -829,7 +832,9 @@ void lessons_child_init(apr_pool_t *pchild, server_rec *s)
     lessons_lease_child_init(pchild, main);
 }
 
-/* mod_dbd made a connection: now we know its DBDMax. */
+/* mod_dbd made a connection: now we know its DBDMax.  Its DBDInitSQL
+ * runs next: the engine lets those statements wait out a moment's lock.
+ */
 apr_status_t lessons_dbd_connected(apr_pool_t *p, dbd_cfg_t *cfg,
                                    ap_dbd_t *dbd)
 {
@@ -839,7 +844,11 @@ apr_status_t lessons_dbd_connected(apr_pool_t *p, dbd_cfg_t *cfg,
     int slots, waiting;
 
     (void)p;
-    (void)dbd;
+    if (dbd) {
+        lessons_db_t db = { dbd->driver, dbd->handle, NULL, NULL, NULL };
+
+        lessons_db_connected(&db);
+    }
     if (sconf && sconf->gate && cfg->nmax > 0) {
         lessons_gate_size(sconf->threads, cfg->nmax, &slots, &waiting);
         lessons_gate_resize(sconf->gate, slots, waiting);

@@ -181,6 +181,17 @@ static apr_status_t lessons_db_close_own(void *data)
     return apr_dbd_close(own->driver, own->handle);
 }
 
+void lessons_db_connected(const lessons_db_t *db)
+{
+    const lessons_engine_t *engine = db ? lessons_engine_of(db->driver)
+                                        : NULL;
+    void *native = lessons_db_native(db);
+
+    if (engine && engine->connected && native) {
+        engine->connected(native);
+    }
+}
+
 /* A connection that opened its database read-only stays so after the
  * admin fixes the file (SQLite decides at open), and mod_dbd has no way
  * to drop it: apr_dbd_sqlite3's connection check passes while it has a
@@ -188,7 +199,11 @@ static apr_status_t lessons_db_close_own(void *data)
  * opens it again itself, in the connection's pool, and uses that handle
  * for its statements from then on.  mod_dbd's handle (other modules'
  * statements, DBDPrepareSQL's) stays as it was until mod_dbd ends the
- * connection; DBDInitSQL is not run on the new one.
+ * connection.  The new one gets what mod_dbd gives each connection it
+ * makes: the engine's settings for a new connection, then DBDInitSQL's
+ * statements in order, up to the first that fails, whose result is not
+ * looked at (apr_dbd_sqlite3 counts a PRAGMA's row as a failure, though
+ * the PRAGMA took effect).
  */
 static void lessons_db_reopen(lessons_db_t *db,
                               const lessons_engine_t *engine,
@@ -199,6 +214,7 @@ static void lessons_db_reopen(lessons_db_t *db,
     apr_pool_t *p;
     apr_dbd_t *handle = NULL;
     const char *err = NULL;
+    int i, rows;
 
     if (conn->own) {
         db->handle = conn->own;
@@ -218,6 +234,14 @@ static void lessons_db_reopen(lessons_db_t *db,
     own->handle = handle;
     apr_pool_cleanup_register(p, own, lessons_db_close_own,
                               apr_pool_cleanup_null);
+    lessons_db_connected(own);
+    for (i = 0; db->init_sql && i < db->init_sql->nelts; i++) {
+        const char *sql = APR_ARRAY_IDX(db->init_sql, i, const char *);
+
+        if (!sql || apr_dbd_query(db->driver, handle, &rows, sql) != 0) {
+            break;
+        }
+    }
     conn->own = handle;
     conn->backend = 0;              /* prepare everything on it */
     db->handle = handle;

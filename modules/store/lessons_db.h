@@ -27,9 +27,19 @@
  * statement_timeout and lock_timeout; SQLite's own waits are short and
  * bounded by the driver).  conn_pool must live
  * as long as the connection.  On failure *err says why.
+ *
+ * A SQLite connection that opened its file read-only is opened again
+ * once the file can be written (lessons_engine_t's reopen), and
+ * db->init_sql is run on the new one as mod_dbd runs DBDInitSQL.
  */
 lessons_db_fault_e lessons_db_ready(lessons_db_t *db, apr_pool_t *conn_pool,
                                     long timeout_ms, const char **err);
+
+/* mod_dbd has just made db's connection (its post_connect hook, before
+ * DBDInitSQL runs): the engine's settings for the first statements
+ * (lessons_engine_t's connected).
+ */
+void lessons_db_connected(const lessons_db_t *db);
 
 /* Make db (ready, as lessons_db_ready left it) ready for a create with
  * Idempotency-Key: its statements are prepared on the connection the

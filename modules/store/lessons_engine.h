@@ -78,6 +78,13 @@ typedef struct {
     const char *(*session_sql)(apr_pool_t *p, long timeout_ms);
     void (*tune)(void *native);
 
+    /* A connection just made, before anything runs on it (mod_dbd's
+     * DBDInitSQL first, which mod_dbd runs once and whose failure it
+     * neither logs nor acts on): let its statements wait out a lock
+     * another connection holds for a moment (NULL: nothing to do).
+     */
+    void (*connected)(void *native);
+
     /* Once per backend: one row, one column of hex digits that changes
      * when the server's history does (a promoted standby, a database
      * re-created from a dump), though the lessons_database row, copied

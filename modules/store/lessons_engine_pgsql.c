@@ -291,6 +291,7 @@ const lessons_engine_t lessons_engine_pgsql = {
     lessons_pgsql_backend,
     lessons_pgsql_session_sql,
     NULL,
+    NULL,                           /* a statement waits on a lock anyway */
     LESSONS_PGSQL_IDENTITY_SQL,
     LESSONS_PGSQL_EPOCH_SQL,
     lessons_pgsql_fault,

@@ -21,6 +21,12 @@
  */
 #define LESSONS_SQLITE_BUSY_MS 10
 
+/* A new connection waits up to this long for a lock before its first
+ * statements (lessons_sqlite_connected): locks at open and close last
+ * milliseconds.
+ */
+#define LESSONS_SQLITE_CONNECT_BUSY_MS 1000
+
 static long lessons_sqlite_backend(void *native, const char **err)
 {
     (void)native;
@@ -32,6 +38,22 @@ static void lessons_sqlite_tune(void *native)
 {
     if (native) {
         sqlite3_busy_timeout(native, LESSONS_SQLITE_BUSY_MS);
+    }
+}
+
+/* A new connection's first statements (DBDInitSQL's PRAGMAs) meet the
+ * file locked for a moment when other processes open or close it at the
+ * same time: the first reader after the last one closed rebuilds the
+ * WAL's index, the last one to close checkpoints, each under an
+ * exclusive lock.  Without a wait, preparing the statement fails at
+ * once, mod_dbd drops the error, and the connection serves without the
+ * admin's settings (a max_page_count, say).  tune() puts the short wait
+ * back before the module's first statement.
+ */
+static void lessons_sqlite_connected(void *native)
+{
+    if (native) {
+        sqlite3_busy_timeout(native, LESSONS_SQLITE_CONNECT_BUSY_MS);
     }
 }
 
@@ -247,6 +269,7 @@ const lessons_engine_t lessons_engine_sqlite3 = {
     lessons_sqlite_backend,
     NULL,
     lessons_sqlite_tune,
+    lessons_sqlite_connected,
     /* The schema cookie: sqlite3's .restore (the backup API) sets it one
      * past the database's own, whatever the backup's was.  Read once per
      * connection, not in every statement (the pragma's table form

@@ -25,6 +25,10 @@ typedef struct {
     const char *identity;       /* hex digits the server's history adds to
                                  * the epoch (lessons_engine_t's
                                  * identity_sql), or NULL */
+    const apr_array_header_t *init_sql; /* mod_dbd's DBDInitSQL (char *
+                                 * each), for a connection the module
+                                 * opens itself (lessons_db_ready), or
+                                 * NULL */
 } lessons_db_t;
 
 /* The statements, prepared on each connection when it is first used

@@ -7,7 +7,9 @@
  * fixed, without a new pooled connection), locked by another writer
  * (answered within about two seconds), file replaced, and a new
  * connection that meets the file locked for a moment (as after a
- * graceful restart) prepared once the lock is gone.
+ * graceful restart) prepared once the lock is gone (its DBDInitSQL
+ * waits the lock out too), and DBDInitSQL run on a connection opened
+ * again.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -321,6 +323,48 @@ static void test_read_only_fixed(void **state)
     assert_int_equal(write_one(c), LESSONS_DB_OK);
 }
 
+/* One number a PRAGMA reads on a handle. */
+static sqlite3_int64 pragma_number(apr_dbd_t *handle, const char *sql)
+{
+    sqlite3 *native = apr_dbd_native_handle(driver, handle);
+    sqlite3_stmt *stmt = NULL;
+    sqlite3_int64 n;
+
+    assert_int_equal(sqlite3_prepare_v2(native, sql, -1, &stmt, NULL),
+                     SQLITE_OK);
+    assert_int_equal(sqlite3_step(stmt), SQLITE_ROW);
+    n = sqlite3_column_int64(stmt, 0);
+    sqlite3_finalize(stmt);
+    return n;
+}
+
+/* The handle the module opens in place of a read-only one gets
+ * DBDInitSQL as mod_dbd runs it: in order, up to the first statement
+ * that fails (apr_dbd_sqlite3 counts a PRAGMA's row as a failure).
+ */
+static void test_read_only_fixed_runs_init_sql(void **state)
+{
+    const char *path = make_file("fixed-init.db", 1);
+    conn_t *c = open_db(apr_psprintf(pool, "file:%s?mode=ro", path));
+    apr_array_header_t *init = apr_array_make(pool, 3, sizeof(char *));
+    apr_dbd_t *pooled = c->db.handle;
+
+    (void)state;
+    APR_ARRAY_PUSH(init, const char *) = "PRAGMA foreign_keys = ON";
+    APR_ARRAY_PUSH(init, const char *) = "PRAGMA max_page_count = 4242";
+    APR_ARRAY_PUSH(init, const char *) = "PRAGMA cache_size = 77";
+    c->db.init_sql = init;
+    assert_int_equal(ready(c), LESSONS_DB_OK);
+    assert_ptr_not_equal(c->db.handle, pooled);
+    assert_int_equal(pragma_number(c->db.handle, "PRAGMA foreign_keys"), 1);
+    assert_int_equal(pragma_number(c->db.handle, "PRAGMA max_page_count"),
+                     4242);
+    assert_int_not_equal(pragma_number(c->db.handle, "PRAGMA cache_size"),
+                         77);
+    assert_int_equal(pragma_number(pooled, "PRAGMA foreign_keys"), 0);
+    assert_int_equal(write_one(c), LESSONS_DB_OK);
+}
+
 static void test_missing_file_never_created(void **state)
 {
     const char *path = apr_pstrcat(pool, dir, "/missing.db", NULL);
@@ -428,6 +472,44 @@ static void test_locked_at_connect(void **state)
     assert_int_equal(ready(c), LESSONS_DB_OK);
 }
 
+/* DBDInitSQL runs on a new connection while another process has the
+ * file locked for a moment (the first reader after a restart rebuilds
+ * the WAL's index; the last to close checkpoints).  Unhelped, preparing
+ * its PRAGMA fails at once and mod_dbd drops the error: the connection
+ * serves without the admin's max_page_count (a full disk that is not).
+ * Told it is new (mod_dbd's post_connect, before DBDInitSQL), it waits
+ * the lock out.
+ */
+static void test_init_sql_waits_out_a_lock(void **state)
+{
+    const char *path = make_file("init-locked.db", 1);
+    const char *init = "PRAGMA max_page_count = 4242";
+    conn_t *plain, *told;
+    int status = 0, rows = 0;
+    pid_t pid;
+
+    (void)state;
+    pid = hold_exclusive(path, 150);
+    plain = open_db(path);
+    assert_int_not_equal(apr_dbd_query(driver, plain->db.handle, &rows,
+                                       init), 0);
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_int_not_equal(pragma_number(plain->db.handle,
+                                       "PRAGMA max_page_count"), 4242);
+
+    pid = hold_exclusive(path, 150);
+    told = open_db(path);
+    lessons_db_connected(&told->db);
+    (void)apr_dbd_query(driver, told->db.handle, &rows, init);
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_int_equal(status, 0);
+    assert_int_equal(pragma_number(told->db.handle, "PRAGMA max_page_count"),
+                     4242);
+    /* The module's own statements keep their short wait. */
+    assert_int_equal(ready(told), LESSONS_DB_OK);
+    assert_int_equal(write_one(told), LESSONS_DB_OK);
+}
+
 static void test_file_replaced(void **state)
 {
     const char *path = make_file("moved.db", 1);
@@ -452,9 +534,11 @@ int main(void)
         cmocka_unit_test(test_keys_table_missing),
         cmocka_unit_test(test_read_only),
         cmocka_unit_test(test_read_only_fixed),
+        cmocka_unit_test(test_read_only_fixed_runs_init_sql),
         cmocka_unit_test(test_missing_file_never_created),
         cmocka_unit_test(test_locked_by_another_writer),
         cmocka_unit_test(test_locked_at_connect),
+        cmocka_unit_test(test_init_sql_waits_out_a_lock),
         cmocka_unit_test(test_file_replaced),
     };
 
