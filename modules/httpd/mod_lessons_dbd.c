@@ -192,6 +192,24 @@ static int lessons_dbd_shed(lessons_ctx *c, lessons_metrics_id_e counted,
         "The lessons database is busy. Try again later.", NULL);
 }
 
+/* No connection from mod_dbd, or none worth asking for: 503, the log
+ * line why.
+ */
+static int lessons_dbd_unreachable(lessons_ctx *c, const char *why)
+{
+    request_rec *r = c->r;
+
+    lessons_count(r, LESSONS_M_DB_FAULTS + LESSONS_FAULT_NO_CONNECTION);
+    lessons_log_fault(r, APLOG_ERR, why);
+    lessons_dbd_give_back(c);
+    if (c->quiet) {
+        return HTTP_SERVICE_UNAVAILABLE;
+    }
+    apr_table_setn(r->headers_out, "Retry-After", LESSONS_RETRY_AFTER);
+    return lessons_send_problem(r, HTTP_SERVICE_UNAVAILABLE, NULL,
+        "The lessons database is unavailable. Try again later.", NULL);
+}
+
 /* No turn to write within the request's bound: 503.  whom: what it
  * waited for.
  */
@@ -264,7 +282,16 @@ void lessons_dbd_give_back(lessons_ctx *c)
 {
     (void)lessons_dbd_unwatch(c);
     if (c->held) {
-        lessons_dbd_release(c->held);
+        lessons_dbd_hold_t *hold = c->held;
+
+        /* Giving a connection back takes mod_dbd's pool lock, which the
+         * request that is getting one may hold for a connection attempt:
+         * then the answer goes first, and the connection and its slot
+         * come back when the request ends (the cleanup).
+         */
+        if (!hold->gate || !lessons_gate_connecting(hold->gate)) {
+            lessons_dbd_release(hold);
+        }
         c->held = NULL;
         memset(&c->db, 0, sizeof(c->db));
         c->db_pool = NULL;
@@ -292,6 +319,7 @@ int lessons_dbd_open(lessons_ctx *c)
     const char *err = NULL;
     lessons_dbd_hold_t *hold = NULL;
     ap_dbd_t *dbd;
+    apr_time_t started;
     int waited = 0;
 
     if (c->lend && lessons_dbd_may_lend(r, sconf)) {
@@ -321,6 +349,7 @@ int lessons_dbd_open(lessons_ctx *c)
                                    apr_psprintf(r->pool, "waited %d s "
                                    "for a pooled database connection",
                                    lessons_db_timeout(sconf)));
+        case LESSONS_GATE_LATE:         /* not from enter */
         case LESSONS_GATE_OK:
             if (!hold) {
                 /* Runs after mod_dbd's release, which acquire registers
@@ -336,6 +365,31 @@ int lessons_dbd_open(lessons_ctx *c)
             break;
         }
     }
+    /* mod_dbd makes a connection under its pool's lock, which every
+     * other request of the process then waits for without a bound: one
+     * request asks at a time, and none that could not finish in time
+     * while the database is out of reach (lessons_gate.h).  Timed: an
+     * attempt that made no connection (libpq's connect_timeout for each
+     * host that does not answer) says how long the next one needs.
+     */
+    if (sconf->gate) {
+        switch (lessons_gate_connect_begin(sconf->gate, deadline)) {
+        case LESSONS_GATE_OK:
+            break;
+        case LESSONS_GATE_LATE:
+            return lessons_dbd_unreachable(c, LESSONSLOG(00316)
+                "no connection asked for: this process's last attempt "
+                "made none, and took longer than is left of this "
+                "request's LessonsDBTimeout");
+        default:
+            return lessons_dbd_shed(c, LESSONS_M_DB_TIMEOUTS,
+                apr_psprintf(r->pool, "waited %d s for another request "
+                             "of this process to get its database "
+                             "connection (mod_dbd makes one at a time)",
+                             lessons_db_timeout(sconf)));
+        }
+    }
+    started = apr_time_now();
     if (hold) {
         dbd = sconf->dbd_open(r->pool, r->server);
         hold->dbd = dbd;
@@ -343,18 +397,15 @@ int lessons_dbd_open(lessons_ctx *c)
     else {
         dbd = sconf->acquire ? sconf->acquire(r) : NULL;
     }
+    if (sconf->gate) {
+        lessons_gate_connect_end(sconf->gate, dbd != NULL,
+                                 apr_time_now() - started);
+    }
     if (!dbd) {
-        lessons_count(r, LESSONS_M_DB_FAULTS + LESSONS_FAULT_NO_CONNECTION);
-        lessons_log_fault(r, APLOG_ERR, LESSONSLOG(00301)
-                          "no database connection (check DBDriver/DBDParams "
-                          "and that the database is up)");
-        lessons_dbd_give_back(c);
-        if (c->quiet) {
-            return HTTP_SERVICE_UNAVAILABLE;
-        }
-        apr_table_setn(r->headers_out, "Retry-After", LESSONS_RETRY_AFTER);
-        return lessons_send_problem(r, HTTP_SERVICE_UNAVAILABLE, NULL,
-            "The lessons database is unavailable. Try again later.", NULL);
+        return lessons_dbd_unreachable(c, LESSONSLOG(00301)
+                                       "no database connection (check "
+                                       "DBDriver/DBDParams and that the "
+                                       "database is up)");
     }
     c->db.driver = dbd->driver;
     c->db.handle = dbd->handle;

@@ -311,6 +311,7 @@ static int lessons_holder_connect(lessons_holder_t *h)
     const char *params = NULL, *err = NULL;
     lessons_db_fault_e fault;
     apr_dbd_t *handle = NULL;
+    apr_time_t started = 0;
     ap_dbd_t *dbd;
     int nrows = 0, rv;
 
@@ -318,7 +319,25 @@ static int lessons_holder_connect(lessons_holder_t *h)
         h->pool = NULL;
         return 0;
     }
+    /* The pooled connection is asked for in turn with the requests
+     * (lessons_gate.h): mod_dbd makes one under its pool's lock.
+     */
+    if (sconf->gate) {
+        started = apr_time_now();
+        if (lessons_gate_connect_begin(sconf->gate, started
+                                       + apr_time_from_msec(timeout_ms))
+            != LESSONS_GATE_OK) {
+            err = "no pooled connection to copy (another is being made, "
+                  "or the last attempt made none)";
+            goto failed;
+        }
+        started = apr_time_now();
+    }
     dbd = sconf->dbd_open ? sconf->dbd_open(h->pool, ls->s) : NULL;
+    if (sconf->gate) {
+        lessons_gate_connect_end(sconf->gate, dbd != NULL,
+                                 apr_time_now() - started);
+    }
     if (!dbd) {
         err = "no pooled connection to copy";
         goto failed;

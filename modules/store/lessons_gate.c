@@ -3,7 +3,9 @@
  * lessons_gate.c: counted slots with a timed wait (APR mutex and
  * condition variable), one gate per server per process.  The database
  * counts as answering while slots come back: the gate remembers when it
- * last made progress (a slot given back, or the gate filling up).
+ * last made progress (a slot given back, or the gate filling up).  The
+ * turn to ask mod_dbd for a connection is a flag under the same mutex,
+ * with a condition of its own.
  */
 #include "apr_thread_cond.h"
 #include "apr_thread_mutex.h"
@@ -20,6 +22,10 @@ struct lessons_gate_t {
                                      * filled up */
     int busy;
     int waiting;
+    apr_thread_cond_t *turn;        /* the turn to connect came back */
+    int connecting;                 /* a request has the turn */
+    apr_interval_time_t failed;     /* the last attempt made no connection
+                                     * after this long; 0: it made one */
 };
 
 lessons_gate_t *lessons_gate_make(apr_pool_t *p, int slots, int max_waiting,
@@ -29,7 +35,8 @@ lessons_gate_t *lessons_gate_make(apr_pool_t *p, int slots, int max_waiting,
 
     if (apr_thread_mutex_create(&gate->mutex, APR_THREAD_MUTEX_DEFAULT, p)
         != APR_SUCCESS
-        || apr_thread_cond_create(&gate->cond, p) != APR_SUCCESS) {
+        || apr_thread_cond_create(&gate->cond, p) != APR_SUCCESS
+        || apr_thread_cond_create(&gate->turn, p) != APR_SUCCESS) {
         return NULL;
     }
     gate->slots = slots > 0 ? slots : 1;
@@ -115,4 +122,51 @@ apr_status_t lessons_gate_leave(void *data)
     apr_thread_cond_signal(gate->cond);
     apr_thread_mutex_unlock(gate->mutex);
     return APR_SUCCESS;
+}
+
+lessons_gate_e lessons_gate_connect_begin(lessons_gate_t *gate,
+                                          apr_time_t deadline)
+{
+    lessons_gate_e rc = LESSONS_GATE_OK;
+    apr_time_t now;
+
+    apr_thread_mutex_lock(gate->mutex);
+    while (gate->connecting) {
+        now = apr_time_now();
+        if (now >= deadline) {
+            rc = LESSONS_GATE_TIMEOUT;
+            break;
+        }
+        apr_thread_cond_timedwait(gate->turn, gate->mutex, deadline - now);
+    }
+    if (rc == LESSONS_GATE_OK && gate->failed > 0
+        && deadline - apr_time_now() < gate->failed) {
+        rc = LESSONS_GATE_LATE;
+        apr_thread_cond_signal(gate->turn);     /* pass the turn on */
+    }
+    if (rc == LESSONS_GATE_OK) {
+        gate->connecting = 1;
+    }
+    apr_thread_mutex_unlock(gate->mutex);
+    return rc;
+}
+
+void lessons_gate_connect_end(lessons_gate_t *gate, int made,
+                              apr_interval_time_t took)
+{
+    apr_thread_mutex_lock(gate->mutex);
+    gate->connecting = 0;
+    gate->failed = made ? 0 : (took > 0 ? took : 1);
+    apr_thread_cond_signal(gate->turn);
+    apr_thread_mutex_unlock(gate->mutex);
+}
+
+int lessons_gate_connecting(lessons_gate_t *gate)
+{
+    int connecting;
+
+    apr_thread_mutex_lock(gate->mutex);
+    connecting = gate->connecting;
+    apr_thread_mutex_unlock(gate->mutex);
+    return connecting;
 }

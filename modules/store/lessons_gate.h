@@ -14,6 +14,16 @@
  * others leave at once, those already waiting included), so the
  * process keeps threads for the rest of the server.  A database that
  * answers, however busy, sheds nobody: its requests wait their turn.
+ *
+ * Past the gate, a request asks mod_dbd for a connection.  mod_dbd's
+ * pool (apr_reslist) makes a connection while it holds the pool's lock,
+ * and every other request of the process that asks for a connection or
+ * gives one back waits behind it with no bound: with a database out of
+ * reach, libpq's connect_timeout for each host that does not answer,
+ * one attempt after another.  So requests ask one at a time here, each
+ * waiting until its deadline at most; and while the database is out of
+ * reach (the last attempt made no connection), a request with less time
+ * left than that attempt took does not try at all.
  */
 #ifndef LESSONS_GATE_H
 #define LESSONS_GATE_H
@@ -26,8 +36,10 @@ typedef struct lessons_gate_t lessons_gate_t;
 typedef enum {
     LESSONS_GATE_OK = 0,            /* a slot is held: call leave */
     LESSONS_GATE_TIMEOUT,           /* no slot before the deadline */
-    LESSONS_GATE_FULL               /* the database is not answering and
+    LESSONS_GATE_FULL,              /* the database is not answering and
                                      * enough wait already: shed */
+    LESSONS_GATE_LATE               /* the last connection attempt made
+                                     * none, and took longer than is left */
 } lessons_gate_e;
 
 /* A gate with slots places, room for max_waiting waiters while stalled,
@@ -46,6 +58,23 @@ void lessons_gate_resize(lessons_gate_t *gate, int slots, int max_waiting);
  */
 lessons_gate_e lessons_gate_enter(lessons_gate_t *gate, apr_time_t deadline,
                                   int *waited);
+
+/* The turn to ask mod_dbd for a connection, waiting until deadline at
+ * most: OK (then call connect_end), TIMEOUT or LATE.
+ */
+lessons_gate_e lessons_gate_connect_begin(lessons_gate_t *gate,
+                                          apr_time_t deadline);
+
+/* The turn given back: the connection was made (1) or not (0), after
+ * took.  A connection made clears what a failure recorded.
+ */
+void lessons_gate_connect_end(lessons_gate_t *gate, int made,
+                              apr_interval_time_t took);
+
+/* 1 while a request has the turn to ask for a connection: giving one
+ * back now could wait behind the connection being made.
+ */
+int lessons_gate_connecting(lessons_gate_t *gate);
 
 /* Give the slot back (a pool cleanup: data is the gate). */
 apr_status_t lessons_gate_leave(void *gate);

@@ -1,8 +1,9 @@
 /* Licensed under the Apache License, Version 2.0.
  *
  * test_gate.c: lessons_gate -- slots, the deadline, nobody shed while
- * slots come back, and shedding once none has come back for the stall
- * bound.
+ * slots come back, shedding once none has come back for the stall
+ * bound, and no connection attempt that would outlast the deadline
+ * while the database is out of reach.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -214,6 +215,101 @@ static void test_no_waiting_room_sheds_at_stall(void **state)
     lessons_gate_leave(gate);
 }
 
+/* Ask for the turn with left ms before the deadline; given it, give it
+ * back as an attempt that made a connection (made) or not, after took
+ * ms.
+ */
+static lessons_gate_e attempt(lessons_gate_t *gate, int left, int made,
+                              int took)
+{
+    lessons_gate_e rc = lessons_gate_connect_begin(gate, SOON(left));
+
+    if (rc == LESSONS_GATE_OK) {
+        assert_true(lessons_gate_connecting(gate));
+        lessons_gate_connect_end(gate, made, MS(took));
+    }
+    assert_false(lessons_gate_connecting(gate));
+    return rc;
+}
+
+/* The last connection attempt made none after 2 s: a request with 1 s
+ * left does not try; one with 3 s left does.  A connection made clears
+ * it.
+ */
+static void test_out_of_reach_no_late_attempt(void **state)
+{
+    lessons_gate_t *gate = lessons_gate_make(pool, 1, 1, MS(60000));
+
+    (void)state;
+    assert_non_null(gate);
+    assert_int_equal(attempt(gate, 1000, 1, 2000), LESSONS_GATE_OK);
+    assert_int_equal(attempt(gate, 3000, 0, 2000), LESSONS_GATE_OK);
+    assert_int_equal(attempt(gate, 1000, 1, 1), LESSONS_GATE_LATE);
+    assert_int_equal(attempt(gate, 3000, 1, 2500), LESSONS_GATE_OK);
+    assert_int_equal(attempt(gate, 1000, 1, 1), LESSONS_GATE_OK);
+}
+
+typedef struct {
+    lessons_gate_t *gate;
+    apr_interval_time_t deadline;
+    lessons_gate_e rc;
+    apr_interval_time_t took;
+} asker_t;
+
+/* A request's turn to connect: taken, given back at once as made. */
+static void *APR_THREAD_FUNC asker(apr_thread_t *t, void *data)
+{
+    asker_t *a = data;
+    apr_time_t t0 = apr_time_now();
+
+    a->rc = lessons_gate_connect_begin(a->gate, t0 + a->deadline);
+    a->took = apr_time_now() - t0;
+    if (a->rc == LESSONS_GATE_OK) {
+        lessons_gate_connect_end(a->gate, 1, MS(1));
+    }
+    apr_thread_exit(t, APR_SUCCESS);
+    return NULL;
+}
+
+/* One asks at a time: while one connects (the pool's lock held), the
+ * others wait, until their deadline at most; one that would start too
+ * late passes the turn on, so that the next with time enough gets it
+ * at once, not at its deadline.
+ */
+static void test_one_connects_at_a_time(void **state)
+{
+    lessons_gate_t *gate = lessons_gate_make(pool, 4, 4, MS(60000));
+    apr_thread_t *threads[3];
+    asker_t a[3];
+    apr_status_t rv;
+    int i;
+
+    (void)state;
+    memset(a, 0, sizeof(a));
+    assert_int_equal(lessons_gate_connect_begin(gate, SOON(5000)),
+                     LESSONS_GATE_OK);
+    a[0].deadline = MS(150);        /* gone before the turn comes back */
+    a[1].deadline = MS(1100);       /* under 1 s left when it comes */
+    a[2].deadline = MS(8000);
+    for (i = 0; i < 3; i++) {
+        a[i].gate = gate;
+        assert_int_equal(apr_thread_create(&threads[i], NULL, asker, &a[i],
+                                           pool), APR_SUCCESS);
+        apr_sleep(MS(100));         /* in this order */
+    }
+    apr_sleep(MS(100));
+    lessons_gate_connect_end(gate, 0, MS(1000));
+    for (i = 0; i < 3; i++) {
+        apr_thread_join(&rv, threads[i]);
+    }
+    assert_int_equal(a[0].rc, LESSONS_GATE_TIMEOUT);
+    assert_true(a[0].took >= MS(140) && a[0].took < MS(1000));
+    assert_int_equal(a[1].rc, LESSONS_GATE_LATE);
+    assert_int_equal(a[2].rc, LESSONS_GATE_OK);
+    assert_true(a[2].took < MS(3000));
+    assert_false(lessons_gate_connecting(gate));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -221,6 +317,8 @@ int main(void)
         cmocka_unit_test(test_answering_database_sheds_nobody),
         cmocka_unit_test(test_stalled_database_sheds),
         cmocka_unit_test(test_no_waiting_room_sheds_at_stall),
+        cmocka_unit_test(test_out_of_reach_no_late_attempt),
+        cmocka_unit_test(test_one_connects_at_a_time),
     };
 
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
