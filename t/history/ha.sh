@@ -2,8 +2,8 @@
 # The Patroni tier of the history suite alone (issue 58: t/history/
 # patroni.sh's cluster under t/history/run.sh's faults), as
 # t/history/suite.sh ends with it, make history-ha runs it, and so does
-# make history-ha-release in the other Debian release's root (not yet
-# make test-release: t/history/history.mk says why).  HA_SECONDS
+# make test-release in the other Debian release's root (and make
+# history-ha-release there, alone).  HA_SECONDS
 # (default 25) bounds each fault's load (it goes on until the fault is
 # over): a failover takes about ten seconds with docs/operations.md's
 # settings, twenty with Patroni 4's TTL of 20 at least.  With

@@ -18,6 +18,7 @@
 #   ha_setup            the cluster, with the lessons database, 1 primary
 #                       and 2 streaming replicas (1 synchronous)
 #   ha_dbd_params       the DBDParams line for the Apache servers
+#   ha_dbd_min          the DBDMin line's number
 #   ha_primary          the name of the node that leads (n0, n1, n2)
 #   ha_kill_node NODE   SIGKILL of its Patroni and its postgres
 #   ha_signal_node SIG NODE
@@ -249,6 +250,15 @@ ha_dbd_params() {
         "port=5432,5432,5432" "port=$ports" \
         "user=lessons password=secret" "user=app password=history" \
         || die "the DBDParams of $HA_DOC changed"
+}
+
+# The document's DBDMin (0: mod_dbd makes connections under its pool's
+# lock, and a minimum has it try after each request).
+ha_dbd_min() {
+    local n
+    n=$(ha_doc_block apache | sed -n 's/^DBDMin \([0-9][0-9]*\)$/\1/p')
+    [ -n "$n" ] || die "the apache block of $HA_DOC has no DBDMin"
+    echo "$n"
 }
 
 # The postmaster of NODE, from its data directory; nothing when it is

@@ -28,7 +28,7 @@ SRC=$(cd "$HERE/../.." && pwd)
 START=$(date +%s)
 
 if [ "$(id -u)" -ne 0 ]; then
-    exec sudo --preserve-env=INTEGRATION_COUNTS,LESSONS_RELEASE_ROOTS,LESSONS_RELEASE_FRESH,LESSONS_RELEASE_TARGET,CI \
+    exec sudo --preserve-env=INTEGRATION_COUNTS,LESSONS_RELEASE_ROOTS,LESSONS_RELEASE_FRESH,LESSONS_RELEASE_TARGET,CI,FAULTS,HA_SECONDS \
         "$0" "$@"
 fi
 
@@ -127,9 +127,12 @@ cp /etc/hosts "$ROOT/etc/hosts"
 mkdir -p "$ROOT/usr/local/share/ca-certificates"
 rm -rf "$ROOT/usr/local/share/ca-certificates/"*
 cp -r /usr/local/share/ca-certificates/. "$ROOT/usr/local/share/ca-certificates/" 2>/dev/null || true
-# ... and its proxy settings, where it has any.
+# ... and its proxy settings, where it has any, and the history suite's
+# choice of faults (LESSONS_RELEASE_TARGET=history-ha-release
+# FAULTS=hastop).
 PASS_ENV=()
-for v in http_proxy https_proxy no_proxy HTTP_PROXY HTTPS_PROXY NO_PROXY; do
+for v in http_proxy https_proxy no_proxy HTTP_PROXY HTTPS_PROXY NO_PROXY \
+         FAULTS HA_SECONDS; do
     [ -z "${!v:-}" ] || PASS_ENV+=("$v=${!v}")
 done
 
