@@ -323,8 +323,7 @@ static int lessons_holder_connect(lessons_holder_t *h)
      * (lessons_gate.h): mod_dbd makes one under its pool's lock.
      */
     if (sconf->gate) {
-        started = apr_time_now();
-        if (lessons_gate_connect_begin(sconf->gate, started
+        if (lessons_gate_connect_begin(sconf->gate, apr_time_now()
                                        + apr_time_from_msec(timeout_ms))
             != LESSONS_GATE_OK) {
             err = "no pooled connection to copy (another is being made, "
