@@ -26,6 +26,9 @@
 #   log tags    every tag the module logs with LESSONSLOG(n) has its row
 #               in docs/operations.md's table of log lines (a row may
 #               name several tags), so that an admin can look up any line
+#   shares      every file of t/api has its row in
+#               t/tools/integration-costs, which names no other, so that
+#               make test's shares of the suite stay even
 #
 #   t/tools/house.pl [--layers] [ROOT [OBJDIR]]
 #                                       (defaults: the checkout, build/obj)
@@ -497,6 +500,22 @@ sub logtags {
            sort grep { !$row{$_} } keys %code;
 }
 
+sub shares {
+    my %file = map { (my $f = $_) =~ s{\A\Q$root\E/}{}; ($f => 1) }
+               glob("$root/t/api/*.t");
+    my %row;
+    for (split /\n/, slurp("$root/t/tools/integration-costs")) {
+        next if /\A#/ || !/\S/;
+        /\A\s*\d+ (t\/api\/\S+\.t)\z/
+            or return "t/tools/integration-costs: \"$_\" is not \"SECONDS t/api/FILE.t\"";
+        $row{$1} = 1;
+    }
+    return (map({ "$_ has no row in t/tools/integration-costs (its seconds)" }
+                sort grep { !$row{$_} } keys %file),
+            map({ "t/tools/integration-costs names $_, which is not there" }
+                sort grep { !$file{$_} } keys %row));
+}
+
 report('no circles between the files of the module', circles());
 report('the folders of modules/ in their order, httpd only in httpd/',
        folders());
@@ -504,4 +523,5 @@ report('every config field is merged, or says why not', merge());
 report('the directive table and the reference agree', directives());
 report('the defaults the documents state are the reference\'s', defaults());
 report('every log tag has its row in docs/operations.md', logtags());
+report('every file of t/api has its cost for make test\'s shares', shares());
 checks_done();

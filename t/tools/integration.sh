@@ -27,6 +27,12 @@
 # module's own code fails the run.
 #
 # LESSONS_TEST_LABEL names the run on its result line.
+#
+# LESSONS_TEST_SHARD=K/N (make test runs two shares of each driver at
+# once) runs the K-th of N shares of t/api's files: longest first, each
+# dealt to the share with the fewest seconds so far, by
+# t/tools/integration-costs.  The suite mostly waits on its servers, so
+# shares side by side finish sooner than one after another.
 set -euo pipefail
 
 DRIVER=${1:-}
@@ -52,6 +58,29 @@ PGBIN=${PGBIN:-$( (ls -d /usr/lib/postgresql/*/bin 2>/dev/null || true) | sort -
 TEST_USER=lessons-test
 
 die() { echo "integration: $*" >&2; exit 1; }
+
+# The K-th of N shares of t/api's files (paths from $ROOT).
+shard_files() {
+    (cd "$ROOT" && printf '%s\n' t/api/*.t) | awk -v k="$1" -v n="$2" '
+        NR == FNR { if ($0 !~ /^#/ && NF == 2) cost[$2] = $1; next }
+        { print (($0 in cost) ? cost[$0] : 10), $0 }
+        ' "$ROOT/t/tools/integration-costs" - \
+      | sort -k1,1nr -k2,2 \
+      | awk -v k="$1" -v n="$2" '
+        { b = 1; for (i = 2; i <= n; i++) if (t[i] < t[b]) b = i
+          t[b] += $1; if (b == k) print $2 }'
+}
+SHARD=${LESSONS_TEST_SHARD:-}
+if [ -n "$SHARD" ]; then
+    [[ "$SHARD" =~ ^([1-9][0-9]*)/([1-9][0-9]*)$ ]] \
+        && [ "${BASH_REMATCH[1]}" -le "${BASH_REMATCH[2]}" ] \
+        || die "LESSONS_TEST_SHARD=$SHARD: K/N with 1 <= K <= N"
+    [ $# -eq 0 ] || die "LESSONS_TEST_SHARD and t/TEST arguments: one or the other"
+    mapfile -t SHARD_FILES < <(shard_files "${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}")
+    [ ${#SHARD_FILES[@]} -gt 0 ] || die "LESSONS_TEST_SHARD=$SHARD: no files in that share"
+    set -- "${SHARD_FILES[@]}"
+    [ -n "${LESSONS_TEST_LABEL:-}" ] || LABEL="$LABEL $SHARD"
+fi
 [ -f "$MODULE" ] || die "$MODULE not found: run make first"
 [ -x "$HTTPD" ] || die "$HTTPD not found: run t/tools/deps.sh"
 command -v openssl >/dev/null || die "openssl not found: run t/tools/deps.sh"
