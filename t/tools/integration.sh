@@ -31,8 +31,9 @@
 # LESSONS_TEST_SHARD=K/N (make test runs two shares of each driver at
 # once) runs the K-th of N shares of t/api's files: longest first, each
 # dealt to the share with the fewest seconds so far, by
-# t/tools/integration-costs.  The suite mostly waits on its servers, so
-# shares side by side finish sooner than one after another.
+# t/tools/integration-costs; each share runs in the suite's own order.
+# The suite mostly waits on its servers, so shares side by side finish
+# sooner than one after another.
 set -euo pipefail
 
 DRIVER=${1:-}
@@ -68,7 +69,8 @@ shard_files() {
       | sort -k1,1nr -k2,2 \
       | awk -v k="$1" -v n="$2" '
         { b = 1; for (i = 2; i <= n; i++) if (t[i] < t[b]) b = i
-          t[b] += $1; if (b == k) print $2 }'
+          t[b] += $1; if (b == k) print $2 }' \
+      | sort
 }
 SHARD=${LESSONS_TEST_SHARD:-}
 if [ -n "$SHARD" ]; then
