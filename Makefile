@@ -523,11 +523,12 @@ rm -f $$pg_out $$pg_counts
 endef
 
 # make test's integration suite: each driver's files in two shares
-# (LESSONS_TEST_SHARD, t/tools/integration-costs), all four at once.  The
-# suite mostly waits on its servers (load average 2 to 4 with one run of
-# each driver): one run of each took 950 s, the longest share 735 s.
-# Each share counts into a file of its own; their lines are shown in
-# order once all have ended.
+# (LESSONS_TEST_SHARD, t/tools/integration-costs), all four at once, then
+# the files marked "alone" (the restart storm, which times each request)
+# on both drivers.  The suite mostly waits on its servers (load average 2
+# to 4 with one run of each driver): one run of each took 950 s, the
+# longest share 735 s.  Each share counts into a file of its own; their
+# lines are shown in order once all have ended.
 INTEGRATION_SHARDS ?= 2
 define run_integration_shares
 sh_dir=$$(mktemp -d) || exit 1; sh_pids=""; \
@@ -543,7 +544,8 @@ for db in sqlite3 pgsql; do for k in $$(seq 1 $(INTEGRATION_SHARDS)); do \
     if [ -s $$sh_dir/$$db-$$k.counts ]; then cat $$sh_dir/$$db-$$k.counts >>$$counts; \
     else echo "0 1" >>$$counts; fi; \
 done; done; \
-rm -rf $$sh_dir
+rm -rf $$sh_dir; \
+(export LESSONS_TEST_SHARD=alone; $(call run_integration_both,$(1)))
 endef
 
 # make test: what a developer runs after a change.  Sub-make, so that

@@ -33,7 +33,8 @@
 # dealt to the share with the fewest seconds so far, by
 # t/tools/integration-costs; each share runs in the suite's own order.
 # The suite mostly waits on its servers, so shares side by side finish
-# sooner than one after another.
+# sooner than one after another.  Files the table marks "alone" are in
+# no share: LESSONS_TEST_SHARD=alone runs them, after the shares.
 set -euo pipefail
 
 DRIVER=${1:-}
@@ -62,23 +63,32 @@ die() { echo "integration: $*" >&2; exit 1; }
 
 # The K-th of N shares of t/api's files (paths from $ROOT).
 shard_files() {
-    (cd "$ROOT" && printf '%s\n' t/api/*.t) | awk -v k="$1" -v n="$2" '
-        NR == FNR { if ($0 !~ /^#/ && NF == 2) cost[$2] = $1; next }
-        { print (($0 in cost) ? cost[$0] : 10), $0 }
+    (cd "$ROOT" && printf '%s\n' t/api/*.t) | awk -v k="$1" '
+        NR == FNR { if ($0 !~ /^#/ && NF >= 2) { cost[$2] = $1
+                                                 alone[$2] = $3 == "alone" }
+                    next }
+        (k == "alone") == (alone[$0] == 1) {
+            print (($0 in cost) ? cost[$0] : 10), $0 }
         ' "$ROOT/t/tools/integration-costs" - \
       | sort -k1,1nr -k2,2 \
       | awk -v k="$1" -v n="$2" '
+        k == "alone" { print $2; next }
         { b = 1; for (i = 2; i <= n; i++) if (t[i] < t[b]) b = i
           t[b] += $1; if (b == k) print $2 }' \
       | sort
 }
 SHARD=${LESSONS_TEST_SHARD:-}
 if [ -n "$SHARD" ]; then
-    [[ "$SHARD" =~ ^([1-9][0-9]*)/([1-9][0-9]*)$ ]] \
-        && [ "${BASH_REMATCH[1]}" -le "${BASH_REMATCH[2]}" ] \
-        || die "LESSONS_TEST_SHARD=$SHARD: K/N with 1 <= K <= N"
     [ $# -eq 0 ] || die "LESSONS_TEST_SHARD and t/TEST arguments: one or the other"
-    mapfile -t SHARD_FILES < <(shard_files "${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}")
+    if [ "$SHARD" = alone ]; then
+        set -- alone 1
+    elif [[ "$SHARD" =~ ^([1-9][0-9]*)/([1-9][0-9]*)$ ]] \
+        && [ "${BASH_REMATCH[1]}" -le "${BASH_REMATCH[2]}" ]; then
+        set -- "${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}"
+    else
+        die "LESSONS_TEST_SHARD=$SHARD: K/N with 1 <= K <= N, or alone"
+    fi
+    mapfile -t SHARD_FILES < <(shard_files "$1" "$2")
     [ ${#SHARD_FILES[@]} -gt 0 ] || die "LESSONS_TEST_SHARD=$SHARD: no files in that share"
     set -- "${SHARD_FILES[@]}"
     [ -n "${LESSONS_TEST_LABEL:-}" ] || LABEL="$LABEL $SHARD"
