@@ -23,6 +23,7 @@
 
 #include "store/lessons_lease.h"
 
+#include "unit_lease.h"
 #include "unit_pool.h"
 
 #define MS(n)    apr_time_from_msec(n)
@@ -50,16 +51,6 @@ static lessons_lease_t *fresh(void)
 
     assert_non_null(l);
     return l;
-}
-
-static lessons_lease_version_t version(const char *epoch, apr_int64_t sum)
-{
-    lessons_lease_version_t v;
-
-    memset(&v, 0, sizeof(v));
-    v.sum = sum;
-    apr_cpystrn(v.epoch, epoch, sizeof(v.epoch));
-    return v;
 }
 
 static int alive_never(apr_uint32_t pid)
