@@ -1,0 +1,93 @@
+/* Licensed under the Apache License, Version 2.0.
+ *
+ * lessons_peer.h: the datagrams read leases' servers send each other
+ * (issue 56, docs/scaling.md "Read leases", "Next: acknowledgements
+ * between the servers"), without sockets: their bytes only.
+ *
+ * - RAISE, writer to receiver: raise lease NAME to VERSION.
+ * - ACK, receiver to writer: lease NAME holds VERSION now.
+ *
+ * NAME is the receiver's lease (its row in lessons_leases) in both, and
+ * both carry an HMAC-SHA256 under that lease's key (random, 256 bits,
+ * recorded in the row): only a reader of lessons_leases can make one.
+ * The kind is under the tag, so a RAISE sent back is no ACK.
+ *
+ * On the wire, a line of text and the tag's 32 bytes:
+ *
+ *     LP1 <R|A> <name> <sum> <epoch>\n<tag>
+ *
+ * name and epoch are 1 or more printable ASCII characters (no space, no
+ * control), as long as their arrays of lessons_lease.h allow; sum is a
+ * decimal int64 >= 0, without sign or leading zero: one version, one
+ * line.  Replays need nothing here: a raise never lowers a version, and
+ * an ACK holding a version was made after it existed.
+ */
+#ifndef LESSONS_PEER_H
+#define LESSONS_PEER_H
+
+#include "apr.h"
+
+#include "store/lessons_lease.h"
+
+#define LESSONS_PEER_KEY_LEN   32       /* a lease's key, in bytes */
+#define LESSONS_PEER_KEY_HEX   64       /* in hex, without its NUL */
+#define LESSONS_PEER_TAG_LEN   32       /* HMAC-SHA256 */
+#define LESSONS_PEER_MAX      512       /* a datagram's bytes at most */
+
+typedef enum {
+    LESSONS_PEER_RAISE,
+    LESSONS_PEER_ACK
+} lessons_peer_kind_e;
+
+typedef enum {
+    LESSONS_PEER_OK,
+    LESSONS_PEER_MALFORMED,     /* not a datagram of ours: its length,
+                                 * or (under a good tag) its fields */
+    LESSONS_PEER_BAD_TAG,       /* not made with this key, or changed */
+    LESSONS_PEER_FAILED         /* OpenSSL failed: nothing is known */
+} lessons_peer_status_e;
+
+typedef struct {
+    lessons_peer_kind_e kind;
+    char name[LESSONS_LEASE_NAME_MAX];
+    lessons_lease_version_t version;
+} lessons_peer_msg_t;
+
+/* The datagram saying kind of lease name at v, under key, into out
+ * (outlen bytes; not NUL-terminated): its length, or 0 when it does not
+ * fit or a field is not as above.
+ */
+apr_size_t lessons_peer_encode(char *out, apr_size_t outlen,
+                               lessons_peer_kind_e kind, const char *name,
+                               const lessons_lease_version_t *v,
+                               const unsigned char key[LESSONS_PEER_KEY_LEN]);
+
+/* The len bytes at in, checked against key before any field is read:
+ * LESSONS_PEER_OK and *out, or another status (*out untouched; a NULL
+ * argument is LESSONS_PEER_MALFORMED).
+ */
+lessons_peer_status_e lessons_peer_decode(const char *in, apr_size_t len,
+                                          const unsigned char
+                                          key[LESSONS_PEER_KEY_LEN],
+                                          lessons_peer_msg_t *out);
+
+/* The lease a datagram names, read before it is checked, to choose the
+ * key to check it with: 1 and name, or 0.  UNTRUSTED: anyone may send
+ * any name; only lessons_peer_decode's LESSONS_PEER_OK vouches for it.
+ */
+int lessons_peer_name(const char *in, apr_size_t len,
+                      char name[LESSONS_LEASE_NAME_MAX]);
+
+/* A key as its row stores it: 64 lower-case hex digits and a NUL.  1,
+ * or 0 (a NULL argument).
+ */
+int lessons_peer_key_hex(const unsigned char key[LESSONS_PEER_KEY_LEN],
+                         char hex[LESSONS_PEER_KEY_HEX + 1]);
+
+/* The key of hex, exactly 64 lower-case hex digits then its NUL: 1 and
+ * key, or 0 (key untouched).
+ */
+int lessons_peer_key_from_hex(const char *hex,
+                              unsigned char key[LESSONS_PEER_KEY_LEN]);
+
+#endif /* LESSONS_PEER_H */
