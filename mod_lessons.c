@@ -234,6 +234,12 @@ static const command_rec lessons_cmds[] = {
                   "(0.1 to 60): while it holds one, the server serves GETs "
                   "from its cache with no statement, and a write waits for "
                   "every leased server's acknowledgement (default off)"),
+    AP_INIT_TAKE1("LessonsDBLeasePeer", lessons_set_db_lease_peer, NULL,
+                  RSRC_CONF,
+                  "off, or the numeric ADDRESS:PORT (UDP) at which the other "
+                  "servers of the database reach this one: with it, a write "
+                  "and its acknowledgements travel by datagram, not by "
+                  "PostgreSQL's NOTIFY (default off)"),
     AP_INIT_TAKE1("LessonsIdempotencyLifetime", lessons_set_number,
                   (void *)&lessons_key_lifetime_n,
                   RSRC_CONF,

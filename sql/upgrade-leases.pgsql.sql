@@ -21,8 +21,13 @@ CREATE UNLOGGED TABLE IF NOT EXISTS lessons_leases (
     length_ms INTEGER     NOT NULL CHECK (length_ms > 0),
     epoch     TEXT        NOT NULL DEFAULT '',
     acked     BIGINT      NOT NULL DEFAULT -1,
-    renewed   TIMESTAMPTZ NOT NULL DEFAULT now()
+    renewed   TIMESTAMPTZ NOT NULL DEFAULT now(),
+    peer      TEXT        NOT NULL DEFAULT ''
 );
+-- Where the server hears other servers' writes (LessonsDBLeasePeer),
+-- and the key of its datagrams: "ADDRESS:PORT KEY", or '' (it hears of
+-- them by NOTIFY).  A table made before 2026-12-05 lacks it.
+ALTER TABLE lessons_leases ADD COLUMN IF NOT EXISTS peer TEXT NOT NULL DEFAULT '';
 CREATE SEQUENCE IF NOT EXISTS lessons_lease_terms;
 -- The leases' fence: one logged row that each renewal, and each
 -- catalogue version read of a server without a lease, updates.  A

@@ -378,6 +378,8 @@ typedef struct {
                                      * the metrics; NULL: none (not
                                      * merged: child_init sets it) */
     int lease_length_ms;            /* its length; 0: none (not merged) */
+    const char *lease_peer;         /* LessonsDBLeasePeer ADDRESS:PORT;
+                                     * "": off; NULL: not set (global) */
     int leases;                     /* main server: how many leases
                                      * post_config made (a holder thread
                                      * each in every child); not merged:
@@ -822,6 +824,41 @@ void lessons_lease_child_init(apr_pool_t *pchild, server_rec *main);
 int lessons_lease_catalog(request_rec *r, const lessons_srv_conf *sconf,
                           lessons_catalog_t *cat);
 void lessons_lease_settle(lessons_ctx *c);
+const char *lessons_set_db_lease_peer(cmd_parms *cmd, void *dconf,
+                                      const char *arg);
+
+/* mod_lessons_peer.c: read leases' acknowledgements by datagram
+ * (LessonsDBLeasePeer)
+ */
+typedef struct lessons_peer_child lessons_peer_child_t;
+typedef struct lessons_peer_round lessons_peer_round_t;
+/* NULL when addr is a numeric ADDRESS:PORT, else what is wrong. */
+const char *lessons_peer_check_address(apr_pool_t *p, const char *addr);
+/* The parent's socket at addr (bound once, kept across restarts): its
+ * descriptor, or -1 (logged).
+ */
+int lessons_peer_listen(apr_pool_t *pconf, server_rec *s, const char *addr);
+lessons_peer_child_t *lessons_peer_child_make(apr_pool_t *pchild,
+                                              server_rec *s, int fd);
+void lessons_peer_child_add(lessons_peer_child_t *pc, const char *name,
+                            lessons_lease_t *block,
+                            const unsigned char *key);
+apr_status_t lessons_peer_child_start(apr_pool_t *pchild,
+                                      lessons_peer_child_t *pc);
+/* Does a listed server hear of writes only by NOTIFY (no address)? */
+int lessons_peer_round_needs_notify(const lessons_lease_check_t *chk,
+                                    const char *self);
+/* A writer's RAISEs to the servers of chk with an address, sent; NULL
+ * when there is none to send.
+ */
+lessons_peer_round_t *lessons_peer_round_start(apr_pool_t *p,
+                                               const char *self,
+                                               const lessons_lease_check_t
+                                               *chk);
+/* Wait for ACKs until until (or the next resend), heard in block. */
+void lessons_peer_round_wait(lessons_peer_round_t *round,
+                             lessons_lease_t *block,
+                             apr_interval_time_t until);
 
 /* mod_lessons_health.c */
 int lessons_health_handler(request_rec *r);

@@ -160,6 +160,7 @@ void *lessons_merge_srv_conf(apr_pool_t *p, void *basev, void *addv)
     }
     sconf->cache_size = base->cache_size;   /* global: the main server's */
     sconf->lease_ms = base->lease_ms;                       /* global */
+    sconf->lease_peer = base->lease_peer;                   /* global */
     sconf->introspect_shared = base->introspect_shared;     /* global */
     sconf->replay_slots = base->replay_slots;               /* global */
     sconf->introspect_rate = base->introspect_rate;         /* global */

@@ -20,6 +20,7 @@
 #include "apr_thread_proc.h"
 
 #include "httpd/mod_lessons.h"
+#include "store/lessons_peer.h"
 
 /* A process that does not hold the lease looks again this often; the
  * holder beats at least this often.
@@ -50,6 +51,13 @@ struct lessons_lease_srv {
     lessons_lease_t *block;
     apr_file_t *bell_in;            /* the holder's doorbell */
     apr_file_t *bell_out;
+    /* LessonsDBLeasePeer: this server's datagrams' key (made in the
+     * parent, each generation its own) and its row's "ADDRESS:PORT KEY";
+     * NULL: by NOTIFY.
+     */
+    unsigned char key[LESSONS_PEER_KEY_LEN];
+    const char *peer;
+    int peer_fd;                    /* the parent's socket, -1: none */
     /* Each child's own (its copy of this struct). */
     apr_thread_t *thread;
     volatile apr_uint32_t stop;
@@ -113,6 +121,33 @@ const char *lessons_set_db_lease(cmd_parms *cmd, void *dconf,
     return NULL;
 }
 
+/* LessonsDBLeasePeer off|ADDRESS:PORT: where the other servers reach
+ * this one by datagram (mod_lessons_peer.c).  Main server only, as the
+ * lease itself.
+ */
+const char *lessons_set_db_lease_peer(cmd_parms *cmd, void *dconf,
+                                      const char *arg)
+{
+    lessons_srv_conf *sconf =
+        ap_get_module_config(cmd->server->module_config, &lessons_module);
+    const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
+
+    (void)dconf;
+    if (err) {
+        return err;
+    }
+    if (strcasecmp(arg, "off") == 0) {
+        sconf->lease_peer = "";
+        return NULL;
+    }
+    if ((err = lessons_peer_check_address(cmd->temp_pool, arg)) != NULL) {
+        return apr_psprintf(cmd->pool, "%s: '%s' %s", cmd->cmd->name, arg,
+                            err);
+    }
+    sconf->lease_peer = arg;
+    return NULL;
+}
+
 /* ------------------------------------------------------ the parent */
 
 static lessons_lease_srv *lessons_lease_make(apr_pool_t *pconf,
@@ -125,6 +160,7 @@ static lessons_lease_srv *lessons_lease_make(apr_pool_t *pconf,
     ls->s = s;
     ls->name = name;
     ls->length_ms = length_ms;
+    ls->peer_fd = -1;
     if ((rv = apr_shm_create(&ls->shm, lessons_lease_size(), NULL, pconf))
         != APR_SUCCESS
         || (rv = apr_global_mutex_create(&ls->lock, NULL, APR_LOCK_DEFAULT,
@@ -209,6 +245,29 @@ int lessons_lease_post_config(apr_pool_t *pconf, server_rec *main)
         sconf->lease = ls;
     }
     mconf->leases = n;
+    if (n > 0 && mconf->lease_peer && *mconf->lease_peer) {
+        int fd = lessons_peer_listen(pconf, main, mconf->lease_peer);
+        apr_hash_index_t *hi;
+
+        if (fd < 0) {
+            return HTTP_INTERNAL_SERVER_ERROR;
+        }
+        for (hi = apr_hash_first(pconf, pools); hi; hi = apr_hash_next(hi)) {
+            lessons_lease_srv *ls = apr_hash_this_val(hi);
+            char hex[LESSONS_PEER_KEY_HEX + 1];
+            apr_status_t rv = apr_generate_random_bytes(ls->key,
+                                                        sizeof(ls->key));
+
+            if (rv != APR_SUCCESS || !lessons_peer_key_hex(ls->key, hex)) {
+                ap_log_error(APLOG_MARK, APLOG_CRIT, rv, main,
+                             LESSONSLOG(00787) "LessonsDBLeasePeer: cannot "
+                             "make a key");
+                return HTTP_INTERNAL_SERVER_ERROR;
+            }
+            ls->peer = apr_pstrcat(pconf, mconf->lease_peer, " ", hex, NULL);
+            ls->peer_fd = fd;
+        }
+    }
     if (n == 0) {
         ap_log_error(APLOG_MARK, APLOG_WARNING, 0, main, LESSONSLOG(00793)
                      "LessonsDBLease: no server here uses PostgreSQL "
@@ -451,6 +510,10 @@ static void lessons_lease_check_fill(lessons_lease_check_t *chk,
         row->length_ms = l->length_ms;
         row->acked.sum = l->acked;
         apr_cpystrn(row->acked.epoch, l->epoch, sizeof(row->acked.epoch));
+        /* Too long for the row: none (it is waited for as without). */
+        if (l->peer && strlen(l->peer) < sizeof(row->peer)) {
+            apr_cpystrn(row->peer, l->peer, sizeof(row->peer));
+        }
     }
 }
 
@@ -493,7 +556,8 @@ static int lessons_holder_renew(lessons_holder_t *h, apr_pool_t *p)
     apr_int64_t term = 0;
     const char *err = NULL;
 
-    if (lessons_store_lease_renew(&h->db, p, ls->name, ls->length_ms, &cat,
+    if (lessons_store_lease_renew(&h->db, p, ls->name, ls->length_ms,
+                                  ls->peer, &cat,
                                   &term, &err) != LESSONS_STORE_OK) {
         ap_log_error(APLOG_MARK, APLOG_WARNING, 0, ls->s, LESSONSLOG(00791)
                      "LessonsDBLease: renewing: %s",
@@ -535,16 +599,27 @@ static int lessons_holder_check(lessons_holder_t *h, apr_pool_t *p)
     apr_array_header_t *rows = NULL;
     lessons_catalog_t cat;
     const char *err = NULL;
+    int tries;
 
-    if (lessons_store_lease_check(&h->db, p, notify ? ls->name : NULL,
-                                  &cat, &rows, &err)
-        != LESSONS_STORE_OK) {
-        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, ls->s, LESSONSLOG(00791)
-                     "LessonsDBLease: checking: %s",
-                     err ? err : "unknown error");
-        return 0;
+    /* With datagrams the writer that asked tells the others: a check
+     * that notifies no one, again with NOTIFY when a listed server
+     * hears only so.
+     */
+    for (tries = ls->peer ? 0 : 1; tries < 2; tries++) {
+        if (lessons_store_lease_check(&h->db, p,
+                                      notify && tries ? ls->name : NULL,
+                                      &cat, &rows, &err)
+            != LESSONS_STORE_OK) {
+            ap_log_error(APLOG_MARK, APLOG_WARNING, 0, ls->s,
+                         LESSONSLOG(00791) "LessonsDBLease: checking: %s",
+                         err ? err : "unknown error");
+            return 0;
+        }
+        lessons_lease_check_fill(chk, &cat, rows, lessons_lease_clock());
+        if (!notify || !lessons_peer_round_needs_notify(chk, ls->name)) {
+            break;
+        }
     }
-    lessons_lease_check_fill(chk, &cat, rows, lessons_lease_clock());
     if (!lessons_lease_install(ls->block, h->pid, &chk->version, 0)) {
         return 0;
     }
@@ -854,13 +929,14 @@ static apr_status_t lessons_lease_stop(void *data)
 void lessons_lease_child_init(apr_pool_t *pchild, server_rec *main)
 {
     apr_hash_t *seen = apr_hash_make(pchild);
+    lessons_peer_child_t *peers = NULL;
     server_rec *s;
+    apr_status_t rv;
 
     for (s = main; s; s = s->next) {
         lessons_srv_conf *sconf =
             ap_get_module_config(s->module_config, &lessons_module);
         lessons_lease_srv *ls = sconf->lease;
-        apr_status_t rv;
 
         if (!ls || apr_hash_get(seen, &ls, sizeof(ls))) {
             continue;
@@ -888,6 +964,19 @@ void lessons_lease_child_init(apr_pool_t *pchild, server_rec *main)
             continue;
         }
         apr_pool_pre_cleanup_register(pchild, ls, lessons_lease_stop);
+        if (ls->peer_fd >= 0) {
+            if (!peers) {
+                peers = lessons_peer_child_make(pchild, main, ls->peer_fd);
+            }
+            lessons_peer_child_add(peers, ls->name, ls->block, ls->key);
+        }
+    }
+    if (peers && (rv = lessons_peer_child_start(pchild, peers))
+                 != APR_SUCCESS) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, rv, main, LESSONSLOG(00788)
+                     "LessonsDBLeasePeer: cannot start this process's "
+                     "reader: other servers' writes wait for another "
+                     "process of this server to answer them");
     }
     /* Virtual hosts of a pool whose lease could not be opened. */
     for (s = main; s; s = s->next) {
@@ -987,7 +1076,8 @@ void lessons_lease_settle(lessons_ctx *c)
     apr_uint32_t bell = 0;
     const char *err = NULL;
     const char *via = "";
-    int asked = 0, alone;
+    lessons_peer_round_t *round = NULL;
+    int asked = 0, alone, send = 0;
 
 #if defined(LESSONS_BREAK_LEASE) && LESSONS_BREAK_LEASE == 2
     /* Broken on purpose (make lease-broken): no wait for anyone. */
@@ -1016,11 +1106,22 @@ void lessons_lease_settle(lessons_ctx *c)
             break;
         case LESSONS_LEASE_TURN_LEAD:
             if (c->db.handle && c->db_pool) {
-                if (lessons_lease_check_alone(c, ls->name, chk, &err)
-                    == LESSONS_ALONE_OK) {
+                /* With datagrams, a check that notifies no one; again
+                 * with NOTIFY when a listed server hears only so.
+                 */
+                lessons_alone_e a =
+                    lessons_lease_check_alone(c, ls->peer ? NULL : ls->name,
+                                              chk, &err);
+
+                if (a == LESSONS_ALONE_OK && ls->peer
+                    && lessons_peer_round_needs_notify(chk, ls->name)) {
+                    a = lessons_lease_check_alone(c, ls->name, chk, &err);
+                }
+                if (a == LESSONS_ALONE_OK) {
                     lessons_lease_heard_check(ls->block, chk, chk->at);
                     lessons_lease_led(ls->block, ticket, upto, chk);
                     asked = 1;
+                    send = ls->peer != NULL;
                     break;
                 }
             }
@@ -1032,6 +1133,7 @@ void lessons_lease_settle(lessons_ctx *c)
                 asked = lessons_lease_answer(ls->block, ticket,
                                              start + LESSONS_LEASE_ASK_WAIT,
                                              chk);
+                send = asked && ls->peer != NULL;
             }
             /* The holder's check answered the others too (or nothing
              * did: they take their turn).
@@ -1048,6 +1150,12 @@ void lessons_lease_settle(lessons_ctx *c)
      */
     if (asked && !chk->overflow) {
         (void)lessons_lease_raise(ls->block, &chk->version);
+    }
+    /* The round's leader tells the servers with an address itself, and
+     * hears their answers for every write of the round.
+     */
+    if (send) {
+        round = lessons_peer_round_start(r->pool, ls->name, chk);
     }
     checked = lessons_lease_clock();
     alone = !asked;
@@ -1079,7 +1187,12 @@ void lessons_lease_settle(lessons_ctx *c)
             break;
         }
         if (!alone) {
-            lessons_lease_sleep(ls->block, bell, until);
+            if (round) {
+                lessons_peer_round_wait(round, ls->block, until);
+            }
+            else {
+                lessons_lease_sleep(ls->block, bell, until);
+            }
             continue;
         }
         /* Alone: the acknowledgements from a later read (its leases

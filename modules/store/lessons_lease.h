@@ -31,6 +31,7 @@
 #define LESSONS_LEASE_NAME_MAX   96     /* a server's name, with its NUL */
 #define LESSONS_LEASE_EPOCH_MAX  80     /* a version's epoch, with its NUL */
 #define LESSONS_LEASE_ROWS      128     /* leases a check holds */
+#define LESSONS_LEASE_PEER_MAX  160     /* a row's "ADDRESS:PORT KEY" */
 #define LESSONS_LEASE_PEERS     128     /* servers the block remembers */
 #define LESSONS_LEASE_MAX_MS  60000     /* the longest lease there is */
 
@@ -51,6 +52,8 @@ typedef struct {
     apr_int64_t term;               /* its renewal's number */
     apr_int64_t length_ms;          /* its lease length */
     lessons_lease_version_t acked;  /* sum -1: none yet */
+    char peer[LESSONS_LEASE_PEER_MAX];  /* where it hears of writes, and
+                                     * its datagrams' key; "": by NOTIFY */
 } lessons_lease_row_t;
 
 /* A check: a version read after the write, and the leases of the same

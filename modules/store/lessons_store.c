@@ -195,10 +195,11 @@ const lessons_statement_t lessons_statements_leases[] = {
       "s AS (" LESSONS_FENCE_SYNC "), "
       "f AS (UPDATE lessons_lease_fence SET n = n + 1 FROM s WHERE id = 1 "
       "RETURNING n), "
-      "r AS (INSERT INTO lessons_leases (server, term, length_ms) "
-      "VALUES (%s, nextval('lessons_lease_terms'), %d) "
+      "r AS (INSERT INTO lessons_leases (server, term, length_ms, peer) "
+      "VALUES (%s, nextval('lessons_lease_terms'), %d, %s) "
       "ON CONFLICT (server) DO UPDATE SET term = excluded.term, "
-      "length_ms = excluded.length_ms, renewed = now() RETURNING term) "
+      "length_ms = excluded.length_ms, renewed = now(), "
+      "peer = excluded.peer RETURNING term) "
       "SELECT (SELECT " LESSONS_EPOCH " FROM lessons_database), "
       "(SELECT sum(changes) FROM c), r.term, "
       "pg_notify('lessons_lease', 'r ' || r.term || ' ' || %s) "
@@ -206,7 +207,7 @@ const lessons_statement_t lessons_statements_leases[] = {
     { "lessons_lease_check",
       "SELECT (SELECT " LESSONS_EPOCH " FROM lessons_database), "
       "(SELECT sum(changes) FROM lessons_catalog), "
-      "l.server, l.term, l.length_ms, l.epoch, l.acked "
+      "l.server, l.term, l.length_ms, l.epoch, l.acked, l.peer "
       "FROM (SELECT 1) AS one LEFT JOIN lessons_leases l ON true" },
     /* The same for writers: it tells every listening server that the
      * catalogue moved, to which version ("SUM SERVER EPOCH": the
@@ -220,8 +221,8 @@ const lessons_statement_t lessons_statements_leases[] = {
       "AS e, (SELECT sum(changes) FROM lessons_catalog) AS s), "
       "n AS (SELECT pg_notify('lessons_catalog', v.s || ' ' || %s || ' ' "
       "|| v.e || %s) FROM v) "
-      "SELECT v.e, v.s, l.server, l.term, l.length_ms, l.epoch, l.acked "
-      "FROM v CROSS JOIN (SELECT 1 FROM n) AS one "
+      "SELECT v.e, v.s, l.server, l.term, l.length_ms, l.epoch, l.acked, "
+      "l.peer FROM v CROSS JOIN (SELECT 1 FROM n) AS one "
       "LEFT JOIN lessons_leases l ON true" },
     { "lessons_lease_ack",
       "WITH u AS (UPDATE lessons_leases SET epoch = %s, acked = %lld "
@@ -1803,12 +1804,12 @@ static int lessons_store_lease_version(const lessons_db_t *db, apr_pool_t *p,
 
 lessons_store_e lessons_store_lease_renew(const lessons_db_t *db,
                                           apr_pool_t *p, const char *server,
-                                          int length_ms,
+                                          int length_ms, const char *peer,
                                           lessons_catalog_t *cat,
                                           apr_int64_t *term,
                                           const char **err)
 {
-    const void *args[] = { server, &length_ms, server };
+    const void *args[] = { server, &length_ms, peer ? peer : "", server };
     const char *cols[3];
     int rows = 0;
     lessons_store_e rc = lessons_store_one(db, p,
@@ -1829,17 +1830,17 @@ lessons_store_e lessons_store_lease_renew(const lessons_db_t *db,
     return LESSONS_STORE_OK;
 }
 
-/* One lease from a check's row (columns 2 to 6); 0 when it has none
+/* One lease from a check's row (columns 2 to 7); 0 when it has none
  * (the one row of a check with no lease) or is not ours.
  */
 static int lessons_store_lease_row(const lessons_db_t *db, apr_pool_t *p,
                                    apr_dbd_row_t *row,
                                    lessons_store_lease_t *out)
 {
-    const char *c[5];
+    const char *c[6];
     int i;
 
-    for (i = 0; i < 5; i++) {
+    for (i = 0; i < 6; i++) {
         c[i] = apr_dbd_get_entry(db->driver, row, i + 2);
     }
     if (!c[0] || !*c[0] || !lessons_parse_i64(c[1], &out->term)
@@ -1849,6 +1850,7 @@ static int lessons_store_lease_row(const lessons_db_t *db, apr_pool_t *p,
     }
     out->server = apr_pstrdup(p, c[0]);
     out->epoch = apr_pstrdup(p, c[3]);
+    out->peer = apr_pstrdup(p, c[5] ? c[5] : "");
     return 1;
 }
 

@@ -356,16 +356,19 @@ typedef struct {
     apr_int64_t length_ms;
     const char *epoch;              /* what it acknowledged: "" none */
     apr_int64_t acked;              /* -1: none */
+    const char *peer;               /* "ADDRESS:PORT KEY", "": none */
 } lessons_store_lease_t;
 
 /* Renew server's lease (a new term) for length_ms, and read the
  * catalogue version with its counters locked FOR SHARE: a write either
  * committed before (the version holds it) or commits after this renewal
- * (and its check sees the renewal).  Notifies lessons_lease.
+ * (and its check sees the renewal).  Notifies lessons_lease.  peer:
+ * where the server hears other servers' writes, and its datagrams' key
+ * ("ADDRESS:PORT KEY", LessonsDBLeasePeer), or NULL.
  */
 lessons_store_e lessons_store_lease_renew(const lessons_db_t *db,
                                           apr_pool_t *p, const char *server,
-                                          int length_ms,
+                                          int length_ms, const char *peer,
                                           lessons_catalog_t *cat,
                                           apr_int64_t *term,
                                           const char **err);

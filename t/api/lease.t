@@ -11,7 +11,11 @@
 #     most about a lease, and C, resumed, serves nothing stale;
 #   - with the listening connections terminated, a write through B is
 #     seen at once through C, and both servers hold a lease again;
-#   - LessonsDBLease in a virtual host, or out of bounds, is refused.
+#   - C has LessonsDBLeasePeer and B has not: B's writes reach C by
+#     datagram, C's reach B by NOTIFY (servers with and without it share
+#     a database), every case above both ways;
+#   - LessonsDBLease in a virtual host, or out of bounds, is refused, and
+#     LessonsDBLeasePeer in a virtual host, by name or as a wildcard.
 # The many-client proof under faults is t/history (make history).
 use strict;
 use warnings FATAL => 'all';
@@ -33,6 +37,8 @@ for my $name (qw(B C)) {
     my $dir = File::Temp->newdir(CLEANUP => !$ENV{LESSONS_TEST_KEEP});
     diag("$name: $dir") if $ENV{LESSONS_TEST_KEEP};
     my $port = free_port();
+    my $peer = $name eq 'C' ? free_port() : undef;
+    my $peer_line = $peer ? "LessonsDBLeasePeer 127.0.0.1:$peer" : '';
     my $conf = httpd_conf($dir, $port, <<"EOF");
 LogLevel info
 StartServers 2
@@ -42,13 +48,14 @@ ServerLimit 2
 ThreadsPerChild 5
 MaxRequestWorkers 10
 LessonsDBLease 1
+$peer_line
 @{[ api_location() ]}
 <Location "/metrics">
     SetHandler lessons-metrics
 </Location>
 EOF
     my $pid = start_httpd($conf, $port);
-    $server{$name} = { dir => $dir, port => $port, pid => $pid,
+    $server{$name} = { dir => $dir, port => $port, pid => $pid, peer => $peer,
                        base => "http://127.0.0.1:$port" };
 }
 my ($B, $C) = map { $server{$_}{base} } qw(B C);
@@ -96,6 +103,15 @@ sub lease_gauges {
 }
 is(scalar(grep { $_->{server} =~ m{/$server{B}{pid}/} } @$rows), 1,
    'B holds one lease');
+# Where each is reached: C at its address with a key, B by NOTIFY.
+my %peer_of = map { m{/(\d+)/} ? ($1 => $_) : () } map { $_->{server} } @$rows;
+my $peers = { map { ($_->{server} => $_->{peer}) }
+              @{ db_rows('SELECT server, peer FROM lessons_leases') } };
+is($peers->{ $peer_of{ $server{B}{pid} } // '' }, '',
+   'B\'s row has no address (no LessonsDBLeasePeer)');
+like($peers->{ $peer_of{ $server{C}{pid} } // '' } // '',
+     qr/\A127\.0\.0\.1:$server{C}{peer} [0-9a-f]{64}\z/,
+     'C\'s row has its address and a key of 256 bits');
 
 my $gauges = {};
 for (1 .. 50) {
@@ -237,5 +253,17 @@ for my $case (["<VirtualHost 127.0.0.1:*>\nLessonsDBLease 2\n"
 }
 my ($rc, $out) = conf_test($cdir, "LessonsDBLease 2.5\n");
 is($rc, 0, 'LessonsDBLease 2.5 in server config is taken') or diag($out);
+for my $case (["<VirtualHost 127.0.0.1:*>\nLessonsDBLeasePeer 127.0.0.1:9\n"
+               . "</VirtualHost>\n", 'in a virtual host'],
+              ["LessonsDBLeasePeer localhost:9000\n", 'by name'],
+              ["LessonsDBLeasePeer 0.0.0.0:9000\n", 'as a wildcard'],
+              ["LessonsDBLeasePeer [::]:9000\n", 'as an IPv6 wildcard'],
+              ["LessonsDBLeasePeer 127.0.0.1\n", 'without a port']) {
+    my ($rc, $out) = conf_test($cdir, $case->[0]);
+    isnt($rc, 0, "LessonsDBLeasePeer $case->[1] is refused");
+    like($out, qr/LessonsDBLeasePeer/, '... naming the directive');
+}
+($rc, $out) = conf_test($cdir, "LessonsDBLease 2\nLessonsDBLeasePeer [::1]:9000\n");
+is($rc, 0, 'LessonsDBLeasePeer [::1]:9000 in server config is taken') or diag($out);
 
 done_testing();

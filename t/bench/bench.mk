@@ -22,7 +22,9 @@
 #                              for tokens.  BENCH_LEASE=SECONDS the lease
 #                              (default 2; 0: no lease rows in the full
 #                              run), BENCH_SERVERS="1 4 8" the servers;
-#                              BENCH_ONLY=lease-writes: the writes only
+#                              BENCH_ONLY=lease-writes: the writes only;
+#                              BENCH_LEASE_PEER=1: the lease on with
+#                              LessonsDBLeasePeer (datagrams)
 # It installs what it needs first (t/tools/deps.sh bench: wrk, siege,
 # valgrind, curl, gnuplot, the PostgreSQL server binaries and pgbench), builds the
 # module and, where node and npm are, the test provider's modules (make
@@ -45,7 +47,7 @@ bench: bench-deps
 	        || echo "bench: make idp-deps failed: the introspected row will be skipped" >&2; \
 	fi
 	@MODULE='$(CURDIR)/$(MODULE)' HTTPD='$(HTTPD)' BENCH_QUICK='$(BENCH_QUICK)' BENCH_ONLY='$(BENCH_ONLY)' \
-	    BENCH_COMMAND='make bench$(if $(BENCH_QUICK), BENCH_QUICK=$(BENCH_QUICK))$(if $(BENCH_DBS), BENCH_DBS="$(BENCH_DBS)")$(if $(BENCH_ONLY), BENCH_ONLY=$(BENCH_ONLY))$(if $(BENCH_ROUNDS), BENCH_ROUNDS=$(BENCH_ROUNDS))$(if $(BENCH_DUR), BENCH_DUR=$(BENCH_DUR))$(if $(BENCH_LEASE), BENCH_LEASE=$(BENCH_LEASE))$(if $(BENCH_SERVERS), BENCH_SERVERS="$(BENCH_SERVERS)")' \
+	    BENCH_COMMAND='make bench$(if $(BENCH_QUICK), BENCH_QUICK=$(BENCH_QUICK))$(if $(BENCH_DBS), BENCH_DBS="$(BENCH_DBS)")$(if $(BENCH_ONLY), BENCH_ONLY=$(BENCH_ONLY))$(if $(BENCH_ROUNDS), BENCH_ROUNDS=$(BENCH_ROUNDS))$(if $(BENCH_DUR), BENCH_DUR=$(BENCH_DUR))$(if $(BENCH_LEASE), BENCH_LEASE=$(BENCH_LEASE))$(if $(BENCH_SERVERS), BENCH_SERVERS="$(BENCH_SERVERS)")$(if $(BENCH_LEASE_PEER), BENCH_LEASE_PEER=$(BENCH_LEASE_PEER))' \
 	    t/bench/bench.sh
 
 # make auth-cost: the token gate's cost per request by where the key comes

@@ -35,6 +35,8 @@
 #                 as for tokens; BENCH_ONLY=lease-writes only their
 #                 write rows
 #   BENCH_SERVERS        the read-lease rows' server counts (default "1 4")
+#   BENCH_LEASE_PEER=1   the read-lease rows' servers with the lease on
+#                 have LessonsDBLeasePeer too (each its own UDP port)
 #
 # Per database, in this order: load t/bench/bench-lessons.sql; start httpd
 # (event MPM, t/bench/httpd.conf) on a free 127.0.0.1 port; save each GET
@@ -229,6 +231,8 @@ SERVER_ROOT=$WORK    # $WORK/shipped for the shipped rows (shipped.sh)
 APACHE_ENV=()
 httpd_defines() {
     [ ${#EXTRA_DEFINES[@]} -eq 0 ] || printf '%s\n' "${EXTRA_DEFINES[@]}"
+    # Each server its own UDP port (t/bench/lease-rows.sh, BENCH_LEASE_PEER).
+    [ -z "${PEER_PORTS:-}" ] || printf '%s\n' -C "Define BENCH_PEER_PORT $(pick_port "$PORT")"
     printf '%s\n' -C "Define BENCH_PORT $PORT" -C "Define BENCH_WORK $WORK" \
         -C "Define BENCH_RUN $RUN_ROOT" -C "Define BENCH_MODULE $WORK/mod_lessons.so" -C "Define BENCH_MODULES $HTTPD_MODULES" \
         -C "Define BENCH_DRIVER $DRIVER" -C "Define BENCH_DBPARAMS \"$DBPARAMS\""

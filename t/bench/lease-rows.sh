@@ -35,7 +35,10 @@ LEASE_WRITE_SERVERS=4
 lease_servers_up() {
     EXTRA_DEFINES=(-D BENCH_METRICS)
     [ "$1" != on ] || EXTRA_DEFINES+=(-C "Define BENCH_LEASE $LEASE")
+    PEER_PORTS=
+    [ "$1" != on ] || [ "${BENCH_LEASE_PEER:-0}" != 1 ] || PEER_PORTS=1
     servers_start "$2"
+    PEER_PORTS=
     EXTRA_DEFINES=()
     [ "$1" != on ] || lease_wait "$2"
 }

@@ -54,12 +54,17 @@
 #   FAULTS="none stop ..."  HISTORY_SECONDS=20 (of load per fault, at
 #   least: the load goes on until the faults are over)
 #   HISTORY_SERVERS=3  HISTORY_CLIENTS=6
+#   HISTORY_LEASE_PEER=mixed|all|none: which servers also have
+#   LessonsDBLeasePeer (a free UDP port of 127.0.0.1), whose writes and
+#   acknowledgements go by datagram: every one but the last (mixed, the
+#   default: both ways in one history), all, or none
 #   HISTORY_TIER=postgres|patroni  HA_RECOVERY_MAX=TTL+5,
 #   HA_RECOVERY_STOP=TTL+10 (seconds, patroni: the longest pause in
 #   answered writes from the fault on, for the leader key's TTL in
 #   effect, 10 on Debian 12, 20 with Patroni 4; _STOP for hastop, whose
 #   connections wait besides)
-#   BROKEN=expiry|acks: build/broken-*/mod_lessons.so (make lease-broken)
+#   BROKEN=expiry|acks|peer: build/broken-*/mod_lessons.so (make
+#     lease-broken; peer: acknowledges datagrams without raising)
 #     under the fault that shows it (stop, none), and the checker is
 #     expected to FAIL ("ok broken=acks caught N violations"); skipped
 #     with a note when the .so is missing.
@@ -77,6 +82,7 @@ SECS=${HISTORY_SECONDS:-20}
 NSERVERS=${HISTORY_SERVERS:-3}
 NCLIENTS=${HISTORY_CLIENTS:-6}
 BROKEN=${BROKEN:-}
+LEASE_PEER=${HISTORY_LEASE_PEER:-mixed}
 TIER=${HISTORY_TIER:-postgres}
 case "$TIER" in
     postgres) FAULTS=${FAULTS:-none stop stall terminate pgrestart failover storm kill} ;;
@@ -103,7 +109,17 @@ case "$BROKEN" in
             exit 0
         fi
         FAULTS=stall ;;
-    *) die "BROKEN=$BROKEN: expiry or acks" ;;
+    peer)
+        # A server that acknowledges datagrams without raising its
+        # version: stale reads with no fault at all.
+        MODULE=${MODULE:-$ROOT/build/broken-$BROKEN/mod_lessons.so}
+        if [ ! -f "$MODULE" ]; then
+            echo "ok broken=$BROKEN # SKIP $MODULE not found (make lease-broken builds it)"
+            counts 0 0
+            exit 0
+        fi
+        FAULTS=none LEASE_PEER=all ;;
+    *) die "BROKEN=$BROKEN: expiry, acks or peer" ;;
 esac
 [ -f "$MODULE" ] || die "$MODULE not found: run make first"
 [ -x "$HTTPD" ] || die "$HTTPD not found: run t/tools/deps.sh test"
@@ -261,6 +277,10 @@ DBDMax 6
 LessonsDBTimeout $DB_TIMEOUT
 EOF
     if [ "$LEASE" != 0 ]; then echo "LessonsDBLease $LEASE" >>"$d/httpd.conf"; fi
+    if [ "$LEASE" != 0 ] && { [ "$LEASE_PEER" = all ] \
+            || { [ "$LEASE_PEER" = mixed ] && [ "$1" -lt $((NSERVERS - 1)) ]; }; }; then
+        echo "LessonsDBLeasePeer 127.0.0.1:$(pick_port)" >>"$d/httpd.conf"
+    fi
     cat >>"$d/httpd.conf" <<EOF
 <Location "/api/lessons">
     SetHandler lessons

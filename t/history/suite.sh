@@ -3,7 +3,8 @@
 # with read leases (t/history/run.sh), then the two modules broken on
 # purpose (make lease-broken), which the checker must catch: one serves
 # from its cache past its lease, one answers writes before the
-# acknowledgements; then the Patroni tier's faults (t/history/patroni.sh,
+# acknowledgements, one acknowledges datagrams without raising its
+# version (LessonsDBLeasePeer); then the Patroni tier's faults (t/history/patroni.sh,
 # issue 58).  HISTORY_SECONDS (default 10 here; HA_SECONDS, 25, for the
 # Patroni tier) bounds each fault's load.  With INTEGRATION_COUNTS=FILE
 # each run appends its counts.
@@ -12,7 +13,7 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 export HISTORY_SECONDS=${HISTORY_SECONDS:-10}
 rc=0
 "$ROOT/t/history/run.sh" || rc=1
-for broken in acks expiry; do
+for broken in acks expiry peer; do
     BROKEN=$broken "$ROOT/t/history/run.sh" || rc=1
 done
 # The Patroni tier (issue 58), with its longer loads.

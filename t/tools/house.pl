@@ -354,6 +354,7 @@ sub directives {
     my $table = slurp("$root/mod_lessons.c");
     my $ref = slurp("$root/docs/directives.md");
     my (%cmd, @problems);
+    my $setters = join '', map { slurp($_) } glob("$root/modules/httpd/*.c");
 
     # AP_INIT_xxx("Name", handler, data, FLAGS, "help"): the flags are
     # the first RSRC_CONF/ACCESS_CONF expression after the name.  A
@@ -365,6 +366,10 @@ sub directives {
         # server only: look it up by the spec's name.
         my ($spec) = $between =~ /&(\w+_n)\b/;
         my $global = $spec && $table =~ /\b\Q$spec\E = \{[^}]*GLOBAL_ONLY/s;
+        # Or its setter refuses any other context first thing
+        # ("const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);").
+        my ($setter) = $between =~ /\A\s*,\s*(\w+)/;
+        $global ||= $setter && $setters =~ /^const char \*\Q$setter\E\((?:(?!^\}).)*?^    const char \*err = ap_check_cmd_context\(cmd, GLOBAL_ONLY\);/ms;
         $cmd{$name} = context_of($flags, $global);
     }
     my %ref;
