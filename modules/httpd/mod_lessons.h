@@ -855,9 +855,12 @@ lessons_peer_round_t *lessons_peer_round_start(apr_pool_t *p,
                                                const char *self,
                                                const lessons_lease_check_t
                                                *chk);
-/* Wait for ACKs until until (or the next resend), heard in block. */
+/* Wait for ACKs until until (or the next resend), heard in block; with
+ * every one in, as lessons_lease_sleep (bell as lessons_lease_settled
+ * gave it).
+ */
 void lessons_peer_round_wait(lessons_peer_round_t *round,
-                             lessons_lease_t *block,
+                             lessons_lease_t *block, apr_uint32_t bell,
                              apr_interval_time_t until);
 
 /* mod_lessons_health.c */

@@ -1188,7 +1188,7 @@ void lessons_lease_settle(lessons_ctx *c)
         }
         if (!alone) {
             if (round) {
-                lessons_peer_round_wait(round, ls->block, until);
+                lessons_peer_round_wait(round, ls->block, bell, until);
             }
             else {
                 lessons_lease_sleep(ls->block, bell, until);

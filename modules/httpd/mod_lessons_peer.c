@@ -407,14 +407,22 @@ lessons_peer_round_t *lessons_peer_round_start(apr_pool_t *p,
         if (*fd < 0) {
             *fd = socket(t->sa.ss_family,
                          SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+            if (*fd >= 0 && round->n == 0) {
+                apr_pool_cleanup_register(p, round,
+                                          lessons_peer_round_cleanup,
+                                          apr_pool_cleanup_null);
+            }
         }
-        round->n++;
+        /* No socket (out of descriptors): that server is waited for as
+         * one that does not answer.
+         */
+        if (*fd >= 0) {
+            round->n++;
+        }
     }
     if (round->n == 0) {
         return NULL;
     }
-    apr_pool_cleanup_register(p, round, lessons_peer_round_cleanup,
-                              apr_pool_cleanup_null);
     lessons_peer_round_send(round);
     round->resend = LESSONS_PEER_RESEND_MIN;
     round->resend_at = lessons_lease_clock() + round->resend;
@@ -460,13 +468,23 @@ static void lessons_peer_round_read(lessons_peer_round_t *round, int fd,
 }
 
 void lessons_peer_round_wait(lessons_peer_round_t *round,
-                             lessons_lease_t *block,
+                             lessons_lease_t *block, apr_uint32_t bell,
                              apr_interval_time_t until)
 {
     apr_interval_time_t now = lessons_lease_clock(), end;
     struct pollfd pfd[2];
-    int nfd = 0, ms, i;
+    int nfd = 0, ms, i, pending = 0;
 
+    for (i = 0; i < round->n; i++) {
+        pending |= !round->targets[i].done;
+    }
+    /* Every datagram answered: what is left is heard by the holder (a
+     * server reached by NOTIFY) or waited out.
+     */
+    if (!pending) {
+        lessons_lease_sleep(block, bell, until);
+        return;
+    }
     if (now >= round->resend_at) {
         lessons_peer_round_send(round);
         round->resend = round->resend * 2 < LESSONS_PEER_RESEND_MAX
