@@ -855,6 +855,8 @@ lessons_peer_round_t *lessons_peer_round_start(apr_pool_t *p,
                                                const char *self,
                                                const lessons_lease_check_t
                                                *chk);
+/* How many servers answered the round's datagrams. */
+int lessons_peer_round_answered(const lessons_peer_round_t *round);
 /* Wait for ACKs until until (or the next resend), heard in block; with
  * every one in, as lessons_lease_sleep (bell as lessons_lease_settled
  * gave it).

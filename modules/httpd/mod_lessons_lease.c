@@ -434,7 +434,7 @@ static int lessons_holder_connect(lessons_holder_t *h)
             ap_log_error(APLOG_MARK, APLOG_WARNING, 0, ls->s,
                          LESSONSLOG(00792) "LessonsDBLease: the database "
                          "lacks the lessons_leases or lessons_lease_fence "
-                         "table: GETs read the "
+                         "table, or lessons_leases.peer: GETs read the "
                          "catalogue version as without the directive (load "
                          "sql/upgrade-leases.pgsql.sql): %s", err);
         }
@@ -1208,8 +1208,10 @@ void lessons_lease_settle(lessons_ctx *c)
     now = lessons_lease_clock();
     ap_log_rerror(APLOG_MARK, APLOG_TRACE1, 0, r, LESSONSLOG(00799)
                   "LessonsDBLease: the write's check came in %" APR_TIME_T_FMT
-                  " us%s, the acknowledgements %" APR_TIME_T_FMT " us later",
-                  checked - start, alone ? " (alone)" : via, now - checked);
+                  " us%s, the acknowledgements %" APR_TIME_T_FMT " us later"
+                  " (%d by datagram)",
+                  checked - start, alone ? " (alone)" : via, now - checked,
+                  round ? lessons_peer_round_answered(round) : 0);
     if (now - start > apr_time_from_msec(ls->length_ms) / 2) {
         ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00794)
                       "LessonsDBLease: the write waited %" APR_TIME_T_FMT

@@ -33,8 +33,8 @@
 #include "store/lessons_peer.h"
 
 /* A writer sends its RAISEs again after this, doubling up to the max. */
-#define LESSONS_PEER_RESEND_MIN   apr_time_from_msec(1)
-#define LESSONS_PEER_RESEND_MAX   apr_time_from_msec(50)
+#define LESSONS_PEER_RESEND_MIN   apr_time_from_msec(10)
+#define LESSONS_PEER_RESEND_MAX   apr_time_from_msec(80)
 /* A child's reader looks at its stop flag this often (milliseconds). */
 #define LESSONS_PEER_TICK_MS      200
 
@@ -465,6 +465,16 @@ static void lessons_peer_round_read(lessons_peer_round_t *round, int fd,
             break;
         }
     }
+}
+
+int lessons_peer_round_answered(const lessons_peer_round_t *round)
+{
+    int i, n = 0;
+
+    for (i = 0; i < round->n; i++) {
+        n += round->targets[i].done;
+    }
+    return n;
 }
 
 void lessons_peer_round_wait(lessons_peer_round_t *round,

@@ -11,9 +11,11 @@
 #     most about a lease, and C, resumed, serves nothing stale;
 #   - with the listening connections terminated, a write through B is
 #     seen at once through C, and both servers hold a lease again;
-#   - C has LessonsDBLeasePeer and B has not: B's writes reach C by
-#     datagram, C's reach B by NOTIFY (servers with and without it share
-#     a database), every case above both ways;
+#   - C has LessonsDBLeasePeer and B has not: each write of either is
+#     told by NOTIFY (C's check finds B without an address), so servers
+#     with and without it share a database; lease_peer.t runs every case
+#     with it on both (LESSONS_LEASE_PEERS="B C"), where each write
+#     reaches the other by datagram;
 #   - LessonsDBLease in a virtual host, or out of bounds, is refused, and
 #     LessonsDBLeasePeer in a virtual host, by name or as a wildcard.
 # The many-client proof under faults is t/history (make history).
@@ -32,15 +34,17 @@ use LessonsTest;
 plan skip_all => 'read leases are PostgreSQL\'s' unless LessonsTest::db_driver() eq 'pgsql';
 
 my $JSON = JSON::PP->new->utf8->canonical;
+# Which servers have LessonsDBLeasePeer (lease_peer.t: both).
+my %with_peer = map { ($_ => 1) } split ' ', ($ENV{LESSONS_LEASE_PEERS} // 'C');
 my %server;
 for my $name (qw(B C)) {
     my $dir = File::Temp->newdir(CLEANUP => !$ENV{LESSONS_TEST_KEEP});
     diag("$name: $dir") if $ENV{LESSONS_TEST_KEEP};
     my $port = free_port();
-    my $peer = $name eq 'C' ? free_port() : undef;
+    my $peer = $with_peer{$name} ? free_port() : undef;
     my $peer_line = $peer ? "LessonsDBLeasePeer 127.0.0.1:$peer" : '';
     my $conf = httpd_conf($dir, $port, <<"EOF");
-LogLevel info
+LogLevel info lessons:trace1
 StartServers 2
 MinSpareThreads 2
 MaxSpareThreads 10
@@ -103,15 +107,20 @@ sub lease_gauges {
 }
 is(scalar(grep { $_->{server} =~ m{/$server{B}{pid}/} } @$rows), 1,
    'B holds one lease');
-# Where each is reached: C at its address with a key, B by NOTIFY.
+# Where each is reached: at its address with a key, or by NOTIFY ('').
 my %peer_of = map { m{/(\d+)/} ? ($1 => $_) : () } map { $_->{server} } @$rows;
 my $peers = { map { ($_->{server} => $_->{peer}) }
               @{ db_rows('SELECT server, peer FROM lessons_leases') } };
-is($peers->{ $peer_of{ $server{B}{pid} } // '' }, '',
-   'B\'s row has no address (no LessonsDBLeasePeer)');
-like($peers->{ $peer_of{ $server{C}{pid} } // '' } // '',
-     qr/\A127\.0\.0\.1:$server{C}{peer} [0-9a-f]{64}\z/,
-     'C\'s row has its address and a key of 256 bits');
+for my $name (qw(B C)) {
+    my $row = $peers->{ $peer_of{ $server{$name}{pid} } // '' } // 'no row';
+    if ($server{$name}{peer}) {
+        like($row, qr/\A127\.0\.0\.1:$server{$name}{peer} [0-9a-f]{64}\z/,
+             "${name}'s row has its address and a key of 256 bits");
+    }
+    else {
+        is($row, '', "${name}'s row has no address (no LessonsDBLeasePeer)");
+    }
+}
 
 my $gauges = {};
 for (1 .. 50) {
@@ -183,6 +192,22 @@ is_deeply(\@stale, [], '20 writes, alternating: each seen at once through '
 # the catch-up's notification on a wrong channel, 20 s in all).
 cmp_ok($writing, '<', 8, sprintf('the 20 writes were acknowledged, not '
        . 'waited out (%.2f s in all)', $writing));
+# How: by datagram when both have an address, else by NOTIFY
+# (LESSONS00799 at trace1 counts the datagrams answered).
+for my $name (qw(B C)) {
+    my $log = "$server{$name}{dir}/error_log";
+    open my $fh, '<', $log or die "$log: $!";
+    my @acks = map { /LESSONS00799: .* \((\d+) by datagram\)/ ? $1 : () } <$fh>;
+    my $by_datagram = grep { $_ > 0 } @acks;
+    if (keys %with_peer == 2) {
+        cmp_ok($by_datagram, '>=', 10, "$name: its 10 writes were answered "
+               . "by datagram ($by_datagram of " . @acks . ')');
+    }
+    else {
+        is($by_datagram, 0, "$name: no write answered by datagram with B "
+           . 'reached by NOTIFY (' . @acks . ' writes)');
+    }
+}
 
 # ---- a write through psql: seen soon (nobody answered it)
 db_do("UPDATE lessons SET title = 'Through psql' WHERE id = $id");
