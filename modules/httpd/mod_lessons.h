@@ -37,6 +37,9 @@
  *   mod_lessons_lease.c    read leases on PostgreSQL: the holder thread
  *                          of each server, the read path's version with
  *                          no statement, a write's wait for the acks
+ *   mod_lessons_peer.c     the acks by datagram between the servers
+ *                          (LessonsDBLeasePeer): the parent's socket, each
+ *                          child's reader, a writer's RAISEs and ACKs
  *   mod_lessons_dbd.c      a pooled connection within the time bound, and
  *                          database faults answered as what they are
  *   mod_lessons_io.c       request bodies in, responses out, refusals
