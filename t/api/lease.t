@@ -200,8 +200,10 @@ for my $name (qw(B C)) {
     my @acks = map { /LESSONS00799: .* \((\d+) by datagram\)/ ? $1 : () } <$fh>;
     my $by_datagram = grep { $_ > 0 } @acks;
     if (keys %with_peer == 2) {
-        cmp_ok($by_datagram, '>=', 10, "$name: its 10 writes were answered "
-               . "by datagram ($by_datagram of " . @acks . ')');
+        # Most, not all: a renewal's acknowledgement heard first settles
+        # a write before the datagram's answer comes.
+        cmp_ok($by_datagram, '>=', 5, "$name: most of its 10 writes were "
+               . "answered by datagram ($by_datagram of " . @acks . ')');
     }
     else {
         is($by_datagram, 0, "$name: no write answered by datagram with B "
