@@ -269,27 +269,30 @@ unlike($plain->content, qr/^lessons_db_lease_/m, '... and no lease gauges');
 
 # ---- where the directive may be written
 my $cdir = File::Temp->newdir;
-for my $case (["<VirtualHost 127.0.0.1:*>\nLessonsDBLease 2\n"
-               . "</VirtualHost>\n", 'in a virtual host'],
-              ["LessonsDBLease 0.05\n", 'below 0.1 s'],
-              ["LessonsDBLease 61\n", 'over 60 s'],
-              ["LessonsDBLease soon\n", 'not a number']) {
-    my ($rc, $out) = conf_test($cdir, $case->[0]);
-    isnt($rc, 0, "LessonsDBLease $case->[1] is refused");
-    like($out, qr/LessonsDBLease/, '... naming the directive');
+# Each [config, why] refused by httpd -t, naming the directive.
+sub refused {
+    my ($directive, @cases) = @_;
+    for my $case (@cases) {
+        my ($rc, $out) = conf_test($cdir, $case->[0]);
+        isnt($rc, 0, "$directive $case->[1] is refused");
+        like($out, qr/\Q$directive\E/, '... naming the directive');
+    }
 }
+refused('LessonsDBLease',
+        ["<VirtualHost 127.0.0.1:*>\nLessonsDBLease 2\n"
+         . "</VirtualHost>\n", 'in a virtual host'],
+        ["LessonsDBLease 0.05\n", 'below 0.1 s'],
+        ["LessonsDBLease 61\n", 'over 60 s'],
+        ["LessonsDBLease soon\n", 'not a number']);
 my ($rc, $out) = conf_test($cdir, "LessonsDBLease 2.5\n");
 is($rc, 0, 'LessonsDBLease 2.5 in server config is taken') or diag($out);
-for my $case (["<VirtualHost 127.0.0.1:*>\nLessonsDBLeasePeer 127.0.0.1:9\n"
-               . "</VirtualHost>\n", 'in a virtual host'],
-              ["LessonsDBLeasePeer localhost:9000\n", 'by name'],
-              ["LessonsDBLeasePeer 0.0.0.0:9000\n", 'as a wildcard'],
-              ["LessonsDBLeasePeer [::]:9000\n", 'as an IPv6 wildcard'],
-              ["LessonsDBLeasePeer 127.0.0.1\n", 'without a port']) {
-    my ($rc, $out) = conf_test($cdir, $case->[0]);
-    isnt($rc, 0, "LessonsDBLeasePeer $case->[1] is refused");
-    like($out, qr/LessonsDBLeasePeer/, '... naming the directive');
-}
+refused('LessonsDBLeasePeer',
+        ["<VirtualHost 127.0.0.1:*>\nLessonsDBLeasePeer 127.0.0.1:9\n"
+         . "</VirtualHost>\n", 'in a virtual host'],
+        ["LessonsDBLeasePeer localhost:9000\n", 'by name'],
+        ["LessonsDBLeasePeer 0.0.0.0:9000\n", 'as a wildcard'],
+        ["LessonsDBLeasePeer [::]:9000\n", 'as an IPv6 wildcard'],
+        ["LessonsDBLeasePeer 127.0.0.1\n", 'without a port']);
 ($rc, $out) = conf_test($cdir, "LessonsDBLease 2\nLessonsDBLeasePeer [::1]:9000\n");
 is($rc, 0, 'LessonsDBLeasePeer [::1]:9000 in server config is taken') or diag($out);
 
