@@ -55,7 +55,7 @@ sub clean_4xx {
                    headers => [ 'Content-Type' => 'application/json',
                                 'Content-Type' => 'text/plain' ]);
     clean_4xx($res, 'two Content-Types');
-    is_problem($res, $res->code) if $res->code >= 400;
+    is_problem($res, $res->code, 'two Content-Types') if $res->code >= 400;
 
     # Two If-Match fields are one list: none matches, nothing is written.
     $res = call(PUT => "/api/lessons/$id", json => $lesson_json,
@@ -176,7 +176,10 @@ sub clean_4xx {
     is_deeply [ sort keys %codes ], [ grep { $codes{$_} } qw(400 401) ],
         "$n invalid tokens: every one 400 or 401" or diag explain \%codes;
     my @lines = log_lines_since($size);
-    my @ours = grep { /LESSONS00\d+/ } @lines;
+    # Lines of ours from the children; the parent's once-a-minute sum
+    # of refusals (LESSONS00602, refusals.t) may fall in the window on
+    # a slow machine, and tells no single request.
+    my @ours = grep { /LESSONS00\d+/ && !/LESSONS00602:/ } @lines;
     is scalar @ours, $n, "exactly one line of ours per refusal ("
         . scalar(@ours) . " for $n)";
     my $leaked = grep { index($_, $s) >= 0 || index($_, $c) >= 0 } @lines;

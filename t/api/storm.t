@@ -141,7 +141,7 @@ sub client {
         $type =~ s/[;\s].*//s;
         # A refusal's own words, for the diagnostics.
         my $why = '-';
-        if ($st >= 400 && $st != 599) {
+        if ($st >= 400) {              # 599: HTTP::Tiny's own error
             $why = eval { $JSON->decode($res->{content})->{detail} }
                 // substr($res->{content} // '', 0, 120);
         }
@@ -276,7 +276,7 @@ sub storm_check {
 
     my @unanswered = grep { $_->{st} == 599 } @reqs;
     is scalar @unanswered, 0, "$mpm: every request answered"
-        or diag map { "  $_->{op} at $_->{t0}: no answer after " . sprintf("%.1f s\n", $_->{t1} - $_->{t0}) }
+        or diag map { "  $_->{op} at $_->{t0}: no answer after " . sprintf("%.1f s: %s\n", $_->{t1} - $_->{t0}, $_->{why}) }
                 @unanswered[0 .. ($#unanswered < 9 ? $#unanswered : 9)];
     my @slow = sort { ($b->{t1} - $b->{t0}) <=> ($a->{t1} - $a->{t0}) } @reqs;
     my $slowest = @slow ? $slow[0]{t1} - $slow[0]{t0} : 0;
