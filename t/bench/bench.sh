@@ -375,8 +375,15 @@ wrk_run() {
         out=$("$WORK/tls-load" "$u" "$DUR" "$conns" "${TLS_LOAD[@]}" "$@" 2>&1) \
             || { printf '%s\n' "$out" >&2; die "tls-load failed on $u"; }
     else
+        # The machine's context switches during the run, a request:
+        # the process wake-ups a write costs (docs/scaling.md).  They
+        # count everything on the machine: read them on a quiet one.
+        local cx0 cx1
+        cx0=$(awk '/^ctxt/ { print $2 }' /proc/stat)
         out=$(wrk -t1 -c$conns -d${DUR}s --latency "$@" "$u" 2>&1) \
             || { printf '%s\n' "$out" >&2; die "wrk failed on $u"; }
+        cx1=$(awk '/^ctxt/ { print $2 }' /proc/stat)
+        printf '%s\n' "$out" | awk -v c=$((cx1 - cx0)) '/^ *[0-9]+ requests in/ { printf "bench:   context switches %d, %.1f a request\n", c, c / $1 }' >&2
     fi
     ! pg_write_run "$db" "$route" || meta "$db" "pgcpu_${route}_${kind}_$round" "$(pg_cpu_share)"
     if [[ "$db:$kind" == lease*pgsql:mod ]]; then
