@@ -62,21 +62,38 @@ my @STARTED;    # [httpd pid, pid of the process that started it]
 
 sub httpd_bin { $ENV{LESSONS_TEST_HTTPD} || '/usr/sbin/apache2' }
 
-# A TCP port on 127.0.0.1 that nothing listens on now.
-# The kernel may hand a closed port out again at once, so two calls in a
-# row could name one port twice (CI saw "Cannot define multiple Listeners
-# on the same IP:port"): a port this process already handed out is never
-# handed out again.
+# A TCP port on 127.0.0.1 that nothing listens on now, from 10000 to
+# below the kernel's ephemeral range (as t/tools/ports.sh's pick_port):
+# a port the kernel handed out and the test's server bound a moment later
+# could be taken meanwhile as the source port of any connection on the
+# machine (CI: "could not bind to address 127.0.0.1:42857" while both
+# releases' suites ran).  A port this process already handed out is
+# never handed out again (CI saw "Cannot define multiple Listeners on the
+# same IP:port" when two calls in a row named one port).
 my %ports_given;
+my $ports_pid = 0;
 sub free_port {
-    for (1 .. 100) {
-        my $s = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => 0,
-                                      Listen => 1, ReuseAddr => 1) or die $!;
-        my $port = $s->sockport;
-        close $s;
-        return $port unless $ports_given{$port}++;
+    # A forked process draws its own ports, not its parent's sequence
+    # (storm.t's two storms each start a server at once).
+    if ($ports_pid != $$) {
+        srand(time ^ ($$ << 15) ^ int(rand(1 << 30)));
+        $ports_pid = $$;
     }
-    die "free_port: no new port after 100 tries\n";
+    my $top = 32768;
+    if (open my $fh, '<', '/proc/sys/net/ipv4/ip_local_port_range') {
+        my ($low) = (<$fh> // '') =~ /(\d+)/;
+        $top = $low if $low && $low > 12000;
+    }
+    for (1 .. 200) {
+        my $port = 10000 + int rand($top - 10000);
+        next if $ports_given{$port};
+        my $s = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => $port,
+                                      Listen => 1, ReuseAddr => 1) or next;
+        close $s;
+        $ports_given{$port} = 1;
+        return $port;
+    }
+    die "free_port: no free port after 200 tries\n";
 }
 
 # 1 once something listens on 127.0.0.1:$port; 0 after 15 s.

@@ -252,11 +252,14 @@ openssl pkey -in "$K/ec.key" -pubout -out "$K/ec.pub"
 . "$ROOT/t/tools/ports.sh"
 
 # httpd's ports: a random base with room for the vhosts after it (several
-# runs at once would all pick Apache::Test's default 8529 otherwise).
+# runs at once would all pick Apache::Test's default 8529 otherwise),
+# below the kernel's ephemeral range, as pick_port's.
 pick_httpd_port() {
-    local base i ok tries=0
+    local base i ok tries=0 top
+    top=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+    [ "${top:-0}" -gt 12000 ] 2>/dev/null || top=32768
     while [ $tries -lt 100 ]; do
-        base=$(( 20000 + (RANDOM * 32768 + RANDOM) % 30000 ))
+        base=$(( 10000 + (RANDOM * 32768 + RANDOM) % (top - 10010) ))
         ok=1
         for i in 0 1 2 3 4 5; do
             port_free $((base + i)) || { ok=""; break; }
