@@ -71,21 +71,28 @@ sub httpd_bin { $ENV{LESSONS_TEST_HTTPD} || '/usr/sbin/apache2' }
 # never handed out again (CI saw "Cannot define multiple Listeners on the
 # same IP:port" when two calls in a row named one port).
 my %ports_given;
-my $ports_pid = 0;
-sub free_port {
-    # A forked process draws its own ports, not its parent's sequence
-    # (storm.t's two storms each start a server at once).
-    if ($ports_pid != $$) {
-        srand(time ^ ($$ << 15) ^ int(rand(1 << 30)));
-        $ports_pid = $$;
+# Its draws come from /dev/urandom, never from rand: the layout suites
+# seed Perl's generator and make servers as they go, and a draw of rand
+# here would change every layout after it (their seed must say what
+# ran); a forked process draws its own, too.
+sub port_draw {
+    my ($span) = @_;
+    my $bytes = '';
+    if (open my $fh, '<:raw', '/dev/urandom') {
+        read $fh, $bytes, 4;
     }
+    my $n = length $bytes == 4 ? unpack('L', $bytes)
+          : ($$ * 2654435761 + int(time * 1000) + keys %ports_given) % 4294967296;
+    return $n % $span;
+}
+sub free_port {
     my $top = 32768;
     if (open my $fh, '<', '/proc/sys/net/ipv4/ip_local_port_range') {
         my ($low) = (<$fh> // '') =~ /(\d+)/;
         $top = $low if $low && $low > 12000;
     }
     for (1 .. 200) {
-        my $port = 10000 + int rand($top - 10000);
+        my $port = 10000 + port_draw($top - 10000);
         next if $ports_given{$port};
         my $s = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => $port,
                                       Listen => 1, ReuseAddr => 1) or next;
