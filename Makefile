@@ -552,8 +552,12 @@ for db in sqlite3 pgsql; do for k in $$(seq 1 $(INTEGRATION_SHARDS)); do \
     else echo "0 1" >>$$counts; fi; \
 done; done; \
 rm -rf $$sh_dir; \
-(export LESSONS_TEST_SHARD=alone; $(call run_integration_both,$(1)))
+$(call run_integration_alone,$(1))
 endef
+
+# The files marked "alone" (the restart storm), on both drivers, with
+# nothing else of the suite beside them.  $(1) as for run_integration_both.
+run_integration_alone = (export LESSONS_TEST_SHARD=alone; $(call run_integration_both,$(1)))
 
 # make test: what a developer runs after a change.  Sub-make, so that
 # flags from pkg-config are read after test-deps has installed the
@@ -594,7 +598,7 @@ test-all: test-deps
 	    $(start_release); $(start_background); \
 	    (export LESSONS_TEST_SHARD=1/1; $(call run_integration_both,)); \
 	    $(run_fragment_suites); \
-	    (export LESSONS_TEST_SHARD=alone; $(call run_integration_both,)); \
+	    $(call run_integration_alone,); \
 	    $(finish_background); $(finish_release); $(summary)
 
 # What make test runs again inside a root of the other Debian release

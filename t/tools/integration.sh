@@ -256,8 +256,7 @@ openssl pkey -in "$K/ec.key" -pubout -out "$K/ec.pub"
 # below the kernel's ephemeral range, as pick_port's.
 pick_httpd_port() {
     local base i ok tries=0 top
-    top=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
-    [ "${top:-0}" -gt 12000 ] 2>/dev/null || top=32768
+    top=$(ephemeral_low)
     while [ $tries -lt 100 ]; do
         base=$(( 10000 + (RANDOM * 32768 + RANDOM) % (top - 10010) ))
         ok=1
