@@ -8,12 +8,13 @@
  *
  * - The parent binds one UDP socket at the directive's address and keeps
  *   it across restarts (in the process pool, as httpd keeps listeners).
- * - Each child reads it in a thread of its own: a RAISE for one of its
- *   leases, under that lease's key, raises the lease's installed version
- *   (as a writer raises its own) and is answered by an ACK, under the
- *   same key, when the version holds the one asked.
+ * - Each child reads it in a thread of its own, waiting exclusively (a
+ *   datagram wakes one of them): a RAISE for one of its leases, under
+ *   that lease's key, raises the lease's installed version (as a writer
+ *   raises its own) and is answered by an ACK, under the same key, when
+ *   the version holds the one asked.
  * - A writer whose check listed servers with an address sends each a
- *   RAISE, again at 1, 2, 4 ms and on, and records their ACKs as heard
+ *   RAISE, again after 10, 20, 40 ms and on, and records their ACKs as heard
  *   acknowledgements in its block, where every write of the round
  *   waiting for the same check sees them.
  *
@@ -24,6 +25,7 @@
 #include <poll.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -224,19 +226,63 @@ static void lessons_peer_answer(lessons_peer_child_t *pc, const char *buf,
     }
 }
 
+/* An epoll descriptor that waits on fd as one of its exclusive waiters,
+ * or -1.
+ */
+static int lessons_peer_exclusive_wait(int fd)
+{
+#ifdef EPOLLEXCLUSIVE
+    struct epoll_event ev;
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+
+    if (ep < 0) {
+        return -1;
+    }
+    memset(&ev, 0, sizeof(ev));
+    ev.events = EPOLLIN | EPOLLEXCLUSIVE;
+    ev.data.fd = fd;
+    if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        close(ep);
+        return -1;
+    }
+    return ep;
+#else
+    (void)fd;
+    return -1;
+#endif
+}
+
 static void *APR_THREAD_FUNC lessons_peer_thread(apr_thread_t *thread,
                                                  void *data)
 {
     lessons_peer_child_t *pc = data;
     char buf[LESSONS_PEER_MAX + 1];
 
+    int ep;
+
     (void)thread;
+    /* Every child waits on the one socket.  poll() would wake them all
+     * for each datagram, and all but one would find nothing; an
+     * exclusive epoll wait wakes one.  Without it (a kernel before
+     * 4.5), poll.
+     */
+    ep = lessons_peer_exclusive_wait(pc->fd);
     while (!apr_atomic_read32(&pc->stop)) {
-        struct pollfd pfd = { pc->fd, POLLIN, 0 };
         int k;
 
-        if (poll(&pfd, 1, LESSONS_PEER_TICK_MS) <= 0) {
-            continue;
+        if (ep >= 0) {
+            struct epoll_event ev;
+
+            if (epoll_wait(ep, &ev, 1, LESSONS_PEER_TICK_MS) <= 0) {
+                continue;
+            }
+        }
+        else {
+            struct pollfd pfd = { pc->fd, POLLIN, 0 };
+
+            if (poll(&pfd, 1, LESSONS_PEER_TICK_MS) <= 0) {
+                continue;
+            }
         }
         /* Every child reads the one socket: another may have taken it. */
         for (k = 0; k < 64; k++) {
@@ -252,6 +298,9 @@ static void *APR_THREAD_FUNC lessons_peer_thread(apr_thread_t *thread,
                 lessons_peer_answer(pc, buf, (apr_size_t)n, &from, fromlen);
             }
         }
+    }
+    if (ep >= 0) {
+        close(ep);
     }
     return NULL;
 }
