@@ -3,7 +3,8 @@
  * lessons_lease.c: the lease block (lessons_lease.h).  The installed
  * version and the lease's end are seqlocked for the read path; the rest
  * changes under the block's lock.  A futex word (the bell) moves with
- * each check published and each server heard, and writers sleep on it.
+ * each check published and each server heard of with news (a later term,
+ * a newer acknowledgement), and writers sleep on it.
  */
 #include <string.h>
 #include <time.h>
@@ -47,6 +48,8 @@ typedef struct {
                                              * making the check, 0: none */
     apr_interval_time_t led_at;             /* when it began */
     apr_uint32_t bell;                      /* futex word */
+    apr_uint32_t turn;                      /* futex word of the writers
+                                             * waiting for their turn */
     lessons_lease_check_t check;            /* the last published */
     char self[LESSONS_LEASE_NAME_MAX];      /* this server's row */
     lessons_lease_peer_t peers[LESSONS_LEASE_PEERS];
@@ -118,25 +121,56 @@ static void lessons_lease_unlock(lessons_lease_t *l)
     apr_global_mutex_unlock(l->lock);
 }
 
-/* The bell: moved after what it tells of, and after the lock is let go
- * (a writer woken while the lock is held would only wait for it); a
- * sleeper that read it under the lock, before the change, sees it move.
+/* The bells: moved after what they tell of, and after the lock is let
+ * go (a writer woken while the lock is held would only wait for it); a
+ * sleeper that read one under the lock, before the change, sees it move.
  */
-static void lessons_lease_ring(lessons_lease_t *l)
+static int lessons_lease_settled_locked(lessons_lease_block_t *b,
+                                        const lessons_lease_check_t *chk,
+                                        apr_interval_time_t now,
+                                        apr_interval_time_t *until);
+
+/* Under the lock: are the last check's acknowledgements all in (or
+ * waited out)?  What a writer waiting for its turn waits for.
+ */
+static int lessons_lease_round_settled(lessons_lease_block_t *b)
 {
-    apr_atomic_inc32(&l->b->bell);
+    apr_interval_time_t until;
+
+    return lessons_lease_settled_locked(b, &b->check, lessons_lease_clock(),
+                                        &until);
+}
+
+static void lessons_lease_ring_word(apr_uint32_t *word)
+{
+    apr_atomic_inc32(word);
 #ifdef LESSONS_LEASE_FUTEX
-    (void)syscall(SYS_futex, &l->b->bell, FUTEX_WAKE, INT_MAX, NULL, NULL,
-                  0);
+    (void)syscall(SYS_futex, word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 #endif
 }
 
-void lessons_lease_sleep(lessons_lease_t *l, apr_uint32_t bell,
-                         apr_interval_time_t until)
+static void lessons_lease_ring(lessons_lease_t *l)
+{
+    lessons_lease_ring_word(&l->b->bell);
+}
+
+/* The turn's bell rings for what can end a wait for a turn or an answer
+ * (lessons_lease_turn, lessons_lease_answer): asks answered, the leader
+ * gone, the last check settled.  Every other acknowledgement would wake
+ * those writers only for them to sleep again (on two CPUs, about three
+ * wake-ups a write at 8 clients).
+ */
+static void lessons_lease_ring_turn(lessons_lease_t *l)
+{
+    lessons_lease_ring_word(&l->b->turn);
+}
+
+static void lessons_lease_sleep_on(apr_uint32_t *word, apr_uint32_t seen,
+                                   apr_interval_time_t until)
 {
     apr_interval_time_t left = until - lessons_lease_clock();
 
-    if (left <= 0 || apr_atomic_read32(&l->b->bell) != bell) {
+    if (left <= 0 || apr_atomic_read32(word) != seen) {
         return;
     }
 #ifdef LESSONS_LEASE_FUTEX
@@ -145,13 +179,18 @@ void lessons_lease_sleep(lessons_lease_t *l, apr_uint32_t bell,
 
         ts.tv_sec = (time_t)apr_time_sec(left);
         ts.tv_nsec = (long)apr_time_usec(left) * 1000L;
-        /* Shared, not private: the bell is rung from other processes. */
-        (void)syscall(SYS_futex, &l->b->bell, FUTEX_WAIT, bell, &ts, NULL,
-                      0);
+        /* Shared, not private: the bells are rung from other processes. */
+        (void)syscall(SYS_futex, word, FUTEX_WAIT, seen, &ts, NULL, 0);
     }
 #else
     apr_sleep(left < 1000 ? left : 1000);
 #endif
+}
+
+void lessons_lease_sleep(lessons_lease_t *l, apr_uint32_t bell,
+                         apr_interval_time_t until)
+{
+    lessons_lease_sleep_on(&l->b->bell, bell, until);
 }
 
 /* ---------------------------------------------------- the read path */
@@ -265,6 +304,7 @@ void lessons_lease_let_go(lessons_lease_t *l, apr_uint32_t pid)
     }
     lessons_lease_unlock(l);
     lessons_lease_ring(l);
+    lessons_lease_ring_turn(l);
 }
 
 int lessons_lease_listening(lessons_lease_t *l, apr_uint32_t pid, int on)
@@ -284,6 +324,7 @@ int lessons_lease_listening(lessons_lease_t *l, apr_uint32_t pid, int on)
     }
     lessons_lease_unlock(l);
     lessons_lease_ring(l);
+    lessons_lease_ring_turn(l);
     return held;
 }
 
@@ -319,6 +360,7 @@ int lessons_lease_install(lessons_lease_t *l, apr_uint32_t pid,
     if (held && newer) {
         /* A writer here may wait for this server's version. */
         lessons_lease_ring(l);
+        lessons_lease_ring_turn(l);
     }
     return held;
 }
@@ -382,7 +424,7 @@ int lessons_lease_publish(lessons_lease_t *l, apr_uint32_t pid,
     }
     lessons_lease_unlock(l);
     if (held) {
-        lessons_lease_ring(l);
+        lessons_lease_ring_turn(l);
     }
     return held;
 }
@@ -425,16 +467,25 @@ static lessons_lease_peer_t *lessons_lease_peer(lessons_lease_block_t *b,
     return free_one;
 }
 
-static void lessons_lease_heard_locked(lessons_lease_block_t *b,
-                                       const char *name, apr_int64_t term,
-                                       const lessons_lease_version_t *acked,
-                                       apr_interval_time_t now)
+/* 1 when what the writers wait on moved: a later term or a newer
+ * acknowledgement (a server not yet in the table is news too).
+ */
+static int lessons_lease_heard_locked(lessons_lease_block_t *b,
+                                      const char *name, apr_int64_t term,
+                                      const lessons_lease_version_t *acked,
+                                      apr_interval_time_t now)
 {
-    lessons_lease_peer_t *p = lessons_lease_peer(b, name, 1);
+    lessons_lease_peer_t *p = lessons_lease_peer(b, name, 0);
+    int news = 0;
 
+    if (!p) {
+        p = lessons_lease_peer(b, name, 1);
+        news = 1;
+    }
     if (term > p->term) {
         p->term = term;
         p->seen = now;
+        news = 1;
     }
     if (acked && acked->sum >= 0
         && (strncmp(acked->epoch, p->acked.epoch,
@@ -442,7 +493,9 @@ static void lessons_lease_heard_locked(lessons_lease_block_t *b,
             || acked->sum > p->acked.sum)) {
         memcpy(&p->acked, acked, sizeof(*acked));
         p->acked.epoch[sizeof(p->acked.epoch) - 1] = '\0';
+        news = 1;
     }
+    return news;
 }
 
 void lessons_lease_heard(lessons_lease_t *l, const char *name,
@@ -450,32 +503,55 @@ void lessons_lease_heard(lessons_lease_t *l, const char *name,
                          const lessons_lease_version_t *acked,
                          apr_interval_time_t now)
 {
+    int news, was, is = 0;
+
     if (!name || !*name || !lessons_lease_lock(l)) {
         return;
     }
-    lessons_lease_heard_locked(l->b, name, term, acked, now);
+    was = lessons_lease_round_settled(l->b);
+    news = lessons_lease_heard_locked(l->b, name, term, acked, now);
+    if (news && !was) {
+        is = lessons_lease_round_settled(l->b);
+    }
     lessons_lease_unlock(l);
-    lessons_lease_ring(l);
+    /* An answer heard again (a resent datagram's, a check's rows that
+     * name the same terms) wakes no one: no writer's wait changed.
+     */
+    if (news) {
+        lessons_lease_ring(l);
+    }
+    if (is) {
+        lessons_lease_ring_turn(l);
+    }
 }
 
 void lessons_lease_heard_check(lessons_lease_t *l,
                                const lessons_lease_check_t *chk,
                                apr_interval_time_t now)
 {
-    int i;
+    int i, news = 0, was, is = 0;
 
     if (!lessons_lease_lock(l)) {
         return;
     }
+    was = lessons_lease_round_settled(l->b);
     for (i = 0; i < chk->nrows && i < LESSONS_LEASE_ROWS; i++) {
         if (chk->rows[i].name[0]) {
-            lessons_lease_heard_locked(l->b, chk->rows[i].name,
-                                       chk->rows[i].term,
-                                       &chk->rows[i].acked, now);
+            news |= lessons_lease_heard_locked(l->b, chk->rows[i].name,
+                                               chk->rows[i].term,
+                                               &chk->rows[i].acked, now);
         }
     }
+    if (news && !was) {
+        is = lessons_lease_round_settled(l->b);
+    }
     lessons_lease_unlock(l);
-    lessons_lease_ring(l);
+    if (news) {
+        lessons_lease_ring(l);
+    }
+    if (is) {
+        lessons_lease_ring_turn(l);
+    }
 }
 
 /* ------------------------------------------------------- the writers */
@@ -501,7 +577,7 @@ int lessons_lease_answer(lessons_lease_t *l, apr_uint32_t ticket,
         if (!lessons_lease_lock(l)) {
             return 0;
         }
-        bell = apr_atomic_read32(&b->bell);
+        bell = apr_atomic_read32(&b->turn);
         if ((apr_int32_t)(b->answered - ticket) >= 0) {
             memcpy(out, &b->check, sizeof(*out));
             lessons_lease_unlock(l);
@@ -511,14 +587,14 @@ int lessons_lease_answer(lessons_lease_t *l, apr_uint32_t ticket,
         if (lessons_lease_clock() >= deadline) {
             return 0;
         }
-        lessons_lease_sleep(l, bell, deadline);
+        lessons_lease_sleep_on(&b->turn, bell, deadline);
     }
 }
 
 int lessons_lease_raise(lessons_lease_t *l, const lessons_lease_version_t *v)
 {
     lessons_lease_block_t *b = l->b;
-    int same, raised = 0, holds;
+    int same, raised = 0, holds, settles = 0;
 
     if (!v || v->sum < 0 || !lessons_lease_lock(l)) {
         return 0;
@@ -526,15 +602,22 @@ int lessons_lease_raise(lessons_lease_t *l, const lessons_lease_version_t *v)
     same = b->version.epoch[0] != '\0'
            && strncmp(v->epoch, b->version.epoch, sizeof(v->epoch)) == 0;
     if (same && v->sum > b->version.sum) {
+        /* This server's row of the last check may be what it waits on. */
+        int was = lessons_lease_round_settled(b);
+
         lessons_lease_write_begin(b);
         b->version.sum = v->sum;
         lessons_lease_write_end(b);
         raised = 1;
+        settles = !was && lessons_lease_round_settled(b);
     }
     holds = lessons_lease_covers(&b->version, v);
     lessons_lease_unlock(l);
     if (raised) {
         lessons_lease_ring(l);
+    }
+    if (settles) {
+        lessons_lease_ring_turn(l);
     }
     return holds;
 }
@@ -621,7 +704,7 @@ lessons_lease_turn_e lessons_lease_turn(lessons_lease_t *l,
         if (!lessons_lease_lock(l)) {
             return LESSONS_LEASE_TURN_NONE;
         }
-        bell = apr_atomic_read32(&b->bell);
+        bell = apr_atomic_read32(&b->turn);
         now = lessons_lease_clock();
         if ((apr_int32_t)(b->answered - ticket) >= 0) {
             memcpy(out, &b->check, sizeof(*out));
@@ -640,7 +723,7 @@ lessons_lease_turn_e lessons_lease_turn(lessons_lease_t *l,
             if (now >= deadline) {
                 return LESSONS_LEASE_TURN_NONE;
             }
-            lessons_lease_sleep(l, bell, gate < deadline ? gate : deadline);
+            lessons_lease_sleep_on(&b->turn, bell, gate < deadline ? gate : deadline);
             continue;
         }
         if (b->leader == 0 || now - b->led_at > LESSONS_LEASE_LEAD_STALE) {
@@ -656,7 +739,7 @@ lessons_lease_turn_e lessons_lease_turn(lessons_lease_t *l,
         if (now >= deadline) {
             return LESSONS_LEASE_TURN_NONE;
         }
-        lessons_lease_sleep(l, bell, stale < deadline ? stale : deadline);
+        lessons_lease_sleep_on(&b->turn, bell, stale < deadline ? stale : deadline);
     }
 }
 
@@ -675,7 +758,7 @@ void lessons_lease_led(lessons_lease_t *l, apr_uint32_t ticket,
         b->leader = 0;
     }
     lessons_lease_unlock(l);
-    lessons_lease_ring(l);
+    lessons_lease_ring_turn(l);
 }
 
 int lessons_lease_settled(lessons_lease_t *l,

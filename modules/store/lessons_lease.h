@@ -151,7 +151,9 @@ int lessons_lease_publish(lessons_lease_t *l, apr_uint32_t pid,
                           const lessons_lease_check_t *chk);
 
 /* What the holder heard of a server: a renewal (its term, seen at now)
- * or an acknowledgement (acked set).  Wakes the writers.
+ * or an acknowledgement (acked set).  Wakes the writers when it is news
+ * (a later term, a newer acknowledgement), and those waiting for a turn
+ * only when it settles the last check.
  */
 void lessons_lease_heard(lessons_lease_t *l, const char *name,
                          apr_int64_t term,
@@ -230,8 +232,8 @@ int lessons_lease_settled(lessons_lease_t *l,
                           apr_interval_time_t now,
                           apr_interval_time_t *until, apr_uint32_t *bell);
 
-/* Sleep until something is heard after bell (as lessons_lease_settled
- * gave it) or until, whichever comes first.
+/* Sleep until something new is heard after bell (as
+ * lessons_lease_settled gave it) or until, whichever comes first.
  */
 void lessons_lease_sleep(lessons_lease_t *l, apr_uint32_t bell,
                          apr_interval_time_t until);

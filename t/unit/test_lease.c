@@ -5,8 +5,10 @@
  * one holder at a time (and the next when it is gone or stale), versions
  * that only move forward within an epoch, checks answering only the asks
  * made before them, and a writer's wait: settled by an acknowledgement
- * in the check or heard later, by a lease's end, never before.  Times
- * are given, not read, but for the sleeps, which only wait.
+ * in the check or heard later, by a lease's end, never before; the bell
+ * moved only by news, and a writer waiting for its turn woken by the
+ * answer that settles the round.  Times are given, not read, but for the
+ * sleeps, which only wait.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -454,22 +456,31 @@ static void test_covers(void **state)
     assert_false(lessons_lease_covers(&none, &none));
 }
 
-/* A writer in another process sleeps on the bell; what this process
- * hears wakes it well before its deadline.
- */
-static void test_heard_wakes_another_process(void **state)
+/* A block in shared memory, as the server's processes share it. */
+static lessons_lease_t *shared_block(void)
 {
     apr_shm_t *shm;
     lessons_lease_t *l;
-    int status = 0;
-    pid_t child;
 
-    (void)state;
     assert_int_equal(apr_shm_create(&shm, lessons_lease_size(), NULL, pool),
                      APR_SUCCESS);
     l = lessons_lease_attach(apr_shm_baseaddr_get(shm),
                              apr_shm_size_get(shm), lock, 1, pool);
     assert_non_null(l);
+    return l;
+}
+
+/* A writer in another process sleeps on the bell; what this process
+ * hears wakes it well before its deadline.
+ */
+static void test_heard_wakes_another_process(void **state)
+{
+    lessons_lease_t *l;
+    int status = 0;
+    pid_t child;
+
+    (void)state;
+    l = shared_block();
     child = fork();
     assert_true(child >= 0);
     if (child == 0) {
@@ -496,6 +507,78 @@ static void test_heard_wakes_another_process(void **state)
     assert_int_equal(WEXITSTATUS(status), 0);
 }
 
+/* What a writer's wait could change rings the bell; an answer heard
+ * again (a resent datagram's, the same rows in the next check) does not:
+ * on two CPUs every ring woke every writer of the server.
+ */
+static void test_only_news_rings(void **state)
+{
+    lessons_lease_t *l = fresh();
+    lessons_lease_check_t *chk = check_of("e1", 10, T0);
+    lessons_lease_version_t v9 = version("e1", 9), v10 = version("e1", 10);
+    apr_interval_time_t until = 0;
+    apr_uint32_t b0 = 0, b1 = 0;
+
+    (void)state;
+    add_row(chk, "b", 6, 1000, 8);
+    lessons_lease_heard(l, "b", 6, &v9, T0);
+    (void)lessons_lease_settled(l, chk, T0 + MS(1), &until, &b0);
+    lessons_lease_heard(l, "b", 6, &v9, T0 + MS(1));       /* again */
+    lessons_lease_heard(l, "b", 5, NULL, T0 + MS(1));      /* older term */
+    lessons_lease_heard_check(l, chk, T0 + MS(1));         /* nothing new */
+    (void)lessons_lease_settled(l, chk, T0 + MS(1), &until, &b1);
+    assert_int_equal(b1, b0);
+    lessons_lease_heard(l, "b", 6, &v10, T0 + MS(2));
+    assert_true(lessons_lease_settled(l, chk, T0 + MS(2), &until, &b1));
+    assert_int_not_equal(b1, b0);
+}
+
+/* A writer in another process waits for its turn behind a round whose
+ * acknowledgement is due; the one that settles the round wakes it, long
+ * before the round's wait would have ended.
+ */
+static void test_the_settling_answer_wakes_a_turn(void **state)
+{
+    lessons_lease_t *l;
+    lessons_lease_check_t *chk, *out;
+    lessons_lease_version_t v4 = version("e1", 4);
+    apr_uint32_t t1, upto = 0;
+    int status = 0;
+    pid_t child;
+
+    (void)state;
+    l = shared_block();
+    out = apr_pcalloc(pool, sizeof(*out));
+    t1 = first_lead(l, out, &upto);
+    /* The round's wait ends 20 s from now: only a wake ends it sooner. */
+    chk = check_of("e1", 4, lessons_lease_clock() + apr_time_from_sec(20));
+    add_row(chk, "b", 6, 60000, 3);
+    add_row(chk, "c", 7, 60000, 3);
+    lessons_lease_led(l, t1, upto, chk);
+    child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        apr_interval_time_t start = lessons_lease_clock();
+        apr_uint32_t t2 = lessons_lease_ask(l), mine = 0;
+        lessons_lease_turn_e turn =
+            lessons_lease_turn(l, t2, start + apr_time_from_sec(30), out,
+                               &mine);
+
+        _exit(turn == LESSONS_LEASE_TURN_LEAD
+              && lessons_lease_clock() - start < apr_time_from_sec(10)
+              ? 0 : 1);
+    }
+    apr_sleep(MS(200));
+    /* b's answer leaves c's due: the writer sleeps on; c's settles it. */
+    lessons_lease_heard(l, "b", 6, &v4, lessons_lease_clock());
+    apr_sleep(MS(100));
+    assert_int_equal(waitpid(child, &status, WNOHANG), 0);
+    lessons_lease_heard(l, "c", 7, &v4, lessons_lease_clock());
+    assert_int_equal(waitpid(child, &status, 0), child);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -513,6 +596,8 @@ int main(void)
         cmocka_unit_test(test_overflow_waits_out_the_longest),
         cmocka_unit_test(test_covers),
         cmocka_unit_test(test_heard_wakes_another_process),
+        cmocka_unit_test(test_only_news_rings),
+        cmocka_unit_test(test_the_settling_answer_wakes_a_turn),
     };
 
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
