@@ -104,10 +104,17 @@ fi
 
 # --- who runs the suite -------------------------------------------------
 if [ "$(id -u)" -eq 0 ]; then
-    if ! id -u "$TEST_USER" >/dev/null 2>&1; then
+    # Two runs side by side (make test-all's drivers in a fresh root) may
+    # both find no user: the one whose useradd loses ("already exists",
+    # or /etc/passwd locked by the other) takes the user the other made.
+    for _ in 1 2 3 4 5 6 7 8 9 10; do
+        id -u "$TEST_USER" >/dev/null 2>&1 && break
         useradd --system --user-group --no-create-home \
-            --home-dir /nonexistent --shell /usr/sbin/nologin "$TEST_USER"
-    fi
+            --home-dir /nonexistent --shell /usr/sbin/nologin "$TEST_USER" \
+            2>/dev/null && break
+        sleep 0.5
+    done
+    id -u "$TEST_USER" >/dev/null 2>&1 || die "cannot create the test user $TEST_USER"
     RUN_USER=$TEST_USER
     AS_USER=(runuser -u "$TEST_USER" --)
 else
