@@ -257,7 +257,6 @@ static void *APR_THREAD_FUNC lessons_peer_thread(apr_thread_t *thread,
 {
     lessons_peer_child_t *pc = data;
     char buf[LESSONS_PEER_MAX + 1];
-
     int ep;
 
     (void)thread;

@@ -165,6 +165,20 @@ static void lessons_lease_ring_turn(lessons_lease_t *l)
     lessons_lease_ring_word(&l->b->turn);
 }
 
+/* After the lock is let go: the bell for news, the turn's bell for a
+ * round that became settled.
+ */
+static void lessons_lease_ring_after(lessons_lease_t *l, int news,
+                                     int settled)
+{
+    if (news) {
+        lessons_lease_ring(l);
+    }
+    if (settled) {
+        lessons_lease_ring_turn(l);
+    }
+}
+
 static void lessons_lease_sleep_on(apr_uint32_t *word, apr_uint32_t seen,
                                    apr_interval_time_t until)
 {
@@ -517,12 +531,7 @@ void lessons_lease_heard(lessons_lease_t *l, const char *name,
     /* An answer heard again (a resent datagram's, a check's rows that
      * name the same terms) wakes no one: no writer's wait changed.
      */
-    if (news) {
-        lessons_lease_ring(l);
-    }
-    if (is) {
-        lessons_lease_ring_turn(l);
-    }
+    lessons_lease_ring_after(l, news, is);
 }
 
 void lessons_lease_heard_check(lessons_lease_t *l,
@@ -546,12 +555,7 @@ void lessons_lease_heard_check(lessons_lease_t *l,
         is = lessons_lease_round_settled(l->b);
     }
     lessons_lease_unlock(l);
-    if (news) {
-        lessons_lease_ring(l);
-    }
-    if (is) {
-        lessons_lease_ring_turn(l);
-    }
+    lessons_lease_ring_after(l, news, is);
 }
 
 /* ------------------------------------------------------- the writers */
@@ -613,12 +617,7 @@ int lessons_lease_raise(lessons_lease_t *l, const lessons_lease_version_t *v)
     }
     holds = lessons_lease_covers(&b->version, v);
     lessons_lease_unlock(l);
-    if (raised) {
-        lessons_lease_ring(l);
-    }
-    if (settles) {
-        lessons_lease_ring_turn(l);
-    }
+    lessons_lease_ring_after(l, raised, settles);
     return holds;
 }
 
