@@ -50,6 +50,16 @@ typedef struct {
     apr_uint32_t bell;                      /* futex word */
     apr_uint32_t turn;                      /* futex word of the writers
                                              * waiting for their turn */
+    apr_uint32_t leads;                     /* leads given so far */
+    apr_uint32_t lead_upto;                 /* the asks the lead answers */
+    apr_uint32_t next;                      /* the ticket that leads next,
+                                             * 0: none */
+    apr_interval_time_t next_at;            /* when it took that */
+    apr_uint32_t done[2];                   /* futex words of the writers
+                                             * a lead answers, by its
+                                             * number's parity */
+    apr_uint32_t check_rings;               /* whom the check's settling
+                                             * wakes (LESSONS_RING_*) */
     lessons_lease_check_t check;            /* the last published */
     char self[LESSONS_LEASE_NAME_MAX];      /* this server's row */
     lessons_lease_peer_t peers[LESSONS_LEASE_PEERS];
@@ -165,17 +175,38 @@ static void lessons_lease_ring_turn(lessons_lease_t *l)
     lessons_lease_ring_word(&l->b->turn);
 }
 
-/* After the lock is let go: the bell for news, the turn's bell for a
- * round that became settled.
+/* Whom a change wakes, as a mask: the writers of an even or an odd
+ * lead (sleeping through their lead's answer until its round is
+ * settled: woken at the answer, each would only sleep again on the
+ * bell, once for every acknowledgement), and those waiting for a turn.
+ */
+#define LESSONS_RING_DONE(lead)   (1u << ((lead) & 1u))
+#define LESSONS_RING_DONE_BOTH    3u
+#define LESSONS_RING_TURN         4u
+
+/* Under the lock: whom the last check's settling wakes. */
+static apr_uint32_t lessons_lease_settle_rings(lessons_lease_block_t *b)
+{
+    return b->check_rings | LESSONS_RING_TURN;
+}
+
+/* After the lock is let go: the bell for news, and those that rings
+ * names (a round that became settled).
  */
 static void lessons_lease_ring_after(lessons_lease_t *l, int news,
-                                     int settled)
+                                     apr_uint32_t rings)
 {
     if (news) {
         lessons_lease_ring(l);
     }
-    if (settled) {
+    if (rings & LESSONS_RING_TURN) {
         lessons_lease_ring_turn(l);
+    }
+    if (rings & LESSONS_RING_DONE(0)) {
+        lessons_lease_ring_word(&l->b->done[0]);
+    }
+    if (rings & LESSONS_RING_DONE(1)) {
+        lessons_lease_ring_word(&l->b->done[1]);
     }
 }
 
@@ -419,6 +450,12 @@ static void lessons_lease_answers(lessons_lease_block_t *b,
     if ((apr_int32_t)(asked - b->answered) > 0) {
         memcpy(&b->check, chk, sizeof(*chk));
         apr_atomic_set32(&b->answered, asked);
+        /* The lead's writers; and those waiting for the next lead when
+         * the check (the holder's) answers asks made after the lead.
+         */
+        b->check_rings = (apr_int32_t)(asked - b->lead_upto) > 0
+                         ? LESSONS_RING_DONE_BOTH
+                         : LESSONS_RING_DONE(b->leads);
     }
 }
 
@@ -517,28 +554,30 @@ void lessons_lease_heard(lessons_lease_t *l, const char *name,
                          const lessons_lease_version_t *acked,
                          apr_interval_time_t now)
 {
-    int news, was, is = 0;
+    apr_uint32_t rings = 0;
+    int news, was;
 
     if (!name || !*name || !lessons_lease_lock(l)) {
         return;
     }
     was = lessons_lease_round_settled(l->b);
     news = lessons_lease_heard_locked(l->b, name, term, acked, now);
-    if (news && !was) {
-        is = lessons_lease_round_settled(l->b);
+    if (news && !was && lessons_lease_round_settled(l->b)) {
+        rings = lessons_lease_settle_rings(l->b);
     }
     lessons_lease_unlock(l);
     /* An answer heard again (a resent datagram's, a check's rows that
      * name the same terms) wakes no one: no writer's wait changed.
      */
-    lessons_lease_ring_after(l, news, is);
+    lessons_lease_ring_after(l, news, rings);
 }
 
 void lessons_lease_heard_check(lessons_lease_t *l,
                                const lessons_lease_check_t *chk,
                                apr_interval_time_t now)
 {
-    int i, news = 0, was, is = 0;
+    apr_uint32_t rings = 0;
+    int i, news = 0, was;
 
     if (!lessons_lease_lock(l)) {
         return;
@@ -551,11 +590,11 @@ void lessons_lease_heard_check(lessons_lease_t *l,
                                                &chk->rows[i].acked, now);
         }
     }
-    if (news && !was) {
-        is = lessons_lease_round_settled(l->b);
+    if (news && !was && lessons_lease_round_settled(l->b)) {
+        rings = lessons_lease_settle_rings(l->b);
     }
     lessons_lease_unlock(l);
-    lessons_lease_ring_after(l, news, is);
+    lessons_lease_ring_after(l, news, rings);
 }
 
 /* ------------------------------------------------------- the writers */
@@ -598,7 +637,8 @@ int lessons_lease_answer(lessons_lease_t *l, apr_uint32_t ticket,
 int lessons_lease_raise(lessons_lease_t *l, const lessons_lease_version_t *v)
 {
     lessons_lease_block_t *b = l->b;
-    int same, raised = 0, holds, settles = 0;
+    apr_uint32_t rings = 0;
+    int same, raised = 0, holds;
 
     if (!v || v->sum < 0 || !lessons_lease_lock(l)) {
         return 0;
@@ -613,11 +653,13 @@ int lessons_lease_raise(lessons_lease_t *l, const lessons_lease_version_t *v)
         b->version.sum = v->sum;
         lessons_lease_write_end(b);
         raised = 1;
-        settles = !was && lessons_lease_round_settled(b);
+        if (!was && lessons_lease_round_settled(b)) {
+            rings = lessons_lease_settle_rings(b);
+        }
     }
     holds = lessons_lease_covers(&b->version, v);
     lessons_lease_unlock(l);
-    lessons_lease_ring_after(l, raised, settles);
+    lessons_lease_ring_after(l, raised, rings);
     return holds;
 }
 
@@ -689,6 +731,50 @@ static int lessons_lease_settled_locked(lessons_lease_block_t *b,
     return settled;
 }
 
+/* Under the lock: ticket waits for the next lead.  The first to ask is
+ * that lead's (it sleeps on the turn's bell); the others sleep until
+ * that lead's round is settled, as the writers of a lead in progress
+ * do, unless the one to lead next is gone.  The word to sleep on and
+ * what it shows, and when to look again.
+ */
+static apr_uint32_t *lessons_lease_wait_next(lessons_lease_block_t *b,
+                                             apr_uint32_t ticket,
+                                             apr_interval_time_t now,
+                                             apr_uint32_t *seen,
+                                             apr_interval_time_t *until)
+{
+    apr_uint32_t *word;
+
+    if (b->next == 0 || b->next == ticket
+        || now - b->next_at > LESSONS_LEASE_LEAD_STALE) {
+        if (b->next != ticket) {
+            b->next = ticket;
+            b->next_at = now;
+        }
+        word = &b->turn;
+    }
+    else {
+        word = &b->done[(b->leads + 1) & 1];
+        *until = b->next_at + LESSONS_LEASE_LEAD_STALE + 1;
+    }
+    *seen = apr_atomic_read32(word);
+    return word;
+}
+
+/* Under the lock: a writer gives up its turn (its deadline passed).  If
+ * it was to lead next, the writers waiting for that lead must not wait
+ * for it: whom to wake.
+ */
+static apr_uint32_t lessons_lease_give_up(lessons_lease_block_t *b,
+                                          apr_uint32_t ticket)
+{
+    if (b->next != ticket) {
+        return 0;
+    }
+    b->next = 0;
+    return LESSONS_RING_TURN | LESSONS_RING_DONE(b->leads + 1);
+}
+
 lessons_lease_turn_e lessons_lease_turn(lessons_lease_t *l,
                                         apr_uint32_t ticket,
                                         apr_interval_time_t deadline,
@@ -696,49 +782,65 @@ lessons_lease_turn_e lessons_lease_turn(lessons_lease_t *l,
                                         apr_uint32_t *asked)
 {
     lessons_lease_block_t *b = l->b;
-    apr_interval_time_t now, stale, gate;
-    apr_uint32_t bell;
+    apr_interval_time_t now, until;
+    apr_uint32_t seen, *word, rings;
 
     for (;;) {
         if (!lessons_lease_lock(l)) {
             return LESSONS_LEASE_TURN_NONE;
         }
-        bell = apr_atomic_read32(&b->turn);
         now = lessons_lease_clock();
         if ((apr_int32_t)(b->answered - ticket) >= 0) {
+            if (b->next == ticket) {
+                b->next = 0;
+            }
             memcpy(out, &b->check, sizeof(*out));
             lessons_lease_unlock(l);
             return LESSONS_LEASE_TURN_ANSWERED;
         }
         if (b->leader == 0 && now < b->check.at + LESSONS_LEASE_ROUND_WAIT
-            && !lessons_lease_settled_locked(b, &b->check, now, &gate)) {
+            && !lessons_lease_settled_locked(b, &b->check, now, &until)) {
             /* The last check's acknowledgements are on their way: the
              * writes that ask meanwhile wait for them, a little, and
              * then share one check, and the other servers one catch-up
              * each, instead of one each per write.
              */
-            gate = b->check.at + LESSONS_LEASE_ROUND_WAIT;
-            lessons_lease_unlock(l);
-            if (now >= deadline) {
-                return LESSONS_LEASE_TURN_NONE;
-            }
-            lessons_lease_sleep_on(&b->turn, bell, gate < deadline ? gate : deadline);
-            continue;
+            until = b->check.at + LESSONS_LEASE_ROUND_WAIT;
+            word = lessons_lease_wait_next(b, ticket, now, &seen, &until);
         }
-        if (b->leader == 0 || now - b->led_at > LESSONS_LEASE_LEAD_STALE) {
+        else if (b->leader == 0
+                 || now - b->led_at > LESSONS_LEASE_LEAD_STALE) {
             /* Every ask made so far: this check is sent after them. */
             b->leader = ticket;
             b->led_at = now;
+            b->leads++;
+            b->next = 0;
             *asked = apr_atomic_read32(&b->asked);
+            b->lead_upto = *asked;
             lessons_lease_unlock(l);
             return LESSONS_LEASE_TURN_LEAD;
         }
-        stale = b->led_at + LESSONS_LEASE_LEAD_STALE + 1;
-        lessons_lease_unlock(l);
+        else {
+            until = b->led_at + LESSONS_LEASE_LEAD_STALE + 1;
+            if ((apr_int32_t)(b->lead_upto - ticket) >= 0) {
+                /* The lead answers this ask: sleep until its round is
+                 * settled (or it failed, or ends late).
+                 */
+                word = &b->done[b->leads & 1];
+                seen = apr_atomic_read32(word);
+            }
+            else {
+                word = lessons_lease_wait_next(b, ticket, now, &seen, &until);
+            }
+        }
         if (now >= deadline) {
+            rings = lessons_lease_give_up(b, ticket);
+            lessons_lease_unlock(l);
+            lessons_lease_ring_after(l, 0, rings);
             return LESSONS_LEASE_TURN_NONE;
         }
-        lessons_lease_sleep_on(&b->turn, bell, stale < deadline ? stale : deadline);
+        lessons_lease_unlock(l);
+        lessons_lease_sleep_on(word, seen, until < deadline ? until : deadline);
     }
 }
 
@@ -746,6 +848,8 @@ void lessons_lease_led(lessons_lease_t *l, apr_uint32_t ticket,
                        apr_uint32_t asked, const lessons_lease_check_t *chk)
 {
     lessons_lease_block_t *b = l->b;
+    apr_interval_time_t until = 0;
+    apr_uint32_t rings = LESSONS_RING_TURN;
 
     if (!lessons_lease_lock(l)) {
         return;
@@ -753,11 +857,23 @@ void lessons_lease_led(lessons_lease_t *l, apr_uint32_t ticket,
     if (chk) {
         lessons_lease_answers(b, asked, chk);
     }
+    /* The writers this lead answers sleep until its round is settled:
+     * wake them now if it is, if the lead failed them, or if the round
+     * settles by the clock before they would wake of themselves.
+     */
+    if ((apr_int32_t)(b->answered - asked) < 0) {
+        rings |= LESSONS_RING_DONE_BOTH;
+    }
+    else if (lessons_lease_settled_locked(b, &b->check, lessons_lease_clock(),
+                                          &until)
+             || until <= b->led_at + LESSONS_LEASE_LEAD_STALE + 1) {
+        rings |= b->check_rings;
+    }
     if (b->leader == ticket) {
         b->leader = 0;
     }
     lessons_lease_unlock(l);
-    lessons_lease_ring_turn(l);
+    lessons_lease_ring_after(l, 0, rings);
 }
 
 int lessons_lease_settled(lessons_lease_t *l,

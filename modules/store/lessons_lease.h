@@ -194,7 +194,11 @@ int lessons_lease_own(lessons_lease_t *l, const char *name,
 /* Writers with a connection of their own share checks: one of those
  * that asked makes the check for every ask made before it sends it, the
  * others wait for it (fewer checks, and fewer notifications and
- * catch-ups on the other servers, when writes come together).
+ * catch-ups on the other servers, when writes come together).  Each
+ * sleeps once: the first to ask while a round is out leads the next,
+ * and the writes a lead answers (or will) sleep until its round is
+ * settled, not until the check comes back and again for each
+ * acknowledgement.
  */
 typedef enum {
     LESSONS_LEASE_TURN_ANSWERED,    /* *out: a check sent after the ask */

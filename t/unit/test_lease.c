@@ -7,8 +7,9 @@
  * made before them, and a writer's wait: settled by an acknowledgement
  * in the check or heard later, by a lease's end, never before; the bell
  * moved only by news, and a writer waiting for its turn woken by the
- * answer that settles the round.  Times are given, not read, but for the
- * sleeps, which only wait.
+ * answer that settles the round; one whose ask a lead answers (or the
+ * next lead will) woken only then.  Times are given, not read, but for
+ * the sleeps, which only wait.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,9 +17,11 @@
 #include <setjmp.h>
 #include <cmocka.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "apr_atomic.h"
 #include "apr_global_mutex.h"
 #include "apr_shm.h"
 #include "apr_strings.h"
@@ -579,6 +582,166 @@ static void test_the_settling_answer_wakes_a_turn(void **state)
     assert_int_equal(WEXITSTATUS(status), 0);
 }
 
+/* Zeroed memory a forked writer and this process both see. */
+static void *shared_flags(apr_size_t size)
+{
+    void *f = mmap(NULL, size, PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+    assert_true(f != MAP_FAILED);
+    memset(f, 0, size);
+    return f;
+}
+
+/* A writer whose ask a lead in progress answers sleeps through the
+ * lead's answer and every acknowledgement that does not settle the
+ * round, and wakes at the one that does (woken at the answer, it would
+ * only sleep again, once for each acknowledgement).  A machine so busy
+ * that the lead goes stale first proves nothing either way.
+ */
+typedef struct {
+    apr_uint32_t asking, settling;
+    apr_interval_time_t led;
+} answered_flags_t;
+
+static void test_an_answered_writer_wakes_once_settled(void **state)
+{
+    lessons_lease_t *l;
+    lessons_lease_check_t *chk, *out;
+    lessons_lease_version_t v4 = version("e1", 4);
+    apr_uint32_t t1, t2, upto = 0;
+    answered_flags_t *f;
+    int status = 0;
+    pid_t child;
+
+    (void)state;
+    l = shared_block();
+    f = shared_flags(sizeof(*f));
+    out = apr_pcalloc(pool, sizeof(*out));
+    t2 = lessons_lease_ask(l);              /* asked before the lead */
+    f->led = lessons_lease_clock();
+    t1 = first_lead(l, out, &upto);
+    child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        lessons_lease_turn_e turn;
+        apr_uint32_t mine = 0;
+
+        apr_atomic_set32(&f->asking, 1);
+        turn = lessons_lease_turn(l, t2,
+                                  lessons_lease_clock() + apr_time_from_sec(30),
+                                  out, &mine);
+        _exit(turn == LESSONS_LEASE_TURN_ANSWERED && out->version.sum == 4
+              && (apr_atomic_read32(&f->settling)
+                  || lessons_lease_clock() - f->led >= LESSONS_LEASE_LEAD_STALE)
+              ? 0 : 1);
+    }
+    while (!apr_atomic_read32(&f->asking)) {
+        apr_sleep(MS(5));
+    }
+    apr_sleep(MS(50));
+    chk = check_of("e1", 4, lessons_lease_clock());
+    add_row(chk, "b", 6, 60000, 3);
+    add_row(chk, "c", 7, 60000, 3);
+    lessons_lease_led(l, t1, upto, chk);
+    apr_sleep(MS(50));
+    lessons_lease_heard(l, "b", 6, &v4, lessons_lease_clock());
+    apr_sleep(MS(50));
+    apr_atomic_set32(&f->settling, 1);
+    lessons_lease_heard(l, "c", 7, &v4, lessons_lease_clock());
+    assert_int_equal(waitpid(child, &status, 0), child);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    munmap(f, sizeof(*f));
+}
+
+/* The writers that ask while a round is out wait for the next lead: the
+ * first to ask makes it, when the round is settled; the others sleep
+ * until that lead's round is settled, and are woken by it, not by a
+ * timeout.  (A machine so busy that this took longer than a stale lead
+ * proves nothing.)
+ */
+typedef struct {
+    apr_uint32_t asking[2], settling;
+    apr_interval_time_t began, returned;
+    apr_uint32_t led;
+} next_flags_t;
+
+static void test_the_next_lead_answers_the_writers_behind_it(void **state)
+{
+    lessons_lease_t *l;
+    lessons_lease_check_t *chk, *out;
+    lessons_lease_version_t v4 = version("e1", 4), v5 = version("e1", 5);
+    apr_uint32_t t1, upto = 0;
+    apr_interval_time_t far = lessons_lease_clock() + apr_time_from_sec(20),
+                        settled_at;
+    next_flags_t *f;
+    int status = 0, k;
+    pid_t child[2];
+
+    (void)state;
+    l = shared_block();
+    f = shared_flags(sizeof(*f));
+    out = apr_pcalloc(pool, sizeof(*out));
+    t1 = first_lead(l, out, &upto);
+    /* Its round's wait ends only when it is settled. */
+    chk = check_of("e1", 4, far);
+    add_row(chk, "b", 6, 60000, 3);
+    add_row(chk, "c", 7, 60000, 3);
+    lessons_lease_led(l, t1, upto, chk);
+    f->began = lessons_lease_clock();
+    for (k = 0; k < 2; k++) {
+        child[k] = fork();
+        assert_true(child[k] >= 0);
+        if (child[k] == 0) {
+            apr_uint32_t t = lessons_lease_ask(l), mine = 0;
+            lessons_lease_turn_e turn;
+
+            apr_atomic_set32(&f->asking[k], 1);
+            turn = lessons_lease_turn(l, t, lessons_lease_clock()
+                                            + apr_time_from_sec(30),
+                                      out, &mine);
+            if (k == 0) {
+                /* The first to ask leads next; its check is out. */
+                lessons_lease_check_t *c5 = check_of("e1", 5, far);
+
+                add_row(c5, "b", 6, 60000, 4);
+                add_row(c5, "c", 7, 60000, 4);
+                lessons_lease_led(l, t, mine, c5);
+                _exit(turn == LESSONS_LEASE_TURN_LEAD ? 0 : 1);
+            }
+            f->returned = lessons_lease_clock();
+            _exit(turn == LESSONS_LEASE_TURN_ANSWERED
+                  && out->version.sum == 5
+                  && (apr_atomic_read32(&f->settling)
+                      || f->returned - f->began >= LESSONS_LEASE_LEAD_STALE)
+                  ? 0 : 1);
+        }
+        while (!apr_atomic_read32(&f->asking[k])) {
+            apr_sleep(MS(5));
+        }
+        apr_sleep(MS(50));
+    }
+    /* The round settles: the first leads, and its check is back. */
+    lessons_lease_heard(l, "b", 6, &v4, lessons_lease_clock());
+    lessons_lease_heard(l, "c", 7, &v4, lessons_lease_clock());
+    assert_int_equal(waitpid(child[0], &status, 0), child[0]);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    lessons_lease_heard(l, "b", 6, &v5, lessons_lease_clock());
+    apr_atomic_set32(&f->settling, 1);
+    lessons_lease_heard(l, "c", 7, &v5, lessons_lease_clock());
+    settled_at = lessons_lease_clock();
+    assert_int_equal(waitpid(child[1], &status, 0), child[1]);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    /* Woken by the settling, not by looking again after a stale lead. */
+    if (settled_at - f->began < MS(300)) {
+        assert_true(f->returned - f->began < LESSONS_LEASE_LEAD_STALE);
+    }
+    munmap(f, sizeof(*f));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -598,6 +761,8 @@ int main(void)
         cmocka_unit_test(test_heard_wakes_another_process),
         cmocka_unit_test(test_only_news_rings),
         cmocka_unit_test(test_the_settling_answer_wakes_a_turn),
+        cmocka_unit_test(test_an_answered_writer_wakes_once_settled),
+        cmocka_unit_test(test_the_next_lead_answers_the_writers_behind_it),
     };
 
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
