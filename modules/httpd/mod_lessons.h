@@ -165,6 +165,7 @@ APLOG_USE_MODULE(lessons);
 #define LESSONS_TOKEN_CACHE      10000  /* verified tokens per process */
 #define LESSONS_WRITE_MUTEX      "lessons-sqlite-write"
 #define LESSONS_WRITERS_KEPT     "mod_lessons-sqlite-writers"
+#define LESSONS_LIBRARIES_KEPT   "mod_lessons-libraries"
 #define LESSONS_CA_FILE_MAX      (1024 * 1024)  /* LessonsJWTKeysCA */
 
 #define LESSONS_CT_JSON     "application/json; charset=utf-8"
@@ -697,6 +698,10 @@ void lessons_child_init(apr_pool_t *pchild, server_rec *s);
  */
 apr_status_t lessons_kept_mutex(apr_global_mutex_t **lock, const char *type,
                                 server_rec *s);
+/* The libraries the module links, kept loaded for the process's life
+ * (a restart unloads the module, not them); once a process.
+ */
+void lessons_keep_libraries(void);
 apr_interval_time_t lessons_gate_stall(const lessons_srv_conf *sconf);
 apr_status_t lessons_dbd_connected(apr_pool_t *p, dbd_cfg_t *cfg,
                                    ap_dbd_t *dbd);

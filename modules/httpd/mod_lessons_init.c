@@ -549,6 +549,7 @@ int lessons_pre_config(apr_pool_t *pconf, apr_pool_t *plog,
 {
     (void)plog;
     (void)ptemp;
+    lessons_keep_libraries();
     if (ap_mutex_register(pconf, LESSONS_WRITE_MUTEX, NULL,
                           APR_LOCK_DEFAULT, 0) != APR_SUCCESS
         || lessons_keys_pre_config(pconf) != OK
