@@ -14,9 +14,16 @@
 # while clients read (lists, one lesson, the provider's section, 304s)
 # and write (creates, on a connection of their own, as a client that
 # must not resend a POST does).  Afterwards:
-#   - every request was answered, none later than 5 s after it was sent
-#     (10 s under the sanitizers), and the longest time with no answer to
-#     any client is at most 5 s;
+#   - every request was answered; the longest time with no answer to any
+#     client is at most 5 s (the issue's bound); no request spent more
+#     than 5 s in the server (10 s under the sanitizers), from its request
+#     line read to its last byte (the access log's %D); and none was
+#     answered later than that after it was sent, or, under prefork,
+#     twice that: there a connection waits in the listening socket, not
+#     in the module, while restarts come faster than the children of
+#     each generation start (beside the Patroni tier's tests, a request
+#     sent 2.67 s before the server read it, served in 0.095 s, while five
+#     generations came and went);
 #   - no 503: the database stays up, and a restart is no reason to turn
 #     a request away (answers of the generation before met a writers'
 #     mutex its parent had let go, and a new process's first connection
@@ -82,6 +89,7 @@ sub write_conf {
     my ($dir, $port, $mpm) = @_;
     return httpd_conf($dir, $port, <<"EOF", mpm => $mpm);
 KeepAlive On
+CustomLog "$dir/access_log" "%{begin:%s}t.%{begin:usec_frac}t %D %P %k %m %U %>s"
 $MPM{$mpm}
 LessonsDBTimeout 5
 LogLevel warn lessons:info
@@ -278,12 +286,44 @@ sub storm_check {
     is scalar @unanswered, 0, "$mpm: every request answered"
         or diag map { "  $_->{op} at $_->{t0}: no answer after " . sprintf("%.1f s: %s\n", $_->{t1} - $_->{t0}, $_->{why}) }
                 @unanswered[0 .. ($#unanswered < 9 ? $#unanswered : 9)];
+    # Inside the server: from the request line read to the last byte.
+    my @served;
+    if (open my $acc, '<', "$dir/access_log") {
+        while (my $line = <$acc>) {
+            my ($at, $us, $pid, $ka, $method, $path, $st) = split ' ', $line;
+            push @served, { at => $at, secs => $us / 1e6, pid => $pid, ka => $ka,
+                            req => "$method $path", st => $st } if defined $st;
+        }
+    }
+    cmp_ok scalar @served, '>=', scalar @reqs, "$mpm: the access log has every request";
+    my @inside = sort { $b->{secs} <=> $a->{secs} } @served;
+    my $longest = @inside ? $inside[0]{secs} : 0;
+    cmp_ok $longest, '<=', $WAIT, sprintf "%s: no request spent more than %d s in "
+        . "the server (longest %.2f s)", $mpm, $WAIT, $longest
+        or diag map { sprintf "  %s %s: read %.2f s into the storm by pid %s, %.2f s in the server\n",
+                          $_->{req}, $_->{st}, $_->{at} - $begin, $_->{pid}, $_->{secs} }
+                grep { defined } @inside[0 .. 4];
+
+    # From the client: prefork's listening socket queue on top.
+    my $bound = $mpm eq 'prefork' ? 2 * $WAIT : $WAIT;
     my @slow = sort { ($b->{t1} - $b->{t0}) <=> ($a->{t1} - $a->{t0}) } @reqs;
     my $slowest = @slow ? $slow[0]{t1} - $slow[0]{t0} : 0;
-    cmp_ok $slowest, '<=', $WAIT, sprintf "%s: no request waited more than %d s "
-        . "(longest %.2f s)", $mpm, $WAIT, $slowest
-        or diag map { sprintf "  %s %s: sent %.2f s into the storm, answered after %.2f s\n",
-                          $_->{op}, $_->{st}, $_->{t0} - $begin, $_->{t1} - $_->{t0} }
+    # Where the slowest waited: the server's line that ended with it.
+    my $where = sub {
+        my ($r) = @_;
+        my ($s) = sort { abs($a->{at} + $a->{secs} - $r->{t1})
+                         <=> abs($b->{at} + $b->{secs} - $r->{t1}) } @served;
+        return $s ? sprintf(' (read by the server %.2f s after it was sent, %.3f s there)',
+                            $s->{at} - $r->{t0}, $s->{secs}) : '';
+    };
+    diag sprintf "  %s: slowest %s %s, %.2f s%s\n", $mpm, $_->{op}, $_->{st},
+            $_->{t1} - $_->{t0}, $where->($_)
+        for grep { defined && $_->{t1} - $_->{t0} > $LIMIT / 2 } @slow[0 .. 2];
+    cmp_ok $slowest, '<=', $bound, sprintf "%s: no request waited more than %d s "
+        . "(longest %.2f s)", $mpm, $bound, $slowest
+        or diag map { sprintf "  %s %s: sent %.2f s into the storm, answered after %.2f s%s\n",
+                          $_->{op}, $_->{st}, $_->{t0} - $begin, $_->{t1} - $_->{t0},
+                          $where->($_) }
                 grep { defined } @slow[0 .. 4];
 
     # The longest stretch in which no client got any answer.
