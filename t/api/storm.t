@@ -89,7 +89,7 @@ sub write_conf {
     my ($dir, $port, $mpm) = @_;
     return httpd_conf($dir, $port, <<"EOF", mpm => $mpm);
 KeepAlive On
-CustomLog "$dir/access_log" "%{begin:%s}t.%{begin:usec_frac}t %D %P %k %m %U %>s"
+CustomLog "$dir/access_log" "%{begin:%s}t.%{begin:usec_frac}t %D %P %m %U %>s"
 $MPM{$mpm}
 LessonsDBTimeout 5
 LogLevel warn lessons:info
@@ -167,13 +167,6 @@ sub parent_holds {
     open my $fh, '<', "/proc/$pid/maps" or return (scalar @fds, 0);
     my @maps = <$fh>;
     return (scalar @fds, scalar @maps);
-}
-
-# The error log's lines that say a generation is up.
-sub generations {
-    my ($log) = @_;
-    open my $fh, '<', $log or return 0;
-    return scalar grep { /configured -- resuming normal operations/ } <$fh>;
 }
 
 # One MPM's storm, in a process of its own (the two run at once): the
@@ -290,8 +283,8 @@ sub storm_check {
     my @served;
     if (open my $acc, '<', "$dir/access_log") {
         while (my $line = <$acc>) {
-            my ($at, $us, $pid, $ka, $method, $path, $st) = split ' ', $line;
-            push @served, { at => $at, secs => $us / 1e6, pid => $pid, ka => $ka,
+            my ($at, $us, $pid, $method, $path, $st) = split ' ', $line;
+            push @served, { at => $at, secs => $us / 1e6, pid => $pid,
                             req => "$method $path", st => $st } if defined $st;
         }
     }
@@ -311,8 +304,11 @@ sub storm_check {
     # Where the slowest waited: the server's line that ended with it.
     my $where = sub {
         my ($r) = @_;
-        my ($s) = sort { abs($a->{at} + $a->{secs} - $r->{t1})
-                         <=> abs($b->{at} + $b->{secs} - $r->{t1}) } @served;
+        my ($s, $off);
+        for (@served) {
+            my $d = abs($_->{at} + $_->{secs} - $r->{t1});
+            ($s, $off) = ($_, $d) if !defined $off || $d < $off;
+        }
         return $s ? sprintf(' (read by the server %.2f s after it was sent, %.3f s there)',
                             $s->{at} - $r->{t0}, $s->{secs}) : '';
     };

@@ -34,7 +34,7 @@ our @EXPORT = qw(
     is_problem is_validation is_empty_404 is_json_lesson is_unauthorized
     db_rows db_do db_lessons db_count seed sq lesson_row
     free_port wait_port httpd_conf start_httpd child_pids one_process_conf
-    conf_test
+    conf_test generations
     pg_ctl pg_start
     api_location
     suite_log_size suite_log_since
@@ -194,6 +194,15 @@ sub child_pids {
         select undef, undef, undef, 0.1;
     }
     return @kids;
+}
+
+# How many generations an httpd has started, by its error log: one line
+# for the start and one for each restart, written once the parent has
+# read its configuration again and forks the generation's children.
+sub generations {
+    my ($log) = @_;
+    open my $fh, '<', $log or return 0;
+    return scalar grep { /configured -- resuming normal operations/ } <$fh>;
 }
 
 # start_httpd($conf, $port): starts it, waits for its port (bails out
