@@ -19,6 +19,14 @@ use LessonsTest::Parallel qw(start collect parallel);
 use LessonsTest::Lock qw(hold_lock release);
 
 my $pg = $ENV{LESSONS_TEST_DRIVER} eq 'pgsql';
+
+# lessons_stuck_long's access log: [begin, usecs, pid, tid, method, path,
+# status] a request.
+sub served_by_long {
+    open my $fh, '<', Apache::Test::vars('t_logs') . '/stuck_long.log'
+        or return;
+    return map { [ split ' ' ] } <$fh>;
+}
 my $BOUND = 2;
 
 seed({ level_id => 1, title => 'Vor der Sperre', sort_order => 1 });
@@ -79,15 +87,35 @@ cmp_ok $refused, '>', 0, 'locked: writes were refused while locked';
         }
     }
     sleep 0.5;
+    my $sent = time;
     my @others = parallel(
         map { [ "other$_", GET => 'lessons_stuck_long', "/not-the-api/$_" ] } 1 .. 3);
+    # Where each one's time went: before its request line was read (the
+    # listen queue, or a process with no free thread) or after.
+    my %served = map { $_->[5] => $_ } served_by_long();
     for my $r (@others) {
+        (my $path = $r->{tag}) =~ s{\Aother}{/not-the-api/};
+        my $in = $served{$path};
         is $r->{code}, 404, "locked: $r->{tag} still served (404 from httpd)";
-        cmp_ok $r->{secs}, '<', 5, "locked: $r->{tag} answered at once ($r->{secs} s)";
+        ok $in, "locked: $r->{tag} is in the access log";
+        my $where = $in ? sprintf ' (line read after %.2f s, served in %.3f s, pid %d)',
+                              $in->[0] - $sent, $in->[1] / 1e6, $in->[2]
+                        : '';
+        cmp_ok $r->{secs}, '<', 5,
+            "locked: $r->{tag} answered at once ($r->{secs} s)$where";
+        cmp_ok $in ? $in->[1] / 1e6 : 99, '<', 1,
+            "locked: $r->{tag} served at once once read$where";
     }
     # The writes still waiting go on once the lock is gone.
     release($lock);
     my @done = collect(@posts);
+    if (grep { $_->{secs} >= 5 } @others) {
+        # How the writers were spread over the processes.
+        my %per;
+        $per{ $_->[2] }++ for grep { $_->[4] eq 'POST' } served_by_long();
+        diag 'long bound: writes a process: '
+            . join ', ', map { "$_: $per{$_}" } sort keys %per;
+    }
     my @shed = grep { $_->{code} == 503 } @done;
     $refused += @shed;
     $created += grep { $_->{code} == 201 } @done;
@@ -98,6 +126,7 @@ cmp_ok $refused, '>', 0, 'locked: writes were refused while locked';
 }
 
 # ---- the lock is gone: the API answers again by itself, within seconds
+
 my $back;
 for (1 .. 50) {
     my $res = call(GET => '/api/lessons', vhost => 'lessons_stuck');
