@@ -511,8 +511,8 @@ sub shares {
     my %row;
     for (split /\n/, slurp("$root/t/tools/integration-costs")) {
         next if /\A#/ || !/\S/;
-        /\A\s*\d+ (t\/api\/\S+\.t)(?: alone)?\z/
-            or return "t/tools/integration-costs: \"$_\" is not \"SECONDS t/api/FILE.t [alone]\"";
+        /\A\s*\d+\s+\d+ (t\/api\/\S+\.t)(?: alone)?\z/
+            or return "t/tools/integration-costs: \"$_\" is not \"SQLITE PGSQL t/api/FILE.t [alone]\" (seconds)";
         $row{$1} = 1;
     }
     return (map({ "$_ has no row in t/tools/integration-costs (its seconds)" }

@@ -30,8 +30,9 @@
 #
 # LESSONS_TEST_SHARD=K/N (make test runs two shares of each driver at
 # once) runs the K-th of N shares of t/api's files: longest first, each
-# dealt to the share with the fewest seconds so far, by
-# t/tools/integration-costs; each share runs in the suite's own order.
+# dealt to the share with the fewest seconds so far, by the driver's
+# column of t/tools/integration-costs; each share runs in the suite's
+# own order.
 # The suite mostly waits on its servers, so shares side by side finish
 # sooner than one after another.  Files the table marks "alone" are in
 # no share: LESSONS_TEST_SHARD=alone runs them, after the shares.
@@ -63,9 +64,11 @@ die() { echo "integration: $*" >&2; exit 1; }
 
 # The K-th of N shares of t/api's files (paths from $ROOT).
 shard_files() {
-    (cd "$ROOT" && printf '%s\n' t/api/*.t) | awk -v k="$1" '
-        NR == FNR { if ($0 !~ /^#/ && NF >= 2) { cost[$2] = $1
-                                                 alone[$2] = $3 == "alone" }
+    # The cost's column: SQLite's seconds, then PostgreSQL's.
+    (cd "$ROOT" && printf '%s\n' t/api/*.t) | awk -v k="$1" \
+            -v col="$([ "$DRIVER" = pgsql ] && echo 2 || echo 1)" '
+        NR == FNR { if ($0 !~ /^#/ && NF >= 3) { cost[$3] = $col
+                                                 alone[$3] = $4 == "alone" }
                     next }
         (k == "alone") == (alone[$0] == 1) {
             print (($0 in cost) ? cost[$0] : 10), $0 }
