@@ -45,7 +45,10 @@ apr_status_t lessons_kept_mutex(apr_global_mutex_t **lock, const char *type,
     return rv;
 }
 
-/* A function of each library the module links, to find it by. */
+/* A function of each library the module links, to find it by (one
+ * added to the link needs its line here: t/api/libraries.t reads the
+ * module's DT_NEEDED entries and fails on one the parent unloads).
+ */
 #define LESSONS_FN(f) ((const void *)(uintptr_t)(f))
 
 void lessons_keep_libraries(void)
