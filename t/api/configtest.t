@@ -12,10 +12,9 @@ use JSON::PP ();
 use MIME::Base64 ();
 use LessonsTest;
 
-my $httpd   = $ENV{LESSONS_TEST_HTTPD} || '/usr/sbin/apache2';
+my $httpd   = LessonsTest::httpd_bin();
 my $mods    = $ENV{LESSONS_TEST_HTTPD_MODULES} || '/usr/lib/apache2/modules';
-my $module  = $ENV{LESSONS_TEST_MODULE}
-    || Apache::Test::vars('serverroot') . '/../build/mod_lessons.so';
+my $module  = LessonsTest::module_path();
 my $dir     = File::Temp->newdir;
 
 sub write_file {

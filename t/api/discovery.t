@@ -124,7 +124,7 @@ LogLevel info
     $CA
 </LocationMatch>
 EOF
-my $out = `'@{[ $ENV{LESSONS_TEST_HTTPD} || '/usr/sbin/apache2' ]}' -t -f '$conf' 2>&1`;
+my $out = `'@{[ LessonsTest::httpd_bin() ]}' -t -f '$conf' 2>&1`;
 like $out, qr/Syntax OK/, 'configtest passes with discovered issuers' or diag $out;
 is realm_state('school')->{discovery_requests}, 0, '... and fetched nothing';
 start_httpd($conf, $port);

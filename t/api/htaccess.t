@@ -24,7 +24,7 @@ my $dir  = File::Temp->newdir;
 my $port = free_port();
 my $docs = "$dir/htdocs";
 my $hs   = $ENV{LESSONS_TEST_HS_KEY};
-my $httpd = $ENV{LESSONS_TEST_HTTPD} || '/usr/sbin/apache2';
+my $httpd = LessonsTest::httpd_bin();
 
 sub spew {
     my ($path, $text) = @_;

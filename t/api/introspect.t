@@ -507,8 +507,9 @@ EOF
         system(LessonsTest::httpd_bin(), '-f', $cconf, '-k', 'graceful') == 0
             or return 0;
         my $end = time + 20;
-        sleep 0.2 while generations("$dir/c/error_log") == $n && time < $end;
-        return generations("$dir/c/error_log") > $n;
+        my $now;
+        sleep 0.2 while ($now = generations("$dir/c/error_log")) == $n && time < $end;
+        return $now > $n;
     };
     ok $graceful->(), 'shared: a graceful restart' or diag $clog->();
     like $clog->(), qr/LESSONS00748: introspection answers: 4096 shared entries .*kept from before/,

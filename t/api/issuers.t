@@ -161,7 +161,7 @@ Alias "/static" "$dir/static"
     </Location>
 </VirtualHost>
 EOF
-my $out = `'@{[ $ENV{LESSONS_TEST_HTTPD} || '/usr/sbin/apache2' ]}' -t -f '$conf' 2>&1`;
+my $out = `'@{[ LessonsTest::httpd_bin() ]}' -t -f '$conf' 2>&1`;
 like $out, qr/Syntax OK/, 'configtest passes with issuer blocks in every kind of section'
     or diag $out;
 start_httpd($conf, $port);

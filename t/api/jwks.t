@@ -32,7 +32,7 @@ use LessonsTest;
 use LessonsTest::JWT qw(b64url b64url_decode);
 use LessonsTest::IdP qw(start_idp idp_control test_ca);
 
-my $httpd  = $ENV{LESSONS_TEST_HTTPD} || '/usr/sbin/apache2';
+my $httpd  = LessonsTest::httpd_bin();
 my $dir    = File::Temp->newdir;
 my $JSON   = JSON::PP->new->utf8->canonical;
 my $REFRESH = 3;        # LessonsJWTKeysRefresh of /rotate (/api/lessons:

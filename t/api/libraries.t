@@ -27,8 +27,7 @@ plan skip_all => 'the same on every database: run on SQLite'
 my $RESTARTS = 3;
 # What the module links (its DT_NEEDED entries), libc aside: a library
 # added to the link but not to mod_lessons_kept.c fails here.
-my $module = $ENV{LESSONS_TEST_MODULE}
-    || Apache::Test::vars('serverroot') . '/../build/mod_lessons.so';
+my $module = LessonsTest::module_path();
 my @KEPT = map { /\[(lib[^.\]]+)\.so/ && $1 ne 'libc' ? $1 : () }
            `readelf -d $module`;
 cmp_ok scalar @KEPT, '>=', 6, "the module's libraries, by readelf: @KEPT";
@@ -37,6 +36,7 @@ my $dir  = tempdir(DIR => $ENV{LESSONS_TEST_TMPDIR} || '/tmp',
                    CLEANUP => !$ENV{LESSONS_TEST_KEEP});
 my $port = free_port();
 my $conf = httpd_conf($dir, $port, "LogLevel warn\n" . api_location(), mpm => 'prefork');
+my $log  = "$dir/error_log";
 
 # glibc writes each process's lines to $dir/ld.PID of the process it
 # started in; the pid at the start of each line is the writer's.
@@ -64,14 +64,14 @@ my $pid = do {
 # The first generation up before the first signal: a signal while the
 # parent is still starting or restarting makes one restart of two.
 my $t0 = time;
-sleep 0.05 until generations("$dir/error_log") >= 1 || time - $t0 > 60;
-my $gens = generations("$dir/error_log");
+sleep 0.05 until generations($log) >= 1 || time - $t0 > 60;
+my $gens = generations($log);
 my $init_before = objects_of($pid, 'init');
 for my $i (1 .. $RESTARTS) {
     kill 'USR1', $pid or die "kill USR1 $pid: $!";
     $t0 = time;
-    sleep 0.05 until generations("$dir/error_log") > $gens || time - $t0 > 60;
-    $gens = generations("$dir/error_log");
+    sleep 0.05 until generations($log) > $gens || time - $t0 > 60;
+    $gens = generations($log);
 }
 is $gens, 1 + $RESTARTS, "$RESTARTS graceful restarts, each one up";
 my $init = objects_of($pid, 'init');

@@ -19,6 +19,7 @@ use LessonsTest::Parallel qw(start collect parallel);
 use LessonsTest::Lock qw(hold_lock release);
 
 my $pg = $ENV{LESSONS_TEST_DRIVER} eq 'pgsql';
+my $BOUND = 2;
 
 # lessons_stuck_long's access log: [begin, usecs, pid, tid, method, path,
 # status] a request.
@@ -27,7 +28,6 @@ sub served_by_long {
         or return;
     return map { [ split ' ' ] } <$fh>;
 }
-my $BOUND = 2;
 
 seed({ level_id => 1, title => 'Vor der Sperre', sort_order => 1 });
 
@@ -126,7 +126,6 @@ cmp_ok $refused, '>', 0, 'locked: writes were refused while locked';
 }
 
 # ---- the lock is gone: the API answers again by itself, within seconds
-
 my $back;
 for (1 .. 50) {
     my $res = call(GET => '/api/lessons', vhost => 'lessons_stuck');

@@ -62,6 +62,12 @@ my @STARTED;    # [httpd pid, pid of the process that started it]
 
 sub httpd_bin { $ENV{LESSONS_TEST_HTTPD} || '/usr/sbin/apache2' }
 
+# The module under test: the sanitizer build's, or the checkout's.
+sub module_path {
+    return $ENV{LESSONS_TEST_MODULE}
+        || Apache::Test::vars('serverroot') . '/../build/mod_lessons.so';
+}
+
 # A TCP port on 127.0.0.1 that nothing listens on now, from 10000 to
 # below the kernel's ephemeral range (as t/tools/ports.sh's pick_port):
 # a port the kernel handed out and the test's server bound a moment later
@@ -125,8 +131,7 @@ sub httpd_conf {
     my ($dir, $port, $body, %opt) = @_;
     my $mpm = $opt{mpm} || 'event';
     my $mods = $ENV{LESSONS_TEST_HTTPD_MODULES} || '/usr/lib/apache2/modules';
-    my $module = $ENV{LESSONS_TEST_MODULE}
-        || Apache::Test::vars('serverroot') . '/../build/mod_lessons.so';
+    my $module = module_path();
     my $conf = "$dir/httpd.conf";
     my $lessons = defined $opt{module} && !$opt{module} ? '' : <<"EOF";
 LoadModule dbd_module        "$mods/mod_dbd.so"
