@@ -501,17 +501,21 @@ static int keysource_await(lessons_keysource_t *src)
 }
 
 /* Another process fetches (its lease ends at until): wait, at most
- * opts.wait, for its document, adopting it.  Lock held.
+ * opts.wait, for its document, adopting it.  The wait ends too when
+ * another thread of this process (its fetcher, most often) took that
+ * generation first, or found it unreadable.  Lock held.
  */
 static void keysource_await_other(lessons_keysource_t *src, apr_time_t until,
                                   apr_pool_t *scratch)
 {
     apr_time_t deadline = apr_time_now() + src->opts.wait;
+    apr_uint64_t gen = src->gen, bad_gen = src->bad_gen;
 
     if (until < deadline) {
         deadline = until;
     }
-    while (!src->stopping && apr_time_now() < deadline) {
+    while (!src->stopping && src->gen == gen && src->bad_gen == bad_gen
+           && apr_time_now() < deadline) {
         if (keysource_behind(src)) {
             keysource_catch_up(src, scratch);
             return;

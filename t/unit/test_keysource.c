@@ -898,23 +898,35 @@ static void test_shared_too_big(void **state)
 }
 
 /* While one process fetches (a slow provider), another that has no set
- * waits for that fetch rather than making its own.
+ * waits for that fetch rather than making its own, and its wait ends
+ * as soon as it has that set, whichever of its threads took it: the
+ * fetcher thread often adopts it first, and the request then waited
+ * until its deadline (10 s in a prefork child, t/api/storm.t).  Which
+ * thread comes first is the scheduler's: several rounds, each bounded
+ * well below the wait.
  */
 static void test_shared_wait_for_another_fetch(void **state)
 {
-    lessons_keyshare_t *ks = one_slot(*state);
-    lessons_keysource_t *a, *b;
-    apr_pool_t *req;
+    int round;
 
-    fake_set("k1", NULL, MS(300));
-    a = start_on(state, ks, 0);
-    apr_sleep(MS(50));              /* a's fetch is under way */
-    b = start_on(state, ks, 0);
-    apr_pool_create(&req, pool);
-    assert_string_equal(kid_of(lessons_keysource_take(b, req)), "k1");
-    assert_string_equal(kid_of(lessons_keysource_take(a, req)), "k1");
-    assert_int_equal(fake_read(&fake.calls), 1);
-    apr_pool_destroy(req);
+    for (round = 0; round < 8; round++) {
+        lessons_keyshare_t *ks = one_slot(*state);
+        lessons_keysource_t *a, *b;
+        apr_time_t began;
+        apr_pool_t *req;
+
+        fake_set("k1", NULL, MS(200));
+        a = start_on(state, ks, 0);
+        apr_sleep(MS(50));          /* a's fetch is under way */
+        b = start_on(state, ks, 0);
+        apr_pool_create(&req, pool);
+        began = apr_time_now();
+        assert_string_equal(kid_of(lessons_keysource_take(b, req)), "k1");
+        assert_true(apr_time_now() - began < DEADLINE / 2);
+        assert_string_equal(kid_of(lessons_keysource_take(a, req)), "k1");
+        apr_pool_destroy(req);
+    }
+    assert_int_equal(fake_read(&fake.calls), 8);
 }
 
 int main(void)
