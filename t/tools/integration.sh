@@ -598,7 +598,8 @@ fi
 # For each failing file, its "not ok" lines, then what else it printed
 # but "ok" lines: the diagnostics (a test's stderr reaches the log before
 # the TAP the harness relays, so the two do not interleave; what came
-# after the previous file's status line counts as this file's).  Then the
+# after the previous file's status line, or for the first file its "# "
+# lines before it, counts as this file's).  Then the
 # harness's summary.  Without any file run, the end of the output.
 perl -ne '
     BEGIN { $max = 40; $n = 0 }
@@ -623,7 +624,12 @@ perl -ne '
         done_file(); ($file, @lines) = ($1, @carry); @carry = (); $status = 0;
         push @lines, $2 if length $2; $n++; next;
     }
-    if (!defined $file) { push @pre, $_ unless $end; next }
+    if (!defined $file) {
+        # The first file'"'"'s diagnostics come before its name line.
+        push @carry, $_ if /^# / && !$end;
+        push @pre, $_ unless $end;
+        next;
+    }
     if ($status) { push @carry, $_; next }
     push @lines, $_;
     $status = 1 if /^(ok\s*$|Failed \d+\/\d+ subtests|All \d+ subtests passed)/;
