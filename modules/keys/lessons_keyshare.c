@@ -366,6 +366,7 @@ apr_status_t lessons_keyshare_read(lessons_keyshare_t *ks, int i,
     view->fetches = slot->fetches;
     view->failures = slot->failures;
     view->asked = slot->asked;
+    view->lease_until = slot->owner ? slot->lease_until : 0;
     if (with_doc && slot->generation) {
         view->len = slot->len;
         view->doc = apr_pstrmemdup(p, keyshare_doc(slot), slot->len);

@@ -140,6 +140,8 @@ typedef struct {
     apr_uint64_t fetches;           /* fetches ended, for the server */
     apr_uint64_t failures;          /* ... of them failed */
     apr_uint64_t asked;             /* ... of them a kid asked for */
+    apr_time_t lease_until;         /* a fetch in flight holds the slot
+                                     * until then; 0: none in flight */
 } lessons_keyshare_view_t;
 
 /* Copy slot i (its document only when with_doc) into *view, in p. */

@@ -500,10 +500,24 @@ static int keysource_await(lessons_keysource_t *src)
     return 1;
 }
 
+/* Some process's fetch still holds src's slot (also when the slot
+ * cannot be read: then the wait keeps its bounds).
+ */
+static int keysource_slot_fetching(lessons_keysource_t *src,
+                                   apr_pool_t *scratch)
+{
+    lessons_keyshare_view_t view;
+
+    return lessons_keyshare_read(src->opts.share, src->opts.slot, 0, scratch,
+                                 &view) != APR_SUCCESS
+           || view.lease_until > apr_time_now();
+}
+
 /* Another process fetches (its lease ends at until): wait, at most
  * opts.wait, for its document, adopting it.  The wait ends too when
  * another thread of this process (its fetcher, most often) took that
- * generation first, or found it unreadable.  Lock held.
+ * generation first, or found it unreadable, and when that fetch ended
+ * with nothing newer (it failed) or its lease ran out.  Lock held.
  */
 static void keysource_await_other(lessons_keysource_t *src, apr_time_t until,
                                   apr_pool_t *scratch)
@@ -516,7 +530,8 @@ static void keysource_await_other(lessons_keysource_t *src, apr_time_t until,
     }
     while (!src->stopping && src->gen == gen && src->bad_gen == bad_gen
            && apr_time_now() < deadline) {
-        if (keysource_behind(src)) {
+        if (keysource_behind(src) || !keysource_slot_fetching(src, scratch)) {
+            /* (A document published as the fetch ended is taken.) */
             keysource_catch_up(src, scratch);
             return;
         }

@@ -105,6 +105,9 @@ static void test_claim_and_publish(void **state)
     assert_int_equal(claim(ks, 8, T0 + S(1), 1, &when),
                      LESSONS_KEYSHARE_BUSY);
     assert_int_equal(when, T0 + S(15));
+    /* the fetch in flight shows, until it publishes */
+    assert_int_equal(lessons_keyshare_read(ks, 0, 0, pool, &v), APR_SUCCESS);
+    assert_int_equal(v.lease_until, T0 + S(15));
     assert_int_equal(publish(ks, 8, T0 + S(2), "{\"keys\":[2]}"),
                      LESSONS_KEYSHARE_NOT_OWNER);
     assert_int_equal(publish(ks, 7, T0 + S(2), "{\"keys\":[1]}"),
@@ -117,6 +120,7 @@ static void test_claim_and_publish(void **state)
     assert_int_equal(v.changed, T0 + S(2));
     assert_int_equal(v.next_fetch, T0 + S(2) + S(3600));
     assert_int_equal(v.fetches, 1);
+    assert_int_equal(v.lease_until, 0);
 
     /* the same bytes: no new generation */
     assert_int_equal(claim(ks, 8, T0 + S(3600) + S(2), 0, &when),
@@ -133,6 +137,7 @@ static void test_claim_and_publish(void **state)
     assert_int_equal(lessons_keyshare_read(ks, 0, 0, pool, &v), APR_SUCCESS);
     assert_null(v.doc);
     assert_int_equal(v.failures, 1);
+    assert_int_equal(v.lease_until, 0);
     assert_int_equal(v.next_fetch, T0 + S(7301) + S(60));
     /* too big for the slot */
     big = apr_palloc(pool, CAP + 2);

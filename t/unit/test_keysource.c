@@ -929,6 +929,32 @@ static void test_shared_wait_for_another_fetch(void **state)
     assert_int_equal(fake_read(&fake.calls), 8);
 }
 
+/* And when that other process's fetch fails, the wait ends with it
+ * (no set: the request's 503 at once), not at the wait's deadline.
+ */
+static void test_shared_wait_ends_with_a_failed_fetch(void **state)
+{
+    int round;
+
+    for (round = 0; round < 4; round++) {
+        lessons_keyshare_t *ks = one_slot(*state);
+        lessons_keysource_t *b;
+        apr_time_t began;
+        apr_pool_t *req;
+
+        fake_set("k1", "provider down", MS(200));
+        (void)start_on(state, ks, 0);
+        apr_sleep(MS(50));          /* its fetch is under way */
+        b = start_on(state, ks, 0);
+        apr_pool_create(&req, pool);
+        began = apr_time_now();
+        assert_null(lessons_keysource_take(b, req));
+        assert_true(apr_time_now() - began < DEADLINE / 2);
+        apr_pool_destroy(req);
+    }
+    assert_int_equal(fake_read(&fake.calls), 4);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -970,6 +996,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_shared_refetch_once_per_server,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_shared_wait_for_another_fetch,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_shared_wait_ends_with_a_failed_fetch,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_shared_too_big,
                                         setup, teardown),
