@@ -897,6 +897,31 @@ static void test_shared_too_big(void **state)
     apr_pool_destroy(req);
 }
 
+/* One process (*a) starts a fetch that takes 200 ms and gives k1, or
+ * fails with fail; a second process starts while it is under way and
+ * takes a set in req: what it got, and how long the take waited.
+ */
+static const lessons_keyset_t *take_beside_a_fetch(void **state,
+                                                   const char *fail,
+                                                   lessons_keysource_t **a,
+                                                   apr_pool_t *req,
+                                                   apr_interval_time_t *took)
+{
+    lessons_keyshare_t *ks = one_slot(*state);
+    const lessons_keyset_t *set;
+    lessons_keysource_t *b;
+    apr_time_t began;
+
+    fake_set("k1", fail, MS(200));
+    *a = start_on(state, ks, 0);
+    apr_sleep(MS(50));              /* a's fetch is under way */
+    b = start_on(state, ks, 0);
+    began = apr_time_now();
+    set = lessons_keysource_take(b, req);
+    *took = apr_time_now() - began;
+    return set;
+}
+
 /* While one process fetches (a slow provider), another that has no set
  * waits for that fetch rather than making its own, and its wait ends
  * as soon as it has that set, whichever of its threads took it: the
@@ -910,19 +935,14 @@ static void test_shared_wait_for_another_fetch(void **state)
     int round;
 
     for (round = 0; round < 8; round++) {
-        lessons_keyshare_t *ks = one_slot(*state);
-        lessons_keysource_t *a, *b;
-        apr_time_t began;
+        lessons_keysource_t *a;
+        apr_interval_time_t took;
         apr_pool_t *req;
 
-        fake_set("k1", NULL, MS(200));
-        a = start_on(state, ks, 0);
-        apr_sleep(MS(50));          /* a's fetch is under way */
-        b = start_on(state, ks, 0);
         apr_pool_create(&req, pool);
-        began = apr_time_now();
-        assert_string_equal(kid_of(lessons_keysource_take(b, req)), "k1");
-        assert_true(apr_time_now() - began < DEADLINE / 2);
+        assert_string_equal(kid_of(take_beside_a_fetch(state, NULL, &a, req,
+                                                       &took)), "k1");
+        assert_true(took < DEADLINE / 2);
         assert_string_equal(kid_of(lessons_keysource_take(a, req)), "k1");
         apr_pool_destroy(req);
     }
@@ -937,19 +957,14 @@ static void test_shared_wait_ends_with_a_failed_fetch(void **state)
     int round;
 
     for (round = 0; round < 4; round++) {
-        lessons_keyshare_t *ks = one_slot(*state);
-        lessons_keysource_t *b;
-        apr_time_t began;
+        lessons_keysource_t *a;
+        apr_interval_time_t took;
         apr_pool_t *req;
 
-        fake_set("k1", "provider down", MS(200));
-        (void)start_on(state, ks, 0);
-        apr_sleep(MS(50));          /* its fetch is under way */
-        b = start_on(state, ks, 0);
         apr_pool_create(&req, pool);
-        began = apr_time_now();
-        assert_null(lessons_keysource_take(b, req));
-        assert_true(apr_time_now() - began < DEADLINE / 2);
+        assert_null(take_beside_a_fetch(state, "provider down", &a, req,
+                                        &took));
+        assert_true(took < DEADLINE / 2);
         apr_pool_destroy(req);
     }
     assert_int_equal(fake_read(&fake.calls), 4);
