@@ -60,7 +60,7 @@ static void lessons_dbd_watch(lessons_ctx *c, lessons_srv_conf *sconf,
         return;
     }
     if (wd && wd->slot >= 0) {
-        wd->slot = lessons_watch_follow(wd->watch, wd->slot, fd);
+        wd->slot = lessons_watch_follow(wd->watch, c->db_pool, wd->slot, fd);
         return;
     }
     if (!wd) {
@@ -71,7 +71,7 @@ static void lessons_dbd_watch(lessons_ctx *c, lessons_srv_conf *sconf,
                                       lessons_dbd_unwatch_cleanup);
         c->watched = wd;
     }
-    wd->slot = lessons_watch_arm(wd->watch, fd,
+    wd->slot = lessons_watch_arm(wd->watch, c->db_pool, fd,
                                  deadline + LESSONS_WATCH_GRACE);
 }
 

@@ -337,7 +337,8 @@ static void lessons_holder_watch(lessons_holder_t *h)
         ap_get_module_config(h->ls->s->module_config, &lessons_module);
 
     h->slot = sconf->watch
-              ? lessons_watch_arm(sconf->watch, lessons_db_socket(&h->db),
+              ? lessons_watch_arm(sconf->watch, h->pool,
+                                  lessons_db_socket(&h->db),
                                   apr_time_now()
                                   + apr_time_from_sec(
                                         lessons_db_timeout(sconf))

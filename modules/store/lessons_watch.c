@@ -16,11 +16,23 @@
 
 typedef struct {
     int fd;                         /* our duplicate; -1: the slot is free */
+    int owned;                      /* closed at disarm (not a kept one) */
+    int gone;                       /* its kept duplicate was closed */
     int fired;
     apr_time_t deadline;
     dev_t dev;                      /* which socket it is */
     ino_t ino;
 } lessons_watch_slot_t;
+
+/* A connection's duplicate, in the connection's pool (userdata). */
+typedef struct {
+    lessons_watch_t *w;
+    int fd;                         /* -1: none yet */
+    dev_t dev;
+    ino_t ino;
+} lessons_watch_kept_t;
+
+#define LESSONS_WATCH_KEPT "lessons_watch_kept"
 
 struct lessons_watch_t {
     apr_thread_mutex_t *lock;
@@ -44,7 +56,7 @@ static apr_time_t lessons_watch_sweep(lessons_watch_t *w, apr_time_t now)
     for (i = 0; i < w->nslots; i++) {
         lessons_watch_slot_t *s = &w->slots[i];
 
-        if (s->fd < 0 || s->fired) {
+        if (s->fd < 0 || s->fired || s->gone) {
             continue;
         }
         if (s->deadline <= now) {
@@ -106,6 +118,8 @@ lessons_watch_t *lessons_watch_make(apr_pool_t *p, int slots)
     w->slots = apr_palloc(p, sizeof(*w->slots) * (apr_size_t)slots);
     for (i = 0; i < slots; i++) {
         w->slots[i].fd = -1;
+        w->slots[i].owned = 0;
+        w->slots[i].gone = 0;
         w->slots[i].fired = 0;
         w->slots[i].deadline = 0;
     }
@@ -123,18 +137,91 @@ lessons_watch_t *lessons_watch_make(apr_pool_t *p, int slots)
     return w;
 }
 
-int lessons_watch_arm(lessons_watch_t *w, int fd, apr_time_t deadline)
+/* Close a kept duplicate.  A slot still holding it (armed and never
+ * disarmed) is not swept from now on: its number may be another
+ * socket's soon.
+ */
+static void lessons_watch_kept_drop(lessons_watch_kept_t *k)
 {
-    struct stat st;
-    int i, slot = -1, mine;
+    lessons_watch_t *w = k->w;
+    int i;
 
-    if (!w || fd < 0 || fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) {
-        return -1;
+    if (k->fd < 0) {
+        return;
+    }
+    apr_thread_mutex_lock(w->lock);
+    for (i = 0; i < w->nslots; i++) {
+        lessons_watch_slot_t *s = &w->slots[i];
+
+        if (s->fd == k->fd && !s->owned) {
+            s->gone = 1;
+        }
+    }
+    apr_thread_mutex_unlock(w->lock);
+    close(k->fd);
+    k->fd = -1;
+}
+
+static apr_status_t lessons_watch_kept_cleanup(void *data)
+{
+    lessons_watch_kept_drop(data);
+    return APR_SUCCESS;
+}
+
+/* The duplicate of the socket st describes: conn_pool's kept one (made
+ * again if the connection's socket is another now), or one of its own
+ * (*owned).  -1: none.
+ */
+static int lessons_watch_dup(lessons_watch_t *w, apr_pool_t *conn_pool,
+                             int fd, const struct stat *st, int *owned)
+{
+    lessons_watch_kept_t *k = NULL;
+    int mine;
+
+    *owned = conn_pool == NULL;
+    if (conn_pool) {
+        void *v = NULL;
+
+        (void)apr_pool_userdata_get(&v, LESSONS_WATCH_KEPT, conn_pool);
+        k = v;
+        if (k && k->fd >= 0 && k->dev == st->st_dev
+            && k->ino == st->st_ino) {
+            return k->fd;
+        }
     }
     /* Close-on-exec, as the connection's own: a CGI a worker forks
      * must not keep the database's socket open.
      */
     mine = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (mine < 0 || !conn_pool) {
+        return mine;
+    }
+    if (!k) {
+        /* Its cleanup is not for exec: it takes the watch's lock. */
+        k = apr_palloc(conn_pool, sizeof(*k));
+        k->w = w;
+        k->fd = -1;
+        (void)apr_pool_userdata_setn(k, LESSONS_WATCH_KEPT, NULL, conn_pool);
+        apr_pool_cleanup_register(conn_pool, k, lessons_watch_kept_cleanup,
+                                  apr_pool_cleanup_null);
+    }
+    lessons_watch_kept_drop(k);     /* the socket the connection had */
+    k->fd = mine;
+    k->dev = st->st_dev;
+    k->ino = st->st_ino;
+    return mine;
+}
+
+int lessons_watch_arm(lessons_watch_t *w, apr_pool_t *conn_pool, int fd,
+                      apr_time_t deadline)
+{
+    struct stat st;
+    int i, slot = -1, mine, owned;
+
+    if (!w || fd < 0 || fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) {
+        return -1;
+    }
+    mine = lessons_watch_dup(w, conn_pool, fd, &st, &owned);
     if (mine < 0) {
         return -1;
     }
@@ -145,6 +232,8 @@ int lessons_watch_arm(lessons_watch_t *w, int fd, apr_time_t deadline)
         if (s->fd < 0) {
             slot = i;
             s->fd = mine;
+            s->owned = owned;
+            s->gone = 0;
             s->fired = 0;
             s->deadline = deadline;
             s->dev = st.st_dev;
@@ -157,13 +246,14 @@ int lessons_watch_arm(lessons_watch_t *w, int fd, apr_time_t deadline)
         }
     }
     apr_thread_mutex_unlock(w->lock);
-    if (slot < 0) {
+    if (slot < 0 && owned) {
         close(mine);
     }
     return slot;
 }
 
-int lessons_watch_follow(lessons_watch_t *w, int slot, int fd)
+int lessons_watch_follow(lessons_watch_t *w, apr_pool_t *conn_pool,
+                         int slot, int fd)
 {
     struct stat st;
     apr_time_t deadline;
@@ -182,7 +272,7 @@ int lessons_watch_follow(lessons_watch_t *w, int slot, int fd)
         return slot;
     }
     (void)lessons_watch_disarm(w, slot);
-    return lessons_watch_arm(w, fd, deadline);
+    return lessons_watch_arm(w, conn_pool, fd, deadline);
 }
 
 int lessons_watch_disarm(lessons_watch_t *w, int slot)
@@ -194,8 +284,10 @@ int lessons_watch_disarm(lessons_watch_t *w, int slot)
     }
     apr_thread_mutex_lock(w->lock);
     fired = w->slots[slot].fired;
-    fd = w->slots[slot].fd;
+    fd = w->slots[slot].owned ? w->slots[slot].fd : -1;
     w->slots[slot].fd = -1;
+    w->slots[slot].owned = 0;
+    w->slots[slot].gone = 0;
     w->slots[slot].fired = 0;
     apr_thread_mutex_unlock(w->lock);
     if (fd >= 0) {

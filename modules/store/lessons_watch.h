@@ -15,7 +15,10 @@
  * shutting that down reaches the connection's socket while the
  * connection has it, and only a closed one once the connection has
  * been made again (libpq's PQreset closes the old socket), never
- * another socket that took the old number.
+ * another socket that took the old number.  A connection that lives
+ * longer than a request (mod_dbd's pooled ones, the lease holder's)
+ * keeps its duplicate in its own pool: arming it again is one fstat(2),
+ * not a duplicate and a close for every statement.
  */
 #ifndef LESSONS_WATCH_H
 #define LESSONS_WATCH_H
@@ -33,14 +36,19 @@ lessons_watch_t *lessons_watch_make(apr_pool_t *p, int slots);
 
 /* Watch fd until deadline: the slot to disarm, or -1 when fd is not a
  * socket to watch (negative) or every slot is taken (the request then
- * has the database's bound alone).
+ * has the database's bound alone).  conn_pool: the connection's own
+ * pool, which keeps the duplicate until the pool goes or fd is another
+ * socket; NULL: a duplicate for this arm alone.  The slot must be
+ * disarmed before conn_pool goes (if not, it is never swept).
  */
-int lessons_watch_arm(lessons_watch_t *w, int fd, apr_time_t deadline);
+int lessons_watch_arm(lessons_watch_t *w, apr_pool_t *conn_pool, int fd,
+                      apr_time_t deadline);
 
 /* The connection of slot may have been made again: watch fd instead if
  * it is another socket (slot, or -1 as arm says).
  */
-int lessons_watch_follow(lessons_watch_t *w, int slot, int fd);
+int lessons_watch_follow(lessons_watch_t *w, apr_pool_t *conn_pool,
+                         int slot, int fd);
 
 /* Stop watching slot (nothing for -1): 1 when its socket was shut
  * down, 0 when not.
