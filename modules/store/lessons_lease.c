@@ -31,6 +31,15 @@ typedef struct {
     lessons_lease_version_t acked;
 } lessons_lease_peer_t;
 
+/* A futex word, and how many wait on it: a ring with nobody asleep is
+ * no system call (with the lease on, several a write).  A sleeper that
+ * dies asleep leaves the count high, so rings make the call as before.
+ */
+typedef struct {
+    apr_uint32_t word;
+    apr_uint32_t sleepers;
+} lessons_lease_bell_t;
+
 typedef struct {
     apr_uint32_t magic;
     apr_uint32_t holder;                    /* pid, 0: none */
@@ -47,17 +56,17 @@ typedef struct {
     apr_uint32_t leader;                    /* the ticket of the writer
                                              * making the check, 0: none */
     apr_interval_time_t led_at;             /* when it began */
-    apr_uint32_t bell;                      /* futex word */
-    apr_uint32_t turn;                      /* futex word of the writers
-                                             * waiting for their turn */
+    lessons_lease_bell_t bell;
+    lessons_lease_bell_t turn;              /* the writers waiting for
+                                             * their turn */
     apr_uint32_t leads;                     /* leads given so far */
     apr_uint32_t lead_upto;                 /* the asks the lead answers */
     apr_uint32_t next;                      /* the ticket that leads next,
                                              * 0: none */
     apr_interval_time_t next_at;            /* when it took that */
-    apr_uint32_t done[2];                   /* futex words of the writers
-                                             * a lead answers, by its
-                                             * number's parity */
+    lessons_lease_bell_t done[2];           /* the writers a lead
+                                             * answers, by its number's
+                                             * parity */
     apr_uint32_t check_rings;               /* whom the check's settling
                                              * wakes (LESSONS_RING_*) */
     lessons_lease_check_t check;            /* the last published */
@@ -151,11 +160,18 @@ static int lessons_lease_round_settled(lessons_lease_block_t *b)
                                         &until);
 }
 
-static void lessons_lease_ring_word(apr_uint32_t *word)
+static void lessons_lease_ring_word(lessons_lease_bell_t *bell)
 {
-    apr_atomic_inc32(word);
+    apr_atomic_inc32(&bell->word);
 #ifdef LESSONS_LEASE_FUTEX
-    (void)syscall(SYS_futex, word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+    /* The word moved (a full barrier) before the count is read, and a
+     * sleeper counts itself before the kernel compares the word: one of
+     * the two sees the other.
+     */
+    if (apr_atomic_read32(&bell->sleepers) != 0) {
+        (void)syscall(SYS_futex, &bell->word, FUTEX_WAKE, INT_MAX, NULL,
+                      NULL, 0);
+    }
 #endif
 }
 
@@ -210,12 +226,13 @@ static void lessons_lease_ring_after(lessons_lease_t *l, int news,
     }
 }
 
-static void lessons_lease_sleep_on(apr_uint32_t *word, apr_uint32_t seen,
+static void lessons_lease_sleep_on(lessons_lease_bell_t *bell,
+                                   apr_uint32_t seen,
                                    apr_interval_time_t until)
 {
     apr_interval_time_t left = until - lessons_lease_clock();
 
-    if (left <= 0 || apr_atomic_read32(word) != seen) {
+    if (left <= 0 || apr_atomic_read32(&bell->word) != seen) {
         return;
     }
 #ifdef LESSONS_LEASE_FUTEX
@@ -225,7 +242,10 @@ static void lessons_lease_sleep_on(apr_uint32_t *word, apr_uint32_t seen,
         ts.tv_sec = (time_t)apr_time_sec(left);
         ts.tv_nsec = (long)apr_time_usec(left) * 1000L;
         /* Shared, not private: the bells are rung from other processes. */
-        (void)syscall(SYS_futex, word, FUTEX_WAIT, seen, &ts, NULL, 0);
+        apr_atomic_inc32(&bell->sleepers);
+        (void)syscall(SYS_futex, &bell->word, FUTEX_WAIT, seen, &ts, NULL,
+                      0);
+        apr_atomic_dec32(&bell->sleepers);
     }
 #else
     apr_sleep(left < 1000 ? left : 1000);
@@ -620,7 +640,7 @@ int lessons_lease_answer(lessons_lease_t *l, apr_uint32_t ticket,
         if (!lessons_lease_lock(l)) {
             return 0;
         }
-        bell = apr_atomic_read32(&b->turn);
+        bell = apr_atomic_read32(&b->turn.word);
         if ((apr_int32_t)(b->answered - ticket) >= 0) {
             memcpy(out, &b->check, sizeof(*out));
             lessons_lease_unlock(l);
@@ -737,13 +757,11 @@ static int lessons_lease_settled_locked(lessons_lease_block_t *b,
  * do, unless the one to lead next is gone.  The word to sleep on and
  * what it shows, and when to look again.
  */
-static apr_uint32_t *lessons_lease_wait_next(lessons_lease_block_t *b,
-                                             apr_uint32_t ticket,
-                                             apr_interval_time_t now,
-                                             apr_uint32_t *seen,
-                                             apr_interval_time_t *until)
+static lessons_lease_bell_t *lessons_lease_wait_next(
+    lessons_lease_block_t *b, apr_uint32_t ticket, apr_interval_time_t now,
+    apr_uint32_t *seen, apr_interval_time_t *until)
 {
-    apr_uint32_t *word;
+    lessons_lease_bell_t *word;
 
     if (b->next == 0 || b->next == ticket
         || now - b->next_at > LESSONS_LEASE_LEAD_STALE) {
@@ -757,7 +775,7 @@ static apr_uint32_t *lessons_lease_wait_next(lessons_lease_block_t *b,
         word = &b->done[(b->leads + 1) & 1];
         *until = b->next_at + LESSONS_LEASE_LEAD_STALE + 1;
     }
-    *seen = apr_atomic_read32(word);
+    *seen = apr_atomic_read32(&word->word);
     return word;
 }
 
@@ -783,7 +801,8 @@ lessons_lease_turn_e lessons_lease_turn(lessons_lease_t *l,
 {
     lessons_lease_block_t *b = l->b;
     apr_interval_time_t now, until;
-    apr_uint32_t seen, *word, rings;
+    lessons_lease_bell_t *word;
+    apr_uint32_t seen, rings;
 
     for (;;) {
         if (!lessons_lease_lock(l)) {
@@ -827,7 +846,7 @@ lessons_lease_turn_e lessons_lease_turn(lessons_lease_t *l,
                  * settled (or it failed, or ends late).
                  */
                 word = &b->done[b->leads & 1];
-                seen = apr_atomic_read32(word);
+                seen = apr_atomic_read32(&word->word);
             }
             else {
                 word = lessons_lease_wait_next(b, ticket, now, &seen, &until);
@@ -887,10 +906,10 @@ int lessons_lease_settled(lessons_lease_t *l,
     if (!lessons_lease_lock(l)) {
         /* No word from anyone: wait out every lease there may be. */
         *until = chk->at + apr_time_from_msec(LESSONS_LEASE_MAX_MS);
-        *bell = apr_atomic_read32(&b->bell);
+        *bell = apr_atomic_read32(&b->bell.word);
         return now >= *until;
     }
-    *bell = apr_atomic_read32(&b->bell);
+    *bell = apr_atomic_read32(&b->bell.word);
     settled = lessons_lease_settled_locked(b, chk, now, until);
     lessons_lease_unlock(l);
     return settled;
