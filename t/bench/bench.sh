@@ -35,6 +35,8 @@
 #                 as for tokens; BENCH_ONLY=lease-writes only their
 #                 write rows
 #   BENCH_SERVERS        the read-lease rows' server counts (default "1 4")
+#   BENCH_WRITE_SERVERS=N  the read-lease write rows on one of N servers
+#                 (default 4, as issue 56's targets; 1 to 16)
 #   BENCH_LEASE_PEER=1   the read-lease rows' servers with the lease on
 #                 have LessonsDBLeasePeer too (each its own UDP port)
 #
@@ -100,6 +102,10 @@ esac
 for n in ${BENCH_SERVERS:-}; do
     case "$n" in [1-9]|1[0-6]) ;; *) die "BENCH_SERVERS: $n is not a number of servers (1-16)" ;; esac
 done
+case "${BENCH_WRITE_SERVERS:-4}" in
+    [1-9]|1[0-6]) ;;
+    *) die "BENCH_WRITE_SERVERS: ${BENCH_WRITE_SERVERS} is not a number of servers (1-16)" ;;
+esac
 case "${BENCH_ROUNDS:-}" in
     "") ;;
     [1-9]|[1-9][0-9]) ROUNDS=$BENCH_ROUNDS ;;

@@ -18,16 +18,16 @@
 #            and leaseon-shipped-pgsql.
 #   writes   creates and updates at 8 and 32 clients (write_rounds:
 #            wrk --latency, t/bench/wrk-write.lua, pgbench of the same
-#            statement in the same rounds) on one of 4 servers, the
-#            other 3 holding leases too and so acknowledging every
-#            write; rounds alternate off and on.  DBs leaseoff-pgsql
+#            statement in the same rounds) on one of 4 servers
+#            (BENCH_WRITE_SERVERS), the others holding leases too and
+#            so acknowledging every write; rounds alternate off and on.  DBs leaseoff-pgsql
 #            and leaseon-pgsql.
 #
 # A server with a lease is measured only once its holder has a lease
 # row renewed within the lease length (lease_wait).
 
 LEASE_SERVERS=${BENCH_SERVERS:-1 4}
-LEASE_WRITE_SERVERS=4
+LEASE_WRITE_SERVERS=${BENCH_WRITE_SERVERS:-4}
 
 # lease_servers_up MODE N: N of t/bench/httpd.conf's servers
 # (servers_start) with the metrics handler, and with the lease when
