@@ -99,13 +99,12 @@ case "$LEASE" in
     [1-9]|[1-9][0-9]) ;;
     *) die "BENCH_LEASE: $LEASE is not a lease length in seconds (0-99)" ;;
 esac
-for n in ${BENCH_SERVERS:-}; do
-    case "$n" in [1-9]|1[0-6]) ;; *) die "BENCH_SERVERS: $n is not a number of servers (1-16)" ;; esac
-done
-case "${BENCH_WRITE_SERVERS:-4}" in
-    [1-9]|1[0-6]) ;;
-    *) die "BENCH_WRITE_SERVERS: ${BENCH_WRITE_SERVERS} is not a number of servers (1-16)" ;;
-esac
+# servers_count NAME N: N is a number of servers the rows can start.
+servers_count() {
+    case "$2" in [1-9]|1[0-6]) ;; *) die "$1: $2 is not a number of servers (1-16)" ;; esac
+}
+for n in ${BENCH_SERVERS:-}; do servers_count BENCH_SERVERS "$n"; done
+servers_count BENCH_WRITE_SERVERS "${BENCH_WRITE_SERVERS:-4}"
 case "${BENCH_ROUNDS:-}" in
     "") ;;
     [1-9]|[1-9][0-9]) ROUNDS=$BENCH_ROUNDS ;;

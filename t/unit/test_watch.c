@@ -35,19 +35,29 @@ static int group_setup(void **state)
 
 #define MS(n) apr_time_from_msec(n)
 
-/* A blocking read on fd: how long it took, and what it returned (0 once
- * shut down; -1 after 3 s if the watch never fires, so that a broken
- * watch fails the test instead of hanging it).
+/* A blocking read on fd that gives up after ms: 0 (EOF) once every
+ * descriptor of the other end is closed or shut down, -1 (timeout)
+ * while one still holds it open.
  */
-static apr_interval_time_t timed_read(int fd, ssize_t *got)
+static ssize_t read_within(int fd, int ms)
 {
-    struct timeval tv = { 3, 0 };
+    struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
     char c;
-    apr_time_t t0 = apr_time_now();
 
     assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv,
                                 sizeof(tv)), 0);
-    *got = read(fd, &c, 1);
+    return read(fd, &c, 1);
+}
+
+/* A read on fd: how long it took, and what it returned (0 once shut
+ * down; -1 after 3 s if the watch never fires, so that a broken watch
+ * fails the test instead of hanging it).
+ */
+static apr_interval_time_t timed_read(int fd, ssize_t *got)
+{
+    apr_time_t t0 = apr_time_now();
+
+    *got = read_within(fd, 3000);
     return apr_time_now() - t0;
 }
 
@@ -199,20 +209,6 @@ static int open_fds(void)
     return n;
 }
 
-/* A blocking read of the peer: 0 (EOF) once every descriptor of the
- * other end is closed or shut down, -1 (timeout) while one still holds
- * it open.
- */
-static ssize_t peer_read(int fd, int ms)
-{
-    struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
-    char c;
-
-    assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv,
-                                sizeof(tv)), 0);
-    return read(fd, &c, 1);
-}
-
 /* A watch of slots, and a connection's pool under the group's. */
 static lessons_watch_t *watch_with_conn(int slots, apr_pool_t **conn)
 {
@@ -275,12 +271,12 @@ static void test_kept_follows_a_new_socket(void **state)
     num = old[0];
     close(old[0]);
     /* Kept: the old socket is still open for its peer. */
-    assert_int_equal(peer_read(old[1], 50), -1);
+    assert_int_equal(read_within(old[1], 50), -1);
     assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, neu), 0);
     assert_int_equal(neu[0], num);
     slot = lessons_watch_arm(w, conn, neu[0], apr_time_now() + MS(150));
     assert_true(slot >= 0);
-    assert_int_equal(peer_read(old[1], 1000), 0);
+    assert_int_equal(read_within(old[1], 1000), 0);
     (void)timed_read(neu[0], &got);
     assert_int_equal(got, 0);
     assert_int_equal(lessons_watch_disarm(w, slot), 1);
