@@ -554,12 +554,13 @@ static int lessons_holder_renew(lessons_holder_t *h, apr_pool_t *p)
     apr_interval_time_t t0 = lessons_lease_clock(), end, now;
     lessons_lease_version_t v;
     lessons_catalog_t cat;
+    apr_array_header_t *others = NULL;
     apr_int64_t term = 0;
     const char *err = NULL;
 
     if (lessons_store_lease_renew(&h->db, p, ls->name, ls->length_ms,
-                                  ls->peer, &cat,
-                                  &term, &err) != LESSONS_STORE_OK) {
+                                  ls->peer, &cat, &term, &others, &err)
+        != LESSONS_STORE_OK) {
         ap_log_error(APLOG_MARK, APLOG_WARNING, 0, ls->s, LESSONSLOG(00791)
                      "LessonsDBLease: renewing: %s",
                      err ? err : "unknown error");
@@ -567,6 +568,7 @@ static int lessons_holder_renew(lessons_holder_t *h, apr_pool_t *p)
     }
     now = lessons_lease_clock();
     end = t0 + apr_time_from_msec(ls->length_ms) * 9 / 10;
+    lessons_lease_listed(ls->block, t0, others ? others->nelts : 0);
     if (!lessons_lease_version_of(&cat, &v)) {
         ap_log_error(APLOG_MARK, APLOG_WARNING, 0, ls->s, LESSONSLOG(00791)
                      "LessonsDBLease: the catalogue's epoch is longer than "

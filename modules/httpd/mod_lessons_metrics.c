@@ -316,7 +316,8 @@ static const char *lessons_metrics_lease(apr_pool_t *p,
     return lessons_metrics_lease_prometheus(p, st.valid, st.listening,
                                             st.left,
                                             (apr_interval_time_t)
-                                            sconf->lease_length_ms * 1000);
+                                            sconf->lease_length_ms * 1000,
+                                            st.others);
 }
 
 int lessons_metrics_handler(request_rec *r)

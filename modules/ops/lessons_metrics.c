@@ -651,8 +651,16 @@ const char *lessons_metrics_prometheus(apr_pool_t *p,
 const char *lessons_metrics_lease_prometheus(apr_pool_t *p, int valid,
                                              int listening,
                                              apr_interval_time_t left,
-                                             apr_interval_time_t length)
+                                             apr_interval_time_t length,
+                                             int others)
 {
+    const char *servers = others < 0 ? "" : apr_psprintf(p,
+        "# HELP lessons_db_lease_other_servers Other servers that had "
+        "renewed a read lease within its length at this server's last "
+        "renewal: a write here waits for each.\n"
+        "# TYPE lessons_db_lease_other_servers gauge\n"
+        "lessons_db_lease_other_servers %d\n", others);
+
     return apr_psprintf(p,
         "# HELP lessons_db_lease_valid 1 while this server's read lease "
         "holds (GETs take no statement).\n"
@@ -668,9 +676,9 @@ const char *lessons_metrics_lease_prometheus(apr_pool_t *p, int valid,
         "lessons_db_lease_remaining_seconds %.3f\n"
         "# HELP lessons_db_lease_length_seconds LessonsDBLease.\n"
         "# TYPE lessons_db_lease_length_seconds gauge\n"
-        "lessons_db_lease_length_seconds %.3f\n",
+        "lessons_db_lease_length_seconds %.3f\n%s",
         valid, listening, (double)left / APR_USEC_PER_SEC,
-        (double)length / APR_USEC_PER_SEC);
+        (double)length / APR_USEC_PER_SEC, servers);
 }
 
 const char *lessons_metrics_status_auto(apr_pool_t *p,

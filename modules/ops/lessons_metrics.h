@@ -238,13 +238,16 @@ const char *lessons_metrics_prometheus(apr_pool_t *p,
 
 /* The read lease's gauges (LessonsDBLease), in the same format, to
  * follow lessons_metrics_prometheus's text: valid and listening 0 or 1,
- * left the time the lease has left, length the directive's.  The lease
- * is the server's state now, not a count kept in the block.
+ * left the time the lease has left, length the directive's, others the
+ * other servers with a lease in the holder's last list (-1: no list
+ * yet, no sample).  The lease is the server's state now, not a count
+ * kept in the block.
  */
 const char *lessons_metrics_lease_prometheus(apr_pool_t *p, int valid,
                                              int listening,
                                              apr_interval_time_t left,
-                                             apr_interval_time_t length);
+                                             apr_interval_time_t length,
+                                             int others);
 
 /* The same figures, fewer of them, as mod_status's "Key: value" lines
  * (its ?auto form).

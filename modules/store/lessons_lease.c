@@ -72,6 +72,10 @@ typedef struct {
     lessons_lease_check_t check;            /* the last published */
     char self[LESSONS_LEASE_NAME_MAX];      /* this server's row */
     lessons_lease_peer_t peers[LESSONS_LEASE_PEERS];
+    apr_interval_time_t list_sent;          /* the last renewal's list of
+                                             * the other leases: when it
+                                             * was asked for, 0: never */
+    apr_uint32_t list_others;               /* the servers it named */
 } lessons_lease_block_t;
 
 struct lessons_lease_t {
@@ -617,6 +621,19 @@ void lessons_lease_heard_check(lessons_lease_t *l,
     lessons_lease_ring_after(l, news, rings);
 }
 
+void lessons_lease_listed(lessons_lease_t *l, apr_interval_time_t sent,
+                          int others)
+{
+    if (!lessons_lease_lock(l)) {
+        return;
+    }
+    if (sent > l->b->list_sent) {
+        l->b->list_sent = sent;
+        l->b->list_others = others > 0 ? (apr_uint32_t)others : 0;
+    }
+    lessons_lease_unlock(l);
+}
+
 /* ------------------------------------------------------- the writers */
 
 int lessons_lease_has_listener(lessons_lease_t *l)
@@ -929,4 +946,12 @@ void lessons_lease_state(lessons_lease_t *l, apr_interval_time_t now,
     st->left = end > now ? end - now : 0;
     st->holder = apr_atomic_read32(&l->b->holder);
     st->listening = apr_atomic_read32(&l->b->listening) != 0;
+    st->others = -1;
+    if (lessons_lease_lock(l)) {
+        if (l->b->list_sent > 0 && l->b->list_sent <= now) {
+            st->others = (int)l->b->list_others;
+            st->list_age = now - l->b->list_sent;
+        }
+        lessons_lease_unlock(l);
+    }
 }

@@ -249,6 +249,15 @@ void lessons_lease_heard_check(lessons_lease_t *l,
                                const lessons_lease_check_t *chk,
                                apr_interval_time_t now);
 
+/* The holder's renewal, sent at sent (its clock before the statement),
+ * read the other servers' leases: others of them.  A later list
+ * replaces an earlier one, never the other way round.  What a write
+ * could one day go by instead of a check (docs/scaling.md, "The check
+ * off the write's path"); the metrics show it.
+ */
+void lessons_lease_listed(lessons_lease_t *l, apr_interval_time_t sent,
+                          int others);
+
 /* ---------------------------------------------- for the metrics */
 
 typedef struct {
@@ -257,6 +266,9 @@ typedef struct {
     int listening;
     lessons_lease_version_t version;
     apr_interval_time_t left;       /* until the lease ends */
+    int others;                     /* other servers with a lease in the
+                                     * last list, -1: no list yet */
+    apr_interval_time_t list_age;   /* since that list was asked for */
 } lessons_lease_state_t;
 
 void lessons_lease_state(lessons_lease_t *l, apr_interval_time_t now,

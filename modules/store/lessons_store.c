@@ -199,11 +199,14 @@ const lessons_statement_t lessons_statements_leases[] = {
       "VALUES (%s, nextval('lessons_lease_terms'), %d, %s) "
       "ON CONFLICT (server) DO UPDATE SET term = excluded.term, "
       "length_ms = excluded.length_ms, renewed = now(), "
-      "peer = excluded.peer RETURNING term) "
+      "peer = excluded.peer RETURNING term), "
+      "n AS (SELECT r.term, pg_notify('lessons_lease', 'r ' || r.term || "
+      "' ' || %s) FROM r CROSS JOIN f) "
       "SELECT (SELECT " LESSONS_EPOCH " FROM lessons_database), "
-      "(SELECT sum(changes) FROM c), r.term, "
-      "pg_notify('lessons_lease', 'r ' || r.term || ' ' || %s) "
-      "FROM r CROSS JOIN f" },
+      "(SELECT sum(changes) FROM c), "
+      "l.server, l.term, l.length_ms, l.epoch, l.acked, l.peer, n.term "
+      "FROM n LEFT JOIN lessons_leases l ON l.server <> %s "
+      "AND l.renewed > now() - l.length_ms * interval '1 millisecond'" },
     { "lessons_lease_check",
       "SELECT (SELECT " LESSONS_EPOCH " FROM lessons_database), "
       "(SELECT sum(changes) FROM lessons_catalog), "
@@ -1802,34 +1805,6 @@ static int lessons_store_lease_version(const lessons_db_t *db, apr_pool_t *p,
     return 1;
 }
 
-lessons_store_e lessons_store_lease_renew(const lessons_db_t *db,
-                                          apr_pool_t *p, const char *server,
-                                          int length_ms, const char *peer,
-                                          lessons_catalog_t *cat,
-                                          apr_int64_t *term,
-                                          const char **err)
-{
-    const void *args[] = { server, &length_ms, peer ? peer : "", server };
-    const char *cols[3];
-    int rows = 0;
-    lessons_store_e rc = lessons_store_one(db, p,
-                                           lessons_statements_leases[0].label,
-                                           args, cols, 3, &rows, err);
-
-    if (rc != LESSONS_STORE_OK) {
-        return rc;
-    }
-    if (rows != 1 || !lessons_store_lease_version(db, p, cols[0], cols[1],
-                                                  cat)
-        || !lessons_parse_i64(cols[2], term)) {
-        *err = apr_psprintf(p, "lessons_lease_renew: not one lease and "
-                            "version (%d rows): load the schema again",
-                            rows);
-        return LESSONS_STORE_ERROR;
-    }
-    return LESSONS_STORE_OK;
-}
-
 /* One lease from a check's row (columns 2 to 7); 0 when it has none
  * (the one row of a check with no lease) or is not ours.
  */
@@ -1854,39 +1829,54 @@ static int lessons_store_lease_row(const lessons_db_t *db, apr_pool_t *p,
     return 1;
 }
 
-lessons_store_e lessons_store_lease_check(const lessons_db_t *db,
-                                          apr_pool_t *p, const char *notify,
-                                          lessons_catalog_t *cat,
-                                          apr_array_header_t **leases,
-                                          const char **err)
+/* A statement of the check's shape (the renewal's too): on each row the
+ * catalogue version (columns 0 and 1, one snapshot's) and a lease
+ * (columns 2 to 7; none on the one row of a list with no lease).
+ * *first: the first row's column 8, when first is not NULL.  No row, or
+ * a first row without a version: the schema is not the module's.
+ */
+static lessons_store_e lessons_store_lease_list(const lessons_db_t *db,
+                                                apr_pool_t *p,
+                                                const char *label,
+                                                const void **args,
+                                                lessons_catalog_t *cat,
+                                                apr_array_header_t **leases,
+                                                const char **first,
+                                                const char **err)
 {
-    const char *label = lessons_statements_leases[notify ? 2 : 1].label;
     apr_dbd_prepared_t *stmt = lessons_store_stmt(db, p, label, err);
-    const void *args[] = { notify, db->identity ? db->identity : "" };
     apr_dbd_results_t *res = NULL;
     apr_dbd_row_t *row = NULL;
     int rv, n = 0, bad = 0;
 
     *leases = apr_array_make(p, 4, sizeof(lessons_store_lease_t));
+    if (first) {
+        *first = NULL;
+    }
     if (!stmt) {
         return LESSONS_STORE_ERROR;
     }
     rv = apr_dbd_pbselect(db->driver, p, db->handle, &res, stmt,
-                          LESSONS_FETCH_ALL, notify ? args : NULL);
+                          LESSONS_FETCH_ALL, args);
     if (rv != 0) {
         return lessons_store_fail(db, p, rv, label, err);
     }
     while ((rv = apr_dbd_get_row(db->driver, p, res, &row, -1)) == 0) {
         lessons_store_lease_t lease;
 
-        if (n++ == 0
-            && !lessons_store_lease_version(db, p,
-                                            apr_dbd_get_entry(db->driver,
-                                                              row, 0),
-                                            apr_dbd_get_entry(db->driver,
-                                                              row, 1),
-                                            cat)) {
-            bad = 1;
+        if (n++ == 0) {
+            const char *c8 = first ? apr_dbd_get_entry(db->driver, row, 8)
+                                   : NULL;
+
+            bad = !lessons_store_lease_version(db, p,
+                                               apr_dbd_get_entry(db->driver,
+                                                                 row, 0),
+                                               apr_dbd_get_entry(db->driver,
+                                                                 row, 1),
+                                               cat);
+            if (first) {
+                *first = c8 ? apr_pstrdup(p, c8) : NULL;
+            }
         }
         if (lessons_store_lease_row(db, p, row, &lease)) {
             *(lessons_store_lease_t *)apr_array_push(*leases) = lease;
@@ -1896,11 +1886,51 @@ lessons_store_e lessons_store_lease_check(const lessons_db_t *db,
         return lessons_store_fail(db, p, rv, label, err);
     }
     if (n == 0 || bad) {
-        *err = "lessons_lease_check: no catalogue version: load the "
-               "schema again";
+        *err = apr_psprintf(p, "%s: no catalogue version (%d rows): load "
+                            "the schema again", label, n);
         return LESSONS_STORE_ERROR;
     }
     return LESSONS_STORE_OK;
+}
+
+lessons_store_e lessons_store_lease_renew(const lessons_db_t *db,
+                                          apr_pool_t *p, const char *server,
+                                          int length_ms, const char *peer,
+                                          lessons_catalog_t *cat,
+                                          apr_int64_t *term,
+                                          apr_array_header_t **others,
+                                          const char **err)
+{
+    const void *args[] = { server, &length_ms, peer ? peer : "", server,
+                           server };
+    const char *label = lessons_statements_leases[0].label;
+    const char *got = NULL;
+    lessons_store_e rc = lessons_store_lease_list(db, p, label, args, cat,
+                                                  others, &got, err);
+
+    if (rc != LESSONS_STORE_OK) {
+        return rc;
+    }
+    if (!lessons_parse_i64(got, term)) {
+        *err = apr_psprintf(p, "%s: no term: load the schema again", label);
+        return LESSONS_STORE_ERROR;
+    }
+    return LESSONS_STORE_OK;
+}
+
+lessons_store_e lessons_store_lease_check(const lessons_db_t *db,
+                                          apr_pool_t *p, const char *notify,
+                                          lessons_catalog_t *cat,
+                                          apr_array_header_t **leases,
+                                          const char **err)
+{
+    const void *args[] = { notify, db->identity ? db->identity : "" };
+
+    return lessons_store_lease_list(db, p,
+                                    lessons_statements_leases[notify ? 2 : 1]
+                                        .label,
+                                    notify ? args : NULL, cat, leases, NULL,
+                                    err);
 }
 
 lessons_store_e lessons_store_lease_ack(const lessons_db_t *db,

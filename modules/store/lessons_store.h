@@ -364,13 +364,18 @@ typedef struct {
  * committed before (the version holds it) or commits after this renewal
  * (and its check sees the renewal).  Notifies lessons_lease.  peer:
  * where the server hears other servers' writes, and its datagrams' key
- * ("ADDRESS:PORT KEY", LessonsDBLeasePeer), or NULL.
+ * ("ADDRESS:PORT KEY", LessonsDBLeasePeer), or NULL.  *others: every
+ * other server's lease (lessons_store_lease_t) of the same snapshot
+ * renewed within its length, by the database's clock (a row older than
+ * that holds no lease: a renewal's lease ends within its length of the
+ * statement's start).
  */
 lessons_store_e lessons_store_lease_renew(const lessons_db_t *db,
                                           apr_pool_t *p, const char *server,
                                           int length_ms, const char *peer,
                                           lessons_catalog_t *cat,
                                           apr_int64_t *term,
+                                          apr_array_header_t **others,
                                           const char **err);
 
 /* A check: the catalogue version and every lease, of one snapshot;

@@ -103,7 +103,8 @@ sub lease_gauges {
     my ($base) = @_;
     my $text = call(GET => '/metrics', base => $base, token => undef)->content;
     return { map { $text =~ /^lessons_db_lease_$_ (\S+)$/m ? ($_ => $1) : () }
-             qw(valid listening remaining_seconds length_seconds) };
+             qw(valid listening remaining_seconds length_seconds
+                other_servers) };
 }
 is(scalar(grep { $_->{server} =~ m{/$server{B}{pid}/} } @$rows), 1,
    'B holds one lease');
@@ -135,6 +136,16 @@ cmp_ok($gauges->{remaining_seconds} // -1, '>', 0,
        'B\'s metrics: the time its lease has left');
 cmp_ok($gauges->{remaining_seconds} // 99, '<=', 0.9,
        'B\'s metrics: never more than 90% of a lease');
+# Each renewal reads the other servers' leases: each sees the other.
+for my $name (qw(B C)) {
+    my $others;
+    for (1 .. 50) {
+        $others = lease_gauges($server{$name}{base})->{other_servers};
+        last if ($others // -1) == 1;
+        sleep 0.1;
+    }
+    is($others, 1, "${name}'s metrics: one other server holds a lease");
+}
 
 my ($id) = seed({ level_id => 1, title => 'Leased', sort_order => 1 },
                 { level_id => 2, title => 'Beside it', sort_order => 1 });

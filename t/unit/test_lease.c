@@ -130,6 +130,32 @@ static void test_versions_only_move_forward(void **state)
     assert_string_equal(got.epoch, "e2");
 }
 
+/* The renewals' lists of the other leases: none until one is read,
+ * then the newest asked for, whatever order they come back in.
+ */
+static void test_the_newest_list_is_kept(void **state)
+{
+    lessons_lease_t *l = fresh();
+    lessons_lease_state_t st;
+
+    (void)state;
+    lessons_lease_state(l, T0, &st);
+    assert_int_equal(st.others, -1);
+    lessons_lease_listed(l, T0 - MS(300), 3);
+    lessons_lease_state(l, T0, &st);
+    assert_int_equal(st.others, 3);
+    assert_int_equal(st.list_age, MS(300));
+    /* A renewal sent earlier that came back later tells nothing new. */
+    lessons_lease_listed(l, T0 - MS(400), 1);
+    lessons_lease_state(l, T0, &st);
+    assert_int_equal(st.others, 3);
+    assert_int_equal(st.list_age, MS(300));
+    lessons_lease_listed(l, T0 - MS(100), 0);
+    lessons_lease_state(l, T0, &st);
+    assert_int_equal(st.others, 0);
+    assert_int_equal(st.list_age, MS(100));
+}
+
 static void test_one_holder_and_the_next(void **state)
 {
     lessons_lease_t *l = fresh();
@@ -748,6 +774,7 @@ int main(void)
         cmocka_unit_test(test_read_path_only_while_the_lease_holds),
         cmocka_unit_test(test_no_lease_while_catching_up),
         cmocka_unit_test(test_versions_only_move_forward),
+        cmocka_unit_test(test_the_newest_list_is_kept),
         cmocka_unit_test(test_one_holder_and_the_next),
         cmocka_unit_test(test_checks_answer_only_earlier_asks),
         cmocka_unit_test(test_writers_share_checks),

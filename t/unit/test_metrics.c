@@ -389,8 +389,11 @@ static void test_lease_prometheus(void **state)
 
     (void)state;
     text = lessons_metrics_lease_prometheus(pool, 1, 0, 2345678,
-                                            10 * APR_USEC_PER_SEC);
+                                            10 * APR_USEC_PER_SEC, 3);
     assert_exposition(text);
+    assert_non_null(strstr(text, "# TYPE lessons_db_lease_other_servers "
+                                 "gauge\nlessons_db_lease_other_servers "
+                                 "3\n"));
     assert_non_null(strstr(text, "# TYPE lessons_db_lease_valid gauge\n"
                                  "lessons_db_lease_valid 1\n"));
     assert_non_null(strstr(text, "lessons_db_lease_listening 0\n"));
@@ -398,6 +401,11 @@ static void test_lease_prometheus(void **state)
                                  "2.346\n"));
     assert_non_null(strstr(text, "lessons_db_lease_length_seconds "
                                  "10.000\n"));
+    /* No list read yet: no sample to mistake for none. */
+    text = lessons_metrics_lease_prometheus(pool, 0, 1, 0,
+                                            10 * APR_USEC_PER_SEC, -1);
+    assert_exposition(text);
+    assert_null(strstr(text, "lessons_db_lease_other_servers"));
 }
 
 static void test_status_auto(void **state)
