@@ -582,6 +582,11 @@ static int lessons_holder_renew(lessons_holder_t *h, apr_pool_t *p)
                      apr_time_as_msec(now - t0));
         end = 0;
     }
+    /* Served only once the run is old enough for every writer's list
+     * to hold this server's row (0 until then).
+     */
+    end = lessons_lease_run(ls->block, h->pid, t0, now, end,
+                            apr_time_from_msec(ls->length_ms));
     if (!lessons_lease_install(ls->block, h->pid, &v, end)) {
         return 0;
     }

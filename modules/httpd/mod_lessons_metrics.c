@@ -314,7 +314,7 @@ static const char *lessons_metrics_lease(apr_pool_t *p,
 
     lessons_lease_state(sconf->lease_block, lessons_lease_clock(), &st);
     return lessons_metrics_lease_prometheus(p, st.valid, st.listening,
-                                            st.left,
+                                            st.left, st.run,
                                             (apr_interval_time_t)
                                             sconf->lease_length_ms * 1000,
                                             st.others);

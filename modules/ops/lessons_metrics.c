@@ -651,6 +651,7 @@ const char *lessons_metrics_prometheus(apr_pool_t *p,
 const char *lessons_metrics_lease_prometheus(apr_pool_t *p, int valid,
                                              int listening,
                                              apr_interval_time_t left,
+                                             apr_interval_time_t run,
                                              apr_interval_time_t length,
                                              int others)
 {
@@ -674,11 +675,16 @@ const char *lessons_metrics_lease_prometheus(apr_pool_t *p, int valid,
         "unless it is renewed.\n"
         "# TYPE lessons_db_lease_remaining_seconds gauge\n"
         "lessons_db_lease_remaining_seconds %.3f\n"
+        "# HELP lessons_db_lease_run_seconds How long the lease has been "
+        "renewed without a break (0: not now); it serves only once this "
+        "passes 65%% of a lease.\n"
+        "# TYPE lessons_db_lease_run_seconds gauge\n"
+        "lessons_db_lease_run_seconds %.3f\n"
         "# HELP lessons_db_lease_length_seconds LessonsDBLease.\n"
         "# TYPE lessons_db_lease_length_seconds gauge\n"
         "lessons_db_lease_length_seconds %.3f\n%s",
         valid, listening, (double)left / APR_USEC_PER_SEC,
-        (double)length / APR_USEC_PER_SEC, servers);
+        (double)run / APR_USEC_PER_SEC, (double)length / APR_USEC_PER_SEC, servers);
 }
 
 const char *lessons_metrics_status_auto(apr_pool_t *p,

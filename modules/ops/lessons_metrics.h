@@ -238,7 +238,8 @@ const char *lessons_metrics_prometheus(apr_pool_t *p,
 
 /* The read lease's gauges (LessonsDBLease), in the same format, to
  * follow lessons_metrics_prometheus's text: valid and listening 0 or 1,
- * left the time the lease has left, length the directive's, others the
+ * left the time the lease has left, run how long it has been renewed
+ * without a break (0: not now), length the directive's, others the
  * other servers with a lease in the holder's last list (-1: no list
  * yet, no sample).  The lease is the server's state now, not a count
  * kept in the block.
@@ -246,6 +247,7 @@ const char *lessons_metrics_prometheus(apr_pool_t *p,
 const char *lessons_metrics_lease_prometheus(apr_pool_t *p, int valid,
                                              int listening,
                                              apr_interval_time_t left,
+                                             apr_interval_time_t run,
                                              apr_interval_time_t length,
                                              int others);
 

@@ -47,6 +47,12 @@ typedef struct {
     apr_uint32_t listening;
     apr_uint32_t seq;                       /* odd while written */
     apr_interval_time_t end;                /* the lease's, 0: none */
+    apr_interval_time_t run_start;          /* when the run's first
+                                             * renewal came back, 0: no
+                                             * run */
+    apr_interval_time_t run_end;            /* the end of its last
+                                             * renewal's lease, served or
+                                             * not */
     apr_uint32_t refreshing;                /* a version is being read
                                              * and acknowledged at once:
                                              * not served until installed */
@@ -321,10 +327,13 @@ static void lessons_lease_write_end(lessons_lease_block_t *b)
     apr_atomic_inc32(&b->seq);
 }
 
+/* The lease ends, and with it the run: the next renewal starts one. */
 static void lessons_lease_end_now(lessons_lease_block_t *b)
 {
     lessons_lease_write_begin(b);
     b->end = 0;
+    b->run_start = 0;
+    b->run_end = 0;
     lessons_lease_write_end(b);
 }
 
@@ -432,6 +441,43 @@ int lessons_lease_install(lessons_lease_t *l, apr_uint32_t pid,
         lessons_lease_ring_turn(l);
     }
     return held;
+}
+
+apr_interval_time_t lessons_lease_run(lessons_lease_t *l, apr_uint32_t pid,
+                                      apr_interval_time_t sent,
+                                      apr_interval_time_t back,
+                                      apr_interval_time_t end,
+                                      apr_interval_time_t length)
+{
+    lessons_lease_block_t *b = l->b;
+    apr_interval_time_t served = 0;
+
+    if (!lessons_lease_lock(l)) {
+        return 0;
+    }
+    if (b->holder == pid) {
+        if (end <= 0) {
+            lessons_lease_end_now(b);
+        }
+        else {
+            lessons_lease_write_begin(b);
+            if (b->run_start == 0 || back >= b->run_end) {
+                /* Nothing held when it came back: a new run, whose
+                 * row writers may not have listed yet.
+                 */
+                b->run_start = back;
+                b->end = 0;
+            }
+            b->run_end = end;
+            lessons_lease_write_end(b);
+            if (sent >= b->run_start + length * LESSONS_LEASE_WARM_PCT
+                                       / 100) {
+                served = end;
+            }
+        }
+    }
+    lessons_lease_unlock(l);
+    return served;
 }
 
 int lessons_lease_refresh(lessons_lease_t *l, apr_uint32_t pid)
@@ -935,23 +981,32 @@ int lessons_lease_settled(lessons_lease_t *l,
 void lessons_lease_state(lessons_lease_t *l, apr_interval_time_t now,
                          lessons_lease_state_t *st)
 {
+    lessons_lease_block_t *b;
     apr_interval_time_t end = 0;
 
     memset(st, 0, sizeof(*st));
+    st->others = -1;
     if (!l) {
+        return;
+    }
+    b = l->b;
+    /* Under the lock, so that valid and run are of one moment (no
+     * writer is inside the seqlock while it is held).
+     */
+    if (!lessons_lease_lock(l)) {
         return;
     }
     lessons_lease_read(l, &end, &st->version);
     st->valid = end > now && st->version.sum >= 0;
     st->left = end > now ? end - now : 0;
-    st->holder = apr_atomic_read32(&l->b->holder);
-    st->listening = apr_atomic_read32(&l->b->listening) != 0;
-    st->others = -1;
-    if (lessons_lease_lock(l)) {
-        if (l->b->list_sent > 0 && l->b->list_sent <= now) {
-            st->others = (int)l->b->list_others;
-            st->list_age = now - l->b->list_sent;
-        }
-        lessons_lease_unlock(l);
+    if (b->run_start > 0 && b->run_start <= now && now < b->run_end) {
+        st->run = now - b->run_start;
     }
+    st->holder = b->holder;
+    st->listening = b->listening != 0;
+    if (b->list_sent > 0 && b->list_sent <= now) {
+        st->others = (int)b->list_others;
+        st->list_age = now - b->list_sent;
+    }
+    lessons_lease_unlock(l);
 }

@@ -130,6 +130,28 @@ int lessons_lease_install(lessons_lease_t *l, apr_uint32_t pid,
                           const lessons_lease_version_t *v,
                           apr_interval_time_t end);
 
+/* A lease starts in two steps (docs/scaling.md, "The check off the
+ * write's path", step 2).  Renewals that each came back before the
+ * last one's lease ended make a run; one that came back later, or the
+ * first, starts a new run (so do a lost listener, a new holder, a
+ * renewal that took longer than its lease).  The server serves from
+ * cache only on a renewal sent at least this share of a lease after its
+ * run's first renewal came back; until then its row is listed and it
+ * answers writers, but its GETs read the version.
+ */
+#define LESSONS_LEASE_WARM_PCT  65
+
+/* The renewal sent at sent came back at back with a lease until end (0:
+ * it came back too late, no lease): the run it continues or starts.
+ * The end the server may serve until (to install), or 0 while the run
+ * is too young, or when pid no longer holds the block.
+ */
+apr_interval_time_t lessons_lease_run(lessons_lease_t *l, apr_uint32_t pid,
+                                      apr_interval_time_t sent,
+                                      apr_interval_time_t back,
+                                      apr_interval_time_t end,
+                                      apr_interval_time_t length);
+
 /* The read path stops taking the installed version until the next
  * lessons_lease_install: the holder reads a version and acknowledges it
  * in one statement, so the acknowledgement may be seen before the
@@ -266,6 +288,7 @@ typedef struct {
     int listening;
     lessons_lease_version_t version;
     apr_interval_time_t left;       /* until the lease ends */
+    apr_interval_time_t run;        /* since its run began, 0: no run */
     int others;                     /* other servers with a lease in the
                                      * last list, -1: no list yet */
     apr_interval_time_t list_age;   /* since that list was asked for */

@@ -1865,9 +1865,6 @@ static lessons_store_e lessons_store_lease_list(const lessons_db_t *db,
         lessons_store_lease_t lease;
 
         if (n++ == 0) {
-            const char *c8 = first ? apr_dbd_get_entry(db->driver, row, 8)
-                                   : NULL;
-
             bad = !lessons_store_lease_version(db, p,
                                                apr_dbd_get_entry(db->driver,
                                                                  row, 0),
@@ -1875,6 +1872,8 @@ static lessons_store_e lessons_store_lease_list(const lessons_db_t *db,
                                                                  row, 1),
                                                cat);
             if (first) {
+                const char *c8 = apr_dbd_get_entry(db->driver, row, 8);
+
                 *first = c8 ? apr_pstrdup(p, c8) : NULL;
             }
         }

@@ -10,7 +10,8 @@
 #   - with C stopped (SIGSTOP) past its lease, a write through B waits at
 #     most about a lease, and C, resumed, serves nothing stale;
 #   - with the listening connections terminated, a write through B is
-#     seen at once through C, and both servers hold a lease again;
+#     seen at once through C, and both servers hold a lease again, C
+#     serving from it only once its new run is 65% of a lease old;
 #   - C has LessonsDBLeasePeer and B has not: each write of either is
 #     told by NOTIFY (C's check finds B without an address), so servers
 #     with and without it share a database; lease_peer.t runs every case
@@ -104,7 +105,7 @@ sub lease_gauges {
     my $text = call(GET => '/metrics', base => $base, token => undef)->content;
     return { map { $text =~ /^lessons_db_lease_$_ (\S+)$/m ? ($_ => $1) : () }
              qw(valid listening remaining_seconds length_seconds
-                other_servers) };
+                other_servers run_seconds) };
 }
 is(scalar(grep { $_->{server} =~ m{/$server{B}{pid}/} } @$rows), 1,
    'B holds one lease');
@@ -136,6 +137,8 @@ cmp_ok($gauges->{remaining_seconds} // -1, '>', 0,
        'B\'s metrics: the time its lease has left');
 cmp_ok($gauges->{remaining_seconds} // 99, '<=', 0.9,
        'B\'s metrics: never more than 90% of a lease');
+cmp_ok($gauges->{run_seconds} // -1, '>=', 0.65,
+       'B\'s metrics: it serves from a run at least 65% of a lease old');
 # Each renewal reads the other servers' leases: each sees the other.
 for my $name (qw(B C)) {
     my $others;
@@ -266,13 +269,43 @@ for (1 .. 100) {
     sleep 0.1;
 }
 cmp_ok($renewed, '>=', 2, 'both servers renew their leases again');
-sleep 0.5;
+# Served from once the new run is old enough (below): within 5 s.
+for (1 .. 50) {
+    last if (lease_gauges($C)->{valid} // 0) == 1;
+    sleep 0.1;
+}
 $before = versions_taken($C);
 title_of($C) for 1 .. 50;
 $after = versions_taken($C);
 cmp_ok($after->{lease} - $before->{lease}, '>=', 48,
        'C serves from its lease again');
 is(lease_gauges($C)->{valid}, 1, 'and its metrics say so');
+
+# ---- a lease starts in two steps
+# The listeners terminated again, C watched from that moment: having lost
+# its listener, it serves from its lease again only once its run
+# (renewals without a break) is 65% of a lease old.  Every scrape must
+# say so; one of them should see the run begun and not served yet (that
+# lasts at least 0.65 s).
+db_rows("SELECT pg_terminate_backend(pid) AS t FROM pg_stat_activity "
+        . "WHERE application_name = 'mod_lessons lease'");
+my (@too_young, $warming, $lost, $back);
+for (1 .. 400) {
+    my $g = lease_gauges($C);
+    my ($valid, $run) = ($g->{valid} // -1, $g->{run_seconds} // -1);
+    push @too_young, "valid with a run of $run s" if $valid == 1 && $run < 0.65;
+    $lost = 1 if $valid == 0;
+    $warming = 1 if $valid == 0 && $run > 0;
+    if ($lost && $valid == 1) {
+        $back = 1;
+        last;
+    }
+    sleep 0.02;
+}
+ok($back, 'C lost its lease with its listener and holds it again');
+is_deeply(\@too_young, [], 'C served from no run younger than 65% of a lease');
+ok($warming, 'C\'s run began before it served from it');
+
 # A server without the directive has no lease to show.
 my $plain = call(GET => '/metrics', token => undef);
 is($plain->code, 200, 'the suite\'s server (no LessonsDBLease) has metrics');

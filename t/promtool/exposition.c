@@ -59,6 +59,7 @@ int main(int argc, const char *const *argv)
     text = lessons_metrics_prometheus(pool, &sum, names, 1, now, &len);
     fwrite(text, 1, len, stdout);
     fputs(lessons_metrics_lease_prometheus(pool, 1, 1, 0,
+                                           7 * APR_USEC_PER_SEC,
                                            10 * APR_USEC_PER_SEC, 2), stdout);
     apr_terminate();
     return fflush(stdout) == 0 ? 0 : 1;

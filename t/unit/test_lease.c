@@ -156,6 +156,76 @@ static void test_the_newest_list_is_kept(void **state)
     assert_int_equal(st.list_age, MS(100));
 }
 
+/* A renewal of a lease L long, sent at T0 + sent ms, back 10 ms later:
+ * the end it may serve until (0: not yet).
+ */
+static apr_interval_time_t renewed(lessons_lease_t *l, apr_uint32_t pid,
+                                   int sent)
+{
+    return lessons_lease_run(l, pid, T0 + MS(sent), T0 + MS(sent + 10),
+                             T0 + MS(sent + 900), MS(1000));
+}
+
+/* A lease starts in two steps: a run's renewals are served only from
+ * the one sent 65% of a lease after the run's first came back; a
+ * renewal back after the last lease ended, one too late, a lost
+ * listener or a new holder start a run again.
+ */
+static void test_a_run_serves_only_once_warm(void **state)
+{
+    lessons_lease_t *l = fresh();
+    lessons_lease_version_t v = version("e1", 4), got;
+    lessons_lease_state_t st;
+
+    (void)state;
+    assert_true(lessons_lease_hold(l, ME, T0, MS(3000), alive_always));
+    /* The first came back at 10 ms: served from 660 ms on. */
+    assert_int_equal(renewed(l, ME, 0), 0);
+    assert_true(lessons_lease_install(l, ME, &v, 0));
+    assert_false(lessons_lease_current(l, T0 + MS(20), &got));
+    lessons_lease_state(l, T0 + MS(20), &st);
+    assert_int_equal(st.run, MS(10));
+    assert_false(st.valid);
+    assert_int_equal(renewed(l, ME, 333), 0);
+    assert_int_equal(renewed(l, ME, 659), 0);
+    assert_int_equal(renewed(l, ME, 660), T0 + MS(1560));
+    assert_true(lessons_lease_install(l, ME, &v, T0 + MS(1560)));
+    assert_true(lessons_lease_current(l, T0 + MS(700), &got));
+    lessons_lease_state(l, T0 + MS(700), &st);
+    assert_true(st.valid);
+    assert_int_equal(st.run, MS(690));
+    /* Back after the last lease ended (a pause): a new run, and what
+     * was installed is not served.
+     */
+    assert_int_equal(renewed(l, ME, 1560), 0);
+    assert_false(lessons_lease_current(l, T0 + MS(1571), &got));
+    lessons_lease_state(l, T0 + MS(1600), &st);
+    assert_int_equal(st.run, MS(30));
+    assert_int_equal(renewed(l, ME, 1900), 0);
+    assert_int_equal(renewed(l, ME, 2220), T0 + MS(3120));
+    /* A run whose last lease ended shows none. */
+    lessons_lease_state(l, T0 + MS(3120), &st);
+    assert_int_equal(st.run, 0);
+    /* Too late to hold a lease: the run ends with it. */
+    assert_int_equal(lessons_lease_run(l, ME, T0 + MS(2500),
+                                       T0 + MS(2600), 0, MS(1000)), 0);
+    lessons_lease_state(l, T0 + MS(2600), &st);
+    assert_int_equal(st.run, 0);
+    assert_int_equal(renewed(l, ME, 2700), 0);
+    assert_int_equal(renewed(l, ME, 3360), T0 + MS(4260));
+    /* A lost listener ends it. */
+    assert_true(lessons_lease_listening(l, ME, 0));
+    assert_int_equal(renewed(l, ME, 3700), 0);
+    assert_int_equal(renewed(l, ME, 4360), T0 + MS(5260));
+    /* Only the holder renews; a new one starts from nothing. */
+    assert_int_equal(renewed(l, OTHER, 4700), 0);
+    assert_true(lessons_lease_hold(l, OTHER, T0 + MS(9000), MS(3000),
+                                   alive_never));
+    assert_int_equal(renewed(l, OTHER, 4700), 0);
+    assert_int_equal(renewed(l, OTHER, 5000), 0);
+    assert_int_equal(renewed(l, OTHER, 5360), T0 + MS(6260));
+}
+
 static void test_one_holder_and_the_next(void **state)
 {
     lessons_lease_t *l = fresh();
@@ -775,6 +845,7 @@ int main(void)
         cmocka_unit_test(test_no_lease_while_catching_up),
         cmocka_unit_test(test_versions_only_move_forward),
         cmocka_unit_test(test_the_newest_list_is_kept),
+        cmocka_unit_test(test_a_run_serves_only_once_warm),
         cmocka_unit_test(test_one_holder_and_the_next),
         cmocka_unit_test(test_checks_answer_only_earlier_asks),
         cmocka_unit_test(test_writers_share_checks),

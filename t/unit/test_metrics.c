@@ -388,7 +388,7 @@ static void test_lease_prometheus(void **state)
     const char *text;
 
     (void)state;
-    text = lessons_metrics_lease_prometheus(pool, 1, 0, 2345678,
+    text = lessons_metrics_lease_prometheus(pool, 1, 0, 2345678, 7654321,
                                             10 * APR_USEC_PER_SEC, 3);
     assert_exposition(text);
     assert_non_null(strstr(text, "# TYPE lessons_db_lease_other_servers "
@@ -401,8 +401,11 @@ static void test_lease_prometheus(void **state)
                                  "2.346\n"));
     assert_non_null(strstr(text, "lessons_db_lease_length_seconds "
                                  "10.000\n"));
+    assert_non_null(strstr(text, "# TYPE lessons_db_lease_run_seconds "
+                                 "gauge\nlessons_db_lease_run_seconds "
+                                 "7.654\n"));
     /* No list read yet: no sample to mistake for none. */
-    text = lessons_metrics_lease_prometheus(pool, 0, 1, 0,
+    text = lessons_metrics_lease_prometheus(pool, 0, 1, 0, 0,
                                             10 * APR_USEC_PER_SEC, -1);
     assert_exposition(text);
     assert_null(strstr(text, "lessons_db_lease_other_servers"));
