@@ -35,6 +35,11 @@
  * when the writer reads its check), then catches up anyway.
  */
 #define LESSONS_LEASE_OWN_WAIT    apr_time_from_msec(5)
+/* A holder rung after a write that made no check reads the version
+ * again this much later: the writes of a burst share one read, and a
+ * steady stream of them sends the primary at most one a wait.
+ */
+#define LESSONS_LEASE_REREAD_WAIT apr_time_from_msec(10)
 /* A holder that cannot connect tries again after this, doubling. */
 #define LESSONS_LEASE_RETRY_MIN   apr_time_from_msec(250)
 #define LESSONS_LEASE_RETRY_MAX   apr_time_from_sec(5)
@@ -77,6 +82,8 @@ typedef struct {
     apr_interval_time_t retry;
     int need_check;
     int poked;                      /* a writer rang for a check */
+    apr_interval_time_t reread_at;  /* read the version again after a
+                                     * write that made no check, 0: no */
     lessons_lease_version_t own;    /* its own writers' newest version */
     apr_interval_time_t own_until;  /* 0: none awaited */
     int warned;                     /* the schema's warning, once */
@@ -552,12 +559,20 @@ static int lessons_holder_renew(lessons_holder_t *h, apr_pool_t *p)
 {
     lessons_lease_srv *ls = h->ls;
     apr_interval_time_t t0 = lessons_lease_clock(), end, now;
+    apr_int64_t longest = ls->length_ms;
+    apr_uint32_t gen;
     lessons_lease_version_t v;
     lessons_catalog_t cat;
     apr_array_header_t *others = NULL;
     apr_int64_t term = 0;
     const char *err = NULL;
+    int i;
 
+    /* The renewal reads the version again as a reread would: a drop's
+     * ring that went to no holder (one connecting, or gone) is taken
+     * here, and the next drop rings again.
+     */
+    (void)lessons_lease_reread(ls->block, &gen);
     if (lessons_store_lease_renew(&h->db, p, ls->name, ls->length_ms,
                                   ls->peer, &cat, &term, &others, &err)
         != LESSONS_STORE_OK) {
@@ -583,11 +598,21 @@ static int lessons_holder_renew(lessons_holder_t *h, apr_pool_t *p)
         end = 0;
     }
     /* Served only once the run is old enough for every writer's list
-     * to hold this server's row (0 until then).
+     * to hold this server's row (0 until then): a writer with no check
+     * trusts a list for half of its own lease, so the longest listed
+     * counts (servers of one database should share a length).
      */
+    for (i = 0; others && i < others->nelts; i++) {
+        const lessons_store_lease_t *o =
+            &APR_ARRAY_IDX(others, i, lessons_store_lease_t);
+
+        if (o->length_ms > longest && o->length_ms <= LESSONS_LEASE_MAX_MS) {
+            longest = o->length_ms;
+        }
+    }
     end = lessons_lease_run(ls->block, h->pid, t0, now, end,
-                            apr_time_from_msec(ls->length_ms));
-    if (!lessons_lease_install(ls->block, h->pid, &v, end)) {
+                            apr_time_from_msec(longest));
+    if (!lessons_lease_install(ls->block, h->pid, &v, end, gen)) {
         return 0;
     }
     h->renew_at = t0 + apr_time_from_msec(ls->length_ms) / 3;
@@ -602,6 +627,7 @@ static int lessons_holder_check(lessons_holder_t *h, apr_pool_t *p)
 {
     lessons_lease_srv *ls = h->ls;
     apr_uint32_t asked = lessons_lease_asked(ls->block);
+    apr_uint32_t gen = lessons_lease_gen(ls->block);
     int notify = lessons_lease_wanted(ls->block);
     lessons_lease_check_t *chk = &h->chk;
     apr_array_header_t *rows = NULL;
@@ -628,12 +654,39 @@ static int lessons_holder_check(lessons_holder_t *h, apr_pool_t *p)
             break;
         }
     }
-    if (!lessons_lease_install(ls->block, h->pid, &chk->version, 0)) {
+    if (!lessons_lease_install(ls->block, h->pid, &chk->version, 0, gen)) {
         return 0;
     }
     lessons_lease_heard_check(ls->block, chk, chk->at);
     lessons_lease_publish(ls->block, h->pid, asked, chk);
     return lessons_holder_ack(h, p, &cat, &chk->version);
+}
+
+/* A write here made no check and dropped the installed version: read
+ * it again (a plain read; nobody waits for an acknowledgement), served
+ * unless another write dropped it meanwhile (that one rang again).
+ */
+static int lessons_holder_reread(lessons_holder_t *h, apr_pool_t *p)
+{
+    lessons_lease_srv *ls = h->ls;
+    apr_array_header_t *rows = NULL;
+    lessons_lease_version_t v;
+    lessons_catalog_t cat;
+    const char *err = NULL;
+    apr_uint32_t gen;
+
+    if (!lessons_lease_reread(ls->block, &gen)) {
+        return 1;
+    }
+    if (lessons_store_lease_check(&h->db, p, NULL, &cat, &rows, &err)
+        != LESSONS_STORE_OK) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, ls->s, LESSONSLOG(00791)
+                     "LessonsDBLease: reading the version: %s",
+                     err ? err : "unknown error");
+        return 0;
+    }
+    return lessons_lease_version_of(&cat, &v)
+           && lessons_lease_install(ls->block, h->pid, &v, 0, gen);
 }
 
 /* Told of a change and asked by no writer here: catch up in one
@@ -647,11 +700,13 @@ static int lessons_holder_catch_up(lessons_holder_t *h, apr_pool_t *p)
     lessons_lease_version_t v;
     lessons_catalog_t cat;
     const char *err = NULL;
+    apr_uint32_t gen;
     int found = 0;
 
     if (!lessons_lease_refresh(ls->block, h->pid)) {
         return 0;
     }
+    gen = lessons_lease_gen(ls->block);
     if (lessons_store_lease_catch_up(&h->db, p, ls->name, &cat, &found, &err)
         != LESSONS_STORE_OK) {
         ap_log_error(APLOG_MARK, APLOG_WARNING, 0, ls->s, LESSONSLOG(00791)
@@ -660,7 +715,7 @@ static int lessons_holder_catch_up(lessons_holder_t *h, apr_pool_t *p)
         return 0;
     }
     if (!lessons_lease_version_of(&cat, &v)
-        || !lessons_lease_install(ls->block, h->pid, &v, 0)) {
+        || !lessons_lease_install(ls->block, h->pid, &v, 0, gen)) {
         return 0;
     }
     if (found) {
@@ -783,6 +838,12 @@ static int lessons_holder_steps(lessons_holder_t *h, apr_pool_t *p)
         h->need_check |= !lessons_lease_own(ls->block, ls->name, &h->own);
         h->own_until = 0;
     }
+    if (h->reread_at && now >= h->reread_at) {
+        h->reread_at = 0;
+        if (!lessons_holder_reread(h, p)) {
+            return 0;
+        }
+    }
     if (h->poked && !lessons_lease_wanted(ls->block)) {
         h->poked = 0;               /* a writer's check answered it */
     }
@@ -811,6 +872,9 @@ static int lessons_holder_steps(lessons_holder_t *h, apr_pool_t *p)
     if (h->own_until && h->own_until - now < wait) {
         wait = h->own_until - now;
     }
+    if (h->reread_at && h->reread_at - now < wait) {
+        wait = h->reread_at - now;
+    }
     apr_os_file_get(&fd, ls->bell_in);
     if (lessons_holder_unwatch(h)) {
         return 0;
@@ -823,14 +887,26 @@ static int lessons_holder_steps(lessons_holder_t *h, apr_pool_t *p)
         return 0;
     }
     /* A writer without a connection asks this holder for its check
-     * (the others make theirs themselves).
+     * (the others make theirs themselves): "w".  A write that made no
+     * check dropped the installed version: "d", read it again a little
+     * later, once for the writes of a burst.
      */
     do {
+        apr_size_t i;
+
         n = sizeof(drain);
         if (apr_file_read(ls->bell_in, drain, &n) != APR_SUCCESS) {
             break;
         }
-        h->poked |= n > 0;
+        for (i = 0; i < n; i++) {
+            if (drain[i] != 'd') {
+                h->poked = 1;
+            }
+            else if (!h->reread_at) {
+                h->reread_at = lessons_lease_clock()
+                               + LESSONS_LEASE_REREAD_WAIT;
+            }
+        }
     } while (n == sizeof(drain));
     return lessons_holder_hear(h, p) >= 0;
 }
@@ -1085,7 +1161,7 @@ void lessons_lease_settle(lessons_ctx *c)
     const char *err = NULL;
     const char *via = "";
     lessons_peer_round_t *round = NULL;
-    int asked = 0, alone, send = 0;
+    int asked = 0, alone, send = 0, ring = 0;
 
 #if defined(LESSONS_BREAK_LEASE) && LESSONS_BREAK_LEASE == 2
     /* Broken on purpose (make lease-broken): no wait for anyone. */
@@ -1094,8 +1170,24 @@ void lessons_lease_settle(lessons_ctx *c)
     if (!ls) {
         return;
     }
-    chk = apr_palloc(r->pool, sizeof(*chk));
     start = lessons_lease_clock();
+    if (lessons_lease_alone(ls->block, start,
+                            apr_time_from_msec(ls->length_ms) / 2, &ring)) {
+        /* No other server held a lease at the last renewal, which is
+         * recent: none to tell, none to wait for.  This server's GETs
+         * read the version until its holder reads one again.
+         */
+        apr_size_t n = 1;
+
+        if (ring) {
+            (void)apr_file_write(ls->bell_out, "d", &n);
+        }
+        ap_log_rerror(APLOG_MARK, APLOG_TRACE1, 0, r, LESSONSLOG(00799)
+                      "LessonsDBLease: the write made no check: no other "
+                      "server held a lease at the last renewal");
+        return;
+    }
+    chk = apr_palloc(r->pool, sizeof(*chk));
     if (lessons_lease_has_listener(ls->block)) {
         /* The writes of this server share checks (lessons_lease_turn):
          * the one whose turn it is makes the check on its own connection

@@ -56,6 +56,12 @@ typedef struct {
     apr_uint32_t refreshing;                /* a version is being read
                                              * and acknowledged at once:
                                              * not served until installed */
+    apr_uint32_t dropped;                   /* a write made no check: not
+                                             * served until a version read
+                                             * after it is installed */
+    apr_uint32_t gen;                       /* drops so far */
+    apr_uint32_t reread;                    /* the holder is rung to read
+                                             * the version again */
     lessons_lease_version_t version;        /* installed */
     apr_uint32_t asked;                     /* checks asked */
     apr_uint32_t answered;                  /* the last ask answered */
@@ -282,7 +288,7 @@ static void lessons_lease_read(lessons_lease_t *l, apr_interval_time_t *end,
         if (s1 & 1) {
             continue;
         }
-        *end = b->refreshing ? 0 : b->end;
+        *end = b->refreshing || b->dropped ? 0 : b->end;
         if (v) {
             memcpy(v, &b->version, sizeof(*v));
         }
@@ -406,12 +412,17 @@ int lessons_lease_listening(lessons_lease_t *l, apr_uint32_t pid, int on)
     return held;
 }
 
+apr_uint32_t lessons_lease_gen(lessons_lease_t *l)
+{
+    return apr_atomic_read32(&l->b->gen);
+}
+
 int lessons_lease_install(lessons_lease_t *l, apr_uint32_t pid,
                           const lessons_lease_version_t *v,
-                          apr_interval_time_t end)
+                          apr_interval_time_t end, apr_uint32_t gen)
 {
     lessons_lease_block_t *b = l->b;
-    int held, newer = 0;
+    int held, newer = 0, undrop;
 
     if (!lessons_lease_lock(l)) {
         return 0;
@@ -421,7 +432,9 @@ int lessons_lease_install(lessons_lease_t *l, apr_uint32_t pid,
         newer = strncmp(v->epoch, b->version.epoch,
                         sizeof(v->epoch)) != 0
                 || v->sum > b->version.sum;
-        if (newer || end > 0 || b->refreshing) {
+        /* Read after the last drop: it holds the write that dropped. */
+        undrop = b->dropped && gen == b->gen;
+        if (newer || end > 0 || b->refreshing || undrop) {
             lessons_lease_write_begin(b);
             if (newer) {
                 memcpy(&b->version, v, sizeof(*v));
@@ -431,6 +444,9 @@ int lessons_lease_install(lessons_lease_t *l, apr_uint32_t pid,
                 b->end = end;
             }
             b->refreshing = 0;
+            if (undrop) {
+                b->dropped = 0;
+            }
             lessons_lease_write_end(b);
         }
     }
@@ -470,10 +486,19 @@ apr_interval_time_t lessons_lease_run(lessons_lease_t *l, apr_uint32_t pid,
             }
             b->run_end = end;
             lessons_lease_write_end(b);
+#if defined(LESSONS_BREAK_LEASE) && LESSONS_BREAK_LEASE == 4
+            /* Broken on purpose (make lease-broken): a new run served
+             * at once, before the writers' lists can hold its row.
+             */
+            (void)sent;
+            (void)length;
+            served = end;
+#else
             if (sent >= b->run_start + length * LESSONS_LEASE_WARM_PCT
                                        / 100) {
                 served = end;
             }
+#endif
         }
     }
     lessons_lease_unlock(l);
@@ -681,6 +706,46 @@ void lessons_lease_listed(lessons_lease_t *l, apr_interval_time_t sent,
 }
 
 /* ------------------------------------------------------- the writers */
+
+int lessons_lease_alone(lessons_lease_t *l, apr_interval_time_t now,
+                        apr_interval_time_t fresh, int *ring)
+{
+    lessons_lease_block_t *b = l->b;
+    int alone;
+
+    *ring = 0;
+    if (!lessons_lease_lock(l)) {
+        return 0;
+    }
+    alone = b->holder != 0 && b->listening && b->list_sent > 0
+            && b->list_sent <= now && now - b->list_sent < fresh
+            && b->list_others == 0;
+    if (alone) {
+        lessons_lease_write_begin(b);
+        b->dropped = 1;
+        b->gen++;
+        lessons_lease_write_end(b);
+        *ring = !b->reread;
+        b->reread = 1;
+    }
+    lessons_lease_unlock(l);
+    return alone;
+}
+
+int lessons_lease_reread(lessons_lease_t *l, apr_uint32_t *gen)
+{
+    lessons_lease_block_t *b = l->b;
+    int wanted;
+
+    if (!lessons_lease_lock(l)) {
+        return 0;
+    }
+    wanted = b->reread != 0;
+    b->reread = 0;
+    *gen = b->gen;
+    lessons_lease_unlock(l);
+    return wanted;
+}
 
 int lessons_lease_has_listener(lessons_lease_t *l)
 {

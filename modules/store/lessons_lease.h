@@ -122,13 +122,20 @@ void lessons_lease_let_go(lessons_lease_t *l, apr_uint32_t pid);
  */
 int lessons_lease_listening(lessons_lease_t *l, apr_uint32_t pid, int on);
 
+/* The drops so far (lessons_lease_alone): taken before the statement
+ * that reads a version is sent.
+ */
+apr_uint32_t lessons_lease_gen(lessons_lease_t *l);
+
 /* Install v (raise the version of its epoch; another epoch replaces
  * it): done before v is acknowledged.  With end > 0, the lease is
- * valid until end (a renewal).  1, or 0 when pid no longer holds it.
+ * valid until end (a renewal).  gen: lessons_lease_gen before v was
+ * read; a drop since leaves the installed version unserved (v may miss
+ * the write that dropped it).  1, or 0 when pid no longer holds it.
  */
 int lessons_lease_install(lessons_lease_t *l, apr_uint32_t pid,
                           const lessons_lease_version_t *v,
-                          apr_interval_time_t end);
+                          apr_interval_time_t end, apr_uint32_t gen);
 
 /* A lease starts in two steps (docs/scaling.md, "The check off the
  * write's path", step 2).  Renewals that each came back before the
@@ -183,6 +190,29 @@ void lessons_lease_heard(lessons_lease_t *l, const char *name,
                          apr_interval_time_t now);
 
 /* ------------------------------------------------------- the writers */
+
+/* A committed write with no check (docs/scaling.md, "The check off
+ * the write's path", step 3 with no other server listed): when the
+ * holder listens and its last renewal, sent less than fresh before now
+ * (after the commit), listed no other server's lease, the installed
+ * version is dropped (moving the generation, so that no version read
+ * before now is served again) and 1 is returned: the write tells no
+ * one and waits for no one, and this server's GETs read the version
+ * until the holder installs one read after now.  *ring: the first drop
+ * since the holder last took lessons_lease_reread, which the writer
+ * rings it for (later ones need not wake it).  A server not listed
+ * then serves only from a renewal sent 0.65 of a lease after its run
+ * began (LESSONS_LEASE_WARM_PCT), after this write.  Else 0, nothing
+ * changed: the write makes its check.
+ */
+int lessons_lease_alone(lessons_lease_t *l, apr_interval_time_t now,
+                        apr_interval_time_t fresh, int *ring);
+
+/* The holder, rung after a drop: 1 when one came since the last call,
+ * with *gen to install what it reads now with; the next drop rings
+ * again.
+ */
+int lessons_lease_reread(lessons_lease_t *l, apr_uint32_t *gen);
 
 /* Whether a holder listens now (a writer asks it for the check). */
 int lessons_lease_has_listener(lessons_lease_t *l);

@@ -8,7 +8,8 @@
 #     the lesson and on the lists;
 #   - a write through psql (no server waits for it) is seen soon;
 #   - with C stopped (SIGSTOP) past its lease, a write through B waits at
-#     most about a lease, and C, resumed, serves nothing stale;
+#     most about a lease; once C's row has lapsed, B's writes make no
+#     check; and C, resumed, serves nothing stale;
 #   - with the listening connections terminated, a write through B is
 #     seen at once through C, and both servers hold a lease again, C
 #     serving from it only once its new run is 65% of a lease old;
@@ -248,9 +249,25 @@ is(title_of($B), '200 While C sleeps', 'B serves it');
 cmp_ok($took, '<', 1.5, sprintf('C, once its lease ended, is not waited '
        . 'for again (%.2f s)', $took));
 sleep 1.5;
+# C's row has lapsed, and B's renewals list no other lease: B's writes
+# make no check (LESSONS00799 at trace1 says so).
+sub no_checks {
+    open my $fh, '<', "$server{B}{dir}/error_log" or die "B's error_log: $!";
+    return scalar grep { /LESSONS00799: .*the write made no check/ } <$fh>;
+}
+for (1 .. 50) {
+    last if (lease_gauges($B)->{other_servers} // -1) == 0;
+    sleep 0.1;
+}
+my $alone = no_checks();
+($code, $took) = put_title($B, 'B alone');
+is($code, 200, 'with C stopped past its lease, a write through B');
+cmp_ok($took, '<', 1.5, sprintf('is answered without waiting (%.2f s)', $took));
+is(title_of($B), '200 B alone', 'B serves it');
+is(no_checks() - $alone, 1, 'B made no check for it: no other lease listed');
 kill 'CONT', -$server{C}{pid};
 my @after_pause = map { title_of($C) } 1 .. 6;
-is_deeply(\@after_pause, [ ('200 While C still sleeps') x 6 ],
+is_deeply(\@after_pause, [ ('200 B alone') x 6 ],
           'C, resumed, serves nothing stale');
 
 # ---- the listening connections terminated

@@ -10,11 +10,14 @@
 #   none       steady state
 #   stop       SIGSTOP of one server's process group, then SIGCONT, four
 #              times: for longer than the lease (2 x LEASE + 1 s, at least
-#              3 s) and for half of it, in turn.  Clients wait out the
-#              pause, so the requests it held are answered when it resumes:
-#              after a long pause from the database (the lease ended by
-#              the clock), after a short one from a lease that the writes
-#              meanwhile waited for
+#              3 s) and for half of it, in turn; the third time every
+#              server but the first, for longer than the lease (the first
+#              then holds the only lease: its writes make no check, and
+#              the others, resumed, start their leases anew).  Clients
+#              wait out the pause, so the requests it held are answered
+#              when it resumes: after a long pause from the database (the
+#              lease ended by the clock), after a short one from a lease
+#              that the writes meanwhile waited for
 #   stall      SIGSTOP of the PostgreSQL backends of every server's
 #              listening connection for longer than the lease, then
 #              SIGCONT; three times: no server hears of a write or
@@ -54,6 +57,8 @@
 #   FAULTS="none stop ..."  HISTORY_SECONDS=20 (of load per fault, at
 #   least: the load goes on until the faults are over)
 #   HISTORY_SERVERS=3  HISTORY_CLIENTS=6
+#   STOP_ALONE=third|all: which of the stop fault's pauses stop every
+#   server but the first (all: ten pauses, each past the lease)
 #   HISTORY_LEASE_PEER=mixed|all|none: which servers also have
 #   LessonsDBLeasePeer (a free UDP port of 127.0.0.1), whose writes and
 #   acknowledgements go by datagram: every one but the last (mixed, the
@@ -63,9 +68,11 @@
 #   answered writes from the fault on, for the leader key's TTL in
 #   effect, 10 on Debian 12, 20 with Patroni 4; _STOP for hastop, whose
 #   connections wait besides)
-#   BROKEN=expiry|acks|peer: build/broken-*/mod_lessons.so (make
-#     lease-broken; peer: acknowledges datagrams without raising)
-#     under the fault that shows it (stop, none), and the checker is
+#   BROKEN=expiry|acks|run|peer: build/broken-*/mod_lessons.so (make
+#     lease-broken; run: serves a new run's lease at once; peer:
+#     acknowledges datagrams without raising) under the fault that
+#     shows it (stall; stop with server 0 alone each time; none), and
+#     the checker is
 #     expected to FAIL ("ok broken=acks caught N violations"); skipped
 #     with a note when the .so is missing.
 # make test-all runs it (t/history/history.mk); make history alone.
@@ -82,6 +89,7 @@ SECS=${HISTORY_SECONDS:-20}
 NSERVERS=${HISTORY_SERVERS:-3}
 NCLIENTS=${HISTORY_CLIENTS:-6}
 BROKEN=${BROKEN:-}
+STOP_ALONE=${STOP_ALONE:-third}
 LEASE_PEER=${HISTORY_LEASE_PEER:-mixed}
 TIER=${HISTORY_TIER:-postgres}
 case "$TIER" in
@@ -101,25 +109,32 @@ die() { echo "history: $*" >&2; counts 0 1; exit 1; }
 
 case "$BROKEN" in
     '') MODULE=${MODULE:-$ROOT/build/mod_lessons.so} ;;
-    expiry|acks)
+    expiry|acks|run|peer)
         MODULE=${MODULE:-$ROOT/build/broken-$BROKEN/mod_lessons.so}
         if [ ! -f "$MODULE" ]; then
             echo "ok broken=$BROKEN # SKIP $MODULE not found (make lease-broken builds it)"
             counts 0 0
             exit 0
-        fi
-        FAULTS=stall ;;
+        fi ;;
+    *) die "BROKEN=$BROKEN: expiry, acks, run or peer" ;;
+esac
+# The fault that shows each broken module.
+case "$BROKEN" in
+    expiry|acks) FAULTS=stall ;;
+    run)
+        # A lease served at once on a new run: a server resumed after
+        # the others' writes found no lease but their own serves what
+        # it read before those writes (every stop leaves server 0
+        # alone).  Two servers and more clients: more of the reads meet
+        # the resumed server while the other's writes make no check
+        # (with three servers and six clients the checker missed it in
+        # runs).
+        FAULTS=stop STOP_ALONE=all NSERVERS=${HISTORY_SERVERS:-2}
+        NCLIENTS=${HISTORY_CLIENTS:-10} ;;
     peer)
         # A server that acknowledges datagrams without raising its
         # version: stale reads with no fault at all.
-        MODULE=${MODULE:-$ROOT/build/broken-$BROKEN/mod_lessons.so}
-        if [ ! -f "$MODULE" ]; then
-            echo "ok broken=$BROKEN # SKIP $MODULE not found (make lease-broken builds it)"
-            counts 0 0
-            exit 0
-        fi
         FAULTS=none LEASE_PEER=all ;;
-    *) die "BROKEN=$BROKEN: expiry, acks or peer" ;;
 esac
 [ -f "$MODULE" ] || die "$MODULE not found: run make first"
 [ -x "$HTTPD" ] || die "$HTTPD not found: run t/tools/deps.sh test"
@@ -143,6 +158,7 @@ fi
 # in any case; and half the lease (the lease outlives it).
 PAUSE=$(awk -v l="$LEASE" 'BEGIN { p = 2 * l + 1; if (p < 3) p = 3; print p }')
 PAUSE_SHORT=$(awk -v l="$LEASE" 'BEGIN { p = l / 2; if (p < 0.3) p = 0.3; print p }')
+PAUSE_ALONE=$(awk -v l="$LEASE" 'BEGIN { p = 2 * l; if (p < 2) p = 2; print p }')
 
 if [ "$(id -u)" -eq 0 ]; then
     id -u "$PG_USER_SYS" >/dev/null 2>&1 || useradd --system --user-group \
@@ -312,14 +328,26 @@ t_end() { echo $(( $(date +%s) + SECS )); }
 fault_none() { :; }
 fault_storm() { :; }
 fault_stop() {
-    local i pause
-    for i in 1 2 3 4; do
+    local i j pause stopped times=4
+    # With every stop leaving server 0 alone: more and shorter ones, each
+    # long enough for the others' rows to lapse (a lease) and for server
+    # 0's next renewal to list none (a third), with a lease to spare.
+    [ "$STOP_ALONE" != all ] || times=10
+    for i in $(seq 1 $times); do
         sleep "$(awk -v s="$SECS" 'BEGIN { print s / 10 }')"
         pause=$([ $((i % 2)) -eq 1 ] && echo "$PAUSE" || echo "$PAUSE_SHORT")
-        kill -STOP -- "-${SERVER_PIDS[1]}"
-        echo "stop: server 1 stopped for $pause s" >>"$WORK/faults.log"
+        stopped=1
+        if [ "$i" = 3 ] || [ "$STOP_ALONE" = all ]; then
+            # Every server but server 0, past the lease: its writes find
+            # no other lease and make no check; the others, resumed,
+            # start a run that their GETs must not serve from at once.
+            pause=$PAUSE_ALONE
+            stopped=$(seq -s ' ' 1 $((NSERVERS - 1)))
+        fi
+        for j in $stopped; do kill -STOP -- "-${SERVER_PIDS[$j]}"; done
+        echo "stop: server(s) $stopped stopped for $pause s" >>"$WORK/faults.log"
         sleep "$pause"
-        kill -CONT -- "-${SERVER_PIDS[1]}"
+        for j in $stopped; do kill -CONT -- "-${SERVER_PIDS[$j]}"; done
     done
 }
 fault_stall() {

@@ -79,15 +79,15 @@ static void test_read_path_only_while_the_lease_holds(void **state)
     assert_false(lessons_lease_current(l, T0, &got));
     assert_true(lessons_lease_hold(l, ME, T0, MS(3000), alive_always));
     /* Installed without a lease: still nothing to serve from. */
-    assert_true(lessons_lease_install(l, ME, &v, 0));
+    assert_true(lessons_lease_install(l, ME, &v, 0, 0));
     assert_false(lessons_lease_current(l, T0, &got));
-    assert_true(lessons_lease_install(l, ME, &v, T0 + MS(900)));
+    assert_true(lessons_lease_install(l, ME, &v, T0 + MS(900), 0));
     assert_true(lessons_lease_current(l, T0 + MS(899), &got));
     assert_int_equal(got.sum, 7);
     assert_string_equal(got.epoch, "e1");
     assert_false(lessons_lease_current(l, T0 + MS(900), &got));
     /* A lost listener ends it at once. */
-    assert_true(lessons_lease_install(l, ME, &v, T0 + MS(5000)));
+    assert_true(lessons_lease_install(l, ME, &v, T0 + MS(5000), 0));
     assert_true(lessons_lease_current(l, T0 + MS(1000), &got));
     assert_true(lessons_lease_listening(l, ME, 0));
     assert_false(lessons_lease_current(l, T0 + MS(1000), &got));
@@ -100,12 +100,12 @@ static void test_no_lease_while_catching_up(void **state)
 
     (void)state;
     assert_true(lessons_lease_hold(l, ME, T0, MS(3000), alive_always));
-    assert_true(lessons_lease_install(l, ME, &v, T0 + MS(900)));
+    assert_true(lessons_lease_install(l, ME, &v, T0 + MS(900), 0));
     /* Read and acknowledged at once: nothing served until installed. */
     assert_true(lessons_lease_refresh(l, ME));
     assert_false(lessons_lease_current(l, T0, &got));
     assert_false(lessons_lease_refresh(l, OTHER));
-    assert_true(lessons_lease_install(l, ME, &w, 0));
+    assert_true(lessons_lease_install(l, ME, &w, 0, 0));
     assert_true(lessons_lease_current(l, T0, &got));
     assert_int_equal(got.sum, 8);
 }
@@ -118,13 +118,13 @@ static void test_versions_only_move_forward(void **state)
 
     (void)state;
     assert_true(lessons_lease_hold(l, ME, T0, MS(3000), alive_always));
-    assert_true(lessons_lease_install(l, ME, &v9, T0 + MS(900)));
+    assert_true(lessons_lease_install(l, ME, &v9, T0 + MS(900), 0));
     /* An older read landing late does not take the server back. */
-    assert_true(lessons_lease_install(l, ME, &v5, 0));
+    assert_true(lessons_lease_install(l, ME, &v5, 0, 0));
     assert_true(lessons_lease_current(l, T0, &got));
     assert_int_equal(got.sum, 9);
     /* Another epoch (a promoted standby, a restore) replaces it. */
-    assert_true(lessons_lease_install(l, ME, &other, 0));
+    assert_true(lessons_lease_install(l, ME, &other, 0, 0));
     assert_true(lessons_lease_current(l, T0, &got));
     assert_int_equal(got.sum, 1);
     assert_string_equal(got.epoch, "e2");
@@ -181,7 +181,7 @@ static void test_a_run_serves_only_once_warm(void **state)
     assert_true(lessons_lease_hold(l, ME, T0, MS(3000), alive_always));
     /* The first came back at 10 ms: served from 660 ms on. */
     assert_int_equal(renewed(l, ME, 0), 0);
-    assert_true(lessons_lease_install(l, ME, &v, 0));
+    assert_true(lessons_lease_install(l, ME, &v, 0, 0));
     assert_false(lessons_lease_current(l, T0 + MS(20), &got));
     lessons_lease_state(l, T0 + MS(20), &st);
     assert_int_equal(st.run, MS(10));
@@ -189,7 +189,7 @@ static void test_a_run_serves_only_once_warm(void **state)
     assert_int_equal(renewed(l, ME, 333), 0);
     assert_int_equal(renewed(l, ME, 659), 0);
     assert_int_equal(renewed(l, ME, 660), T0 + MS(1560));
-    assert_true(lessons_lease_install(l, ME, &v, T0 + MS(1560)));
+    assert_true(lessons_lease_install(l, ME, &v, T0 + MS(1560), 0));
     assert_true(lessons_lease_current(l, T0 + MS(700), &got));
     lessons_lease_state(l, T0 + MS(700), &st);
     assert_true(st.valid);
@@ -226,6 +226,73 @@ static void test_a_run_serves_only_once_warm(void **state)
     assert_int_equal(renewed(l, OTHER, 5360), T0 + MS(6260));
 }
 
+/* A write with no check: only with a listening holder whose last
+ * renewal, sent less than fresh before, listed no other lease.  It
+ * drops the installed version until one read after it is installed:
+ * a read begun before the drop (its generation) serves nothing.
+ */
+static void test_a_write_alone_drops_the_version(void **state)
+{
+    lessons_lease_t *l = fresh();
+    lessons_lease_version_t v = version("e1", 4), w = version("e1", 5), got;
+    apr_uint32_t before, gen;
+    int ring;
+
+    (void)state;
+    assert_true(lessons_lease_hold(l, ME, T0, MS(3000), alive_always));
+    assert_true(lessons_lease_install(l, ME, &v, T0 + MS(900), 0));
+    /* No list yet, then no listener: the write checks. */
+    assert_false(lessons_lease_alone(l, T0, MS(500), &ring));
+    lessons_lease_listed(l, T0 - MS(100), 0);
+    assert_false(lessons_lease_alone(l, T0, MS(500), &ring));
+    assert_true(lessons_lease_listening(l, ME, 1));
+    assert_true(lessons_lease_install(l, ME, &v, T0 + MS(900), 0));
+    /* Another server listed: it checks, and nothing is dropped. */
+    lessons_lease_listed(l, T0 - MS(90), 1);
+    assert_false(lessons_lease_alone(l, T0, MS(500), &ring));
+    assert_true(lessons_lease_current(l, T0, &got));
+    /* Alone, but the list is as old as fresh allows: it checks. */
+    lessons_lease_listed(l, T0 - MS(80), 0);
+    assert_false(lessons_lease_alone(l, T0 + MS(420), MS(500), &ring));
+    /* A list asked for after now (another clock's): not trusted. */
+    assert_false(lessons_lease_alone(l, T0 - MS(81), MS(500), &ring));
+    assert_false(ring);
+    assert_false(lessons_lease_reread(l, &gen));
+    before = lessons_lease_gen(l);
+    assert_true(lessons_lease_current(l, T0 + MS(419), &got));
+    assert_true(lessons_lease_alone(l, T0 + MS(419), MS(500), &ring));
+    assert_true(ring);
+    assert_false(lessons_lease_current(l, T0 + MS(420), &got));
+    /* The holder is rung once until it takes the reread. */
+    assert_true(lessons_lease_alone(l, T0 + MS(419), MS(500), &ring));
+    assert_false(ring);
+    assert_true(lessons_lease_reread(l, &gen));
+    assert_int_equal(gen, before + 2);
+    assert_false(lessons_lease_reread(l, &gen));
+    /* A version read before the drop, a renewal's or a raise: the
+     * lease goes on, nothing is served.
+     */
+    assert_true(lessons_lease_install(l, ME, &w, T0 + MS(950), before));
+    assert_false(lessons_lease_current(l, T0 + MS(420), &got));
+    assert_true(lessons_lease_raise(l, &w));
+    assert_false(lessons_lease_current(l, T0 + MS(420), &got));
+    /* Read after it: served again, until the lease's end. */
+    assert_true(lessons_lease_install(l, ME, &w, 0, lessons_lease_gen(l)));
+    assert_true(lessons_lease_current(l, T0 + MS(949), &got));
+    assert_int_equal(got.sum, 5);
+    assert_false(lessons_lease_current(l, T0 + MS(950), &got));
+    /* Two drops: a read between them serves nothing. */
+    before = lessons_lease_gen(l);
+    assert_true(lessons_lease_alone(l, T0 + MS(400), MS(500), &ring));
+    assert_true(ring);
+    assert_true(lessons_lease_install(l, ME, &w, T0 + MS(990), before + 1));
+    assert_true(lessons_lease_alone(l, T0 + MS(401), MS(500), &ring));
+    assert_true(lessons_lease_install(l, ME, &w, 0, before + 1));
+    assert_false(lessons_lease_current(l, T0 + MS(402), &got));
+    assert_true(lessons_lease_install(l, ME, &w, 0, before + 2));
+    assert_true(lessons_lease_current(l, T0 + MS(402), &got));
+}
+
 static void test_one_holder_and_the_next(void **state)
 {
     lessons_lease_t *l = fresh();
@@ -233,11 +300,11 @@ static void test_one_holder_and_the_next(void **state)
 
     (void)state;
     assert_true(lessons_lease_hold(l, ME, T0, MS(3000), alive_always));
-    assert_true(lessons_lease_install(l, ME, &v, T0 + MS(900)));
+    assert_true(lessons_lease_install(l, ME, &v, T0 + MS(900), 0));
     /* Another process waits while the holder beats. */
     assert_false(lessons_lease_hold(l, OTHER, T0 + MS(2000), MS(3000),
                                     alive_always));
-    assert_false(lessons_lease_install(l, OTHER, &v, T0 + MS(9000)));
+    assert_false(lessons_lease_install(l, OTHER, &v, T0 + MS(9000), 0));
     assert_false(lessons_lease_publish(l, OTHER, 0,
                                        apr_pcalloc(pool,
                                            sizeof(lessons_lease_check_t))));
@@ -248,7 +315,7 @@ static void test_one_holder_and_the_next(void **state)
     /* The old holder, back, changes nothing. */
     assert_false(lessons_lease_hold(l, ME, T0 + MS(3002), MS(3000),
                                     alive_always));
-    assert_false(lessons_lease_install(l, ME, &v, T0 + MS(9000)));
+    assert_false(lessons_lease_install(l, ME, &v, T0 + MS(9000), 0));
     assert_false(lessons_lease_current(l, T0 + MS(3002), &got));
     /* A holder whose process is gone is replaced at once. */
     assert_true(lessons_lease_hold(l, ME, T0 + MS(3003), MS(3000),
@@ -455,9 +522,9 @@ static void test_own_server_needs_its_install_only(void **state)
     lessons_lease_name(l, "me");
     add_row(chk, "me", 3, 1000, -1);
     assert_true(lessons_lease_hold(l, ME, T0, MS(3000), alive_always));
-    assert_true(lessons_lease_install(l, ME, &v9, T0 + MS(900)));
+    assert_true(lessons_lease_install(l, ME, &v9, T0 + MS(900), 0));
     assert_false(lessons_lease_settled(l, chk, T0 + MS(1), &until, &bell));
-    assert_true(lessons_lease_install(l, ME, &v10, 0));
+    assert_true(lessons_lease_install(l, ME, &v10, 0, 0));
     assert_true(lessons_lease_settled(l, chk, T0 + MS(2), &until, &bell));
 }
 
@@ -482,7 +549,7 @@ static void test_a_writer_raises_its_own_server(void **state)
     /* Nothing installed yet: no epoch to raise within. */
     assert_false(lessons_lease_raise(l, &v12));
     assert_true(lessons_lease_hold(l, ME, T0, MS(3000), alive_always));
-    assert_true(lessons_lease_install(l, ME, &v9, T0 + MS(900)));
+    assert_true(lessons_lease_install(l, ME, &v9, T0 + MS(900), 0));
     assert_false(lessons_lease_own(l, "me", &v12));
     assert_false(lessons_lease_settled(l, chk, T0 + MS(1), &until, &bell));
     assert_true(lessons_lease_raise(l, &v12));
@@ -507,7 +574,7 @@ static void test_a_writer_raises_its_own_server(void **state)
     assert_true(lessons_lease_raise(l, &v12));
     assert_false(lessons_lease_current(l, T0 + MS(3), &got));
     /* Nor does a raise lengthen the lease. */
-    assert_true(lessons_lease_install(l, ME, &v12, 0));
+    assert_true(lessons_lease_install(l, ME, &v12, 0, 0));
     assert_false(lessons_lease_current(l, T0 + MS(900), &got));
 }
 
@@ -846,6 +913,7 @@ int main(void)
         cmocka_unit_test(test_versions_only_move_forward),
         cmocka_unit_test(test_the_newest_list_is_kept),
         cmocka_unit_test(test_a_run_serves_only_once_warm),
+        cmocka_unit_test(test_a_write_alone_drops_the_version),
         cmocka_unit_test(test_one_holder_and_the_next),
         cmocka_unit_test(test_checks_answer_only_earlier_asks),
         cmocka_unit_test(test_writers_share_checks),
