@@ -10,10 +10,12 @@
 #
 #   clients.pl --urls U1,U2 --token T --out FILE --seconds S
 #              [--clients N] [--writers N] [--timeout S] [--seed N]
-#              [--final S] [--until FILE]
+#              [--final S] [--until FILE] [--writes-on N]
 #
 # --clients do a mix of everything; --writers (the write storm) mostly
-# write.  With --until, the clients go on past --seconds until FILE
+# write.  With --writes-on N every write goes to the Nth server (from
+# 0), the reads still to any: the other servers then serve only what
+# they learn from it (run.sh's STOP_ALONE=all).  With --until, the clients go on past --seconds until FILE
 # exists (run.sh makes it once its faults are over and writes have had
 # time to come back), for at most four times --seconds: a fault that
 # takes longer than planned still has load after it.
@@ -43,10 +45,14 @@ use Time::HiRes qw(clock_gettime CLOCK_MONOTONIC);
 my %o = (clients => 4, writers => 0, timeout => 5, seconds => 20,
          seed => $$, final => 30);
 GetOptions(\%o, 'urls=s', 'token=s', 'out=s', 'seconds=f', 'clients=i',
-           'writers=i', 'timeout=f', 'seed=i', 'final=f', 'until=s')
+           'writers=i', 'timeout=f', 'seed=i', 'final=f', 'until=s',
+           'writes-on=i')
     or die "usage: clients.pl --urls U1,U2 --token T --out FILE --seconds S\n";
 defined $o{$_} or die "clients.pl: --$_ is required\n" for qw(urls token out);
 my @urls = split /,/, $o{urls};
+die "clients.pl: --writes-on $o{'writes-on'}: no such server\n"
+    if defined $o{'writes-on'}
+       && ($o{'writes-on'} < 0 || $o{'writes-on'} > $#urls);
 my $js = JSON::PP->new->canonical;
 my $ELEMENT = qr/\{(?:[^{}"]++|"(?:[^"\\]++|\\.)*+")*+\}/s;
 
@@ -180,6 +186,11 @@ sub learn_list {
     }
 }
 
+# The server a write goes to.
+sub write_server {
+    return defined $o{'writes-on'} ? $o{'writes-on'} : int rand @urls;
+}
+
 sub some_id {
     my @ids = keys %known;
     return @ids ? $ids[int rand @ids] : undef;
@@ -202,7 +213,7 @@ sub op_create {
     my $lv = 1 + int rand 6;
     my $title = "c$cid-" . ++$seq;
     my $body = qq({"levelId":$lv,"title":"$title","order":$seq,"topic":"h$cid"});
-    my ($r, $res) = call($ua, int rand @urls, 'POST', '', [], $body);
+    my ($r, $res) = call($ua, write_server(), 'POST', '', [], $body);
     learn_lesson($r, $res) if $r->{st} == 201;
     my %f = (op => 'create', ti => $title, lv => $lv);
     $f{id} = (split /\t/, $r->{b})[0] + 0 if defined $r->{b};
@@ -222,13 +233,13 @@ sub op_write {
         my $lv = rand() < 0.3 ? 1 + int rand 6 : undef;
         my $body = defined $lv ? qq({"title":"$title","levelId":$lv})
                                : qq({"title":"$title"});
-        ($r, $res) = call($ua, int rand @urls, 'PUT', "/$id",
+        ($r, $res) = call($ua, write_server(), 'PUT', "/$id",
                           ['If-Match' => $im], $body);
         %f = (ti => $title);
         $f{lv} = $lv if defined $lv;
         learn_lesson($r, $res) if $r->{st} == 200;
     } else {
-        ($r, $res) = call($ua, int rand @urls, 'DELETE', "/$id",
+        ($r, $res) = call($ua, write_server(), 'DELETE', "/$id",
                           ['If-Match' => $im]);
         if ($r->{st} == 204) {
             delete $known{$id};

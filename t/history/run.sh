@@ -523,10 +523,15 @@ run_fault() {   # run_fault KIND
     # Requests to the stopped server wait for it: those it held are
     # answered as it resumes, before or after its holder catches up.
     [ "$kind" != stop ] || timeout=$(awk -v p="$PAUSE" 'BEGIN { print p + 5 }')
+    # Every stop leaving server 0 alone: every write goes to it, so that
+    # the others serve only what they learn from it (none writes, and
+    # so none raises its own version past what it was told).
+    local route=()
+    [ "$kind" != stop ] || [ "$STOP_ALONE" != all ] || route=(--writes-on 0)
     perl "$HERE/clients.pl" --urls "$(IFS=,; echo "${URLS[*]}")" --token "$TOKEN" \
         --out "$OUT/$kind.jsonl" --seconds "$SECS" --clients "$clients" \
         --writers "$writers" --timeout "$timeout" --until "$WORK/faults-over" \
-        >"$WORK/clients.out" 2>&1 &
+        "${route[@]}" >"$WORK/clients.out" 2>&1 &
     CLIENTS_PID=$!
     "fault_$kind"
     # The load goes on past the last fault, however long the faults
