@@ -29,6 +29,10 @@
 # test tools.  deps.sh starts no service, makes no PostgreSQL cluster and
 # leaves the system Apache's modules as they were.
 
+# The test targets build (module, unit tests, test tools, broken and
+# sanitizer builds) with one job per CPU: one job left half of a 2-core
+# CI machine idle for its first four minutes.
+BUILD_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 APXS      ?= $(shell command -v apxs 2>/dev/null || echo /usr/bin/apxs)
 HTTPD     ?= /usr/sbin/apache2
 WARN       = -Wall -Wextra -Werror
@@ -571,7 +575,7 @@ run_integration_alone = (export LESSONS_TEST_SHARD=alone; $(call run_integration
 # suites) runs beside the integration suite, its lines held back: sudo
 # is asked first, while a terminal can still answer it.
 test: test-deps
-	@$(MAKE) -s --no-print-directory all $(UNIT_TESTS) test-tools
+	@$(MAKE) -s --no-print-directory -j$(BUILD_JOBS) all $(UNIT_TESTS) test-tools
 	@$(mine)
 	@[ "$$(id -u)" -eq 0 ] || ! command -v sudo >/dev/null || sudo -v
 	@$(with_counts); $(run_units); $(run_house); $(run_monitor); \
@@ -597,7 +601,7 @@ test: test-deps
 # terminal.
 TEST_BUILDS ?=
 test-all: test-deps
-	@$(MAKE) -s --no-print-directory all $(UNIT_TESTS) test-tools $(TEST_BUILDS)
+	@$(MAKE) -s --no-print-directory -j$(BUILD_JOBS) all $(UNIT_TESTS) test-tools $(TEST_BUILDS)
 	@$(mine)
 	@[ "$$(id -u)" -eq 0 ] || ! command -v sudo >/dev/null || sudo -v
 	@$(with_counts); $(run_units); $(run_house); $(run_monitor); \
@@ -617,7 +621,7 @@ test-all: test-deps
 # issue 58 asks for both releases).
 test-release:
 	@t/tools/deps.sh release
-	@$(MAKE) -s --no-print-directory all $(UNIT_TESTS) $(ASAN_MODULE) test-tools
+	@$(MAKE) -s --no-print-directory -j$(BUILD_JOBS) all $(UNIT_TESTS) $(ASAN_MODULE) test-tools
 	@$(mine)
 	@$(with_counts); $(run_units); $(run_house); $(run_monitor); \
 	    $(call run_integration_both,LESSONS_SANITIZE=1); \
@@ -627,7 +631,7 @@ test-release:
 # monitoring checks and the integration suite on SQLite.  make test adds PostgreSQL and the
 # package test; make test-all (what CI runs) runs it all.
 check: test-deps
-	@$(MAKE) -s --no-print-directory all $(UNIT_TESTS) test-tools
+	@$(MAKE) -s --no-print-directory -j$(BUILD_JOBS) all $(UNIT_TESTS) test-tools
 	@$(mine)
 	@$(with_counts); $(run_units); $(run_house); $(run_monitor); \
 	    $(call run_integration,,sqlite3); $(summary)
