@@ -89,6 +89,7 @@ typedef struct {
     int warned;                     /* the schema's warning, once */
     int slot;                       /* its socket's in the watch, or -1 */
     lessons_lease_check_t chk;
+    lessons_lease_check_t list;     /* the other leases a renewal read */
 } lessons_holder_t;
 
 /* ------------------------------------------------------ configuration */
@@ -583,7 +584,9 @@ static int lessons_holder_renew(lessons_holder_t *h, apr_pool_t *p)
     }
     now = lessons_lease_clock();
     end = t0 + apr_time_from_msec(ls->length_ms) * 9 / 10;
-    lessons_lease_listed(ls->block, t0, others ? others->nelts : 0);
+    lessons_lease_check_fill(&h->list, &cat, others, t0);
+    lessons_lease_listed(ls->block, t0, others ? others->nelts : 0,
+                         &h->list);
     if (!lessons_lease_version_of(&cat, &v)) {
         ap_log_error(APLOG_MARK, APLOG_WARNING, 0, ls->s, LESSONSLOG(00791)
                      "LessonsDBLease: the catalogue's epoch is longer than "

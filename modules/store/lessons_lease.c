@@ -88,6 +88,8 @@ typedef struct {
                                              * the other leases: when it
                                              * was asked for, 0: never */
     apr_uint32_t list_others;               /* the servers it named */
+    lessons_lease_check_t list;             /* their rows (its version
+                                             * unused) */
 } lessons_lease_block_t;
 
 struct lessons_lease_t {
@@ -692,17 +694,66 @@ void lessons_lease_heard_check(lessons_lease_t *l,
     lessons_lease_ring_after(l, news, rings);
 }
 
-void lessons_lease_listed(lessons_lease_t *l, apr_interval_time_t sent,
-                          int others)
+/* Copy a list's rows, only as many as it holds (a full one is 46 KB). */
+static void lessons_lease_copy_list(lessons_lease_check_t *to,
+                                    const lessons_lease_check_t *from)
 {
+    int n = from->nrows < 0 ? 0
+            : from->nrows > LESSONS_LEASE_ROWS ? LESSONS_LEASE_ROWS
+            : from->nrows;
+
+    to->version = from->version;
+    to->at = from->at;
+    to->overflow = from->overflow || n != from->nrows;
+    to->nrows = n;
+    memcpy(to->rows, from->rows, (apr_size_t)n * sizeof(to->rows[0]));
+}
+
+void lessons_lease_listed(lessons_lease_t *l, apr_interval_time_t sent,
+                          int others, const lessons_lease_check_t *list)
+{
+    lessons_lease_block_t *b = l->b;
+
     if (!lessons_lease_lock(l)) {
         return;
     }
-    if (sent > l->b->list_sent) {
-        l->b->list_sent = sent;
-        l->b->list_others = others > 0 ? (apr_uint32_t)others : 0;
+    if (sent > b->list_sent) {
+        b->list_sent = sent;
+        b->list_others = others > 0 ? (apr_uint32_t)others : 0;
+        if (list) {
+            lessons_lease_copy_list(&b->list, list);
+        }
+        else {
+            b->list.nrows = 0;
+            b->list.overflow = others > 0;
+        }
+        /* Rows it names that were not kept: a writer must not go by it
+         * alone.
+         */
+        b->list.overflow |= b->list.nrows < (int)b->list_others;
     }
     lessons_lease_unlock(l);
+}
+
+int lessons_lease_list(lessons_lease_t *l, apr_interval_time_t *sent,
+                       lessons_lease_check_t *out)
+{
+    lessons_lease_block_t *b = l->b;
+    int others = -1;
+
+    *sent = 0;
+    out->nrows = 0;
+    out->overflow = 0;
+    if (!lessons_lease_lock(l)) {
+        return -1;
+    }
+    if (b->list_sent > 0) {
+        *sent = b->list_sent;
+        others = (int)b->list_others;
+        lessons_lease_copy_list(out, &b->list);
+    }
+    lessons_lease_unlock(l);
+    return others;
 }
 
 /* ------------------------------------------------------- the writers */

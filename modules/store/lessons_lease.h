@@ -302,13 +302,21 @@ void lessons_lease_heard_check(lessons_lease_t *l,
                                apr_interval_time_t now);
 
 /* The holder's renewal, sent at sent (its clock before the statement),
- * read the other servers' leases: others of them.  A later list
- * replaces an earlier one, never the other way round.  What a write
- * could one day go by instead of a check (docs/scaling.md, "The check
- * off the write's path"); the metrics show it.
+ * read the other servers' leases: others of them, and their rows in
+ * list (NULL: not kept; list->overflow: some did not fit).  A later
+ * list replaces an earlier one, never the other way round.  What a
+ * write goes by instead of a check (docs/scaling.md, "The check off
+ * the write's path"); the metrics show how many it named.
  */
 void lessons_lease_listed(lessons_lease_t *l, apr_interval_time_t sent,
-                          int others);
+                          int others, const lessons_lease_check_t *list);
+
+/* The last list: its rows in *out (out->overflow when some were not
+ * kept), when its renewal was sent in *sent; how many servers it named,
+ * or -1 when there is none yet.
+ */
+int lessons_lease_list(lessons_lease_t *l, apr_interval_time_t *sent,
+                       lessons_lease_check_t *out);
 
 /* ---------------------------------------------- for the metrics */
 

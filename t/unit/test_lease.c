@@ -141,19 +141,77 @@ static void test_the_newest_list_is_kept(void **state)
     (void)state;
     lessons_lease_state(l, T0, &st);
     assert_int_equal(st.others, -1);
-    lessons_lease_listed(l, T0 - MS(300), 3);
+    lessons_lease_listed(l, T0 - MS(300), 3, NULL);
     lessons_lease_state(l, T0, &st);
     assert_int_equal(st.others, 3);
     assert_int_equal(st.list_age, MS(300));
     /* A renewal sent earlier that came back later tells nothing new. */
-    lessons_lease_listed(l, T0 - MS(400), 1);
+    lessons_lease_listed(l, T0 - MS(400), 1, NULL);
     lessons_lease_state(l, T0, &st);
     assert_int_equal(st.others, 3);
     assert_int_equal(st.list_age, MS(300));
-    lessons_lease_listed(l, T0 - MS(100), 0);
+    lessons_lease_listed(l, T0 - MS(100), 0, NULL);
     lessons_lease_state(l, T0, &st);
     assert_int_equal(st.others, 0);
     assert_int_equal(st.list_age, MS(100));
+}
+
+/* The list keeps its rows (what a writer would tell), copied whole and
+ * only from the newest list; a list whose rows were not given, or that
+ * names more than it holds, is marked overflowing.
+ */
+static void test_the_list_keeps_its_rows(void **state)
+{
+    lessons_lease_t *l = fresh();
+    lessons_lease_check_t *in = apr_pcalloc(pool, sizeof(*in));
+    lessons_lease_check_t *out = apr_palloc(pool, sizeof(*out));
+    apr_interval_time_t sent;
+
+    (void)state;
+    assert_non_null(in);
+    assert_non_null(out);
+    assert_int_equal(lessons_lease_list(l, &sent, out), -1);
+    assert_int_equal(sent, 0);
+    in->nrows = 2;
+    apr_cpystrn(in->rows[0].name, "b", sizeof(in->rows[0].name));
+    in->rows[0].term = 7;
+    in->rows[0].length_ms = 2000;
+    apr_cpystrn(in->rows[0].peer, "127.0.0.1:9 k",
+                sizeof(in->rows[0].peer));
+    apr_cpystrn(in->rows[1].name, "c", sizeof(in->rows[1].name));
+    in->rows[1].term = 3;
+    in->rows[1].length_ms = 1000;
+    lessons_lease_listed(l, T0 - MS(200), 2, in);
+    memset(out, 0xff, sizeof(*out));
+    assert_int_equal(lessons_lease_list(l, &sent, out), 2);
+    assert_int_equal(sent, T0 - MS(200));
+    assert_int_equal(out->nrows, 2);
+    assert_false(out->overflow);
+    assert_string_equal(out->rows[0].name, "b");
+    assert_int_equal(out->rows[0].term, 7);
+    assert_int_equal(out->rows[0].length_ms, 2000);
+    assert_string_equal(out->rows[0].peer, "127.0.0.1:9 k");
+    assert_string_equal(out->rows[1].name, "c");
+    assert_string_equal(out->rows[1].peer, "");
+    /* An older list changes nothing. */
+    in->nrows = 1;
+    in->rows[0].term = 99;
+    lessons_lease_listed(l, T0 - MS(300), 1, in);
+    assert_int_equal(lessons_lease_list(l, &sent, out), 2);
+    assert_int_equal(out->rows[0].term, 7);
+    /* Three named, one kept: overflowing. */
+    lessons_lease_listed(l, T0 - MS(100), 3, in);
+    assert_int_equal(lessons_lease_list(l, &sent, out), 3);
+    assert_int_equal(out->nrows, 1);
+    assert_true(out->overflow);
+    /* Rows not given: none kept, overflowing when any were named. */
+    lessons_lease_listed(l, T0 - MS(50), 1, NULL);
+    assert_int_equal(lessons_lease_list(l, &sent, out), 1);
+    assert_int_equal(out->nrows, 0);
+    assert_true(out->overflow);
+    lessons_lease_listed(l, T0 - MS(40), 0, NULL);
+    assert_int_equal(lessons_lease_list(l, &sent, out), 0);
+    assert_false(out->overflow);
 }
 
 /* A renewal of a lease L long, sent at T0 + sent ms, back 10 ms later:
@@ -243,16 +301,16 @@ static void test_a_write_alone_drops_the_version(void **state)
     assert_true(lessons_lease_install(l, ME, &v, T0 + MS(900), 0));
     /* No list yet, then no listener: the write checks. */
     assert_false(lessons_lease_alone(l, T0, MS(500), &ring));
-    lessons_lease_listed(l, T0 - MS(100), 0);
+    lessons_lease_listed(l, T0 - MS(100), 0, NULL);
     assert_false(lessons_lease_alone(l, T0, MS(500), &ring));
     assert_true(lessons_lease_listening(l, ME, 1));
     assert_true(lessons_lease_install(l, ME, &v, T0 + MS(900), 0));
     /* Another server listed: it checks, and nothing is dropped. */
-    lessons_lease_listed(l, T0 - MS(90), 1);
+    lessons_lease_listed(l, T0 - MS(90), 1, NULL);
     assert_false(lessons_lease_alone(l, T0, MS(500), &ring));
     assert_true(lessons_lease_current(l, T0, &got));
     /* Alone, but the list is as old as fresh allows: it checks. */
-    lessons_lease_listed(l, T0 - MS(80), 0);
+    lessons_lease_listed(l, T0 - MS(80), 0, NULL);
     assert_false(lessons_lease_alone(l, T0 + MS(420), MS(500), &ring));
     /* A list asked for after now (another clock's): not trusted. */
     assert_false(lessons_lease_alone(l, T0 - MS(81), MS(500), &ring));
@@ -912,6 +970,7 @@ int main(void)
         cmocka_unit_test(test_no_lease_while_catching_up),
         cmocka_unit_test(test_versions_only_move_forward),
         cmocka_unit_test(test_the_newest_list_is_kept),
+        cmocka_unit_test(test_the_list_keeps_its_rows),
         cmocka_unit_test(test_a_run_serves_only_once_warm),
         cmocka_unit_test(test_a_write_alone_drops_the_version),
         cmocka_unit_test(test_one_holder_and_the_next),
