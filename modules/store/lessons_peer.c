@@ -74,6 +74,79 @@ static int lessons_peer_tag(const unsigned char key[LESSONS_PEER_KEY_LEN],
     return 1;
 }
 
+/* A kind's letter on the wire, and back. */
+static const char lessons_peer_letters[] = "RAIN";
+
+static char lessons_peer_letter(lessons_peer_kind_e kind)
+{
+    return (unsigned)kind < sizeof(lessons_peer_letters) - 1
+           ? lessons_peer_letters[kind] : '\0';
+}
+
+static int lessons_peer_kind_of(char c, lessons_peer_kind_e *kind)
+{
+    const char *at = c ? strchr(lessons_peer_letters, c) : NULL;
+
+    if (!at) {
+        return 0;
+    }
+    *kind = (lessons_peer_kind_e)(at - lessons_peer_letters);
+    return 1;
+}
+
+static int lessons_peer_has_nonce(lessons_peer_kind_e kind)
+{
+    return kind == LESSONS_PEER_INVALIDATE || kind == LESSONS_PEER_NONCE_ACK;
+}
+
+/* The hexlen lower-case hex digits at hex as bytes into out (hexlen / 2
+ * of them): 1, or 0 (out untouched).  apr takes upper case and an odd
+ * length too: one spelling here, the one apr_escape_hex writes.
+ */
+static int lessons_peer_unhex(const char *hex, apr_size_t hexlen,
+                              unsigned char *out)
+{
+    unsigned char b[LESSONS_PEER_KEY_LEN];
+    apr_size_t i, len = 0;
+    int ok;
+
+    if (hexlen == 0 || hexlen % 2 || hexlen / 2 > sizeof(b)) {
+        return 0;
+    }
+    for (i = 0; i < hexlen; i++) {
+        if (!((hex[i] >= '0' && hex[i] <= '9')
+              || (hex[i] >= 'a' && hex[i] <= 'f'))) {
+            return 0;
+        }
+    }
+    ok = apr_unescape_hex(b, hex, hexlen, 0, &len) == APR_SUCCESS
+         && len == hexlen / 2;
+    if (ok) {
+        memcpy(out, b, len);
+    }
+    OPENSSL_cleanse(b, sizeof(b));
+    return ok;
+}
+
+/* The body (text up to its newline) and tag of a datagram into out:
+ * its length, or 0 when it does not fit.
+ */
+static apr_size_t lessons_peer_seal(char *out, apr_size_t outlen,
+                                    const char *body, apr_size_t n,
+                                    const unsigned char
+                                    key[LESSONS_PEER_KEY_LEN])
+{
+    if (n + LESSONS_PEER_TAG_LEN > LESSONS_PEER_MAX
+        || n + LESSONS_PEER_TAG_LEN > outlen) {
+        return 0;
+    }
+    memcpy(out, body, n);
+    if (!lessons_peer_tag(key, body, n, (unsigned char *)out + n)) {
+        return 0;
+    }
+    return n + LESSONS_PEER_TAG_LEN;
+}
+
 /* The head of the body (n bytes at s), "LP1 K name ": *kind and name,
  * and the offset after it, or 0 (name untouched).
  */
@@ -85,8 +158,7 @@ static apr_size_t lessons_peer_head(const char *s, apr_size_t n,
 
     if (n <= LESSONS_PEER_HEAD_LEN
         || memcmp(s, LESSONS_PEER_MAGIC, LESSONS_PEER_MAGIC_LEN) != 0
-        || (s[LESSONS_PEER_MAGIC_LEN] != 'R'
-            && s[LESSONS_PEER_MAGIC_LEN] != 'A')
+        || !lessons_peer_kind_of(s[LESSONS_PEER_MAGIC_LEN], kind)
         || s[LESSONS_PEER_MAGIC_LEN + 1] != ' ') {
         return 0;
     }
@@ -96,8 +168,6 @@ static apr_size_t lessons_peer_head(const char *s, apr_size_t n,
     if (len == 0) {
         return 0;
     }
-    *kind = s[LESSONS_PEER_MAGIC_LEN] == 'R' ? LESSONS_PEER_RAISE
-                                             : LESSONS_PEER_ACK;
     memcpy(name, s + LESSONS_PEER_HEAD_LEN, len);
     name[len] = '\0';
     return LESSONS_PEER_HEAD_LEN + len + 1;
@@ -137,17 +207,35 @@ apr_size_t lessons_peer_encode(char *out, apr_size_t outlen,
     n = (apr_size_t)apr_snprintf(body, sizeof(body),
                                  LESSONS_PEER_MAGIC "%c %s %" APR_INT64_T_FMT
                                  " %s\n",
-                                 kind == LESSONS_PEER_RAISE ? 'R' : 'A',
+                                 lessons_peer_letter(kind),
                                  name, v->sum, v->epoch);
-    if (n + LESSONS_PEER_TAG_LEN > LESSONS_PEER_MAX
-        || n + LESSONS_PEER_TAG_LEN > outlen) {
+    return lessons_peer_seal(out, outlen, body, n, key);
+}
+
+apr_size_t lessons_peer_encode_nonce(char *out, apr_size_t outlen,
+                                     lessons_peer_kind_e kind,
+                                     const char *name,
+                                     const unsigned char
+                                     nonce[LESSONS_PEER_NONCE_LEN],
+                                     const unsigned char
+                                     key[LESSONS_PEER_KEY_LEN])
+{
+    char body[LESSONS_PEER_MAX];
+    char hex[2 * LESSONS_PEER_NONCE_LEN + 1];
+    apr_size_t n, len = 0;
+
+    if (!out || !name || !nonce || !key || !lessons_peer_has_nonce(kind)
+        || !lessons_peer_field(name, LESSONS_LEASE_NAME_MAX, '\0',
+                               LESSONS_LEASE_NAME_MAX)
+        || apr_escape_hex(hex, nonce, LESSONS_PEER_NONCE_LEN, 0, &len)
+           != APR_SUCCESS
+        || len != sizeof(hex)) {
         return 0;
     }
-    memcpy(out, body, n);
-    if (!lessons_peer_tag(key, body, n, (unsigned char *)out + n)) {
-        return 0;
-    }
-    return n + LESSONS_PEER_TAG_LEN;
+    n = (apr_size_t)apr_snprintf(body, sizeof(body),
+                                 LESSONS_PEER_MAGIC "%c %s %s\n",
+                                 lessons_peer_letter(kind), name, hex);
+    return lessons_peer_seal(out, outlen, body, n, key);
 }
 
 lessons_peer_status_e lessons_peer_decode(const char *in, apr_size_t len,
@@ -175,6 +263,17 @@ lessons_peer_status_e lessons_peer_decode(const char *in, apr_size_t len,
     off = lessons_peer_head(in, n, &m.kind, m.name);
     if (off == 0) {
         return LESSONS_PEER_MALFORMED;
+    }
+    if (lessons_peer_has_nonce(m.kind)) {
+        /* The nonce ends the body: nothing after its newline. */
+        if (off + 2 * LESSONS_PEER_NONCE_LEN + 1 != n
+            || in[n - 1] != '\n'
+            || !lessons_peer_unhex(in + off, 2 * LESSONS_PEER_NONCE_LEN,
+                                   m.nonce)) {
+            return LESSONS_PEER_MALFORMED;
+        }
+        *out = m;
+        return LESSONS_PEER_OK;
     }
     flen = lessons_peer_field(in + off, n - off, ' ', LESSONS_PEER_SUM_MAX);
     if (!lessons_peer_sum(in + off, flen, &m.version.sum)) {
@@ -218,29 +317,14 @@ int lessons_peer_key_hex(const unsigned char key[LESSONS_PEER_KEY_LEN],
 int lessons_peer_key_from_hex(const char *hex,
                               unsigned char key[LESSONS_PEER_KEY_LEN])
 {
-    unsigned char k[LESSONS_PEER_KEY_LEN];
-    apr_size_t i, len = 0;
-    int ok;
+    apr_size_t i;
 
     if (!hex || !key) {
         return 0;
     }
-    /* apr takes upper case and an odd length too: one spelling here,
-     * the one lessons_peer_key_hex writes.  The loop stops at the NUL.
-     */
-    for (i = 0; i < LESSONS_PEER_KEY_HEX; i++) {
-        if (!((hex[i] >= '0' && hex[i] <= '9')
-              || (hex[i] >= 'a' && hex[i] <= 'f'))) {
-            return 0;
-        }
+    /* Exactly 64 digits: the loop stops at a NUL before them. */
+    for (i = 0; i < LESSONS_PEER_KEY_HEX && hex[i]; i++) {
     }
-    ok = hex[LESSONS_PEER_KEY_HEX] == '\0'
-         && apr_unescape_hex(k, hex, LESSONS_PEER_KEY_HEX, 0, &len)
-            == APR_SUCCESS
-         && len == LESSONS_PEER_KEY_LEN;
-    if (ok) {
-        memcpy(key, k, LESSONS_PEER_KEY_LEN);
-    }
-    OPENSSL_cleanse(k, sizeof(k));
-    return ok;
+    return i == LESSONS_PEER_KEY_HEX && hex[LESSONS_PEER_KEY_HEX] == '\0'
+           && lessons_peer_unhex(hex, LESSONS_PEER_KEY_HEX, key);
 }

@@ -6,6 +6,11 @@
  *
  * - RAISE, writer to receiver: raise lease NAME to VERSION.
  * - ACK, receiver to writer: lease NAME holds VERSION now.
+ * - INVALIDATE, writer to receiver: lease NAME stops serving what it
+ *   holds now, for a write whose version the writer has not read
+ *   (docs/scaling.md, "The check off the write's path", step 3).
+ * - NONCE ACK, receiver to writer: lease NAME did so for the INVALIDATE
+ *   that carried NONCE.
  *
  * NAME is the receiver's lease (its row in lessons_leases) in both, and
  * both carry an HMAC-SHA256 under that lease's key (random, 256 bits,
@@ -15,12 +20,16 @@
  * On the wire, a line of text and the tag's 32 bytes:
  *
  *     LP1 <R|A> <name> <sum> <epoch>\n<tag>
+ *     LP1 <I|N> <name> <nonce>\n<tag>
  *
  * name and epoch are 1 or more printable ASCII characters (no space, no
  * control), as long as their arrays of lessons_lease.h allow; sum is a
  * decimal int64 >= 0, without sign or leading zero: one version, one
- * line.  Replays need nothing here: a raise never lowers a version, and
- * an ACK holding a version was made after it existed.
+ * line; nonce is 16 random bytes in 32 lower-case hex digits.  Replays
+ * need nothing here: a raise never lowers a version, an ACK holding a
+ * version was made after it existed, an INVALIDATE only makes a server
+ * read the version again, and a NONCE ACK was made after its nonce was
+ * drawn (the writer's, at random: an old one settles no new write).
  */
 #ifndef LESSONS_PEER_H
 #define LESSONS_PEER_H
@@ -33,10 +42,13 @@
 #define LESSONS_PEER_KEY_HEX   64       /* in hex, without its NUL */
 #define LESSONS_PEER_TAG_LEN   32       /* HMAC-SHA256 */
 #define LESSONS_PEER_MAX      512       /* a datagram's bytes at most */
+#define LESSONS_PEER_NONCE_LEN 16       /* an INVALIDATE's nonce */
 
 typedef enum {
     LESSONS_PEER_RAISE,
-    LESSONS_PEER_ACK
+    LESSONS_PEER_ACK,
+    LESSONS_PEER_INVALIDATE,
+    LESSONS_PEER_NONCE_ACK
 } lessons_peer_kind_e;
 
 typedef enum {
@@ -50,17 +62,28 @@ typedef enum {
 typedef struct {
     lessons_peer_kind_e kind;
     char name[LESSONS_LEASE_NAME_MAX];
-    lessons_lease_version_t version;
+    lessons_lease_version_t version;    /* RAISE, ACK; else zeroes */
+    unsigned char nonce[LESSONS_PEER_NONCE_LEN];    /* INVALIDATE, NONCE
+                                                     * ACK; else zeroes */
 } lessons_peer_msg_t;
 
-/* The datagram saying kind of lease name at v, under key, into out
- * (outlen bytes; not NUL-terminated): its length, or 0 when it does not
- * fit or a field is not as above.
+/* The datagram saying kind (RAISE or ACK) of lease name at v, under
+ * key, into out (outlen bytes; not NUL-terminated): its length, or 0
+ * when it does not fit or a field is not as above.
  */
 apr_size_t lessons_peer_encode(char *out, apr_size_t outlen,
                                lessons_peer_kind_e kind, const char *name,
                                const lessons_lease_version_t *v,
                                const unsigned char key[LESSONS_PEER_KEY_LEN]);
+
+/* The same for kind INVALIDATE or NONCE ACK, carrying nonce. */
+apr_size_t lessons_peer_encode_nonce(char *out, apr_size_t outlen,
+                                     lessons_peer_kind_e kind,
+                                     const char *name,
+                                     const unsigned char
+                                     nonce[LESSONS_PEER_NONCE_LEN],
+                                     const unsigned char
+                                     key[LESSONS_PEER_KEY_LEN]);
 
 /* The len bytes at in, checked against key before any field is read:
  * LESSONS_PEER_OK and *out, or another status (*out untouched; a NULL

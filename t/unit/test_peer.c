@@ -1,7 +1,8 @@
 /* Licensed under the Apache License, Version 2.0.
  *
- * test_peer.c: lessons_peer -- read leases' datagrams: both kinds come
- * back as they were sent; a changed bit, another key, a cut datagram or
+ * test_peer.c: lessons_peer -- read leases' datagrams: each kind comes
+ * back as it was sent (a version, or an INVALIDATE's nonce, whose
+ * digits have one spelling); a changed bit, another key, a cut datagram or
  * a longer one is refused; encode refuses fields the wire cannot carry,
  * and decode, under a good tag, bodies not of the one spelling (a sign,
  * an overflow, a leading zero, junk); the name read before the check;
@@ -96,6 +97,27 @@ static lessons_peer_status_e decode_copy(const char *in, apr_size_t len,
     return st;
 }
 
+/* Each of the n bodies, under a good tag (a key holder's bug, or
+ * another version of the format), is malformed, and the message is
+ * left as it was.
+ */
+static void assert_all_malformed(const char *const *bodies, apr_size_t n)
+{
+    char buf[LESSONS_PEER_MAX];
+    lessons_peer_msg_t m, before;
+    apr_size_t i, len;
+
+    memset(&m, 0x5a, sizeof(m));
+    before = m;
+    for (i = 0; i < n; i++) {
+        len = signed_body(buf, bodies[i]);
+        if (decode_copy(buf, len, KEY, &m) != LESSONS_PEER_MALFORMED) {
+            fail_msg("accepted: %s", bodies[i]);
+        }
+        assert_memory_equal(&m, &before, sizeof(m));
+    }
+}
+
 static void test_both_kinds_round_trip(void **state)
 {
     const lessons_peer_kind_e kinds[] = { LESSONS_PEER_RAISE,
@@ -133,6 +155,75 @@ static void test_both_kinds_round_trip(void **state)
         assert_int_equal(n, strlen(body) + LESSONS_PEER_TAG_LEN);
         assert_memory_equal(buf, body, strlen(body));
     }
+}
+
+/* An INVALIDATE and its NONCE ACK: the nonce comes back as it went,
+ * the text is as documented, neither kind is made by the other's
+ * encoder, and under a good tag only the one spelling is taken.
+ */
+static void test_nonce_kinds_round_trip(void **state)
+{
+    const lessons_peer_kind_e kinds[] = { LESSONS_PEER_INVALIDATE,
+                                          LESSONS_PEER_NONCE_ACK };
+    unsigned char nonce[LESSONS_PEER_NONCE_LEN];
+    lessons_lease_version_t v = version("e", 1);
+    const char *body = "LP1 I web1 000102030405060708090a0b0c0d0e0f\n";
+    const char *bad[] = {
+        "LP1 I n 000102030405060708090A0B0C0D0E0F\n",
+        "LP1 I n 000102030405060708090a0b0c0d0e0\n",
+        "LP1 I n 000102030405060708090a0b0c0d0e0f0\n",
+        "LP1 I n 000102030405060708090a0b0c0d0e0f \n",
+        "LP1 I n 000102030405060708090a0b0c0d0e0f\nx",
+        "LP1 I n 000102030405060708090a0b0c0d0e0f",
+        "LP1 N n 1 e\n",
+        "LP1 N n 0001020304050607 08090a0b0c0d0e0f\n",
+        "LP1 I n  000102030405060708090a0b0c0d0e0f\n",
+        "LP1 R n 000102030405060708090a0b0c0d0e0f\n",
+        "LP1 A n 11111111111111111111111111111111\n",
+    };
+    char buf[LESSONS_PEER_MAX];
+    lessons_peer_msg_t m;
+    apr_size_t k, i, n;
+
+    (void)state;
+    for (i = 0; i < sizeof(nonce); i++) {
+        nonce[i] = (unsigned char)i;
+    }
+    for (k = 0; k < 2; k++) {
+        n = lessons_peer_encode_nonce(buf, sizeof(buf), kinds[k], "web1",
+                                      nonce, KEY);
+        assert_true(n > LESSONS_PEER_TAG_LEN);
+        memset(&m, 0x5a, sizeof(m));
+        assert_int_equal(decode_copy(buf, n, KEY, &m), LESSONS_PEER_OK);
+        assert_int_equal(m.kind, kinds[k]);
+        assert_string_equal(m.name, "web1");
+        assert_memory_equal(m.nonce, nonce, sizeof(nonce));
+        assert_true(m.version.sum == 0);
+        assert_string_equal(m.version.epoch, "");
+        /* The kind is under the tag: an INVALIDATE sent back is no
+         * NONCE ACK.
+         */
+        buf[4] = k ? 'I' : 'N';
+        assert_int_equal(decode_copy(buf, n, KEY, &m), LESSONS_PEER_BAD_TAG);
+    }
+    n = lessons_peer_encode_nonce(buf, sizeof(buf), LESSONS_PEER_INVALIDATE,
+                                  "web1", nonce, KEY);
+    assert_int_equal(n, strlen(body) + LESSONS_PEER_TAG_LEN);
+    assert_memory_equal(buf, body, strlen(body));
+    /* Each encoder makes only its own kinds. */
+    assert_int_equal(lessons_peer_encode_nonce(buf, sizeof(buf),
+                                               LESSONS_PEER_RAISE, "web1",
+                                               nonce, KEY), 0);
+    assert_int_equal(lessons_peer_encode(buf, sizeof(buf),
+                                         LESSONS_PEER_INVALIDATE, "web1",
+                                         &v, KEY), 0);
+    assert_int_equal(lessons_peer_encode_nonce(buf, sizeof(buf),
+                                               LESSONS_PEER_NONCE_ACK,
+                                               "a b", nonce, KEY), 0);
+    assert_int_equal(lessons_peer_encode_nonce(buf, 40,
+                                               LESSONS_PEER_NONCE_ACK,
+                                               "web1", nonce, KEY), 0);
+    assert_all_malformed(bad, sizeof(bad) / sizeof(bad[0]));
 }
 
 static void test_a_changed_bit_is_a_bad_tag(void **state)
@@ -300,19 +391,11 @@ static void test_decode_takes_one_spelling_only(void **state)
         "LP1 R n 1 \xc3\xa9\n",
     };
     char buf[LESSONS_PEER_MAX];
-    lessons_peer_msg_t m, before;
-    apr_size_t i, n;
+    lessons_peer_msg_t m;
+    apr_size_t n;
 
     (void)state;
-    memset(&m, 0x5a, sizeof(m));
-    before = m;
-    for (i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++) {
-        n = signed_body(buf, bodies[i]);
-        if (decode_copy(buf, n, KEY, &m) != LESSONS_PEER_MALFORMED) {
-            fail_msg("accepted: %s", bodies[i]);
-        }
-        assert_memory_equal(&m, &before, sizeof(m));
-    }
+    assert_all_malformed(bodies, sizeof(bodies) / sizeof(bodies[0]));
     /* Fields one longer than their arrays, and the largest sum. */
     n = signed_body(buf, apr_pstrcat(pool, "LP1 R ",
                                      repeat('n', LESSONS_LEASE_NAME_MAX),
@@ -455,6 +538,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_both_kinds_round_trip),
+        cmocka_unit_test(test_nonce_kinds_round_trip),
         cmocka_unit_test(test_a_changed_bit_is_a_bad_tag),
         cmocka_unit_test(test_another_key_is_a_bad_tag),
         cmocka_unit_test(test_cut_or_longer_datagrams_are_refused),
