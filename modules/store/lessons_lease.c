@@ -29,6 +29,8 @@ typedef struct {
     apr_int64_t term;                       /* the newest renewal heard */
     apr_interval_time_t seen;               /* when it was first heard */
     lessons_lease_version_t acked;
+    apr_uint64_t acked_round;               /* the newest INVALIDATE
+                                             * round it acknowledged */
 } lessons_lease_peer_t;
 
 /* A futex word, and how many wait on it: a ring with nobody asleep is
@@ -90,6 +92,10 @@ typedef struct {
     apr_uint32_t list_others;               /* the servers it named */
     lessons_lease_check_t list;             /* their rows (its version
                                              * unused) */
+    unsigned char nonce_prefix[8];          /* random, drawn when laid
+                                             * out: this block's nonces */
+    apr_uint32_t nonce_ok;                  /* the prefix was drawn */
+    apr_uint64_t rounds;                    /* INVALIDATE rounds drawn */
 } lessons_lease_block_t;
 
 struct lessons_lease_t {
@@ -138,6 +144,9 @@ lessons_lease_t *lessons_lease_attach(void *base, apr_size_t size,
     if (fresh || l->b->magic != LESSONS_LEASE_MAGIC) {
         memset(l->b, 0, sizeof(*l->b));
         l->b->version.sum = -1;
+        l->b->nonce_ok = apr_generate_random_bytes(
+                             l->b->nonce_prefix,
+                             sizeof(l->b->nonce_prefix)) == APR_SUCCESS;
         l->b->magic = LESSONS_LEASE_MAGIC;
     }
     return l;
@@ -694,6 +703,68 @@ void lessons_lease_heard_check(lessons_lease_t *l,
     lessons_lease_ring_after(l, news, rings);
 }
 
+apr_uint64_t lessons_lease_nonce_round(lessons_lease_t *l,
+                                       unsigned char
+                                       nonce[LESSONS_LEASE_NONCE_LEN])
+{
+    lessons_lease_block_t *b = l->b;
+    apr_uint64_t round = 0;
+    int i;
+
+    if (!lessons_lease_lock(l)) {
+        return 0;
+    }
+    if (b->nonce_ok) {
+        round = ++b->rounds;
+        memcpy(nonce, b->nonce_prefix, sizeof(b->nonce_prefix));
+        for (i = 0; i < 8; i++) {
+            nonce[8 + i] = (unsigned char)(round >> (56 - 8 * i));
+        }
+    }
+    lessons_lease_unlock(l);
+    return round;
+}
+
+void lessons_lease_heard_nonce(lessons_lease_t *l, const char *name,
+                               const unsigned char
+                               nonce[LESSONS_LEASE_NONCE_LEN],
+                               apr_interval_time_t now)
+{
+    lessons_lease_block_t *b = l->b;
+    lessons_lease_peer_t *p;
+    apr_uint64_t round = 0;
+    apr_uint32_t rings = 0;
+    int i, news = 0, was;
+
+    if (!name || !*name || !nonce || !lessons_lease_lock(l)) {
+        return;
+    }
+    for (i = 0; i < 8; i++) {
+        round = (round << 8) | nonce[8 + i];
+    }
+    /* Only this block's rounds, and only those drawn: a nonce that names
+     * a later round than any drawn was not made here.
+     */
+    if (b->nonce_ok && round > 0 && round <= b->rounds
+        && memcmp(nonce, b->nonce_prefix, sizeof(b->nonce_prefix)) == 0) {
+        was = lessons_lease_round_settled(b);
+        p = lessons_lease_peer(b, name, 0);
+        if (!p) {
+            p = lessons_lease_peer(b, name, 1);
+            p->seen = now;
+        }
+        if (round > p->acked_round) {
+            p->acked_round = round;
+            news = 1;
+        }
+        if (news && !was && lessons_lease_round_settled(b)) {
+            rings = lessons_lease_settle_rings(b);
+        }
+    }
+    lessons_lease_unlock(l);
+    lessons_lease_ring_after(l, news, rings);
+}
+
 /* Copy a list's rows, only as many as it holds (a full one is 46 KB). */
 static void lessons_lease_copy_list(lessons_lease_check_t *to,
                                     const lessons_lease_check_t *from)
@@ -899,17 +970,28 @@ static int lessons_lease_settled_locked(lessons_lease_block_t *b,
         apr_interval_time_t len = apr_time_from_msec(row->length_ms), end;
         lessons_lease_peer_t *p;
 
-        if (lessons_lease_covers(&row->acked, &chk->version)) {
-            continue;
-        }
-        /* This server: what it installed is what its GETs take. */
-        if (b->self[0] && strncmp(row->name, b->self, sizeof(b->self)) == 0
-            && lessons_lease_covers(&b->version, &chk->version)) {
-            continue;
-        }
         p = lessons_lease_peer(b, row->name, 0);
-        if (p && lessons_lease_covers(&p->acked, &chk->version)) {
-            continue;
+        if (chk->round) {
+            /* An INVALIDATE round: settled by its acknowledgement or a
+             * later round's, never by a version.
+             */
+            if (p && p->acked_round >= chk->round) {
+                continue;
+            }
+        }
+        else {
+            if (lessons_lease_covers(&row->acked, &chk->version)) {
+                continue;
+            }
+            /* This server: what it installed is what its GETs take. */
+            if (b->self[0]
+                && strncmp(row->name, b->self, sizeof(b->self)) == 0
+                && lessons_lease_covers(&b->version, &chk->version)) {
+                continue;
+            }
+            if (p && lessons_lease_covers(&p->acked, &chk->version)) {
+                continue;
+            }
         }
         /* The lease in the check began before the check was read: it
          * ends within its length of then, and within its length of

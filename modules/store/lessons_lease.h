@@ -34,6 +34,9 @@
 #define LESSONS_LEASE_PEER_MAX  160     /* a row's "ADDRESS:PORT KEY" */
 #define LESSONS_LEASE_PEERS     128     /* servers the block remembers */
 #define LESSONS_LEASE_MAX_MS  60000     /* the longest lease there is */
+#define LESSONS_LEASE_NONCE_LEN  16     /* an INVALIDATE's nonce: this
+                                         * block's 8 random bytes, then
+                                         * its round, big-endian */
 
 typedef struct lessons_lease_t lessons_lease_t;
 
@@ -61,6 +64,10 @@ typedef struct {
  */
 typedef struct {
     lessons_lease_version_t version;
+    apr_uint64_t round;             /* an INVALIDATE round's number: its
+                                     * rows settle by acknowledging it or
+                                     * a later one, not by version; 0:
+                                     * a check */
     apr_interval_time_t at;         /* lessons_lease_clock when it came */
     int nrows;
     int overflow;                   /* more leases than rows: wait out
@@ -317,6 +324,28 @@ void lessons_lease_listed(lessons_lease_t *l, apr_interval_time_t sent,
  */
 int lessons_lease_list(lessons_lease_t *l, apr_interval_time_t *sent,
                        lessons_lease_check_t *out);
+
+/* An INVALIDATE round (docs/scaling.md, "The check off the write's
+ * path", step 3), drawn after the write committed: its number (for
+ * lessons_lease_check_t's round) and the nonce that names it on the
+ * wire.  0 when the block has no random bytes of its own (the writer
+ * makes its check).  Numbers only grow: a round drawn later was drawn
+ * after an earlier round's commit.
+ */
+apr_uint64_t lessons_lease_nonce_round(lessons_lease_t *l,
+                                       unsigned char
+                                       nonce[LESSONS_LEASE_NONCE_LEN]);
+
+/* Server name acknowledged the INVALIDATE that carried nonce: it
+ * dropped what it held after that round was drawn, so the round and
+ * every earlier one are settled for it.  A nonce of another block (a
+ * restarted server's, a forged prefix) is ignored.  Wakes writers as
+ * lessons_lease_heard does.
+ */
+void lessons_lease_heard_nonce(lessons_lease_t *l, const char *name,
+                               const unsigned char
+                               nonce[LESSONS_LEASE_NONCE_LEN],
+                               apr_interval_time_t now);
 
 /* ---------------------------------------------- for the metrics */
 

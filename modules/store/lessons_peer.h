@@ -42,7 +42,7 @@
 #define LESSONS_PEER_KEY_HEX   64       /* in hex, without its NUL */
 #define LESSONS_PEER_TAG_LEN   32       /* HMAC-SHA256 */
 #define LESSONS_PEER_MAX      512       /* a datagram's bytes at most */
-#define LESSONS_PEER_NONCE_LEN 16       /* an INVALIDATE's nonce */
+#define LESSONS_PEER_NONCE_LEN LESSONS_LEASE_NONCE_LEN
 
 typedef enum {
     LESSONS_PEER_RAISE,

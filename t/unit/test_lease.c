@@ -568,6 +568,65 @@ static void test_settled_by_acks_or_ends(void **state)
                                       &bell));
 }
 
+/* INVALIDATE rounds: numbered in the order drawn, named by this
+ * block's nonces; a row settles when its server acknowledges the round
+ * or a later one (each drawn after the earlier round's commit), or when
+ * its lease ends; a version never settles it, and a nonce this block
+ * did not draw is ignored.
+ */
+static void test_nonce_rounds_settle_by_their_acks(void **state)
+{
+    lessons_lease_t *l = fresh();
+    lessons_lease_check_t *chk = check_of("e1", 10, T0);
+    lessons_lease_check_t *first = check_of("e1", 10, T0);
+    unsigned char n1[LESSONS_LEASE_NONCE_LEN], n2[LESSONS_LEASE_NONCE_LEN];
+    unsigned char forged[LESSONS_LEASE_NONCE_LEN];
+    lessons_lease_version_t v99 = version("e1", 99);
+    apr_interval_time_t until = 0;
+    apr_uint32_t bell = 0;
+
+    (void)state;
+    assert_true(lessons_lease_nonce_round(l, n1) == 1);
+    assert_true(lessons_lease_nonce_round(l, n2) == 2);
+    assert_memory_equal(n1, n2, 8);
+    assert_int_equal(n1[15], 1);
+    assert_int_equal(n2[15], 2);
+    chk->round = 2;
+    add_row(chk, "b", 6, 1000, -1);
+    add_row(chk, "c", 7, 2000, -1);
+    first->round = 1;
+    add_row(first, "c", 7, 2000, -1);
+    assert_false(lessons_lease_settled(l, chk, T0 + MS(1), &until, &bell));
+    /* A version, however new, is no answer to an INVALIDATE. */
+    lessons_lease_heard(l, "b", 6, &v99, T0 + MS(2));
+    assert_false(lessons_lease_settled(l, chk, T0 + MS(3), &until, &bell));
+    /* b answers the earlier round only: not this one. */
+    lessons_lease_heard_nonce(l, "b", n1, T0 + MS(4));
+    assert_false(lessons_lease_settled(l, chk, T0 + MS(5), &until, &bell));
+    assert_int_equal(until, T0 + MS(1000));
+    /* Nonces not drawn here: another prefix, a round not yet drawn. */
+    memcpy(forged, n2, sizeof(forged));
+    forged[0] ^= 1;
+    lessons_lease_heard_nonce(l, "b", forged, T0 + MS(6));
+    memcpy(forged, n2, sizeof(forged));
+    forged[15] = 3;
+    lessons_lease_heard_nonce(l, "b", forged, T0 + MS(6));
+    lessons_lease_heard_nonce(l, "c", forged, T0 + MS(6));
+    assert_false(lessons_lease_settled(l, chk, T0 + MS(7), &until, &bell));
+    lessons_lease_heard_nonce(l, "b", n2, T0 + MS(8));
+    /* c: a later round's answer settles the earlier round too. */
+    assert_false(lessons_lease_settled(l, first, T0 + MS(9), &until, &bell));
+    lessons_lease_heard_nonce(l, "c", n2, T0 + MS(10));
+    assert_true(lessons_lease_settled(l, first, T0 + MS(11), &until, &bell));
+    assert_true(lessons_lease_settled(l, chk, T0 + MS(11), &until, &bell));
+    /* A row never answered settles when its lease ends. */
+    chk->round = lessons_lease_nonce_round(l, n1);
+    assert_true(chk->round == 3);
+    assert_false(lessons_lease_settled(l, chk, T0 + MS(1999), &until,
+                                       &bell));
+    assert_true(lessons_lease_settled(l, chk, T0 + MS(2000), &until, &bell));
+}
+
 static void test_own_server_needs_its_install_only(void **state)
 {
     lessons_lease_t *l = fresh();
@@ -978,6 +1037,7 @@ int main(void)
         cmocka_unit_test(test_writers_share_checks),
         cmocka_unit_test(test_writers_wait_for_the_round),
         cmocka_unit_test(test_settled_by_acks_or_ends),
+        cmocka_unit_test(test_nonce_rounds_settle_by_their_acks),
         cmocka_unit_test(test_own_server_needs_its_install_only),
         cmocka_unit_test(test_a_writer_raises_its_own_server),
         cmocka_unit_test(test_an_older_renewal_heard_does_not_end_a_newer),
