@@ -850,7 +850,7 @@ lessons_peer_child_t *lessons_peer_child_make(apr_pool_t *pchild,
                                               server_rec *s, int fd);
 void lessons_peer_child_add(lessons_peer_child_t *pc, const char *name,
                             lessons_lease_t *block,
-                            const unsigned char *key);
+                            const unsigned char *key, apr_file_t *bell);
 apr_status_t lessons_peer_child_start(apr_pool_t *pchild,
                                       lessons_peer_child_t *pc);
 /* Does a listed server hear of writes only by NOTIFY (no address)? */

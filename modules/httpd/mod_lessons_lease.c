@@ -1055,7 +1055,8 @@ void lessons_lease_child_init(apr_pool_t *pchild, server_rec *main)
             if (!peers) {
                 peers = lessons_peer_child_make(pchild, main, ls->peer_fd);
             }
-            lessons_peer_child_add(peers, ls->name, ls->block, ls->key);
+            lessons_peer_child_add(peers, ls->name, ls->block, ls->key,
+                                   ls->bell_out);
         }
     }
     if (peers && (rv = lessons_peer_child_start(pchild, peers))

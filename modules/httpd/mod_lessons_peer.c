@@ -139,6 +139,7 @@ typedef struct {
     const char *name;
     lessons_lease_t *block;
     const unsigned char *key;
+    apr_file_t *bell;               /* rings its holder after a drop */
 } lessons_peer_lease_t;
 
 struct lessons_peer_child {
@@ -162,13 +163,40 @@ lessons_peer_child_t *lessons_peer_child_make(apr_pool_t *pchild,
 
 void lessons_peer_child_add(lessons_peer_child_t *pc, const char *name,
                             lessons_lease_t *block,
-                            const unsigned char *key)
+                            const unsigned char *key, apr_file_t *bell)
 {
     lessons_peer_lease_t *l = apr_array_push(pc->leases);
 
     l->name = name;
     l->block = block;
     l->key = key;
+    l->bell = bell;
+}
+
+/* An INVALIDATE of lease l: drop what it serves (its holder reads the
+ * version again), then answer with its nonce.  Not answered when the
+ * drop failed: the writer waits this server's lease out.
+ */
+static apr_size_t lessons_peer_invalidate(const lessons_peer_lease_t *l,
+                                          const lessons_peer_msg_t *msg,
+                                          char *out, apr_size_t outlen)
+{
+    int ring = 0;
+
+#if defined(LESSONS_BREAK_LEASE) && LESSONS_BREAK_LEASE == 3
+    /* Broken on purpose (make lease-broken): answered, nothing dropped. */
+#else
+    if (!lessons_lease_drop(l->block, &ring)) {
+        return 0;
+    }
+#endif
+    if (ring && l->bell) {
+        apr_size_t one = 1;
+
+        (void)apr_file_write(l->bell, "d", &one);
+    }
+    return lessons_peer_encode_nonce(out, outlen, LESSONS_PEER_NONCE_ACK,
+                                     l->name, msg->nonce, l->key);
 }
 
 /* One datagram: a RAISE of one of this child's leases, answered. */
@@ -202,10 +230,19 @@ static void lessons_peer_answer(lessons_peer_child_t *pc, const char *buf,
         return;
     }
     if (lessons_peer_decode(buf, n, l->key, &msg) != LESSONS_PEER_OK
-        || msg.kind != LESSONS_PEER_RAISE) {
+        || (msg.kind != LESSONS_PEER_RAISE
+            && msg.kind != LESSONS_PEER_INVALIDATE)) {
         ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, pc->s, LESSONSLOG(00789)
                      "LessonsDBLeasePeer: a datagram for %s refused: not "
-                     "made with its key", l->name);
+                     "a writer's, made with its key", l->name);
+        return;
+    }
+    if (msg.kind == LESSONS_PEER_INVALIDATE) {
+        len = lessons_peer_invalidate(l, &msg, out, sizeof(out));
+        if (len > 0) {
+            (void)sendto(pc->fd, out, len, MSG_DONTWAIT,
+                         (const struct sockaddr *)from, fromlen);
+        }
         return;
     }
     /* Another epoch, or no lease: no answer (the writer waits this

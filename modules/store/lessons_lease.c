@@ -829,6 +829,20 @@ int lessons_lease_list(lessons_lease_t *l, apr_interval_time_t *sent,
 
 /* ------------------------------------------------------- the writers */
 
+/* Under the lock: stop serving the installed version until one read
+ * after now is installed (the generation moves); *ring: the first drop
+ * since the holder last took lessons_lease_reread.
+ */
+static void lessons_lease_drop_locked(lessons_lease_block_t *b, int *ring)
+{
+    lessons_lease_write_begin(b);
+    b->dropped = 1;
+    b->gen++;
+    lessons_lease_write_end(b);
+    *ring = !b->reread;
+    b->reread = 1;
+}
+
 int lessons_lease_alone(lessons_lease_t *l, apr_interval_time_t now,
                         apr_interval_time_t fresh, int *ring)
 {
@@ -843,15 +857,21 @@ int lessons_lease_alone(lessons_lease_t *l, apr_interval_time_t now,
             && b->list_sent <= now && now - b->list_sent < fresh
             && b->list_others == 0;
     if (alone) {
-        lessons_lease_write_begin(b);
-        b->dropped = 1;
-        b->gen++;
-        lessons_lease_write_end(b);
-        *ring = !b->reread;
-        b->reread = 1;
+        lessons_lease_drop_locked(b, ring);
     }
     lessons_lease_unlock(l);
     return alone;
+}
+
+int lessons_lease_drop(lessons_lease_t *l, int *ring)
+{
+    *ring = 0;
+    if (!lessons_lease_lock(l)) {
+        return 0;
+    }
+    lessons_lease_drop_locked(l->b, ring);
+    lessons_lease_unlock(l);
+    return 1;
 }
 
 int lessons_lease_reread(lessons_lease_t *l, apr_uint32_t *gen)

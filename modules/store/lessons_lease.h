@@ -215,6 +215,13 @@ void lessons_lease_heard(lessons_lease_t *l, const char *name,
 int lessons_lease_alone(lessons_lease_t *l, apr_interval_time_t now,
                         apr_interval_time_t fresh, int *ring);
 
+/* Another server's write (an INVALIDATE, step 4): drop the installed
+ * version as lessons_lease_alone does, whatever the lease; *ring as
+ * there.  1, or 0 when the block's lock failed (nothing dropped: the
+ * caller must not answer).
+ */
+int lessons_lease_drop(lessons_lease_t *l, int *ring);
+
 /* The holder, rung after a drop: 1 when one came since the last call,
  * with *gen to install what it reads now with; the next drop rings
  * again.

@@ -289,6 +289,37 @@ static void test_a_run_serves_only_once_warm(void **state)
  * drops the installed version until one read after it is installed:
  * a read begun before the drop (its generation) serves nothing.
  */
+/* Another server's INVALIDATE drops the version whatever the lists
+ * say, as a write alone does: the generation moves, a version read
+ * before it is not served, the holder is rung once.
+ */
+static void test_an_invalidate_drops_the_version(void **state)
+{
+    lessons_lease_t *l = fresh();
+    lessons_lease_version_t v = version("e1", 4), got;
+    apr_uint32_t before, gen;
+    int ring;
+
+    (void)state;
+    assert_true(lessons_lease_hold(l, ME, T0, MS(3000), alive_always));
+    assert_true(lessons_lease_listening(l, ME, 1));
+    lessons_lease_listed(l, T0 - MS(10), 2, NULL);
+    assert_true(lessons_lease_install(l, ME, &v, T0 + MS(900), 0));
+    assert_true(lessons_lease_current(l, T0, &got));
+    before = lessons_lease_gen(l);
+    assert_true(lessons_lease_drop(l, &ring));
+    assert_true(ring);
+    assert_false(lessons_lease_current(l, T0, &got));
+    assert_true(lessons_lease_drop(l, &ring));
+    assert_false(ring);
+    assert_true(lessons_lease_install(l, ME, &v, 0, before));
+    assert_false(lessons_lease_current(l, T0, &got));
+    assert_true(lessons_lease_reread(l, &gen));
+    assert_int_equal(gen, before + 2);
+    assert_true(lessons_lease_install(l, ME, &v, 0, gen));
+    assert_true(lessons_lease_current(l, T0, &got));
+}
+
 static void test_a_write_alone_drops_the_version(void **state)
 {
     lessons_lease_t *l = fresh();
@@ -1032,6 +1063,7 @@ int main(void)
         cmocka_unit_test(test_the_list_keeps_its_rows),
         cmocka_unit_test(test_a_run_serves_only_once_warm),
         cmocka_unit_test(test_a_write_alone_drops_the_version),
+        cmocka_unit_test(test_an_invalidate_drops_the_version),
         cmocka_unit_test(test_one_holder_and_the_next),
         cmocka_unit_test(test_checks_answer_only_earlier_asks),
         cmocka_unit_test(test_writers_share_checks),
