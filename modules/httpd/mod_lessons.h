@@ -857,12 +857,14 @@ apr_status_t lessons_peer_child_start(apr_pool_t *pchild,
 int lessons_peer_round_needs_notify(const lessons_lease_check_t *chk,
                                     const char *self);
 /* A writer's RAISEs to the servers of chk with an address, sent; NULL
- * when there is none to send.
+ * when there is none to send.  With nonce (chk->round's), INVALIDATEs
+ * carrying it instead, to every row, answered by NONCE ACKs.
  */
 lessons_peer_round_t *lessons_peer_round_start(apr_pool_t *p,
                                                const char *self,
                                                const lessons_lease_check_t
-                                               *chk);
+                                               *chk,
+                                               const unsigned char *nonce);
 /* How many servers answered the round's datagrams. */
 int lessons_peer_round_answered(const lessons_peer_round_t *round);
 /* Wait for ACKs until until (or the next resend), heard in block; with

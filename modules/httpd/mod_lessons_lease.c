@@ -1153,6 +1153,71 @@ static lessons_alone_e lessons_lease_check_alone(lessons_ctx *c,
     return LESSONS_ALONE_OK;
 }
 
+/* A write that waited over half a lease for the other servers: said
+ * once, at info.
+ */
+static void lessons_lease_log_wait(request_rec *r,
+                                   const lessons_lease_srv *ls,
+                                   apr_interval_time_t waited)
+{
+    if (waited > apr_time_from_msec(ls->length_ms) / 2) {
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00794)
+                      "LessonsDBLease: the write waited %" APR_TIME_T_FMT
+                      " ms for the leases of other servers (one that does "
+                      "not answer is waited out)",
+                      apr_time_as_msec(waited));
+    }
+}
+
+/* A write whose server's last list is fresh and names only servers
+ * with an address (docs/scaling.md, "The check off the write's path",
+ * step 3): no statement; this server's version dropped, an INVALIDATE
+ * to each listed server, and the wait for each one's answer or the end
+ * of its lease.  0 when the list does not allow it (the write makes
+ * its check).
+ */
+static int lessons_lease_invalidate(lessons_ctx *c, lessons_lease_srv *ls,
+                                    lessons_lease_check_t *chk,
+                                    apr_interval_time_t start)
+{
+    request_rec *r = c->r;
+    unsigned char *nonce = apr_palloc(r->pool, LESSONS_LEASE_NONCE_LEN);
+    lessons_peer_round_t *round;
+    apr_interval_time_t now, until = 0;
+    apr_uint32_t bell = 0;
+    apr_size_t one = 1;
+    int ring = 0;
+
+    if (!lessons_lease_invalidating(ls->block, start,
+                                    apr_time_from_msec(ls->length_ms) / 2,
+                                    chk, nonce, &ring)) {
+        return 0;
+    }
+    if (ring) {
+        (void)apr_file_write(ls->bell_out, "d", &one);
+    }
+    round = lessons_peer_round_start(r->pool, ls->name, chk, nonce);
+    for (;;) {
+        now = lessons_lease_clock();
+        if (lessons_lease_settled(ls->block, chk, now, &until, &bell)) {
+            break;
+        }
+        if (round) {
+            lessons_peer_round_wait(round, ls->block, bell, until);
+        }
+        else {
+            lessons_lease_sleep(ls->block, bell, until);
+        }
+    }
+    ap_log_rerror(APLOG_MARK, APLOG_TRACE1, 0, r, LESSONSLOG(00799)
+                  "LessonsDBLease: the write made no check: it told %d "
+                  "listed server(s), %d answered, in %" APR_TIME_T_FMT " us",
+                  chk->nrows, round ? lessons_peer_round_answered(round) : 0,
+                  now - start);
+    lessons_lease_log_wait(r, ls, now - start);
+    return 1;
+}
+
 void lessons_lease_settle(lessons_ctx *c)
 {
     request_rec *r = c->r;
@@ -1192,6 +1257,9 @@ void lessons_lease_settle(lessons_ctx *c)
         return;
     }
     chk = apr_palloc(r->pool, sizeof(*chk));
+    if (ls->peer && lessons_lease_invalidate(c, ls, chk, start)) {
+        return;
+    }
     if (lessons_lease_has_listener(ls->block)) {
         /* The writes of this server share checks (lessons_lease_turn):
          * the one whose turn it is makes the check on its own connection
@@ -1259,7 +1327,7 @@ void lessons_lease_settle(lessons_ctx *c)
      * hears their answers for every write of the round.
      */
     if (send) {
-        round = lessons_peer_round_start(r->pool, ls->name, chk);
+        round = lessons_peer_round_start(r->pool, ls->name, chk, NULL);
     }
     checked = lessons_lease_clock();
     alone = !asked;
@@ -1316,11 +1384,5 @@ void lessons_lease_settle(lessons_ctx *c)
                   " (%d by datagram)",
                   checked - start, alone ? " (alone)" : via, now - checked,
                   round ? lessons_peer_round_answered(round) : 0);
-    if (now - start > apr_time_from_msec(ls->length_ms) / 2) {
-        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, LESSONSLOG(00794)
-                      "LessonsDBLease: the write waited %" APR_TIME_T_FMT
-                      " ms for the leases of other servers (one that does "
-                      "not answer is waited out)",
-                      apr_time_as_msec(now - start));
-    }
+    lessons_lease_log_wait(r, ls, now - start);
 }

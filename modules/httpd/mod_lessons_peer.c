@@ -384,6 +384,8 @@ typedef struct {
 
 struct lessons_peer_round {
     const lessons_lease_check_t *chk;
+    const unsigned char *nonce;     /* INVALIDATEs' (chk->round's), or
+                                     * NULL: RAISEs of chk's version */
     lessons_peer_target_t *targets;
     int n;
     int fd4, fd6;
@@ -463,12 +465,14 @@ static void lessons_peer_round_send(lessons_peer_round_t *round)
 lessons_peer_round_t *lessons_peer_round_start(apr_pool_t *p,
                                                const char *self,
                                                const lessons_lease_check_t
-                                               *chk)
+                                               *chk,
+                                               const unsigned char *nonce)
 {
     lessons_peer_round_t *round = apr_pcalloc(p, sizeof(*round));
     int i;
 
     round->chk = chk;
+    round->nonce = nonce;
     round->fd4 = round->fd6 = -1;
     round->targets = apr_pcalloc(p, sizeof(*round->targets)
                                     * (chk->nrows > 0 ? chk->nrows : 1));
@@ -477,14 +481,21 @@ lessons_peer_round_t *lessons_peer_round_start(apr_pool_t *p,
         lessons_peer_target_t *t = &round->targets[round->n];
         int *fd;
 
+        /* A version acknowledged settles a RAISE, never an
+         * INVALIDATE.
+         */
         if (!row->peer[0] || strcmp(row->name, self) == 0
-            || lessons_lease_covers(&row->acked, &chk->version)
+            || (!nonce && lessons_lease_covers(&row->acked, &chk->version))
             || !lessons_peer_target(p, row, t)) {
             continue;
         }
-        t->raise_len = lessons_peer_encode(t->raise, sizeof(t->raise),
-                                           LESSONS_PEER_RAISE, t->name,
-                                           &chk->version, t->key);
+        t->raise_len = nonce
+            ? lessons_peer_encode_nonce(t->raise, sizeof(t->raise),
+                                        LESSONS_PEER_INVALIDATE, t->name,
+                                        nonce, t->key)
+            : lessons_peer_encode(t->raise, sizeof(t->raise),
+                                  LESSONS_PEER_RAISE, t->name,
+                                  &chk->version, t->key);
         if (t->raise_len == 0) {
             continue;
         }
@@ -540,12 +551,24 @@ static void lessons_peer_round_read(lessons_peer_round_t *round, int fd,
                 continue;
             }
             if (lessons_peer_decode(buf, (apr_size_t)n, t->key, &msg)
-                    == LESSONS_PEER_OK
-                && msg.kind == LESSONS_PEER_ACK
+                != LESSONS_PEER_OK) {
+                break;
+            }
+            if (!round->nonce && msg.kind == LESSONS_PEER_ACK
                 && lessons_lease_covers(&msg.version, &round->chk->version)) {
                 t->done = 1;
                 lessons_lease_heard(block, t->name, 0, &msg.version,
                                     lessons_lease_clock());
+            }
+            /* The block takes this round's answer or a later round's
+             * (any writer's of this server); this socket hears only
+             * this round's.
+             */
+            else if (round->nonce && msg.kind == LESSONS_PEER_NONCE_ACK) {
+                lessons_lease_heard_nonce(block, t->name, msg.nonce,
+                                          lessons_lease_clock());
+                t->done |= memcmp(msg.nonce, round->nonce,
+                                  LESSONS_PEER_NONCE_LEN) == 0;
             }
             break;
         }

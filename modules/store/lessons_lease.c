@@ -703,23 +703,35 @@ void lessons_lease_heard_check(lessons_lease_t *l,
     lessons_lease_ring_after(l, news, rings);
 }
 
+/* The nonce that names round: the block's prefix, then the round,
+ * big-endian.
+ */
+static void lessons_lease_nonce_of(const lessons_lease_block_t *b,
+                                   apr_uint64_t round,
+                                   unsigned char
+                                   nonce[LESSONS_LEASE_NONCE_LEN])
+{
+    int i;
+
+    memcpy(nonce, b->nonce_prefix, sizeof(b->nonce_prefix));
+    for (i = 0; i < 8; i++) {
+        nonce[8 + i] = (unsigned char)(round >> (56 - 8 * i));
+    }
+}
+
 apr_uint64_t lessons_lease_nonce_round(lessons_lease_t *l,
                                        unsigned char
                                        nonce[LESSONS_LEASE_NONCE_LEN])
 {
     lessons_lease_block_t *b = l->b;
     apr_uint64_t round = 0;
-    int i;
 
     if (!lessons_lease_lock(l)) {
         return 0;
     }
     if (b->nonce_ok) {
         round = ++b->rounds;
-        memcpy(nonce, b->nonce_prefix, sizeof(b->nonce_prefix));
-        for (i = 0; i < 8; i++) {
-            nonce[8 + i] = (unsigned char)(round >> (56 - 8 * i));
-        }
+        lessons_lease_nonce_of(b, round, nonce);
     }
     lessons_lease_unlock(l);
     return round;
@@ -861,6 +873,37 @@ int lessons_lease_alone(lessons_lease_t *l, apr_interval_time_t now,
     }
     lessons_lease_unlock(l);
     return alone;
+}
+
+int lessons_lease_invalidating(lessons_lease_t *l, apr_interval_time_t now,
+                               apr_interval_time_t fresh,
+                               lessons_lease_check_t *out,
+                               unsigned char nonce[LESSONS_LEASE_NONCE_LEN],
+                               int *ring)
+{
+    lessons_lease_block_t *b = l->b;
+    int i, ok;
+
+    *ring = 0;
+    if (!lessons_lease_lock(l)) {
+        return 0;
+    }
+    ok = b->holder != 0 && b->listening && b->nonce_ok
+         && b->list_sent > 0 && b->list_sent <= now
+         && now - b->list_sent < fresh && b->list_others > 0
+         && !b->list.overflow && b->list.nrows == (int)b->list_others;
+    for (i = 0; ok && i < b->list.nrows; i++) {
+        ok = b->list.rows[i].peer[0] != '\0';
+    }
+    if (ok) {
+        lessons_lease_copy_list(out, &b->list);
+        out->at = now;
+        out->round = ++b->rounds;
+        lessons_lease_nonce_of(b, out->round, nonce);
+        lessons_lease_drop_locked(b, ring);
+    }
+    lessons_lease_unlock(l);
+    return ok;
 }
 
 int lessons_lease_drop(lessons_lease_t *l, int *ring)
@@ -1015,10 +1058,14 @@ static int lessons_lease_settled_locked(lessons_lease_block_t *b,
         }
         /* The lease in the check began before the check was read: it
          * ends within its length of then, and within its length of
-         * when this renewal (or a later one) was first heard.
+         * when this renewal (or a later one) was first heard.  A
+         * round's list was read before the commit, and its server may
+         * have renewed since, unheard: its lease ends within its length
+         * of the commit (chk->at), and nothing heard shortens that.
          */
         end = chk->at + len;
-        if (p && p->term >= row->term && p->seen + len < end) {
+        if (!chk->round && p && p->term >= row->term
+            && p->seen + len < end) {
             end = p->seen + len;
         }
         if (now >= end) {

@@ -215,6 +215,22 @@ void lessons_lease_heard(lessons_lease_t *l, const char *name,
 int lessons_lease_alone(lessons_lease_t *l, apr_interval_time_t now,
                         apr_interval_time_t fresh, int *ring);
 
+/* A committed write that tells the listed servers itself (step 3
+ * beyond one server): when the holder listens, its last list was sent
+ * less than fresh before now (after the commit), was kept whole, names
+ * other servers and gives each an address, then *out is that list as a
+ * round's check (at: now; round: drawn now, nonce names it), this
+ * server's installed version is dropped (*ring as for
+ * lessons_lease_alone), and 1: the writer sends each row an
+ * INVALIDATE and waits until lessons_lease_settled.  Else 0, nothing
+ * changed: the write makes its check.
+ */
+int lessons_lease_invalidating(lessons_lease_t *l, apr_interval_time_t now,
+                               apr_interval_time_t fresh,
+                               lessons_lease_check_t *out,
+                               unsigned char nonce[LESSONS_LEASE_NONCE_LEN],
+                               int *ring);
+
 /* Another server's write (an INVALIDATE, step 4): drop the installed
  * version as lessons_lease_alone does, whatever the lease; *ring as
  * there.  1, or 0 when the block's lock failed (nothing dropped: the

@@ -130,6 +130,17 @@ static void test_versions_only_move_forward(void **state)
     assert_string_equal(got.epoch, "e2");
 }
 
+/* Row i of a list: a server's lease as a renewal read it. */
+static void list_row(lessons_lease_check_t *list, int i, const char *name,
+                     apr_int64_t term, apr_int64_t length_ms,
+                     const char *peer)
+{
+    apr_cpystrn(list->rows[i].name, name, sizeof(list->rows[i].name));
+    list->rows[i].term = term;
+    list->rows[i].length_ms = length_ms;
+    apr_cpystrn(list->rows[i].peer, peer, sizeof(list->rows[i].peer));
+}
+
 /* The renewals' lists of the other leases: none until one is read,
  * then the newest asked for, whatever order they come back in.
  */
@@ -173,14 +184,8 @@ static void test_the_list_keeps_its_rows(void **state)
     assert_int_equal(lessons_lease_list(l, &sent, out), -1);
     assert_int_equal(sent, 0);
     in->nrows = 2;
-    apr_cpystrn(in->rows[0].name, "b", sizeof(in->rows[0].name));
-    in->rows[0].term = 7;
-    in->rows[0].length_ms = 2000;
-    apr_cpystrn(in->rows[0].peer, "127.0.0.1:9 k",
-                sizeof(in->rows[0].peer));
-    apr_cpystrn(in->rows[1].name, "c", sizeof(in->rows[1].name));
-    in->rows[1].term = 3;
-    in->rows[1].length_ms = 1000;
+    list_row(in, 0, "b", 7, 2000, "127.0.0.1:9 k");
+    list_row(in, 1, "c", 3, 1000, "");
     lessons_lease_listed(l, T0 - MS(200), 2, in);
     memset(out, 0xff, sizeof(*out));
     assert_int_equal(lessons_lease_list(l, &sent, out), 2);
@@ -293,6 +298,70 @@ static void test_a_run_serves_only_once_warm(void **state)
  * say, as a write alone does: the generation moves, a version read
  * before it is not served, the holder is rung once.
  */
+/* A write tells the listed servers itself only with a fresh list kept
+ * whole whose every row has an address; then it gets the list as a
+ * round (its own number and nonce, at the commit) and its own server's
+ * version is dropped.
+ */
+static void test_a_write_invalidates_from_a_fresh_list(void **state)
+{
+    lessons_lease_t *l = fresh();
+    lessons_lease_check_t *list = apr_pcalloc(pool, sizeof(*list));
+    lessons_lease_check_t *out = apr_pcalloc(pool, sizeof(*out));
+    lessons_lease_version_t v = version("e1", 4), got;
+    unsigned char nonce[LESSONS_LEASE_NONCE_LEN], next[16];
+    apr_interval_time_t until = 0;
+    apr_uint32_t bell = 0;
+    int ring;
+
+    (void)state;
+    list->nrows = 2;
+    list_row(list, 0, "b", 3, 1000, "127.0.0.1:9 k");
+    list_row(list, 1, "c", 4, 1000, "");
+    assert_true(lessons_lease_hold(l, ME, T0, MS(3000), alive_always));
+    assert_true(lessons_lease_install(l, ME, &v, T0 + MS(900), 0));
+    /* Not listening; then c has no address (NOTIFY only). */
+    lessons_lease_listed(l, T0 - MS(100), 2, list);
+    assert_false(lessons_lease_invalidating(l, T0, MS(500), out, nonce,
+                                            &ring));
+    assert_true(lessons_lease_listening(l, ME, 1));
+    assert_true(lessons_lease_install(l, ME, &v, T0 + MS(900), 0));
+    assert_false(lessons_lease_invalidating(l, T0, MS(500), out, nonce,
+                                            &ring));
+    apr_cpystrn(list->rows[1].peer, "127.0.0.1:10 k",
+                sizeof(list->rows[1].peer));
+    /* Named more than it kept; then too old; then none named. */
+    lessons_lease_listed(l, T0 - MS(90), 3, list);
+    assert_false(lessons_lease_invalidating(l, T0, MS(500), out, nonce,
+                                            &ring));
+    lessons_lease_listed(l, T0 - MS(80), 2, list);
+    assert_false(lessons_lease_invalidating(l, T0 + MS(420), MS(500), out,
+                                            nonce, &ring));
+    assert_true(lessons_lease_current(l, T0, &got));
+    assert_true(lessons_lease_invalidating(l, T0 + MS(10), MS(500), out,
+                                           nonce, &ring));
+    assert_true(ring);
+    assert_false(lessons_lease_current(l, T0 + MS(10), &got));
+    assert_int_equal(out->nrows, 2);
+    assert_true(out->round == 1);
+    assert_int_equal(out->at, T0 + MS(10));
+    assert_string_equal(out->rows[1].name, "c");
+    assert_true(lessons_lease_nonce_round(l, next) == 2);
+    assert_memory_equal(nonce, next, 8);
+    assert_int_equal(nonce[15], 1);
+    /* Settled by both answers, or a lease after the commit. */
+    assert_false(lessons_lease_settled(l, out, T0 + MS(11), &until, &bell));
+    assert_int_equal(until, T0 + MS(1010));
+    lessons_lease_heard_nonce(l, "b", nonce, T0 + MS(12));
+    assert_false(lessons_lease_settled(l, out, T0 + MS(13), &until, &bell));
+    /* c renewed after the list, heard: no sooner end for a round. */
+    lessons_lease_heard(l, "c", 4, NULL, T0 - MS(900));
+    assert_false(lessons_lease_settled(l, out, T0 + MS(200), &until,
+                                       &bell));
+    lessons_lease_heard_nonce(l, "c", nonce, T0 + MS(201));
+    assert_true(lessons_lease_settled(l, out, T0 + MS(202), &until, &bell));
+}
+
 static void test_an_invalidate_drops_the_version(void **state)
 {
     lessons_lease_t *l = fresh();
@@ -1064,6 +1133,7 @@ int main(void)
         cmocka_unit_test(test_a_run_serves_only_once_warm),
         cmocka_unit_test(test_a_write_alone_drops_the_version),
         cmocka_unit_test(test_an_invalidate_drops_the_version),
+        cmocka_unit_test(test_a_write_invalidates_from_a_fresh_list),
         cmocka_unit_test(test_one_holder_and_the_next),
         cmocka_unit_test(test_checks_answer_only_earlier_asks),
         cmocka_unit_test(test_writers_share_checks),
