@@ -317,14 +317,8 @@ int lessons_peer_key_hex(const unsigned char key[LESSONS_PEER_KEY_LEN],
 int lessons_peer_key_from_hex(const char *hex,
                               unsigned char key[LESSONS_PEER_KEY_LEN])
 {
-    apr_size_t i;
-
-    if (!hex || !key) {
-        return 0;
-    }
-    /* Exactly 64 digits: the loop stops at a NUL before them. */
-    for (i = 0; i < LESSONS_PEER_KEY_HEX && hex[i]; i++) {
-    }
-    return i == LESSONS_PEER_KEY_HEX && hex[LESSONS_PEER_KEY_HEX] == '\0'
+    /* Exactly 64 digits, nothing read past the NUL of a shorter one. */
+    return hex && key
+           && strnlen(hex, LESSONS_PEER_KEY_HEX + 1) == LESSONS_PEER_KEY_HEX
            && lessons_peer_unhex(hex, LESSONS_PEER_KEY_HEX, key);
 }
