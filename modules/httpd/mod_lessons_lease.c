@@ -499,6 +499,7 @@ static void lessons_lease_check_fill(lessons_lease_check_t *chk,
     int i;
 
     chk->overflow = !lessons_lease_version_of(cat, &chk->version);
+    chk->round = 0;         /* a check, settled by versions */
     chk->at = at;
     chk->nrows = 0;
     for (i = 0; rows && i < rows->nelts; i++) {

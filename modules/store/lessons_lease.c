@@ -786,6 +786,7 @@ static void lessons_lease_copy_list(lessons_lease_check_t *to,
             : from->nrows;
 
     to->version = from->version;
+    to->round = from->round;
     to->at = from->at;
     to->overflow = from->overflow || n != from->nrows;
     to->nrows = n;
