@@ -311,13 +311,18 @@ static const char *lessons_metrics_lease(apr_pool_t *p,
                                          const lessons_srv_conf *sconf)
 {
     lessons_lease_state_t st;
+    lessons_metrics_lease_t m;
 
     lessons_lease_state(sconf->lease_block, lessons_lease_clock(), &st);
-    return lessons_metrics_lease_prometheus(p, st.valid, st.listening,
-                                            st.left, st.run,
-                                            (apr_interval_time_t)
-                                            sconf->lease_length_ms * 1000,
-                                            st.others);
+    m.valid = st.valid;
+    m.listening = st.listening;
+    m.left = st.left;
+    m.run = st.run;
+    m.length = (apr_interval_time_t)sconf->lease_length_ms * 1000;
+    m.others = st.others;
+    m.alone_writes = st.alone_writes;
+    m.told_writes = st.told_writes;
+    return lessons_metrics_lease_prometheus(p, &m);
 }
 
 int lessons_metrics_handler(request_rec *r)

@@ -648,19 +648,16 @@ const char *lessons_metrics_prometheus(apr_pool_t *p,
     return text;
 }
 
-const char *lessons_metrics_lease_prometheus(apr_pool_t *p, int valid,
-                                             int listening,
-                                             apr_interval_time_t left,
-                                             apr_interval_time_t run,
-                                             apr_interval_time_t length,
-                                             int others)
+const char *lessons_metrics_lease_prometheus(apr_pool_t *p,
+                                             const lessons_metrics_lease_t
+                                             *lease)
 {
-    const char *servers = others < 0 ? "" : apr_psprintf(p,
+    const char *servers = lease->others < 0 ? "" : apr_psprintf(p,
         "# HELP lessons_db_lease_other_servers Other servers that had "
         "renewed a read lease within its length at this server's last "
         "renewal: a write here waits for each.\n"
         "# TYPE lessons_db_lease_other_servers gauge\n"
-        "lessons_db_lease_other_servers %d\n", others);
+        "lessons_db_lease_other_servers %d\n", lease->others);
 
     return apr_psprintf(p,
         "# HELP lessons_db_lease_valid 1 while this server's read lease "
@@ -682,9 +679,21 @@ const char *lessons_metrics_lease_prometheus(apr_pool_t *p, int valid,
         "lessons_db_lease_run_seconds %.3f\n"
         "# HELP lessons_db_lease_length_seconds LessonsDBLease.\n"
         "# TYPE lessons_db_lease_length_seconds gauge\n"
-        "lessons_db_lease_length_seconds %.3f\n%s",
-        valid, listening, (double)left / APR_USEC_PER_SEC,
-        (double)run / APR_USEC_PER_SEC, (double)length / APR_USEC_PER_SEC, servers);
+        "lessons_db_lease_length_seconds %.3f\n%s"
+        "# HELP lessons_db_lease_unchecked_writes_total Writes answered "
+        "with no statement after their commit: alone, no other server's "
+        "lease in the last renewal's list; told, each listed server sent "
+        "an INVALIDATE by datagram (LessonsDBLeasePeer).\n"
+        "# TYPE lessons_db_lease_unchecked_writes_total counter\n"
+        "lessons_db_lease_unchecked_writes_total{how=\"alone\"} %"
+        APR_UINT64_T_FMT "\n"
+        "lessons_db_lease_unchecked_writes_total{how=\"told\"} %"
+        APR_UINT64_T_FMT "\n",
+        lease->valid, lease->listening,
+        (double)lease->left / APR_USEC_PER_SEC,
+        (double)lease->run / APR_USEC_PER_SEC,
+        (double)lease->length / APR_USEC_PER_SEC, servers,
+        lease->alone_writes, lease->told_writes);
 }
 
 const char *lessons_metrics_status_auto(apr_pool_t *p,

@@ -236,20 +236,31 @@ const char *lessons_metrics_prometheus(apr_pool_t *p,
                                        const char *const *names, int count,
                                        apr_time_t now, apr_size_t *len);
 
-/* The read lease's gauges (LessonsDBLease), in the same format, to
- * follow lessons_metrics_prometheus's text: valid and listening 0 or 1,
- * left the time the lease has left, run how long it has been renewed
- * without a break (0: not now), length the directive's, others the
- * other servers with a lease in the holder's last list (-1: no list
- * yet, no sample).  The lease is the server's state now, not a count
- * kept in the block.
+/* The read lease's figures (LessonsDBLease), as the handler reads them
+ * from the server's lease block now.
  */
-const char *lessons_metrics_lease_prometheus(apr_pool_t *p, int valid,
-                                             int listening,
-                                             apr_interval_time_t left,
-                                             apr_interval_time_t run,
-                                             apr_interval_time_t length,
-                                             int others);
+typedef struct {
+    int valid;                      /* 0 or 1 */
+    int listening;                  /* 0 or 1 */
+    apr_interval_time_t left;       /* until the lease ends */
+    apr_interval_time_t run;        /* renewed without a break, 0: not */
+    apr_interval_time_t length;     /* the directive's */
+    int others;                     /* other servers with a lease in the
+                                     * holder's last list, -1: no list
+                                     * yet (no sample) */
+    apr_uint64_t alone_writes;      /* writes that made no check: no
+                                     * other lease listed */
+    apr_uint64_t told_writes;       /* writes that made no check: each
+                                     * listed server told by datagram */
+} lessons_metrics_lease_t;
+
+/* Those figures in the same format, to follow lessons_metrics_
+ * prometheus's text.  The gauges are the server's state now; the
+ * counters are kept in the lease block, and start again with it.
+ */
+const char *lessons_metrics_lease_prometheus(apr_pool_t *p,
+                                             const lessons_metrics_lease_t
+                                             *lease);
 
 /* The same figures, fewer of them, as mod_status's "Key: value" lines
  * (its ?auto form).

@@ -96,6 +96,10 @@ typedef struct {
                                              * out: this block's nonces */
     apr_uint32_t nonce_ok;                  /* the prefix was drawn */
     apr_uint64_t rounds;                    /* INVALIDATE rounds drawn */
+    apr_uint64_t alone_writes;              /* writes that told no one */
+    apr_uint64_t told_writes;               /* writes that sent an
+                                             * INVALIDATE instead of a
+                                             * check */
 } lessons_lease_block_t;
 
 struct lessons_lease_t {
@@ -871,6 +875,7 @@ int lessons_lease_alone(lessons_lease_t *l, apr_interval_time_t now,
             && b->list_others == 0;
     if (alone) {
         lessons_lease_drop_locked(b, ring);
+        b->alone_writes++;
     }
     lessons_lease_unlock(l);
     return alone;
@@ -902,6 +907,7 @@ int lessons_lease_invalidating(lessons_lease_t *l, apr_interval_time_t now,
         out->round = ++b->rounds;
         lessons_lease_nonce_of(b, out->round, nonce);
         lessons_lease_drop_locked(b, ring);
+        b->told_writes++;
     }
     lessons_lease_unlock(l);
     return ok;
@@ -1270,6 +1276,8 @@ void lessons_lease_state(lessons_lease_t *l, apr_interval_time_t now,
     }
     st->holder = b->holder;
     st->listening = b->listening != 0;
+    st->alone_writes = b->alone_writes;
+    st->told_writes = b->told_writes;
     if (b->list_sent > 0 && b->list_sent <= now) {
         st->others = (int)b->list_others;
         st->list_age = now - b->list_sent;

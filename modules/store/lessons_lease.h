@@ -382,6 +382,8 @@ typedef struct {
     int others;                     /* other servers with a lease in the
                                      * last list, -1: no list yet */
     apr_interval_time_t list_age;   /* since that list was asked for */
+    apr_uint64_t alone_writes;      /* writes with no other lease listed */
+    apr_uint64_t told_writes;       /* writes that sent INVALIDATEs */
 } lessons_lease_state_t;
 
 void lessons_lease_state(lessons_lease_t *l, apr_interval_time_t now,

@@ -207,7 +207,13 @@ sub expr_problems {
     for my $s (@$sel) {
         $has{$_} = 1 for keys %{ $known{ $s->[0] } // {} };
     }
-    push @p, map { "$where: no series of it has the label $_" } grep { !$has{$_} } @$grouping;
+    # A series allowed to be absent (--absent) has no labels to know.
+    my $excused = grep {
+        my $name = $_->[0];
+        !$known{$name} && grep { index($name, $_) == 0 } @absent
+    } @$sel;
+    push @p, map { "$where: no series of it has the label $_" } grep { !$has{$_} } @$grouping
+        unless $excused;
     push @p, "$where: names no series" unless @$sel || $expr =~ /\Atime\(\)/;
     return @p;
 }

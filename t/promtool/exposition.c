@@ -32,6 +32,7 @@ int main(int argc, const char *const *argv)
     lessons_metrics_t *m;
     lessons_metrics_slot_t *slot;
     lessons_metrics_sum_t sum;
+    lessons_metrics_lease_t lease;
     apr_time_t now = apr_time_now();
     apr_size_t size = lessons_metrics_size(SLOTS), len = 0;
     const char *text;
@@ -58,9 +59,15 @@ int main(int argc, const char *const *argv)
     lessons_metrics_read(m, NULL, NULL, &sum);
     text = lessons_metrics_prometheus(pool, &sum, names, 1, now, &len);
     fwrite(text, 1, len, stdout);
-    fputs(lessons_metrics_lease_prometheus(pool, 1, 1, 0,
-                                           7 * APR_USEC_PER_SEC,
-                                           10 * APR_USEC_PER_SEC, 2), stdout);
+    lease.valid = 1;
+    lease.listening = 1;
+    lease.left = 0;
+    lease.run = 7 * APR_USEC_PER_SEC;
+    lease.length = 10 * APR_USEC_PER_SEC;
+    lease.others = 2;
+    lease.alone_writes = 3;
+    lease.told_writes = 5;
+    fputs(lessons_metrics_lease_prometheus(pool, &lease), stdout);
     apr_terminate();
     return fflush(stdout) == 0 ? 0 : 1;
 }

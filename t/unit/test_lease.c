@@ -310,6 +310,7 @@ static void test_a_write_invalidates_from_a_fresh_list(void **state)
     lessons_lease_check_t *out = apr_pcalloc(pool, sizeof(*out));
     lessons_lease_version_t v = version("e1", 4), got;
     unsigned char nonce[LESSONS_LEASE_NONCE_LEN], next[16];
+    lessons_lease_state_t st;
     apr_interval_time_t until = 0;
     apr_uint32_t bell = 0;
     int ring;
@@ -341,6 +342,10 @@ static void test_a_write_invalidates_from_a_fresh_list(void **state)
     assert_true(lessons_lease_invalidating(l, T0 + MS(10), MS(500), out,
                                            nonce, &ring));
     assert_true(ring);
+    /* Counted once, as what it was; the refusals count nothing. */
+    lessons_lease_state(l, T0 + MS(10), &st);
+    assert_true(st.told_writes == 1);
+    assert_true(st.alone_writes == 0);
     assert_false(lessons_lease_current(l, T0 + MS(10), &got));
     assert_int_equal(out->nrows, 2);
     assert_true(out->round == 1);
@@ -393,6 +398,7 @@ static void test_a_write_alone_drops_the_version(void **state)
 {
     lessons_lease_t *l = fresh();
     lessons_lease_version_t v = version("e1", 4), w = version("e1", 5), got;
+    lessons_lease_state_t st;
     apr_uint32_t before, gen;
     int ring;
 
@@ -449,6 +455,10 @@ static void test_a_write_alone_drops_the_version(void **state)
     assert_false(lessons_lease_current(l, T0 + MS(402), &got));
     assert_true(lessons_lease_install(l, ME, &w, 0, before + 2));
     assert_true(lessons_lease_current(l, T0 + MS(402), &got));
+    /* Four writes alone, counted; the ones that checked are not. */
+    lessons_lease_state(l, T0 + MS(402), &st);
+    assert_true(st.alone_writes == 4);
+    assert_true(st.told_writes == 0);
 }
 
 static void test_one_holder_and_the_next(void **state)

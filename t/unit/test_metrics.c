@@ -387,10 +387,18 @@ static void test_lease_prometheus(void **state)
 {
     const char *text;
 
+    lessons_metrics_lease_t m = { 1, 0, 2345678, 7654321,
+                                  10 * APR_USEC_PER_SEC, 3, 41, 7 };
+
     (void)state;
-    text = lessons_metrics_lease_prometheus(pool, 1, 0, 2345678, 7654321,
-                                            10 * APR_USEC_PER_SEC, 3);
+    text = lessons_metrics_lease_prometheus(pool, &m);
     assert_exposition(text);
+    assert_non_null(strstr(text, "# TYPE lessons_db_lease_unchecked_writes_"
+                                 "total counter\n"
+                                 "lessons_db_lease_unchecked_writes_total"
+                                 "{how=\"alone\"} 41\n"
+                                 "lessons_db_lease_unchecked_writes_total"
+                                 "{how=\"told\"} 7\n"));
     assert_non_null(strstr(text, "# TYPE lessons_db_lease_other_servers "
                                  "gauge\nlessons_db_lease_other_servers "
                                  "3\n"));
@@ -405,8 +413,9 @@ static void test_lease_prometheus(void **state)
                                  "gauge\nlessons_db_lease_run_seconds "
                                  "7.654\n"));
     /* No list read yet: no sample to mistake for none. */
-    text = lessons_metrics_lease_prometheus(pool, 0, 1, 0, 0,
-                                            10 * APR_USEC_PER_SEC, -1);
+    m = (lessons_metrics_lease_t){ 0, 1, 0, 0, 10 * APR_USEC_PER_SEC, -1,
+                                   0, 0 };
+    text = lessons_metrics_lease_prometheus(pool, &m);
     assert_exposition(text);
     assert_null(strstr(text, "lessons_db_lease_other_servers"));
 }
