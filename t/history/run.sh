@@ -308,7 +308,25 @@ EOF
     SetHandler lessons
     LessonsJWTKey HS256 $KEY
 </Location>
+<Location "/lessons-metrics">
+    SetHandler lessons-metrics
+    Require all granted
+</Location>
 EOF
+}
+# "alone=N told=M": the writes that made no check (docs/scaling.md, step
+# 3), summed over the servers' counters (a server killed and started
+# again counts from its start).
+unchecked_writes() {
+    local i m a t alone=0 told=0
+    for i in $(seq 0 $((NSERVERS - 1))); do
+        m=$(curl -s --max-time 5 "${URLS[$i]%/api/lessons}/lessons-metrics" || true)
+        a=$(sed -n 's/^lessons_db_lease_unchecked_writes_total{how="alone"} \([0-9]*\)$/\1/p' <<<"$m")
+        t=$(sed -n 's/^lessons_db_lease_unchecked_writes_total{how="told"} \([0-9]*\)$/\1/p' <<<"$m")
+        alone=$((alone + ${a:-0}))
+        told=$((told + ${t:-0}))
+    done
+    echo "alone=$alone told=$told"
 }
 start_server() {        # start_server N: its process group is its pid
     local d="$WORK/s$1"
@@ -546,13 +564,26 @@ run_fault() {   # run_fault KIND
     touch "$WORK/faults-over"
     wait "$CLIENTS_PID" || { cat "$WORK/clients.out" >&2; die "$kind: the clients failed"; }
     CLIENTS_PID=""
+    local unchecked=""
+    [ "$LEASE" = 0 ] || unchecked=$(unchecked_writes)
     stop_servers
     stop_pg
     local rc=0
     perl "$HERE/check.pl" "$OUT/$kind.jsonl" >"$OUT/$kind.check" 2>&1 || rc=$?
     [ "$rc" -le 1 ] || { cat "$OUT/$kind.check" >&2; die "$kind: check.pl failed ($rc)"; }
     [ ! -s "$WORK/failed" ] || rc=1
-    SUMMARY="$(tail -n 1 "$OUT/$kind.check") secs=$(( $(date +%s) - t0 ))"
+    SUMMARY="$(tail -n 1 "$OUT/$kind.check") secs=$(( $(date +%s) - t0 ))${unchecked:+ $unchecked}"
+    # The runs that are there to prove a path must have taken it: with
+    # every server on datagrams and no fault, writes tell (INVALIDATE);
+    # with every stop leaving server 0 alone, its writes go alone.
+    if [ -z "$BROKEN" ] && [ "$LEASE" != 0 ] && [ "$TIER" = postgres ]; then
+        if [ "$kind" = none ] && [ "$LEASE_PEER" = all ] && [[ "$unchecked" == *" told=0" ]]; then
+            rc=1; SUMMARY="$SUMMARY (no write sent an INVALIDATE)"
+        fi
+        if [ "$kind" = stop ] && [ "$STOP_ALONE" = all ] && [[ "$unchecked" == "alone=0 "* ]]; then
+            rc=1; SUMMARY="$SUMMARY (no write went alone)"
+        fi
+    fi
     if [ "$TIER" = patroni ]; then
         # A primary killed or frozen keeps its leader key until the TTL
         # runs out, then a replica leads within loop_wait: the first
