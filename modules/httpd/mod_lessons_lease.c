@@ -1172,10 +1172,11 @@ static void lessons_lease_log_wait(request_rec *r,
 
 /* A write whose server's last list is fresh and names only servers
  * with an address (docs/scaling.md, "The check off the write's path",
- * step 3): no statement; this server's version dropped, an INVALIDATE
- * to each listed server, and the wait for each one's answer or the end
- * of its lease.  0 when the list does not allow it (the write makes
- * its check).
+ * step 3): no statement; the listed servers told by an INVALIDATE
+ * round drawn after the commit, this write's own or one it shares
+ * (lessons_lease_invalidating), and the wait for each one's answer or
+ * the end of its lease.  0 when the list does not allow it (the write
+ * makes its check).
  */
 static int lessons_lease_invalidate(lessons_ctx *c, lessons_lease_srv *ls,
                                     lessons_lease_check_t *chk,
@@ -1183,21 +1184,33 @@ static int lessons_lease_invalidate(lessons_ctx *c, lessons_lease_srv *ls,
 {
     request_rec *r = c->r;
     unsigned char *nonce = apr_palloc(r->pool, LESSONS_LEASE_NONCE_LEN);
-    lessons_peer_round_t *round;
-    apr_interval_time_t now, until = 0;
+    lessons_peer_round_t *round = NULL;
+    lessons_lease_tell_e how;
+    apr_interval_time_t now = start, until = 0;
     apr_uint32_t bell = 0;
     apr_size_t one = 1;
     int ring = 0;
 
-    if (!lessons_lease_invalidating(ls->block, start,
-                                    apr_time_from_msec(ls->length_ms) / 2,
-                                    chk, nonce, &ring)) {
+    for (;;) {
+        how = lessons_lease_invalidating(ls->block, start, now,
+                                         apr_time_from_msec(ls->length_ms)
+                                         / 2, chk, nonce, &ring, &bell,
+                                         &until);
+        if (how != LESSONS_LEASE_TELL_WAIT) {
+            break;
+        }
+        lessons_lease_tell_sleep(ls->block, bell, until);
+        now = lessons_lease_clock();
+    }
+    if (how == LESSONS_LEASE_TELL_NO) {
         return 0;
     }
     if (ring) {
         (void)apr_file_write(ls->bell_out, "d", &one);
     }
-    round = lessons_peer_round_start(r->pool, ls->name, chk, nonce);
+    if (how == LESSONS_LEASE_TELL_LEAD) {
+        round = lessons_peer_round_start(r->pool, ls->name, chk, nonce);
+    }
     for (;;) {
         now = lessons_lease_clock();
         if (lessons_lease_settled(ls->block, chk, now, &until, &bell)) {
@@ -1210,10 +1223,15 @@ static int lessons_lease_invalidate(lessons_ctx *c, lessons_lease_srv *ls,
             lessons_lease_sleep(ls->block, bell, until);
         }
     }
+    if (how == LESSONS_LEASE_TELL_LEAD) {
+        lessons_lease_told(ls->block, chk->round);
+    }
     ap_log_rerror(APLOG_MARK, APLOG_TRACE1, 0, r, LESSONSLOG(00799)
                   "LessonsDBLease: the write made no check: it told %d "
-                  "listed server(s), %d answered, in %" APR_TIME_T_FMT " us",
-                  chk->nrows, round ? lessons_peer_round_answered(round) : 0,
+                  "listed server(s)%s, %d answered, in %" APR_TIME_T_FMT
+                  " us", chk->nrows,
+                  how == LESSONS_LEASE_TELL_JOIN ? " in another's round" : "",
+                  round ? lessons_peer_round_answered(round) : 0,
                   now - start);
     lessons_lease_log_wait(r, ls, now - start);
     return 1;

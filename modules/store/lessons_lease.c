@@ -96,6 +96,12 @@ typedef struct {
                                              * out: this block's nonces */
     apr_uint32_t nonce_ok;                  /* the prefix was drawn */
     apr_uint64_t rounds;                    /* INVALIDATE rounds drawn */
+    apr_uint64_t tell_round;                /* the newest round drawn by
+                                             * a write (0: none) */
+    apr_interval_time_t tell_at;            /* when, on the clock */
+    apr_uint64_t tell_open;                 /* that round, until its
+                                             * leader is done, else 0 */
+    lessons_lease_bell_t told;              /* rung when it is done */
     apr_uint64_t alone_writes;              /* writes that told no one */
     apr_uint64_t told_writes;               /* writes that sent an
                                              * INVALIDATE instead of a
@@ -881,18 +887,19 @@ int lessons_lease_alone(lessons_lease_t *l, apr_interval_time_t now,
     return alone;
 }
 
-int lessons_lease_invalidating(lessons_lease_t *l, apr_interval_time_t now,
-                               apr_interval_time_t fresh,
-                               lessons_lease_check_t *out,
-                               unsigned char nonce[LESSONS_LEASE_NONCE_LEN],
-                               int *ring)
+lessons_lease_tell_e lessons_lease_invalidating(
+    lessons_lease_t *l, apr_interval_time_t commit, apr_interval_time_t now,
+    apr_interval_time_t fresh, lessons_lease_check_t *out,
+    unsigned char nonce[LESSONS_LEASE_NONCE_LEN], int *ring,
+    apr_uint32_t *seen, apr_interval_time_t *until)
 {
     lessons_lease_block_t *b = l->b;
+    lessons_lease_tell_e how = LESSONS_LEASE_TELL_NO;
     int i, ok;
 
     *ring = 0;
     if (!lessons_lease_lock(l)) {
-        return 0;
+        return LESSONS_LEASE_TELL_NO;
     }
     ok = b->holder != 0 && b->listening && b->nonce_ok
          && b->list_sent > 0 && b->list_sent <= now
@@ -901,16 +908,63 @@ int lessons_lease_invalidating(lessons_lease_t *l, apr_interval_time_t now,
     for (i = 0; ok && i < b->list.nrows; i++) {
         ok = b->list.rows[i].peer[0] != '\0';
     }
-    if (ok) {
+    if (!ok) {
+        /* nothing changed */
+    }
+    else if (b->tell_round > 0 && b->tell_at >= commit) {
+        /* Drawn after the commit: its drops and INVALIDATEs come after
+         * it.  The newest list is as fresh as the round's; a server
+         * listed since, not told, is waited out.
+         */
+        lessons_lease_copy_list(out, &b->list);
+        out->at = b->tell_at;
+        out->round = b->tell_round;
+        how = LESSONS_LEASE_TELL_JOIN;
+    }
+    else if (b->tell_open > 0 && now < b->tell_at + LESSONS_LEASE_ROUND_WAIT) {
+        *seen = apr_atomic_read32(&b->told.word);
+        *until = b->tell_at + LESSONS_LEASE_ROUND_WAIT;
+        how = LESSONS_LEASE_TELL_WAIT;
+    }
+    else {
         lessons_lease_copy_list(out, &b->list);
         out->at = now;
         out->round = ++b->rounds;
         lessons_lease_nonce_of(b, out->round, nonce);
         lessons_lease_drop_locked(b, ring);
+        b->tell_round = b->tell_open = out->round;
+        b->tell_at = now;
+        how = LESSONS_LEASE_TELL_LEAD;
+    }
+    if (how == LESSONS_LEASE_TELL_LEAD || how == LESSONS_LEASE_TELL_JOIN) {
         b->told_writes++;
     }
     lessons_lease_unlock(l);
-    return ok;
+    return how;
+}
+
+void lessons_lease_told(lessons_lease_t *l, apr_uint64_t round)
+{
+    lessons_lease_block_t *b = l->b;
+    int done = 0;
+
+    if (!lessons_lease_lock(l)) {
+        return;
+    }
+    if (b->tell_open == round) {
+        b->tell_open = 0;
+        done = 1;
+    }
+    lessons_lease_unlock(l);
+    if (done) {
+        lessons_lease_ring_word(&b->told);
+    }
+}
+
+void lessons_lease_tell_sleep(lessons_lease_t *l, apr_uint32_t seen,
+                              apr_interval_time_t until)
+{
+    lessons_lease_sleep_on(&l->b->told, seen, until);
 }
 
 int lessons_lease_drop(lessons_lease_t *l, int *ring)

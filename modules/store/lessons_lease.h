@@ -216,20 +216,44 @@ int lessons_lease_alone(lessons_lease_t *l, apr_interval_time_t now,
                         apr_interval_time_t fresh, int *ring);
 
 /* A committed write that tells the listed servers itself (step 3
- * beyond one server): when the holder listens, its last list was sent
- * less than fresh before now (after the commit), was kept whole, names
- * other servers and gives each an address, then *out is that list as a
- * round's check (at: now; round: drawn now, nonce names it), this
- * server's installed version is dropped (*ring as for
- * lessons_lease_alone), and 1: the writer sends each row an
- * INVALIDATE and waits until lessons_lease_settled.  Else 0, nothing
- * changed: the write makes its check.
+ * beyond one server), when the holder listens and its last list was
+ * sent less than fresh before now, was kept whole, names other servers
+ * and gives each an address.  Rounds are shared: a round drawn after
+ * this write's commit (at commit, on this clock) covers it too.
+ *   LEAD: *out is that list as a new round's check (at: now; round:
+ *         drawn now, nonce names it), this server's installed version
+ *         dropped (*ring as for lessons_lease_alone): the writer sends
+ *         each row an INVALIDATE, waits until lessons_lease_settled,
+ *         then calls lessons_lease_told.
+ *   JOIN: *out is the newest round, drawn after the commit: the writer
+ *         only waits until lessons_lease_settled (its leader sends).
+ *   WAIT: a round drawn before the commit is still out: sleep on
+ *         lessons_lease_tell_sleep(seen, until), then ask again with a
+ *         new now (the writes that come meanwhile take the next round
+ *         together).
+ *   NO:   nothing changed: the write makes its check.
  */
-int lessons_lease_invalidating(lessons_lease_t *l, apr_interval_time_t now,
-                               apr_interval_time_t fresh,
-                               lessons_lease_check_t *out,
-                               unsigned char nonce[LESSONS_LEASE_NONCE_LEN],
-                               int *ring);
+typedef enum {
+    LESSONS_LEASE_TELL_NO,
+    LESSONS_LEASE_TELL_LEAD,
+    LESSONS_LEASE_TELL_JOIN,
+    LESSONS_LEASE_TELL_WAIT
+} lessons_lease_tell_e;
+
+lessons_lease_tell_e lessons_lease_invalidating(
+    lessons_lease_t *l, apr_interval_time_t commit, apr_interval_time_t now,
+    apr_interval_time_t fresh, lessons_lease_check_t *out,
+    unsigned char nonce[LESSONS_LEASE_NONCE_LEN], int *ring,
+    apr_uint32_t *seen, apr_interval_time_t *until);
+
+/* The leader of round is done with it (settled): the writes waiting to
+ * take the next round together need not wait for it any longer.
+ */
+void lessons_lease_told(lessons_lease_t *l, apr_uint64_t round);
+
+/* Sleep until lessons_lease_told rings after seen, or until. */
+void lessons_lease_tell_sleep(lessons_lease_t *l, apr_uint32_t seen,
+                              apr_interval_time_t until);
 
 /* Another server's write (an INVALIDATE, step 4): drop the installed
  * version as lessons_lease_alone does, whatever the lease; *ring as

@@ -303,6 +303,23 @@ static void test_a_run_serves_only_once_warm(void **state)
  * round (its own number and nonce, at the commit) and its own server's
  * version is dropped.
  */
+/* lessons_lease_invalidating for a write committed at commit, asking at
+ * now, with half a lease of 1 s as fresh.
+ */
+static lessons_lease_tell_e tell(lessons_lease_t *l,
+                                 apr_interval_time_t commit,
+                                 apr_interval_time_t now,
+                                 lessons_lease_check_t *out,
+                                 unsigned char *nonce, int *ring,
+                                 apr_interval_time_t *until)
+{
+    apr_uint32_t seen = 0;
+    apr_interval_time_t u = 0;
+
+    return lessons_lease_invalidating(l, commit, now, MS(500), out, nonce,
+                                      ring, &seen, until ? until : &u);
+}
+
 static void test_a_write_invalidates_from_a_fresh_list(void **state)
 {
     lessons_lease_t *l = fresh();
@@ -323,24 +340,24 @@ static void test_a_write_invalidates_from_a_fresh_list(void **state)
     assert_true(lessons_lease_install(l, ME, &v, T0 + MS(900), 0));
     /* Not listening; then c has no address (NOTIFY only). */
     lessons_lease_listed(l, T0 - MS(100), 2, list);
-    assert_false(lessons_lease_invalidating(l, T0, MS(500), out, nonce,
-                                            &ring));
+    assert_int_equal(tell(l, T0, T0, out, nonce, &ring, NULL),
+                     LESSONS_LEASE_TELL_NO);
     assert_true(lessons_lease_listening(l, ME, 1));
     assert_true(lessons_lease_install(l, ME, &v, T0 + MS(900), 0));
-    assert_false(lessons_lease_invalidating(l, T0, MS(500), out, nonce,
-                                            &ring));
+    assert_int_equal(tell(l, T0, T0, out, nonce, &ring, NULL),
+                     LESSONS_LEASE_TELL_NO);
     apr_cpystrn(list->rows[1].peer, "127.0.0.1:10 k",
                 sizeof(list->rows[1].peer));
     /* Named more than it kept; then too old; then none named. */
     lessons_lease_listed(l, T0 - MS(90), 3, list);
-    assert_false(lessons_lease_invalidating(l, T0, MS(500), out, nonce,
-                                            &ring));
+    assert_int_equal(tell(l, T0, T0, out, nonce, &ring, NULL),
+                     LESSONS_LEASE_TELL_NO);
     lessons_lease_listed(l, T0 - MS(80), 2, list);
-    assert_false(lessons_lease_invalidating(l, T0 + MS(420), MS(500), out,
-                                            nonce, &ring));
+    assert_int_equal(tell(l, T0 + MS(420), T0 + MS(420), out, nonce, &ring,
+                          NULL), LESSONS_LEASE_TELL_NO);
     assert_true(lessons_lease_current(l, T0, &got));
-    assert_true(lessons_lease_invalidating(l, T0 + MS(10), MS(500), out,
-                                           nonce, &ring));
+    assert_int_equal(tell(l, T0 + MS(10), T0 + MS(10), out, nonce, &ring,
+                          NULL), LESSONS_LEASE_TELL_LEAD);
     assert_true(ring);
     /* Counted once, as what it was; the refusals count nothing. */
     lessons_lease_state(l, T0 + MS(10), &st);
@@ -365,6 +382,90 @@ static void test_a_write_invalidates_from_a_fresh_list(void **state)
                                        &bell));
     lessons_lease_heard_nonce(l, "c", nonce, T0 + MS(201));
     assert_true(lessons_lease_settled(l, out, T0 + MS(202), &until, &bell));
+}
+
+/* Writes share INVALIDATE rounds: a round drawn after a write's commit
+ * covers it; a write whose commit came after the round out waits, a
+ * little, for its leader, then leads the next one for every write that
+ * came meanwhile.
+ */
+/* A block whose holder listens, serves, and last listed one server,
+ * b, with an address.
+ */
+static lessons_lease_t *listening_with_b(void)
+{
+    lessons_lease_t *l = fresh();
+    lessons_lease_check_t *list = apr_pcalloc(pool, sizeof(*list));
+    lessons_lease_version_t v = version("e1", 4);
+
+    list->nrows = 1;
+    list_row(list, 0, "b", 3, 1000, "127.0.0.1:9 k");
+    assert_true(lessons_lease_hold(l, ME, T0, MS(3000), alive_always));
+    assert_true(lessons_lease_listening(l, ME, 1));
+    assert_true(lessons_lease_install(l, ME, &v, T0 + MS(900), 0));
+    lessons_lease_listed(l, T0 - MS(100), 1, list);
+    return l;
+}
+
+static void test_writes_share_rounds(void **state)
+{
+    lessons_lease_t *l = listening_with_b();
+    lessons_lease_check_t *out = apr_pcalloc(pool, sizeof(*out)),
+                          *joined = apr_pcalloc(pool, sizeof(*joined));
+    unsigned char nonce[LESSONS_LEASE_NONCE_LEN], nonce2[16];
+    apr_interval_time_t until = 0;
+    apr_uint32_t bell = 0;
+    lessons_lease_state_t st;
+    int ring;
+
+    (void)state;
+    /* The first leads round 1, drawn at T0+10. */
+    assert_int_equal(tell(l, T0 + MS(10), T0 + MS(10), out, nonce, &ring,
+                          NULL), LESSONS_LEASE_TELL_LEAD);
+    assert_true(out->round == 1);
+    /* Committed after the draw, while it is out: wait, 3 ms at most. */
+    assert_int_equal(tell(l, T0 + MS(10) + 1, T0 + MS(11), out, nonce,
+                          &ring, &until), LESSONS_LEASE_TELL_WAIT);
+    assert_int_equal(until, T0 + MS(10) + LESSONS_LEASE_ROUND_WAIT);
+    /* Committed before the draw: round 1 covers it, as drawn. */
+    memset(out, 0, sizeof(*out));
+    assert_int_equal(tell(l, T0 + MS(10), T0 + MS(12), out, nonce, &ring,
+                          NULL), LESSONS_LEASE_TELL_JOIN);
+    assert_false(ring);
+    assert_true(out->round == 1);
+    assert_int_equal(out->at, T0 + MS(10));
+    assert_int_equal(out->nrows, 1);
+    assert_string_equal(out->rows[0].name, "b");
+    /* Its leader done (an older round's end changes nothing): the one
+     * that waited leads round 2, and covers a write committed before.
+     */
+    lessons_lease_told(l, 7);
+    assert_int_equal(tell(l, T0 + MS(11), T0 + MS(12), out, nonce, &ring,
+                          NULL), LESSONS_LEASE_TELL_WAIT);
+    lessons_lease_told(l, 1);
+    assert_int_equal(tell(l, T0 + MS(11), T0 + MS(12), out, nonce, &ring,
+                          NULL), LESSONS_LEASE_TELL_LEAD);
+    assert_true(out->round == 2);
+    assert_int_equal(tell(l, T0 + MS(12), T0 + MS(12), out, nonce, &ring,
+                          NULL), LESSONS_LEASE_TELL_JOIN);
+    assert_true(out->round == 2);
+    /* Round 2 out past the wait: the next write leads its own. */
+    assert_int_equal(tell(l, T0 + MS(13), T0 + MS(15), out, nonce, &ring,
+                          NULL), LESSONS_LEASE_TELL_LEAD);
+    assert_true(out->round == 3);
+    /* The answer to round 3 settles a joiner of round 2 too. */
+    assert_int_equal(tell(l, T0 + MS(12), T0 + MS(16), joined, nonce2,
+                          &ring, NULL), LESSONS_LEASE_TELL_JOIN);
+    assert_true(joined->round == 3);
+    joined->round = 2;
+    assert_false(lessons_lease_settled(l, joined, T0 + MS(16), &until,
+                                       &bell));
+    lessons_lease_heard_nonce(l, "b", nonce, T0 + MS(17));
+    assert_true(lessons_lease_settled(l, joined, T0 + MS(17), &until,
+                                      &bell));
+    assert_true(lessons_lease_settled(l, out, T0 + MS(17), &until, &bell));
+    lessons_lease_state(l, T0 + MS(15), &st);
+    assert_true(st.told_writes == 6);
 }
 
 static void test_an_invalidate_drops_the_version(void **state)
@@ -1144,6 +1245,7 @@ int main(void)
         cmocka_unit_test(test_a_write_alone_drops_the_version),
         cmocka_unit_test(test_an_invalidate_drops_the_version),
         cmocka_unit_test(test_a_write_invalidates_from_a_fresh_list),
+        cmocka_unit_test(test_writes_share_rounds),
         cmocka_unit_test(test_one_holder_and_the_next),
         cmocka_unit_test(test_checks_answer_only_earlier_asks),
         cmocka_unit_test(test_writers_share_checks),
