@@ -76,6 +76,10 @@
 #     the checker is
 #     expected to FAIL ("ok broken=acks caught N violations"); skipped
 #     with a note when the .so is missing.
+# Each fault's line ends with the servers' unchecked writes (alone=N
+# told=M, lessons_db_lease_unchecked_writes_total); with no fault and
+# every server on datagrams, told=0 fails the run, as alone=0 does the
+# stop fault with STOP_ALONE=all: those runs are there for that path.
 # make test-all runs it (t/history/history.mk); make history alone.
 # With INTEGRATION_COUNTS=FILE, appends "passed failed" to FILE.
 set -euo pipefail
