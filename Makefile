@@ -598,15 +598,14 @@ test: test-deps
 # CPUs from start to end and took 52 to 60 minutes.  Background lines are
 # held back until the rest is done; sudo is asked first, as for make
 # test, since the root and the package test need it and run with no
-# terminal.  The root and the fuzzers start before the unit tests, which
-# left 60-80% of the two CPUs idle for a minute (vmstat, 61a825c).
+# terminal.
 TEST_BUILDS ?=
 test-all: test-deps
 	@$(MAKE) -s --no-print-directory -j$(BUILD_JOBS) all $(UNIT_TESTS) test-tools $(TEST_BUILDS)
 	@$(mine)
 	@[ "$$(id -u)" -eq 0 ] || ! command -v sudo >/dev/null || sudo -v
-	@$(with_counts); $(start_release); $(start_background); \
-	    $(run_units); $(run_house); $(run_monitor); \
+	@$(with_counts); $(run_units); $(run_house); $(run_monitor); \
+	    $(start_release); $(start_background); \
 	    (export LESSONS_TEST_SHARD=1/1; $(call run_integration_both,)); \
 	    $(run_fragment_suites); \
 	    $(call run_integration_alone,); \
