@@ -168,8 +168,9 @@ cleanup() {
     rc=$?
     trap - EXIT INT TERM
     set +e
-    stop_httpd
-    stop_servers
+    # A run that dies before the phases are defined has none to stop.
+    ! declare -F stop_httpd >/dev/null || stop_httpd
+    ! declare -F stop_servers >/dev/null || stop_servers
     [ -z "$IDP_PID" ] || { kill "$IDP_PID"; wait "$IDP_PID"; } 2>/dev/null
     if [ -n "$PG_STARTED" ]; then
         "${AS_PG[@]}" "$PGBIN/pg_ctl" -D "$WORK/pg/data" -m immediate -w stop >/dev/null 2>&1
