@@ -411,6 +411,10 @@ endef
 # table and the reference in step.
 run_house = $(call run_checks,house,build/house.log,t/tools/house.pl)
 
+# The suites' free ports (t/tools/ports-check.sh): a port one suite picked
+# is not handed to another before its server binds it.
+run_ports = $(call run_checks,ports,build/ports.log,t/tools/ports-check.sh)
+
 # integration.sh prints its line and details and appends its counts; one
 # that stopped before the suite ran (its error is above) counts as a failure.
 # $(1): empty, or LESSONS_SANITIZE=1 for the runs against the ASan build;
@@ -578,7 +582,7 @@ test: test-deps
 	@$(MAKE) -s --no-print-directory -j$(BUILD_JOBS) all $(UNIT_TESTS) test-tools
 	@$(mine)
 	@[ "$$(id -u)" -eq 0 ] || ! command -v sudo >/dev/null || sudo -v
-	@$(with_counts); $(run_units); $(run_house); $(run_monitor); \
+	@$(with_counts); $(run_units); $(run_house); $(run_ports); $(run_monitor); \
 	    $(call start_background_of,t/package/package-test.sh); \
 	    $(call run_integration_shares,); $(finish_background); $(summary)
 
@@ -604,7 +608,7 @@ test-all: test-deps
 	@$(MAKE) -s --no-print-directory -j$(BUILD_JOBS) all $(UNIT_TESTS) test-tools $(TEST_BUILDS)
 	@$(mine)
 	@[ "$$(id -u)" -eq 0 ] || ! command -v sudo >/dev/null || sudo -v
-	@$(with_counts); $(run_units); $(run_house); $(run_monitor); \
+	@$(with_counts); $(run_units); $(run_house); $(run_ports); $(run_monitor); \
 	    $(start_release); $(start_background); \
 	    (export LESSONS_TEST_SHARD=1/1; $(call run_integration_both,)); \
 	    $(run_fragment_suites); \
@@ -623,7 +627,7 @@ test-release:
 	@t/tools/deps.sh release
 	@$(MAKE) -s --no-print-directory -j$(BUILD_JOBS) all $(UNIT_TESTS) $(ASAN_MODULE) test-tools
 	@$(mine)
-	@$(with_counts); $(run_units); $(run_house); $(run_monitor); \
+	@$(with_counts); $(run_units); $(run_house); $(run_ports); $(run_monitor); \
 	    $(call run_integration_both,LESSONS_SANITIZE=1); \
 	    $(call run_fragment_suites_of,t/package/package-test.sh t/history/ha.sh); $(summary)
 
@@ -633,7 +637,7 @@ test-release:
 check: test-deps
 	@$(MAKE) -s --no-print-directory -j$(BUILD_JOBS) all $(UNIT_TESTS) test-tools
 	@$(mine)
-	@$(with_counts); $(run_units); $(run_house); $(run_monitor); \
+	@$(with_counts); $(run_units); $(run_house); $(run_ports); $(run_monitor); \
 	    $(call run_integration,,sqlite3); $(summary)
 
 # Debian layout, as the package has it: the module in apache2's module

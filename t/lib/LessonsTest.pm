@@ -24,6 +24,7 @@ use Test::More ();
 use Apache::Test ();
 use Apache::TestRequest ();
 
+use LessonsTest::Ports qw(reserve_ports);
 use LessonsTest::JWT qw(jwt jwt_sign b64url b64url_decode json_text
                         read_secret);
 
@@ -68,45 +69,17 @@ sub module_path {
         || Apache::Test::vars('serverroot') . '/../build/mod_lessons.so';
 }
 
-# A TCP port on 127.0.0.1 that nothing listens on now, from 10000 to
-# below the kernel's ephemeral range (as t/tools/ports.sh's pick_port):
-# a port the kernel handed out and the test's server bound a moment later
-# could be taken meanwhile as the source port of any connection on the
-# machine (CI: "could not bind to address 127.0.0.1:42857" while both
-# releases' suites ran).  A port this process already handed out is
-# never handed out again (CI saw "Cannot define multiple Listeners on the
-# same IP:port" when two calls in a row named one port).
-my %ports_given;
-# Its draws come from /dev/urandom, never from rand: the layout suites
-# seed Perl's generator and make servers as they go, and a draw of rand
-# here would change every layout after it (their seed must say what
-# ran); a forked process draws its own, too.
-sub port_draw {
-    my ($span) = @_;
-    my $bytes = '';
-    if (open my $fh, '<:raw', '/dev/urandom') {
-        read $fh, $bytes, 4;
-    }
-    my $n = length $bytes == 4 ? unpack('L', $bytes)
-          : ($$ * 2654435761 + int(time * 1000) + keys %ports_given) % 4294967296;
-    return $n % $span;
-}
+# A TCP port on 127.0.0.1 that nothing listens on now, reserved until
+# this process ends against every suite on the machine (this one's other
+# files, the other database's, the release root's): LessonsTest::Ports.
+# A port this process handed out is never handed out again (CI saw
+# "Cannot define multiple Listeners on the same IP:port" when two calls
+# in a row named one port).
+my @ports_held;
 sub free_port {
-    my $top = 32768;
-    if (open my $fh, '<', '/proc/sys/net/ipv4/ip_local_port_range') {
-        my ($low) = (<$fh> // '') =~ /(\d+)/;
-        $top = $low if $low && $low > 12000;
-    }
-    for (1 .. 200) {
-        my $port = 10000 + port_draw($top - 10000);
-        next if $ports_given{$port};
-        my $s = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => $port,
-                                      Listen => 1, ReuseAddr => 1) or next;
-        close $s;
-        $ports_given{$port} = 1;
-        return $port;
-    }
-    die "free_port: no free port after 200 tries\n";
+    my ($port, $hold) = reserve_ports(1);
+    push @ports_held, $hold;
+    return $port;
 }
 
 # 1 once something listens on 127.0.0.1:$port; 0 after 15 s.

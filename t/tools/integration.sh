@@ -263,22 +263,8 @@ openssl pkey -in "$K/ec.key" -pubout -out "$K/ec.pub"
 
 # httpd's ports: a random base with room for the vhosts after it (several
 # runs at once would all pick Apache::Test's default 8529 otherwise),
-# below the kernel's ephemeral range, as pick_port's.
-pick_httpd_port() {
-    local base i ok tries=0 top
-    top=$(ephemeral_low)
-    while [ $tries -lt 100 ]; do
-        base=$(( 10000 + (RANDOM * 32768 + RANDOM) % (top - 10010) ))
-        ok=1
-        for i in 0 1 2 3 4 5; do
-            port_free $((base + i)) || { ok=""; break; }
-        done
-        [ -n "$ok" ] && { echo "$base"; return 0; }
-        tries=$((tries + 1))
-    done
-    echo select
-}
-HTTPD_PORT=$(pick_httpd_port)
+# reserved as pick_port's are.
+HTTPD_PORT=$(pick_ports 6) || die "no free TCP ports for httpd"
 
 # --- databases ----------------------------------------------------------
 # A lesson in each level group the reads touch: PostgreSQL skips the
