@@ -95,10 +95,9 @@ typedef struct {
     unsigned char nonce_prefix[8];          /* random, drawn when laid
                                              * out: this block's nonces */
     apr_uint32_t nonce_ok;                  /* the prefix was drawn */
-    apr_uint64_t rounds;                    /* INVALIDATE rounds drawn */
-    apr_uint64_t tell_round;                /* the newest round drawn by
-                                             * a write (0: none) */
-    apr_interval_time_t tell_at;            /* when, on the clock */
+    apr_uint64_t rounds;                    /* INVALIDATE rounds drawn,
+                                             * the newest's number */
+    apr_interval_time_t tell_at;            /* when it was, on the clock */
     apr_uint64_t tell_open;                 /* that round, until its
                                              * leader is done, else 0 */
     lessons_lease_bell_t told;              /* rung when it is done */
@@ -729,24 +728,6 @@ static void lessons_lease_nonce_of(const lessons_lease_block_t *b,
     }
 }
 
-apr_uint64_t lessons_lease_nonce_round(lessons_lease_t *l,
-                                       unsigned char
-                                       nonce[LESSONS_LEASE_NONCE_LEN])
-{
-    lessons_lease_block_t *b = l->b;
-    apr_uint64_t round = 0;
-
-    if (!lessons_lease_lock(l)) {
-        return 0;
-    }
-    if (b->nonce_ok) {
-        round = ++b->rounds;
-        lessons_lease_nonce_of(b, round, nonce);
-    }
-    lessons_lease_unlock(l);
-    return round;
-}
-
 void lessons_lease_heard_nonce(lessons_lease_t *l, const char *name,
                                const unsigned char
                                nonce[LESSONS_LEASE_NONCE_LEN],
@@ -911,14 +892,14 @@ lessons_lease_tell_e lessons_lease_invalidating(
     if (!ok) {
         /* nothing changed */
     }
-    else if (b->tell_round > 0 && b->tell_at >= commit) {
+    else if (b->rounds > 0 && b->tell_at >= commit) {
         /* Drawn after the commit: its drops and INVALIDATEs come after
          * it.  The newest list is as fresh as the round's; a server
          * listed since, not told, is waited out.
          */
         lessons_lease_copy_list(out, &b->list);
         out->at = b->tell_at;
-        out->round = b->tell_round;
+        out->round = b->rounds;
         how = LESSONS_LEASE_TELL_JOIN;
     }
     else if (b->tell_open > 0 && now < b->tell_at + LESSONS_LEASE_ROUND_WAIT) {
@@ -932,7 +913,7 @@ lessons_lease_tell_e lessons_lease_invalidating(
         out->round = ++b->rounds;
         lessons_lease_nonce_of(b, out->round, nonce);
         lessons_lease_drop_locked(b, ring);
-        b->tell_round = b->tell_open = out->round;
+        b->tell_open = out->round;
         b->tell_at = now;
         how = LESSONS_LEASE_TELL_LEAD;
     }

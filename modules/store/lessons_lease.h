@@ -221,7 +221,9 @@ int lessons_lease_alone(lessons_lease_t *l, apr_interval_time_t now,
  * and gives each an address.  Rounds are shared: a round drawn after
  * this write's commit (at commit, on this clock) covers it too.
  *   LEAD: *out is that list as a new round's check (at: now; round:
- *         drawn now, nonce names it), this server's installed version
+ *         drawn now, one more than the last, so that a later number
+ *         was drawn after an earlier round's commit; nonce names it on
+ *         the wire), this server's installed version
  *         dropped (*ring as for lessons_lease_alone): the writer sends
  *         each row an INVALIDATE, waits until lessons_lease_settled,
  *         then calls lessons_lease_told.
@@ -371,17 +373,6 @@ void lessons_lease_listed(lessons_lease_t *l, apr_interval_time_t sent,
  */
 int lessons_lease_list(lessons_lease_t *l, apr_interval_time_t *sent,
                        lessons_lease_check_t *out);
-
-/* An INVALIDATE round (docs/scaling.md, "The check off the write's
- * path", step 3), drawn after the write committed: its number (for
- * lessons_lease_check_t's round) and the nonce that names it on the
- * wire.  0 when the block has no random bytes of its own (the writer
- * makes its check).  Numbers only grow: a round drawn later was drawn
- * after an earlier round's commit.
- */
-apr_uint64_t lessons_lease_nonce_round(lessons_lease_t *l,
-                                       unsigned char
-                                       nonce[LESSONS_LEASE_NONCE_LEN]);
 
 /* Server name acknowledged the INVALIDATE that carried nonce: it
  * dropped what it held after that round was drawn, so the round and

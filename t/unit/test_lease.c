@@ -324,7 +324,8 @@ static void test_a_write_invalidates_from_a_fresh_list(void **state)
 {
     lessons_lease_t *l = fresh();
     lessons_lease_check_t *list = apr_pcalloc(pool, sizeof(*list));
-    lessons_lease_check_t *out = apr_pcalloc(pool, sizeof(*out));
+    lessons_lease_check_t *out = apr_pcalloc(pool, sizeof(*out)),
+                          *next_out = apr_pcalloc(pool, sizeof(*next_out));
     lessons_lease_version_t v = version("e1", 4), got;
     unsigned char nonce[LESSONS_LEASE_NONCE_LEN], next[16];
     lessons_lease_state_t st;
@@ -368,9 +369,13 @@ static void test_a_write_invalidates_from_a_fresh_list(void **state)
     assert_true(out->round == 1);
     assert_int_equal(out->at, T0 + MS(10));
     assert_string_equal(out->rows[1].name, "c");
-    assert_true(lessons_lease_nonce_round(l, next) == 2);
+    /* The next round, past the wait: the same block's prefix. */
+    assert_int_equal(tell(l, T0 + MS(14), T0 + MS(14), next_out, next,
+                          &ring, NULL), LESSONS_LEASE_TELL_LEAD);
+    assert_true(next_out->round == 2);
     assert_memory_equal(nonce, next, 8);
     assert_int_equal(nonce[15], 1);
+    assert_int_equal(next[15], 2);
     /* Settled by both answers, or a lease after the commit. */
     assert_false(lessons_lease_settled(l, out, T0 + MS(11), &until, &bell));
     assert_int_equal(until, T0 + MS(1010));
@@ -405,6 +410,22 @@ static lessons_lease_t *listening_with_b(void)
     assert_true(lessons_lease_install(l, ME, &v, T0 + MS(900), 0));
     lessons_lease_listed(l, T0 - MS(100), 1, list);
     return l;
+}
+
+/* A round l's write leads at at (committed then), its nonce in nonce,
+ * done at once: its number.
+ */
+static apr_uint64_t lead_round(lessons_lease_t *l, apr_interval_time_t at,
+                               unsigned char *nonce)
+{
+    lessons_lease_check_t *out = apr_pcalloc(pool, sizeof(*out));
+    int ring;
+
+    assert_non_null(out);
+    assert_int_equal(tell(l, at, at, out, nonce, &ring, NULL),
+                     LESSONS_LEASE_TELL_LEAD);
+    lessons_lease_told(l, out->round);
+    return out->round;
 }
 
 static void test_writes_share_rounds(void **state)
@@ -787,7 +808,7 @@ static void test_settled_by_acks_or_ends(void **state)
  */
 static void test_nonce_rounds_settle_by_their_acks(void **state)
 {
-    lessons_lease_t *l = fresh();
+    lessons_lease_t *l = listening_with_b();
     lessons_lease_check_t *chk = check_of("e1", 10, T0);
     lessons_lease_check_t *first = check_of("e1", 10, T0);
     unsigned char n1[LESSONS_LEASE_NONCE_LEN], n2[LESSONS_LEASE_NONCE_LEN];
@@ -797,8 +818,8 @@ static void test_nonce_rounds_settle_by_their_acks(void **state)
     apr_uint32_t bell = 0;
 
     (void)state;
-    assert_true(lessons_lease_nonce_round(l, n1) == 1);
-    assert_true(lessons_lease_nonce_round(l, n2) == 2);
+    assert_true(lead_round(l, T0, n1) == 1);
+    assert_true(lead_round(l, T0 + MS(1), n2) == 2);
     assert_memory_equal(n1, n2, 8);
     assert_int_equal(n1[15], 1);
     assert_int_equal(n2[15], 2);
@@ -831,7 +852,7 @@ static void test_nonce_rounds_settle_by_their_acks(void **state)
     assert_true(lessons_lease_settled(l, first, T0 + MS(11), &until, &bell));
     assert_true(lessons_lease_settled(l, chk, T0 + MS(11), &until, &bell));
     /* A row never answered settles when its lease ends. */
-    chk->round = lessons_lease_nonce_round(l, n1);
+    chk->round = lead_round(l, T0 + MS(12), n1);
     assert_true(chk->round == 3);
     assert_false(lessons_lease_settled(l, chk, T0 + MS(1999), &until,
                                        &bell));
