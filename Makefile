@@ -630,18 +630,14 @@ test-all: test-deps
 # for it plain and sanitized, and this machine runs it plain) and the
 # package test, which tests the package's own build on that release,
 # and the history suite's Patroni tier (that release's Patroni and etcd;
-# issue 58 asks for both releases).  The package test runs beside the
-# integration suite, as make test runs it: after it, in CI's last
-# minutes, this root was all that still ran and the machine had a CPU
-# to spare (CI on b6ec6d2: the root's run took 2,328 s of 2,816).
+# issue 58 asks for both releases).
 test-release:
 	@t/tools/deps.sh release
 	@$(MAKE) -s --no-print-directory -j$(BUILD_JOBS) all $(UNIT_TESTS) $(ASAN_MODULE) test-tools
 	@$(mine)
 	@$(with_counts); $(run_units); $(run_house); $(run_ports); $(run_monitor); \
-	    $(call start_background_of,t/package/package-test.sh); \
 	    $(call run_integration_both,LESSONS_SANITIZE=1); \
-	    $(call run_fragment_suites_of,t/history/ha.sh); $(finish_background); $(summary)
+	    $(call run_fragment_suites_of,t/package/package-test.sh t/history/ha.sh); $(summary)
 
 # The day-to-day subset (a few minutes): unit tests, the house checks, the
 # monitoring checks and the integration suite on SQLite.  make test adds PostgreSQL and the
