@@ -39,6 +39,8 @@
 #                 (default 4, as issue 56's targets; 1 to 16)
 #   BENCH_LEASE_PEER=1   the read-lease rows' servers with the lease on
 #                 have LessonsDBLeasePeer too (each its own UDP port)
+#   BENCH_PEERS_APART=1  the read-lease write rows' other servers run
+#                 SCHED_FIFO, standing in for hosts of their own (root)
 #
 # Per database, in this order: load t/bench/bench-lessons.sql; start httpd
 # (event MPM, t/bench/httpd.conf) on a free 127.0.0.1 port; save each GET

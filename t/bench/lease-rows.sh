@@ -25,6 +25,14 @@
 #
 # A server with a lease is measured only once its holder has a lease
 # row renewed within the lease length and serves from it (lease_wait).
+#
+# BENCH_PEERS_APART=1: the write rows' other servers run SCHED_FIFO
+# (chrt), lease off and on alike.  On one machine they share its CPUs
+# with the written server, PostgreSQL and wrk, so a datagram waits for
+# a CPU before it is answered; in production each is a host of its own,
+# idle but for its GETs.  A real-time policy stands in for that: the
+# receiver runs as soon as its datagram comes.  Its work still takes
+# this machine's CPUs, so the rows stay a bound from below.
 
 LEASE_SERVERS=${BENCH_SERVERS:-1 4}
 LEASE_WRITE_SERVERS=${BENCH_WRITE_SERVERS:-4}
@@ -41,6 +49,23 @@ lease_servers_up() {
     PEER_PORTS=
     EXTRA_DEFINES=()
     [ "$1" != on ] || lease_wait "$2" "${SERVER_PORTS[@]}"
+}
+
+# peers_apart: every process and thread of SERVER_PIDS but the first
+# (their sessions: servers_start makes each its own) SCHED_FIFO 1, and
+# the children forked later inherit it.  Root or CAP_SYS_NICE.
+peers_apart() {
+    local i pid
+    for i in "${!SERVER_PIDS[@]}"; do
+        [ "$i" -gt 0 ] || continue
+        for pid in $(pgrep -s "${SERVER_PIDS[$i]}"); do
+            chrt -a -f -p 1 "$pid" >/dev/null 2>&1 \
+                || kill -0 "$pid" 2>/dev/null \
+                || continue     # gone meanwhile
+            chrt -p "$pid" | grep -q SCHED_FIFO \
+                || die "BENCH_PEERS_APART: chrt could not make $pid SCHED_FIFO (root or CAP_SYS_NICE)"
+        done
+    done
 }
 
 # lease_wait N [PORT...]: until N leases are live (renewed within their
@@ -120,6 +145,7 @@ lease_write_rows() {
         for mode in $modes; do
             log "$db: creates and updates on one of $LEASE_WRITE_SERVERS servers, lease $mode, round $round"
             lease_servers_up "$mode" "$LEASE_WRITE_SERVERS"
+            [ "${BENCH_PEERS_APART:-0}" != 1 ] || peers_apart
             PORT=${SERVER_PORTS[0]}
             ERROR_LOG=$WORK/server-1/logs/error.log
             WRITE_ROUND_LIST=$round write_rounds "lease$mode-$db"
@@ -138,6 +164,7 @@ lease_phase() {
     meta lease-pgsql lease_seconds "$LEASE"
     meta lease-pgsql lease_servers "$LEASE_SERVERS"
     meta lease-pgsql lease_write_servers "$LEASE_WRITE_SERVERS"
+    meta lease-pgsql peers_apart "${BENCH_PEERS_APART:-0}"
     lease_servers_rows
     # The full run's write rows came first and changed the lessons the
     # twins were made from: the shipped rows compare bodies, so they
@@ -153,5 +180,6 @@ lease_phase() {
 lease_write_phase() {
     meta lease-pgsql lease_seconds "$LEASE"
     meta lease-pgsql lease_write_servers "$LEASE_WRITE_SERVERS"
+    meta lease-pgsql peers_apart "${BENCH_PEERS_APART:-0}"
     lease_write_rows "$1"
 }

@@ -667,7 +667,10 @@ EOT
             . join("\n", @shp) . "\n\n";
     }
     if (@wr) {
-        print "Writes on one of $nw servers (`wrk --latency`, t/bench/wrk-write.lua, as the write rows above), each of the others holding a lease too when on, so every write waits for $nw acknowledgements; each round starts the servers afresh, lease off then on (on first in even rounds); pgbench of the same statement in the same rounds:\n\n"
+        my $apart = ($lm->{peers_apart} // 0) eq '1'
+            ? ' The other servers ran SCHED_FIFO (`BENCH_PEERS_APART=1`), standing in for hosts of their own: a datagram is answered as soon as it comes, but their work still takes this machine\'s CPUs.'
+            : '';
+        print "Writes on one of $nw servers (`wrk --latency`, t/bench/wrk-write.lua, as the write rows above), each of the others holding a lease too when on, so every write waits for the other " . ($nw =~ /^\d+$/ ? $nw - 1 : 'n/a') . " servers' acknowledgements; each round starts the servers afresh, lease off then on (on first in even rounds); pgbench of the same statement in the same rounds.$apart\n\n"
             . "| Write | lease off req/s | p50 / p99 ms | lease on req/s | p50 / p99 ms | added p50 / p99 ms | statements/write off / on | leases' (on) | Targets |\n"
             . "|---|--:|--:|--:|--:|--:|--:|--:|---|\n"
             . join("\n", @wr) . "\n\n";
