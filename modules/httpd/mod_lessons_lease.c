@@ -1213,6 +1213,8 @@ static int lessons_lease_invalidate(lessons_ctx *c, lessons_lease_srv *ls,
         (void)apr_file_write(ls->bell_out, "d", &one);
     }
     for (;;) {
+        apr_uint32_t seen = lessons_lease_tell_seen(ls->block);
+
         now = lessons_lease_clock();
         if (lessons_lease_settled(ls->block, chk, now, &until, &bell)) {
             break;
@@ -1221,7 +1223,10 @@ static int lessons_lease_invalidate(lessons_ctx *c, lessons_lease_srv *ls,
             lessons_peer_round_wait(round, ls->block, bell, until);
         }
         else {
-            lessons_lease_sleep(ls->block, bell, until);
+            /* Woken by the leader's lessons_lease_told, or by a later
+             * round's (an answer to it settles this one too).
+             */
+            lessons_lease_tell_sleep(ls->block, seen, until);
         }
     }
     if (how == LESSONS_LEASE_TELL_LEAD) {

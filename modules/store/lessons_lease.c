@@ -927,19 +927,22 @@ lessons_lease_tell_e lessons_lease_invalidating(
 void lessons_lease_told(lessons_lease_t *l, apr_uint64_t round)
 {
     lessons_lease_block_t *b = l->b;
-    int done = 0;
 
-    if (!lessons_lease_lock(l)) {
-        return;
+    if (lessons_lease_lock(l)) {
+        if (b->tell_open == round) {
+            b->tell_open = 0;
+        }
+        lessons_lease_unlock(l);
     }
-    if (b->tell_open == round) {
-        b->tell_open = 0;
-        done = 1;
-    }
-    lessons_lease_unlock(l);
-    if (done) {
-        lessons_lease_ring_word(&b->told);
-    }
+    /* Whatever round is open now: the writes that joined this one sleep
+     * on this word, not on each acknowledgement (lessons_lease_tell_seen).
+     */
+    lessons_lease_ring_word(&b->told);
+}
+
+apr_uint32_t lessons_lease_tell_seen(lessons_lease_t *l)
+{
+    return apr_atomic_read32(&l->b->told.word);
 }
 
 void lessons_lease_tell_sleep(lessons_lease_t *l, apr_uint32_t seen,

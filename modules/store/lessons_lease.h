@@ -228,7 +228,8 @@ int lessons_lease_alone(lessons_lease_t *l, apr_interval_time_t now,
  *         each row an INVALIDATE, waits until lessons_lease_settled,
  *         then calls lessons_lease_told.
  *   JOIN: *out is the newest round, drawn after the commit: the writer
- *         only waits until lessons_lease_settled (its leader sends).
+ *         only waits until lessons_lease_settled (its leader sends),
+ *         sleeping on lessons_lease_tell_sleep.
  *   WAIT: a round drawn before the commit is still out: sleep on
  *         lessons_lease_tell_sleep(seen, until), then ask again with a
  *         new now (the writes that come meanwhile take the next round
@@ -248,10 +249,19 @@ lessons_lease_tell_e lessons_lease_invalidating(
     unsigned char nonce[LESSONS_LEASE_NONCE_LEN], int *ring,
     apr_uint32_t *seen, apr_interval_time_t *until);
 
-/* The leader of round is done with it (settled): the writes waiting to
- * take the next round together need not wait for it any longer.
+/* The leader of round is done with it (settled): the writes that joined
+ * it, and those waiting to take the next round together, need not wait
+ * for it any longer (it rings them, even when a later round is open).
  */
 void lessons_lease_told(lessons_lease_t *l, apr_uint64_t round);
+
+/* What lessons_lease_tell_sleep compares: read it before asking
+ * lessons_lease_settled, and a lessons_lease_told after that ends the
+ * sleep.  A joined write sleeps on it rather than on every
+ * acknowledgement (lessons_lease_sleep), which on two CPUs woke it once
+ * for each server that answered.
+ */
+apr_uint32_t lessons_lease_tell_seen(lessons_lease_t *l);
 
 /* Sleep until lessons_lease_told rings after seen, or until. */
 void lessons_lease_tell_sleep(lessons_lease_t *l, apr_uint32_t seen,

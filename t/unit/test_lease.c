@@ -489,6 +489,45 @@ static void test_writes_share_rounds(void **state)
     assert_true(st.told_writes == 6);
 }
 
+/* A joined write sleeps on the leaders' word: the answers do not wake it
+ * (on two CPUs, once for each server that answered), its leader's end
+ * does, even when a later round is open by then.
+ */
+static void test_a_joined_write_is_rung_by_its_leader(void **state)
+{
+    lessons_lease_t *l = listening_with_b();
+    lessons_lease_check_t *out = apr_pcalloc(pool, sizeof(*out)),
+                          *joined = apr_pcalloc(pool, sizeof(*joined));
+    unsigned char nonce[LESSONS_LEASE_NONCE_LEN], nonce2[16];
+    apr_interval_time_t until = 0, began;
+    apr_uint32_t bell = 0, seen;
+    int ring;
+
+    (void)state;
+    assert_int_equal(tell(l, T0 + MS(10), T0 + MS(10), out, nonce, &ring,
+                          NULL), LESSONS_LEASE_TELL_LEAD);
+    assert_int_equal(tell(l, T0 + MS(10), T0 + MS(11), joined, nonce2,
+                          &ring, NULL), LESSONS_LEASE_TELL_JOIN);
+    seen = lessons_lease_tell_seen(l);
+    lessons_lease_heard_nonce(l, "b", nonce, T0 + MS(12));
+    assert_true(lessons_lease_settled(l, joined, T0 + MS(12), &until,
+                                      &bell));
+    assert_int_equal(lessons_lease_tell_seen(l), seen);
+    /* Round 2 drawn (round 1 out past the wait), then round 1's leader
+     * done: round 2 stays open, and the joined write is rung.
+     */
+    assert_int_equal(tell(l, T0 + MS(14), T0 + MS(14), out, nonce2, &ring,
+                          NULL), LESSONS_LEASE_TELL_LEAD);
+    assert_true(out->round == 2);
+    lessons_lease_told(l, 1);
+    assert_true(lessons_lease_tell_seen(l) != seen);
+    began = lessons_lease_clock();
+    lessons_lease_tell_sleep(l, seen, began + MS(2000));
+    assert_true(lessons_lease_clock() - began < MS(1000));
+    assert_int_equal(tell(l, T0 + MS(15), T0 + MS(16), out, nonce2, &ring,
+                          &until), LESSONS_LEASE_TELL_WAIT);
+}
+
 static void test_an_invalidate_drops_the_version(void **state)
 {
     lessons_lease_t *l = fresh();
@@ -1267,6 +1306,7 @@ int main(void)
         cmocka_unit_test(test_an_invalidate_drops_the_version),
         cmocka_unit_test(test_a_write_invalidates_from_a_fresh_list),
         cmocka_unit_test(test_writes_share_rounds),
+        cmocka_unit_test(test_a_joined_write_is_rung_by_its_leader),
         cmocka_unit_test(test_one_holder_and_the_next),
         cmocka_unit_test(test_checks_answer_only_earlier_asks),
         cmocka_unit_test(test_writers_share_checks),
