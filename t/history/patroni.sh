@@ -275,12 +275,46 @@ ha_signal_node() {      # ha_signal_node SIG NODE: its Patroni and all its postg
     fi
 }
 
+# Every process that runs NODE's database: the postmaster named by its
+# postmaster.pid, any process whose command line names its data
+# directory (a postmaster Patroni is starting again has no pid file yet,
+# and Patroni starts it in a session of its own, out of the group
+# ha_signal_node kills; so do pg_rewind and pg_basebackup), and their
+# children (the backends' titles do not name the directory).
+ha_node_pids() {        # ha_node_pids NODE
+    local n=$1 pm
+    for pm in $(ha_postmaster "$n") \
+        $(pgrep -f -- "$WORK/pg-$n(/| |\$)" 2>/dev/null || true); do
+        echo "$pm"
+        pgrep -P "$pm" 2>/dev/null || true
+    done
+}
+# Whether PID runs (a zombie left for init to reap does not).
+ha_running() { case "$(ps -o stat= -p "$1" 2>/dev/null)" in ""|Z*) return 1 ;; esac; }
+
+# Everything killed, and gone before it returns: a postgres still dying
+# writes into the data directory stop_pg removes next (CI saw rm fail
+# on pg-n1/base/16386, "Directory not empty", after the hastop fault).
 ha_stop() {
-    local n
+    local n pids live seen=() pid
     for n in $HA_NODES; do
         [ -z "${HA_PATRONI_PID[$n]:-}" ] || ha_signal_node CONT "$n"
         [ -z "${HA_PATRONI_PID[$n]:-}" ] || ha_signal_node KILL "$n"
         [ -z "${HA_ETCD_PID[$n]:-}" ] || kill -KILL -- "-${HA_ETCD_PID[$n]}" 2>/dev/null || true
+    done
+    for _ in $(seq 1 100); do
+        pids=() live=()
+        for n in $HA_NODES; do
+            # shellcheck disable=SC2207
+            pids+=($(ha_node_pids "$n"))
+        done
+        for pid in "${pids[@]}" "${seen[@]}"; do
+            ha_running "$pid" && live+=("$pid")
+        done
+        [ "${#live[@]}" -gt 0 ] || break
+        kill -KILL "${live[@]}" 2>/dev/null || true
+        seen+=("${live[@]}")
+        sleep 0.1
     done
     HA_PATRONI_PID=() HA_ETCD_PID=()
 }
