@@ -367,6 +367,12 @@ pg_cpu_share() {
 # A write's rounds on PostgreSQL: what share of the CPU the database got.
 pg_write_run() { [[ "$1" == *pgsql ]] && case $2 in create*|update*) true ;; *) false ;; esac; }
 
+# The machine's idle and all CPU time (idle and iowait, of every state)
+# and its context switches so far, on one line.
+cpu_counters() {
+    awk '/^ctxt/ { print $2 } /^cpu / { print $5 + $6, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat | paste -sd' '
+}
+
 # wrk_run DB ROUTE KIND ROUND URL [wrk args]: one run, one line in RESULTS
 # (with TLS_LOAD set, CERT KEY CAFILE, the run is build/bench/tls-load's)
 # (the statements PostgreSQL ran for it last, for the module's runs on
@@ -384,14 +390,18 @@ wrk_run() {
             || { printf '%s\n' "$out" >&2; die "tls-load failed on $u"; }
     else
         # The machine's context switches during the run, a request:
-        # the process wake-ups a write costs (docs/scaling.md).  They
-        # count everything on the machine: read them on a quiet one.
+        # the process wake-ups a write costs (docs/scaling.md); and how
+        # much of its CPUs' time went idle (a run with idle CPUs waits
+        # on something else than them).  They count everything on the
+        # machine: read them on a quiet one.
         local cx0 cx1
-        cx0=$(awk '/^ctxt/ { print $2 }' /proc/stat)
+        cx0=$(cpu_counters)
         out=$(wrk -t1 -c$conns -d${DUR}s --latency "$@" "$u" 2>&1) \
             || { printf '%s\n' "$out" >&2; die "wrk failed on $u"; }
-        cx1=$(awk '/^ctxt/ { print $2 }' /proc/stat)
-        printf '%s\n' "$out" | awk -v c=$((cx1 - cx0)) '/^ *[0-9]+ requests in/ { printf "bench:   context switches %d, %.1f a request\n", c, c / $1 }' >&2
+        cx1=$(cpu_counters)
+        printf '%s\n' "$out" | awk -v a="$cx0" -v b="$cx1" 'BEGIN { split(a, x, " "); split(b, y, " ") }
+            /^ *[0-9]+ requests in/ { printf "bench:   context switches %d, %.1f a request; CPUs idle %.0f%%\n",
+                y[3] - x[3], (y[3] - x[3]) / $1, (y[2] > x[2] ? 100 * (y[1] - x[1]) / (y[2] - x[2]) : 0) }' >&2
     fi
     ! pg_write_run "$db" "$route" || meta "$db" "pgcpu_${route}_${kind}_$round" "$(pg_cpu_share)"
     if [[ "$db:$kind" == lease*pgsql:mod ]]; then
