@@ -39,7 +39,6 @@
  * again this much later: the writes of a burst share one read, and a
  * steady stream of them sends the primary at most one a wait.
  */
-#define LESSONS_LEASE_REREAD_WAIT apr_time_from_msec(10)
 /* A holder that cannot connect tries again after this, doubling. */
 #define LESSONS_LEASE_RETRY_MIN   apr_time_from_msec(250)
 #define LESSONS_LEASE_RETRY_MAX   apr_time_from_sec(5)
@@ -84,6 +83,7 @@ typedef struct {
     int poked;                      /* a writer rang for a check */
     apr_interval_time_t reread_at;  /* read the version again after a
                                      * write that made no check, 0: no */
+    apr_interval_time_t reread_wait;    /* how long after its ring */
     lessons_lease_version_t own;    /* its own writers' newest version */
     apr_interval_time_t own_until;  /* 0: none awaited */
     int warned;                     /* the schema's warning, once */
@@ -893,7 +893,8 @@ static int lessons_holder_steps(lessons_holder_t *h, apr_pool_t *p)
     /* A writer without a connection asks this holder for its check
      * (the others make theirs themselves): "w".  A write that made no
      * check dropped the installed version: "d", read it again a little
-     * later, once for the writes of a burst.
+     * later, once for the writes of a burst, and later still while no
+     * GET takes what it read before a write drops it again.
      */
     do {
         apr_size_t i;
@@ -907,8 +908,9 @@ static int lessons_holder_steps(lessons_holder_t *h, apr_pool_t *p)
                 h->poked = 1;
             }
             else if (!h->reread_at) {
-                h->reread_at = lessons_lease_clock()
-                               + LESSONS_LEASE_REREAD_WAIT;
+                h->reread_wait = lessons_lease_reread_wait(
+                    h->reread_wait, lessons_lease_taken(ls->block));
+                h->reread_at = lessons_lease_clock() + h->reread_wait;
             }
         }
     } while (n == sizeof(drain));

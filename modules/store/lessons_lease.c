@@ -64,6 +64,9 @@ typedef struct {
     apr_uint32_t gen;                       /* drops so far */
     apr_uint32_t reread;                    /* the holder is rung to read
                                              * the version again */
+    apr_uint32_t taken;                     /* a GET took the installed
+                                             * version since the holder's
+                                             * last read */
     lessons_lease_version_t version;        /* installed */
     apr_uint32_t asked;                     /* checks asked */
     apr_uint32_t answered;                  /* the last ask answered */
@@ -336,7 +339,14 @@ int lessons_lease_current(lessons_lease_t *l, apr_interval_time_t now,
     (void)now;
     return v->sum >= 0 && v->epoch[0] != '\0';
 #else
-    return end > now && v->sum >= 0 && v->epoch[0] != '\0';
+    if (end > now && v->sum >= 0 && v->epoch[0] != '\0') {
+        /* Written once a read, not once a GET: the line stays shared. */
+        if (!apr_atomic_read32(&l->b->taken)) {
+            apr_atomic_set32(&l->b->taken, 1);
+        }
+        return 1;
+    }
+    return 0;
 #endif
 }
 
@@ -972,9 +982,25 @@ int lessons_lease_reread(lessons_lease_t *l, apr_uint32_t *gen)
     }
     wanted = b->reread != 0;
     b->reread = 0;
+    apr_atomic_set32(&b->taken, 0);
     *gen = b->gen;
     lessons_lease_unlock(l);
     return wanted;
+}
+
+int lessons_lease_taken(lessons_lease_t *l)
+{
+    return apr_atomic_read32(&l->b->taken) != 0;
+}
+
+apr_interval_time_t lessons_lease_reread_wait(apr_interval_time_t wait,
+                                              int taken)
+{
+    if (taken || wait < LESSONS_LEASE_REREAD_MIN) {
+        return LESSONS_LEASE_REREAD_MIN;
+    }
+    return wait * 2 < LESSONS_LEASE_REREAD_MAX ? wait * 2
+                                               : LESSONS_LEASE_REREAD_MAX;
 }
 
 int lessons_lease_has_listener(lessons_lease_t *l)

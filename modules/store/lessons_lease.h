@@ -276,9 +276,26 @@ int lessons_lease_drop(lessons_lease_t *l, int *ring);
 
 /* The holder, rung after a drop: 1 when one came since the last call,
  * with *gen to install what it reads now with; the next drop rings
- * again.
+ * again, and lessons_lease_taken starts afresh.
  */
 int lessons_lease_reread(lessons_lease_t *l, apr_uint32_t *gen);
+
+/* Whether a GET took the installed version (lessons_lease_current)
+ * since the holder's last lessons_lease_reread.
+ */
+int lessons_lease_taken(lessons_lease_t *l);
+
+/* How long after a drop's ring the holder reads the version again:
+ * LESSONS_LEASE_REREAD_MIN when a GET took what it read last (taken),
+ * else the last wait doubled, up to LESSONS_LEASE_REREAD_MAX.  With
+ * writes and no GETs each read is dropped again before anyone uses it:
+ * a statement for nothing, on every server of the database.  wait: the
+ * last one (0 at first).
+ */
+#define LESSONS_LEASE_REREAD_MIN apr_time_from_msec(10)
+#define LESSONS_LEASE_REREAD_MAX apr_time_from_msec(320)
+apr_interval_time_t lessons_lease_reread_wait(apr_interval_time_t wait,
+                                              int taken);
 
 /* Whether a holder listens now (a writer asks it for the check). */
 int lessons_lease_has_listener(lessons_lease_t *l);

@@ -8,8 +8,9 @@
  * in the check or heard later, by a lease's end, never before; the bell
  * moved only by news, and a writer waiting for its turn woken by the
  * answer that settles the round; one whose ask a lead answers (or the
- * next lead will) woken only then.  Times are given, not read, but for
- * the sleeps, which only wait.
+ * next lead will) woken only then; the holder's reads after drops
+ * spaced out while no GET takes them.  Times are given, not
+ * read, but for the sleeps, which only wait.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -1293,6 +1294,48 @@ static void test_the_next_lead_answers_the_writers_behind_it(void **state)
     munmap(f, sizeof(*f));
 }
 
+/* The holder's read after a drop: 10 ms at first and whenever a GET
+ * took what it read last; doubled, up to 320 ms, while none did (each
+ * read dropped again before anyone used it).  A GET's take is what
+ * says so, and each read starts it afresh.
+ */
+static void test_rereads_back_off_while_no_get_takes_them(void **state)
+{
+    lessons_lease_t *l = fresh();
+    lessons_lease_version_t v = version("e1", 4), got;
+    apr_interval_time_t wait = 0;
+    apr_uint32_t gen;
+    int i, ring;
+
+    (void)state;
+    assert_int_equal(lessons_lease_reread_wait(0, 0), MS(10));
+    for (i = 0; i < 8; i++) {
+        wait = lessons_lease_reread_wait(wait, 0);
+    }
+    assert_int_equal(wait, MS(320));
+    assert_int_equal(lessons_lease_reread_wait(MS(40), 0), MS(80));
+    assert_int_equal(lessons_lease_reread_wait(MS(320), 1), MS(10));
+
+    assert_true(lessons_lease_hold(l, ME, T0, MS(3000), alive_always));
+    assert_true(lessons_lease_listening(l, ME, 1));
+    assert_true(lessons_lease_install(l, ME, &v, T0 + MS(900), 0));
+    assert_false(lessons_lease_taken(l));
+    /* Past the lease's end nothing is taken. */
+    assert_false(lessons_lease_current(l, T0 + MS(900), &got));
+    assert_false(lessons_lease_taken(l));
+    assert_true(lessons_lease_current(l, T0, &got));
+    assert_true(lessons_lease_taken(l));
+    assert_true(lessons_lease_drop(l, &ring));
+    assert_false(lessons_lease_current(l, T0, &got));
+    /* The holder's read starts afresh: dropped again before any GET. */
+    assert_true(lessons_lease_reread(l, &gen));
+    assert_false(lessons_lease_taken(l));
+    assert_true(lessons_lease_install(l, ME, &v, 0, gen));
+    assert_true(lessons_lease_drop(l, &ring));
+    assert_false(lessons_lease_current(l, T0, &got));
+    assert_false(lessons_lease_taken(l));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1323,6 +1366,7 @@ int main(void)
         cmocka_unit_test(test_the_settling_answer_wakes_a_turn),
         cmocka_unit_test(test_an_answered_writer_wakes_once_settled),
         cmocka_unit_test(test_the_next_lead_answers_the_writers_behind_it),
+        cmocka_unit_test(test_rereads_back_off_while_no_get_takes_them),
     };
 
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
