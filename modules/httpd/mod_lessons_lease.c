@@ -35,10 +35,6 @@
  * when the writer reads its check), then catches up anyway.
  */
 #define LESSONS_LEASE_OWN_WAIT    apr_time_from_msec(5)
-/* A holder rung after a write that made no check reads the version
- * again this much later: the writes of a burst share one read, and a
- * steady stream of them sends the primary at most one a wait.
- */
 /* A holder that cannot connect tries again after this, doubling. */
 #define LESSONS_LEASE_RETRY_MIN   apr_time_from_msec(250)
 #define LESSONS_LEASE_RETRY_MAX   apr_time_from_sec(5)

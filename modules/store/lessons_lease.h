@@ -285,12 +285,13 @@ int lessons_lease_reread(lessons_lease_t *l, apr_uint32_t *gen);
  */
 int lessons_lease_taken(lessons_lease_t *l);
 
-/* How long after a drop's ring the holder reads the version again:
- * LESSONS_LEASE_REREAD_MIN when a GET took what it read last (taken),
- * else the last wait doubled, up to LESSONS_LEASE_REREAD_MAX.  With
- * writes and no GETs each read is dropped again before anyone uses it:
- * a statement for nothing, on every server of the database.  wait: the
- * last one (0 at first).
+/* How long after a drop's ring the holder reads the version again (the
+ * writes of a burst share one read, and a steady stream of them sends
+ * the primary at most one a wait): LESSONS_LEASE_REREAD_MIN when a GET
+ * took what it read last (taken), else the last wait doubled, up to
+ * LESSONS_LEASE_REREAD_MAX.  With writes and no GETs each read is
+ * dropped again before anyone uses it: a statement for nothing, on
+ * every server of the database.  wait: the last one (0 at first).
  */
 #define LESSONS_LEASE_REREAD_MIN apr_time_from_msec(10)
 #define LESSONS_LEASE_REREAD_MAX apr_time_from_msec(320)
