@@ -557,9 +557,12 @@ typedef struct {
                                      * wait for the database (0: none
                                      * yet) */
     int writing;                    /* holds the SQLite writers' mutex */
-    int lend;                       /* a read: the connection is given
-                                     * back once its statements are done
-                                     * (lessons_dbd_give_back) */
+    int lend;                       /* the connection is given back
+                                     * once its statements are done
+                                     * (lessons_dbd_give_back): a
+                                     * read's, and a write's before it
+                                     * waits for the other servers'
+                                     * leases */
     void *held;                     /* that connection and its gate slot,
                                      * while held */
     void *watched;                  /* its socket's watch

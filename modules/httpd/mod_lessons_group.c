@@ -40,12 +40,15 @@ int lessons_writes_group(lessons_srv_conf *sconf,
 
 /* This request's connection (opened here unless it is already) for a
  * write alone: DECLINED, or the answer.  A connection that shows an
- * engine that does not group writes turns the groups off.
+ * engine that does not group writes turns the groups off.  Lent, not
+ * kept to the request's end: a write that waits for the other servers'
+ * leases (lessons_lease_settle) gives it back first.
  */
 int lessons_write_open(lessons_ctx *c, lessons_srv_conf *sconf)
 {
     int done;
 
+    c->lend = 1;
     if (!c->db.driver && (done = lessons_dbd_open(c)) != DECLINED) {
         return done;
     }
@@ -254,6 +257,7 @@ static int lessons_write_lead(lessons_ctx *c, lessons_srv_conf *sconf,
     memset(&lead, 0, sizeof(lead));
     lead.c = c;
     lead.kind = kind;
+    c->lend = 1;                    /* as lessons_write_open's */
     done = lessons_dbd_open(c);
     if (done == DECLINED
         && lessons_writes_group(sconf, lessons_engine_of(c->db.driver))

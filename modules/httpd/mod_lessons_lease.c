@@ -1203,6 +1203,7 @@ static int lessons_lease_invalidate(lessons_ctx *c, lessons_lease_srv *ls,
     if (how == LESSONS_LEASE_TELL_NO) {
         return 0;
     }
+    lessons_dbd_give_back(c);
     if (how == LESSONS_LEASE_TELL_LEAD) {
         round = lessons_peer_round_start(r->pool, ls->name, chk, nonce);
     }
@@ -1369,12 +1370,20 @@ void lessons_lease_settle(lessons_ctx *c)
                           "lease (%d ms) before it is answered",
                           err ? err : "the server's listening connection "
                           "is down", ls->length_ms);
+            lessons_dbd_give_back(c);
             apr_sleep(apr_time_from_msec(ls->length_ms));
             return;
         case LESSONS_ALONE_OK:
             break;
         }
         later = apr_palloc(r->pool, sizeof(*later));
+    }
+    else {
+        /* The wait needs no connection: one held through it (up to a
+         * lease, for a server that does not answer) would keep this
+         * process's reads waiting at the gate for it.
+         */
+        lessons_dbd_give_back(c);
     }
     for (;;) {
         now = lessons_lease_clock();

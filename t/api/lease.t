@@ -10,6 +10,9 @@
 #   - with C stopped (SIGSTOP) past its lease, a write through B waits at
 #     most about a lease; once C's row has lapsed, B's writes make no
 #     check; and C, resumed, serves nothing stale;
+#   - a write through D (one process, DBDMax 1) that waits for C, stopped
+#     inside its lease, gives its pooled connection back first: a GET
+#     through D is answered meanwhile;
 #   - with the listening connections terminated, a write through B is
 #     seen at once through C, and both servers hold a lease again, C
 #     serving from it only once its new run is 65% of a lease old;
@@ -30,6 +33,7 @@ use lib "$FindBin::Bin/../lib";
 use Apache::Test qw(-withtestmore);
 use File::Temp ();
 use JSON::PP ();
+use POSIX ();
 use Time::HiRes qw(time sleep);
 use LessonsTest;
 
@@ -38,21 +42,14 @@ plan skip_all => 'read leases are PostgreSQL\'s' unless LessonsTest::db_driver()
 my $JSON = JSON::PP->new->utf8->canonical;
 # Which servers have LessonsDBLeasePeer (lease_peer.t: both).
 my %with_peer = map { ($_ => 1) } split ' ', ($ENV{LESSONS_LEASE_PEERS} // 'C');
-my %server;
-for my $name (qw(B C)) {
-    my $dir = File::Temp->newdir(CLEANUP => !$ENV{LESSONS_TEST_KEEP});
-    diag("$name: $dir") if $ENV{LESSONS_TEST_KEEP};
-    my $port = free_port();
-    my $peer = $with_peer{$name} ? free_port() : undef;
+# A server of a lease of 1 s, its MPM's and pool's sizes as $sizes says,
+# reached at $peer (a port for LessonsDBLeasePeer) if given.  Its pid.
+sub start_leased {
+    my ($dir, $port, $sizes, $peer) = @_;
     my $peer_line = $peer ? "LessonsDBLeasePeer 127.0.0.1:$peer" : '';
-    my $conf = httpd_conf($dir, $port, <<"EOF");
+    return start_httpd(httpd_conf($dir, $port, <<"EOF"), $port);
 LogLevel info lessons:trace1
-StartServers 2
-MinSpareThreads 2
-MaxSpareThreads 10
-ServerLimit 2
-ThreadsPerChild 5
-MaxRequestWorkers 10
+$sizes
 LessonsDBLease 1
 $peer_line
 @{[ api_location() ]}
@@ -60,7 +57,22 @@ $peer_line
     SetHandler lessons-metrics
 </Location>
 EOF
-    my $pid = start_httpd($conf, $port);
+}
+
+my %server;
+for my $name (qw(B C)) {
+    my $dir = File::Temp->newdir(CLEANUP => !$ENV{LESSONS_TEST_KEEP});
+    diag("$name: $dir") if $ENV{LESSONS_TEST_KEEP};
+    my $port = free_port();
+    my $peer = $with_peer{$name} ? free_port() : undef;
+    my $pid = start_leased($dir, $port, <<"EOF", $peer);
+StartServers 2
+MinSpareThreads 2
+MaxSpareThreads 10
+ServerLimit 2
+ThreadsPerChild 5
+MaxRequestWorkers 10
+EOF
     $server{$name} = { dir => $dir, port => $port, pid => $pid, peer => $peer,
                        base => "http://127.0.0.1:$port" };
 }
@@ -274,6 +286,75 @@ kill 'CONT', -$server{C}{pid};
 my @after_pause = map { title_of($C) } 1 .. 6;
 is_deeply(\@after_pause, [ ('200 B alone') x 6 ],
           'C, resumed, serves nothing stale');
+
+# ---- a write that waits for a stopped server holds no pooled connection
+# D: one process with one pooled connection (DBDMax 1).  With C stopped
+# inside its lease, a write through D waits for C's lease to end; a GET
+# through D that needs the database (the lesson the write changed) is
+# answered meanwhile, not after the write: the write gave its
+# connection back before it waited.  Held through the wait (up to a
+# lease), it kept the process's reads waiting at the gate.  With
+# datagrams on B and C (lease_peer.t) D has an address too, and its
+# write makes no check; else it makes one.
+{
+    my $dir = File::Temp->newdir(CLEANUP => !$ENV{LESSONS_TEST_KEEP});
+    my $port = free_port();
+    my $pid = start_leased($dir, $port, <<"EOF",
+@{[ one_process_conf(5) ]}DBDMin 1
+DBDKeep 1
+DBDMax 1
+EOF
+                           keys %with_peer == 2 ? free_port() : undef);
+    my $D = "http://127.0.0.1:$port";
+    my $g = {};
+    for (1 .. 50) {
+        $g = lease_gauges($D);
+        last if ($g->{valid} // 0) == 1 && ($g->{other_servers} // 0) == 2;
+        sleep 0.1;
+    }
+    is_deeply([ @$g{qw(valid other_servers)} ], [ 1, 2 ],
+              'D holds a lease and lists B\'s and C\'s')
+        or diag(explain($g));
+    title_of($D);                           # built, and D's connection made
+    kill 'STOP', -$server{C}{pid};
+    my $t0 = time;
+    pipe(my $from_put, my $to_parent) or die "pipe: $!";
+    my $kid = fork // die "fork: $!";
+    if (!$kid) {
+        close $from_put;
+        my ($code) = put_title($D, 'While C sleeps, through D');
+        printf {$to_parent} "%d %.6f\n", $code, time;
+        close $to_parent;
+        POSIX::_exit(0);
+    }
+    close $to_parent;
+    sleep 0.2;
+    my $got = title_of($D);
+    my $read_done = time;
+    my ($put_code, $put_done) = split ' ', (<$from_put> // '0 0');
+    waitpid $kid, 0;
+    kill 'CONT', -$server{C}{pid};
+    is($put_code, 200, 'with C stopped, a write through D is answered');
+    cmp_ok($put_done - $t0, '>=', 0.3, sprintf('after waiting for C\'s '
+           . 'lease (%.2f s)', $put_done - $t0));
+    is($got, '200 While C sleeps, through D',
+       'a GET through D meanwhile reads the write');
+    cmp_ok($read_done, '<', $put_done, sprintf('and is answered %.2f s '
+           . 'before the write: the write waits with no pooled connection',
+           $put_done - $read_done));
+    kill 'TERM', $pid;
+    for (1 .. 100) {
+        last unless kill 0, $pid;
+        sleep 0.1;
+    }
+    # B and C list D no more (its row is gone or lapsed) before going on.
+    for my $base ($B, $C) {
+        for (1 .. 50) {
+            last if (lease_gauges($base)->{other_servers} // -1) == 1;
+            sleep 0.1;
+        }
+    }
+}
 
 # ---- the listening connections terminated
 my $terms = { map { ($_->{server} => $_->{term}) } @{ leases() } };
