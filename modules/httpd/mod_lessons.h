@@ -556,6 +556,9 @@ typedef struct {
     apr_time_t deadline;            /* LessonsDBTimeout, from the first
                                      * wait for the database (0: none
                                      * yet) */
+    apr_interval_time_t committed;  /* a write another request's
+                                     * group commit made: when it came
+                                     * back (lessons_lease_clock), or 0 */
     int writing;                    /* holds the SQLite writers' mutex */
     int lend;                       /* the connection is given back
                                      * once its statements are done

@@ -141,6 +141,16 @@ static lessons_group_share_e lessons_lead_send(void *baton, int first,
 
     if (lead->kind->many(&lead->c->db, lead->c->r->pool, jobs, count,
                          &lead->err) == LESSONS_STORE_OK) {
+        /* Committed by now: a round of INVALIDATEs drawn after this
+         * tells the other servers of every write of the share, however
+         * late each request comes to wait for one (lessons_lease_settle).
+         */
+        apr_interval_time_t committed = lessons_lease_clock();
+        int i;
+
+        for (i = 0; i < count; i++) {
+            jobs[i]->committed = committed;
+        }
         ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, lead->c->r,
                       LESSONSLOG(00309) "%d %s in one transaction",
                       count, lead->kind->what);
@@ -338,5 +348,6 @@ int lessons_write_grouped(lessons_ctx *c, lessons_srv_conf *sconf,
         && job->fault != LESSONS_DB_OK) {
         return lessons_dbd_answer(c, job->fault, job->err, 1);
     }
+    c->committed = job->rc != LESSONS_STORE_ERROR ? job->committed : 0;
     return done;
 }

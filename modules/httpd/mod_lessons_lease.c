@@ -1180,6 +1180,11 @@ static int lessons_lease_invalidate(lessons_ctx *c, lessons_lease_srv *ls,
                                     lessons_lease_check_t *chk,
                                     apr_interval_time_t start)
 {
+    /* A round drawn after the write came back tells of it: for a write
+     * of another's group commit, that is before this request woke.
+     */
+    apr_interval_time_t commit = c->committed > 0 && c->committed <= start
+                                 ? c->committed : start;
     request_rec *r = c->r;
     unsigned char *nonce = apr_palloc(r->pool, LESSONS_LEASE_NONCE_LEN);
     lessons_peer_round_t *round = NULL;
@@ -1190,7 +1195,7 @@ static int lessons_lease_invalidate(lessons_ctx *c, lessons_lease_srv *ls,
     int ring = 0;
 
     for (;;) {
-        how = lessons_lease_invalidating(ls->block, start, now,
+        how = lessons_lease_invalidating(ls->block, commit, now,
                                          apr_time_from_msec(ls->length_ms)
                                          / 2, chk, nonce, &ring, &bell,
                                          &until);

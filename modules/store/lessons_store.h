@@ -172,6 +172,10 @@ typedef struct {
                                      * answered as this fault, with err
                                      * (in pool) */
     const char *err;
+    apr_interval_time_t committed;  /* once run and kept: when the
+                                     * statement that held it came back,
+                                     * on the lease's clock (set by the
+                                     * group's leader) */
 } lessons_store_write_job_t;
 
 /* The most writes one lessons_store_create_many (or _update_many) may
