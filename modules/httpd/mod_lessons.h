@@ -560,12 +560,6 @@ typedef struct {
                                      * group commit made: when it came
                                      * back (lessons_lease_clock), or 0 */
     int writing;                    /* holds the SQLite writers' mutex */
-    int lend;                       /* the connection is given back
-                                     * once its statements are done
-                                     * (lessons_dbd_give_back): a
-                                     * read's, and a write's before it
-                                     * waits for the other servers'
-                                     * leases */
     void *held;                     /* that connection and its gate slot,
                                      * while held */
     void *watched;                  /* its socket's watch

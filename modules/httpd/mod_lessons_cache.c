@@ -286,7 +286,6 @@ static int lessons_read_send(lessons_ctx *c, lessons_srv_conf *sconf,
     apr_size_t key_len = 0;
     int gzip, opened = 0, rc;
 
-    c->lend = 1;
     rc = lessons_read_catalog(c, sconf, &cat, &opened, asked);
     if (rc != DECLINED) {
         return rc;

@@ -300,8 +300,10 @@ void lessons_dbd_give_back(lessons_ctx *c)
 
 /* Get a pooled connection ready for this request, within the request's
  * time bound.  DECLINED means connected; anything else is the answer.
- * A read's (c->lend) is given back by lessons_dbd_give_back, or when
- * the request ends.
+ * Lent (unless mod_dbd has lent this request one already): given back
+ * by lessons_dbd_give_back, a read's once its statements are done and a
+ * write's before it waits for the other servers' leases, or when the
+ * request ends.
  */
 int lessons_dbd_open(lessons_ctx *c)
 {
@@ -322,7 +324,7 @@ int lessons_dbd_open(lessons_ctx *c)
     apr_time_t started;
     int waited = 0;
 
-    if (c->lend && lessons_dbd_may_lend(r, sconf)) {
+    if (lessons_dbd_may_lend(r, sconf)) {
         hold = apr_pcalloc(r->pool, sizeof(*hold));
         hold->s = r->server;
         hold->close = sconf->dbd_close;

@@ -48,7 +48,6 @@ int lessons_write_open(lessons_ctx *c, lessons_srv_conf *sconf)
 {
     int done;
 
-    c->lend = 1;
     if (!c->db.driver && (done = lessons_dbd_open(c)) != DECLINED) {
         return done;
     }
@@ -267,7 +266,6 @@ static int lessons_write_lead(lessons_ctx *c, lessons_srv_conf *sconf,
     memset(&lead, 0, sizeof(lead));
     lead.c = c;
     lead.kind = kind;
-    c->lend = 1;                    /* as lessons_write_open's */
     done = lessons_dbd_open(c);
     if (done == DECLINED
         && lessons_writes_group(sconf, lessons_engine_of(c->db.driver))

@@ -39,7 +39,6 @@ int lessons_health_handler(request_rec *r)
     c.r = r;
     c.conf = ap_get_module_config(r->per_dir_config, &lessons_module);
     c.quiet = 1;
-    c.lend = 1;
     /* Keys first: they cost no connection, and without them every
      * request the section gates gets 503 whatever the database says.
      */
