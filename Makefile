@@ -246,22 +246,25 @@ $(ASAN_MODULE): $(patsubst $(OBJ)/%,$(ASAN_OBJ)/%,$(ENGINE_OBJS) $(UNIT_OBJS))
 	@echo "  LD    $@"
 	@$(HTTPD_CC) $(MOD_LDFLAGS) $(ASAN_FLAGS) -o $@ $^ $(LIBS)
 
-# Four modules broken on purpose, for the history checker (t/history):
+# Five modules broken on purpose, for the history checker (t/history):
 # one keeps serving from its cache after its lease ended, one answers
 # writes without waiting for the acknowledgements, one acknowledges
 # datagrams (LessonsDBLeasePeer) without raising its version, one serves
-# a new run's lease at once.  The checker must catch each.  Never
-# installed.
+# a new run's lease at once, one answers a HOLD without holding its
+# drop.  The checker must catch each.  Never installed.
 BROKEN_EXPIRY_FLAGS = -DLESSONS_BREAK_LEASE=1
 BROKEN_ACKS_FLAGS   = -DLESSONS_BREAK_LEASE=2
 BROKEN_PEER_FLAGS   = -DLESSONS_BREAK_LEASE=3
 BROKEN_RUN_FLAGS    = -DLESSONS_BREAK_LEASE=4
+BROKEN_HOLD_FLAGS   = -DLESSONS_BREAK_LEASE=5
 BROKEN_MODULES = build/broken-expiry/mod_lessons.so build/broken-acks/mod_lessons.so \
-                 build/broken-peer/mod_lessons.so build/broken-run/mod_lessons.so
+                 build/broken-peer/mod_lessons.so build/broken-run/mod_lessons.so \
+                 build/broken-hold/mod_lessons.so
 $(eval $(call object_rules,build/broken-expiry/obj,BROKEN_EXPIRY_FLAGS))
 $(eval $(call object_rules,build/broken-acks/obj,BROKEN_ACKS_FLAGS))
 $(eval $(call object_rules,build/broken-peer/obj,BROKEN_PEER_FLAGS))
 $(eval $(call object_rules,build/broken-run/obj,BROKEN_RUN_FLAGS))
+$(eval $(call object_rules,build/broken-hold/obj,BROKEN_HOLD_FLAGS))
 build/broken-expiry/mod_lessons.so: $(patsubst $(OBJ)/%,build/broken-expiry/obj/%,$(ENGINE_OBJS) $(UNIT_OBJS))
 	@echo "  LD    $@"
 	@$(HTTPD_CC) $(MOD_LDFLAGS) -o $@ $^ $(LIBS)
@@ -272,6 +275,9 @@ build/broken-peer/mod_lessons.so: $(patsubst $(OBJ)/%,build/broken-peer/obj/%,$(
 	@echo "  LD    $@"
 	@$(HTTPD_CC) $(MOD_LDFLAGS) -o $@ $^ $(LIBS)
 build/broken-run/mod_lessons.so: $(patsubst $(OBJ)/%,build/broken-run/obj/%,$(ENGINE_OBJS) $(UNIT_OBJS))
+	@echo "  LD    $@"
+	@$(HTTPD_CC) $(MOD_LDFLAGS) -o $@ $^ $(LIBS)
+build/broken-hold/mod_lessons.so: $(patsubst $(OBJ)/%,build/broken-hold/obj/%,$(ENGINE_OBJS) $(UNIT_OBJS))
 	@echo "  LD    $@"
 	@$(HTTPD_CC) $(MOD_LDFLAGS) -o $@ $^ $(LIBS)
 

@@ -184,6 +184,16 @@ static lessons_lease_srv *lessons_lease_make(apr_pool_t *pconf,
         return NULL;
     }
     lessons_lease_name(ls->block, name);
+    /* Held from the start: a server restarted within a hold it answered
+     * before (under its last generation's name) serves no version read
+     * before that hold ends.
+     */
+    {
+        int ring;
+
+        (void)lessons_lease_hold_drop(ls->block, lessons_lease_clock(),
+                                      &ring);
+    }
     return ls;
 }
 
@@ -497,6 +507,7 @@ static void lessons_lease_check_fill(lessons_lease_check_t *chk,
     chk->overflow = !lessons_lease_version_of(cat, &chk->version);
     chk->round = 0;         /* a check, settled by versions */
     chk->at = at;
+    chk->hold = 0;
     chk->nrows = 0;
     for (i = 0; rows && i < rows->nelts; i++) {
         const lessons_store_lease_t *l =
@@ -676,6 +687,12 @@ static int lessons_holder_reread(lessons_holder_t *h, apr_pool_t *p)
     apr_uint32_t gen;
 
     if (!lessons_lease_reread(ls->block, &gen)) {
+        /* Held: read once the hold ends (a later one moves it on). */
+        apr_interval_time_t held = lessons_lease_held_until(ls->block);
+
+        if (held > lessons_lease_clock()) {
+            h->reread_at = held;
+        }
         return 1;
     }
     if (lessons_store_lease_check(&h->db, p, NULL, &cat, &rows, &err)
@@ -1207,6 +1224,15 @@ static int lessons_lease_invalidate(lessons_ctx *c, lessons_lease_srv *ls,
     }
     if (how == LESSONS_LEASE_TELL_NO) {
         return 0;
+    }
+    if (how == LESSONS_LEASE_TELL_HELD) {
+        if (ring) {
+            (void)apr_file_write(ls->bell_out, "d", &one);
+        }
+        ap_log_rerror(APLOG_MARK, APLOG_TRACE1, 0, r, LESSONSLOG(00799)
+                      "LessonsDBLease: the write made no check and told no "
+                      "one: every listed server holds its drop past it");
+        return 1;
     }
     lessons_dbd_give_back(c);
     if (how == LESSONS_LEASE_TELL_LEAD) {

@@ -322,6 +322,7 @@ static const char *lessons_metrics_lease(apr_pool_t *p,
     m.others = st.others;
     m.alone_writes = st.alone_writes;
     m.told_writes = st.told_writes;
+    m.held_writes = st.held_writes;
     return lessons_metrics_lease_prometheus(p, &m);
 }
 

@@ -174,8 +174,10 @@ void lessons_peer_child_add(lessons_peer_child_t *pc, const char *name,
 }
 
 /* An INVALIDATE of lease l: drop what it serves (its holder reads the
- * version again), then answer with its nonce.  Not answered when the
- * drop failed: the writer waits this server's lease out.
+ * version again), then answer with its nonce; a HOLD holds the drop
+ * too, from now on this server's clock, after the writer drew its
+ * round.  Not answered when the drop failed: the writer waits this
+ * server's lease out.
  */
 static apr_size_t lessons_peer_invalidate(const lessons_peer_lease_t *l,
                                           const lessons_peer_msg_t *msg,
@@ -185,12 +187,22 @@ static apr_size_t lessons_peer_invalidate(const lessons_peer_lease_t *l,
     *ring = 0;
 #if defined(LESSONS_BREAK_LEASE) && LESSONS_BREAK_LEASE == 3
     /* Broken on purpose (make lease-broken): answered, nothing dropped. */
-#else
+#elif defined(LESSONS_BREAK_LEASE) && LESSONS_BREAK_LEASE == 5
+    /* Broken on purpose (make lease-broken): a HOLD dropped, not held. */
     if (!lessons_lease_drop(l->block, ring)) {
         return 0;
     }
+#else
+    if (!(msg->kind == LESSONS_PEER_HOLD
+          ? lessons_lease_hold_drop(l->block, lessons_lease_clock(), ring)
+          : lessons_lease_drop(l->block, ring))) {
+        return 0;
+    }
 #endif
-    return lessons_peer_encode_nonce(out, outlen, LESSONS_PEER_NONCE_ACK,
+    return lessons_peer_encode_nonce(out, outlen,
+                                     msg->kind == LESSONS_PEER_HOLD
+                                     ? LESSONS_PEER_HOLD_ACK
+                                     : LESSONS_PEER_NONCE_ACK,
                                      l->name, msg->nonce, l->key);
 }
 
@@ -226,13 +238,14 @@ static void lessons_peer_answer(lessons_peer_child_t *pc, const char *buf,
     }
     if (lessons_peer_decode(buf, n, l->key, &msg) != LESSONS_PEER_OK
         || (msg.kind != LESSONS_PEER_RAISE
-            && msg.kind != LESSONS_PEER_INVALIDATE)) {
+            && msg.kind != LESSONS_PEER_INVALIDATE
+            && msg.kind != LESSONS_PEER_HOLD)) {
         ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, pc->s, LESSONSLOG(00789)
                      "LessonsDBLeasePeer: a datagram for %s refused: not "
                      "a writer's, made with its key", l->name);
         return;
     }
-    if (msg.kind == LESSONS_PEER_INVALIDATE) {
+    if (msg.kind == LESSONS_PEER_INVALIDATE || msg.kind == LESSONS_PEER_HOLD) {
         int ring;
 
         len = lessons_peer_invalidate(l, &msg, out, sizeof(out), &ring);
@@ -384,7 +397,10 @@ typedef struct {
     unsigned char key[LESSONS_PEER_KEY_LEN];
     char raise[LESSONS_PEER_MAX];   /* the datagram, made once */
     apr_size_t raise_len;
-    int done;                       /* acknowledged */
+    char hold[LESSONS_PEER_MAX];    /* a round's HOLD, sent first; 0:
+                                     * none */
+    apr_size_t hold_len;
+    int done;                       /* acknowledged (a HOLD, if sent) */
 } lessons_peer_target_t;
 
 struct lessons_peer_round {
@@ -461,6 +477,10 @@ static void lessons_peer_round_send(lessons_peer_round_t *round)
         int fd = t->sa.ss_family == AF_INET6 ? round->fd6 : round->fd4;
 
         if (!t->done && fd >= 0) {
+            if (t->hold_len > 0) {
+                (void)sendto(fd, t->hold, t->hold_len, MSG_DONTWAIT,
+                             (struct sockaddr *)&t->sa, t->len);
+            }
             (void)sendto(fd, t->raise, t->raise_len, MSG_DONTWAIT,
                          (struct sockaddr *)&t->sa, t->len);
         }
@@ -501,6 +521,14 @@ lessons_peer_round_t *lessons_peer_round_start(apr_pool_t *p,
             : lessons_peer_encode(t->raise, sizeof(t->raise),
                                   LESSONS_PEER_RAISE, t->name,
                                   &chk->version, t->key);
+        /* Holds asked: a HOLD first, answered before the INVALIDATE by
+         * a server that knows them, refused by one that does not.
+         */
+        t->hold_len = nonce && chk->hold
+            ? lessons_peer_encode_nonce(t->hold, sizeof(t->hold),
+                                        LESSONS_PEER_HOLD, t->name, nonce,
+                                        t->key)
+            : 0;
         if (t->raise_len == 0) {
             continue;
         }
@@ -572,6 +600,17 @@ static void lessons_peer_round_read(lessons_peer_round_t *round, int fd,
             else if (round->nonce && msg.kind == LESSONS_PEER_NONCE_ACK) {
                 lessons_lease_heard_nonce(block, t->name, msg.nonce,
                                           lessons_lease_clock());
+                /* A round with holds sends its HOLDs until they are
+                 * answered (a server that knows none is waited for by
+                 * its INVALIDATE's answer, in the block).
+                 */
+                t->done |= t->hold_len == 0
+                           && memcmp(msg.nonce, round->nonce,
+                                     LESSONS_PEER_NONCE_LEN) == 0;
+            }
+            else if (round->nonce && msg.kind == LESSONS_PEER_HOLD_ACK) {
+                lessons_lease_heard_hold(block, t->name, msg.nonce,
+                                         lessons_lease_clock());
                 t->done |= memcmp(msg.nonce, round->nonce,
                                   LESSONS_PEER_NONCE_LEN) == 0;
             }

@@ -683,17 +683,20 @@ const char *lessons_metrics_lease_prometheus(apr_pool_t *p,
         "# HELP lessons_db_lease_unchecked_writes_total Writes answered "
         "with no statement after their commit: alone, no other server's "
         "lease in the last renewal's list; told, each listed server sent "
-        "an INVALIDATE by datagram (LessonsDBLeasePeer).\n"
+        "an INVALIDATE by datagram (LessonsDBLeasePeer); held, every "
+        "listed server held its drop past the commit (a burst's).\n"
         "# TYPE lessons_db_lease_unchecked_writes_total counter\n"
         "lessons_db_lease_unchecked_writes_total{how=\"alone\"} %"
         APR_UINT64_T_FMT "\n"
         "lessons_db_lease_unchecked_writes_total{how=\"told\"} %"
+        APR_UINT64_T_FMT "\n"
+        "lessons_db_lease_unchecked_writes_total{how=\"held\"} %"
         APR_UINT64_T_FMT "\n",
         lease->valid, lease->listening,
         (double)lease->left / APR_USEC_PER_SEC,
         (double)lease->run / APR_USEC_PER_SEC,
         (double)lease->length / APR_USEC_PER_SEC, servers,
-        lease->alone_writes, lease->told_writes);
+        lease->alone_writes, lease->told_writes, lease->held_writes);
 }
 
 const char *lessons_metrics_status_auto(apr_pool_t *p,

@@ -252,6 +252,9 @@ typedef struct {
                                      * other lease listed */
     apr_uint64_t told_writes;       /* writes that made no check: each
                                      * listed server told by datagram */
+    apr_uint64_t held_writes;       /* writes that made no check and
+                                     * told no one: every listed server
+                                     * held its drop */
 } lessons_metrics_lease_t;
 
 /* Those figures in the same format, to follow lessons_metrics_

@@ -31,6 +31,8 @@ typedef struct {
     lessons_lease_version_t acked;
     apr_uint64_t acked_round;               /* the newest INVALIDATE
                                              * round it acknowledged */
+    apr_interval_time_t held_until;         /* its drop held until then
+                                             * (this clock), at least */
 } lessons_lease_peer_t;
 
 /* A futex word, and how many wait on it: a ring with nobody asleep is
@@ -62,6 +64,9 @@ typedef struct {
                                              * served until a version read
                                              * after it is installed */
     apr_uint32_t gen;                       /* drops so far */
+    apr_interval_time_t hold_until;         /* the last hold's end: no
+                                             * version read before it is
+                                             * served */
     apr_uint32_t reread;                    /* the holder is rung to read
                                              * the version again */
     apr_uint32_t taken;                     /* a GET took the installed
@@ -103,11 +108,15 @@ typedef struct {
     apr_interval_time_t tell_at;            /* when it was, on the clock */
     apr_uint64_t tell_open;                 /* that round, until its
                                              * leader is done, else 0 */
+    apr_uint32_t tell_hold;                 /* that round asked for
+                                             * holds */
     lessons_lease_bell_t told;              /* rung when it is done */
     apr_uint64_t alone_writes;              /* writes that told no one */
     apr_uint64_t told_writes;               /* writes that sent an
                                              * INVALIDATE instead of a
                                              * check */
+    apr_uint64_t held_writes;               /* writes answered under
+                                             * holds */
 } lessons_lease_block_t;
 
 struct lessons_lease_t {
@@ -442,9 +451,28 @@ int lessons_lease_listening(lessons_lease_t *l, apr_uint32_t pid, int on)
     return held;
 }
 
+/* A generation no install matches: during a hold, what is read is not
+ * to be served.
+ */
+#define LESSONS_LEASE_GEN_HELD 0x80000000u
+
+/* Under the lock: the generation to install what is read now with. */
+static apr_uint32_t lessons_lease_gen_locked(const lessons_lease_block_t *b,
+                                             apr_interval_time_t now)
+{
+    return now < b->hold_until ? b->gen ^ LESSONS_LEASE_GEN_HELD : b->gen;
+}
+
 apr_uint32_t lessons_lease_gen(lessons_lease_t *l)
 {
-    return apr_atomic_read32(&l->b->gen);
+    apr_uint32_t gen;
+
+    if (!lessons_lease_lock(l)) {
+        return apr_atomic_read32(&l->b->gen) ^ LESSONS_LEASE_GEN_HELD;
+    }
+    gen = lessons_lease_gen_locked(l->b, lessons_lease_clock());
+    lessons_lease_unlock(l);
+    return gen;
 }
 
 int lessons_lease_install(lessons_lease_t *l, apr_uint32_t pid,
@@ -738,10 +766,11 @@ static void lessons_lease_nonce_of(const lessons_lease_block_t *b,
     }
 }
 
-void lessons_lease_heard_nonce(lessons_lease_t *l, const char *name,
-                               const unsigned char
-                               nonce[LESSONS_LEASE_NONCE_LEN],
-                               apr_interval_time_t now)
+/* An answer to the round nonce names; held: to its HOLD. */
+static void lessons_lease_heard_round(lessons_lease_t *l, const char *name,
+                                      const unsigned char
+                                      nonce[LESSONS_LEASE_NONCE_LEN],
+                                      apr_interval_time_t now, int held)
 {
     lessons_lease_block_t *b = l->b;
     lessons_lease_peer_t *p;
@@ -770,12 +799,36 @@ void lessons_lease_heard_nonce(lessons_lease_t *l, const char *name,
             p->acked_round = round;
             news = 1;
         }
+        /* Held from when the round was drawn, before it was sent: only
+         * the newest round's time is kept, and an older round's answer
+         * holds nothing here.
+         */
+        if (held && round == b->rounds && b->tell_hold
+            && b->tell_at + LESSONS_LEASE_HELD > p->held_until) {
+            p->held_until = b->tell_at + LESSONS_LEASE_HELD;
+        }
         if (news && !was && lessons_lease_round_settled(b)) {
             rings = lessons_lease_settle_rings(b);
         }
     }
     lessons_lease_unlock(l);
     lessons_lease_ring_after(l, news, rings);
+}
+
+void lessons_lease_heard_nonce(lessons_lease_t *l, const char *name,
+                               const unsigned char
+                               nonce[LESSONS_LEASE_NONCE_LEN],
+                               apr_interval_time_t now)
+{
+    lessons_lease_heard_round(l, name, nonce, now, 0);
+}
+
+void lessons_lease_heard_hold(lessons_lease_t *l, const char *name,
+                              const unsigned char
+                              nonce[LESSONS_LEASE_NONCE_LEN],
+                              apr_interval_time_t now)
+{
+    lessons_lease_heard_round(l, name, nonce, now, 1);
 }
 
 /* Copy a list's rows, only as many as it holds (a full one is 46 KB). */
@@ -789,6 +842,7 @@ static void lessons_lease_copy_list(lessons_lease_check_t *to,
     to->version = from->version;
     to->round = from->round;
     to->at = from->at;
+    to->hold = from->hold;
     to->overflow = from->overflow || n != from->nrows;
     to->nrows = n;
     memcpy(to->rows, from->rows, (apr_size_t)n * sizeof(to->rows[0]));
@@ -878,6 +932,30 @@ int lessons_lease_alone(lessons_lease_t *l, apr_interval_time_t now,
     return alone;
 }
 
+/* Under the lock: how much longer every server of the list holds its
+ * drop (from answers to rounds that asked for holds), 0 when one does
+ * not.
+ */
+static apr_interval_time_t lessons_lease_held_locked(lessons_lease_block_t *b,
+                                                     apr_interval_time_t now)
+{
+    apr_interval_time_t least = 0;
+    int i;
+
+    for (i = 0; i < b->list.nrows && i < LESSONS_LEASE_ROWS; i++) {
+        lessons_lease_peer_t *p = lessons_lease_peer(b, b->list.rows[i].name,
+                                                     0);
+
+        if (!p || p->held_until <= now) {
+            return 0;
+        }
+        if (least == 0 || p->held_until - now < least) {
+            least = p->held_until - now;
+        }
+    }
+    return least;
+}
+
 lessons_lease_tell_e lessons_lease_invalidating(
     lessons_lease_t *l, apr_interval_time_t commit, apr_interval_time_t now,
     apr_interval_time_t fresh, lessons_lease_check_t *out,
@@ -886,6 +964,7 @@ lessons_lease_tell_e lessons_lease_invalidating(
 {
     lessons_lease_block_t *b = l->b;
     lessons_lease_tell_e how = LESSONS_LEASE_TELL_NO;
+    apr_interval_time_t left = 0;
     int i, ok;
 
     *ring = 0;
@@ -899,8 +978,21 @@ lessons_lease_tell_e lessons_lease_invalidating(
     for (i = 0; ok && i < b->list.nrows; i++) {
         ok = b->list.rows[i].peer[0] != '\0';
     }
+    if (ok) {
+        left = lessons_lease_held_locked(b, now);
+    }
     if (!ok) {
         /* nothing changed */
+    }
+    else if (left > LESSONS_LEASE_HOLD_MARGIN
+             && (b->tell_open > 0 || left >= LESSONS_LEASE_HELD / 2)) {
+        /* Every listed server holds its drop past now, after the
+         * commit: GETs there read the version until the holds end,
+         * then read it again.  The next round renews them.
+         */
+        lessons_lease_drop_locked(b, ring);
+        b->held_writes++;
+        how = LESSONS_LEASE_TELL_HELD;
     }
     else if (b->rounds > 0 && b->tell_at >= commit) {
         /* Drawn after the commit: its drops and INVALIDATEs come after
@@ -910,6 +1002,7 @@ lessons_lease_tell_e lessons_lease_invalidating(
         lessons_lease_copy_list(out, &b->list);
         out->at = b->tell_at;
         out->round = b->rounds;
+        out->hold = b->tell_hold != 0;
         how = LESSONS_LEASE_TELL_JOIN;
     }
     else if (b->tell_open > 0 && now < b->tell_at + LESSONS_LEASE_ROUND_WAIT) {
@@ -920,11 +1013,17 @@ lessons_lease_tell_e lessons_lease_invalidating(
     else {
         lessons_lease_copy_list(out, &b->list);
         out->at = now;
+        /* Writes close together (a burst): this round asks for holds,
+         * which answer the writes after it at once.
+         */
+        out->hold = b->tell_at > 0
+                    && now - b->tell_at < LESSONS_LEASE_HOLD_BURST;
         out->round = ++b->rounds;
         lessons_lease_nonce_of(b, out->round, nonce);
         lessons_lease_drop_locked(b, ring);
         b->tell_open = out->round;
         b->tell_at = now;
+        b->tell_hold = (apr_uint32_t)out->hold;
         how = LESSONS_LEASE_TELL_LEAD;
     }
     if (how == LESSONS_LEASE_TELL_LEAD || how == LESSONS_LEASE_TELL_JOIN) {
@@ -972,18 +1071,51 @@ int lessons_lease_drop(lessons_lease_t *l, int *ring)
     return 1;
 }
 
+int lessons_lease_hold_drop(lessons_lease_t *l, apr_interval_time_t now,
+                            int *ring)
+{
+    lessons_lease_block_t *b = l->b;
+
+    *ring = 0;
+    if (!lessons_lease_lock(l)) {
+        return 0;
+    }
+    lessons_lease_drop_locked(b, ring);
+    if (now + LESSONS_LEASE_HOLD > b->hold_until) {
+        b->hold_until = now + LESSONS_LEASE_HOLD;
+    }
+    lessons_lease_unlock(l);
+    return 1;
+}
+
+apr_interval_time_t lessons_lease_held_until(lessons_lease_t *l)
+{
+    apr_interval_time_t until;
+
+    if (!lessons_lease_lock(l)) {
+        return 0;
+    }
+    until = l->b->hold_until;
+    lessons_lease_unlock(l);
+    return until;
+}
+
 int lessons_lease_reread(lessons_lease_t *l, apr_uint32_t *gen)
 {
     lessons_lease_block_t *b = l->b;
     int wanted;
 
+    apr_interval_time_t now = lessons_lease_clock();
+
     if (!lessons_lease_lock(l)) {
         return 0;
     }
-    wanted = b->reread != 0;
-    b->reread = 0;
-    apr_atomic_set32(&b->taken, 0);
-    *gen = b->gen;
+    *gen = lessons_lease_gen_locked(b, now);
+    wanted = now >= b->hold_until && b->reread != 0;
+    if (now >= b->hold_until) {
+        b->reread = 0;
+        apr_atomic_set32(&b->taken, 0);
+    }
     lessons_lease_unlock(l);
     return wanted;
 }
@@ -1342,6 +1474,7 @@ void lessons_lease_state(lessons_lease_t *l, apr_interval_time_t now,
     st->listening = b->listening != 0;
     st->alone_writes = b->alone_writes;
     st->told_writes = b->told_writes;
+    st->held_writes = b->held_writes;
     if (b->list_sent > 0 && b->list_sent <= now) {
         st->others = (int)b->list_others;
         st->list_age = now - b->list_sent;

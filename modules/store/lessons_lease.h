@@ -69,6 +69,9 @@ typedef struct {
                                      * a later one, not by version; 0:
                                      * a check */
     apr_interval_time_t at;         /* lessons_lease_clock when it came */
+    int hold;                       /* a round's INVALIDATEs ask each
+                                     * server to hold its drop
+                                     * (LESSONS_LEASE_HOLD) */
     int nrows;
     int overflow;                   /* more leases than rows: wait out
                                      * the longest lease there is */
@@ -130,7 +133,8 @@ void lessons_lease_let_go(lessons_lease_t *l, apr_uint32_t pid);
 int lessons_lease_listening(lessons_lease_t *l, apr_uint32_t pid, int on);
 
 /* The drops so far (lessons_lease_alone): taken before the statement
- * that reads a version is sent.
+ * that reads a version is sent.  During a hold, a generation that no
+ * install matches: what is read then is never served.
  */
 apr_uint32_t lessons_lease_gen(lessons_lease_t *l);
 
@@ -240,8 +244,32 @@ typedef enum {
     LESSONS_LEASE_TELL_NO,
     LESSONS_LEASE_TELL_LEAD,
     LESSONS_LEASE_TELL_JOIN,
-    LESSONS_LEASE_TELL_WAIT
+    LESSONS_LEASE_TELL_WAIT,
+    LESSONS_LEASE_TELL_HELD
 } lessons_lease_tell_e;
+
+/* Holds (docs/scaling.md, "Holds: a burst of writes told once").  A
+ * round drawn within LESSONS_LEASE_HOLD_BURST of the one before asks
+ * each server to hold its drop for LESSONS_LEASE_HOLD: serve nothing
+ * it holds, and install no version read, until that long after the
+ * INVALIDATE came (on its own clock).  An answer to such a round's
+ * HOLD (lessons_lease_heard_hold) is a hold until the round was drawn
+ * plus LESSONS_LEASE_HELD on the writer's clock (90%, as leases count:
+ * clocks that run within 10% of each other), which the receiver's own
+ * ends after: a write that commits before then is seen there, by GETs
+ * that read the version until the hold ends and by the first version
+ * read after it.  So a write that finds, after its commit, every
+ * listed server held for more than LESSONS_LEASE_HOLD_MARGIN yet is
+ * answered at once:
+ *   HELD: this server's installed version dropped (*ring as for
+ *         lessons_lease_alone); no round, no wait.
+ * Another round (LEAD) is drawn once the holds have less than half
+ * their length left, by the write that finds no round open.
+ */
+#define LESSONS_LEASE_HOLD        apr_time_from_msec(50)
+#define LESSONS_LEASE_HELD        (LESSONS_LEASE_HOLD * 9 / 10)
+#define LESSONS_LEASE_HOLD_BURST  (2 * LESSONS_LEASE_HOLD)
+#define LESSONS_LEASE_HOLD_MARGIN apr_time_from_msec(1)
 
 lessons_lease_tell_e lessons_lease_invalidating(
     lessons_lease_t *l, apr_interval_time_t commit, apr_interval_time_t now,
@@ -274,9 +302,25 @@ void lessons_lease_tell_sleep(lessons_lease_t *l, apr_uint32_t seen,
  */
 int lessons_lease_drop(lessons_lease_t *l, int *ring);
 
+/* The same for an INVALIDATE that asks for a hold: the installed
+ * version is not served, and no version read is installed to be
+ * served, until LESSONS_LEASE_HOLD after now (a later hold extends
+ * it).  Also a block's first state, with now its making: a server that
+ * restarts holds what it may have held before.  1, or 0 as there.
+ */
+int lessons_lease_hold_drop(lessons_lease_t *l, apr_interval_time_t now,
+                            int *ring);
+
+/* When the last hold ends (0: none), for the holder to read the
+ * version again after it.
+ */
+apr_interval_time_t lessons_lease_held_until(lessons_lease_t *l);
+
 /* The holder, rung after a drop: 1 when one came since the last call,
  * with *gen to install what it reads now with; the next drop rings
- * again, and lessons_lease_taken starts afresh.
+ * again, and lessons_lease_taken starts afresh.  During a hold, *gen as
+ * lessons_lease_gen gives it then, and the drop stays to be read after
+ * the hold (the call takes nothing).
  */
 int lessons_lease_reread(lessons_lease_t *l, apr_uint32_t *gen);
 
@@ -413,6 +457,16 @@ void lessons_lease_heard_nonce(lessons_lease_t *l, const char *name,
                                nonce[LESSONS_LEASE_NONCE_LEN],
                                apr_interval_time_t now);
 
+/* The same for a HOLD ACK: and when nonce names the newest round, which
+ * asked for holds, name holds its drop until that round was drawn plus
+ * LESSONS_LEASE_HELD (an older round's answer holds nothing: only the
+ * newest round's drawing is kept).
+ */
+void lessons_lease_heard_hold(lessons_lease_t *l, const char *name,
+                              const unsigned char
+                              nonce[LESSONS_LEASE_NONCE_LEN],
+                              apr_interval_time_t now);
+
 /* ---------------------------------------------- for the metrics */
 
 typedef struct {
@@ -427,6 +481,7 @@ typedef struct {
     apr_interval_time_t list_age;   /* since that list was asked for */
     apr_uint64_t alone_writes;      /* writes with no other lease listed */
     apr_uint64_t told_writes;       /* writes that sent INVALIDATEs */
+    apr_uint64_t held_writes;       /* writes answered under holds */
 } lessons_lease_state_t;
 
 void lessons_lease_state(lessons_lease_t *l, apr_interval_time_t now,

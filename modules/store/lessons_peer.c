@@ -75,7 +75,7 @@ static int lessons_peer_tag(const unsigned char key[LESSONS_PEER_KEY_LEN],
 }
 
 /* A kind's letter on the wire, and back. */
-static const char lessons_peer_letters[] = "RAIN";
+static const char lessons_peer_letters[] = "RAINHO";
 
 static char lessons_peer_letter(lessons_peer_kind_e kind)
 {
@@ -96,7 +96,8 @@ static int lessons_peer_kind_of(char c, lessons_peer_kind_e *kind)
 
 static int lessons_peer_has_nonce(lessons_peer_kind_e kind)
 {
-    return kind == LESSONS_PEER_INVALIDATE || kind == LESSONS_PEER_NONCE_ACK;
+    return kind == LESSONS_PEER_INVALIDATE || kind == LESSONS_PEER_NONCE_ACK
+           || kind == LESSONS_PEER_HOLD || kind == LESSONS_PEER_HOLD_ACK;
 }
 
 /* The hexlen lower-case hex digits at hex as bytes into out (hexlen / 2

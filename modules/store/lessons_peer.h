@@ -10,7 +10,14 @@
  *   holds now, for a write whose version the writer has not read
  *   (docs/scaling.md, "The check off the write's path", step 3).
  * - NONCE ACK, receiver to writer: lease NAME did so for the INVALIDATE
- *   that carried NONCE.
+ *   (or HOLD) that carried NONCE.
+ * - HOLD, writer to receiver: an INVALIDATE that also asks lease NAME
+ *   to hold its drop for LESSONS_LEASE_HOLD (lessons_lease_hold_drop).
+ *   Sent before the round's INVALIDATE, not instead: a server that
+ *   does not know holds refuses it and answers the INVALIDATE, so its
+ *   writer neither waits it out nor takes its answer for a hold.
+ * - HOLD ACK, receiver to writer: lease NAME did so for the HOLD that
+ *   carried NONCE (and so dropped too, as for the INVALIDATE).
  *
  * NAME is the receiver's lease (its row in lessons_leases) in both, and
  * both carry an HMAC-SHA256 under that lease's key (random, 256 bits,
@@ -20,16 +27,18 @@
  * On the wire, a line of text and the tag's 32 bytes:
  *
  *     LP1 <R|A> <name> <sum> <epoch>\n<tag>
- *     LP1 <I|N> <name> <nonce>\n<tag>
+ *     LP1 <I|N|H|O> <name> <nonce>\n<tag>
  *
  * name and epoch are 1 or more printable ASCII characters (no space, no
  * control), as long as their arrays of lessons_lease.h allow; sum is a
  * decimal int64 >= 0, without sign or leading zero: one version, one
  * line; nonce is 16 random bytes in 32 lower-case hex digits.  Replays
  * need nothing here: a raise never lowers a version, an ACK holding a
- * version was made after it existed, an INVALIDATE only makes a server
- * read the version again, and a NONCE ACK was made after its nonce was
- * drawn (the writer's, at random: an old one settles no new write).
+ * version was made after it existed, an INVALIDATE (or a HOLD, for a
+ * hold's length) only makes a server read the version again, and a
+ * NONCE ACK was made after its nonce was drawn (the writer's, at
+ * random: an old one settles no new write, and holds only from its own
+ * round's drawing).
  */
 #ifndef LESSONS_PEER_H
 #define LESSONS_PEER_H
@@ -48,7 +57,9 @@ typedef enum {
     LESSONS_PEER_RAISE,
     LESSONS_PEER_ACK,
     LESSONS_PEER_INVALIDATE,
-    LESSONS_PEER_NONCE_ACK
+    LESSONS_PEER_NONCE_ACK,
+    LESSONS_PEER_HOLD,
+    LESSONS_PEER_HOLD_ACK
 } lessons_peer_kind_e;
 
 typedef enum {
@@ -64,6 +75,7 @@ typedef struct {
     char name[LESSONS_LEASE_NAME_MAX];
     lessons_lease_version_t version;    /* RAISE, ACK; else zeroes */
     unsigned char nonce[LESSONS_PEER_NONCE_LEN];    /* INVALIDATE, NONCE
+                                                     * ACK, HOLD, HOLD
                                                      * ACK; else zeroes */
 } lessons_peer_msg_t;
 
@@ -76,7 +88,9 @@ apr_size_t lessons_peer_encode(char *out, apr_size_t outlen,
                                const lessons_lease_version_t *v,
                                const unsigned char key[LESSONS_PEER_KEY_LEN]);
 
-/* The same for kind INVALIDATE or NONCE ACK, carrying nonce. */
+/* The same for kind INVALIDATE, NONCE ACK, HOLD or HOLD ACK, carrying
+ * nonce.
+ */
 apr_size_t lessons_peer_encode_nonce(char *out, apr_size_t outlen,
                                      lessons_peer_kind_e kind,
                                      const char *name,

@@ -16,6 +16,8 @@
 #   - with the listening connections terminated, a write through B is
 #     seen at once through C, and both servers hold a lease again, C
 #     serving from it only once its new run is 65% of a lease old;
+#   - with datagrams on both, a burst of writes through B is answered
+#     under C's holds, each seen at once through C;
 #   - C has LessonsDBLeasePeer and B has not: each write of either is
 #     told by NOTIFY (C's check finds B without an address), so servers
 #     with and without it share a database; lease_peer.t runs every case
@@ -241,6 +243,39 @@ for my $name (qw(B C)) {
         is($by_datagram, 0, "$name: no write answered by datagram with B "
            . 'reached by NOTIFY (' . @acks . ' writes)');
     }
+}
+
+# ---- a burst of writes through B under holds (both with datagrams)
+# Writes close together: B's rounds ask C to hold its drop for 50 ms,
+# and the writes that come while C holds are answered at once, telling
+# no one (lessons_db_lease_unchecked_writes_total{how="held"}).  Each is
+# still seen at once through C, lesson and list.
+if (keys %with_peer == 2) {
+    my $held_of = sub {
+        my $text = call(GET => '/metrics', base => $B, token => undef)->content;
+        return $text =~ /^lessons_db_lease_unchecked_writes_total\{how="held"\} (\d+)$/m
+               ? $1 : -1;
+    };
+    my $held = $held_of->();
+    my @missed;
+    for my $n (1 .. 30) {
+        my $title = "Burst $n";
+        my ($code) = put_title($B, $title);
+        push @missed, "$n: PUT $code" unless $code == 200;
+        my $got = title_of($C);
+        push @missed, "$n: GET gave $got" unless $got eq "200 $title";
+        my $items = eval {
+            $JSON->decode(call(GET => '/api/lessons', base => $C)->content)
+        } || [];
+        my ($item) = grep { $_->{id} == $id } @$items;
+        push @missed, "$n: the list gave " . ($item ? $item->{title} : 'nothing')
+            unless $item && $item->{title} eq $title;
+    }
+    is_deeply(\@missed, [], '30 writes through B in a burst: each seen at '
+              . 'once through C, lesson and list');
+    my $now_held = $held_of->();
+    cmp_ok($now_held - $held, '>=', 1, 'B answered some of them under C\'s '
+           . 'hold, telling no one (' . ($now_held - $held) . ' of 30)');
 }
 
 # ---- a write through psql: seen soon (nobody answered it)

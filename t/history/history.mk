@@ -2,12 +2,13 @@
 # one PostgreSQL database under faults (a server stopped past its lease,
 # listeners terminated, PostgreSQL restarted, a standby promoted, a write
 # storm, a server killed), each history checked by t/history/check.pl
-# (t/history/run.sh says what), then the two modules broken on purpose,
+# (t/history/run.sh says what), then the modules broken on purpose,
 # which the checker must catch, then the Patroni tier (issue 58: a
 # primary killed, a primary frozen past its leader key's TTL, an etcd
 # member lost, a planned switchover; t/history/patroni.sh)
 # (t/history/suite.sh).  make test-all runs it; make history runs it
-# alone (FAULTS=, LEASE=, BROKEN=expiry|acks, HISTORY_SECONDS=), and
+# alone (FAULTS=, LEASE=, BROKEN=expiry|acks|run|peer|hold,
+# HISTORY_SECONDS=), and
 # make history-ha only the Patroni tier (FAULTS=, HA_SECONDS=).
 FRAGMENT_SUITES += t/history/suite.sh
 TEST_BUILDS += $(BROKEN_MODULES)

@@ -6,7 +6,8 @@
 # catch: one serves from its cache past its lease, one answers writes
 # before the acknowledgements, one serves a new run's lease at once, one
 # acknowledges datagrams and INVALIDATEs without raising or dropping its
-# version (LessonsDBLeasePeer); then the Patroni tier's faults (t/history/patroni.sh,
+# version (LessonsDBLeasePeer), one answers HOLDs without holding its
+# drop; then the Patroni tier's faults (t/history/patroni.sh,
 # issue 58).  HISTORY_SECONDS (default 10 here; HA_SECONDS, 25, for the
 # Patroni tier) bounds each fault's load.  With INTEGRATION_COUNTS=FILE
 # each run appends its counts.
@@ -26,7 +27,7 @@ FAULTS="terminate pgrestart failover" "$ROOT/t/history/run.sh" || rc=1
 # module broken on purpose that serves a new run at once meets them.
 STOP_ALONE=all FAULTS=stop HISTORY_SERVERS=2 HISTORY_CLIENTS=10 \
     "$ROOT/t/history/run.sh" || rc=1
-for broken in acks expiry run peer; do
+for broken in acks expiry run peer hold; do
     BROKEN=$broken "$ROOT/t/history/run.sh" || rc=1
 done
 # The Patroni tier (issue 58), with its longer loads.

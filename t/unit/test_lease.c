@@ -396,21 +396,29 @@ static void test_a_write_invalidates_from_a_fresh_list(void **state)
  * came meanwhile.
  */
 /* A block whose holder listens, serves, and last listed one server,
- * b, with an address.
+ * b, with an address (and c, with one too, when both).
  */
-static lessons_lease_t *listening_with_b(void)
+static lessons_lease_t *listening_with(int both)
 {
     lessons_lease_t *l = fresh();
     lessons_lease_check_t *list = apr_pcalloc(pool, sizeof(*list));
     lessons_lease_version_t v = version("e1", 4);
 
-    list->nrows = 1;
+    list->nrows = both ? 2 : 1;
     list_row(list, 0, "b", 3, 1000, "127.0.0.1:9 k");
+    if (both) {
+        list_row(list, 1, "c", 3, 1000, "127.0.0.1:10 k");
+    }
     assert_true(lessons_lease_hold(l, ME, T0, MS(3000), alive_always));
     assert_true(lessons_lease_listening(l, ME, 1));
     assert_true(lessons_lease_install(l, ME, &v, T0 + MS(900), 0));
-    lessons_lease_listed(l, T0 - MS(100), 1, list);
+    lessons_lease_listed(l, T0 - MS(100), list->nrows, list);
     return l;
+}
+
+static lessons_lease_t *listening_with_b(void)
+{
+    return listening_with(0);
 }
 
 /* A round l's write leads at at (committed then), its nonce in nonce,
@@ -554,6 +562,149 @@ static void test_an_invalidate_drops_the_version(void **state)
     assert_int_equal(gen, before + 2);
     assert_true(lessons_lease_install(l, ME, &v, 0, gen));
     assert_true(lessons_lease_current(l, T0, &got));
+}
+
+/* A HOLD drops the version and keeps it dropped for its length on this
+ * server's clock: what the holder reads meanwhile is installed, never
+ * served, and its read after the hold is.  A later hold moves the end.
+ */
+static void test_a_hold_keeps_the_drop(void **state)
+{
+    lessons_lease_t *l = fresh();
+    lessons_lease_version_t v = version("e1", 4), got;
+    apr_interval_time_t now = lessons_lease_clock(), until;
+    apr_uint32_t gen;
+    int ring;
+
+    (void)state;
+    assert_true(lessons_lease_hold(l, ME, T0, MS(3000), alive_always));
+    assert_true(lessons_lease_listening(l, ME, 1));
+    assert_true(lessons_lease_install(l, ME, &v, T0 + MS(900), 0));
+    assert_true(lessons_lease_current(l, T0, &got));
+    assert_int_equal(lessons_lease_held_until(l), 0);
+    assert_true(lessons_lease_hold_drop(l, now, &ring));
+    assert_true(ring);
+    assert_false(lessons_lease_current(l, T0, &got));
+    until = lessons_lease_held_until(l);
+    assert_int_equal(until, now + LESSONS_LEASE_HOLD);
+    /* An older hold's end is not a later one's. */
+    assert_true(lessons_lease_hold_drop(l, now - MS(10), &ring));
+    assert_false(ring);
+    assert_int_equal(lessons_lease_held_until(l), until);
+    /* Read during the hold: installed, not served; the drop stays for
+     * the read after it.
+     */
+    assert_false(lessons_lease_reread(l, &gen));
+    assert_true(lessons_lease_install(l, ME, &v, T0 + MS(900), gen));
+    assert_false(lessons_lease_current(l, T0, &got));
+    gen = lessons_lease_gen(l);
+    assert_true(lessons_lease_install(l, ME, &v, T0 + MS(900), gen));
+    assert_false(lessons_lease_current(l, T0, &got));
+    while (lessons_lease_clock() < until) {
+        apr_sleep(until - lessons_lease_clock());
+    }
+    assert_true(lessons_lease_reread(l, &gen));
+    assert_true(lessons_lease_install(l, ME, &v, 0, gen));
+    assert_true(lessons_lease_current(l, T0, &got));
+    /* Taken: the next drop rings again. */
+    assert_false(lessons_lease_reread(l, &gen));
+    assert_true(lessons_lease_drop(l, &ring));
+    assert_true(ring);
+}
+
+/* The answers to a round that asked for holds answer the writes after
+ * it at once while every listed server is held: a write that commits
+ * while each holds past now + LESSONS_LEASE_HOLD_MARGIN tells no one
+ * and drops only its own server's version.  The first round of a burst
+ * asks for none; an INVALIDATE's answer, a HOLD ACK to a round that
+ * asked for none or to an older round, or one server's of two holds
+ * nothing; the holds are renewed by the write that finds half their
+ * length gone and no round open.
+ */
+static void test_writes_under_holds_tell_no_one(void **state)
+{
+    lessons_lease_t *l = listening_with(1);
+    lessons_lease_check_t *out = apr_pcalloc(pool, sizeof(*out));
+    lessons_lease_version_t v = version("e1", 4), got;
+    unsigned char n1[LESSONS_LEASE_NONCE_LEN], n2[16], n3[16], n4[16];
+    lessons_lease_state_t st;
+    apr_interval_time_t t;
+    int ring;
+
+    (void)state;
+    /* Round 1, the first: no hold asked, none given by its answers. */
+    assert_int_equal(tell(l, T0 + MS(10), T0 + MS(10), out, n1, &ring, NULL),
+                     LESSONS_LEASE_TELL_LEAD);
+    assert_false(out->hold);
+    lessons_lease_heard_hold(l, "b", n1, T0 + MS(11));
+    lessons_lease_heard_hold(l, "c", n1, T0 + MS(11));
+    lessons_lease_told(l, out->round);
+    /* Round 2, 20 ms later: a burst, holds asked.  b answers. */
+    assert_int_equal(tell(l, T0 + MS(30), T0 + MS(30), out, n2, &ring, NULL),
+                     LESSONS_LEASE_TELL_LEAD);
+    assert_true(out->hold);
+    assert_true(out->round == 2);
+    lessons_lease_heard_hold(l, "b", n2, T0 + MS(31));
+    /* c answers its INVALIDATE only (a server that knows no holds). */
+    lessons_lease_heard_nonce(l, "c", n2, T0 + MS(31));
+    lessons_lease_told(l, out->round);
+    /* c holds nothing: a round of its own (b's hold is not both's). */
+    assert_int_equal(tell(l, T0 + MS(32), T0 + MS(32), out, n3, &ring, NULL),
+                     LESSONS_LEASE_TELL_LEAD);
+    assert_true(out->round == 3);
+    /* c's answer to round 2, come after round 3 was drawn: holds
+     * nothing (only the newest round's drawing is known).
+     */
+    lessons_lease_heard_hold(l, "c", n2, T0 + MS(33));
+    lessons_lease_told(l, out->round);
+    assert_int_equal(tell(l, T0 + MS(40), T0 + MS(40), out, n4, &ring, NULL),
+                     LESSONS_LEASE_TELL_LEAD);
+    assert_true(out->round == 4);
+    assert_true(out->hold);
+    lessons_lease_heard_hold(l, "b", n4, T0 + MS(41));
+    lessons_lease_heard_hold(l, "c", n4, T0 + MS(41));
+    lessons_lease_told(l, out->round);
+    /* Both hold until T0+85 on this clock: the next writes are held,
+     * drop this server's version (ringing its holder once), count as
+     * such and draw no round.
+     */
+    assert_true(lessons_lease_reread(l, &(apr_uint32_t){ 0 }));
+    assert_true(lessons_lease_install(l, ME, &v, T0 + MS(900),
+                                      lessons_lease_gen(l)));
+    assert_true(lessons_lease_current(l, T0 + MS(50), &got));
+    assert_int_equal(tell(l, T0 + MS(50), T0 + MS(50), out, n1, &ring, NULL),
+                     LESSONS_LEASE_TELL_HELD);
+    assert_true(ring);
+    assert_false(lessons_lease_current(l, T0 + MS(50), &got));
+    assert_int_equal(tell(l, T0 + MS(56), T0 + MS(58), out, n1, &ring, NULL),
+                     LESSONS_LEASE_TELL_HELD);
+    assert_false(ring);
+    lessons_lease_state(l, T0 + MS(58), &st);
+    assert_true(st.held_writes == 2);
+    assert_true(st.told_writes == 4);
+    /* Less than half the hold left and no round open: this write
+     * renews them, and the writes while it is out are held still.
+     */
+    assert_int_equal(tell(l, T0 + MS(66), T0 + MS(66), out, n1, &ring, NULL),
+                     LESSONS_LEASE_TELL_LEAD);
+    assert_true(out->hold);
+    assert_true(out->round == 5);
+    assert_int_equal(tell(l, T0 + MS(80), T0 + MS(83), out, n2, &ring, NULL),
+                     LESSONS_LEASE_TELL_HELD);
+    /* Within the margin of the end: not held, the open round joined. */
+    t = T0 + MS(85) - LESSONS_LEASE_HOLD_MARGIN;
+    assert_int_equal(tell(l, T0 + MS(60), t, out, n2, &ring, NULL),
+                     LESSONS_LEASE_TELL_JOIN);
+    assert_true(out->round == 5);
+    /* Round 5 answered: held until T0+111. */
+    lessons_lease_heard_hold(l, "b", n1, T0 + MS(84));
+    lessons_lease_heard_hold(l, "c", n1, T0 + MS(84));
+    lessons_lease_told(l, 5);
+    assert_int_equal(tell(l, T0 + MS(85), T0 + MS(85), out, n2, &ring, NULL),
+                     LESSONS_LEASE_TELL_HELD);
+    /* A list gone stale holds nothing: the write makes its check. */
+    assert_int_equal(tell(l, T0 + MS(600), T0 + MS(600), out, n2, &ring,
+                          NULL), LESSONS_LEASE_TELL_NO);
 }
 
 static void test_a_write_alone_drops_the_version(void **state)
@@ -891,8 +1042,10 @@ static void test_nonce_rounds_settle_by_their_acks(void **state)
     lessons_lease_heard_nonce(l, "c", n2, T0 + MS(10));
     assert_true(lessons_lease_settled(l, first, T0 + MS(11), &until, &bell));
     assert_true(lessons_lease_settled(l, chk, T0 + MS(11), &until, &bell));
-    /* A row never answered settles when its lease ends. */
-    chk->round = lead_round(l, T0 + MS(12), n1);
+    /* A row never answered settles when its lease ends (a write past
+     * the hold b's answer to round 2 gave, which asked for one).
+     */
+    chk->round = lead_round(l, T0 + MS(1) + LESSONS_LEASE_HOLD, n1);
     assert_true(chk->round == 3);
     assert_false(lessons_lease_settled(l, chk, T0 + MS(1999), &until,
                                        &bell));
@@ -1347,6 +1500,8 @@ int main(void)
         cmocka_unit_test(test_a_run_serves_only_once_warm),
         cmocka_unit_test(test_a_write_alone_drops_the_version),
         cmocka_unit_test(test_an_invalidate_drops_the_version),
+        cmocka_unit_test(test_a_hold_keeps_the_drop),
+        cmocka_unit_test(test_writes_under_holds_tell_no_one),
         cmocka_unit_test(test_a_write_invalidates_from_a_fresh_list),
         cmocka_unit_test(test_writes_share_rounds),
         cmocka_unit_test(test_a_joined_write_is_rung_by_its_leader),

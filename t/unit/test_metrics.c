@@ -388,7 +388,7 @@ static void test_lease_prometheus(void **state)
     const char *text;
 
     lessons_metrics_lease_t m = { 1, 0, 2345678, 7654321,
-                                  10 * APR_USEC_PER_SEC, 3, 41, 7 };
+                                  10 * APR_USEC_PER_SEC, 3, 41, 7, 9 };
 
     (void)state;
     text = lessons_metrics_lease_prometheus(pool, &m);
@@ -398,7 +398,9 @@ static void test_lease_prometheus(void **state)
                                  "lessons_db_lease_unchecked_writes_total"
                                  "{how=\"alone\"} 41\n"
                                  "lessons_db_lease_unchecked_writes_total"
-                                 "{how=\"told\"} 7\n"));
+                                 "{how=\"told\"} 7\n"
+                                 "lessons_db_lease_unchecked_writes_total"
+                                 "{how=\"held\"} 9\n"));
     assert_non_null(strstr(text, "# TYPE lessons_db_lease_other_servers "
                                  "gauge\nlessons_db_lease_other_servers "
                                  "3\n"));
@@ -414,7 +416,7 @@ static void test_lease_prometheus(void **state)
                                  "7.654\n"));
     /* No list read yet: no sample to mistake for none. */
     m = (lessons_metrics_lease_t){ 0, 1, 0, 0, 10 * APR_USEC_PER_SEC, -1,
-                                   0, 0 };
+                                   0, 0, 0 };
     text = lessons_metrics_lease_prometheus(pool, &m);
     assert_exposition(text);
     assert_null(strstr(text, "lessons_db_lease_other_servers"));

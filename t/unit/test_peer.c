@@ -157,14 +157,18 @@ static void test_both_kinds_round_trip(void **state)
     }
 }
 
-/* An INVALIDATE and its NONCE ACK: the nonce comes back as it went,
- * the text is as documented, neither kind is made by the other's
- * encoder, and under a good tag only the one spelling is taken.
+/* An INVALIDATE and its NONCE ACK, a HOLD and its HOLD ACK: the nonce
+ * comes back as it went, the text is as documented, no kind is made by
+ * another's encoder or passes for another, and under a good tag only
+ * the one spelling is taken.
  */
 static void test_nonce_kinds_round_trip(void **state)
 {
     const lessons_peer_kind_e kinds[] = { LESSONS_PEER_INVALIDATE,
-                                          LESSONS_PEER_NONCE_ACK };
+                                          LESSONS_PEER_NONCE_ACK,
+                                          LESSONS_PEER_HOLD,
+                                          LESSONS_PEER_HOLD_ACK };
+    const char other[] = { 'N', 'O', 'I', 'N' };
     unsigned char nonce[LESSONS_PEER_NONCE_LEN];
     lessons_lease_version_t v = version("e", 1);
     const char *body = "LP1 I web1 000102030405060708090a0b0c0d0e0f\n";
@@ -180,6 +184,9 @@ static void test_nonce_kinds_round_trip(void **state)
         "LP1 I n  000102030405060708090a0b0c0d0e0f\n",
         "LP1 R n 000102030405060708090a0b0c0d0e0f\n",
         "LP1 A n 11111111111111111111111111111111\n",
+        "LP1 H n 000102030405060708090a0b0c0d0e0\n",
+        "LP1 H n 1 e\n",
+        "LP1 X n 000102030405060708090a0b0c0d0e0f\n",
     };
     char buf[LESSONS_PEER_MAX];
     lessons_peer_msg_t m;
@@ -189,7 +196,7 @@ static void test_nonce_kinds_round_trip(void **state)
     for (i = 0; i < sizeof(nonce); i++) {
         nonce[i] = (unsigned char)i;
     }
-    for (k = 0; k < 2; k++) {
+    for (k = 0; k < 4; k++) {
         n = lessons_peer_encode_nonce(buf, sizeof(buf), kinds[k], "web1",
                                       nonce, KEY);
         assert_true(n > LESSONS_PEER_TAG_LEN);
@@ -201,15 +208,21 @@ static void test_nonce_kinds_round_trip(void **state)
         assert_true(m.version.sum == 0);
         assert_string_equal(m.version.epoch, "");
         /* The kind is under the tag: an INVALIDATE sent back is no
-         * NONCE ACK.
+         * NONCE ACK, a NONCE ACK no HOLD ACK, and no HOLD passes for an
+         * INVALIDATE.
          */
-        buf[4] = k ? 'I' : 'N';
+        buf[4] = other[k];
         assert_int_equal(decode_copy(buf, n, KEY, &m), LESSONS_PEER_BAD_TAG);
     }
     n = lessons_peer_encode_nonce(buf, sizeof(buf), LESSONS_PEER_INVALIDATE,
                                   "web1", nonce, KEY);
     assert_int_equal(n, strlen(body) + LESSONS_PEER_TAG_LEN);
     assert_memory_equal(buf, body, strlen(body));
+    n = lessons_peer_encode_nonce(buf, sizeof(buf), LESSONS_PEER_HOLD,
+                                  "web1", nonce, KEY);
+    assert_int_equal(n, strlen(body) + LESSONS_PEER_TAG_LEN);
+    assert_memory_equal(buf, "LP1 H web1 ", 11);
+    assert_memory_equal(buf + 11, body + 11, strlen(body) - 11);
     /* Each encoder makes only its own kinds. */
     assert_int_equal(lessons_peer_encode_nonce(buf, sizeof(buf),
                                                LESSONS_PEER_RAISE, "web1",
@@ -217,6 +230,9 @@ static void test_nonce_kinds_round_trip(void **state)
     assert_int_equal(lessons_peer_encode(buf, sizeof(buf),
                                          LESSONS_PEER_INVALIDATE, "web1",
                                          &v, KEY), 0);
+    assert_int_equal(lessons_peer_encode(buf, sizeof(buf),
+                                         LESSONS_PEER_HOLD, "web1", &v, KEY),
+                     0);
     assert_int_equal(lessons_peer_encode_nonce(buf, sizeof(buf),
                                                LESSONS_PEER_NONCE_ACK,
                                                "a b", nonce, KEY), 0);
