@@ -865,6 +865,14 @@ lessons_peer_round_t *lessons_peer_round_start(apr_pool_t *p,
                                                const lessons_lease_check_t
                                                *chk,
                                                const unsigned char *nonce);
+/* A renewal of holds (LESSONS_LEASE_TELL_RENEW): chk's round's HOLDs,
+ * sent once from this server's own socket fd, so that its readers hear
+ * the answers (lessons_lease_heard_hold); no one waits for them.  How
+ * many were sent.
+ */
+int lessons_peer_renew(apr_pool_t *p, int fd, const char *self,
+                       const lessons_lease_check_t *chk,
+                       const unsigned char *nonce);
 /* How many servers answered the round's datagrams. */
 int lessons_peer_round_answered(const lessons_peer_round_t *round);
 /* Wait for ACKs until until (or the next resend), heard in block; with

@@ -1214,8 +1214,8 @@ static int lessons_lease_invalidate(lessons_ctx *c, lessons_lease_srv *ls,
     for (;;) {
         how = lessons_lease_invalidating(ls->block, commit, now,
                                          apr_time_from_msec(ls->length_ms)
-                                         / 2, chk, nonce, &ring, &bell,
-                                         &until);
+                                         / 2, ls->peer_fd >= 0, chk, nonce,
+                                         &ring, &bell, &until);
         if (how != LESSONS_LEASE_TELL_WAIT) {
             break;
         }
@@ -1225,13 +1225,22 @@ static int lessons_lease_invalidate(lessons_ctx *c, lessons_lease_srv *ls,
     if (how == LESSONS_LEASE_TELL_NO) {
         return 0;
     }
-    if (how == LESSONS_LEASE_TELL_HELD) {
+    if (how == LESSONS_LEASE_TELL_HELD || how == LESSONS_LEASE_TELL_RENEW) {
+        int sent = how == LESSONS_LEASE_TELL_RENEW
+                   ? lessons_peer_renew(r->pool, ls->peer_fd, ls->name, chk,
+                                        nonce)
+                   : 0;
+
         if (ring) {
             (void)apr_file_write(ls->bell_out, "d", &one);
         }
         ap_log_rerror(APLOG_MARK, APLOG_TRACE1, 0, r, LESSONSLOG(00799)
                       "LessonsDBLease: the write made no check and told no "
-                      "one: every listed server holds its drop past it");
+                      "one: every listed server holds its drop past it%s",
+                      how == LESSONS_LEASE_TELL_RENEW
+                      ? apr_psprintf(r->pool, " (it renewed the holds of "
+                                     "%d server(s) ahead)", sent)
+                      : "");
         return 1;
     }
     lessons_dbd_give_back(c);

@@ -206,6 +206,41 @@ static apr_size_t lessons_peer_invalidate(const lessons_peer_lease_t *l,
                                      l->name, msg->nonce, l->key);
 }
 
+/* A datagram named for another server: the answer to a renewal of
+ * holds this server sent from its own socket (lessons_peer_renew),
+ * checked with the key the lease's list gives that server.
+ */
+static void lessons_peer_heard(lessons_peer_child_t *pc, const char *buf,
+                               apr_size_t n, const char *name)
+{
+    char peer[LESSONS_LEASE_PEER_MAX];
+    unsigned char key[LESSONS_PEER_KEY_LEN];
+    lessons_peer_msg_t msg;
+    const char *sp;
+    int i;
+
+    for (i = 0; i < pc->leases->nelts; i++) {
+        const lessons_peer_lease_t *l =
+            &APR_ARRAY_IDX(pc->leases, i, lessons_peer_lease_t);
+
+        if (!lessons_lease_listed_peer(l->block, name, peer)
+            || !(sp = strchr(peer, ' '))
+            || !lessons_peer_key_from_hex(sp + 1, key)
+            || lessons_peer_decode(buf, n, key, &msg) != LESSONS_PEER_OK) {
+            continue;
+        }
+        if (msg.kind == LESSONS_PEER_HOLD_ACK
+            && lessons_lease_heard_hold(l->block, name, msg.nonce,
+                                        lessons_lease_clock())) {
+            ap_log_error(APLOG_MARK, APLOG_TRACE1, 0, pc->s,
+                         LESSONSLOG(00800) "LessonsDBLeasePeer: %s "
+                         "answered a renewal of its hold for %s: held "
+                         "longer", name, l->name);
+        }
+        return;
+    }
+}
+
 /* One datagram: a RAISE of one of this child's leases, answered. */
 static void lessons_peer_answer(lessons_peer_child_t *pc, const char *buf,
                                 apr_size_t n,
@@ -230,10 +265,12 @@ static void lessons_peer_answer(lessons_peer_child_t *pc, const char *buf,
             break;
         }
     }
-    /* Another generation's lease (a restart under way: the sender
-     * sends again), or not ours at all.
+    /* An answer to this server's renewal, another generation's lease
+     * (a restart under way: the sender sends again), or not ours at
+     * all.
      */
     if (!l) {
+        lessons_peer_heard(pc, buf, n, name);
         return;
     }
     if (lessons_peer_decode(buf, n, l->key, &msg) != LESSONS_PEER_OK
@@ -609,14 +646,45 @@ static void lessons_peer_round_read(lessons_peer_round_t *round, int fd,
                                      LESSONS_PEER_NONCE_LEN) == 0;
             }
             else if (round->nonce && msg.kind == LESSONS_PEER_HOLD_ACK) {
-                lessons_lease_heard_hold(block, t->name, msg.nonce,
-                                         lessons_lease_clock());
+                (void)lessons_lease_heard_hold(block, t->name, msg.nonce,
+                                               lessons_lease_clock());
                 t->done |= memcmp(msg.nonce, round->nonce,
                                   LESSONS_PEER_NONCE_LEN) == 0;
             }
             break;
         }
     }
+}
+
+int lessons_peer_renew(apr_pool_t *p, int fd, const char *self,
+                       const lessons_lease_check_t *chk,
+                       const unsigned char *nonce)
+{
+    lessons_peer_target_t t;
+    int i, sent = 0;
+
+    for (i = 0; i < chk->nrows && i < LESSONS_LEASE_ROWS; i++) {
+        const lessons_lease_row_t *row = &chk->rows[i];
+
+        if (!row->peer[0] || strcmp(row->name, self) == 0
+            || !lessons_peer_target(p, row, &t)) {
+            continue;
+        }
+        t.hold_len = lessons_peer_encode_nonce(t.hold, sizeof(t.hold),
+                                               LESSONS_PEER_HOLD, t.name,
+                                               nonce, t.key);
+        /* Not sent (another address family than this server's socket,
+         * a full buffer): that server's hold runs out, and the write
+         * after that draws a round and waits for it.
+         */
+        if (t.hold_len > 0
+            && sendto(fd, t.hold, t.hold_len, MSG_DONTWAIT,
+                      (struct sockaddr *)&t.sa, t.len)
+               == (ssize_t)t.hold_len) {
+            sent++;
+        }
+    }
+    return sent;
 }
 
 int lessons_peer_round_answered(const lessons_peer_round_t *round)

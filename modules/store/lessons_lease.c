@@ -110,6 +110,11 @@ typedef struct {
                                              * leader is done, else 0 */
     apr_uint32_t tell_hold;                 /* that round asked for
                                              * holds */
+    apr_uint32_t tell_led;                  /* that round has a leader
+                                             * who sends it again and
+                                             * rings its writes */
+    apr_interval_time_t renew_at;           /* the last renewal drawn
+                                             * ahead, on the clock */
     lessons_lease_bell_t told;              /* rung when it is done */
     apr_uint64_t alone_writes;              /* writes that told no one */
     apr_uint64_t told_writes;               /* writes that sent an
@@ -767,19 +772,19 @@ static void lessons_lease_nonce_of(const lessons_lease_block_t *b,
 }
 
 /* An answer to the round nonce names; held: to its HOLD. */
-static void lessons_lease_heard_round(lessons_lease_t *l, const char *name,
-                                      const unsigned char
-                                      nonce[LESSONS_LEASE_NONCE_LEN],
-                                      apr_interval_time_t now, int held)
+static int lessons_lease_heard_round(lessons_lease_t *l, const char *name,
+                                     const unsigned char
+                                     nonce[LESSONS_LEASE_NONCE_LEN],
+                                     apr_interval_time_t now, int held)
 {
     lessons_lease_block_t *b = l->b;
     lessons_lease_peer_t *p;
     apr_uint64_t round = 0;
     apr_uint32_t rings = 0;
-    int i, news = 0, was;
+    int i, news = 0, was, moved = 0;
 
     if (!name || !*name || !nonce || !lessons_lease_lock(l)) {
-        return;
+        return 0;
     }
     for (i = 0; i < 8; i++) {
         round = (round << 8) | nonce[8 + i];
@@ -806,6 +811,7 @@ static void lessons_lease_heard_round(lessons_lease_t *l, const char *name,
         if (held && round == b->rounds && b->tell_hold
             && b->tell_at + LESSONS_LEASE_HELD > p->held_until) {
             p->held_until = b->tell_at + LESSONS_LEASE_HELD;
+            moved = 1;
         }
         if (news && !was && lessons_lease_round_settled(b)) {
             rings = lessons_lease_settle_rings(b);
@@ -813,6 +819,7 @@ static void lessons_lease_heard_round(lessons_lease_t *l, const char *name,
     }
     lessons_lease_unlock(l);
     lessons_lease_ring_after(l, news, rings);
+    return moved;
 }
 
 void lessons_lease_heard_nonce(lessons_lease_t *l, const char *name,
@@ -820,15 +827,15 @@ void lessons_lease_heard_nonce(lessons_lease_t *l, const char *name,
                                nonce[LESSONS_LEASE_NONCE_LEN],
                                apr_interval_time_t now)
 {
-    lessons_lease_heard_round(l, name, nonce, now, 0);
+    (void)lessons_lease_heard_round(l, name, nonce, now, 0);
 }
 
-void lessons_lease_heard_hold(lessons_lease_t *l, const char *name,
-                              const unsigned char
-                              nonce[LESSONS_LEASE_NONCE_LEN],
-                              apr_interval_time_t now)
+int lessons_lease_heard_hold(lessons_lease_t *l, const char *name,
+                             const unsigned char
+                             nonce[LESSONS_LEASE_NONCE_LEN],
+                             apr_interval_time_t now)
 {
-    lessons_lease_heard_round(l, name, nonce, now, 1);
+    return lessons_lease_heard_round(l, name, nonce, now, 1);
 }
 
 /* Copy a list's rows, only as many as it holds (a full one is 46 KB). */
@@ -895,6 +902,29 @@ int lessons_lease_list(lessons_lease_t *l, apr_interval_time_t *sent,
     return others;
 }
 
+int lessons_lease_listed_peer(lessons_lease_t *l, const char *name,
+                              char peer[LESSONS_LEASE_PEER_MAX])
+{
+    lessons_lease_block_t *b = l->b;
+    int i, found = 0;
+
+    peer[0] = '\0';
+    if (!name || !lessons_lease_lock(l)) {
+        return 0;
+    }
+    for (i = 0; i < b->list.nrows && i < LESSONS_LEASE_ROWS; i++) {
+        const lessons_lease_row_t *row = &b->list.rows[i];
+
+        if (row->peer[0] && strcmp(row->name, name) == 0) {
+            apr_cpystrn(peer, row->peer, LESSONS_LEASE_PEER_MAX);
+            found = 1;
+            break;
+        }
+    }
+    lessons_lease_unlock(l);
+    return found;
+}
+
 /* ------------------------------------------------------- the writers */
 
 /* Under the lock: stop serving the installed version until one read
@@ -958,14 +988,14 @@ static apr_interval_time_t lessons_lease_held_locked(lessons_lease_block_t *b,
 
 lessons_lease_tell_e lessons_lease_invalidating(
     lessons_lease_t *l, apr_interval_time_t commit, apr_interval_time_t now,
-    apr_interval_time_t fresh, lessons_lease_check_t *out,
+    apr_interval_time_t fresh, int renew, lessons_lease_check_t *out,
     unsigned char nonce[LESSONS_LEASE_NONCE_LEN], int *ring,
     apr_uint32_t *seen, apr_interval_time_t *until)
 {
     lessons_lease_block_t *b = l->b;
     lessons_lease_tell_e how = LESSONS_LEASE_TELL_NO;
     apr_interval_time_t left = 0;
-    int i, ok;
+    int i, ok, renewing;
 
     *ring = 0;
     if (!lessons_lease_lock(l)) {
@@ -981,11 +1011,17 @@ lessons_lease_tell_e lessons_lease_invalidating(
     if (ok) {
         left = lessons_lease_held_locked(b, now);
     }
+    /* A renewal drawn ahead not long ago: its answers may be on the
+     * way (one lost is drawn again a gap later).
+     */
+    renewing = renew && b->renew_at > 0 && b->renew_at <= now
+               && now - b->renew_at < LESSONS_LEASE_RENEW_GAP;
     if (!ok) {
         /* nothing changed */
     }
     else if (left > LESSONS_LEASE_HOLD_MARGIN
-             && (b->tell_open > 0 || left >= LESSONS_LEASE_HELD / 2)) {
+             && (b->tell_open > 0 || left >= LESSONS_LEASE_HELD / 2
+                 || renewing)) {
         /* Every listed server holds its drop past now, after the
          * commit: GETs there read the version until the holds end,
          * then read it again.  The next round renews them.
@@ -994,7 +1030,25 @@ lessons_lease_tell_e lessons_lease_invalidating(
         b->held_writes++;
         how = LESSONS_LEASE_TELL_HELD;
     }
-    else if (b->rounds > 0 && b->tell_at >= commit) {
+    else if (left > LESSONS_LEASE_HOLD_MARGIN && renew) {
+        /* Held still, half gone: this write is answered as held, and
+         * sends the next round's HOLDs on its way out.  No one waits
+         * for their answers, which extend the holds when they come.
+         */
+        lessons_lease_copy_list(out, &b->list);
+        out->at = now;
+        out->hold = 1;
+        out->round = ++b->rounds;
+        lessons_lease_nonce_of(b, out->round, nonce);
+        lessons_lease_drop_locked(b, ring);
+        b->tell_at = now;
+        b->tell_hold = 1;
+        b->tell_led = 0;
+        b->renew_at = now;
+        b->held_writes++;
+        how = LESSONS_LEASE_TELL_RENEW;
+    }
+    else if (b->rounds > 0 && b->tell_led && b->tell_at >= commit) {
         /* Drawn after the commit: its drops and INVALIDATEs come after
          * it.  The newest list is as fresh as the round's; a server
          * listed since, not told, is waited out.
@@ -1024,6 +1078,7 @@ lessons_lease_tell_e lessons_lease_invalidating(
         b->tell_open = out->round;
         b->tell_at = now;
         b->tell_hold = (apr_uint32_t)out->hold;
+        b->tell_led = 1;
         how = LESSONS_LEASE_TELL_LEAD;
     }
     if (how == LESSONS_LEASE_TELL_LEAD || how == LESSONS_LEASE_TELL_JOIN) {

@@ -245,7 +245,8 @@ typedef enum {
     LESSONS_LEASE_TELL_LEAD,
     LESSONS_LEASE_TELL_JOIN,
     LESSONS_LEASE_TELL_WAIT,
-    LESSONS_LEASE_TELL_HELD
+    LESSONS_LEASE_TELL_HELD,
+    LESSONS_LEASE_TELL_RENEW
 } lessons_lease_tell_e;
 
 /* Holds (docs/scaling.md, "Holds: a burst of writes told once").  A
@@ -263,17 +264,25 @@ typedef enum {
  * answered at once:
  *   HELD: this server's installed version dropped (*ring as for
  *         lessons_lease_alone); no round, no wait.
- * Another round (LEAD) is drawn once the holds have less than half
- * their length left, by the write that finds no round open.
+ * Once the holds have less than half their length left, the write that
+ * finds no round open renews them.  With renew (the caller sends a
+ * round whose answers its server's readers hear, not the writer):
+ *   RENEW: answered as HELD, and out, nonce are a round that asks for
+ *          holds, to send on the write's way out (HOLDs only).  No one
+ *          waits for it and no write joins it.  The writes within
+ *          LESSONS_LEASE_RENEW_GAP after it are HELD while its answers
+ *          come; after that, the next write renews again.
+ * Without renew, that write draws a round (LEAD) and waits for it.
  */
 #define LESSONS_LEASE_HOLD        apr_time_from_msec(50)
 #define LESSONS_LEASE_HELD        (LESSONS_LEASE_HOLD * 9 / 10)
 #define LESSONS_LEASE_HOLD_BURST  (2 * LESSONS_LEASE_HOLD)
 #define LESSONS_LEASE_HOLD_MARGIN apr_time_from_msec(1)
+#define LESSONS_LEASE_RENEW_GAP   apr_time_from_msec(5)
 
 lessons_lease_tell_e lessons_lease_invalidating(
     lessons_lease_t *l, apr_interval_time_t commit, apr_interval_time_t now,
-    apr_interval_time_t fresh, lessons_lease_check_t *out,
+    apr_interval_time_t fresh, int renew, lessons_lease_check_t *out,
     unsigned char nonce[LESSONS_LEASE_NONCE_LEN], int *ring,
     apr_uint32_t *seen, apr_interval_time_t *until);
 
@@ -446,6 +455,13 @@ void lessons_lease_listed(lessons_lease_t *l, apr_interval_time_t sent,
 int lessons_lease_list(lessons_lease_t *l, apr_interval_time_t *sent,
                        lessons_lease_check_t *out);
 
+/* Where the last list says the server name hears of writes ("ADDRESS:
+ * PORT KEY") in peer: 1, or 0 when it does not name it, or without an
+ * address.  The readers check answers to renewals with its key.
+ */
+int lessons_lease_listed_peer(lessons_lease_t *l, const char *name,
+                              char peer[LESSONS_LEASE_PEER_MAX]);
+
 /* Server name acknowledged the INVALIDATE that carried nonce: it
  * dropped what it held after that round was drawn, so the round and
  * every earlier one are settled for it.  A nonce of another block (a
@@ -460,12 +476,12 @@ void lessons_lease_heard_nonce(lessons_lease_t *l, const char *name,
 /* The same for a HOLD ACK: and when nonce names the newest round, which
  * asked for holds, name holds its drop until that round was drawn plus
  * LESSONS_LEASE_HELD (an older round's answer holds nothing: only the
- * newest round's drawing is kept).
+ * newest round's drawing is kept).  1 when it moved name's hold later.
  */
-void lessons_lease_heard_hold(lessons_lease_t *l, const char *name,
-                              const unsigned char
-                              nonce[LESSONS_LEASE_NONCE_LEN],
-                              apr_interval_time_t now);
+int lessons_lease_heard_hold(lessons_lease_t *l, const char *name,
+                             const unsigned char
+                             nonce[LESSONS_LEASE_NONCE_LEN],
+                             apr_interval_time_t now);
 
 /* ---------------------------------------------- for the metrics */
 

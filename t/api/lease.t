@@ -299,6 +299,19 @@ if (keys %with_peer == 2) {
     cmp_ok($now_held - $held, '>=', 1, 'B answered some of the burst\'s '
            . 'writes under C\'s hold, telling no one ('
            . ($now_held - $held) . ')');
+    # Renewed ahead: a write that found half the hold gone sent the next
+    # HOLD on its way out, and B's readers heard C answer it (LESSONS00800),
+    # which kept the writes after it held.
+    my $log = "$server{B}{dir}/error_log";
+    open my $fh, '<', $log or die "$log: $!";
+    my ($renewed, $heard) = (0, 0);
+    while (<$fh>) {
+        $renewed++ if /LESSONS00799: .*\(it renewed the holds of 1 server/;
+        $heard++ if /LESSONS00800: .* answered a renewal of its hold/;
+    }
+    close $fh;
+    cmp_ok($renewed, '>=', 1, "B's writes renewed C's hold ahead ($renewed)");
+    cmp_ok($heard, '>=', 1, "B heard C answer the renewals ($heard)");
 }
 
 # ---- a write through psql: seen soon (nobody answered it)

@@ -305,8 +305,24 @@ static void test_a_run_serves_only_once_warm(void **state)
  * version is dropped.
  */
 /* lessons_lease_invalidating for a write committed at commit, asking at
- * now, with half a lease of 1 s as fresh.
+ * now, with half a lease of 1 s as fresh; renew as the caller can.
  */
+static lessons_lease_tell_e tell_renewing(lessons_lease_t *l, int renew,
+                                          apr_interval_time_t commit,
+                                          apr_interval_time_t now,
+                                          lessons_lease_check_t *out,
+                                          unsigned char *nonce, int *ring,
+                                          apr_interval_time_t *until)
+{
+    apr_uint32_t seen = 0;
+    apr_interval_time_t u = 0;
+
+    return lessons_lease_invalidating(l, commit, now, MS(500), renew, out,
+                                      nonce, ring, &seen,
+                                      until ? until : &u);
+}
+
+/* The same for a writer that cannot renew holds ahead. */
 static lessons_lease_tell_e tell(lessons_lease_t *l,
                                  apr_interval_time_t commit,
                                  apr_interval_time_t now,
@@ -314,11 +330,7 @@ static lessons_lease_tell_e tell(lessons_lease_t *l,
                                  unsigned char *nonce, int *ring,
                                  apr_interval_time_t *until)
 {
-    apr_uint32_t seen = 0;
-    apr_interval_time_t u = 0;
-
-    return lessons_lease_invalidating(l, commit, now, MS(500), out, nonce,
-                                      ring, &seen, until ? until : &u);
+    return tell_renewing(l, 0, commit, now, out, nonce, ring, until);
 }
 
 static void test_a_write_invalidates_from_a_fresh_list(void **state)
@@ -705,6 +717,86 @@ static void test_writes_under_holds_tell_no_one(void **state)
     /* A list gone stale holds nothing: the write makes its check. */
     assert_int_equal(tell(l, T0 + MS(600), T0 + MS(600), out, n2, &ring,
                           NULL), LESSONS_LEASE_TELL_NO);
+}
+
+/* A round l's write leads at at, 20 ms or less after the one before:
+ * it asks for holds, and b and c answer them 1 ms later.
+ */
+static void held_round(lessons_lease_t *l, apr_interval_time_t at,
+                       lessons_lease_check_t *out, unsigned char *nonce)
+{
+    int ring;
+
+    assert_int_equal(tell(l, at, at, out, nonce, &ring, NULL),
+                     LESSONS_LEASE_TELL_LEAD);
+    assert_true(out->hold);
+    lessons_lease_heard_hold(l, "b", nonce, at + MS(1));
+    lessons_lease_heard_hold(l, "c", nonce, at + MS(1));
+    lessons_lease_told(l, out->round);
+}
+
+/* A writer whose answers its server's readers hear renews the holds
+ * ahead: the write that finds half of them gone is answered at once and
+ * sends the next round's HOLDs (RENEW); the writes within the gap after
+ * it are held; with no answer by then, the next renews again.  Only the
+ * newest renewal's answers hold, from when it was drawn; no write joins
+ * a renewal (no one sends it again), so once the holds end the next
+ * write leads a round of its own.
+ */
+static void test_holds_are_renewed_ahead(void **state)
+{
+    lessons_lease_t *l = listening_with(1);
+    lessons_lease_check_t *out = apr_pcalloc(pool, sizeof(*out));
+    unsigned char n1[LESSONS_LEASE_NONCE_LEN], n2[16], n3[16], n4[16];
+    lessons_lease_state_t st;
+    int ring;
+
+    (void)state;
+    (void)lead_round(l, T0 + MS(10), n1);
+    held_round(l, T0 + MS(30), out, n2);
+    /* Held until T0+75: more than half left, held. */
+    assert_int_equal(tell_renewing(l, 1, T0 + MS(40), T0 + MS(40), out, n3,
+                                   &ring, NULL), LESSONS_LEASE_TELL_HELD);
+    /* Less than half left, no round open: renewed ahead, answered. */
+    assert_int_equal(tell_renewing(l, 1, T0 + MS(55), T0 + MS(55), out, n3,
+                                   &ring, NULL), LESSONS_LEASE_TELL_RENEW);
+    assert_true(out->hold);
+    assert_true(out->round == 3);
+    assert_int_equal(out->nrows, 2);
+    assert_memory_not_equal(n3, n2, LESSONS_LEASE_NONCE_LEN);
+    /* Its answers on the way: held. */
+    assert_int_equal(tell_renewing(l, 1, T0 + MS(57), T0 + MS(59), out, n4,
+                                   &ring, NULL), LESSONS_LEASE_TELL_HELD);
+    /* None came within the gap: renewed again. */
+    assert_int_equal(tell_renewing(l, 1, T0 + MS(61), T0 + MS(61), out, n4,
+                                   &ring, NULL), LESSONS_LEASE_TELL_RENEW);
+    assert_true(out->round == 4);
+    /* The first renewal's answers, come late, hold nothing. */
+    assert_false(lessons_lease_heard_hold(l, "b", n3, T0 + MS(62)));
+    assert_false(lessons_lease_heard_hold(l, "c", n3, T0 + MS(62)));
+    assert_int_equal(tell_renewing(l, 1, T0 + MS(70), T0 + MS(70), out, n1,
+                                   &ring, NULL), LESSONS_LEASE_TELL_RENEW);
+    assert_true(out->round == 5);
+    /* The newest's answers hold from when it was drawn: T0+115. */
+    assert_true(lessons_lease_heard_hold(l, "b", n1, T0 + MS(75)));
+    assert_true(lessons_lease_heard_hold(l, "c", n1, T0 + MS(75)));
+    assert_false(lessons_lease_heard_hold(l, "c", n1, T0 + MS(76)));
+    assert_int_equal(tell_renewing(l, 1, T0 + MS(90), T0 + MS(90), out, n2,
+                                   &ring, NULL), LESSONS_LEASE_TELL_HELD);
+    assert_int_equal(tell_renewing(l, 1, T0 + MS(100), T0 + MS(100), out, n2,
+                                   &ring, NULL), LESSONS_LEASE_TELL_RENEW);
+    assert_true(out->round == 6);
+    /* Never answered: at the holds' end, a write committed before that
+     * renewal leads a round and waits for it (no one sends the renewal
+     * again).
+     */
+    assert_int_equal(tell_renewing(l, 1, T0 + MS(99), T0 + MS(115), out, n3,
+                                   &ring, NULL), LESSONS_LEASE_TELL_LEAD);
+    assert_true(out->round == 7);
+    assert_true(out->hold);
+    lessons_lease_state(l, T0 + MS(115), &st);
+    assert_true(st.held_writes == 7);
+    assert_true(st.told_writes == 3);
 }
 
 static void test_a_write_alone_drops_the_version(void **state)
@@ -1502,6 +1594,7 @@ int main(void)
         cmocka_unit_test(test_an_invalidate_drops_the_version),
         cmocka_unit_test(test_a_hold_keeps_the_drop),
         cmocka_unit_test(test_writes_under_holds_tell_no_one),
+        cmocka_unit_test(test_holds_are_renewed_ahead),
         cmocka_unit_test(test_a_write_invalidates_from_a_fresh_list),
         cmocka_unit_test(test_writes_share_rounds),
         cmocka_unit_test(test_a_joined_write_is_rung_by_its_leader),
