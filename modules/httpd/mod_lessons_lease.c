@@ -1282,28 +1282,19 @@ static int lessons_lease_invalidate(lessons_ctx *c, lessons_lease_srv *ls,
     return 1;
 }
 
-void lessons_lease_settle(lessons_ctx *c)
+/* lessons_lease_settle's work for a write that came back at start. */
+static void lessons_lease_settle_from(lessons_ctx *c, lessons_lease_srv *ls,
+                                      apr_interval_time_t start)
 {
     request_rec *r = c->r;
-    lessons_srv_conf *sconf =
-        ap_get_module_config(r->server->module_config, &lessons_module);
-    lessons_lease_srv *ls = sconf->lease;
     lessons_lease_check_t *chk, *later = NULL;
-    apr_interval_time_t start, checked, now, until = 0;
+    apr_interval_time_t checked, now, until = 0;
     apr_uint32_t bell = 0;
     const char *err = NULL;
     const char *via = "";
     lessons_peer_round_t *round = NULL;
     int asked = 0, alone, send = 0, ring = 0;
 
-#if defined(LESSONS_BREAK_LEASE) && LESSONS_BREAK_LEASE == 2
-    /* Broken on purpose (make lease-broken): no wait for anyone. */
-    return;
-#endif
-    if (!ls) {
-        return;
-    }
-    start = lessons_lease_clock();
     if (lessons_lease_alone(ls->block, start,
                             apr_time_from_msec(ls->length_ms) / 2, &ring)) {
         /* No other server held a lease at the last renewal, which is
@@ -1457,4 +1448,24 @@ void lessons_lease_settle(lessons_ctx *c)
                   checked - start, alone ? " (alone)" : via, now - checked,
                   round ? lessons_peer_round_answered(round) : 0);
     lessons_lease_log_wait(r, ls, now - start);
+}
+
+void lessons_lease_settle(lessons_ctx *c)
+{
+    lessons_srv_conf *sconf =
+        ap_get_module_config(c->r->server->module_config, &lessons_module);
+    lessons_lease_srv *ls = sconf->lease;
+    apr_interval_time_t start;
+
+#if defined(LESSONS_BREAK_LEASE) && LESSONS_BREAK_LEASE == 2
+    /* Broken on purpose (make lease-broken): no wait for anyone. */
+    return;
+#endif
+    if (!ls) {
+        return;
+    }
+    start = lessons_lease_clock();
+    lessons_lease_settle_from(c, ls, start);
+    /* Counted whichever way it went (lessons_db_lease_write_wait_seconds). */
+    lessons_lease_waited(ls->block, lessons_lease_clock() - start);
 }

@@ -323,6 +323,17 @@ static const char *lessons_metrics_lease(apr_pool_t *p,
     m.alone_writes = st.alone_writes;
     m.told_writes = st.told_writes;
     m.held_writes = st.held_writes;
+    /* The lease's buckets are the metrics' (a size that differs does
+     * not compile).
+     */
+    {
+        typedef char lessons_same_waits[sizeof(m.waits) == sizeof(st.waits)
+                                        ? 1 : -1];
+        (void)sizeof(lessons_same_waits);
+    }
+    memcpy(m.waits, st.waits, sizeof(m.waits));
+    m.wait_bounds = lessons_lease_wait_bounds;
+    m.waited = st.waited;
     return lessons_metrics_lease_prometheus(p, &m);
 }
 

@@ -648,6 +648,55 @@ const char *lessons_metrics_prometheus(apr_pool_t *p,
     return text;
 }
 
+/* A bound in microseconds as seconds, shortest ("0.0001", "1"). */
+static const char *lessons_bound_seconds(apr_pool_t *p,
+                                         apr_interval_time_t us)
+{
+    char *text = apr_psprintf(p, "%" APR_TIME_T_FMT ".%06" APR_TIME_T_FMT,
+                              us / APR_USEC_PER_SEC, us % APR_USEC_PER_SEC);
+    apr_size_t n = strlen(text);
+
+    while (text[n - 1] == '0') {
+        text[--n] = '\0';
+    }
+    if (text[n - 1] == '.') {
+        text[n - 1] = '\0';
+    }
+    return text;
+}
+
+/* lessons_db_lease_write_wait_seconds, a histogram: the buckets summed
+ * up, as Prometheus reads them.
+ */
+static const char *lessons_lease_waits(apr_pool_t *p,
+                                       const lessons_metrics_lease_t *lease)
+{
+    const char *text =
+        "# HELP lessons_db_lease_write_wait_seconds How long writes took "
+        "on the read lease after their commit (their check, their "
+        "datagrams' answers, or none): what the lease adds to a write.\n"
+        "# TYPE lessons_db_lease_write_wait_seconds histogram\n";
+    apr_uint64_t upto = 0;
+    int i;
+
+    if (!lease->wait_bounds) {
+        return "";
+    }
+    for (i = 0; i < LESSONS_METRICS_LEASE_WAITS; i++) {
+        upto += lease->waits[i];
+        text = apr_psprintf(p, "%slessons_db_lease_write_wait_seconds_bucket"
+                            "{le=\"%s\"} %" APR_UINT64_T_FMT "\n", text,
+                            i < LESSONS_METRICS_LEASE_WAITS - 1
+                            ? lessons_bound_seconds(p,
+                                                    lease->wait_bounds[i])
+                            : "+Inf", upto);
+    }
+    return apr_psprintf(p, "%slessons_db_lease_write_wait_seconds_sum %.6f\n"
+                        "lessons_db_lease_write_wait_seconds_count %"
+                        APR_UINT64_T_FMT "\n", text,
+                        (double)lease->waited / APR_USEC_PER_SEC, upto);
+}
+
 const char *lessons_metrics_lease_prometheus(apr_pool_t *p,
                                              const lessons_metrics_lease_t
                                              *lease)
@@ -691,12 +740,13 @@ const char *lessons_metrics_lease_prometheus(apr_pool_t *p,
         "lessons_db_lease_unchecked_writes_total{how=\"told\"} %"
         APR_UINT64_T_FMT "\n"
         "lessons_db_lease_unchecked_writes_total{how=\"held\"} %"
-        APR_UINT64_T_FMT "\n",
+        APR_UINT64_T_FMT "\n%s",
         lease->valid, lease->listening,
         (double)lease->left / APR_USEC_PER_SEC,
         (double)lease->run / APR_USEC_PER_SEC,
         (double)lease->length / APR_USEC_PER_SEC, servers,
-        lease->alone_writes, lease->told_writes, lease->held_writes);
+        lease->alone_writes, lease->told_writes, lease->held_writes,
+        lessons_lease_waits(p, lease));
 }
 
 const char *lessons_metrics_status_auto(apr_pool_t *p,

@@ -239,6 +239,7 @@ const char *lessons_metrics_prometheus(apr_pool_t *p,
 /* The read lease's figures (LessonsDBLease), as the handler reads them
  * from the server's lease block now.
  */
+#define LESSONS_METRICS_LEASE_WAITS 7
 typedef struct {
     int valid;                      /* 0 or 1 */
     int listening;                  /* 0 or 1 */
@@ -255,6 +256,13 @@ typedef struct {
     apr_uint64_t held_writes;       /* writes that made no check and
                                      * told no one: every listed server
                                      * held its drop */
+    /* How long writes took on the lease after their commit: counts by
+     * upper bound (microseconds, inclusive; the last count has none),
+     * not summed up, and their sum.
+     */
+    apr_uint64_t waits[LESSONS_METRICS_LEASE_WAITS];
+    const apr_interval_time_t *wait_bounds;
+    apr_interval_time_t waited;
 } lessons_metrics_lease_t;
 
 /* Those figures in the same format, to follow lessons_metrics_

@@ -122,7 +122,16 @@ typedef struct {
                                              * check */
     apr_uint64_t held_writes;               /* writes answered under
                                              * holds */
+    volatile apr_uint64_t waits[LESSONS_LEASE_WAIT_BUCKETS];   /* atomic:
+                                                              * no lock
+                                                              * for them */
+    volatile apr_uint64_t waited;           /* their sum, microseconds */
 } lessons_lease_block_t;
+
+const apr_interval_time_t
+    lessons_lease_wait_bounds[LESSONS_LEASE_WAIT_BUCKETS - 1] = {
+        100, 1000, 5000, 25000, 100000, 1000000
+    };
 
 struct lessons_lease_t {
     lessons_lease_block_t *b;
@@ -1115,6 +1124,25 @@ void lessons_lease_tell_sleep(lessons_lease_t *l, apr_uint32_t seen,
     lessons_lease_sleep_on(&l->b->told, seen, until);
 }
 
+void lessons_lease_waited(lessons_lease_t *l, apr_interval_time_t waited)
+{
+    int i = 0;
+
+    if (waited < 0) {
+        waited = 0;
+    }
+    while (i < LESSONS_LEASE_WAIT_BUCKETS - 1
+           && waited > lessons_lease_wait_bounds[i]) {
+        i++;
+    }
+    /* Atomics, not the block's lock: every write of the server comes
+     * here, and a lock's holder put off by the scheduler would be in
+     * the figure it measures.
+     */
+    (void)apr_atomic_inc64(&l->b->waits[i]);
+    (void)apr_atomic_add64(&l->b->waited, (apr_uint64_t)waited);
+}
+
 int lessons_lease_drop(lessons_lease_t *l, int *ring)
 {
     *ring = 0;
@@ -1506,6 +1534,7 @@ void lessons_lease_state(lessons_lease_t *l, apr_interval_time_t now,
 {
     lessons_lease_block_t *b;
     apr_interval_time_t end = 0;
+    int i;
 
     memset(st, 0, sizeof(*st));
     st->others = -1;
@@ -1530,6 +1559,10 @@ void lessons_lease_state(lessons_lease_t *l, apr_interval_time_t now,
     st->alone_writes = b->alone_writes;
     st->told_writes = b->told_writes;
     st->held_writes = b->held_writes;
+    for (i = 0; i < LESSONS_LEASE_WAIT_BUCKETS; i++) {
+        st->waits[i] = apr_atomic_read64(&b->waits[i]);
+    }
+    st->waited = (apr_interval_time_t)apr_atomic_read64(&b->waited);
     if (b->list_sent > 0 && b->list_sent <= now) {
         st->others = (int)b->list_others;
         st->list_age = now - b->list_sent;

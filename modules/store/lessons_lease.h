@@ -483,6 +483,19 @@ int lessons_lease_heard_hold(lessons_lease_t *l, const char *name,
                              nonce[LESSONS_LEASE_NONCE_LEN],
                              apr_interval_time_t now);
 
+/* How long writes took on the lease after their commit (their check,
+ * their round, or none), counted by the upper bounds of
+ * lessons_lease_wait_bounds (microseconds, inclusive; the last count is
+ * the rest): what the lease adds to a write, whatever else the machine
+ * does.
+ */
+#define LESSONS_LEASE_WAIT_BUCKETS 7
+extern const apr_interval_time_t
+    lessons_lease_wait_bounds[LESSONS_LEASE_WAIT_BUCKETS - 1];
+
+/* One write's time on the lease, counted. */
+void lessons_lease_waited(lessons_lease_t *l, apr_interval_time_t waited);
+
 /* ---------------------------------------------- for the metrics */
 
 typedef struct {
@@ -498,6 +511,9 @@ typedef struct {
     apr_uint64_t alone_writes;      /* writes with no other lease listed */
     apr_uint64_t told_writes;       /* writes that sent INVALIDATEs */
     apr_uint64_t held_writes;       /* writes answered under holds */
+    apr_uint64_t waits[LESSONS_LEASE_WAIT_BUCKETS];   /* by bound, not
+                                                       * summed up */
+    apr_interval_time_t waited;     /* their sum */
 } lessons_lease_state_t;
 
 void lessons_lease_state(lessons_lease_t *l, apr_interval_time_t now,

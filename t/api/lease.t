@@ -118,9 +118,12 @@ my $rows = wait_leases('start');
 sub lease_gauges {
     my ($base) = @_;
     my $text = call(GET => '/metrics', base => $base, token => undef)->content;
-    return { map { $text =~ /^lessons_db_lease_$_ (\S+)$/m ? ($_ => $1) : () }
-             qw(valid listening remaining_seconds length_seconds
-                other_servers run_seconds) };
+    my %g = map { $text =~ /^lessons_db_lease_$_ (\S+)$/m ? ($_ => $1) : () }
+            qw(valid listening remaining_seconds length_seconds
+               other_servers run_seconds);
+    $g{held} = $1
+        if $text =~ /^lessons_db_lease_unchecked_writes_total\{how="held"\} (\d+)$/m;
+    return \%g;
 }
 is(scalar(grep { $_->{server} =~ m{/$server{B}{pid}/} } @$rows), 1,
    'B holds one lease');
@@ -256,12 +259,7 @@ for my $name (qw(B C)) {
 # (under ASan one after another came too far apart to be held): a write
 # that comes while another's round is out is held.
 if (keys %with_peer == 2) {
-    my $held_of = sub {
-        my $text = call(GET => '/metrics', base => $B, token => undef)->content;
-        return $text =~ /^lessons_db_lease_unchecked_writes_total\{how="held"\} (\d+)$/m
-               ? $1 : -1;
-    };
-    my $held = $held_of->();
+    my $held = lease_gauges($B)->{held} // -1;
     my $stop = File::Temp->new;
     my @writers;
     for my $w (1 .. 2) {
@@ -295,7 +293,7 @@ if (keys %with_peer == 2) {
     waitpid $_, 0 for @writers;
     is_deeply(\@missed, [], '30 writes through B in a burst beside two '
               . 'writers: each seen at once through C, lesson and list');
-    my $now_held = $held_of->();
+    my $now_held = lease_gauges($B)->{held} // -1;
     cmp_ok($now_held - $held, '>=', 1, 'B answered some of the burst\'s '
            . 'writes under C\'s hold, telling no one ('
            . ($now_held - $held) . ')');
@@ -312,6 +310,28 @@ if (keys %with_peer == 2) {
     close $fh;
     cmp_ok($renewed, '>=', 1, "B's writes renewed C's hold ahead ($renewed)");
     cmp_ok($heard, '>=', 1, "B heard C answer the renewals ($heard)");
+    # Every write's time on the lease, a histogram: the burst's and its
+    # writers' are in it, the buckets never fall, +Inf is the count, and
+    # promtool takes the answer.
+    my $text = call(GET => '/metrics', base => $B, token => undef)->content;
+    my @buckets = $text =~ /^lessons_db_lease_write_wait_seconds_bucket\{le="[^"]+"\} (\d+)$/mg;
+    my ($count) = $text =~ /^lessons_db_lease_write_wait_seconds_count (\d+)$/m;
+    is(scalar(@buckets), 7, "B's writes' time on the lease: 7 buckets");
+    cmp_ok($count // 0, '>=', 30, "... counting the burst's writes ("
+           . ($count // 'none') . ')');
+    is_deeply([ grep { $buckets[$_] < $buckets[$_ - 1] } 1 .. $#buckets ], [],
+              '... buckets that never fall');
+    is($buckets[-1] // -1, $count // -2, '... the last, +Inf, is the count');
+    SKIP: {
+        my $promtool = $ENV{LESSONS_TEST_PROMTOOL};
+        skip 'promtool not found: make promtool-deps (make test does)', 1
+            unless $promtool && -x $promtool;
+        my $file = File::Temp->new;
+        print {$file} $text;
+        $file->flush;
+        my $out = `'$promtool' check metrics < '@{[ $file->filename ]}' 2>&1`;
+        is($?, 0, "promtool takes B's metrics with the lease's") or diag($out);
+    }
 }
 
 # ---- a write through psql: seen soon (nobody answered it)

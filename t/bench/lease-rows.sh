@@ -134,6 +134,43 @@ lease_shipped_rows() {
     done
 }
 
+# lease_write_ways ROUTE: how the written server's writes of the round
+# went (lessons_db_lease_unchecked_writes_total): told (each waited for a
+# round of datagrams), held (answered at once under the others' holds)
+# and alone, logged and summed into ROUTE's meta.  The told share is the
+# writes that paid a round's wait: what the lease adds to the tail.
+lease_write_ways() {
+    local m how n total line=""
+    m=$(curl -sf "http://127.0.0.1:$PORT/lessons-metrics" || true)
+    for how in alone told held; do
+        n=$(sed -n "s/^lessons_db_lease_unchecked_writes_total{how=\"$how\"} \([0-9]*\)\$/\1/p" <<<"$m")
+        total=$(meta_get "$1" "writes_$how")
+        meta "$1" "writes_$how" $(( ${total:-0} + ${n:-0} ))
+        line="$line $how=${n:-0}"
+    done
+    log "$1: the written server's unchecked writes this round:$line"
+    # Each write's own time on the lease (lessons_db_lease_write_wait_
+    # seconds): the share within each bound, whatever else ran; the
+    # counts summed over the rounds into ROUTE's meta (wait_<bound>).
+    local le count
+    while read -r le count; do
+        total=$(meta_get "$1" "wait_$le")
+        meta "$1" "wait_$le" $(( ${total:-0} + count ))
+    done < <(sed -n 's/^lessons_db_lease_write_wait_seconds_bucket{le="\([^"]*\)"} \([0-9]*\)$/\1 \2/p' <<<"$m")
+    line=$(awk '
+        /^lessons_db_lease_write_wait_seconds_bucket/ {
+            le = $0; sub(/.*le="/, "", le); sub(/".*/, "", le)
+            les[++n] = le; counts[n] = $NF
+        }
+        END {
+            if (!n || !counts[n]) { print " none"; exit }
+            for (i = 1; i < n; i++)
+                printf " <=%ss %.2f%%", les[i], 100 * counts[i] / counts[n]
+            printf " of %d\n", counts[n]
+        }' <<<"$m")
+    log "$1: the written server's writes' time on the lease:$line"
+}
+
 # Writes alternate: each round starts the servers afresh with the lease
 # off, then on (on first in even rounds), so that neither side always
 # meets the machine's other load of the moment.
@@ -149,6 +186,7 @@ lease_write_rows() {
             PORT=${SERVER_PORTS[0]}
             ERROR_LOG=$WORK/server-1/logs/error.log
             WRITE_ROUND_LIST=$round write_rounds "lease$mode-$db"
+            [ "$mode" != on ] || lease_write_ways "lease$mode-$db"
             e=$(meta_get "lease$mode-$db" errors)
             meta "lease$mode-$db" errors $(( ${e:-0} + $(error_lines "server-1 error_log, lease $mode") ))
             stop_servers

@@ -631,6 +631,23 @@ sub lease_report {
             $a50, $a99, map({ defined $_->{spr} ? sprintf('%.2f', $_->{spr}) : 'n/a' } $off, $on),
             defined $lspr ? sprintf('%.2f', $lspr) : 'n/a', join('; ', @t));
     }
+    # The lease's own time per write, from the written server's
+    # histogram over the lease-on rounds (t/bench/lease-rows.sh,
+    # lease_write_ways): what the lease adds to a write, without the
+    # noise of two runs' tails.
+    my $wm = $meta{'leaseon-pgsql'} || {};
+    my @les = sort { $a <=> $b } grep { $_ ne '+Inf' } map { /^wait_(.+)$/ ? $1 : () } keys %$wm;
+    my $wall = $wm->{'wait_+Inf'};
+    my $own = '';
+    if (@les && $wall) {
+        my $within = sub { my ($s) = @_; my ($le) = grep { $_ >= $s - 1e-12 } @les;
+                           defined $le ? $wm->{"wait_$le"} / $wall : undef };
+        my ($w1, $w5) = map { $within->($_) } 0.001, 0.005;
+        $own = sprintf("The lease's own time per write (`lessons_db_lease_write_wait_seconds`, the written server's %s writes of the lease-on rounds): %s. "
+                       . "Added p50 ≤ 1 ms, by it: %s; added p99 ≤ 5 ms, by it: %s.\n\n",
+                       num($wall), join(', ', map { sprintf('≤ %s ms %.2f%%', 1000 * $_, 100 * $wm->{"wait_$_"} / $wall) } @les),
+                       defined $w1 ? verdict($w1 >= 0.5) : 'n/a', defined $w5 ? verdict($w5 >= 0.99) : 'n/a');
+    }
     for my $db (map { ("lease$_-shipped-pgsql", "lease$_-pgsql") } qw(off on)) {
         my $e = ($meta{$db} || {})->{errors};
         push @notes, "Read leases, $db: the server's error_log has $e lines at level error or worse." if $e;
@@ -673,7 +690,7 @@ EOT
         print "Writes on one of $nw servers (`wrk --latency`, t/bench/wrk-write.lua, as the write rows above), each of the others holding a lease too when on, so every write waits for the other " . ($nw =~ /^\d+$/ ? $nw - 1 : 'n/a') . " servers' acknowledgements; each round starts the servers afresh, lease off then on (on first in even rounds); pgbench of the same statement in the same rounds.$apart\n\n"
             . "| Write | lease off req/s | p50 / p99 ms | lease on req/s | p50 / p99 ms | added p50 / p99 ms | statements/write off / on | leases' (on) | Targets |\n"
             . "|---|--:|--:|--:|--:|--:|--:|--:|---|\n"
-            . join("\n", @wr) . "\n\n";
+            . join("\n", @wr) . "\n\n" . $own;
     }
 }
 # A side-by-side table of two runs of one request, "within noise" of

@@ -15,6 +15,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "apr_general.h"
 #include "apr_pools.h"
@@ -23,6 +24,12 @@
 #include "ops/lessons_metrics.h"
 
 #define SLOTS 2
+
+/* The lease's buckets (lessons_lease_wait_bounds), microseconds. */
+static const apr_interval_time_t wait_bounds[LESSONS_METRICS_LEASE_WAITS
+                                             - 1] = {
+    100, 1000, 5000, 25000, 100000, 1000000
+};
 
 int main(int argc, const char *const *argv)
 {
@@ -59,6 +66,7 @@ int main(int argc, const char *const *argv)
     lessons_metrics_read(m, NULL, NULL, &sum);
     text = lessons_metrics_prometheus(pool, &sum, names, 1, now, &len);
     fwrite(text, 1, len, stdout);
+    memset(&lease, 0, sizeof(lease));
     lease.valid = 1;
     lease.listening = 1;
     lease.left = 0;
@@ -67,6 +75,11 @@ int main(int argc, const char *const *argv)
     lease.others = 2;
     lease.alone_writes = 3;
     lease.told_writes = 5;
+    lease.held_writes = 8;
+    lease.waits[0] = 13;
+    lease.waits[2] = 1;
+    lease.wait_bounds = wait_bounds;
+    lease.waited = 4321;
     fputs(lessons_metrics_lease_prometheus(pool, &lease), stdout);
     apr_terminate();
     return fflush(stdout) == 0 ? 0 : 1;

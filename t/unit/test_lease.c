@@ -799,6 +799,31 @@ static void test_holds_are_renewed_ahead(void **state)
     assert_true(st.told_writes == 3);
 }
 
+/* Each write's time on the lease is counted under the first bound it
+ * does not pass (bounds inclusive; past the last, the rest), and summed;
+ * a time below zero (no clock runs back, but) counts as none.
+ */
+static void test_write_waits_by_bound(void **state)
+{
+    lessons_lease_t *l = fresh();
+    lessons_lease_state_t st;
+    const apr_uint64_t want[LESSONS_LEASE_WAIT_BUCKETS] = {
+        3, 1, 1, 0, 0, 1, 1
+    };
+
+    (void)state;
+    lessons_lease_waited(l, 40);
+    lessons_lease_waited(l, 100);
+    lessons_lease_waited(l, -3);
+    lessons_lease_waited(l, 101);
+    lessons_lease_waited(l, MS(5));
+    lessons_lease_waited(l, MS(1000));
+    lessons_lease_waited(l, MS(2000));
+    lessons_lease_state(l, T0, &st);
+    assert_memory_equal(st.waits, want, sizeof(want));
+    assert_true(st.waited == 40 + 100 + 101 + MS(5) + MS(3000));
+}
+
 static void test_a_write_alone_drops_the_version(void **state)
 {
     lessons_lease_t *l = fresh();
@@ -1595,6 +1620,7 @@ int main(void)
         cmocka_unit_test(test_a_hold_keeps_the_drop),
         cmocka_unit_test(test_writes_under_holds_tell_no_one),
         cmocka_unit_test(test_holds_are_renewed_ahead),
+        cmocka_unit_test(test_write_waits_by_bound),
         cmocka_unit_test(test_a_write_invalidates_from_a_fresh_list),
         cmocka_unit_test(test_writes_share_rounds),
         cmocka_unit_test(test_a_joined_write_is_rung_by_its_leader),

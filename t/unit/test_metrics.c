@@ -388,7 +388,8 @@ static void test_lease_prometheus(void **state)
     const char *text;
 
     lessons_metrics_lease_t m = { 1, 0, 2345678, 7654321,
-                                  10 * APR_USEC_PER_SEC, 3, 41, 7, 9 };
+                                  10 * APR_USEC_PER_SEC, 3, 41, 7, 9,
+                                  { 0 }, NULL, 0 };
 
     (void)state;
     text = lessons_metrics_lease_prometheus(pool, &m);
@@ -414,12 +415,44 @@ static void test_lease_prometheus(void **state)
     assert_non_null(strstr(text, "# TYPE lessons_db_lease_run_seconds "
                                  "gauge\nlessons_db_lease_run_seconds "
                                  "7.654\n"));
+    /* Without the lease's bounds: no histogram. */
+    assert_null(strstr(text, "lessons_db_lease_write_wait_seconds"));
     /* No list read yet: no sample to mistake for none. */
     m = (lessons_metrics_lease_t){ 0, 1, 0, 0, 10 * APR_USEC_PER_SEC, -1,
-                                   0, 0, 0 };
+                                   0, 0, 0, { 0 }, NULL, 0 };
     text = lessons_metrics_lease_prometheus(pool, &m);
     assert_exposition(text);
     assert_null(strstr(text, "lessons_db_lease_other_servers"));
+}
+
+/* The writes' times on the lease as a Prometheus histogram: the counts
+ * summed up bound by bound, +Inf last and equal to the count.
+ */
+static void test_lease_waits_prometheus(void **state)
+{
+    static const apr_interval_time_t bounds[LESSONS_METRICS_LEASE_WAITS
+                                            - 1] = {
+        100, 1000, 5000, 25000, 100000, 1000000
+    };
+    lessons_metrics_lease_t m = { 1, 1, 0, 0, APR_USEC_PER_SEC, 2, 0, 0, 0,
+                                  { 3, 1, 1, 0, 0, 0, 1 }, bounds,
+                                  2005241 };
+    const char *text;
+
+    (void)state;
+    text = lessons_metrics_lease_prometheus(pool, &m);
+    assert_exposition(text);
+    assert_non_null(strstr(text,
+        "# TYPE lessons_db_lease_write_wait_seconds histogram\n"
+        "lessons_db_lease_write_wait_seconds_bucket{le=\"0.0001\"} 3\n"
+        "lessons_db_lease_write_wait_seconds_bucket{le=\"0.001\"} 4\n"
+        "lessons_db_lease_write_wait_seconds_bucket{le=\"0.005\"} 5\n"
+        "lessons_db_lease_write_wait_seconds_bucket{le=\"0.025\"} 5\n"
+        "lessons_db_lease_write_wait_seconds_bucket{le=\"0.1\"} 5\n"
+        "lessons_db_lease_write_wait_seconds_bucket{le=\"1\"} 5\n"
+        "lessons_db_lease_write_wait_seconds_bucket{le=\"+Inf\"} 6\n"
+        "lessons_db_lease_write_wait_seconds_sum 2.005241\n"
+        "lessons_db_lease_write_wait_seconds_count 6\n"));
 }
 
 static void test_status_auto(void **state)
@@ -531,6 +564,7 @@ int main(void)
         cmocka_unit_test(test_sources),
         cmocka_unit_test(test_prometheus),
         cmocka_unit_test(test_lease_prometheus),
+        cmocka_unit_test(test_lease_waits_prometheus),
         cmocka_unit_test(test_status_auto),
         cmocka_unit_test(test_processes_share_one_block),
         cmocka_unit_test(test_threads_share_one_slot),
