@@ -335,17 +335,19 @@ EOF
 # scaling.md, step 3, and holds), summed over the servers' counters (a
 # server killed and started again counts from its start).
 unchecked_writes() {
-    local i m a t h alone=0 told=0 held=0
+    local i m how n out=""
+    local -A sum=([alone]=0 [told]=0 [held]=0)
     for i in $(seq 0 $((NSERVERS - 1))); do
         m=$(curl -s --max-time 5 "${URLS[$i]%/api/lessons}/lessons-metrics" || true)
-        a=$(sed -n 's/^lessons_db_lease_unchecked_writes_total{how="alone"} \([0-9]*\)$/\1/p' <<<"$m")
-        t=$(sed -n 's/^lessons_db_lease_unchecked_writes_total{how="told"} \([0-9]*\)$/\1/p' <<<"$m")
-        h=$(sed -n 's/^lessons_db_lease_unchecked_writes_total{how="held"} \([0-9]*\)$/\1/p' <<<"$m")
-        alone=$((alone + ${a:-0}))
-        told=$((told + ${t:-0}))
-        held=$((held + ${h:-0}))
+        for how in alone told held; do
+            n=$(sed -n "s/^lessons_db_lease_unchecked_writes_total{how=\"$how\"} \\([0-9]*\\)\$/\\1/p" <<<"$m")
+            sum[$how]=$((sum[$how] + ${n:-0}))
+        done
     done
-    echo "alone=$alone told=$told held=$held"
+    for how in alone told held; do
+        out="$out${out:+ }$how=${sum[$how]}"
+    done
+    echo "$out"
 }
 start_server() {        # start_server N: its process group is its pid
     local d="$WORK/s$1"
