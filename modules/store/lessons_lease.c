@@ -995,6 +995,28 @@ static apr_interval_time_t lessons_lease_held_locked(lessons_lease_block_t *b,
     return least;
 }
 
+/* Under the lock: draw the next round at now, of the list, into out and
+ * nonce; hold: it asks for holds; led: a leader sends it again and rings
+ * its writes (a renewal has none).  This server's version is dropped.
+ */
+static void lessons_lease_draw_locked(lessons_lease_block_t *b,
+                                      apr_interval_time_t now, int hold,
+                                      int led, lessons_lease_check_t *out,
+                                      unsigned char
+                                      nonce[LESSONS_LEASE_NONCE_LEN],
+                                      int *ring)
+{
+    lessons_lease_copy_list(out, &b->list);
+    out->at = now;
+    out->hold = hold;
+    out->round = ++b->rounds;
+    lessons_lease_nonce_of(b, out->round, nonce);
+    lessons_lease_drop_locked(b, ring);
+    b->tell_at = now;
+    b->tell_hold = (apr_uint32_t)hold;
+    b->tell_led = (apr_uint32_t)led;
+}
+
 lessons_lease_tell_e lessons_lease_invalidating(
     lessons_lease_t *l, apr_interval_time_t commit, apr_interval_time_t now,
     apr_interval_time_t fresh, int renew, lessons_lease_check_t *out,
@@ -1044,15 +1066,7 @@ lessons_lease_tell_e lessons_lease_invalidating(
          * sends the next round's HOLDs on its way out.  No one waits
          * for their answers, which extend the holds when they come.
          */
-        lessons_lease_copy_list(out, &b->list);
-        out->at = now;
-        out->hold = 1;
-        out->round = ++b->rounds;
-        lessons_lease_nonce_of(b, out->round, nonce);
-        lessons_lease_drop_locked(b, ring);
-        b->tell_at = now;
-        b->tell_hold = 1;
-        b->tell_led = 0;
+        lessons_lease_draw_locked(b, now, 1, 0, out, nonce, ring);
         b->renew_at = now;
         b->held_writes++;
         how = LESSONS_LEASE_TELL_RENEW;
@@ -1074,20 +1088,15 @@ lessons_lease_tell_e lessons_lease_invalidating(
         how = LESSONS_LEASE_TELL_WAIT;
     }
     else {
-        lessons_lease_copy_list(out, &b->list);
-        out->at = now;
         /* Writes close together (a burst): this round asks for holds,
          * which answer the writes after it at once.
          */
-        out->hold = b->tell_at > 0
-                    && now - b->tell_at < LESSONS_LEASE_HOLD_BURST;
-        out->round = ++b->rounds;
-        lessons_lease_nonce_of(b, out->round, nonce);
-        lessons_lease_drop_locked(b, ring);
+        lessons_lease_draw_locked(b, now,
+                                  b->tell_at > 0
+                                  && now - b->tell_at
+                                     < LESSONS_LEASE_HOLD_BURST,
+                                  1, out, nonce, ring);
         b->tell_open = out->round;
-        b->tell_at = now;
-        b->tell_hold = (apr_uint32_t)out->hold;
-        b->tell_led = 1;
         how = LESSONS_LEASE_TELL_LEAD;
     }
     if (how == LESSONS_LEASE_TELL_LEAD || how == LESSONS_LEASE_TELL_JOIN) {
